@@ -1,0 +1,213 @@
+"""The run archive: ``data/runs/<study>/<run-id>/`` per run, immutable once complete.
+
+A run folder holds ``run.json`` (status, parameters, provenance, capabilities,
+topology, link verification, configuration records, times), ``journal.jsonl``
+(every change and its undo), ``raw/`` (tool outputs as they came), tidy
+``results.parquet`` + ``results.csv``, and, for notebook runs, the executed
+notebook and its rendered HTML.
+
+A run starts ``incomplete`` and becomes ``complete`` only at a clean finish;
+a crash or Ctrl-C leaves it ``incomplete`` and analyses skip it. Folders are
+created exclusively, files are never overwritten, and a complete run's files
+are made read-only.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import stat
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+from .errors import ArchiveError
+from .journal import Journal
+
+RUN_FILE = "run.json"
+COMPLETE = "complete"
+INCOMPLETE = "incomplete"
+
+
+def project_root() -> Path:
+    here = Path(__file__).resolve().parents[1]
+    return here if (here / "pyproject.toml").exists() else Path.cwd()
+
+
+def data_root() -> Path:
+    """``$HARNESS_DATA`` if set, else the project's ``data/`` folder."""
+    env = os.environ.get("HARNESS_DATA")
+    return Path(env) if env else project_root() / "data"
+
+
+def runs_root(root: Path | None = None) -> Path:
+    return (root or data_root()) / "runs"
+
+
+def now_iso() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def _write_json_atomic(path: Path, data: dict) -> None:
+    tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
+    with open(tmp, "w") as fh:
+        json.dump(data, fh, indent=2, sort_keys=True, default=str)
+        fh.write("\n")
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+@dataclass
+class Run:
+    path: Path
+
+    # -- creation / opening ------------------------------------------------------
+    @classmethod
+    def create(cls, study: str, parameters: dict, root: Path | None = None,
+               notebook: str | None = None) -> "Run":
+        base = runs_root(root) / study
+        base.mkdir(parents=True, exist_ok=True)
+        for _ in range(10):
+            run_id = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3)
+            path = base / run_id
+            try:
+                path.mkdir()  # exclusive: never reuse a folder
+                break
+            except FileExistsError:
+                time.sleep(0.01)
+        else:
+            raise ArchiveError(f"could not create a new run folder under {base}")
+        (path / "raw").mkdir()
+        run = cls(path)
+        _write_json_atomic(path / RUN_FILE, {
+            "run_id": run_id,
+            "study": study,
+            "status": INCOMPLETE,
+            "parameters": parameters,
+            "notebook": notebook,
+            "started": now_iso(),
+            "ended": None,
+            "owner_pid": os.getpid(),
+        })
+        return run
+
+    @classmethod
+    def open(cls, path: str | os.PathLike) -> "Run":
+        path = Path(path)
+        if not (path / RUN_FILE).exists():
+            raise ArchiveError(f"{path} is not a run folder (no {RUN_FILE})",
+                               "pass the folder `harness run` created, or leave run_dir empty")
+        return cls(path)
+
+    # -- reading ---------------------------------------------------------------
+    @property
+    def meta(self) -> dict:
+        return json.loads((self.path / RUN_FILE).read_text())
+
+    @property
+    def run_id(self) -> str:
+        return self.path.name
+
+    @property
+    def study(self) -> str:
+        return self.meta["study"]
+
+    @property
+    def status(self) -> str:
+        return self.meta["status"]
+
+    @property
+    def journal(self) -> Journal:
+        return Journal(self.path / "journal.jsonl")
+
+    # -- writing ---------------------------------------------------------------
+    def _check_open(self) -> None:
+        if self.status == COMPLETE:
+            raise ArchiveError(f"run {self.path} is complete and immutable",
+                               "start a new run instead of changing an archived one")
+
+    def update(self, **fields) -> None:
+        """Merge top-level fields into run.json (only while the run is not complete)."""
+        self._check_open()
+        meta = self.meta
+        meta.update(fields)
+        _write_json_atomic(self.path / RUN_FILE, meta)
+
+    def add_raw(self, name: str, content: str | bytes) -> Path:
+        """Store a tool's raw output under raw/; an existing file is never replaced."""
+        self._check_open()
+        target = self.path / "raw" / name
+        if target.resolve().parent != (self.path / "raw").resolve():
+            raise ArchiveError(f"raw file name {name!r} must not contain a path")
+        mode = "xb" if isinstance(content, bytes) else "x"
+        try:
+            with open(target, mode) as fh:
+                fh.write(content)
+        except FileExistsError:
+            raise ArchiveError(f"{target} exists already",
+                               "give each raw output a unique name") from None
+        return target
+
+    def add_file(self, name: str, source: Path) -> Path:
+        self._check_open()
+        target = self.path / name
+        if target.exists():
+            raise ArchiveError(f"{target} exists already")
+        target.write_bytes(Path(source).read_bytes())
+        return target
+
+    def write_table(self, frame, name: str = "results") -> Path:
+        """Tidy results as Parquet (typed) and CSV (for anyone)."""
+        self._check_open()
+        parquet = self.path / f"{name}.parquet"
+        if parquet.exists():
+            raise ArchiveError(f"{parquet} exists already")
+        frame.to_parquet(parquet, index=False)
+        frame.to_csv(self.path / f"{name}.csv", index=False)
+        return parquet
+
+    def finish(self, status: str, error: str | None = None) -> None:
+        if status not in (COMPLETE, INCOMPLETE):
+            raise ValueError(status)
+        if os.getpid() != self.meta.get("owner_pid", os.getpid()):
+            return  # a forked child unwinding a copy of the owner's stack
+        self._check_open()
+        self.update(status=status, ended=now_iso(), error=error)
+        if status == COMPLETE:
+            self._freeze()
+
+    def _freeze(self) -> None:
+        """Make every file of a complete run read-only."""
+        for dirpath, _dirs, files in os.walk(self.path):
+            for name in files:
+                p = Path(dirpath) / name
+                mode = p.stat().st_mode
+                p.chmod(mode & ~(stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
+
+
+def list_runs(study: str | None = None, root: Path | None = None,
+              status: str | None = None) -> list[Run]:
+    """Archived runs, oldest first, optionally of one study and status."""
+    base = runs_root(root)
+    studies = [base / study] if study else sorted(p for p in base.glob("*") if p.is_dir())
+    runs = []
+    for folder in studies:
+        for path in sorted(folder.glob("*/" + RUN_FILE)):
+            run = Run(path.parent)
+            try:
+                if status is None or run.status == status:
+                    runs.append(run)
+            except (json.JSONDecodeError, KeyError):
+                continue
+    return runs
+
+
+def latest_run(study: str, root: Path | None = None) -> Run:
+    runs = list_runs(study, root, COMPLETE)
+    if not runs:
+        raise ArchiveError(f"no complete run of study {study!r} in {runs_root(root)}",
+                           f"run one first: harness run notebooks/{study}*.ipynb")
+    return runs[-1]

@@ -1,0 +1,50 @@
+"""Exceptions the harness raises: each says what is wrong and how to fix it."""
+
+from __future__ import annotations
+
+
+class HarnessError(Exception):
+    """Base class. ``hint`` tells the user what to do about it."""
+
+    def __init__(self, message: str, hint: str | None = None):
+        self.message = message
+        self.hint = hint
+        super().__init__(message if hint is None else f"{message}\n  how to fix: {hint}")
+
+
+class SpecError(HarnessError):
+    """A topology, parameter, inventory or sweep file is invalid."""
+
+
+class CapabilityMissing(HarnessError):
+    """A node lacks a kernel feature or tool that the study needs."""
+
+
+class NodeError(HarnessError):
+    """A node could not be reached or a transport failed."""
+
+
+class CommandFailed(HarnessError):
+    """A command exited non-zero where success was required."""
+
+    def __init__(self, result, hint: str | None = None):
+        self.result = result
+        tail = (result.stderr or result.stdout).strip().splitlines()[-5:]
+        detail = "\n    ".join(tail) if tail else "(no output)"
+        super().__init__(
+            f"on {result.node}: `{result.command}` exited with status {result.exit_status}"
+            f" after {result.duration:.2f}s:\n    {detail}",
+            hint,
+        )
+
+
+class CommandTimeout(HarnessError):
+    """A command ran past its timeout and was killed."""
+
+
+class ArchiveError(HarnessError):
+    """An archived run would be overwritten or is malformed."""
+
+
+class Interrupted(HarnessError):
+    """The run was interrupted by a signal (SIGINT/SIGTERM)."""

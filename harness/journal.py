@@ -1,0 +1,306 @@
+"""A write-ahead record of every change the harness makes, and its exact undo.
+
+Each change is appended to a JSON-lines file *before* it is made (so a crash
+between the two still leaves a record), with what is needed to undo it. Undo
+runs in reverse order and tolerates things that are already gone. Because the
+record is on disk, ``harness lab clean`` can finish the undo of a run that
+crashed or was killed, from that run's own records and never by name pattern.
+
+Undo handlers are registered per kind with :func:`undo_handler`; each takes
+the node (rebuilt from its description) and the entry's data.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import HarnessError
+from .nodes import Node, node_from_description
+from .nodes.base import Command, Process
+
+UndoFn = Callable[[Node, dict], None]
+_HANDLERS: dict[str, UndoFn] = {}
+_GONE_WITH_NAMESPACE: set[str] = set()
+
+
+def undo_handler(kind: str, gone_with_namespace: bool = True) -> Callable[[UndoFn], UndoFn]:
+    """Register the function that undoes changes of ``kind``.
+
+    ``gone_with_namespace``: a change of this kind made inside a network
+    namespace disappears when the namespace is deleted (links, addresses,
+    qdiscs, routes, per-namespace sysctls), so undo skips it then.
+    """
+
+    def register(fn: UndoFn) -> UndoFn:
+        _HANDLERS[kind] = fn
+        if gone_with_namespace:
+            _GONE_WITH_NAMESPACE.add(kind)
+        return fn
+
+    return register
+
+
+# Modules that register undo handlers; imported before undoing a journal that
+# another process wrote (``harness lab clean``).
+HANDLER_MODULES = (
+    "harness.netbackend",
+    "harness.config.sysctl",
+    "harness.config.mptcp",
+    "harness.config.cgroup",
+    "harness.config.interface",
+    "harness.config.nat",
+    "harness.vm",
+)
+
+
+def load_undo_handlers() -> None:
+    import importlib
+
+    for name in HANDLER_MODULES:
+        try:
+            importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name != name:
+                raise
+
+
+@dataclass
+class Entry:
+    seq: int
+    kind: str
+    node: dict
+    data: dict
+    undone: bool = False
+
+
+class UndoFailed(HarnessError):
+    pass
+
+
+class Journal:
+    """Append-only change log at ``path`` (created if missing)."""
+
+    def __init__(self, path: str | os.PathLike):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._entries: dict[int, Entry] = {}
+        self._nodes: dict[str, Node] = {}
+        self._owner_pid = os.getpid()
+        if self.path.exists():
+            self._load()
+
+    # -- reading -----------------------------------------------------------
+    def _load(self) -> None:
+        for line in self.path.read_text().splitlines():
+            if not line.strip():
+                continue
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError:
+                continue  # a torn last line from a crash
+            if rec.get("op") == "do":
+                self._entries[rec["seq"]] = Entry(rec["seq"], rec["kind"], rec["node"], rec["data"])
+            elif rec.get("op") == "undone" and rec["seq"] in self._entries:
+                self._entries[rec["seq"]].undone = True
+            elif rec.get("op") == "update" and rec["seq"] in self._entries:
+                self._entries[rec["seq"]].data.update(rec["data"])
+
+    def pending(self) -> list[Entry]:
+        """Changes recorded and not yet undone, oldest first."""
+        return [e for e in sorted(self._entries.values(), key=lambda e: e.seq) if not e.undone]
+
+    def entries(self) -> list[Entry]:
+        return sorted(self._entries.values(), key=lambda e: e.seq)
+
+    # -- writing -----------------------------------------------------------
+    def _append(self, rec: dict) -> None:
+        line = json.dumps(rec, sort_keys=True) + "\n"
+        with open(self.path, "a") as fh:
+            fh.write(line)
+            fh.flush()
+            os.fsync(fh.fileno())
+
+    def record(self, kind: str, node: Node, **data) -> Entry:
+        """Record a change of ``kind`` on ``node`` that is about to be made."""
+        if kind not in _HANDLERS:
+            raise ValueError(f"no undo handler registered for {kind!r}")
+        with self._lock:
+            seq = max(self._entries, default=0) + 1
+            entry = Entry(seq, kind, node.describe(), dict(data))
+            self._entries[seq] = entry
+            self._nodes.setdefault(json.dumps(entry.node, sort_keys=True), node)
+            self._append(
+                {"op": "do", "seq": seq, "kind": kind, "node": entry.node, "data": entry.data,
+                 "time": time.time()}
+            )
+        return entry
+
+    def update(self, entry: Entry, **data) -> None:
+        """Add facts learned after the change was made (e.g. a kernel-assigned id)."""
+        with self._lock:
+            entry.data.update(data)
+            self._append({"op": "update", "seq": entry.seq, "data": data})
+
+    def mark_undone(self, entry: Entry) -> None:
+        with self._lock:
+            entry.undone = True
+            self._append({"op": "undone", "seq": entry.seq, "time": time.time()})
+
+    # -- undoing -----------------------------------------------------------
+    def _node(self, desc: dict) -> Node:
+        key = json.dumps(desc, sort_keys=True)
+        if key not in self._nodes:
+            self._nodes[key] = node_from_description(desc)
+        return self._nodes[key]
+
+    def undo(self, entry: Entry) -> None:
+        if entry.undone:
+            return
+        if entry.kind not in _HANDLERS:
+            load_undo_handlers()
+        node = self._node(entry.node)
+        if entry.kind not in _GONE_WITH_NAMESPACE or not _inside_vanished_namespace(node):
+            _HANDLERS[entry.kind](node, entry.data)
+        self.mark_undone(entry)
+
+    def undo_all(self, after_seq: int = 0) -> list[str]:
+        """Undo every pending change newer than ``after_seq``, newest first.
+
+        Keeps going past failures and raises :class:`UndoFailed` listing them.
+        """
+        if os.getpid() != self._owner_pid:
+            # A forked child that unwinds a copy of our stack must never undo.
+            return []
+        failures = []
+        batch = [e for e in self.pending() if e.seq > after_seq]
+        # Namespaces deleted in this batch take their links, qdiscs, routes and
+        # sysctls with them: no need to undo those one by one.
+        doomed = {(json.dumps(e.node, sort_keys=True), e.data["name"])
+                  for e in batch if e.kind == "netns"}
+        with signals_deferred():
+            for entry in reversed(batch):
+                try:
+                    if entry.kind in _GONE_WITH_NAMESPACE and entry.node.get("type") == "netns" \
+                            and (json.dumps(entry.node["parent"], sort_keys=True),
+                                 entry.node["netns"]) in doomed:
+                        self.mark_undone(entry)
+                        continue
+                    self.undo(entry)
+                except Exception as exc:  # keep going: undo as much as possible
+                    failures.append(f"{entry.kind} {entry.data}: {exc}")
+        if failures:
+            raise UndoFailed(
+                "could not undo every change:\n  " + "\n  ".join(failures),
+                f"inspect {self.path}; `harness lab clean` retries the rest",
+            )
+        return failures
+
+    @contextmanager
+    def scope(self) -> Iterator["Journal"]:
+        """Undo, on exit (also on error or Ctrl-C), what was recorded inside the block."""
+        start = max(self._entries, default=0)
+        try:
+            yield self
+        finally:
+            self.undo_all(after_seq=start)
+
+    # -- processes -----------------------------------------------------------
+    @contextmanager
+    def process(self, node: Node, cmd: Command, *, cgroup: str | None = None) -> Iterator[Process]:
+        """Start ``cmd`` in the background on ``node``; stop it on exit, also on error."""
+        proc = self.start(node, cmd, cgroup=cgroup)
+        try:
+            yield proc
+        finally:
+            self.stop(proc)
+
+    def start(self, node: Node, cmd: Command, *, cgroup: str | None = None) -> Process:
+        proc = node.spawn(cmd, cgroup=cgroup)
+        # Recorded against the machine that owns the process: a namespace can
+        # vanish while its processes live on.
+        entry = self.record(
+            "process", machine_of(node), pid=proc.info.pid, start_ticks=proc.info.start_ticks,
+            command=proc.info.command, log=proc.info.log, host=proc.info.node,
+        )
+        proc.info.extra["journal_seq"] = entry.seq
+        return proc
+
+    def stop(self, proc: Process) -> None:
+        proc.stop()
+        seq = proc.info.extra.get("journal_seq")
+        if seq in self._entries and not self._entries[seq].undone:
+            remove_process_log(machine_of(self._node(self._entries[seq].node)), proc.info.log)
+            self.mark_undone(self._entries[seq])
+
+
+@contextmanager
+def signals_deferred() -> Iterator[None]:
+    """Hold SIGINT/SIGTERM while undoing, so a second Ctrl-C cannot cut teardown short."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    received: list[int] = []
+    previous = {}
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        previous[sig] = signal.signal(sig, lambda s, _f: received.append(s))
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        if received:
+            raise KeyboardInterrupt
+
+
+def _inside_vanished_namespace(node: Node) -> bool:
+    """A change inside a namespace that no longer exists is gone with it."""
+    from .nodes import NamespaceNode
+
+    if not isinstance(node, NamespaceNode):
+        return False
+    return not node.parent.run(["test", "-e", node.netns_path], check=False, timeout=10).ok
+
+
+def remove_process_log(node: Node, log: str) -> None:
+    if log:
+        node.run(["rm", "-f", log], check=False, timeout=10)
+
+
+def machine_of(node: Node) -> Node:
+    """The machine (local, VM or SSH host) under any number of namespace layers."""
+    from .nodes import NamespaceNode
+
+    while isinstance(node, NamespaceNode):
+        node = node.parent
+    return node
+
+
+@undo_handler("process", gone_with_namespace=False)
+def _undo_process(node: Node, data: dict) -> None:
+    """Stop a recorded process group, only if its leader is still the same process."""
+    pid, ticks = int(data["pid"]), int(data["start_ticks"])
+    probe = node.run(["cat", f"/proc/{pid}/stat"], check=False, timeout=10)
+    if probe.ok:
+        current = int(probe.stdout.rsplit(")", 1)[1].split()[19])
+        if current == ticks:
+            node.run(
+                f"kill -TERM -- -{pid} 2>/dev/null; for i in 1 2 3 4 5 6 7 8 9 10; do"
+                f" kill -0 -- -{pid} 2>/dev/null || exit 0; sleep 0.3; done;"
+                f" kill -KILL -- -{pid} 2>/dev/null; exit 0",
+                timeout=20,
+            )
+    remove_process_log(node, data.get("log", ""))
+
+
+@undo_handler("file", gone_with_namespace=False)
+def _undo_file(node: Node, data: dict) -> None:
+    node.run(["rm", "-rf", "--one-file-system", data["path"]], check=False, timeout=30)

@@ -1,0 +1,162 @@
+"""Realise a :class:`~harness.topology.Topology` as network namespaces.
+
+Each node becomes a namespace, each link a veth pair with its addresses, MTU
+and egress qdiscs (see :mod:`harness.shaping`), then routes, rules and
+forwarding. Every change is journalled before it is made; leaving the
+``with Lab(...)`` block (normally, on error or on Ctrl-C) removes exactly
+what was made, newest first.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from dataclasses import dataclass, field
+
+from .config.record import ConfigLog
+from .config.sysctl import set_sysctl
+from .errors import SpecError
+from .journal import Journal
+from .netbackend import CommandBackend, NetBackend, Pyroute2Backend
+from .nodes import LocalNode, NamespaceNode, Node
+from .probe import Capabilities, probe, require
+from .shaping import EgressPlan, plan_egress
+from .topology import Topology
+
+
+@dataclass
+class LabTimings:
+    build_s: float | None = None
+    teardown_s: float | None = None
+
+
+@dataclass
+class Lab:
+    topology: Topology
+    journal: Journal
+    host: Node = field(default_factory=LocalNode)
+    prefix: str = ""
+    capabilities: Capabilities | None = None
+    config: ConfigLog = field(default_factory=ConfigLog)
+
+    def __post_init__(self) -> None:
+        self.topology.validate()
+        if not self.prefix:
+            self.prefix = f"h{secrets.token_hex(3)}"
+        self.nodes: dict[str, NamespaceNode] = {
+            spec.name: NamespaceNode(self.netns_name(spec.name), self.host, spec.name)
+            for spec in self.topology.nodes
+        }
+        self.plans: dict[str, dict] = {}
+        self.timings = LabTimings()
+        self._scope_start: int | None = None
+        self._built = False
+
+    def netns_name(self, node: str) -> str:
+        return f"{self.prefix}-{node}"
+
+    def node(self, name: str) -> NamespaceNode:
+        if name not in self.nodes:
+            raise SpecError(f"lab {self.topology.name!r} has no node {name!r}",
+                            f"use one of: {', '.join(self.nodes)}")
+        return self.nodes[name]
+
+    def address(self, node: str, ifname: str) -> str:
+        """The IP address (without prefix length) of ``node``'s interface ``ifname``."""
+        return self.topology.interface(node, ifname).ip
+
+    # -- lifecycle -------------------------------------------------------------
+    def __enter__(self) -> "Lab":
+        self.build()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.teardown()
+
+    def _backend(self) -> NetBackend:
+        if isinstance(self.host, LocalNode):
+            return Pyroute2Backend()
+        return CommandBackend(self.host)
+
+    def build(self) -> None:
+        """Check the host can do it, then create everything. Nothing changes if the check fails."""
+        if self.capabilities is None:
+            self.capabilities = probe(self.host)
+        require(self.capabilities, self.topology.required_features(),
+                purpose=f"lab {self.topology.name!r}")
+        for name in self.nodes:
+            if self.host.run(["test", "-e", f"/run/netns/{self.netns_name(name)}"],
+                             check=False, timeout=10).ok:
+                raise SpecError(f"namespace {self.netns_name(name)} already exists on "
+                                f"{self.host.name}", "choose another lab prefix")
+        started = time.monotonic()
+        self._scope_start = max((e.seq for e in self.journal.entries()), default=0)
+        backend = self._backend()
+        try:
+            self._build_with(backend)
+        except BaseException:
+            backend.close()
+            self.teardown()
+            raise
+        backend.close()
+        self._built = True
+        self.timings.build_s = time.monotonic() - started
+
+    def _build_with(self, backend: NetBackend) -> None:
+        topo, journal = self.topology, self.journal
+        for name, node in self.nodes.items():
+            journal.record("netns", self.host, name=node.netns)
+            backend.create_netns(node.netns)
+            backend.loopback_up(node.netns)
+        for link in topo.links:
+            ns_a, ns_b = self.netns_name(link.a.node), self.netns_name(link.b.node)
+            journal.record("veth", self.nodes[link.a.node], ifname=link.a.ifname,
+                           peer=f"{link.b.node}:{link.b.ifname}")
+            backend.add_veth(ns_a, link.a.ifname, ns_b, link.b.ifname)
+            plan = plan_egress(link)
+            for end in (link.a, link.b):
+                node = self.nodes[end.node]
+                backend.configure_interface(node.netns, end.ifname, end.address, link.mtu)
+                if not plan.empty:
+                    journal.record("qdisc", node, ifname=end.ifname)
+                    backend.apply_egress(node.netns, end.ifname, plan)
+                self.plans[f"{end.node}:{end.ifname}"] = plan.to_dict()
+        for route in topo.routes:
+            journal.record("route", self.nodes[route.node], destination=route.destination,
+                           table=route.table)
+            backend.add_route(self.netns_name(route.node), route)
+        for rule in topo.rules:
+            journal.record("rule", self.nodes[rule.node], source=rule.source, table=rule.table,
+                           priority=rule.priority)
+            backend.add_rule(self.netns_name(rule.node), rule)
+        for spec in topo.nodes:
+            if spec.forwarding:
+                node = self.nodes[spec.name]
+                self.config.add(set_sysctl(journal, node, "net.ipv4.ip_forward", 1))
+
+    def teardown(self) -> None:
+        """Undo what this lab recorded (and anything recorded after it inside its scope)."""
+        if self._scope_start is None:
+            return
+        started = time.monotonic()
+        try:
+            self.journal.undo_all(after_seq=self._scope_start)
+        finally:
+            self.timings.teardown_s = time.monotonic() - started
+            self._built = False
+
+    def egress_plan(self, node: str, ifname: str) -> EgressPlan | None:
+        plan = self.plans.get(f"{node}:{ifname}")
+        return EgressPlan(**plan) if plan else None
+
+    def record(self) -> dict:
+        """What to archive about this lab."""
+        return {
+            "host": self.host.describe(),
+            "prefix": self.prefix,
+            "namespaces": {name: node.netns for name, node in self.nodes.items()},
+            "topology": self.topology.to_dict(),
+            "egress_plans": self.plans,
+            "build_s": self.timings.build_s,
+            "teardown_s": self.timings.teardown_s,
+        }

@@ -1,0 +1,213 @@
+"""Two ways to make namespaces, veths, addresses, qdiscs, routes and rules.
+
+* :class:`Pyroute2Backend` talks netlink directly (pyroute2) on the machine
+  that runs the harness: fast, no process per change.
+* :class:`CommandBackend` issues the same changes as ``ip``/``tc`` commands
+  through any :class:`~harness.nodes.Node` (a VM or a remote host).
+
+The lab decides *what* to change and records it in the journal first; a
+backend only carries the change out. Undo goes through commands on nodes
+(see the handlers at the bottom), so a crashed run can be cleaned from its
+journal alone.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Protocol
+
+from .journal import undo_handler
+from .nodes import Node
+from .shaping import EgressPlan
+from .topology import Route, Rule
+
+
+class NetBackend(Protocol):
+    def create_netns(self, name: str) -> None: ...
+    def add_veth(self, ns_a: str, if_a: str, ns_b: str, if_b: str) -> None: ...
+    def configure_interface(self, ns: str, ifname: str, address: str, mtu: int) -> None: ...
+    def loopback_up(self, ns: str) -> None: ...
+    def apply_egress(self, ns: str, ifname: str, plan: EgressPlan) -> None: ...
+    def add_route(self, ns: str, route: Route) -> None: ...
+    def add_rule(self, ns: str, rule: Rule) -> None: ...
+    def set_sysctl(self, ns: str, key: str, value: str) -> None: ...
+    def close(self) -> None: ...
+
+
+class Pyroute2Backend:
+    """Netlink on the local machine, one IPRoute socket per namespace."""
+
+    def __init__(self) -> None:
+        from pyroute2 import IPRoute, netns
+
+        self._IPRoute = IPRoute
+        self._netns = netns
+        self._sockets: dict[str, object] = {}
+
+    def _ipr(self, ns: str):
+        if ns not in self._sockets:
+            self._sockets[ns] = self._IPRoute(netns=ns)
+        return self._sockets[ns]
+
+    def _index(self, ns: str, ifname: str) -> int:
+        found = self._ipr(ns).link_lookup(ifname=ifname)
+        if not found:
+            raise RuntimeError(f"interface {ifname} not found in namespace {ns}")
+        return found[0]
+
+    def create_netns(self, name: str) -> None:
+        self._netns.create(name)
+
+    def add_veth(self, ns_a: str, if_a: str, ns_b: str, if_b: str) -> None:
+        self._ipr(ns_a).link("add", ifname=if_a, kind="veth",
+                             peer={"ifname": if_b, "net_ns_fd": ns_b})
+
+    def configure_interface(self, ns: str, ifname: str, address: str, mtu: int) -> None:
+        ipr = self._ipr(ns)
+        idx = self._index(ns, ifname)
+        ip, _, prefix = address.partition("/")
+        ipr.link("set", index=idx, mtu=mtu)
+        ipr.addr("add", index=idx, address=ip, prefixlen=int(prefix))
+        ipr.link("set", index=idx, state="up")
+
+    def loopback_up(self, ns: str) -> None:
+        self._ipr(ns).link("set", index=self._index(ns, "lo"), state="up")
+
+    def apply_egress(self, ns: str, ifname: str, plan: EgressPlan) -> None:
+        ipr, idx = self._ipr(ns), self._index(ns, ifname)
+        parent = None
+        if plan.rate_bit is not None:
+            ipr.tc("add", "htb", index=idx, handle="1:", default=1)
+            ipr.tc("add-class", "htb", index=idx, handle="1:1", parent="1:",
+                   rate=f"{plan.rate_bit}bit", ceil=f"{plan.rate_bit}bit",
+                   burst=plan.burst_bytes, cburst=plan.burst_bytes)
+            parent = "1:1"
+        where = {"parent": parent} if parent else {}
+        if plan.netem:
+            ipr.tc("add", "netem", index=idx, handle="10:", delay=plan.delay_us,
+                   loss=plan.loss_pct, limit=plan.netem_limit, **where)
+        elif plan.fifo:
+            ipr.tc("add", plan.fifo, index=idx, handle="10:", limit=plan.fifo_limit, **where)
+
+    def add_route(self, ns: str, route: Route) -> None:
+        spec: dict = {"dst": "0.0.0.0/0" if route.destination == "default" else route.destination}
+        if route.via:
+            spec["gateway"] = route.via
+        if route.dev:
+            spec["oif"] = self._index(ns, route.dev)
+        if route.table:
+            spec["table"] = route.table
+        self._ipr(ns).route("add", **spec)
+
+    def add_rule(self, ns: str, rule: Rule) -> None:
+        src, _, plen = rule.source.partition("/")
+        self._ipr(ns).rule("add", table=rule.table, priority=rule.priority, src=src,
+                           src_len=int(plen or 32))
+
+    def set_sysctl(self, ns: str, key: str, value: str) -> None:
+        # /proc/sys/net is per network namespace: write it from inside.
+        path = "/proc/sys/" + key.replace(".", "/")
+        fd = os.open(f"/run/netns/{ns}", os.O_RDONLY)
+        own = os.open("/proc/self/ns/net", os.O_RDONLY)
+        try:
+            os.setns(fd, os.CLONE_NEWNET)
+            with open(path, "w") as fh:
+                fh.write(value)
+        finally:
+            os.setns(own, os.CLONE_NEWNET)
+            os.close(fd)
+            os.close(own)
+
+    def close(self) -> None:
+        for ipr in self._sockets.values():
+            ipr.close()
+        self._sockets.clear()
+
+
+class CommandBackend:
+    """The same changes as iproute2 commands on ``host`` (a VM or remote machine)."""
+
+    def __init__(self, host: Node):
+        self.host = host
+
+    def _ip(self, *args: str) -> None:
+        self.host.run(["ip", *args], timeout=30)
+
+    def create_netns(self, name: str) -> None:
+        self._ip("netns", "add", name)
+
+    def add_veth(self, ns_a: str, if_a: str, ns_b: str, if_b: str) -> None:
+        self._ip("-n", ns_a, "link", "add", if_a, "type", "veth", "peer", "name", if_b,
+                 "netns", ns_b)
+
+    def configure_interface(self, ns: str, ifname: str, address: str, mtu: int) -> None:
+        self._ip("-n", ns, "link", "set", ifname, "mtu", str(mtu))
+        self._ip("-n", ns, "addr", "add", address, "dev", ifname)
+        self._ip("-n", ns, "link", "set", ifname, "up")
+
+    def loopback_up(self, ns: str) -> None:
+        self._ip("-n", ns, "link", "set", "lo", "up")
+
+    def apply_egress(self, ns: str, ifname: str, plan: EgressPlan) -> None:
+        for args in plan.tc_commands(ifname):
+            self.host.run(["tc", "-n", ns, *args], timeout=30)
+
+    def add_route(self, ns: str, route: Route) -> None:
+        args = ["-n", ns, "route", "add", route.destination]
+        if route.via:
+            args += ["via", route.via]
+        if route.dev:
+            args += ["dev", route.dev]
+        if route.table:
+            args += ["table", str(route.table)]
+        self._ip(*args)
+
+    def add_rule(self, ns: str, rule: Rule) -> None:
+        self._ip("-n", ns, "rule", "add", "from", rule.source, "table", str(rule.table),
+                 "priority", str(rule.priority))
+
+    def set_sysctl(self, ns: str, key: str, value: str) -> None:
+        self._ip("netns", "exec", ns, "sysctl", "-qw", f"{key}={value}")
+
+    def close(self) -> None:
+        pass
+
+
+# -- undo: plain commands, so any run's journal can be undone from any process --
+
+@undo_handler("netns", gone_with_namespace=False)
+def _undo_netns(host: Node, data: dict) -> None:
+    name = data["name"]
+    if host.run(["test", "-e", f"/run/netns/{name}"], check=False, timeout=10).ok:
+        host.run(["ip", "netns", "delete", name], timeout=30)
+
+
+@undo_handler("veth")
+def _undo_veth(node: Node, data: dict) -> None:
+    node.run(f"ip link show dev {data['ifname']} >/dev/null 2>&1 && ip link delete dev "
+             f"{data['ifname']} || true", timeout=30)
+
+
+@undo_handler("address")
+def _undo_address(node: Node, data: dict) -> None:
+    node.run(["ip", "addr", "del", data["address"], "dev", data["ifname"]], check=False,
+             timeout=30)
+
+
+@undo_handler("qdisc")
+def _undo_qdisc(node: Node, data: dict) -> None:
+    node.run(["tc", "qdisc", "del", "dev", data["ifname"], "root"], check=False, timeout=30)
+
+
+@undo_handler("route")
+def _undo_route(node: Node, data: dict) -> None:
+    args = ["ip", "route", "del", data["destination"]]
+    if data.get("table"):
+        args += ["table", str(data["table"])]
+    node.run(args, check=False, timeout=30)
+
+
+@undo_handler("rule")
+def _undo_rule(node: Node, data: dict) -> None:
+    node.run(["ip", "rule", "del", "from", data["source"], "table", str(data["table"]),
+              "priority", str(data["priority"])], check=False, timeout=30)

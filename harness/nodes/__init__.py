@@ -1,0 +1,33 @@
+"""Nodes: one ``run(cmd) -> Result`` for the local machine, a namespace, an SSH host."""
+
+from __future__ import annotations
+
+from .base import DEFAULT_TIMEOUT, Node, Process, ProcessInfo
+from .local import LocalNode
+from .netns import NamespaceNode
+from .result import Result
+
+__all__ = [
+    "DEFAULT_TIMEOUT",
+    "LocalNode",
+    "NamespaceNode",
+    "Node",
+    "Process",
+    "ProcessInfo",
+    "Result",
+    "node_from_description",
+]
+
+
+def node_from_description(desc: dict) -> Node:
+    """Rebuild a node from :meth:`Node.describe` output (used to undo after a crash)."""
+    kind = desc.get("type")
+    if kind == "local":
+        return LocalNode(desc.get("name", "local"))
+    if kind == "netns":
+        return NamespaceNode(desc["netns"], node_from_description(desc["parent"]), desc.get("name"))
+    if kind == "ssh":
+        from .ssh import SSHNode
+
+        return SSHNode.from_description(desc)
+    raise ValueError(f"unknown node type in description: {desc!r}")

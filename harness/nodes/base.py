@@ -1,0 +1,129 @@
+"""What every node offers: run a command, start a background process, move files.
+
+Concrete nodes (local machine, network namespace, SSH host) fill in a few
+hooks; callers never need to know which one they hold.
+"""
+
+from __future__ import annotations
+
+import shlex
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from ..errors import CommandFailed, CommandTimeout
+from .result import Result
+
+Command = str | Sequence[str]
+
+DEFAULT_TIMEOUT = 60.0
+
+
+def command_text(cmd: Command) -> str:
+    """A command as one shell-quoted string (lists are quoted element by element)."""
+    if isinstance(cmd, str):
+        return cmd
+    return shlex.join(str(part) for part in cmd)
+
+
+@dataclass
+class ProcessInfo:
+    """Identity of a background process, stable against PID reuse."""
+
+    node: dict
+    pid: int
+    start_ticks: int
+    command: str
+    log: str = ""
+    extra: dict = field(default_factory=dict)
+
+
+class Process(ABC):
+    """A background process started by :meth:`Node.spawn`."""
+
+    info: ProcessInfo
+
+    @property
+    def pid(self) -> int:
+        return self.info.pid
+
+    @abstractmethod
+    def poll(self) -> int | None:
+        """Exit status, or None while it runs."""
+
+    @abstractmethod
+    def wait(self, timeout: float) -> int:
+        """Wait for exit; raise CommandTimeout if it outlives ``timeout``."""
+
+    @abstractmethod
+    def stop(self, grace: float = 3.0) -> int | None:
+        """SIGTERM, then SIGKILL after ``grace`` seconds. Safe to repeat."""
+
+    @abstractmethod
+    def output(self) -> str:
+        """What the process wrote to stdout and stderr so far."""
+
+
+class Node(ABC):
+    """A machine or namespace that runs commands."""
+
+    name: str
+
+    @abstractmethod
+    def describe(self) -> dict:
+        """A JSON-able description from which :func:`node_from_description` rebuilds it."""
+
+    @abstractmethod
+    def _execute(self, cmd: str, timeout: float, stdin: bytes | None) -> tuple[int, str, str]:
+        """Run a shell command line; return (status, stdout, stderr) or raise CommandTimeout."""
+
+    @abstractmethod
+    def spawn(self, cmd: Command, *, cgroup: str | None = None) -> Process:
+        """Start ``cmd`` in the background (optionally inside a cgroup v2 directory)."""
+
+    @abstractmethod
+    def put(self, local_path: str, remote_path: str) -> None:
+        """Copy a file from the controlling machine onto this node."""
+
+    @abstractmethod
+    def get(self, remote_path: str, local_path: str) -> None:
+        """Copy a file from this node to the controlling machine."""
+
+    def run(
+        self,
+        cmd: Command,
+        *,
+        timeout: float = DEFAULT_TIMEOUT,
+        check: bool = True,
+        stdin: bytes | None = None,
+        hint: str | None = None,
+    ) -> Result:
+        """Run ``cmd`` to completion and return its :class:`Result`.
+
+        ``check`` raises :class:`CommandFailed` on a non-zero exit status.
+        A command that outlives ``timeout`` seconds is killed and raises
+        :class:`CommandTimeout`.
+        """
+        text = command_text(cmd)
+        started = time.monotonic()
+        try:
+            status, out, err = self._execute(text, timeout, stdin)
+        except CommandTimeout as exc:
+            raise CommandTimeout(f"on {self.name}: `{text}` {exc.message}", exc.hint) from None
+        result = Result(self.name, text, out, err, status, time.monotonic() - started)
+        if check and not result.ok:
+            raise CommandFailed(result, hint)
+        return result
+
+    def read_text(self, path: str, timeout: float = 10.0) -> str:
+        return self.run(["cat", path], timeout=timeout).stdout
+
+    def has_command(self, program: str) -> bool:
+        return self.run(f"command -v {shlex.quote(program)}", check=False, timeout=10).ok
+
+    def close(self) -> None:
+        """Release transport resources (connections). Safe to repeat."""
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name}>"

@@ -1,0 +1,52 @@
+"""A network namespace, entered through a parent node (local, VM or remote host).
+
+Commands enter only the network namespace (``nsenter --net``), never a fresh
+mount namespace, so mounts made for one command stay visible to the next
+(``ip netns exec`` would hide them).
+"""
+
+from __future__ import annotations
+
+import shlex
+
+from .base import Command, Node, Process, command_text
+from .local import LocalNode
+
+
+class NamespaceNode(Node):
+    def __init__(self, netns: str, parent: Node | None = None, name: str | None = None):
+        self.netns = netns
+        self.parent = parent or LocalNode()
+        self.name = name or netns
+
+    @property
+    def netns_path(self) -> str:
+        return f"/run/netns/{self.netns}"
+
+    def describe(self) -> dict:
+        return {
+            "type": "netns",
+            "name": self.name,
+            "netns": self.netns,
+            "parent": self.parent.describe(),
+        }
+
+    def _wrap(self, cmd: str) -> str:
+        return shlex.join(["nsenter", f"--net={self.netns_path}", "--", "sh", "-c", cmd])
+
+    def _execute(self, cmd: str, timeout: float, stdin: bytes | None) -> tuple[int, str, str]:
+        return self.parent._execute(self._wrap(cmd), timeout, stdin)
+
+    def spawn(self, cmd: Command, *, cgroup: str | None = None) -> Process:
+        from .local import in_cgroup
+
+        inner = in_cgroup(command_text(cmd), cgroup)
+        proc = self.parent.spawn(self._wrap(inner))
+        proc.info.node = self.describe()
+        return proc
+
+    def put(self, local_path: str, remote_path: str) -> None:
+        self.parent.put(local_path, remote_path)
+
+    def get(self, remote_path: str, local_path: str) -> None:
+        self.parent.get(remote_path, local_path)

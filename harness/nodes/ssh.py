@@ -1,0 +1,738 @@
+"""A remote machine reached over SSH (paramiko), with host keys checked like OpenSSH does.
+
+Why it is built this way:
+
+- **One connection per node.** A full SSH handshake costs tens of milliseconds
+  and a round of key exchange on the remote CPU; a new session channel on an
+  open connection costs one round trip. The connection is opened on first use
+  and reused; if it died (host rebooted, link flapped) the next command
+  reconnects once. A command that was already running when the link died is
+  never re-run (it may not be idempotent): that raises :class:`NodeError`.
+- **Host keys are verified by default** against ``known_hosts``. An unknown key
+  is refused unless the caller opts in with ``accept_unknown_host=True`` (trust
+  on first use, the key is then appended to ``known_hosts``); a *changed* key
+  is always refused, opt-in or not, because that is what a man in the middle
+  looks like.
+- **Key authentication only.** No password is ever passed, stored or
+  described; an encrypted private key must be loaded into ssh-agent.
+- **Timeouts kill the remote command.** Closing an SSH channel does not stop
+  the remote process (without a pty, sshd sends it no signal), so every command
+  runs under a small wrapper that (1) reports its process group id on stderr
+  and (2) runs the command under coreutils ``timeout`` with
+  :data:`REMOTE_TIMEOUT_SLACK` seconds of slack, a dead man's switch for the
+  case that this controller dies or loses the link. At our own deadline we
+  SIGKILL that process group through a second channel, close the channel and
+  raise :class:`CommandTimeout`.
+- **Background processes are controlled through shell commands**
+  (:class:`ShellProcess`): started with ``setsid`` in their own session,
+  output to a remote log file, identified by PID *and* start time so that a
+  reused PID is never signalled.
+"""
+
+from __future__ import annotations
+
+import base64
+import errno
+import hashlib
+import logging
+import math
+import os
+import re
+import signal
+import socket
+import threading
+import time
+
+import paramiko
+from paramiko.hostkeys import HostKeyEntry
+from paramiko.ssh_exception import NoValidConnectionsError
+
+from ..errors import CommandTimeout, HarnessError, NodeError
+from .base import Command, Node, Process, ProcessInfo, command_text
+from .local import in_cgroup
+
+log = logging.getLogger(__name__)
+
+DEFAULT_KNOWN_HOSTS = "~/.ssh/known_hosts"
+
+#: Seconds the remote ``timeout`` wrapper waits beyond the caller's timeout.
+#: Our own deadline fires first and kills the command; the remote one only
+#: matters when this process died or the connection broke mid-command.
+REMOTE_TIMEOUT_SLACK = 5.0
+
+_PGID_RE = re.compile(rb"__harness_pgid__=(\d+)\n")
+_CHUNK = 1 << 16
+
+# Run by the remote login shell as: sh -c _WRAPPER harness CMD LIMIT.
+# $$ is the process group of everything below: `timeout` makes itself a group
+# leader (setpgid) and `exec` keeps the PID. The inner relay shell turns a
+# death by signal into the shell's 128+N status instead of an SSH
+# "exit-signal" that paramiko reports as -1.
+_WRAPPER = r"""printf '__harness_pgid__=%s\n' "$$" >&2
+if [ -n "$2" ] && command -v timeout >/dev/null 2>&1; then
+  exec timeout -k 5 "$2" sh -c 'sh -c "$1"; exit $?' harness "$1"
+fi
+exec sh -c 'sh -c "$1"; exit $?' harness "$1"
+"""
+
+
+def remote_command(cmd: str, timeout: float | None, slack: float = REMOTE_TIMEOUT_SLACK) -> str:
+    """The command line sent to sshd to run ``cmd`` with a remote dead man's switch.
+
+    The result is a plain ``sh -c`` invocation, so it works whatever POSIX-ish
+    login shell the remote user has. ``timeout`` None or infinite means no
+    remote limit.
+    """
+    limit = ""
+    if timeout is not None and math.isfinite(timeout):
+        limit = f"{max(timeout, 0.0) + slack:.3f}".rstrip("0").rstrip(".")
+    return command_text(["sh", "-c", _WRAPPER, "harness", cmd, limit])
+
+
+def split_marker(stderr: bytes) -> tuple[int | None, bytes]:
+    """The process group id reported by the wrapper, and stderr without that line."""
+    match = _PGID_RE.search(stderr)
+    if match is None:
+        return None, stderr
+    return int(match.group(1)), stderr[: match.start()] + stderr[match.end():]
+
+
+def fingerprint(key: paramiko.PKey) -> str:
+    """OpenSSH-style SHA256 fingerprint, as ``ssh-keygen -lf`` prints it."""
+    digest = hashlib.sha256(key.asbytes()).digest()
+    return "SHA256:" + base64.b64encode(digest).decode().rstrip("=")
+
+
+class _UnknownHostKey(Exception):
+    """Raised inside paramiko's handshake; turned into a NodeError by SSHNode."""
+
+    def __init__(self, key: paramiko.PKey):
+        super().__init__("unknown host key")
+        self.key = key
+
+
+class _HostKeyPolicy(paramiko.MissingHostKeyPolicy):
+    """Called by paramiko only when known_hosts has *no* key for the host.
+
+    (A host with a known key that offers a different one never gets here:
+    paramiko raises BadHostKeyException, whatever the policy.)
+    """
+
+    def __init__(self, node: SSHNode):
+        self.node = node
+
+    def missing_host_key(self, client, hostname, key):
+        if not self.node.accept_unknown_host:
+            raise _UnknownHostKey(key)
+        client.get_host_keys().add(hostname, key.get_name(), key)
+        self.node._remember_host_key(hostname, key)
+
+
+class SSHNode(Node):
+    """A host reached over SSH with key authentication.
+
+    ``known_hosts`` defaults to ``~/.ssh/known_hosts``; ``key_filename`` None
+    means "use ssh-agent and ~/.ssh/id_*" like ``ssh`` does.
+    ``connect_timeout`` bounds each phase of connecting (TCP, banner, auth).
+    """
+
+    def __init__(
+        self,
+        name: str,
+        host: str,
+        port: int = 22,
+        user: str = "root",
+        key_filename: str | None = None,
+        known_hosts: str | None = None,
+        accept_unknown_host: bool = False,
+        connect_timeout: float = 10.0,
+    ):
+        self.name = name
+        self.host = host
+        self.port = int(port)
+        self.user = user
+        self.key_filename = key_filename
+        self.known_hosts = known_hosts
+        self.accept_unknown_host = bool(accept_unknown_host)
+        self.connect_timeout = float(connect_timeout)
+        self._lock = threading.RLock()
+        self._client: paramiko.SSHClient | None = None
+        self._sftp: paramiko.SFTPClient | None = None
+        self._sftp_transport: paramiko.Transport | None = None
+        # Keys accepted on first use in this process: a reconnect to a changed
+        # key is refused even if they could not be saved to known_hosts.
+        self._accepted: dict[str, paramiko.PKey] = {}
+
+    # -- description -------------------------------------------------------
+    def describe(self) -> dict:
+        """Where and how to connect; never key material or passwords (there are none)."""
+        return {
+            "type": "ssh",
+            "name": self.name,
+            "host": self.host,
+            "port": self.port,
+            "user": self.user,
+            "key_filename": self.key_filename,
+            "known_hosts": self.known_hosts,
+            "accept_unknown_host": self.accept_unknown_host,
+            "connect_timeout": self.connect_timeout,
+        }
+
+    @classmethod
+    def from_description(cls, desc: dict) -> SSHNode:
+        if desc.get("type") != "ssh":
+            raise ValueError(f"not an ssh node description: {desc!r}")
+        return cls(
+            desc.get("name") or desc["host"],
+            desc["host"],
+            port=desc.get("port", 22),
+            user=desc.get("user", "root"),
+            key_filename=desc.get("key_filename"),
+            known_hosts=desc.get("known_hosts"),
+            accept_unknown_host=desc.get("accept_unknown_host", False),
+            connect_timeout=desc.get("connect_timeout", 10.0),
+        )
+
+    @property
+    def known_hosts_path(self) -> str:
+        return os.path.expanduser(self.known_hosts or DEFAULT_KNOWN_HOSTS)
+
+    @property
+    def address(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    def _where(self) -> str:
+        return f"SSH node {self.name!r} ({self.user}@{self.address})"
+
+    # -- connection --------------------------------------------------------
+    def _transport(self) -> paramiko.Transport:
+        """The live transport, connecting (or reconnecting) if there is none."""
+        with self._lock:
+            if self._client is not None:
+                transport = self._client.get_transport()
+                if transport is not None and transport.is_active():
+                    return transport
+                self._drop()
+            self._client = self._connect()
+            return self._client.get_transport()
+
+    def _load_key(self) -> paramiko.PKey | None:
+        """The private key named by ``key_filename`` (None: agent and ~/.ssh/id_* only).
+
+        Loaded here rather than by paramiko, whose per-type retry loop reports
+        a refused key as "encountered RSA key, expected OPENSSH key".
+        """
+        if not self.key_filename:
+            return None
+        path = os.path.expanduser(self.key_filename)
+        if not os.path.isfile(path):
+            raise NodeError(
+                f"{self._where()}: private key file {self.key_filename} does not exist",
+                "pass key_filename= pointing to an existing private key (not the .pub file)",
+            )
+        try:
+            return paramiko.PKey.from_path(path)
+        except TypeError:  # cryptography: "Password was not given but private key is encrypted"
+            raise NodeError(
+                f"{self._where()}: private key {self.key_filename} is encrypted",
+                f"load it into ssh-agent (`ssh-add {self.key_filename}`) and leave key_filename"
+                f" unset; the harness never asks for or stores passphrases",
+            ) from None
+        except (ValueError, OSError, paramiko.SSHException) as exc:
+            raise NodeError(
+                f"{self._where()}: cannot load private key {self.key_filename}: {exc}",
+                "key_filename= must be an OpenSSH or PEM private key (RSA, ECDSA or Ed25519)",
+            ) from None
+
+    def _connect(self) -> paramiko.SSHClient:
+        pkey = self._load_key()
+        client = paramiko.SSHClient()
+        path = self.known_hosts_path
+        if os.path.exists(path):
+            try:
+                client.load_host_keys(path)
+            except (OSError, paramiko.SSHException) as exc:
+                raise NodeError(
+                    f"{self._where()}: cannot read known_hosts file {path}: {exc}",
+                    "fix or move the file; `ssh-keygen -F HOST -f FILE` shows what it holds",
+                ) from None
+        for hostname, key in self._accepted.items():
+            client.get_host_keys().add(hostname, key.get_name(), key)
+        client.set_missing_host_key_policy(_HostKeyPolicy(self))
+        timeout = self.connect_timeout
+        try:
+            client.connect(
+                self.host,
+                self.port,
+                username=self.user,
+                password=None,
+                pkey=pkey,
+                timeout=timeout,
+                banner_timeout=timeout,
+                auth_timeout=timeout,
+                channel_timeout=timeout,
+                allow_agent=True,
+                look_for_keys=pkey is None,
+            )
+        except BaseException as exc:
+            # Past key exchange (host key verified) but not logged in: whatever
+            # paramiko raised, the login was refused.
+            transport = client.get_transport()
+            in_auth = (
+                transport is not None
+                and transport.host_key is not None
+                and not transport.is_authenticated()
+            )
+            client.close()
+            if not isinstance(exc, Exception):
+                raise  # KeyboardInterrupt, SystemExit
+            if in_auth and isinstance(exc, (paramiko.SSHException, EOFError)) and not isinstance(
+                exc, paramiko.BadHostKeyException
+            ):
+                raise self._auth_error(exc) from None
+            raise self._connect_error(exc) from None
+        return client
+
+    def _auth_error(self, exc: Exception) -> NodeError:
+        keys = self.key_filename or "the keys from ssh-agent and ~/.ssh/id_*"
+        pub = f"{self.key_filename}.pub" if self.key_filename else "your public key"
+        return NodeError(
+            f"{self._where()}: authentication as {self.user!r} failed with {keys} ({exc})",
+            f"append {pub} to ~{self.user}/.ssh/authorized_keys on {self.host} (e.g. `ssh-copy-id"
+            f" -i {pub} -p {self.port} {self.user}@{self.host}`) or pass the right"
+            f" key_filename=; password login is deliberately not supported",
+        )
+
+    def _remember_host_key(self, hostname: str, key: paramiko.PKey) -> None:
+        """Trust on first use: append the key to known_hosts (never rewrite the file)."""
+        self._accepted[hostname] = key
+        path = self.known_hosts_path
+        line = HostKeyEntry([hostname], key).to_line()
+        try:
+            os.makedirs(os.path.dirname(path) or ".", mode=0o700, exist_ok=True)
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            with os.fdopen(fd, "a") as fh:
+                fh.write(line)
+        except OSError as exc:
+            log.warning(
+                "%s: accepted host key %s %s but could not save it to %s: %s",
+                self._where(), key.get_name(), fingerprint(key), path, exc,
+            )
+        else:
+            log.warning(
+                "%s: accepted unknown host key %s %s and added it to %s",
+                self._where(), key.get_name(), fingerprint(key), path,
+            )
+
+    def _connect_error(self, exc: Exception) -> NodeError:
+        """Turn whatever paramiko or the socket layer raised into an error that says what to do."""
+        where = self._where()
+        kh = self.known_hosts_path
+        if isinstance(exc, _UnknownHostKey):
+            key = exc.key
+            return NodeError(
+                f"{where}: host key of {self.address} is not known: the server offered"
+                f" {key.get_name()} key {fingerprint(key)}, and {kh} has no entry for it",
+                f"verify that fingerprint on the host itself (`ssh-keygen -lf "
+                f"/etc/ssh/ssh_host_*_key.pub`), then add the key with `ssh-keyscan -p {self.port}"
+                f" {self.host} >> {kh}`; or, for a lab host you just created, pass"
+                f" accept_unknown_host=True to trust it on first use",
+            )
+        if isinstance(exc, paramiko.BadHostKeyException):
+            return NodeError(
+                f"{where}: host key of {self.address} has CHANGED: {kh} expects"
+                f" {exc.expected_key.get_name()} {fingerprint(exc.expected_key)}, the server"
+                f" offered {exc.key.get_name()} {fingerprint(exc.key)}. Someone may be"
+                f" intercepting the connection, or the host was reinstalled",
+                f"if the change is expected, remove the old entry with `ssh-keygen -R"
+                f" '[{self.host}]:{self.port}' -f {kh}` (or `-R {self.host}` for port 22) and add"
+                f" the new key after verifying it; accept_unknown_host never overrides this",
+            )
+        if isinstance(exc, paramiko.PasswordRequiredException):
+            return NodeError(
+                f"{where}: private key {self.key_filename} is encrypted",
+                f"load it into ssh-agent (`ssh-add {self.key_filename}`) and leave key_filename"
+                f" unset; the harness never asks for or stores passphrases",
+            )
+        if isinstance(exc, paramiko.AuthenticationException) or (
+            isinstance(exc, paramiko.SSHException)
+            and "No authentication methods available" in str(exc)
+        ):
+            return self._auth_error(exc)
+        if isinstance(exc, NoValidConnectionsError):
+            errnos = {e.errno for e in exc.errors.values()}
+            if errnos == {errno.ECONNREFUSED}:
+                return NodeError(
+                    f"{where}: cannot connect to {self.address}: connection refused",
+                    f"is sshd running on {self.host} and listening on port {self.port}? check the"
+                    f" host and port in the inventory",
+                )
+            return NodeError(
+                f"{where}: cannot connect to {self.address}: {exc}",
+                f"check that {self.host} is up and routable from this machine",
+            )
+        if isinstance(exc, socket.gaierror):
+            return NodeError(
+                f"{where}: cannot resolve host name {self.host!r}: {exc.strerror or exc}",
+                "check the spelling in the inventory, or give an IP address",
+            )
+        if isinstance(exc, TimeoutError):
+            return NodeError(
+                f"{where}: no answer from {self.address} within {self.connect_timeout:g}s",
+                f"check that {self.host} is up, reachable from this machine and that port"
+                f" {self.port} is not filtered; or raise connect_timeout",
+            )
+        if isinstance(exc, OSError):
+            return NodeError(
+                f"{where}: cannot connect to {self.address}: {exc.strerror or exc}",
+                f"check that {self.host} is up and routable from this machine",
+            )
+        if isinstance(exc, (paramiko.SSHException, EOFError)):
+            return NodeError(
+                f"{where}: SSH handshake with {self.address} failed: {exc or type(exc).__name__}",
+                f"check that an SSH server (not another service) listens on port {self.port} of"
+                f" {self.host} and answers within connect_timeout={self.connect_timeout:g}s",
+            )
+        return NodeError(f"{where}: connecting failed: {type(exc).__name__}: {exc}")
+
+    def _drop(self) -> None:
+        """Forget the connection (closing what is left of it)."""
+        with self._lock:
+            if self._sftp is not None:
+                try:
+                    self._sftp.close()
+                except Exception:
+                    pass
+            self._sftp = self._sftp_transport = None
+            if self._client is not None:
+                self._client.close()
+            self._client = None
+
+    def close(self) -> None:
+        """Close the connection. Safe to repeat; the next command reconnects."""
+        self._drop()
+
+    def __enter__(self) -> SSHNode:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def _open_channel(self) -> paramiko.Channel:
+        """A new session channel, reconnecting once if the connection had died."""
+        for attempt in (1, 2):
+            transport = self._transport()
+            try:
+                return transport.open_session(timeout=self.connect_timeout)
+            except paramiko.ChannelException as exc:
+                raise NodeError(
+                    f"{self._where()}: the server refused a new session: {exc}",
+                    "too many sessions at once? raise MaxSessions in the host's sshd_config",
+                ) from None
+            except (paramiko.SSHException, EOFError, OSError) as exc:
+                self._drop()
+                if attempt == 2:
+                    raise NodeError(
+                        f"{self._where()}: the connection broke while opening a session: {exc}",
+                        f"check that {self.host} is still up",
+                    ) from None
+        raise AssertionError("unreachable")
+
+    # -- commands ----------------------------------------------------------
+    def _execute(self, cmd: str, timeout: float, stdin: bytes | None) -> tuple[int, str, str]:
+        chan = self._open_channel()
+        try:
+            chan.exec_command(remote_command(cmd, timeout))
+        except (paramiko.SSHException, EOFError, OSError) as exc:
+            chan.close()
+            raise NodeError(f"{self._where()}: could not start `{cmd}`: {exc}") from None
+        out: list[bytes] = []
+        err: list[bytes] = []
+        # One thread per direction: the remote side blocks when our receive
+        # window is full, so stdout, stderr and stdin must all move at once.
+        threads = [
+            threading.Thread(target=_drain, args=(chan.recv, out), daemon=True),
+            threading.Thread(target=_drain, args=(chan.recv_stderr, err), daemon=True),
+            threading.Thread(target=_feed, args=(chan, stdin), daemon=True),
+        ]
+        for thread in threads:
+            thread.start()
+        deadline = time.monotonic() + timeout
+        try:
+            finished = _join(threads[:2], deadline) and chan.status_event.wait(
+                max(0.0, deadline - time.monotonic())
+            )
+        except BaseException:  # Ctrl-C while waiting: take the remote command down too
+            self._kill_remote(chan, err)
+            chan.close()
+            raise
+        if not finished:
+            self._kill_remote(chan, err)
+            chan.close()
+            raise CommandTimeout(
+                f"was killed after its {timeout:g}s timeout",
+                "raise timeout= if the command legitimately needs longer",
+            )
+        status = chan.exit_status
+        transport_alive = chan.get_transport().is_active()
+        chan.close()
+        if status == -1 and not transport_alive:
+            self._drop()
+            raise NodeError(
+                f"{self._where()}: the connection broke while `{cmd}` ran; its outcome is unknown",
+                f"check that {self.host} is still up; the command was not retried",
+            )
+        _pgid, stderr = split_marker(b"".join(err))
+        return (
+            status,
+            b"".join(out).decode(errors="replace"),
+            stderr.decode(errors="replace"),
+        )
+
+    def _kill_remote(self, chan: paramiko.Channel, err: list[bytes]) -> None:
+        """SIGKILL the process group of a command that outlived its deadline."""
+        pgid, _ = split_marker(b"".join(err))
+        if pgid is None or chan.exit_status_ready():
+            return  # it never started, or it ended on its own just now
+        try:
+            self._execute(
+                f"kill -s KILL -- -{pgid} 2>/dev/null || kill -s KILL {pgid} 2>/dev/null; exit 0",
+                15.0,
+                None,
+            )
+        except HarnessError as exc:  # the remote `timeout` wrapper is the backstop
+            log.warning("%s: could not kill process group %s: %s", self._where(), pgid, exc)
+
+    def spawn(self, cmd: Command, *, cgroup: str | None = None) -> Process:
+        return ShellProcess.start(self, cmd, cgroup=cgroup)
+
+    # -- files -------------------------------------------------------------
+    def _sftp_session(self) -> paramiko.SFTPClient:
+        with self._lock:
+            transport = self._transport()
+            if (
+                self._sftp is not None
+                and self._sftp_transport is transport
+                and not self._sftp.get_channel().closed
+            ):
+                return self._sftp
+            try:
+                self._sftp = paramiko.SFTPClient.from_transport(transport)
+            except (paramiko.SSHException, EOFError, OSError) as exc:
+                raise NodeError(
+                    f"{self._where()}: cannot open an SFTP session: {exc}",
+                    "enable the SFTP subsystem in the host's sshd_config"
+                    " (`Subsystem sftp internal-sftp`)",
+                ) from None
+            self._sftp_transport = transport
+            return self._sftp
+
+    def _transfer(self, what: str, action) -> None:
+        for attempt in (1, 2):
+            sftp = self._sftp_session()
+            try:
+                action(sftp)
+                return
+            except (EOFError, paramiko.SSHException, OSError) as exc:
+                broken = not (self._sftp_transport and self._sftp_transport.is_active())
+                if broken and attempt == 1:
+                    self._drop()  # the link died: a file copy is safe to repeat
+                    continue
+                raise NodeError(
+                    f"{self._where()}: cannot copy {what}: {getattr(exc, 'strerror', None) or exc}",
+                    "check that the source exists and the target directory exists and is writable",
+                ) from None
+
+    def put(self, local_path: str, remote_path: str) -> None:
+        self._transfer(
+            f"{local_path} to {self.host}:{remote_path}",
+            lambda sftp: sftp.put(local_path, remote_path),
+        )
+
+    def get(self, remote_path: str, local_path: str) -> None:
+        self._transfer(
+            f"{self.host}:{remote_path} to {local_path}",
+            lambda sftp: sftp.get(remote_path, local_path),
+        )
+
+
+def _drain(recv, chunks: list[bytes]) -> None:
+    """Read one stream of a channel to its end (b'' means EOF or closed)."""
+    try:
+        while True:
+            data = recv(_CHUNK)
+            if not data:
+                return
+            chunks.append(data)
+    except (OSError, EOFError, paramiko.SSHException):
+        return
+
+
+def _feed(chan: paramiko.Channel, data: bytes | None) -> None:
+    """Send stdin, then EOF (no stdin means an immediately empty one, like /dev/null)."""
+    try:
+        if data:
+            chan.sendall(data)
+        chan.shutdown_write()
+    except (OSError, EOFError, paramiko.SSHException):
+        pass  # the command ended without reading all of it, like a closed pipe
+
+
+def _join(threads: list[threading.Thread], deadline: float) -> bool:
+    for thread in threads:
+        thread.join(max(0.0, deadline - time.monotonic()))
+        if thread.is_alive():
+            return False
+    return True
+
+
+# -- background processes through shell commands -----------------------------
+
+# sh -c _SPAWN harness-spawn CMD: prints the log path, then (from the new
+# session leader) "PID <contents of /proc/PID/stat>". The leader traps TERM so
+# that, when the group is stopped, it survives its child long enough to record
+# the child's exit status (143 for a SIGTERM death); traps do not pass to the
+# child. Both lines are written before the leader moves its output to the log,
+# which is what lets the SSH channel close.
+_SPAWN = r"""log=$(mktemp "${TMPDIR:-/tmp}/harness-proc-XXXXXXXXXX") || exit 1
+printf '%s\n' "$log"
+setsid sh -c '
+printf "%s %s\n" "$$" "$(cat /proc/$$/stat)"
+exec </dev/null >>"$2" 2>&1
+trap : TERM
+sh -c "$1"
+echo $? >"$2.status"
+' harness-proc "$1" "$log" &
+"""
+
+# sh -c _STATE harness-state PID TICKS SIGNAL STATUSFILE
+# prints "<running|exited|gone|reused> <group alive 0/1> <exit status or empty>".
+# The signal goes to the process group only while the leader is the same
+# process (same start time) or, after it ended, while its group still exists
+# (a PID cannot be reused while a group of that id has members).
+_STATE = r"""p=$1 t=$2 sig=$3 st=$4
+state=gone
+s=$(cat /proc/$p/stat 2>/dev/null)
+if [ -n "$s" ]; then
+  set -- ${s##*)}
+  if [ "${20}" != "$t" ]; then state=reused
+  else case $1 in Z|X|x) state=exited ;; *) state=running ;; esac
+  fi
+fi
+group=0
+if [ "$state" != reused ]; then
+  [ "$sig" = 0 ] || kill -s "$sig" -- "-$p" 2>/dev/null
+  kill -s 0 -- "-$p" 2>/dev/null && group=1
+fi
+code=$(cat "$st" 2>/dev/null)
+[ "$state" = running ] || [ -z "$code" ] || rm -f "$st"
+echo "$state $group $code"
+"""
+
+
+class ShellProcess(Process):
+    """A background process on any node, controlled only through ``node.run``.
+
+    Works for SSH hosts, VMs reached by a console or agent, and the local
+    machine alike. It runs in its own session (``setsid``), so its process
+    group id equals its PID; stop() signals that whole group, SIGTERM first,
+    SIGKILL after ``grace``. Exit status comes from a status file written by
+    the session leader; a process that vanished without writing one (killed
+    from outside) reports ``-signal`` if we had signalled it, else -1.
+    """
+
+    def __init__(self, node: Node, info: ProcessInfo):
+        self.node = node
+        self.info = info
+        self._status: int | None = None
+        self._signalled = 0
+
+    @property
+    def status_file(self) -> str:
+        return self.info.extra.get("status_file") or f"{self.info.log}.status"
+
+    @classmethod
+    def start(
+        cls, node: Node, cmd: Command, *, cgroup: str | None = None, timeout: float = 30.0
+    ) -> ShellProcess:
+        text = in_cgroup(command_text(cmd), cgroup)
+        result = node.run(["sh", "-c", _SPAWN, "harness-spawn", text], timeout=timeout)
+        lines = result.stdout.splitlines()
+        try:
+            log_path = lines[0].strip()
+            pid_text, stat = lines[1].split(" ", 1)
+            pid = int(pid_text)
+            ticks = int(stat.rsplit(")", 1)[1].split()[19])
+        except (IndexError, ValueError):
+            raise NodeError(
+                f"on {node.name}: could not start `{text}` in the background:"
+                f" {result.stdout.strip()} {result.stderr.strip()}".strip(),
+                "the node needs a POSIX sh, mktemp, setsid and /proc",
+            ) from None
+        info = ProcessInfo(
+            node.describe(), pid, ticks, text, log_path, {"status_file": f"{log_path}.status"}
+        )
+        return cls(node, info)
+
+    def _state(self, sig: str = "0") -> tuple[str, bool, int | None]:
+        result = self.node.run(
+            ["sh", "-c", _STATE, "harness-state", str(self.info.pid), str(self.info.start_ticks),
+             sig, self.status_file],
+            timeout=30,
+        )
+        fields = result.stdout.split()
+        if len(fields) < 2:
+            raise NodeError(
+                f"on {self.node.name}: cannot query process {self.info.pid}: {result.stdout!r}"
+                f" {result.stderr.strip()}"
+            )
+        state, group = fields[0], fields[1] == "1"
+        code = int(fields[2]) if len(fields) > 2 else None
+        if code is not None:
+            self._status = code
+        return state, group, code
+
+    def _ended(self) -> int:
+        if self._status is None:
+            self._status = -self._signalled if self._signalled else -1
+        return self._status
+
+    def poll(self) -> int | None:
+        if self._status is not None:
+            return self._status
+        state, _group, _code = self._state()
+        return None if state == "running" else self._ended()
+
+    def wait(self, timeout: float) -> int:
+        deadline = time.monotonic() + timeout
+        interval = 0.02
+        while True:
+            status = self.poll()
+            if status is not None:
+                return status
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise CommandTimeout(f"did not finish within {timeout:g}s: {self.info.command}")
+            time.sleep(min(interval, remaining))
+            interval = min(interval * 2, 0.5)
+
+    def stop(self, grace: float = 3.0) -> int | None:
+        state = "running"
+        for sig, wait in (("TERM", grace), ("KILL", 5.0)):
+            state, group, _code = self._state(sig)
+            if state in ("reused", "gone") and not group:
+                break  # nothing of ours is left (also: stop() repeated)
+            if state == "running":
+                self._signalled = getattr(signal, f"SIG{sig}")
+            deadline = time.monotonic() + wait
+            while (state == "running" or (group and state != "exited")) and (
+                time.monotonic() < deadline
+            ):
+                time.sleep(0.05)
+                state, group, _code = self._state()
+            if state != "running" and (not group or state == "exited"):
+                break
+        return None if state == "running" else self._ended()
+
+    def output(self) -> str:
+        return self.node.run(["cat", self.info.log], check=False, timeout=60).stdout

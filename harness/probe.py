@@ -1,0 +1,171 @@
+"""What a node can do: kernel features, congestion controls, tool versions.
+
+Every feature is tested for real, inside a throw-away network namespace made
+with ``unshare --net`` (the kernel removes it when the probe exits, so the
+probe changes nothing), rather than guessed from config files.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+
+from .errors import CapabilityMissing
+from .nodes import Node
+
+# feature -> (what it is, how to get it)
+FEATURES: dict[str, tuple[str, str]] = {
+    "netns": ("network namespaces", "a kernel with CONFIG_NET_NS"),
+    "veth": ("veth pairs", "a kernel with CONFIG_VETH"),
+    "htb": ("tc htb rate shaping", "a kernel with CONFIG_NET_SCH_HTB"),
+    "tbf": ("tc tbf rate shaping", "a kernel with CONFIG_NET_SCH_TBF"),
+    "netem": ("tc netem delay/loss emulation", "a kernel with sch_netem (Debian's stock kernel "
+              "has it: run the study in a VM lab)"),
+    "mptcp": ("Multipath TCP (upstream v1)", "Linux >= 5.6 with CONFIG_MPTCP and "
+              "net.mptcp.enabled=1"),
+    "tipc": ("TIPC sockets", "the tipc kernel module (Debian's stock kernel: modprobe tipc)"),
+    "sctp": ("SCTP sockets", "the sctp kernel module (Debian's stock kernel: modprobe sctp)"),
+    "rdma_rxe": ("Soft-RoCE (rdma_rxe)", "the rdma_rxe kernel module and rdma-core"),
+    "nfsd": ("kernel NFS server", "the nfsd kernel module and nfs-kernel-server"),
+    "nat": ("nftables NAT", "a kernel with nf_tables + nf_nat, and the nftables package"),
+}
+
+TOOLS: dict[str, tuple[str, str]] = {
+    # program -> (version command, Debian package)
+    "iperf3": ("iperf3 --version", "iperf3"),
+    "ip": ("ip -V", "iproute2"),
+    "tc": ("tc -V", "iproute2"),
+    "mptcpize": ("mptcpize --version", "mptcpize"),
+    "nft": ("nft --version", "nftables"),
+    "socat": ("socat -V | grep 'socat version'", "socat"),
+    "ping": ("ping -V", "iputils-ping"),
+    "globus-url-copy": ("globus-url-copy -version", "globus-gass-copy-progs"),
+    "globus-gridftp-server": ("globus-gridftp-server -version", "globus-gridftp-server-progs"),
+    "NPtcp": ("dpkg-query -W netpipe-tcp", "netpipe-tcp"),
+    "ethtool": ("ethtool --version", "ethtool"),
+    "python3": ("python3 --version", "python3"),
+}
+
+# Runs inside `unshare --net`: a private, empty network namespace.
+_FEATURE_SCRIPT = r"""
+import json, os, socket, subprocess
+out = {}
+def sh(cmd):
+    return subprocess.run(cmd, shell=True, capture_output=True).returncode == 0
+out["netns"] = True
+sh("ip link set lo up")
+out["veth"] = sh("ip link add hp0 type veth peer name hp1")
+out["htb"] = sh("tc qdisc add dev lo root handle 1: htb default 1") and sh("tc qdisc del dev lo root")
+out["tbf"] = sh("tc qdisc add dev lo root tbf rate 10mbit burst 32kb latency 50ms") and sh("tc qdisc del dev lo root")
+out["netem"] = sh("tc qdisc add dev lo root netem delay 1ms") and sh("tc qdisc del dev lo root")
+def sock(family, kind, proto=0):
+    try:
+        socket.socket(family, kind, proto).close()
+        return True
+    except OSError:
+        return False
+out["mptcp"] = sock(socket.AF_INET, socket.SOCK_STREAM, 262) and \
+    open("/proc/sys/net/mptcp/enabled").read().strip() == "1" if os.path.exists("/proc/sys/net/mptcp/enabled") else False
+out["tipc"] = sock(getattr(socket, "AF_TIPC", 30), socket.SOCK_RDM)
+out["sctp"] = sock(socket.AF_INET, socket.SOCK_STREAM, 132)
+out["nat"] = sh("nft add table ip hprobe && nft 'add chain ip hprobe post { type nat hook postrouting priority 100; }' && nft delete table ip hprobe")
+def module(name):
+    if os.path.isdir(f"/sys/module/{name}"):
+        return True
+    return sh(f"modprobe -n {name}")
+out["rdma_rxe"] = module("rdma_rxe")
+out["nfsd"] = module("nfsd") or "nfsd" in open("/proc/filesystems").read()
+def read(path):
+    try:
+        return open(path).read().split()
+    except OSError:
+        return []
+out["congestion_available"] = read("/proc/sys/net/ipv4/tcp_available_congestion_control")
+out["congestion_default"] = (read("/proc/sys/net/ipv4/tcp_congestion_control") or [""])[0]
+out["kernel"] = os.uname().release
+out["machine"] = os.uname().machine
+print(json.dumps(out))
+"""
+
+
+@dataclass
+class Capabilities:
+    node: str
+    kernel: str = ""
+    features: dict[str, bool] = field(default_factory=dict)
+    congestion_available: list[str] = field(default_factory=list)
+    congestion_default: str = ""
+    tools: dict[str, str | None] = field(default_factory=dict)
+
+    def has(self, feature: str) -> bool:
+        return self.features.get(feature, False)
+
+    def missing(self, features: set[str] | list[str]) -> list[str]:
+        return sorted(f for f in features if not self.has(f))
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    def describe(self) -> str:
+        lines = [f"{self.node}: kernel {self.kernel}"]
+        yes = [f for f, ok in sorted(self.features.items()) if ok]
+        no = [f for f, ok in sorted(self.features.items()) if not ok]
+        lines.append(f"  features present: {', '.join(yes) or 'none'}")
+        lines.append(f"  features missing: {', '.join(no) or 'none'}")
+        lines.append(f"  congestion control: {' '.join(self.congestion_available)} "
+                     f"(default {self.congestion_default})")
+        for tool, version in sorted(self.tools.items()):
+            lines.append(f"  {tool:24s} {version or 'MISSING (apt-get install ' + TOOLS[tool][1] + ')'}")
+        return "\n".join(lines)
+
+
+def probe(node: Node, timeout: float = 30.0) -> Capabilities:
+    """Test ``node`` for every known feature and tool; change nothing on it."""
+    res = node.run(["unshare", "--net", "python3", "-c", _FEATURE_SCRIPT], timeout=timeout,
+                   hint="the probe needs root, util-linux `unshare` and python3 on the node")
+    data = json.loads(res.stdout.strip().splitlines()[-1])
+    caps = Capabilities(
+        node=node.name,
+        kernel=data.pop("kernel"),
+        congestion_available=data.pop("congestion_available"),
+        congestion_default=data.pop("congestion_default"),
+    )
+    data.pop("machine", None)
+    caps.features = {k: bool(v) for k, v in data.items()}
+    caps.tools = tool_versions(node)
+    return caps
+
+
+def tool_versions(node: Node) -> dict[str, str | None]:
+    script = "; ".join(
+        f"if command -v {tool} >/dev/null 2>&1; then echo \"{tool}=$({cmd} 2>&1 | head -n1)\";"
+        f" else echo '{tool}='; fi"
+        for tool, (cmd, _pkg) in TOOLS.items()
+    )
+    res = node.run(script, timeout=30, check=False)
+    versions: dict[str, str | None] = {}
+    for line in res.stdout.splitlines():
+        tool, _, version = line.partition("=")
+        if tool in TOOLS:
+            versions[tool] = version.strip() or None
+    return versions
+
+
+def require(caps: Capabilities, features: set[str] | list[str] = (),
+            tools: set[str] | list[str] = (), purpose: str = "this study") -> None:
+    """Stop, before anything changes, if ``caps`` lacks a feature or tool."""
+    missing = caps.missing(features)
+    if missing:
+        detail = "; ".join(f"{f} ({FEATURES[f][0]}): needs {FEATURES[f][1]}" for f in missing)
+        raise CapabilityMissing(
+            f"{caps.node} (kernel {caps.kernel}) cannot run {purpose}: missing {detail}",
+            "run it where the kernel has these features (a VM lab or real machines "
+            "from an inventory); `harness probe` lists what each node offers",
+        )
+    absent = [t for t in tools if not caps.tools.get(t)]
+    if absent:
+        pkgs = " ".join(sorted({TOOLS[t][1] for t in absent}))
+        raise CapabilityMissing(
+            f"{caps.node} lacks the programs {', '.join(absent)} needed by {purpose}",
+            f"install them: apt-get install {pkgs} (env/setup does this on the local machine)",
+        )

@@ -1,0 +1,32 @@
+"""The Stream Relay Daemon (SRD) of study S0: accept TCP streams, relay each to a target.
+
+The daemon is a small C program (``srd.c``: epoll + splice through a pipe per
+direction, no user-space copies) compiled on first use (``build``); this
+package validates what it is asked to do (``spec``), runs it on a node under
+the journal (``daemon``) and reads its event log (``events``).
+
+    spec = RelaySpec.parse("198.18.0.2:5201", "198.18.1.2:5201")
+    with run_relay(journal, middle, spec) as relay:
+        ...                      # clients connect to 198.18.0.2:5201
+    relay.exit_status            # 0 after a clean SIGTERM shutdown
+"""
+
+from .build import BuildFailed, build_local, build_on
+from .daemon import RelayHandle, RelayStartError, run_relay, start_relay
+from .events import RelayEvent, parse_events
+from .spec import Endpoint, RelaySpec, parse_endpoint
+
+__all__ = [
+    "BuildFailed",
+    "Endpoint",
+    "RelayEvent",
+    "RelayHandle",
+    "RelaySpec",
+    "RelayStartError",
+    "build_local",
+    "build_on",
+    "parse_endpoint",
+    "parse_events",
+    "run_relay",
+    "start_relay",
+]

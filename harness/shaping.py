@@ -1,0 +1,93 @@
+"""How a link's rate, delay, loss and queue limit become qdiscs on each egress.
+
+The plan is data (archived with the run) so every backend realises exactly
+the same thing:
+
+* rate only:            htb root 1: -> class 1:1 (rate, ceil, burst)
+* rate + queue limit:   ... -> pfifo/bfifo 10: under 1:1 (the bottleneck buffer)
+* rate + delay/loss:    ... -> netem 10: under 1:1 (delay line after the shaper)
+* delay/loss, no rate:  netem root
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+from .topology import Link
+
+# htb needs a bucket of at least ~1 ms worth of bytes at the shaped rate, or
+# it falls short of the rate (PLATFORM.md: burst 1600 B gave 80 of 100 Mbit/s).
+BURST_SECONDS = 0.002
+MIN_BURST_BYTES = 32 * 1024
+
+
+@dataclass(frozen=True)
+class EgressPlan:
+    """Qdiscs for one direction of a link (applied on the sending interface)."""
+
+    rate_bit: int | None
+    burst_bytes: int | None
+    delay_us: int
+    loss_pct: float
+    fifo: str | None  # "pfifo" | "bfifo" | None
+    fifo_limit: int | None
+    netem_limit: int | None
+
+    @property
+    def empty(self) -> bool:
+        return self.rate_bit is None and not self.delay_us and not self.loss_pct
+
+    @property
+    def netem(self) -> bool:
+        return bool(self.delay_us or self.loss_pct)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    def tc_commands(self, dev: str) -> list[list[str]]:
+        """The same plan as `tc` argument lists (for hosts reached by commands)."""
+        cmds: list[list[str]] = []
+        parent = ["root"]
+        if self.rate_bit is not None:
+            cmds.append(["qdisc", "add", "dev", dev, "root", "handle", "1:", "htb", "default", "1"])
+            cmds.append(["class", "add", "dev", dev, "parent", "1:", "classid", "1:1", "htb",
+                         "rate", f"{self.rate_bit}bit", "ceil", f"{self.rate_bit}bit",
+                         "burst", f"{self.burst_bytes}b", "cburst", f"{self.burst_bytes}b"])
+            parent = ["parent", "1:1"]
+        if self.netem:
+            netem = ["qdisc", "add", "dev", dev, *parent, "handle", "10:", "netem"]
+            if self.delay_us:
+                netem += ["delay", f"{self.delay_us}us"]
+            if self.loss_pct:
+                netem += ["loss", f"{self.loss_pct}%"]
+            netem += ["limit", str(self.netem_limit)]
+            cmds.append(netem)
+        elif self.fifo:
+            cmds.append(["qdisc", "add", "dev", dev, *parent, "handle", "10:", self.fifo,
+                         "limit", str(self.fifo_limit)])
+        return cmds
+
+
+def plan_egress(link: Link) -> EgressPlan:
+    rate_bit = int(link.rate_mbit * 1e6) if link.rate_mbit is not None else None
+    burst = None
+    if rate_bit is not None:
+        burst = max(MIN_BURST_BYTES, int(rate_bit / 8 * BURST_SECONDS))
+    fifo, fifo_limit = None, None
+    if link.queue_packets is not None:
+        fifo, fifo_limit = "pfifo", link.queue_packets
+    elif link.queue_bytes is not None:
+        fifo, fifo_limit = "bfifo", link.queue_bytes
+    netem_limit = None
+    if link.delay_ms or link.loss_pct:
+        if link.queue_packets is not None:
+            netem_limit = link.queue_packets
+        else:
+            # The delay line must hold a bandwidth-delay product of packets, twice over.
+            bdp_packets = 0
+            if rate_bit is not None:
+                bdp_packets = math.ceil(rate_bit / 8 * link.delay_ms / 1000 / link.mtu)
+            netem_limit = max(1000, 2 * bdp_packets)
+    return EgressPlan(rate_bit, burst, int(round(link.delay_ms * 1000)), link.loss_pct,
+                      fifo, fifo_limit, netem_limit)

@@ -1,0 +1,254 @@
+"""S4 -- MPTCP versus TCP for Globus/GridFTP-style parallel transfers (seed 004).
+
+Paper (Hong, KISTI, 2021): a client with two 500 Mbit/s interfaces reaches a
+server with one 1 Gbit/s interface through a router. Single-path TCP (CUBIC)
+peaks at 460 Mbit/s, MPTCP (out-of-tree v0.95, coupled BALIA) at 934 Mbit/s;
+from 1 to 10 parallel streams TCP gains 5% and MPTCP 16%.
+
+Here: upstream Linux MPTCP (v1) with the in-kernel path manager, an endpoint
+on each client interface and per-interface policy routing. Upstream has no
+coupled controller (LIA/OLIA/BALIA): each subflow runs the congestion control
+asked for (CUBIC), uncoupled; the run records which controller ran. Traffic:
+iperf3 (memory to memory) and a real GridFTP transfer (globus-url-copy with
+-p N parallel data streams), each over TCP and over MPTCP.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass
+
+import pandas as pd
+
+from ..config import cgroup, mptcp
+from ..config.congestion import set_default_congestion
+from ..errors import SpecError
+from ..session import Session, open_session
+from ..tools import counters
+from ..tools.iperf3 import iperf3_client, iperf3_server, settle
+from ..topology import Topology, TopologyBuilder
+from .params import check_known, int_list, number
+
+STUDY = "s4"
+IPERF_PORT_TCP = 5201
+IPERF_PORT_MPTCP = 5202
+GRIDFTP_PORT_TCP = 2811
+GRIDFTP_PORT_MPTCP = 2812
+CONGESTION = "cubic"
+
+PROFILES = {
+    # quick: the notebook's defaults; minutes on a laptop
+    "quick": dict(streams=(1, 2, 4, 10), repetitions=1, duration_s=4.0,
+                  gridftp_streams=(1, 4, 10), gridftp_mbytes=64),
+    # paper: the paper's sweep, 1..10 streams, repeated
+    "paper": dict(streams=tuple(range(1, 11)), repetitions=3, duration_s=8.0,
+                  gridftp_streams=tuple(range(1, 11)), gridftp_mbytes=192),
+}
+
+
+@dataclass(frozen=True)
+class Params:
+    profile: str = "quick"
+    streams: tuple[int, ...] = PROFILES["quick"]["streams"]
+    repetitions: int = 1
+    duration_s: float = 4.0
+    path_rate_mbit: float = 500.0
+    server_rate_mbit: float = 1000.0
+    sender_cpus: float = 0.0  # 0: no CPU limit on the sender
+    gridftp: bool = True
+    gridftp_streams: tuple[int, ...] = PROFILES["quick"]["gridftp_streams"]
+    gridftp_mbytes: int = 64
+    verify_seconds: float = 1.5
+
+    @classmethod
+    def resolve(cls, **given) -> "Params":
+        """Validate notebook parameters; a profile supplies what is left empty (None/"")."""
+        check_known(given, [f for f in cls.__dataclass_fields__], "study S4")
+        profile = given.get("profile") or "quick"
+        if profile not in PROFILES:
+            raise SpecError(f"unknown profile {profile!r}", f"use one of {sorted(PROFILES)}")
+        values = {**asdict(cls()), **PROFILES[profile], "profile": profile}
+        values.update({k: v for k, v in given.items() if v not in (None, "")})
+        gridftp = values["gridftp"]
+        if not isinstance(gridftp, bool):
+            raise SpecError(f"parameter gridftp={gridftp!r} must be true or false")
+        return cls(
+            profile=profile,
+            streams=int_list("streams", values["streams"], 1, 128),
+            repetitions=number("repetitions", values["repetitions"], 1, 100, integer=True),
+            duration_s=number("duration_s", values["duration_s"], 1, 600),
+            path_rate_mbit=number("path_rate_mbit", values["path_rate_mbit"], 1, 40_000),
+            server_rate_mbit=number("server_rate_mbit", values["server_rate_mbit"], 1, 40_000),
+            sender_cpus=number("sender_cpus", values["sender_cpus"], 0.05, 64, allow_zero=True),
+            gridftp=gridftp,
+            gridftp_streams=int_list("gridftp_streams", values["gridftp_streams"], 1, 64),
+            gridftp_mbytes=number("gridftp_mbytes", values["gridftp_mbytes"], 1, 100_000,
+                                  integer=True),
+            verify_seconds=number("verify_seconds", values["verify_seconds"], 0.5, 60),
+        )
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def topology(params: Params) -> Topology:
+    """client (eth0, eth1) -- router -- server (eth0); policy routing per client interface."""
+    p, s = params.path_rate_mbit, params.server_rate_mbit
+    return (
+        TopologyBuilder("s4-mptcp")
+        .node("client").node("router", forwarding=True).node("server")
+        .link(("client", "eth0", "198.18.1.2/24"), ("router", "eth0", "198.18.1.1/24"), rate_mbit=p)
+        .link(("client", "eth1", "198.18.2.2/24"), ("router", "eth1", "198.18.2.1/24"), rate_mbit=p)
+        .link(("server", "eth0", "198.18.3.2/24"), ("router", "eth2", "198.18.3.1/24"), rate_mbit=s)
+        .route("client", "default", via="198.18.1.1", dev="eth0")
+        .route("client", "default", via="198.18.1.1", dev="eth0", table=101)
+        .route("client", "default", via="198.18.2.1", dev="eth1", table=102)
+        .rule("client", "198.18.1.2/32", table=101, priority=1001)
+        .rule("client", "198.18.2.2/32", table=102, priority=1002)
+        .route("server", "default", via="198.18.3.1", dev="eth0")
+        .build(notes="S4: two 500 Mbit/s client paths, one 1 Gbit/s server link")
+    )
+
+
+def configure_mptcp(session: Session, bed) -> None:
+    """Enable MPTCP; let the client open one extra subflow from its second interface."""
+    j = session.journal
+    client, server = bed.node("client"), bed.node("server")
+    for node in (client, server):
+        session.configure(mptcp.enable(j, node))
+        # GridFTP has no per-socket option: make CUBIC the nodes' default too.
+        session.configure(set_default_congestion(j, node, CONGESTION))
+    session.configure(mptcp.set_limits(j, client, subflows=2, add_addr_accepted=0))
+    session.configure(mptcp.set_limits(j, server, subflows=2, add_addr_accepted=0))
+    session.configure(mptcp.add_endpoint(j, client, bed.address("client", "eth1"),
+                                         bed.device("client", "eth1"), ("subflow",)))
+
+
+@dataclass
+class PathCounters:
+    before_if: dict
+    before_mptcp: dict
+
+    @classmethod
+    def read(cls, bed) -> "PathCounters":
+        client = bed.node("client")
+        devs = [bed.device("client", "eth0"), bed.device("client", "eth1")]
+        return cls(counters.interface_bytes(client, devs), counters.netstat(client, "MPTcpExt"))
+
+    def since(self, bed) -> dict:
+        now = PathCounters.read(bed)
+        d0, d1 = bed.device("client", "eth0"), bed.device("client", "eth1")
+        mp = counters.delta(now.before_mptcp, self.before_mptcp)
+        return {
+            "path1_tx_bytes": now.before_if[d0]["tx"] - self.before_if[d0]["tx"],
+            "path2_tx_bytes": now.before_if[d1]["tx"] - self.before_if[d1]["tx"],
+            "mp_capable_syn_ack_rx": mp.get("MPCapableSYNACKRX", 0),
+            "mp_join_syn_ack_rx": mp.get("MPJoinSynAckRx", 0),
+            "mp_fallback": mp.get("MPFallbackTokenInit", 0) + mp.get("MPCapableFallbackACK", 0)
+            + mp.get("MPCapableFallbackSYNACK", 0),
+        }
+
+
+def measure(params: Params, run_dir: str = "", inventory: str = "") -> str:
+    """Build (or reach) the testbed, sweep streams x transports, archive; return the run folder."""
+    tools = {"iperf3", "mptcpize"} | ({"globus-url-copy", "globus-gridftp-server"}
+                                      if params.gridftp else set())
+    with open_session(STUDY, params.to_dict(), run_dir, inventory) as session:
+        bed = session.testbed(topology(params), features={"mptcp"}, tools=tools)
+        configure_mptcp(session, bed)
+        cpu_cgroup = None
+        if params.sender_cpus:
+            cpu_cgroup, records = cgroup.cpu_limit(session.journal, bed.node("client"),
+                                                   params.sender_cpus, "s4-sender")
+            session.configure(records)
+        session.verify(params.verify_seconds)
+        rows = sweep_iperf3(session, bed, params, cpu_cgroup)
+        if params.gridftp:
+            rows += sweep_gridftp(session, bed, params, cpu_cgroup)
+        frame = pd.DataFrame(rows)
+        session.results(frame)
+        session.note(controllers={
+            "tcp": CONGESTION,
+            "mptcp": f"upstream Linux MPTCP v1, in-kernel path manager, {CONGESTION} per subflow "
+                     "(uncoupled; LIA/OLIA/BALIA are not in the upstream kernel)",
+            "paper_mptcp": "out-of-tree MPTCP v0.95 with coupled BALIA",
+        })
+        return str(session.run.path)
+
+
+def sweep_iperf3(session: Session, bed, params: Params, cpu_cgroup: str | None) -> list[dict]:
+    j = session.journal
+    server, client = bed.node("server"), bed.node("client")
+    server_ip = bed.address("server", "eth0")
+    path1_ip = bed.address("client", "eth0")
+    rows = []
+    with iperf3_server(j, server, server_ip, IPERF_PORT_TCP), \
+            iperf3_server(j, server, server_ip, IPERF_PORT_MPTCP, mptcp=True):
+        for rep in range(1, params.repetitions + 1):
+            for streams in params.streams:
+                for transport in ("tcp", "mptcp"):
+                    is_mptcp = transport == "mptcp"
+                    started = time.monotonic()
+                    before = PathCounters.read(bed)
+                    result = iperf3_client(
+                        client, server_ip,
+                        port=IPERF_PORT_MPTCP if is_mptcp else IPERF_PORT_TCP,
+                        seconds=params.duration_s, streams=streams, congestion=CONGESTION,
+                        # single-path TCP is pinned to path 1; MPTCP starts there and joins path 2
+                        bind=None if is_mptcp else path1_ip, mptcp=is_mptcp,
+                        cgroup=cpu_cgroup)
+                    paths = before.since(bed)
+                    wall = time.monotonic() - started
+                    session.raw(f"iperf3-{transport}-p{streams:02d}-r{rep}.json",
+                                _json(result.raw))
+                    rows.append({
+                        "tool": "iperf3", "transport": transport, "streams": streams,
+                        "repetition": rep, "goodput_mbit": result.received_bps / 1e6,
+                        "sent_mbit": result.sent_bps / 1e6, "retransmits": result.retransmits,
+                        "congestion": result.congestion, "bytes": result.bytes_received,
+                        "measure_s": result.seconds, "tool_s": result.process_s,
+                        "wall_s": wall, **paths,
+                    })
+                    settle()
+    return rows
+
+
+def sweep_gridftp(session: Session, bed, params: Params, cpu_cgroup: str | None) -> list[dict]:
+    from ..tools.gridftp import gridftp_server, gridftp_transfer
+
+    j = session.journal
+    server, client = bed.node("server"), bed.node("client")
+    server_ip = bed.address("server", "eth0")
+    size = params.gridftp_mbytes * 2**20
+    rows = []
+    with gridftp_server(j, server, server_ip, GRIDFTP_PORT_TCP, mptcp=False), \
+            gridftp_server(j, server, server_ip, GRIDFTP_PORT_MPTCP, mptcp=True):
+        for rep in range(1, params.repetitions + 1):
+            for streams in params.gridftp_streams:
+                for transport in ("tcp", "mptcp"):
+                    is_mptcp = transport == "mptcp"
+                    started = time.monotonic()
+                    before = PathCounters.read(bed)
+                    result = gridftp_transfer(
+                        client, server_ip,
+                        GRIDFTP_PORT_MPTCP if is_mptcp else GRIDFTP_PORT_TCP,
+                        size, streams, mptcp=is_mptcp, cgroup=cpu_cgroup)
+                    paths = before.since(bed)
+                    wall = time.monotonic() - started
+                    session.raw(f"gridftp-{transport}-p{streams:02d}-r{rep}.txt", result.output)
+                    rows.append({
+                        "tool": "gridftp", "transport": transport, "streams": streams,
+                        "repetition": rep, "goodput_mbit": result.mbit_per_s,
+                        "sent_mbit": None, "retransmits": None, "congestion": None,
+                        "bytes": result.bytes, "measure_s": result.seconds,
+                        "tool_s": result.seconds, "wall_s": wall,
+                        **paths,
+                    })
+                    settle()
+    return rows
+
+
+def _json(data: dict) -> str:
+    import json
+
+    return json.dumps(data, indent=1)

@@ -1,0 +1,1 @@
+"""Wrappers around measurement programs: command lines in, typed results out."""

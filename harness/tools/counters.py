@@ -1,0 +1,47 @@
+"""Kernel counters read through a node: interface bytes and /proc/net/netstat.
+
+Both are per network namespace (they follow the reading process's namespace),
+so reading them through a namespace node gives that node's own counters.
+"""
+
+from __future__ import annotations
+
+import json
+
+from ..nodes import Node
+
+
+def interface_bytes(node: Node, devices: list[str]) -> dict[str, dict[str, int]]:
+    """{device: {"tx": bytes, "rx": bytes}} for each device, in one command."""
+    res = node.run(["ip", "-s", "-j", "link", "show"], timeout=10)
+    out = {}
+    for link in json.loads(res.stdout):
+        if link.get("ifname") in devices:
+            stats = link["stats64"]
+            out[link["ifname"]] = {"tx": int(stats["tx"]["bytes"]), "rx": int(stats["rx"]["bytes"])}
+    missing = set(devices) - set(out)
+    if missing:
+        raise KeyError(f"{node.name} has no interface {sorted(missing)}")
+    return out
+
+
+def parse_netstat(text: str, prefix: str) -> dict[str, int]:
+    """Counters of one group (e.g. "MPTcpExt", "TcpExt") from /proc/net/netstat text.
+
+    The file alternates a header line and a value line per group.
+    """
+    lines = text.splitlines()
+    counters: dict[str, int] = {}
+    for header, values in zip(lines[::2], lines[1::2]):
+        names, nums = header.split(), values.split()
+        if names and names[0] == f"{prefix}:" and nums and nums[0] == f"{prefix}:":
+            counters.update({n: int(v) for n, v in zip(names[1:], nums[1:])})
+    return counters
+
+
+def netstat(node: Node, prefix: str = "MPTcpExt") -> dict[str, int]:
+    return parse_netstat(node.read_text("/proc/net/netstat"), prefix)
+
+
+def delta(after: dict[str, int], before: dict[str, int]) -> dict[str, int]:
+    return {k: after[k] - before.get(k, 0) for k in after}

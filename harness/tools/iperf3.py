@@ -1,0 +1,128 @@
+"""iperf3 servers and clients on any node, over TCP or MPTCP, with JSON results.
+
+Debian's iperf3 3.12 has no ``--mptcp``: MPTCP runs wrap both ends with
+``mptcpize run`` (an LD_PRELOAD that turns TCP sockets into MPTCP sockets).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+from ..errors import CommandFailed, HarnessError, SpecError
+from ..journal import Journal
+from ..nodes import Node
+from ..nodes.base import command_text
+from ..nodes.local import in_cgroup, wait_until
+
+MAX_STREAMS = 128
+
+
+@dataclass
+class Iperf3Result:
+    sent_bps: float
+    received_bps: float
+    seconds: float
+    bytes_received: int
+    retransmits: int | None
+    streams: int
+    congestion: str | None
+    raw: dict = field(repr=False, default_factory=dict)
+    process_s: float | None = None  # wall time of the iperf3 process (set by iperf3_client)
+
+    @property
+    def received_mbps(self) -> float:
+        return self.received_bps / 1e6
+
+
+def parse_iperf3_json(text: str, streams: int) -> Iperf3Result:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError:
+        raise HarnessError(f"iperf3 printed no JSON result: {text[:300]!r}") from None
+    if "error" in data and "end" not in data:
+        raise HarnessError(f"iperf3 failed: {data['error']}")
+    end = data["end"]
+    sent, recv = end["sum_sent"], end["sum_received"]
+    return Iperf3Result(
+        sent_bps=sent["bits_per_second"],
+        received_bps=recv["bits_per_second"],
+        seconds=recv["seconds"],
+        bytes_received=recv["bytes"],
+        retransmits=sent.get("retransmits"),
+        streams=streams,
+        congestion=end.get("sender_tcp_congestion"),
+        raw=data,
+    )
+
+
+def _wrap(argv: list[str], mptcp: bool) -> list[str]:
+    return ["mptcpize", "run", *argv] if mptcp else argv
+
+
+@contextmanager
+def iperf3_server(journal: Journal, node: Node, bind: str, port: int = 5201,
+                  mptcp: bool = False, timeout: float = 10.0) -> Iterator[None]:
+    """An iperf3 server on ``node`` listening on ``bind:port`` for the block's duration."""
+    argv = _wrap(["iperf3", "-s", "-B", bind, "-p", str(port)], mptcp)
+    with journal.process(node, argv) as proc:
+        listening = wait_until(
+            lambda: proc.poll() is not None or node.run(
+                ["ss", "-Hltn", f"sport = :{port}"], check=False, timeout=5).stdout.strip() != "",
+            timeout,
+        )
+        if proc.poll() is not None or not listening:
+            raise HarnessError(
+                f"iperf3 server on {node.name} {bind}:{port} did not start: {proc.output()[-500:]}",
+                "is the port in use, or the address not on this node?",
+            )
+        yield
+
+
+def iperf3_client_argv(server: str, port: int, seconds: float, streams: int,
+                       congestion: str | None, bind: str | None, mptcp: bool,
+                       omit: float = 0.0) -> list[str]:
+    if streams < 1 or streams > MAX_STREAMS:
+        raise SpecError(f"iperf3 stream count {streams} is out of range",
+                        f"use 1..{MAX_STREAMS} parallel streams")
+    if seconds <= 0:
+        raise SpecError(f"iperf3 duration {seconds} s must be positive")
+    argv = ["iperf3", "-c", server, "-p", str(port), "-t", f"{seconds:g}", "-P", str(streams),
+            "-J", "--connect-timeout", "3000"]
+    if omit:
+        argv += ["-O", f"{omit:g}"]
+    if congestion:
+        argv += ["-C", congestion]
+    if bind:
+        argv += ["-B", bind]
+    return _wrap(argv, mptcp)
+
+
+def iperf3_client(node: Node, server: str, port: int = 5201, seconds: float = 5.0,
+                  streams: int = 1, congestion: str | None = None, bind: str | None = None,
+                  mptcp: bool = False, omit: float = 0.0, cgroup: str | None = None
+                  ) -> Iperf3Result:
+    """Run one iperf3 test from ``node`` to ``server``; raise on failure.
+
+    ``cgroup`` starts the client inside that cgroup (e.g. a CPU limit).
+    """
+    argv = iperf3_client_argv(server, port, seconds, streams, congestion, bind, mptcp, omit)
+    res = node.run(in_cgroup(command_text(argv), cgroup), timeout=seconds + omit + 30,
+                   check=False)
+    if not res.ok:
+        try:
+            parse_iperf3_json(res.stdout, streams)
+        except HarnessError as exc:
+            raise HarnessError(f"on {node.name}: {exc.message}") from None
+        raise CommandFailed(res)
+    result = parse_iperf3_json(res.stdout, streams)
+    result.process_s = res.duration
+    return result
+
+
+def settle(seconds: float = 0.2) -> None:
+    """Let the previous test's sockets close before the next starts."""
+    time.sleep(seconds)
