@@ -92,7 +92,7 @@ def ping(host: str, port: int, iters: int, size: int, warmup: int) -> dict:
             half.append((clock() - t0) / 2000.0)
     sock.close()
     half.sort()
-    q = lambda p: half[min(len(half) - 1, int(p * len(half)))]  # noqa: E731
+    q = lambda p: half[min(len(half) - 1, int(p * len(half)))]
     return {"n": len(half), "median_us": statistics.median(half), "mean_us": statistics.fmean(half),
             "p10_us": q(0.10), "p90_us": q(0.90), "p99_us": q(0.99), "min_us": half[0]}
 
@@ -121,7 +121,8 @@ def wait_listening(node, port: int, timeout: float = 10.0) -> None:
 
 
 def proc_cpu_seconds(pid: int) -> float:
-    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    with open(f"/proc/{pid}/stat") as fh:
+        fields = fh.read().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
@@ -243,8 +244,8 @@ def summarize(results: list[PathResult]) -> dict:
                 out.append(value)
         return out
 
-    tput = lambda row, p: row[p].throughput_gbps  # noqa: E731
-    lat = lambda row, p: row[p].pingpong["median_us"]  # noqa: E731
+    tput = lambda row, p: row[p].throughput_gbps
+    lat = lambda row, p: row[p].pingpong["median_us"]
     summary["ratios"] = {
         "srd_vs_socat_throughput": spread(per_run(lambda r: tput(r, "srd") / tput(r, "socat"))),
         "srd_vs_forward_throughput": spread(
@@ -255,7 +256,7 @@ def summarize(results: list[PathResult]) -> dict:
                                           best=min),
     }
     # Targets are judged on best-of-runs values: contention from other users only ever slows.
-    best = lambda p, k: (summary[p][k] or {}).get("best")  # noqa: E731
+    best = lambda p, k: (summary[p][k] or {}).get("best")
     checks = {}
     s_t, k_t, f_t = best("srd", "throughput_gbps"), best("socat", "throughput_gbps"), best(
         "forward", "throughput_gbps")
@@ -351,7 +352,7 @@ def run(args) -> dict:
     except BaseException:
         try:
             journal.undo_all()
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - reported, journal kept
             keep_tmp = True
             print(f"relay_bench: cleanup incomplete ({exc}); journal kept at {journal.path}",
                   file=sys.stderr)

@@ -95,6 +95,7 @@ class Journal:
         self._entries: dict[int, Entry] = {}
         self._nodes: dict[str, Node] = {}
         self._owner_pid = os.getpid()
+        self._writers: set[int] = set()
         if self.path.exists():
             self._load()
 
@@ -109,6 +110,8 @@ class Journal:
                 continue  # a torn last line from a crash
             if rec.get("op") == "do":
                 self._entries[rec["seq"]] = Entry(rec["seq"], rec["kind"], rec["node"], rec["data"])
+                if "pid" in rec:
+                    self._writers.add(int(rec["pid"]))
             elif rec.get("op") == "undone" and rec["seq"] in self._entries:
                 self._entries[rec["seq"]].undone = True
             elif rec.get("op") == "update" and rec["seq"] in self._entries:
@@ -117,6 +120,10 @@ class Journal:
     def pending(self) -> list[Entry]:
         """Changes recorded and not yet undone, oldest first."""
         return [e for e in sorted(self._entries.values(), key=lambda e: e.seq) if not e.undone]
+
+    def writers(self) -> set[int]:
+        """Pids of the processes that recorded changes in this journal."""
+        return set(self._writers)
 
     def entries(self) -> list[Entry]:
         return sorted(self._entries.values(), key=lambda e: e.seq)
@@ -140,8 +147,9 @@ class Journal:
             self._nodes.setdefault(json.dumps(entry.node, sort_keys=True), node)
             self._append(
                 {"op": "do", "seq": seq, "kind": kind, "node": entry.node, "data": entry.data,
-                 "time": time.time()}
+                 "time": time.time(), "pid": os.getpid()}
             )
+            self._writers.add(os.getpid())
         return entry
 
     def update(self, entry: Entry, **data) -> None:
@@ -272,7 +280,7 @@ def _inside_vanished_namespace(node: Node) -> bool:
 
 def remove_process_log(node: Node, log: str) -> None:
     if log:
-        node.run(["rm", "-f", log], check=False, timeout=10)
+        node.run(["rm", "-f", log, f"{log}.status"], check=False, timeout=10)
 
 
 def machine_of(node: Node) -> Node:
@@ -292,10 +300,11 @@ def _undo_process(node: Node, data: dict) -> None:
     if probe.ok:
         current = int(probe.stdout.rsplit(")", 1)[1].split()[19])
         if current == ticks:
+            # `kill -s SIG -- -PGID`: the form both dash and bash accept for a group.
             node.run(
-                f"kill -TERM -- -{pid} 2>/dev/null; for i in 1 2 3 4 5 6 7 8 9 10; do"
-                f" kill -0 -- -{pid} 2>/dev/null || exit 0; sleep 0.3; done;"
-                f" kill -KILL -- -{pid} 2>/dev/null; exit 0",
+                f"kill -s TERM -- -{pid} 2>/dev/null; for i in 1 2 3 4 5 6 7 8 9 10; do"
+                f" kill -s 0 -- -{pid} 2>/dev/null || exit 0; sleep 0.3; done;"
+                f" kill -s KILL -- -{pid} 2>/dev/null; exit 0",
                 timeout=20,
             )
     remove_process_log(node, data.get("log", ""))

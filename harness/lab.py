@@ -10,6 +10,7 @@ what was made, newest first.
 from __future__ import annotations
 
 import secrets
+import threading
 import time
 from dataclasses import dataclass, field
 
@@ -22,6 +23,37 @@ from .nodes import LocalNode, NamespaceNode, Node
 from .probe import Capabilities, probe, require
 from .shaping import EgressPlan, plan_egress
 from .topology import Topology
+
+
+def in_worker_thread(fn):
+    """Run ``fn`` in a fresh thread and wait for it, even through Ctrl-C.
+
+    pyroute2's synchronous API drives its own asyncio loop, which fails in a
+    thread that already runs one (a Jupyter kernel). A worker thread has no
+    loop. Ctrl-C during the wait is held until the worker is done, so that
+    teardown never races a half-finished build.
+    """
+    outcome: dict = {}
+
+    def target() -> None:
+        try:
+            outcome["value"] = fn()
+        except BaseException as exc:  # handed to the caller
+            outcome["error"] = exc
+
+    worker = threading.Thread(target=target, name="harness-netlink", daemon=True)
+    worker.start()
+    interrupted = False
+    while worker.is_alive():
+        try:
+            worker.join()
+        except KeyboardInterrupt:
+            interrupted = True
+    if "error" in outcome:
+        raise outcome["error"]
+    if interrupted:
+        raise KeyboardInterrupt
+    return outcome.get("value")
 
 
 @dataclass
@@ -91,16 +123,20 @@ class Lab:
                                 f"{self.host.name}", "choose another lab prefix")
         started = time.monotonic()
         self._scope_start = max((e.seq for e in self.journal.entries()), default=0)
+        try:
+            in_worker_thread(self._build_with_new_backend)
+        except BaseException:
+            self.teardown()
+            raise
+        self._built = True
+        self.timings.build_s = time.monotonic() - started
+
+    def _build_with_new_backend(self) -> None:
         backend = self._backend()
         try:
             self._build_with(backend)
-        except BaseException:
+        finally:
             backend.close()
-            self.teardown()
-            raise
-        backend.close()
-        self._built = True
-        self.timings.build_s = time.monotonic() - started
 
     def _build_with(self, backend: NetBackend) -> None:
         topo, journal = self.topology, self.journal

@@ -42,6 +42,7 @@ import signal
 import socket
 import threading
 import time
+from typing import Self
 
 import paramiko
 from paramiko.hostkeys import HostKeyEntry
@@ -94,7 +95,7 @@ def split_marker(stderr: bytes) -> tuple[int | None, bytes]:
     match = _PGID_RE.search(stderr)
     if match is None:
         return None, stderr
-    return int(match.group(1)), stderr[: match.start()] + stderr[match.end():]
+    return int(match.group(1)), stderr[: match.start()] + stderr[match.end() :]
 
 
 def fingerprint(key: paramiko.PKey) -> str:
@@ -286,8 +287,10 @@ class SSHNode(Node):
             client.close()
             if not isinstance(exc, Exception):
                 raise  # KeyboardInterrupt, SystemExit
-            if in_auth and isinstance(exc, (paramiko.SSHException, EOFError)) and not isinstance(
-                exc, paramiko.BadHostKeyException
+            if (
+                in_auth
+                and isinstance(exc, (paramiko.SSHException, EOFError))
+                and not isinstance(exc, paramiko.BadHostKeyException)
             ):
                 raise self._auth_error(exc) from None
             raise self._connect_error(exc) from None
@@ -316,12 +319,19 @@ class SSHNode(Node):
         except OSError as exc:
             log.warning(
                 "%s: accepted host key %s %s but could not save it to %s: %s",
-                self._where(), key.get_name(), fingerprint(key), path, exc,
+                self._where(),
+                key.get_name(),
+                fingerprint(key),
+                path,
+                exc,
             )
         else:
             log.warning(
                 "%s: accepted unknown host key %s %s and added it to %s",
-                self._where(), key.get_name(), fingerprint(key), path,
+                self._where(),
+                key.get_name(),
+                fingerprint(key),
+                path,
             )
 
     def _connect_error(self, exc: Exception) -> NodeError:
@@ -401,8 +411,8 @@ class SSHNode(Node):
             if self._sftp is not None:
                 try:
                     self._sftp.close()
-                except Exception:
-                    pass
+                except (OSError, EOFError, paramiko.SSHException) as exc:
+                    log.debug("%s: closing SFTP: %s", self._where(), exc)
             self._sftp = self._sftp_transport = None
             if self._client is not None:
                 self._client.close()
@@ -412,7 +422,7 @@ class SSHNode(Node):
         """Close the connection. Safe to repeat; the next command reconnects."""
         self._drop()
 
-    def __enter__(self) -> SSHNode:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -605,28 +615,39 @@ echo $? >"$2.status"
 ' harness-proc "$1" "$log" &
 """
 
-# sh -c _STATE harness-state PID TICKS SIGNAL STATUSFILE
-# prints "<running|exited|gone|reused> <group alive 0/1> <exit status or empty>".
-# The signal goes to the process group only while the leader is the same
-# process (same start time) or, after it ended, while its group still exists
-# (a PID cannot be reused while a group of that id has members).
-_STATE = r"""p=$1 t=$2 sig=$3 st=$4
-state=gone
-s=$(cat /proc/$p/stat 2>/dev/null)
-if [ -n "$s" ]; then
-  set -- ${s##*)}
-  if [ "${20}" != "$t" ]; then state=reused
-  else case $1 in Z|X|x) state=exited ;; *) state=running ;; esac
+# sh -c _STATE harness-state PID TICKS SIGNAL STATUSFILE TRIES UNTIL
+# prints "<before> <after> <group alive 0/1> <exit status or empty>", where
+# before/after are running|exited|gone|reused (exited = zombie leader) around
+# sending SIGNAL (0: none) and then waiting up to TRIES x 50 ms, on the remote
+# side to save round trips, for the leader (UNTIL=leader) or the whole group
+# (UNTIL=group) to end. The signal goes to the process group only while the
+# leader is the same process (same start time) or, after it ended, while its
+# group still exists (a PID cannot be reused while a group of that id has
+# members). `kill -s SIG -- -PGID`: dash's kill rejects `kill -SIG -- -PGID`.
+_STATE = r"""p=$1 t=$2 sig=$3 st=$4 tries=$5 until=$6
+probe() {
+  state=gone
+  s=$(cat /proc/$p/stat 2>/dev/null)
+  if [ -n "$s" ]; then
+    set -- ${s##*)}
+    if [ "${20}" != "$t" ]; then state=reused
+    else case $1 in Z|X|x) state=exited ;; *) state=running ;; esac
+    fi
   fi
-fi
-group=0
-if [ "$state" != reused ]; then
-  [ "$sig" = 0 ] || kill -s "$sig" -- "-$p" 2>/dev/null
-  kill -s 0 -- "-$p" 2>/dev/null && group=1
-fi
+  group=0
+  if [ "$state" != reused ] && kill -s 0 -- "-$p" 2>/dev/null; then group=1; fi
+}
+busy() {
+  [ "$state" = running ] && return 0
+  [ "$until" = group ] && [ "$group" = 1 ] && [ "$state" != exited ]
+}
+probe
+before=$state
+if [ "$state" != reused ] && [ "$sig" != 0 ]; then kill -s "$sig" -- "-$p" 2>/dev/null; probe; fi
+while [ "$tries" -gt 0 ] && busy; do sleep 0.05; tries=$((tries - 1)); probe; done
 code=$(cat "$st" 2>/dev/null)
 [ "$state" = running ] || [ -z "$code" ] || rm -f "$st"
-echo "$state $group $code"
+echo "$before $state $group $code"
 """
 
 
@@ -674,23 +695,35 @@ class ShellProcess(Process):
         )
         return cls(node, info)
 
-    def _state(self, sig: str = "0") -> tuple[str, bool, int | None]:
+    def _state(
+        self, sig: str = "0", wait: float = 0.0, until: str = "leader"
+    ) -> tuple[str, str, bool]:
+        """(state before signalling, state after waiting, group still alive)."""
+        tries = max(0, int(wait / 0.05))
         result = self.node.run(
-            ["sh", "-c", _STATE, "harness-state", str(self.info.pid), str(self.info.start_ticks),
-             sig, self.status_file],
-            timeout=30,
+            [
+                "sh",
+                "-c",
+                _STATE,
+                "harness-state",
+                str(self.info.pid),
+                str(self.info.start_ticks),
+                sig,
+                self.status_file,
+                str(tries),
+                until,
+            ],
+            timeout=30 + wait * 1.5,
         )
         fields = result.stdout.split()
-        if len(fields) < 2:
+        if len(fields) < 3:
             raise NodeError(
                 f"on {self.node.name}: cannot query process {self.info.pid}: {result.stdout!r}"
                 f" {result.stderr.strip()}"
             )
-        state, group = fields[0], fields[1] == "1"
-        code = int(fields[2]) if len(fields) > 2 else None
-        if code is not None:
-            self._status = code
-        return state, group, code
+        if len(fields) > 3:
+            self._status = int(fields[3])
+        return fields[0], fields[1], fields[2] == "1"
 
     def _ended(self) -> int:
         if self._status is None:
@@ -700,36 +733,27 @@ class ShellProcess(Process):
     def poll(self) -> int | None:
         if self._status is not None:
             return self._status
-        state, _group, _code = self._state()
+        _before, state, _group = self._state()
         return None if state == "running" else self._ended()
 
     def wait(self, timeout: float) -> int:
         deadline = time.monotonic() + timeout
-        interval = 0.02
-        while True:
-            status = self.poll()
-            if status is not None:
-                return status
+        while self._status is None:
             remaining = deadline - time.monotonic()
-            if remaining <= 0:
+            # Wait on the remote side in slices, so one round trip covers up to 5 s.
+            _before, state, _group = self._state(wait=max(0.0, min(remaining, 5.0)))
+            if state != "running":
+                return self._ended()
+            if time.monotonic() >= deadline:
                 raise CommandTimeout(f"did not finish within {timeout:g}s: {self.info.command}")
-            time.sleep(min(interval, remaining))
-            interval = min(interval * 2, 0.5)
+        return self._status
 
     def stop(self, grace: float = 3.0) -> int | None:
         state = "running"
         for sig, wait in (("TERM", grace), ("KILL", 5.0)):
-            state, group, _code = self._state(sig)
-            if state in ("reused", "gone") and not group:
-                break  # nothing of ours is left (also: stop() repeated)
-            if state == "running":
+            before, state, group = self._state(sig, wait=wait, until="group")
+            if before == "running":
                 self._signalled = getattr(signal, f"SIG{sig}")
-            deadline = time.monotonic() + wait
-            while (state == "running" or (group and state != "exited")) and (
-                time.monotonic() < deadline
-            ):
-                time.sleep(0.05)
-                state, group, _code = self._state()
             if state != "running" and (not group or state == "exited"):
                 break
         return None if state == "running" else self._ended()

@@ -70,7 +70,7 @@ def _local_compiler() -> str:
 
 
 def _compiler_id(cc: str) -> str:
-    out = subprocess.run([cc, "--version"], capture_output=True, text=True, timeout=30)
+    out = subprocess.run([cc, "--version"], check=False, capture_output=True, text=True, timeout=30)
     return (out.stdout.splitlines() or [cc])[0]
 
 
@@ -90,7 +90,8 @@ def build_local(cache_root: Path | None = None) -> Path:
         src.write_bytes(source)
         out = Path(tmp) / "srd"
         proc = subprocess.run(
-            [cc, *CFLAGS, "-o", str(out), str(src)], capture_output=True, text=True, timeout=120
+            [cc, *CFLAGS, "-o", str(out), str(src)], check=False, capture_output=True, text=True,
+            timeout=120,
         )
         if proc.returncode != 0:
             raise BuildFailed(

@@ -61,7 +61,7 @@ def netns_socket(node: NamespaceNode, family: int = socket.AF_INET,
                 out["sock"] = socket.socket(family, kind)
             finally:
                 os.close(fd)
-        except BaseException as exc:  # handed over to the caller's thread
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
             out["error"] = exc
 
     thread = threading.Thread(target=create, name=f"setns-{node.netns}")

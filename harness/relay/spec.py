@@ -60,7 +60,7 @@ def check_host(host: object, what: str, *, numeric: bool) -> str:
             "the relay listens on a numeric address: 0.0.0.0, ::, or one of the node's own"
             " addresses",
         )
-    name = host[:-1] if host.endswith(".") else host
+    name = host.removesuffix(".")
     if len(name) > 253 or not all(_LABEL.match(label) for label in name.split(".")):
         raise SpecError(
             f"{what}: {host!r} is neither an IP address nor a valid host name",
@@ -124,7 +124,7 @@ class RelaySpec:
         self.validate()
 
     @classmethod
-    def parse(cls, listen: str, target: str, **options) -> "RelaySpec":
+    def parse(cls, listen: str, target: str, **options) -> RelaySpec:
         """Build from 'ADDR:PORT' and 'HOST:PORT' texts (as a user would write them)."""
         return cls(
             parse_endpoint(listen, "relay listen address", numeric=True),

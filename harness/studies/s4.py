@@ -35,6 +35,7 @@ IPERF_PORT_MPTCP = 5202
 GRIDFTP_PORT_TCP = 2811
 GRIDFTP_PORT_MPTCP = 2812
 CONGESTION = "cubic"
+LAB_PREFIX = "198.18.0.0/15"  # RFC 2544 benchmarking range
 
 PROFILES = {
     # quick: the notebook's defaults; minutes on a laptop
@@ -100,12 +101,14 @@ def topology(params: Params) -> Topology:
         .link(("client", "eth0", "198.18.1.2/24"), ("router", "eth0", "198.18.1.1/24"), rate_mbit=p)
         .link(("client", "eth1", "198.18.2.2/24"), ("router", "eth1", "198.18.2.1/24"), rate_mbit=p)
         .link(("server", "eth0", "198.18.3.2/24"), ("router", "eth2", "198.18.3.1/24"), rate_mbit=s)
-        .route("client", "default", via="198.18.1.1", dev="eth0")
-        .route("client", "default", via="198.18.1.1", dev="eth0", table=101)
-        .route("client", "default", via="198.18.2.1", dev="eth1", table=102)
+        # Routes cover the lab's prefix only: with no default route a lookup of
+        # anything outside the lab (DNS, say) fails at once instead of timing out.
+        .route("client", LAB_PREFIX, via="198.18.1.1", dev="eth0")
+        .route("client", LAB_PREFIX, via="198.18.1.1", dev="eth0", table=101)
+        .route("client", LAB_PREFIX, via="198.18.2.1", dev="eth1", table=102)
         .rule("client", "198.18.1.2/32", table=101, priority=1001)
         .rule("client", "198.18.2.2/32", table=102, priority=1002)
-        .route("server", "default", via="198.18.3.1", dev="eth0")
+        .route("server", LAB_PREFIX, via="198.18.3.1", dev="eth0")
         .build(notes="S4: two 500 Mbit/s client paths, one 1 Gbit/s server link")
     )
 

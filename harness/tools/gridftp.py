@@ -299,6 +299,9 @@ def server_command(program: str, address: str, port: int, log_path: str) -> list
         "-d", "ERROR,WARN,INFO,TRANSFER",
         "-log-module", "stdio:buffer=0",
         "-l", log_path,
+        # Older servers report usage statistics over UDP unless told not to
+        # (13.x ignores the flag: it no longer collects). Never from a lab.
+        "-disable-usage-stats",
     ]  # fmt: skip
 
 
@@ -379,6 +382,8 @@ def client_command(
     program: str, server_address: str, port: int, size_bytes: int, streams: int
 ) -> list[str]:
     return [
+        # the client libraries honour this opt-out of Globus usage statistics
+        "env", "GLOBUS_USAGE_OPTOUT=1",
         program, "-vb", "-fast", "-p", str(streams), "-len", str(size_bytes),
         "file:///dev/zero", _url(server_address, port, "/dev/null"),
     ]  # fmt: skip

@@ -236,9 +236,20 @@ def running_sshd(port: int = PORT, ready_timeout: float = 15.0) -> Iterator[Sshd
         )
         with open(server.log, "wb") as logfile:
             proc = subprocess.Popen(
-                ["nsenter", f"--net={server.netns_path}", "unshare", "--mount",
-                 "--propagation", "private", "sh", "-c", inner],
-                stdin=subprocess.DEVNULL, stdout=logfile, stderr=subprocess.STDOUT,
+                [
+                    "nsenter",
+                    f"--net={server.netns_path}",
+                    "unshare",
+                    "--mount",
+                    "--propagation",
+                    "private",
+                    "sh",
+                    "-c",
+                    inner,
+                ],
+                stdin=subprocess.DEVNULL,
+                stdout=logfile,
+                stderr=subprocess.STDOUT,
                 start_new_session=True,
             )
         server.pid = proc.pid
@@ -249,14 +260,13 @@ def running_sshd(port: int = PORT, ready_timeout: float = 15.0) -> Iterator[Sshd
             time.sleep(0.05)
         yield server
     finally:
-        if proc is not None:
-            if proc.poll() is None:
-                proc.terminate()
-                try:
-                    proc.wait(5)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait(5)
+        if proc is not None and proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(5)
         if netns_created:
             # Per-connection sshd children and anything a test left running
             # on the "remote" side live in our namespace: stop exactly those.

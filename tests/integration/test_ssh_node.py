@@ -38,7 +38,7 @@ from harness.nodes.ssh import (
 )
 
 try:  # as a package (tests/integration/__init__.py) or as a rootdir-relative module
-    from .sshd_fixture import in_sshd_netns, sshd_server  # noqa: F401  (fixtures)
+    from .sshd_fixture import in_sshd_netns, sshd_server
 except ImportError:
     from sshd_fixture import in_sshd_netns, sshd_server  # noqa: F401  (fixtures)
 
@@ -73,6 +73,7 @@ def test_remote_command_reports_group_and_keeps_streams_and_status():
         ["bash", "-c", remote_command("echo out; echo err >&2; exit 3", 10)],
         capture_output=True,
         timeout=30,
+        check=False,
     )
     pgid, err = split_marker(proc.stderr)
     assert (proc.returncode, proc.stdout, err) == (3, b"out\n", b"err\n")
@@ -80,7 +81,7 @@ def test_remote_command_reports_group_and_keeps_streams_and_status():
 
 
 def test_remote_command_death_by_signal_is_128_plus_n():
-    proc = subprocess.run(["bash", "-c", remote_command("kill -9 $$", 10)], timeout=30)
+    proc = subprocess.run(["bash", "-c", remote_command("kill -9 $$", 10)], timeout=30, check=False)
     assert proc.returncode == 137
 
 
@@ -92,6 +93,7 @@ def test_remote_timeout_is_a_dead_mans_switch(tmp_path):
         ["bash", "-c", remote_command(f"sleep 60 & echo $! > {child}; wait", 0.5, slack=0.5)],
         capture_output=True,
         timeout=30,
+        check=False,
     )
     assert proc.returncode == 124  # coreutils timeout
     assert time.monotonic() - started < 10
@@ -112,8 +114,15 @@ def test_describe_roundtrip_has_no_secrets(tmp_path):
     key_path = tmp_path / "id_rsa"
     key.write_private_key_file(str(key_path))
     secret = key_path.read_text().splitlines()[1]  # a line of the private key
-    node = SSHNode("h1", "192.0.2.10", port=2200, user="bench", key_filename=str(key_path),
-                   known_hosts=str(tmp_path / "kh"), connect_timeout=3)
+    node = SSHNode(
+        "h1",
+        "192.0.2.10",
+        port=2200,
+        user="bench",
+        key_filename=str(key_path),
+        known_hosts=str(tmp_path / "kh"),
+        connect_timeout=3,
+    )
     desc = node.describe()
     text = json.dumps(desc)
     assert desc["type"] == "ssh" and desc["key_filename"] == str(key_path)
@@ -140,8 +149,9 @@ def test_silent_server_times_out_with_host_named(tmp_path):
         listener.bind(("127.0.0.1", 0))
         listener.listen(1)  # accepts (kernel backlog) but never speaks SSH
         port = listener.getsockname()[1]
-        node = SSHNode("n", "127.0.0.1", port=port, known_hosts=str(tmp_path / "kh"),
-                       connect_timeout=1)
+        node = SSHNode(
+            "n", "127.0.0.1", port=port, known_hosts=str(tmp_path / "kh"), connect_timeout=1
+        )
         started = time.monotonic()
         with pytest.raises(NodeError) as err:
             node.run("true")
@@ -181,15 +191,20 @@ class RefusingServer:
         self.sock.listen(8)
         self.port = self.sock.getsockname()[1]
         self.transports: list[paramiko.Transport] = []
+        self.closing = False
         self.thread = threading.Thread(target=self._serve, daemon=True)
         self.thread.start()
 
     def _serve(self):
-        while True:
+        self.sock.settimeout(0.1)  # close() does not wake a blocked accept(): poll a flag
+        while not self.closing:
             try:
                 conn, _ = self.sock.accept()
+            except TimeoutError:
+                continue
             except OSError:
                 return
+            conn.settimeout(None)
             transport = paramiko.Transport(conn)
             transport.add_server_key(self.host_key)
             self.transports.append(transport)
@@ -199,10 +214,11 @@ class RefusingServer:
                 transport.close()
 
     def close(self):
+        self.closing = True
+        self.thread.join(5)
         self.sock.close()
         for transport in self.transports:
             transport.close()
-        self.thread.join(5)
 
 
 @pytest.fixture(scope="module")
@@ -224,8 +240,9 @@ def _pub(key: paramiko.PKey) -> str:
 def test_unknown_host_key_is_refused_with_fingerprint_and_fix(tmp_path, refusing_server, rsa_keys):
     kh = tmp_path / "known_hosts"
     kh.write_text("")
-    node = SSHNode("lab", "127.0.0.1", port=refusing_server.port, known_hosts=str(kh),
-                   key_filename=None)
+    node = SSHNode(
+        "lab", "127.0.0.1", port=refusing_server.port, known_hosts=str(kh), key_filename=None
+    )
     with pytest.raises(NodeError) as err:
         node.run("true")
     text = str(err.value)
@@ -239,8 +256,14 @@ def test_opt_in_accepts_unknown_key_and_saves_it(tmp_path, refusing_server, rsa_
     kh = tmp_path / "sub" / "known_hosts"  # missing directory is created
     user_key = tmp_path / "id_rsa"
     rsa_keys[2].write_private_key_file(str(user_key))
-    node = SSHNode("lab", "127.0.0.1", port=refusing_server.port, known_hosts=str(kh),
-                   key_filename=str(user_key), accept_unknown_host=True)
+    node = SSHNode(
+        "lab",
+        "127.0.0.1",
+        port=refusing_server.port,
+        known_hosts=str(kh),
+        key_filename=str(user_key),
+        accept_unknown_host=True,
+    )
     with pytest.raises(NodeError) as err:  # host key accepted; then login is refused
         node.run("true")
     assert "authentication as 'root' failed" in str(err.value)
@@ -249,8 +272,13 @@ def test_opt_in_accepts_unknown_key_and_saves_it(tmp_path, refusing_server, rsa_
     line = kh.read_text().split()
     assert line == [f"[127.0.0.1]:{refusing_server.port}", *_pub(rsa_keys[0]).split()]
     # A strict node now trusts the saved key: it gets as far as authentication.
-    strict = SSHNode("lab", "127.0.0.1", port=refusing_server.port, known_hosts=str(kh),
-                     key_filename=str(user_key))
+    strict = SSHNode(
+        "lab",
+        "127.0.0.1",
+        port=refusing_server.port,
+        known_hosts=str(kh),
+        key_filename=str(user_key),
+    )
     with pytest.raises(NodeError, match="authentication"):
         strict.run("true")
 
@@ -260,8 +288,13 @@ def test_changed_host_key_is_always_refused(tmp_path, refusing_server, rsa_keys,
     kh = tmp_path / "known_hosts"
     kh.write_text(f"[127.0.0.1]:{refusing_server.port} {_pub(rsa_keys[1])}\n")
     before = kh.read_text()
-    node = SSHNode("lab", "127.0.0.1", port=refusing_server.port, known_hosts=str(kh),
-                   accept_unknown_host=accept)
+    node = SSHNode(
+        "lab",
+        "127.0.0.1",
+        port=refusing_server.port,
+        known_hosts=str(kh),
+        accept_unknown_host=accept,
+    )
     with pytest.raises(NodeError) as err:
         node.run("true")
     text = str(err.value)
@@ -413,7 +446,7 @@ def test_timeout_raises_and_remote_command_dies(make_node, tmp_path):
     for path in (leader, child):
         pid = int(path.read_text())
         ticks = process_start_ticks(pid) or -1
-        assert wait_until(lambda: not alive(pid, ticks), 5), f"{path.name} {pid} survived"
+        assert wait_until(lambda p=pid, t=ticks: not alive(p, t), 5), f"{path.name} {pid} survived"
     assert node.run("echo still usable").stdout == "still usable\n"
 
 
@@ -555,3 +588,38 @@ def test_rebuilt_from_description_works(make_node):
         assert rebuilt.run("echo rebuilt").stdout == "rebuilt\n"
     finally:
         rebuilt.close()
+
+
+@integration
+def test_concurrent_commands_share_one_connection(make_node):
+    node = make_node()
+    results: dict[int, str] = {}
+
+    def work(i: int) -> None:
+        results[i] = node.run(f"sleep 1; echo {i}").stdout
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(8)]
+    started = time.monotonic()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert results == {i: f"{i}\n" for i in range(8)}
+    assert time.monotonic() - started < 7  # side by side: one after another takes > 8 s
+    assert node._client.get_transport().is_active()
+
+
+@integration
+def test_connection_lost_mid_command_is_a_node_error(make_node):
+    node = make_node()
+    node.run("true")
+    transport = node._client.get_transport()
+    timer = threading.Timer(0.5, transport.close)
+    timer.start()
+    try:
+        with pytest.raises(NodeError, match="connection broke") as err:
+            node.run("sleep 2", timeout=30)
+    finally:
+        timer.cancel()
+    assert "not retried" in err.value.hint
+    assert node.run("echo reconnected").stdout == "reconnected\n"

@@ -123,6 +123,8 @@ def test_mptcp_disabled_in_namespace_is_reported():
 
 def test_commands():
     assert client_command("/usr/bin/globus-url-copy", "198.18.0.2", 2811, 5000, 4) == [
+        "env",
+        "GLOBUS_USAGE_OPTOUT=1",
         "/usr/bin/globus-url-copy",
         "-vb",
         "-fast",

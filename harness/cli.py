@@ -1,0 +1,169 @@
+"""The ``harness`` command: probe, run, batch, lab show/clean, runs."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from .errors import HarnessError
+
+
+def cmd_probe(args) -> int:
+    from .nodes import LocalNode
+    from .probe import probe
+
+    nodes = [LocalNode("local")]
+    if args.inventory:
+        from .inventory import Inventory
+
+        inv = Inventory.load(args.inventory)
+        nodes += [inv.connect(name) for name in inv.hosts]
+    for node in nodes:
+        print(probe(node).describe())
+        node.close()
+    try:
+        from .vm import describe_vm_offer
+
+        print(describe_vm_offer())
+    except ImportError:
+        pass
+    return 0
+
+
+def cmd_run(args) -> int:
+    from .execute import parse_value, run_notebook
+
+    params = {name: parse_value(value) for name, value in args.parameter or []}
+    if args.inventory:
+        params["inventory"] = args.inventory
+    result = run_notebook(args.notebook, params, progress=not args.quiet)
+    print(f"run {result.run.path}: {result.status} in {result.seconds:.1f}s")
+    if result.report:
+        print(f"report {result.report}")
+    if result.error:
+        print(f"error: {result.error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def cmd_batch(args) -> int:
+    from .sweep import run_sweep
+
+    outcomes = run_sweep(args.sweep, progress=not args.quiet)
+    failed = 0
+    for status, point, path in outcomes:
+        print(f"{status:10s} {point} {path or ''}")
+        failed += status == "incomplete"
+    return 1 if failed else 0
+
+
+def cmd_lab_show(args) -> int:
+    from .studies import study_module
+
+    module = study_module(args.study)
+    print(module.topology(module.Params.resolve()).describe())
+    return 0
+
+
+def cmd_lab_clean(args) -> int:
+    """Finish the undo of runs that crashed, from each run's own journal."""
+    from .archive import list_runs
+
+    cleaned = 0
+    for run in list_runs(root=Path(args.data) if args.data else None):
+        journal = run.journal
+        pending = journal.pending()
+        if not pending:
+            continue
+        running = [pid for pid in journal.writers() if _harness_process_alive(pid)]
+        if running:
+            print(f"skip {run.path}: process {running[0]} that made these changes still runs")
+            continue
+        print(f"{run.path}: undoing {len(pending)} change(s)")
+        for entry in reversed(pending):
+            print(f"  {entry.kind} {entry.data}")
+        journal.undo_all()
+        cleaned += 1
+    print(f"cleaned {cleaned} run(s)" if cleaned else "nothing to clean")
+    return 0
+
+
+def _harness_process_alive(pid: int) -> bool:
+    import os
+
+    if pid == os.getpid():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+    except FileNotFoundError:
+        return False
+    return stat[0] != "Z" and ("python" in cmdline or "harness" in cmdline)
+
+
+def cmd_runs(args) -> int:
+    from .archive import list_runs
+
+    for run in list_runs(args.study):
+        meta = run.meta
+        print(f"{meta['status']:10s} {run.path}  {meta.get('started')}  "
+              f"{meta.get('error') or ''}")
+    return 0
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="harness", description=__doc__)
+    sub = p.add_subparsers(dest="command", required=True)
+
+    probe = sub.add_parser("probe", help="what this machine (and inventory hosts) can do")
+    probe.add_argument("--inventory", help="YAML inventory of real machines to probe too")
+    probe.set_defaults(func=cmd_probe)
+
+    run = sub.add_parser("run", help="run a study notebook through papermill and archive it")
+    run.add_argument("notebook")
+    run.add_argument("-p", "--parameter", nargs=2, action="append", metavar=("NAME", "VALUE"),
+                     help="set a notebook parameter (value parsed as YAML)")
+    run.add_argument("--inventory", help="run on the real machines of this inventory")
+    run.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    run.set_defaults(func=cmd_run)
+
+    batch = sub.add_parser("batch", help="run a resumable parameter sweep")
+    batch.add_argument("sweep")
+    batch.add_argument("-q", "--quiet", action="store_true")
+    batch.set_defaults(func=cmd_batch)
+
+    lab = sub.add_parser("lab", help="inspect or clean labs")
+    labsub = lab.add_subparsers(dest="lab_command", required=True)
+    show = labsub.add_parser("show", help="print a study's topology")
+    show.add_argument("study")
+    show.set_defaults(func=cmd_lab_show)
+    clean = labsub.add_parser("clean", help="undo what crashed runs left, from their journals")
+    clean.add_argument("--data", help="data folder (default: the project's data/)")
+    clean.set_defaults(func=cmd_lab_clean)
+
+    runs = sub.add_parser("runs", help="list archived runs")
+    runs.add_argument("study", nargs="?")
+    runs.set_defaults(func=cmd_runs)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except HarnessError as exc:
+        print(f"harness: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("harness: interrupted; every change was undone and the run is marked incomplete",
+              file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,152 @@
+"""Run a study notebook through papermill and archive it as one run.
+
+``harness run NOTEBOOK -p NAME VALUE`` checks every parameter (names against
+the notebook's parameters cell, values against the study's own rules) and the
+inventory before anything starts, creates the run folder, executes the
+notebook into it, renders the HTML report beside it, undoes anything a dead
+kernel left behind (from the run's journal), and marks the run complete --
+or incomplete, with the error, if anything went wrong or Ctrl-C came.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from .archive import COMPLETE, INCOMPLETE, Run
+from .errors import HarnessError, SpecError
+from .session import format_error, sigterm_as_interrupt
+from .studies import study_module
+
+# Parameters the harness itself injects into every study notebook.
+HARNESS_PARAMETERS = ("run_dir", "inventory")
+
+
+@dataclass
+class NotebookRun:
+    run: Run
+    status: str
+    report: Path | None
+    seconds: float
+    error: str | None = None
+
+
+def parse_value(text: str):
+    """A command-line value as YAML: 10 -> int, 0.5 -> float, true -> bool, 1-10 -> str."""
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError:
+        return text
+
+
+def notebook_study(notebook: Path) -> str:
+    meta = json.loads(notebook.read_text()).get("metadata", {})
+    study = meta.get("harness", {}).get("study")
+    if not study:
+        raise SpecError(f"{notebook} does not name its study",
+                        'add "harness": {"study": "s4"} to the notebook metadata')
+    return study
+
+
+def notebook_parameters(notebook: Path) -> dict:
+    import papermill as pm
+
+    return pm.inspect_notebook(str(notebook))
+
+
+def check_parameters(notebook: Path, given: dict) -> tuple[str, object]:
+    """Validate names and values before anything runs; return (study, resolved params)."""
+    if not notebook.exists():
+        raise SpecError(f"notebook {notebook} does not exist", "give a path under notebooks/")
+    declared = notebook_parameters(notebook)
+    unknown = sorted(set(given) - set(declared))
+    if unknown:
+        raise SpecError(f"unknown parameter(s) {', '.join(unknown)} for {notebook.name}",
+                        f"its parameters are: {', '.join(declared)}")
+    reserved = sorted(set(given) & {"run_dir"})
+    if reserved:
+        raise SpecError("run_dir is set by `harness run` itself", "leave it out")
+    study = notebook_study(notebook)
+    module = study_module(study)
+    defaults = {name: _default(spec) for name, spec in declared.items()}
+    merged = {**defaults, **given}
+    study_params = {k: v for k, v in merged.items() if k not in HARNESS_PARAMETERS}
+    params = module.Params.resolve(**study_params)
+    inventory = merged.get("inventory") or ""
+    if inventory:
+        from .inventory import Inventory
+
+        Inventory.load(inventory).check_covers(module.topology(params))
+    return study, params
+
+
+def _default(spec) -> object:
+    text = spec.get("default") if isinstance(spec, dict) else None
+    if text is None:
+        return None
+    try:
+        import ast
+
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return text
+
+
+def render_html(notebook: Path, target: Path) -> Path:
+    from nbconvert import HTMLExporter
+
+    body, _ = HTMLExporter(template_name="lab").from_filename(str(notebook))
+    target.write_text(body)
+    return target
+
+
+def run_notebook(notebook: str | Path, parameters: dict | None = None,
+                 root: Path | None = None, progress: bool = False) -> NotebookRun:
+    import papermill as pm
+
+    notebook = Path(notebook).resolve()
+    given = dict(parameters or {})
+    study, params = check_parameters(notebook, given)
+    run = Run.create(study, {**params.to_dict(), **{k: v for k, v in given.items()
+                                                    if k in HARNESS_PARAMETERS}},
+                     root, notebook=str(notebook))
+    executed = run.path / "notebook.ipynb"
+    started = time.monotonic()
+    error: BaseException | None = None
+    with sigterm_as_interrupt():
+        try:
+            pm.execute_notebook(
+                str(notebook), str(executed),
+                parameters={**given, "run_dir": str(run.path)},
+                kernel_name="python3", progress_bar=progress, cwd=str(notebook.parent),
+                report_mode=False,
+            )
+        except BaseException as exc:  # includes KeyboardInterrupt: mark, clean, re-raise
+            error = exc
+        finally:
+            leftovers = run.journal.pending()
+            undo_error = None
+            try:
+                run.journal.undo_all()
+            except HarnessError as exc:
+                undo_error = exc
+            report = None
+            if executed.exists():
+                try:
+                    report = render_html(executed, run.path / "report.html")
+                except Exception as exc:  # a report failure must not hide the run's outcome
+                    error = error or exc
+            if leftovers:
+                run.update(cleanup_after_kernel=[f"{e.kind} {e.data}" for e in leftovers])
+            if undo_error is not None:
+                error = error or undo_error
+            status = COMPLETE if error is None else INCOMPLETE
+            run.finish(status, None if error is None else format_error(error))
+    seconds = time.monotonic() - started
+    if isinstance(error, KeyboardInterrupt):
+        raise error
+    return NotebookRun(run, status, report, seconds, None if error is None else format_error(error))

@@ -1,0 +1,113 @@
+"""Parameter sweeps over a notebook: ``harness batch SWEEP.yaml``.
+
+A sweep file::
+
+    notebook: notebooks/s4_mptcp.ipynb
+    parameters:          # the same for every point
+      profile: quick
+    sweep:               # the cartesian product of these lists
+      sender_cpus: [0.0, 0.5]
+      path_rate_mbit: [100, 500]
+
+Each point is one archived run. A rerun skips points that already have a
+complete run of the same notebook with the same parameters, so an
+interrupted batch resumes where it stopped.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from .archive import COMPLETE, list_runs
+from .errors import SpecError
+
+
+@dataclass(frozen=True)
+class Sweep:
+    notebook: Path
+    fixed: dict
+    axes: dict[str, list]
+
+    @classmethod
+    def load(cls, path: str | Path) -> "Sweep":
+        path = Path(path)
+        if not path.exists():
+            raise SpecError(f"sweep file {path} does not exist")
+        try:
+            data = yaml.safe_load(path.read_text())
+        except yaml.YAMLError as exc:
+            raise SpecError(f"sweep file {path} is not valid YAML: {exc}") from None
+        if not isinstance(data, dict) or "notebook" not in data:
+            raise SpecError(f"sweep file {path} needs 'notebook:'",
+                            "see the format in harness/sweep.py")
+        unknown = set(data) - {"notebook", "parameters", "sweep"}
+        if unknown:
+            raise SpecError(f"sweep file {path} has unknown keys {sorted(unknown)}",
+                            "use notebook, parameters and sweep")
+        fixed = data.get("parameters") or {}
+        axes = data.get("sweep") or {}
+        if not isinstance(fixed, dict) or not isinstance(axes, dict):
+            raise SpecError(f"sweep file {path}: parameters and sweep must be mappings")
+        for name, values in axes.items():
+            if not isinstance(values, list) or not values:
+                raise SpecError(f"sweep file {path}: sweep.{name} must be a non-empty list")
+        overlap = set(fixed) & set(axes)
+        if overlap:
+            raise SpecError(f"sweep file {path}: {sorted(overlap)} are both fixed and swept")
+        notebook = Path(data["notebook"])
+        if not notebook.is_absolute():
+            notebook = (path.parent / notebook) if (path.parent / notebook).exists() else notebook
+        return cls(notebook.resolve(), fixed, axes)
+
+    def points(self) -> list[dict]:
+        names = list(self.axes)
+        return [{**self.fixed, **dict(zip(names, combo))}
+                for combo in itertools.product(*(self.axes[n] for n in names))]
+
+
+def completed_parameters(study: str, notebook: Path, root: Path | None = None) -> list[dict]:
+    done = []
+    for run in list_runs(study, root, COMPLETE):
+        meta = run.meta
+        if Path(meta.get("notebook") or "").resolve() == notebook:
+            done.append(meta.get("parameters", {}))
+    return done
+
+
+def run_sweep(path: str | Path, root: Path | None = None, progress: bool = True) -> list:
+    from tqdm import tqdm
+
+    from .execute import check_parameters, run_notebook
+
+    sweep = Sweep.load(path)
+    points = sweep.points()
+    resolved = []
+    for point in points:  # validate every point before running any
+        study, params = check_parameters(sweep.notebook, point)
+        resolved.append((point, study, params))
+    outcomes = []
+    bar = tqdm(total=len(points), desc=f"batch {Path(path).name}", unit="run",
+               disable=not progress)
+    for point, study, params in resolved:
+        wanted = {**params.to_dict(), **{k: v for k, v in point.items() if k == "inventory"}}
+        if any(_same(done, wanted) for done in completed_parameters(study, sweep.notebook, root)):
+            outcomes.append(("skipped", point, None))
+            bar.update(1)
+            continue
+        result = run_notebook(sweep.notebook, point, root)
+        outcomes.append((result.status, point, result.run.path))
+        bar.update(1)
+    bar.close()
+    return outcomes
+
+
+def _same(done: dict, wanted: dict) -> bool:
+    def norm(d: dict) -> dict:
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in d.items()
+                if k != "run_dir" and v not in (None, "")}
+
+    return norm(done) == norm(wanted)

@@ -1,0 +1,334 @@
+"""Boot a VM node, hand it out as an SSH node, and take every trace of it away.
+
+``boot_vm(spec, journal)`` is a context manager. In order, each step recorded
+in the journal *before* it is taken:
+
+1. checks that cost nothing to undo: spec, host programs (the error names the
+   Debian package), kernel + matching modules, MemAvailable;
+2. the accelerator verdict (:func:`harness.vm.accel.probe_accel`, bounded);
+3. a per-boot directory (journal kind ``file``) with fresh keys and the guest
+   init (guest.py);
+4. QEMU, started by the journal (kind ``process``) as one process whose pid
+   is QEMU's own, so it is stopped by pid on exit, error or Ctrl-C, and
+   ``harness lab clean`` can stop it after a crash of the harness;
+5. waiting, bounded by ``spec.boot_timeout_s``, for the guest's sshd banner
+   and then a real login with strict host key checking, which must report
+   the kernel we booted.
+
+On exit the SSH connection is closed, QEMU is stopped, journal entries of
+changes *inside* the VM that are still pending are marked undone (they died
+with the guest kernel: its namespaces, qdiscs and tmpfs exist nowhere else),
+and the per-boot directory is removed. Nothing else is created: no tap
+device, bridge, route or firewall rule, and the only socket is QEMU's
+loopback forward, which dies with QEMU.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import sys
+import socket
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+
+from ..errors import HarnessError, NodeError
+from ..journal import Journal, signals_deferred
+from ..nodes import LocalNode
+from ..nodes.base import Process
+from ..nodes.ssh import SSHNode
+from . import guest
+from .accel import AccelVerdict, probe_accel
+from .qemu import HOSTFWD_FAILED, QemuLaunch, free_loopback_port, qemu_command
+from .spec import VM, require_memory, require_programs, resolve_kernel
+
+PORT_ATTEMPTS = 3
+_UPTIME_RE = re.compile(re.escape(guest.SSHD_READY_MARK) + r" at uptime ([0-9.]+)s")
+
+
+@dataclass(frozen=True)
+class BootRecord:
+    """What a boot used and how long it took (goes into run provenance)."""
+
+    name: str
+    accel: str
+    accel_reason: str
+    boot_s: float  # QEMU start -> first successful SSH command
+    guest_sshd_uptime_s: float | None  # guest uptime when its sshd started
+    kernel: str
+    kernel_version: str
+    cpus: int
+    memory_mib: int
+    ssh_port: int
+    qemu_pid: int
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+class VMNode(SSHNode):
+    """An SSH node that is a VM booted by :func:`boot_vm`; ``boot`` says how."""
+
+    boot: BootRecord
+
+    def __repr__(self) -> str:
+        return f"<VMNode {self.name} {self.boot.accel} 127.0.0.1:{self.port}>"
+
+
+class VMBootError(NodeError):
+    """The VM did not come up (QEMU exited, or no SSH within the bound)."""
+
+
+def _tail(text: str, lines: int = 12) -> str:
+    kept = [ln for ln in text.replace("\r", "").splitlines() if ln.strip()][-lines:]
+    return "\n    ".join(kept) if kept else "(empty)"
+
+
+def console_summary(text: str, lines: int = 12) -> str:
+    """The informative part of a guest console: our init's messages, and the
+    lines leading up to a kernel panic rather than its stack dump."""
+    text = text.replace("\r", "")
+    panic = text.find("Kernel panic")
+    if panic >= 0:
+        end = text.find("\n", panic)
+        text = text[: end if end >= 0 else len(text)]
+    kept = [ln for ln in text.splitlines() if ln.strip()]
+    ours = [ln for ln in kept[:-lines] if "harness-init:" in ln]
+    return _tail("\n".join(ours + kept[-lines:]), lines + len(ours))
+
+
+def _read(path: str) -> str:
+    try:
+        with open(path, errors="replace") as fh:
+            return fh.read()
+    except FileNotFoundError:
+        return ""
+
+
+def _ssh_banner(port: int, timeout: float) -> bool:
+    """True if an SSH server answers on 127.0.0.1:port right now.
+
+    A plain TCP connect is not enough: slirp accepts connections on the
+    forwarded port before anything listens in the guest.
+    """
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=timeout) as sock:
+            sock.settimeout(timeout)
+            return sock.recv(8).startswith(b"SSH-")
+    except OSError:
+        return False
+
+
+def _port_bound(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=1.0):
+            return True
+    except OSError:
+        return False
+
+
+class _PortTaken(Exception):
+    pass
+
+
+def _start_qemu(journal: Journal, launch: QemuLaunch) -> Process:
+    """Start QEMU and wait until it owns the forwarded port (or has failed)."""
+    proc = journal.start(LocalNode(), qemu_command(launch))
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            output = proc.output()
+            journal.stop(proc)
+            if HOSTFWD_FAILED in output:
+                raise _PortTaken()
+            raise VMBootError(
+                f"QEMU for VM {launch.name} exited at once with status {proc.poll()}:\n    "
+                + _tail(output),
+                "run the command above by hand to see why; `qemu-system-x86_64 --version` "
+                "must work (apt-get install qemu-system-x86)",
+            )
+        if _port_bound(launch.ssh_port):
+            return proc
+        time.sleep(0.05)
+    journal.stop(proc)
+    raise VMBootError(
+        f"QEMU for VM {launch.name} did not open 127.0.0.1:{launch.ssh_port} within 30s",
+        "the host may be overloaded; retry",
+    )
+
+
+def _wait_for_ssh(
+    node: VMNode, proc: Process, files: guest.GuestFiles, version: str, deadline: float,
+    spec: VM, accel: AccelVerdict,
+) -> float | None:
+    """Block until a login works and reports ``version``; return the guest's sshd uptime."""
+
+    def failure(what: str) -> VMBootError:
+        hint = (
+            f"raise VM.boot_timeout_s (now {spec.boot_timeout_s:g}s) if the host is busy"
+            if accel.accel == "tcg"
+            else "KVM was chosen by the probe; set HARNESS_VM_ACCEL=tcg to rule it out"
+        )
+        return VMBootError(
+            f"VM {spec.name} ({accel.accel}): {what}\n  guest console (last lines):\n    "
+            + console_summary(_read(files.console_log))
+            + ("\n  qemu: " + _tail(proc.output(), 3) if proc.output().strip() else ""),
+            hint,
+        )
+
+    while True:
+        if proc.poll() is not None:
+            raise failure(f"QEMU exited with status {proc.poll()} before SSH was ready")
+        if time.monotonic() >= deadline:
+            raise failure(f"no SSH server within boot_timeout_s={spec.boot_timeout_s:g}s")
+        console = _read(files.console_log)
+        if guest.SSHD_READY_MARK in console and _ssh_banner(node.port, timeout=2.0):
+            break
+        time.sleep(0.2)
+    match = _UPTIME_RE.search(console)
+    attempts = 0
+    while True:
+        attempts += 1
+        remaining = deadline - time.monotonic()
+        try:
+            result = node.run("uname -r", timeout=max(remaining, 5.0), check=False)
+        except NodeError as exc:
+            # The banner was there, so sshd runs: retry once for a transient
+            # reset, but a refused host key or login is a real error.
+            if attempts >= 2 or "host key" in str(exc) or time.monotonic() >= deadline:
+                raise failure(f"SSH login failed: {exc.message}") from None
+            node.close()
+            time.sleep(0.5)
+            continue
+        if result.ok and result.stdout.strip() == version:
+            return float(match.group(1)) if match else None
+        raise failure(
+            f"`uname -r` over SSH said {result.stdout.strip()!r} (status {result.exit_status}),"
+            f" expected {version!r}"
+        )
+
+
+def _mentions(desc: dict, target: dict) -> bool:
+    """Whether a node description is ``target`` or a namespace (...) inside it."""
+    while isinstance(desc, dict):
+        if desc == target:
+            return True
+        desc = desc.get("parent")
+    return False
+
+
+def forget_guest_changes(journal: Journal, vm_desc: dict) -> int:
+    """Mark pending entries made inside the (now stopped) VM as undone.
+
+    Their state lived only in the guest kernel and its tmpfs and ended with
+    QEMU; trying to undo them later would only reach a dead port.
+    """
+    count = 0
+    for entry in journal.pending():
+        if _mentions(entry.node, vm_desc):
+            journal.mark_undone(entry)
+            count += 1
+    return count
+
+
+@contextmanager
+def boot_vm(spec: VM, journal: Journal, *, refresh_accel: bool = False) -> Iterator[VMNode]:
+    """Boot ``spec`` and yield it as a :class:`VMNode`; everything is gone afterwards."""
+    spec.validate()
+    programs = require_programs()
+    if not guest.is_static_elf(programs["busybox"]):
+        from ..errors import CapabilityMissing
+
+        raise CapabilityMissing(
+            f"{programs['busybox']} is not statically linked; the VM initramfs needs a static one",
+            "apt-get install busybox-static",
+        )
+    kernel, version = resolve_kernel(spec.kernel)
+    require_memory(spec)
+    qemu = programs["qemu-system-x86_64"]
+    accel = probe_accel(qemu, kernel, version, journal=journal, refresh=refresh_accel)
+
+    local = LocalNode()
+    boot_dir = os.path.join(
+        tempfile.gettempdir(), f"harness-vm-{spec.name}-{os.getpid()}-{secrets.token_hex(4)}"
+    )
+    dir_entry = journal.record("file", local, path=boot_dir)
+    proc: Process | None = None
+    node: VMNode | None = None
+    try:
+        os.mkdir(boot_dir, 0o700)
+        files = guest.prepare(boot_dir, spec.name, version, spec.root_cache)
+        append = guest.kernel_append(files)
+        started = time.monotonic()
+        for attempt in range(1, PORT_ATTEMPTS + 1):
+            port = free_loopback_port()
+            files.write_known_hosts(port)
+            launch = QemuLaunch(
+                qemu=qemu, name=spec.name, accel=accel.accel, cpus=spec.cpus,
+                memory_mib=spec.memory_mib, kernel=kernel, initrd=files.initrd, append=append,
+                boot_dir=boot_dir, console_log=files.console_log, ssh_port=port,
+            )
+            try:
+                proc = _start_qemu(journal, launch)
+                break
+            except _PortTaken:
+                if attempt == PORT_ATTEMPTS:
+                    raise VMBootError(
+                        f"QEMU could not forward a loopback port for VM {spec.name} "
+                        f"({PORT_ATTEMPTS} ports tried)",
+                        "something is taking free ports quickly; retry",
+                    ) from None
+        node = VMNode(
+            spec.name, "127.0.0.1", port=port, user="root", key_filename=files.user_key,
+            known_hosts=files.known_hosts, accept_unknown_host=False, connect_timeout=10.0,
+        )
+        uptime = _wait_for_ssh(
+            node, proc, files, version, started + spec.boot_timeout_s, spec, accel
+        )
+        node.boot = BootRecord(
+            name=spec.name, accel=accel.accel, accel_reason=accel.reason,
+            boot_s=round(time.monotonic() - started, 3), guest_sshd_uptime_s=uptime,
+            kernel=kernel, kernel_version=version, cpus=spec.cpus,
+            memory_mib=spec.memory_mib, ssh_port=port, qemu_pid=proc.pid,
+        )
+        _note_boot(journal, proc, node.boot)
+        yield node
+    finally:
+        with signals_deferred():
+            failures = []
+            if node is not None:
+                node.close()
+            if proc is not None:
+                try:
+                    journal.stop(proc)
+                except Exception as exc:  # keep going: the directory must still go
+                    failures.append(f"stopping QEMU (pid {proc.pid}): {exc}")
+                else:
+                    if node is not None:
+                        forget_guest_changes(journal, node.describe())
+            try:
+                journal.undo(dir_entry)
+            except Exception as exc:
+                failures.append(f"removing {boot_dir}: {exc}")
+            if failures:
+                error = HarnessError(
+                    f"VM {spec.name} teardown incomplete: " + "; ".join(failures),
+                    f"`harness lab clean` retries from {journal.path}",
+                )
+                in_flight = sys.exc_info()[1]
+                if in_flight is None:
+                    raise error
+                in_flight.add_note(str(error))  # do not hide why the boot failed
+
+
+def _note_boot(journal: Journal, proc: Process, record: BootRecord) -> None:
+    """Add the boot facts to QEMU's journal entry (provenance of the run)."""
+    seq = proc.info.extra.get("journal_seq")
+    for entry in journal.entries():
+        if entry.seq == seq:
+            journal.update(entry, vm=record.to_dict())
+            return

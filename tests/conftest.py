@@ -1,0 +1,60 @@
+"""Shared fixtures: a journal in a temp folder, an isolated data root, root checks."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+
+import pytest
+
+from harness.journal import Journal
+
+
+def is_root() -> bool:
+    return os.geteuid() == 0
+
+
+needs_root = pytest.mark.skipif(not is_root(), reason="needs root for network namespaces")
+
+
+def needs_tools(*tools: str):
+    missing = [t for t in tools if shutil.which(t) is None]
+    return pytest.mark.skipif(bool(missing), reason=f"missing programs: {', '.join(missing)} "
+                              "(bash env/setup installs them)")
+
+
+@pytest.fixture
+def journal(tmp_path) -> Journal:
+    return Journal(tmp_path / "journal.jsonl")
+
+
+@pytest.fixture
+def data_root(tmp_path, monkeypatch):
+    root = tmp_path / "data"
+    monkeypatch.setenv("HARNESS_DATA", str(root))
+    return root
+
+
+def netns_names() -> set[str]:
+    out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    return {line.split()[0] for line in out.splitlines() if line.strip()}
+
+
+def group_alive(pgid: int) -> bool:
+    """True if any process of process group ``pgid`` is running.
+
+    Zombies do not count: once their parent is gone they wait for the
+    machine's init to reap them, which a container's init may never do.
+    """
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as fh:
+                fields = fh.read().rsplit(")", 1)[1].split()
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+        if int(fields[2]) == pgid and fields[0] != "Z":
+            return True
+    return False

@@ -1,0 +1,165 @@
+"""A real namespace lab: build, verify by measurement, tear down, also on errors and signals."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import group_alive, needs_root, needs_tools, netns_names
+from harness.errors import CapabilityMissing
+from harness.journal import Journal
+from harness.lab import Lab
+from harness.nodes import LocalNode
+from harness.probe import probe
+from harness.topology import TopologyBuilder
+from harness.verify import verify_lab
+
+pytestmark = [pytest.mark.integration, needs_root, needs_tools("iperf3", "ping")]
+
+
+def three_nodes(rate=200, **extra):
+    return (TopologyBuilder("t3").node("a").node("r", forwarding=True).node("b")
+            .link(("a", "eth0", "198.18.1.2/24"), ("r", "eth0", "198.18.1.1/24"),
+                  rate_mbit=rate, **extra)
+            .link(("b", "eth0", "198.18.2.2/24"), ("r", "eth1", "198.18.2.1/24"), rate_mbit=rate)
+            .route("a", "198.18.0.0/15", via="198.18.1.1")
+            .route("b", "198.18.0.0/15", via="198.18.2.1")
+            .build())
+
+
+def mine(prefix: str) -> set[str]:
+    return {n for n in netns_names() if n.startswith(prefix + "-")}
+
+
+def test_build_verify_teardown(journal):
+    lab = Lab(three_nodes(), journal)
+    with lab:
+        assert mine(lab.prefix) == {f"{lab.prefix}-{n}" for n in ("a", "r", "b")}
+        # routed end to end through the forwarding node
+        ping = lab.node("a").run(["ping", "-c", "1", "-W", "2", "198.18.2.2"], check=False)
+        assert ping.ok, ping.stdout
+        checks = verify_lab(journal, lab, seconds=1.5, both_directions=False)
+        for check in checks:
+            assert check.rate_ratio >= 0.97, check
+            assert check.goodput_mbit < check.link_layer_mbit  # headers are not goodput
+        assert lab.node("r").run(["sysctl", "-n", "net.ipv4.ip_forward"]).stdout.strip() == "1"
+    assert mine(lab.prefix) == set()
+    assert journal.pending() == []
+    assert lab.timings.build_s is not None and lab.timings.teardown_s is not None
+
+
+def test_netem_is_refused_before_anything_changes_when_the_kernel_lacks_it(journal):
+    if probe(LocalNode()).has("netem"):
+        pytest.skip("this kernel has netem")
+    before = netns_names()
+    lab = Lab(three_nodes(delay_ms=10), journal)
+    with pytest.raises(CapabilityMissing, match="netem"):
+        lab.build()
+    assert netns_names() == before
+    assert journal.entries() == []
+
+
+def test_a_failure_half_way_removes_what_was_built(journal):
+    topo = (TopologyBuilder("bad").node("a").node("b")
+            .link(("a", "eth0", "198.18.1.2/24"), ("b", "eth0", "198.18.1.1/24"))
+            # a gateway that is on no connected subnet: the kernel refuses the route
+            .route("a", "198.18.0.0/15", via="203.0.113.1")
+            .build())
+    lab = Lab(topo, journal)
+    with pytest.raises(Exception):
+        lab.build()
+    assert mine(lab.prefix) == set()
+    assert journal.pending() == []
+
+
+def test_existing_namespace_name_is_refused(journal):
+    lab = Lab(three_nodes(), journal)
+    with lab:
+        clash = Lab(three_nodes(), Journal(journal.path.with_name("other.jsonl")),
+                    prefix=lab.prefix)
+        with pytest.raises(Exception, match="already exists"):
+            clash.build()
+        # the clash changed nothing: the first lab is intact
+        assert len(mine(lab.prefix)) == 3
+    assert mine(lab.prefix) == set()
+
+
+CHILD = r"""
+import sys, time
+from harness.journal import Journal
+from harness.lab import Lab
+from harness.session import sigterm_as_interrupt
+from harness.tools.iperf3 import iperf3_server
+sys.path.insert(0, {tests!r})
+from integration.test_lab import three_nodes
+j = Journal({journal!r})
+with sigterm_as_interrupt():
+    with Lab(three_nodes(), j, prefix={prefix!r}) as lab:
+        with iperf3_server(j, lab.node("b"), "198.18.2.2"):
+            with j.process(lab.node("a"), ["iperf3", "-c", "198.18.2.2", "-t", "60"]) as p:
+                print("measuring", p.pid, flush=True)
+                time.sleep(120)
+"""
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_signal_mid_measurement_leaves_nothing(tmp_path, sig):
+    prefix = f"hsig{os.getpid() % 10000}{sig}"
+    journal = tmp_path / "j.jsonl"
+    code = CHILD.format(tests=os.path.dirname(os.path.dirname(__file__)), journal=str(journal),
+                        prefix=prefix)
+    child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    line = child.stdout.readline()
+    assert line.startswith("measuring"), line
+    client_pid = int(line.split()[1])
+    time.sleep(1.0)
+    child.send_signal(sig)
+    child.wait(timeout=60)
+    assert mine(prefix) == set()
+    assert Journal(journal).pending() == []
+    assert not group_alive(client_pid)
+
+
+def test_lab_clean_finishes_a_killed_run(tmp_path):
+    """SIGKILL leaves everything; `harness lab clean` removes it from the run's journal."""
+    from harness.archive import Run
+
+    run = Run.create("t", {}, tmp_path)
+    prefix = f"hkill{os.getpid() % 10000}"
+    code = CHILD.format(tests=os.path.dirname(os.path.dirname(__file__)),
+                        journal=str(run.path / "journal.jsonl"), prefix=prefix)
+    child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        line = child.stdout.readline()
+        assert line.startswith("measuring"), line
+        child.kill()
+        child.wait(timeout=30)
+        assert len(mine(prefix)) == 3  # a hard kill undoes nothing
+        out = subprocess.run([sys.executable, "-m", "harness", "lab", "clean", "--data",
+                              str(tmp_path)], capture_output=True, text=True, timeout=120)
+        assert out.returncode == 0, out.stderr
+        assert "undoing" in out.stdout
+        assert mine(prefix) == set()
+        assert Journal(run.path / "journal.jsonl").pending() == []
+        again = subprocess.run([sys.executable, "-m", "harness", "lab", "clean", "--data",
+                                str(tmp_path)], capture_output=True, text=True, timeout=60)
+        assert "nothing to clean" in again.stdout
+    finally:
+        if child.poll() is None:
+            child.kill()
+        for name in mine(prefix):  # only if the test failed: leave the machine clean
+            subprocess.run(["ip", "netns", "delete", name])
+
+
+def test_lab_record_is_json(journal):
+    lab = Lab(three_nodes(), journal)
+    with lab:
+        rec = json.loads(json.dumps(lab.record()))
+    assert rec["namespaces"]["a"] == f"{lab.prefix}-a"
+    assert rec["egress_plans"]["a:eth0"]["rate_bit"] == 200_000_000

@@ -1,0 +1,581 @@
+"""The relay daemon (srd) in a real namespace lab: client -- middle (srd) -- server.
+
+The middle does NOT forward, so every byte the client and server exchange went
+through the relay. Servers and clients are threads of this process with sockets
+created inside the namespaces (harness.relay.line.netns_socket). Lab, relays and
+their logs are journalled and removed afterwards.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import random
+import shutil
+import socket
+import struct
+import subprocess
+import threading
+import time
+from collections.abc import Callable
+from typing import Self
+
+import pytest
+
+from harness.journal import Journal
+from harness.lab import Lab
+from harness.relay import RelaySpec, RelayStartError, build_local, run_relay, start_relay
+from harness.relay.line import MIDDLE_LEFT_IP, SERVER_IP, line_topology, netns_socket
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
+
+
+@pytest.fixture(scope="module")
+def journal(tmp_path_factory):
+    j = Journal(tmp_path_factory.mktemp("relay") / "journal.jsonl")
+    yield j
+    j.undo_all()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def private_build_cache(tmp_path_factory):
+    """Build srd into a temporary cache, so the tests leave nothing in ~/.cache."""
+    old = os.environ.get("HARNESS_CACHE_DIR")
+    os.environ["HARNESS_CACHE_DIR"] = str(tmp_path_factory.mktemp("cache"))
+    yield
+    if old is None:
+        del os.environ["HARNESS_CACHE_DIR"]
+    else:
+        os.environ["HARNESS_CACHE_DIR"] = old
+
+
+@pytest.fixture(scope="module")
+def lab(journal):
+    if os.geteuid() != 0:
+        pytest.skip("needs root to create network namespaces")
+    missing = [t for t in ("ip", "nsenter", "ss") if not shutil.which(t)]
+    if missing:
+        pytest.skip(f"missing tools: {', '.join(missing)}")
+    if not (shutil.which("gcc") or shutil.which("cc")):
+        pytest.skip("no C compiler to build the relay (apt-get install gcc)")
+    with Lab(line_topology(forwarding=False, name="relay-test"), journal) as built:
+        yield built
+
+
+_ports = iter(range(20000, 30000))
+
+
+def next_port() -> int:
+    return next(_ports)
+
+
+# -- servers and clients inside the namespaces ----------------------------------------------------
+
+class Server:
+    """Accepts on SERVER_IP:port in the server namespace; runs ``handler(conn)`` per connection."""
+
+    def __init__(self, lab: Lab, port: int, handler: Callable[[socket.socket], object]):
+        self.port, self.handler = port, handler
+        self.results: list = []
+        self.errors: list[BaseException] = []
+        self.sock = netns_socket(lab.node("server"))
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind((SERVER_IP, port))
+        self.sock.listen(256)
+        self.sock.settimeout(0.2)
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self._acceptor = threading.Thread(target=self._accept_loop, daemon=True)
+        self._acceptor.start()
+
+    def _accept_loop(self) -> None:
+        while not self._stop.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            conn.settimeout(30)
+            conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            t = threading.Thread(target=self._serve, args=(conn,), daemon=True)
+            self._threads.append(t)
+            t.start()
+
+    def _serve(self, conn: socket.socket) -> None:
+        try:
+            with conn:
+                self.results.append(self.handler(conn))
+        except BaseException as exc:  # noqa: BLE001 - reported to the test
+            self.errors.append(exc)
+
+    def wait(self, count: int, timeout: float = 30) -> None:
+        deadline = time.monotonic() + timeout
+        while len(self.results) + len(self.errors) < count:
+            assert time.monotonic() < deadline, f"server finished {len(self.results)} of {count}"
+            time.sleep(0.01)
+
+    def close(self) -> None:
+        self._stop.set()
+        self._acceptor.join(5)
+        self.sock.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def connect(lab: Lab, port: int, timeout: float = 30) -> socket.socket:
+    sock = netns_socket(lab.node("client"))
+    sock.settimeout(timeout)
+    sock.connect((MIDDLE_LEFT_IP, port))
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return sock
+
+
+def read_all(sock: socket.socket) -> bytes:
+    chunks = []
+    while chunk := sock.recv(1 << 20):
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def send_in_random_chunks(sock: socket.socket, data: bytes, seed: int) -> None:
+    """Mix tiny and large writes, so both the copy path and the splice path of srd run."""
+    rng = random.Random(seed)
+    view, pos = memoryview(data), 0
+    while pos < len(data):
+        size = rng.choice((1, 7, 100, 1448, 4096, 65536, 1 << 20))
+        sock.sendall(view[pos:pos + size])
+        pos += size
+
+
+def relay_spec(port: int, target_port: int, **kw) -> RelaySpec:
+    return RelaySpec.parse(f"{MIDDLE_LEFT_IP}:{port}", f"{SERVER_IP}:{target_port}", **kw)
+
+
+def wait_for(predicate: Callable[[], object], timeout: float = 10, what: str = "condition"):
+    deadline = time.monotonic() + timeout
+    while not (value := predicate()):
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.02)
+    return value
+
+
+# -- tests ----------------------------------------------------------------------------------------
+
+def test_bytes_relayed_intact_both_directions_at_once(lab, journal, tmp_path):
+    up = os.urandom(24 << 20)
+    down = os.urandom(16 << 20)
+
+    def handler(conn: socket.socket):
+        # Send the reply while still reading the request: both directions flow at once.
+        sender = threading.Thread(target=send_in_random_chunks, args=(conn, down, 2))
+        sender.start()
+        digest, size = hashlib.sha256(), 0
+        while chunk := conn.recv(1 << 20):
+            digest.update(chunk)
+            size += len(chunk)
+        sender.join()
+        conn.shutdown(socket.SHUT_WR)
+        return size, digest.hexdigest()
+
+    sport, rport = next_port(), next_port()
+    log = tmp_path / "srd.log"
+    with Server(lab, sport, handler) as server, \
+            run_relay(journal, lab.node("middle"), relay_spec(rport, sport, log_path=str(log))) \
+            as relay:
+        with connect(lab, rport) as sock:
+            received: list[bytes] = []
+            reader = threading.Thread(target=lambda: received.append(read_all(sock)))
+            reader.start()
+            send_in_random_chunks(sock, up, 1)
+            sock.shutdown(socket.SHUT_WR)
+            reader.join(60)
+        server.wait(1)
+        assert not server.errors
+        assert server.results == [(len(up), hashlib.sha256(up).hexdigest())]
+        assert hashlib.sha256(received[0]).hexdigest() == hashlib.sha256(down).hexdigest()
+        close = wait_for(lambda: relay.events("close"), what="close event")[0]
+        assert close.get("reason") == "eof"
+        assert close.int("c2s") == len(up) and close.int("s2c") == len(down)
+        assert [e.name for e in relay.events()][:3] == ["listening", "accept", "connected"]
+    assert relay.exit_status == 0
+    assert "event=close" in log.read_text()  # events went to the log file
+
+
+def test_many_concurrent_streams(lab, journal):
+    streams, size = 60, 256 << 10
+
+    def echo(conn: socket.socket):
+        total = 0
+        while chunk := conn.recv(65536):
+            conn.sendall(chunk)
+            total += len(chunk)
+        return total
+
+    barrier = threading.Barrier(streams)
+    failures: list[str] = []
+
+    def client(i: int) -> None:
+        data = random.Random(i).randbytes(size)
+        try:
+            with connect(lab, rport) as sock:
+                barrier.wait(30)  # all streams open at the same time
+                got: list[bytes] = []
+                reader = threading.Thread(target=lambda: got.append(read_all(sock)))
+                reader.start()
+                send_in_random_chunks(sock, data, i)
+                sock.shutdown(socket.SHUT_WR)
+                reader.join(60)
+                if not got or got[0] != data:
+                    failures.append(f"stream {i}: echo differs ({len(got[0]) if got else 0} B)")
+        except Exception as exc:  # noqa: BLE001
+            failures.append(f"stream {i}: {exc!r}")
+
+    sport, rport = next_port(), next_port()
+    with Server(lab, sport, echo) as server, \
+            run_relay(journal, lab.node("middle"), relay_spec(rport, sport)) as relay:
+        threads = [threading.Thread(target=client, args=(i,)) for i in range(streams)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(120)
+        assert failures == []
+        server.wait(streams)
+        assert server.results == [size] * streams
+        closes = wait_for(lambda: len(relay.events("close")) == streams and relay.events("close"),
+                          what="all close events")
+        assert {(e.get("reason"), e.int("c2s"), e.int("s2c")) for e in closes} == {
+            ("eof", size, size)}
+        assert len({e.get("client") for e in relay.events("accept")}) == streams
+    assert relay.exit_status == 0
+
+
+def test_half_close_client_first(lab, journal):
+    """The client shuts its write side; the reply (sent only after EOF) still arrives."""
+    request = b"request " * 5000
+
+    def handler(conn: socket.socket):
+        got = read_all(conn)  # returns only after the client's FIN came through the relay
+        reply = f"got {len(got)} bytes".encode() * 1000
+        time.sleep(0.2)  # the client must wait for it with its write side shut
+        conn.sendall(reply)
+        return got, reply
+
+    sport, rport = next_port(), next_port()
+    with Server(lab, sport, handler) as server, \
+            run_relay(journal, lab.node("middle"), relay_spec(rport, sport)) as relay:
+        with connect(lab, rport) as sock:
+            sock.sendall(request)
+            sock.shutdown(socket.SHUT_WR)
+            answer = read_all(sock)
+        server.wait(1)
+        got, reply = server.results[0]
+        assert got == request and answer == reply
+        close = wait_for(lambda: relay.events("close"), what="close event")[0]
+        assert (close.int("c2s"), close.int("s2c")) == (len(request), len(reply))
+
+
+def test_half_close_server_first(lab, journal):
+    """The server shuts its write side first; the client's later data still reaches it."""
+    greeting, upload = b"hello, then EOF", os.urandom(3 << 20)
+
+    def handler(conn: socket.socket):
+        conn.sendall(greeting)
+        conn.shutdown(socket.SHUT_WR)
+        return read_all(conn)
+
+    sport, rport = next_port(), next_port()
+    with Server(lab, sport, handler) as server, \
+            run_relay(journal, lab.node("middle"), relay_spec(rport, sport)):
+        with connect(lab, rport) as sock:
+            assert read_all(sock) == greeting  # EOF seen by the client...
+            sock.sendall(upload)  # ...and it can still send
+            sock.shutdown(socket.SHUT_WR)
+            assert sock.recv(10) == b""
+        server.wait(1)
+        assert server.results == [upload]
+
+
+def abort(sock: socket.socket) -> None:
+    """Close with an RST (SO_LINGER 0)."""
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    sock.close()
+
+
+def test_resets_mid_stream_are_passed_on_and_the_relay_keeps_serving(lab, journal):
+    outcome: dict[str, BaseException | int] = {}
+    started = threading.Event()
+
+    def handler(conn: socket.socket):
+        mode = conn.recv(1)
+        if mode == b"c":  # the client will reset: read slowly until something happens
+            started.set()
+            total = 0
+            try:
+                while chunk := conn.recv(4096):
+                    total += len(chunk)
+                    time.sleep(0.001)
+            except ConnectionResetError as exc:
+                outcome["server_saw"] = exc
+                return total
+            outcome["server_saw"] = total
+            return total
+        if mode == b"s":  # the server resets while the client still sends
+            conn.recv(100_000)
+            abort(conn)
+            return "reset"
+        if mode == b"d":  # stream a lot to a client that leaves without reading it
+            try:
+                conn.sendall(os.urandom(64 << 20))
+            except (BrokenPipeError, ConnectionResetError) as exc:
+                outcome["sender_saw"] = exc
+            return "sent"
+        while chunk := conn.recv(65536):  # plain echo
+            conn.sendall(chunk)
+        return "echo"
+
+    sport, rport = next_port(), next_port()
+    with Server(lab, sport, handler) as server, \
+            run_relay(journal, lab.node("middle"), relay_spec(rport, sport)) as relay:
+        # 1. The client resets mid-stream.
+        sock = connect(lab, rport)
+        sock.sendall(b"c" + os.urandom(1 << 20))
+        assert started.wait(10)
+        abort(sock)
+        server.wait(1)
+        assert isinstance(outcome["server_saw"], ConnectionResetError), outcome
+        # 2. The server resets mid-stream: the client sees a reset too.
+        with connect(lab, rport) as sock:
+            sock.sendall(b"s" + b"x" * 1000)
+            with pytest.raises(ConnectionResetError):
+                while True:
+                    if not sock.recv(65536):
+                        break
+                    sock.sendall(b"y" * 65536)
+        # 3. The client disconnects while the server streams to it.
+        with connect(lab, rport) as sock:
+            sock.sendall(b"d")
+            sock.recv(1 << 16)
+        server.wait(3)
+        assert isinstance(outcome["sender_saw"], (BrokenPipeError, ConnectionResetError))
+        # The relay survived all that and still relays.
+        assert relay.running()
+        with connect(lab, rport) as sock:
+            sock.sendall(b"e" + b"ping")
+            sock.shutdown(socket.SHUT_WR)
+            assert read_all(sock) == b"ping"
+        closes = wait_for(lambda: len(relay.events("close")) >= 4 and relay.events("close"),
+                          what="4 close events")
+        assert [(e.get("reason"), e.get("side")) for e in closes[:3]] == [
+            ("reset", "client"), ("reset", "target"), ("reset", "client")]
+        assert closes[3].get("reason") == "eof"
+    assert relay.exit_status == 0
+
+
+@pytest.mark.parametrize("target, error, talk", [
+    (f"{SERVER_IP}:1", "Connection refused", False),    # nothing listens there
+    ("198.18.1.99:5201", "Connection timed out", True),  # no such host: SYNs go unanswered
+])
+def test_unreachable_target_closes_the_client_cleanly(lab, journal, target, error, talk):
+    rport = next_port()
+    spec = RelaySpec.parse(f"{MIDDLE_LEFT_IP}:{rport}", target, connect_timeout=1.0)
+    with run_relay(journal, lab.node("middle"), spec) as relay:
+        started = time.monotonic()
+        with connect(lab, rport) as sock:
+            if talk:  # data sent while the relay waits for the target is discarded, not reset
+                sock.sendall(b"hello?")
+            assert sock.recv(100) == b""  # an orderly close (FIN), not a reset, not a hang
+        assert time.monotonic() - started < 2.5
+        failed = wait_for(lambda: relay.events("target-failed"), what="target-failed event")
+        assert failed[0].get("error") == error
+        assert wait_for(lambda: relay.events("close"))[0].get("reason") == "target-failed"
+        assert relay.running()
+    assert relay.exit_status == 0
+
+
+def test_port_in_use_is_a_clear_start_error(lab, journal):
+    rport = next_port()
+    middle = lab.node("middle")
+    with run_relay(journal, middle, relay_spec(rport, 9)) as first:
+        before = len(journal.pending())
+        with pytest.raises(RelayStartError) as err:
+            start_relay(journal, middle, relay_spec(rport, 9))
+        assert "already listens on this port" in str(err.value)
+        assert f"{MIDDLE_LEFT_IP}:{rport}" in str(err.value) and "status 1" in str(err.value)
+        assert "choose a free port" in err.value.hint
+        assert len(journal.pending()) == before  # the failed daemon is not left recorded
+        assert first.running()
+    # The daemon itself: non-zero status and the reason on stderr, before serving anything.
+    holder = netns_socket(middle)
+    holder.bind((MIDDLE_LEFT_IP, rport))
+    holder.listen(1)
+    try:
+        proc = subprocess.run(
+            ["nsenter", f"--net={middle.netns_path}", "--", str(build_local()),
+             "--listen", f"{MIDDLE_LEFT_IP}:{rport}", "--target", f"{SERVER_IP}:9"],
+            check=False, capture_output=True, text=True, timeout=10)
+    finally:
+        holder.close()
+    assert proc.returncode == 1
+    assert proc.stderr.startswith(f"srd: error: cannot listen on {MIDDLE_LEFT_IP}:{rport}: "
+                                  "Address already in use")
+
+
+def test_sigterm_cuts_open_streams_and_exits_0(lab, journal):
+    sport, rport = next_port(), next_port()
+
+    def handler(conn: socket.socket):
+        return read_all(conn)
+
+    with Server(lab, sport, handler):
+        relay = start_relay(journal, lab.node("middle"), relay_spec(rport, sport))
+        try:
+            sock = connect(lab, rport)
+            sock.sendall(b"open stream")
+            wait_for(lambda: relay.events("connected"), what="connected")
+            assert relay.stop() == 0
+        finally:
+            relay.stop()
+        assert sock.recv(10) == b""  # the stream was cut
+        sock.close()
+        events = [e.name for e in relay.events()]
+        assert events[-3:] == ["stopping", "close", "exit"]
+        assert relay.events("close")[0].get("reason") == "shutdown"
+        with pytest.raises(ConnectionRefusedError):  # the listener is gone
+            connect(lab, rport, timeout=5)
+
+
+def test_sigterm_with_drain_lets_open_streams_finish(lab, journal):
+    sport, rport = next_port(), next_port()
+
+    def handler(conn: socket.socket):
+        got = read_all(conn)
+        conn.sendall(b"done:" + str(len(got)).encode())
+        return got
+
+    with Server(lab, sport, handler) as server:
+        relay = start_relay(journal, lab.node("middle"), relay_spec(rport, sport, drain=20))
+        try:
+            sock = connect(lab, rport)
+            sock.sendall(b"first half ")
+            wait_for(lambda: relay.events("connected"), what="connected")
+            assert relay.signal("TERM")
+            wait_for(lambda: relay.events("stopping"), what="stopping event")
+            with pytest.raises(ConnectionRefusedError):  # no new streams ...
+                connect(lab, rport, timeout=5)
+            sock.sendall(b"second half")  # ... but the open one goes on
+            sock.shutdown(socket.SHUT_WR)
+            assert read_all(sock) == b"done:22"
+            sock.close()
+            started = time.monotonic()
+            assert relay.process.wait(15) == 0  # exits as soon as the last stream ended
+            assert time.monotonic() - started < 10
+        finally:
+            relay.stop()
+        server.wait(1)
+        assert server.results == [b"first half second half"]
+        assert relay.events("close")[0].get("reason") == "eof"
+
+
+def test_memory_stays_bounded_with_a_slow_reader(lab, journal):
+    """A fast sender to a slow reader: the relay must push back, not buffer."""
+    total = 256 << 20
+    sent = [0]
+
+    def handler(conn: socket.socket):
+        block = os.urandom(1 << 20)
+        try:
+            while sent[0] < total:
+                conn.sendall(block)
+                sent[0] += len(block)
+        except OSError:
+            pass
+        return sent[0]
+
+    def sysctl_max(name: str) -> int:
+        return int(lab.node("middle").read_text(f"/proc/sys/net/ipv4/{name}").split()[-1])
+
+    pipe = 1 << 20
+    # What may legitimately sit between sender and reader: two sockets' send buffers,
+    # two receive buffers and the relay's pipe (plus slack for rounding and in-flight).
+    bound = 2 * sysctl_max("tcp_wmem") + 2 * sysctl_max("tcp_rmem") + pipe + (8 << 20)
+    assert bound < total, "the kernel's buffers are too big for this test to tell"
+    sport, rport = next_port(), next_port()
+    with Server(lab, sport, handler), \
+            run_relay(journal, lab.node("middle"), relay_spec(rport, sport, pipe_size=pipe)) \
+            as relay:
+        sock = connect(lab, rport)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 256 << 10)
+        received, rss = 0, []
+        deadline = time.monotonic() + 4
+        while time.monotonic() < deadline:  # ~4 MB/s reader
+            received += len(sock.recv(16 << 10))
+            time.sleep(0.004)
+            if len(rss) < 200:
+                rss.append(relay.rss_bytes())
+        in_flight = sent[0] - received
+        sock.close()
+    assert received > 1 << 20  # it did flow
+    assert in_flight < bound, f"{in_flight >> 20} MiB between sender and reader"
+    assert sent[0] < total  # the sender was held back
+    assert max(rss) < 16 << 20, f"relay RSS reached {max(rss) >> 20} MiB"
+
+
+def test_small_writes_are_not_delayed(lab, journal):
+    """A message written in two pieces must not wait for an ACK (Nagle + delayed ACK: ~40 ms)."""
+
+    def handler(conn: socket.socket):
+        while True:
+            want, got = 200, b""
+            while len(got) < want:
+                chunk = conn.recv(want - len(got))
+                if not chunk:
+                    return "done"
+                got += chunk
+            conn.sendall(b"k")
+
+    sport, rport = next_port(), next_port()
+    with Server(lab, sport, handler), \
+            run_relay(journal, lab.node("middle"), relay_spec(rport, sport)), \
+            connect(lab, rport) as sock:
+        times = []
+        for _ in range(60):  # long enough to leave TCP's initial quick-ACK mode
+            started = time.perf_counter()
+            sock.sendall(b"h" * 100)
+            time.sleep(0.0005)  # the header has left before the body is written
+            sock.sendall(b"b" * 100)
+            assert sock.recv(1) == b"k"
+            times.append(time.perf_counter() - started)
+    times.sort()
+    assert times[len(times) // 2] < 0.010, f"median {times[len(times) // 2] * 1e3:.1f} ms"
+    assert times[int(len(times) * 0.9)] < 0.030, f"p90 {times[int(len(times) * 0.9)] * 1e3:.1f} ms"
+
+
+def test_streams_over_the_limit_are_refused_and_logged(lab, journal):
+    def handler(conn: socket.socket):
+        return read_all(conn)
+
+    sport, rport = next_port(), next_port()
+    with Server(lab, sport, handler) as server, \
+            run_relay(journal, lab.node("middle"), relay_spec(rport, sport, max_streams=2)) \
+            as relay:
+        held = [connect(lab, rport) for _ in range(2)]
+        wait_for(lambda: len(relay.events("connected")) == 2, what="2 streams")
+        with connect(lab, rport) as extra:
+            assert extra.recv(10) == b""  # closed at once
+        reject = wait_for(lambda: relay.events("reject"), what="reject event")[0]
+        assert reject.get("reason") == "max-streams" and reject.get("limit") == "2"
+        for sock in held:
+            sock.sendall(b"still fine")
+            sock.close()
+        server.wait(2)
+        assert server.results == [b"still fine"] * 2
+        wait_for(lambda: len(relay.events("close")) == 3, what="held streams closed")
+        with connect(lab, rport) as again:  # a slot is free again
+            again.sendall(b"later")
+        server.wait(3)
+        assert server.results[2] == b"later"

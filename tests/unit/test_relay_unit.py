@@ -1,0 +1,248 @@
+"""Relay wrapper without root: spec validation, the build cache, log parsing, srd's own checks."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import shutil
+import subprocess
+
+import pytest
+
+from harness.errors import SpecError
+from harness.journal import Journal
+from harness.nodes.base import Node
+from harness.nodes.local import LocalNode
+from harness.relay import Endpoint, RelaySpec, build, parse_endpoint, parse_events, start_relay
+from harness.relay.events import error_lines, parse_line
+
+needs_cc = pytest.mark.skipif(
+    not (shutil.which("gcc") or shutil.which("cc")), reason="no C compiler (apt-get install gcc)"
+)
+
+
+# -- endpoints -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("text, host, port", [
+    ("198.18.1.2:5201", "198.18.1.2", 5201),
+    ("0.0.0.0:1", "0.0.0.0", 1),
+    ("[fd00::2]:65535", "fd00::2", 65535),
+    ("server-1.example:80", "server-1.example", 80),
+])
+def test_parse_endpoint_accepts(text, host, port):
+    assert parse_endpoint(text, "t") == Endpoint(host, port)
+
+
+@pytest.mark.parametrize("text, fragment", [
+    ("198.18.1.2", "no ':'"),
+    ("198.18.1.2:0", "outside 1..65535"),
+    ("198.18.1.2:65536", "outside 1..65535"),
+    ("198.18.1.2:http", "port must be a number"),
+    ("198.18.1.2:-1", "port must be a number"),
+    ("198.18.1.2:", "port must be a number"),
+    (":5201", "host is empty"),
+    ("fd00::2:5201", "need brackets"),
+    ("[fd00::2:5201", "expected [IPv6]:PORT"),
+    ("[not-v6]:5201", "not an IPv6 address"),
+    ("bad_host!:5201", "neither an IP address nor a valid host name"),
+    ("-lead.example:1", "neither an IP address"),
+    (5201, "expected 'HOST:PORT'"),
+])
+def test_parse_endpoint_rejects_with_reason(text, fragment):
+    with pytest.raises(SpecError) as err:
+        parse_endpoint(text, "relay target")
+    assert fragment in str(err.value)
+    assert err.value.hint  # every error says how to fix it
+
+
+def test_listen_address_must_be_numeric():
+    with pytest.raises(SpecError, match="not an IP address"):
+        RelaySpec.parse("localhost:5201", "198.18.1.2:5201")
+    # ... while the target may be a name
+    assert RelaySpec.parse("0.0.0.0:5201", "server:5201").target.host == "server"
+
+
+# -- the spec --------------------------------------------------------------------------------
+
+def spec(**kw) -> RelaySpec:
+    return RelaySpec.parse("198.18.0.2:5201", "198.18.1.2:5202", **kw)
+
+
+@pytest.mark.parametrize("field, value", [
+    ("pipe_size", 100), ("pipe_size", 2**31), ("pipe_size", 65536.0), ("pipe_size", True),
+    ("connect_timeout", 0), ("connect_timeout", -1), ("connect_timeout", "5"),
+    ("max_streams", 0), ("max_streams", 2_000_000),
+    ("drain", -0.5), ("log_path", ""),
+])
+def test_spec_rejects_bad_options(field, value):
+    with pytest.raises(SpecError, match=field):
+        spec(**{field: value})
+
+
+@pytest.mark.parametrize("port", [0, 65536, -5, True, "5201", 52.0])
+def test_endpoint_ports_are_checked_in_spec(port):
+    with pytest.raises(SpecError):
+        RelaySpec(Endpoint("198.18.0.2", port), Endpoint("198.18.1.2", 5201))
+
+
+def test_argv_is_what_the_daemon_parses():
+    s = spec(pipe_size=262144, connect_timeout=1.5, max_streams=64, drain=2, log_path="/x/y.log")
+    assert s.argv("/bin/srd") == [
+        "/bin/srd", "--listen", "198.18.0.2:5201", "--target", "198.18.1.2:5202",
+        "--pipe-size", "262144", "--connect-timeout", "1.5", "--max-streams", "64",
+        "--drain", "2", "--log", "/x/y.log",
+    ]
+    v6 = RelaySpec.parse("[::]:5201", "[fd00::2]:5202")
+    assert v6.argv("srd")[1:5] == ["--listen", "[::]:5201", "--target", "[fd00::2]:5202"]
+
+
+class ExplodingNode(Node):
+    """Fails the test if anything is run or started on it."""
+
+    name = "exploding"
+
+    def describe(self) -> dict:
+        return {"type": "local", "name": self.name}
+
+    def _execute(self, cmd, timeout, stdin):
+        raise AssertionError(f"ran {cmd!r} although the spec was invalid")
+
+    def spawn(self, cmd, *, cgroup=None):
+        raise AssertionError(f"started {cmd!r} although the spec was invalid")
+
+    def put(self, local_path, remote_path):
+        raise AssertionError("copied a file although the spec was invalid")
+
+    def get(self, remote_path, local_path):
+        raise AssertionError("copied a file although the spec was invalid")
+
+
+def test_start_relay_validates_before_anything_starts(tmp_path):
+    good = spec()
+    # RelaySpec validates on construction; build an invalid one behind its back.
+    broken = RelaySpec.__new__(RelaySpec)
+    for f in dataclasses.fields(RelaySpec):
+        object.__setattr__(broken, f.name, getattr(good, f.name))
+    object.__setattr__(broken, "listen", Endpoint("198.18.0.2", 70000))
+    journal = Journal(tmp_path / "j.jsonl")
+    with pytest.raises(SpecError, match="70000"):
+        start_relay(journal, ExplodingNode(), broken)
+    assert journal.entries() == []
+
+
+# -- log parsing -------------------------------------------------------------------------------
+
+def test_parse_events_reads_fields_and_quoted_errors():
+    text = (
+        "2026-11-21T23:57:26.805628Z srd[2170]: event=listening listen=127.0.0.1:47002 "
+        "target=127.0.0.1:47001 pid=2170 pipe_size=1048576\n"
+        "srd: error: cannot listen on 1.2.3.4:5: Address already in use: another process\n"
+        "2026-11-21T23:59:51.486393Z srd[7435]: event=close id=2 client=198.18.0.1:53440 "
+        'reason=reset side=target error="Connection reset by peer" c2s=5852684341 s2c=0\n'
+        "garbage line\n"
+    )
+    events = parse_events(text)
+    assert [e.name for e in events] == ["listening", "close"]
+    assert events[0].pid == 2170 and events[0].int("pid") == 2170
+    assert events[1].get("error") == "Connection reset by peer"
+    assert events[1].int("c2s") == 5852684341 and events[1].get("side") == "target"
+    message = "cannot listen on 1.2.3.4:5: Address already in use: another process"
+    assert error_lines(text) == [message]
+    assert parse_line("srd: error: x") is None
+
+
+# -- the build cache -------------------------------------------------------------------------
+
+@needs_cc
+def test_build_is_cached_and_keyed_by_source(tmp_path, monkeypatch):
+    first = build.build_local(tmp_path)
+    assert first.is_file() and os.access(first, os.X_OK)
+    stamp = first.stat().st_mtime_ns
+    again = build.build_local(tmp_path)
+    assert again == first and again.stat().st_mtime_ns == stamp  # not rebuilt
+    changed = tmp_path / "srd.c"
+    changed.write_bytes(build.SOURCE.read_bytes() + b"\n/* changed */\n")
+    monkeypatch.setattr(build, "SOURCE", changed)
+    rebuilt = build.build_local(tmp_path)
+    assert rebuilt != first and rebuilt.parent.parent == first.parent.parent
+    assert not list(tmp_path.glob("*/.build-*"))  # no half-built leftovers
+
+
+def test_cache_root_follows_environment(monkeypatch, tmp_path):
+    monkeypatch.setenv("HARNESS_CACHE_DIR", str(tmp_path / "c"))
+    assert build.local_cache_root() == tmp_path / "c" / "srd"
+    monkeypatch.delenv("HARNESS_CACHE_DIR")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "x"))
+    assert build.local_cache_root() == tmp_path / "x" / "harness" / "srd"
+
+
+def test_cache_key_changes_with_compiler():
+    assert build.cache_key(b"src", "gcc 12") != build.cache_key(b"src", "gcc 13")
+    assert build.cache_key(b"src", "gcc 12") == build.cache_key(b"src", "gcc 12")
+
+
+def test_missing_compiler_is_a_capability_error(monkeypatch, tmp_path):
+    from harness.errors import CapabilityMissing
+
+    monkeypatch.setattr(build.shutil, "which", lambda name: None)
+    with pytest.raises(CapabilityMissing, match="C compiler") as err:
+        build.build_local(tmp_path)
+    assert "apt-get install gcc" in err.value.hint
+
+
+# -- the daemon's own argument checks (no sockets are opened) ----------------------------------
+
+@pytest.fixture(scope="module")
+def srd_binary(tmp_path_factory):
+    if not (shutil.which("gcc") or shutil.which("cc")):
+        pytest.skip("no C compiler (apt-get install gcc)")
+    return str(build.build_local(tmp_path_factory.mktemp("srd-cache")))
+
+
+@pytest.mark.parametrize("args, fragment", [
+    ([], "both --listen"),
+    (["--listen", "1.2.3.4:80"], "both --listen"),
+    (["--listen", "1.2.3.4:0", "--target", "1.2.3.5:80"], "port must be a number 1..65535"),
+    (["--listen", "1.2.3.4:80", "--target", "1.2.3.5:99999"], "port must be a number"),
+    (["--listen", "localhost:80", "--target", "1.2.3.5:80"], "numeric IP address"),
+    (["--listen", "::1:80", "--target", "1.2.3.5:80"], "need brackets"),
+    (["--listen", "1.2.3.4:80", "--target", "1.2.3.5"], "no ':'"),
+    (["--listen", "1.2.3.4:80", "--target", "1.2.3.5:80", "--pipe-size", "12"], "pipe-size"),
+    (["--listen", "1.2.3.4:80", "--target", "1.2.3.5:80", "--connect-timeout", "0"],
+     "connect-timeout"),
+    (["--listen", "1.2.3.4:80", "--target", "1.2.3.5:80", "--bogus"], "unknown option"),
+    (["--listen", "1.2.3.4:80", "--target", "1.2.3.5:80", "extra"], "unexpected argument"),
+])
+def test_daemon_rejects_bad_arguments(srd_binary, args, fragment):
+    proc = subprocess.run([srd_binary, *args], check=False, capture_output=True, text=True, timeout=10)
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("srd: error: ") and fragment in proc.stderr
+
+
+def test_daemon_version_and_help(srd_binary):
+    out = subprocess.run([srd_binary, "--version"], check=False,
+                         capture_output=True, text=True, timeout=10)
+    assert out.returncode == 0 and out.stdout.startswith("srd ")
+    usage = subprocess.run([srd_binary, "--help"], check=False,
+                           capture_output=True, text=True, timeout=10)
+    assert usage.returncode == 0 and "--target HOST:PORT" in usage.stdout
+
+
+class RemoteLikeNode(LocalNode):
+    """A local shell that calls itself remote, so build_on takes the copy-and-compile path."""
+
+    def describe(self) -> dict:
+        return {"type": "remote-like", "name": self.name}
+
+
+@needs_cc
+def test_remote_build_copies_source_and_compiles_once(tmp_path):
+    node = RemoteLikeNode("remote", prefix=["env", f"XDG_CACHE_HOME={tmp_path}"])
+    assert not build.is_local(node)
+    binary = build.build_on(node)
+    assert binary.startswith(f"{tmp_path}/harness/srd/") and os.access(binary, os.X_OK)
+    stamp = os.stat(binary).st_mtime_ns
+    assert build.build_on(node) == binary and os.stat(binary).st_mtime_ns == stamp
+    out = subprocess.run([binary, "--version"], check=False, capture_output=True, text=True,
+                         timeout=10)
+    assert out.stdout.startswith("srd ")
