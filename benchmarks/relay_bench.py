@@ -105,7 +105,8 @@ class PathResult:
     run: int
     throughput_gbps: float | None = None
     retransmits: int | None = None
-    relay_cpu_cores: float | None = None
+    relay_cpu_cores: float | None = None    # CPU of the relay's processes during iperf3
+    relay_cpu_s_per_gb: float | None = None  # ... per GB relayed: less sensitive to contention
     pingpong: dict | None = None
     nptcp_half_rtt_us: float | None = None
     errors: list[str] = field(default_factory=list)
@@ -120,16 +121,30 @@ def wait_listening(node, port: int, timeout: float = 10.0) -> None:
     raise RuntimeError(f"nothing listens on port {port} in {node.name} after {timeout:g}s")
 
 
-def proc_cpu_seconds(pid: int) -> float:
-    with open(f"/proc/{pid}/stat") as fh:
-        fields = fh.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+def group_cpu_seconds(pgid: int) -> float:
+    """CPU time of a process group: live members plus the children they have reaped.
+
+    socat forks a child per connection; srd is one process. Both run in the
+    group that the journal started, so the same count works for both.
+    """
+    ticks = 0
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as fh:
+                fields = fh.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # exited meanwhile
+        if int(fields[2]) == pgid:  # utime, stime, cutime, cstime
+            ticks += sum(int(f) for f in fields[11:15])
+    return ticks / os.sysconf("SC_CLK_TCK")
 
 
 class Bench:
     def __init__(self, journal, line, args, tmp: str):
         self.journal, self.line, self.args, self.tmp = journal, line, args, tmp
-        self.relay_pid: int | None = None
+        self.relay_group: int | None = None
 
     @contextmanager
     def path(self, name: str, server_port: int) -> Iterator[tuple[str, int]]:
@@ -137,7 +152,7 @@ class Bench:
         from harness.relay import RelaySpec, run_relay
 
         line = self.line
-        self.relay_pid = None
+        self.relay_group = None
         middle = line.node("middle")
         if name == "forward":  # the middle routes (the lab is built with forwarding on)
             yield SERVER_IP, server_port
@@ -146,32 +161,37 @@ class Bench:
         if name == "socat":
             cmd = (f"exec socat -b 262144 TCP-LISTEN:{port},bind={MIDDLE_LEFT_IP},fork,"
                    f"reuseaddr,nodelay TCP:{SERVER_IP}:{server_port},nodelay")
-            with self.journal.process(middle, cmd):
+            with self.journal.process(middle, cmd) as proc:
+                self.relay_group = proc.pid
                 wait_listening(middle, port)
                 yield MIDDLE_LEFT_IP, port
             return
         spec = RelaySpec.parse(f"{MIDDLE_LEFT_IP}:{port}", f"{SERVER_IP}:{server_port}")
         with run_relay(self.journal, middle, spec) as relay:
-            self.relay_pid = relay.pid
+            self.relay_group = relay.process.pid
             yield MIDDLE_LEFT_IP, port
         if relay.exit_status != 0:
             raise RuntimeError(f"srd exited with status {relay.exit_status}")
 
     def iperf(self, result: PathResult) -> None:
         with self.path(result.path, IPERF_PORT) as (host, port):
-            cpu0 = proc_cpu_seconds(self.relay_pid) if self.relay_pid else None
+            cpu0 = group_cpu_seconds(self.relay_group) if self.relay_group else None
             t0 = time.monotonic()
             out = self.line.node("client").run(
                 ["iperf3", "-c", host, "-p", str(port), "-t", str(self.args.duration), "-O", "1",
                  "-J"], timeout=self.args.duration + 60, check=False)
-            if cpu0 is not None:
-                result.relay_cpu_cores = round(
-                    (proc_cpu_seconds(self.relay_pid) - cpu0) / (time.monotonic() - t0), 3)
+            cpu = group_cpu_seconds(self.relay_group) - cpu0 if cpu0 is not None else None
+            elapsed = time.monotonic() - t0
         data = json.loads(out.stdout or "{}")
         if "error" in data or not out.ok:
             result.errors.append(f"iperf3: {data.get('error') or out.stderr.strip()}")
             return
         result.throughput_gbps = data["end"]["sum_received"]["bits_per_second"] / 1e9
+        if cpu is not None:
+            result.relay_cpu_cores = round(cpu / elapsed, 3)
+            # All intervals, also the omitted first second (-O 1): the CPU was spent on those too.
+            gbytes = sum(iv["sum"]["bytes"] for iv in data.get("intervals", [])) / 1e9
+            result.relay_cpu_s_per_gb = round(cpu / gbytes, 4) if gbytes else None
         result.retransmits = data["end"]["sum_sent"].get("retransmits")
 
     def pingpong(self, result: PathResult) -> None:
@@ -229,6 +249,7 @@ def summarize(results: list[PathResult]) -> dict:
             "half_rtt_p99_us": spread([r.pingpong and r.pingpong["p99_us"] for r in rs], best=min),
             "nptcp_half_rtt_us": spread([r.nptcp_half_rtt_us for r in rs], best=min),
             "relay_cpu_cores": spread([r.relay_cpu_cores for r in rs], best=min),
+            "relay_cpu_s_per_gb": spread([r.relay_cpu_s_per_gb for r in rs], best=min),
         }
     runs = sorted({r.run for r in results})
 
@@ -290,6 +311,9 @@ def print_table(summary: dict) -> None:
         s = summary[p]
         print(f"{p:<9} {fmt(s['throughput_gbps'], 'Gbit/s'):<34} "
               f"{fmt(s['half_rtt_us'], 'us', 1):<34} {fmt(s['nptcp_half_rtt_us'], 'us', 1):<30}")
+    for p in ("socat", "srd"):
+        print(f"{p} CPU per GB relayed: {fmt(summary[p]['relay_cpu_s_per_gb'], 'core-s/GB', 3)}"
+              f"   CPU while relaying: {fmt(summary[p]['relay_cpu_cores'], 'cores', 2)}")
     r = summary["ratios"]
     print(f"\nsrd / socat throughput (per run):   {fmt(r['srd_vs_socat_throughput'], 'x')}")
     print(f"srd / forward throughput (per run): {fmt(r['srd_vs_forward_throughput'], 'x')}")

@@ -25,6 +25,7 @@ loopback forward, which dies with QEMU.
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import secrets
@@ -45,6 +46,8 @@ from . import guest
 from .accel import AccelVerdict, probe_accel
 from .qemu import HOSTFWD_FAILED, QemuLaunch, free_loopback_port, qemu_command
 from .spec import VM, require_memory, require_programs, resolve_kernel
+
+log = logging.getLogger(__name__)
 
 PORT_ATTEMPTS = 3
 _UPTIME_RE = re.compile(re.escape(guest.SSHD_READY_MARK) + r" at uptime ([0-9.]+)s")
@@ -167,12 +170,11 @@ def _wait_for_ssh(
 ) -> float | None:
     """Block until a login works and reports ``version``; return the guest's sshd uptime."""
 
-    def failure(what: str) -> VMBootError:
-        hint = (
-            f"raise VM.boot_timeout_s (now {spec.boot_timeout_s:g}s) if the host is busy"
-            if accel.accel == "tcg"
-            else "KVM was chosen by the probe; set HARNESS_VM_ACCEL=tcg to rule it out"
-        )
+    def failure(what: str, hint: str | None = None) -> VMBootError:
+        if hint is None and accel.accel == "kvm":
+            hint = "KVM was chosen by the probe; set HARNESS_VM_ACCEL=tcg to rule it out"
+        elif hint is None:
+            hint = f"raise VM.boot_timeout_s (now {spec.boot_timeout_s:g}s) if the host is busy"
         return VMBootError(
             f"VM {spec.name} ({accel.accel}): {what}\n  guest console (last lines):\n    "
             + console_summary(_read(files.console_log))
@@ -180,14 +182,27 @@ def _wait_for_ssh(
             hint,
         )
 
+    kernel_seen = sshd_seen = False
     while True:
         if proc.poll() is not None:
-            raise failure(f"QEMU exited with status {proc.poll()} before SSH was ready")
+            raise failure(
+                f"QEMU exited with status {proc.poll()} before SSH was ready",
+                "the guest console above says why; a 'harness-init: FAILED' line names the"
+                " step of the guest init (harness/vm/guest.py) that failed",
+            )
         if time.monotonic() >= deadline:
             raise failure(f"no SSH server within boot_timeout_s={spec.boot_timeout_s:g}s")
         console = _read(files.console_log)
-        if guest.SSHD_READY_MARK in console and _ssh_banner(node.port, timeout=2.0):
-            break
+        if not kernel_seen and console:
+            kernel_seen = True
+            log.info("VM %s: first console output after %.1fs", spec.name, _since(deadline, spec))
+        if guest.SSHD_READY_MARK in console:
+            if not sshd_seen:
+                sshd_seen = True
+                log.info("VM %s: guest sshd starting after %.1fs", spec.name, _since(deadline, spec))
+            if _ssh_banner(node.port, timeout=2.0):
+                log.info("VM %s: SSH banner after %.1fs", spec.name, _since(deadline, spec))
+                break
         time.sleep(0.2)
     match = _UPTIME_RE.search(console)
     attempts = 0
@@ -210,6 +225,10 @@ def _wait_for_ssh(
             f"`uname -r` over SSH said {result.stdout.strip()!r} (status {result.exit_status}),"
             f" expected {version!r}"
         )
+
+
+def _since(deadline: float, spec: VM) -> float:
+    return time.monotonic() - (deadline - spec.boot_timeout_s)
 
 
 def _mentions(desc: dict, target: dict) -> bool:
@@ -261,7 +280,9 @@ def boot_vm(spec: VM, journal: Journal, *, refresh_accel: bool = False) -> Itera
     node: VMNode | None = None
     try:
         os.mkdir(boot_dir, 0o700)
-        files = guest.prepare(boot_dir, spec.name, version, spec.root_cache)
+        files = guest.prepare(
+            boot_dir, spec.name, version, spec.root_cache, programs["busybox"]
+        )
         append = guest.kernel_append(files)
         started = time.monotonic()
         for attempt in range(1, PORT_ATTEMPTS + 1):

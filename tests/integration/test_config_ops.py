@@ -1,0 +1,102 @@
+"""Configuration operations change a real node and the journal restores it exactly."""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import needs_root
+from harness.config import congestion, interface, mptcp, sysctl
+from harness.config.cgroup import cpu_limit
+from harness.errors import SpecError
+from harness.lab import Lab
+from harness.nodes import LocalNode
+from harness.topology import TopologyBuilder
+
+pytestmark = [pytest.mark.integration, needs_root]
+
+
+@pytest.fixture
+def lab(journal):
+    topo = (TopologyBuilder("cfg").node("a").node("b")
+            .link(("a", "eth0", "198.18.1.2/24"), ("b", "eth0", "198.18.1.1/24")).build())
+    with Lab(topo, journal) as lab:
+        yield lab
+
+
+def test_sysctl_is_recorded_and_restored(journal, lab):
+    node = lab.node("a")
+    before = sysctl.read_sysctl(node, "net.ipv4.tcp_sack")
+    new = "0" if before == "1" else "1"
+    with journal.scope():
+        rec = sysctl.set_sysctl(journal, node, "net.ipv4.tcp_sack", new)
+        assert rec.changed and rec.before == before
+        assert sysctl.read_sysctl(node, "net.ipv4.tcp_sack") == new
+    assert sysctl.read_sysctl(node, "net.ipv4.tcp_sack") == before
+
+
+def test_unchanged_sysctl_records_nothing_to_undo(journal, lab):
+    node = lab.node("a")
+    value = sysctl.read_sysctl(node, "net.ipv4.tcp_sack")
+    n = len(journal.entries())
+    rec = sysctl.set_sysctl(journal, node, "net.ipv4.tcp_sack", value)
+    assert not rec.changed and len(journal.entries()) == n
+
+
+def test_unknown_sysctl_is_a_clear_error(journal, lab):
+    with pytest.raises(SpecError, match="no sysctl"):
+        sysctl.set_sysctl(journal, lab.node("a"), "net.ipv4.no_such_key", 1)
+
+
+def test_mptcp_endpoint_and_limits_are_restored(journal, lab):
+    node = lab.node("a")
+    limits = mptcp.read_limits(node)
+    with journal.scope():
+        mptcp.set_limits(journal, node, subflows=4, add_addr_accepted=3)
+        mptcp.add_endpoint(journal, node, "198.18.1.2", "eth0", ("subflow",))
+        assert mptcp.read_limits(node) == {"subflows": 4, "add_addr_accepted": 3}
+        assert [ep["address"] for ep in mptcp.read_endpoints(node)] == ["198.18.1.2"]
+        with pytest.raises(SpecError, match="already has an MPTCP endpoint"):
+            mptcp.add_endpoint(journal, node, "198.18.1.2", "eth0")
+    assert mptcp.read_limits(node) == limits
+    assert mptcp.read_endpoints(node) == []
+
+
+def test_mptcp_limits_out_of_range_are_refused(journal, lab):
+    with pytest.raises(SpecError, match="out of range"):
+        mptcp.set_limits(journal, lab.node("a"), subflows=99, add_addr_accepted=0)
+
+
+def test_default_congestion_in_a_namespace_restores_the_machine(journal, lab):
+    host = LocalNode()
+    allowed = sysctl.read_sysctl(host, congestion.ALLOWED_KEY)
+    available = sysctl.read_sysctl(host, congestion.AVAILABLE_KEY).split()
+    target = next((cc for cc in available if cc not in allowed.split()), None) or available[0]
+    node = lab.node("a")
+    with journal.scope():
+        congestion.set_default_congestion(journal, node, target)
+        assert sysctl.read_sysctl(node, congestion.DEFAULT_KEY) == target
+    assert sysctl.read_sysctl(host, congestion.ALLOWED_KEY) == allowed
+
+
+def test_cpu_limit_cgroup_is_created_used_and_removed(journal, lab):
+    import os
+
+    node = lab.node("a")
+    with journal.scope():
+        path, records = cpu_limit(journal, node, 0.25, "test")
+        assert os.path.isdir(path)
+        out = node.run(f"sh -c 'echo $$ > {path}/cgroup.procs && cat /proc/self/cgroup'",
+                       timeout=10).stdout
+        assert os.path.basename(path) in out
+        assert "0.25 CPUs" in records[-1].after
+    assert not os.path.exists(path)
+
+
+def test_mtu_is_restored(journal, lab):
+    node = lab.node("a")
+    with journal.scope():
+        interface.set_mtu(journal, node, "eth0", 9000)
+        assert interface.read_mtu(node, "eth0") == 9000
+    assert interface.read_mtu(node, "eth0") == 1500
+    with pytest.raises(SpecError, match="no interface"):
+        interface.set_mtu(journal, node, "eth7", 1400)

@@ -1,0 +1,78 @@
+"""Study S4 end to end through `harness run` (papermill), on a real namespace lab."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from conftest import needs_root, needs_tools, netns_names
+
+pytestmark = [pytest.mark.integration, needs_root,
+              needs_tools("iperf3", "mptcpize", "globus-url-copy", "globus-gridftp-server")]
+
+NOTEBOOK = Path(__file__).resolve().parents[2] / "notebooks" / "s4_mptcp.ipynb"
+
+
+def harness(*args, data):
+    return subprocess.run([sys.executable, "-m", "harness", *args], capture_output=True,
+                          text=True, timeout=600, env={**__import__("os").environ,
+                                                       "HARNESS_DATA": str(data)})
+
+
+def test_s4_small_sweep_reproduces_the_aggregation(tmp_path):
+    out = harness("run", "-q", str(NOTEBOOK), "-p", "streams", "1,2", "-p", "duration_s", "2",
+                  "-p", "gridftp_streams", "2", "-p", "gridftp_mbytes", "16",
+                  "-p", "verify_seconds", "1", data=tmp_path)
+    assert out.returncode == 0, out.stderr[-3000:]
+    (run_dir,) = list((tmp_path / "runs" / "s4").iterdir())
+    meta = json.loads((run_dir / "run.json").read_text())
+    assert meta["status"] == "complete"
+    assert meta["placement"]["where"] == "host"
+    assert meta["provenance"]["git"]["commit"]
+    assert all(c["rate_ok"] for c in meta["link_verification"])
+    assert {c["kind"] for c in meta["configuration"]} >= {"sysctl", "mptcp-endpoint"}
+    assert (run_dir / "report.html").stat().st_size > 10_000
+    assert (run_dir / "notebook.ipynb").exists()
+    frame = pd.read_parquet(run_dir / "results.parquet")
+    iperf = frame[frame.tool == "iperf3"].groupby("transport").goodput_mbit.max()
+    assert iperf["mptcp"] >= 1.8 * iperf["tcp"]
+    mp = frame[(frame.tool == "iperf3") & (frame.transport == "mptcp")]
+    assert (mp.path2_tx_bytes > 0.25 * (mp.path1_tx_bytes + mp.path2_tx_bytes)).all()
+    assert (mp.mp_join_syn_ack_rx > 0).all()
+    tcp = frame[(frame.tool == "iperf3") & (frame.transport == "tcp")]
+    assert (tcp.path2_tx_bytes < 0.01 * tcp.path1_tx_bytes).all()  # single path really is
+    assert len(frame[frame.tool == "gridftp"]) == 2
+    assert sorted(p.name for p in (run_dir / "raw").iterdir())[0].startswith("gridftp-")
+    prefix = meta["testbed"]["prefix"]
+    assert not [n for n in netns_names() if n.startswith(prefix)]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["-p", "streams", "0"], "out of range"),
+    (["-p", "stream", "4"], "unknown parameter"),
+    (["-p", "path_rate_mbit", "-5"], "out of range"),
+    (["-p", "profile", "huge"], "unknown profile"),
+    (["-p", "run_dir", "/tmp"], "set by `harness run`"),
+    (["--inventory", "/nonexistent/inventory.yaml"], "does not exist"),
+])
+def test_bad_input_is_refused_before_any_run_exists(tmp_path, args, message):
+    out = harness("run", "-q", str(NOTEBOOK), *args, data=tmp_path)
+    assert out.returncode == 2
+    assert message in out.stderr
+    assert not (tmp_path / "runs").exists()
+
+
+def test_inventory_missing_a_node_is_refused(tmp_path):
+    inv = tmp_path / "inv.yaml"
+    inv.write_text("nodes:\n  client:\n    host: 127.0.0.1\n    interfaces:\n"
+                   "      eth0: {device: lo, address: 127.0.0.1/8}\n"
+                   "      eth1: {device: lo, address: 127.0.0.2/8}\n")
+    out = harness("run", "-q", str(NOTEBOOK), "--inventory", str(inv), data=tmp_path)
+    assert out.returncode == 2
+    assert "no node 'server'" in out.stderr
+    assert not (tmp_path / "runs").exists()
