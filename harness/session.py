@@ -87,7 +87,7 @@ class Session:
             return {"where": "inventory", "reason": f"machines from {self.inventory}"}
         return {"where": "host", "reason": "the host kernel has every feature the study needs"}
 
-    def verify(self, seconds: float = 1.5) -> list[LinkCheck]:
+    def verify(self, seconds: int = 2) -> list[LinkCheck]:
         started = time.monotonic()
         self.checks = self.bed.verify(self.journal, seconds)
         self.timings["verify_s"] = time.monotonic() - started

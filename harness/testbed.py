@@ -34,7 +34,7 @@ class LabTestbed:
         self.topology.interface(node, ifname)
         return ifname
 
-    def verify(self, journal: Journal, seconds: float = 1.5) -> list[LinkCheck]:
+    def verify(self, journal: Journal, seconds: int = 2) -> list[LinkCheck]:
         return verify_lab(journal, self.lab, seconds)
 
     def record(self) -> dict:
@@ -71,7 +71,7 @@ class InventoryTestbed:
     def device(self, node: str, ifname: str) -> str:
         return self.inventory.hosts[node].interfaces[ifname].device
 
-    def verify(self, journal: Journal, seconds: float = 1.5) -> list[LinkCheck]:
+    def verify(self, journal: Journal, seconds: int = 2) -> list[LinkCheck]:
         """Real links are not shaped by us: record reachability and RTT between the machines."""
         checks = []
         names = list(self.nodes)

@@ -138,7 +138,7 @@ def measure_direction(journal: Journal, lab: Lab, link, forward: bool,
     )
 
 
-def verify_lab(journal: Journal, lab: Lab, seconds: float = 1.5,
+def verify_lab(journal: Journal, lab: Lab, seconds: int = 2,
                both_directions: bool = True) -> list[LinkCheck]:
     """Measure every link of ``lab`` (rate where shaped, RTT always)."""
     checks = []

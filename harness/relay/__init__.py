@@ -1,9 +1,10 @@
 """The Stream Relay Daemon (SRD) of study S0: accept TCP streams, relay each to a target.
 
 The daemon is a small C program (``srd.c``: epoll + splice through a pipe per
-direction, no user-space copies) compiled on first use (``build``); this
+direction, bulk data never copied to user space) compiled on first use (``build``); this
 package validates what it is asked to do (``spec``), runs it on a node under
-the journal (``daemon``) and reads its event log (``events``).
+the journal (``daemon``) and reads its event log (``events``). ``line`` holds
+the client -- middle -- server lab that its tests and benchmark use.
 
     spec = RelaySpec.parse("198.18.0.2:5201", "198.18.1.2:5201")
     with run_relay(journal, middle, spec) as relay:

@@ -39,10 +39,10 @@ LAB_PREFIX = "198.18.0.0/15"  # RFC 2544 benchmarking range
 
 PROFILES = {
     # quick: the notebook's defaults; minutes on a laptop
-    "quick": dict(streams=(1, 2, 4, 10), repetitions=1, duration_s=4.0,
+    "quick": dict(streams=(1, 2, 4, 10), repetitions=1, duration_s=4,
                   gridftp_streams=(1, 4, 10), gridftp_mbytes=64),
     # paper: the paper's sweep, 1..10 streams, repeated
-    "paper": dict(streams=tuple(range(1, 11)), repetitions=3, duration_s=8.0,
+    "paper": dict(streams=tuple(range(1, 11)), repetitions=3, duration_s=8,
                   gridftp_streams=tuple(range(1, 11)), gridftp_mbytes=192),
 }
 
@@ -52,14 +52,14 @@ class Params:
     profile: str = "quick"
     streams: tuple[int, ...] = PROFILES["quick"]["streams"]
     repetitions: int = 1
-    duration_s: float = 4.0
+    duration_s: int = 4
     path_rate_mbit: float = 500.0
     server_rate_mbit: float = 1000.0
     sender_cpus: float = 0.0  # 0: no CPU limit on the sender
     gridftp: bool = True
     gridftp_streams: tuple[int, ...] = PROFILES["quick"]["gridftp_streams"]
     gridftp_mbytes: int = 64
-    verify_seconds: float = 1.5
+    verify_seconds: int = 2
 
     @classmethod
     def resolve(cls, **given) -> "Params":
@@ -77,7 +77,7 @@ class Params:
             profile=profile,
             streams=int_list("streams", values["streams"], 1, 128),
             repetitions=number("repetitions", values["repetitions"], 1, 100, integer=True),
-            duration_s=number("duration_s", values["duration_s"], 1, 600),
+            duration_s=number("duration_s", values["duration_s"], 1, 600, integer=True),
             path_rate_mbit=number("path_rate_mbit", values["path_rate_mbit"], 1, 40_000),
             server_rate_mbit=number("server_rate_mbit", values["server_rate_mbit"], 1, 40_000),
             sender_cpus=number("sender_cpus", values["sender_cpus"], 0.05, 64, allow_zero=True),
@@ -85,7 +85,8 @@ class Params:
             gridftp_streams=int_list("gridftp_streams", values["gridftp_streams"], 1, 64),
             gridftp_mbytes=number("gridftp_mbytes", values["gridftp_mbytes"], 1, 100_000,
                                   integer=True),
-            verify_seconds=number("verify_seconds", values["verify_seconds"], 0.5, 60),
+            verify_seconds=number("verify_seconds", values["verify_seconds"], 1, 60,
+                                  integer=True),
         )
 
     def to_dict(self) -> dict:

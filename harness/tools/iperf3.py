@@ -88,9 +88,10 @@ def iperf3_client_argv(server: str, port: int, seconds: float, streams: int,
     if streams < 1 or streams > MAX_STREAMS:
         raise SpecError(f"iperf3 stream count {streams} is out of range",
                         f"use 1..{MAX_STREAMS} parallel streams")
-    if seconds <= 0:
-        raise SpecError(f"iperf3 duration {seconds} s must be positive")
-    argv = ["iperf3", "-c", server, "-p", str(port), "-t", f"{seconds:g}", "-P", str(streams),
+    if seconds < 1 or int(seconds) != seconds:
+        # iperf3 3.12 reads -t with atoi: 0.5 would become 0, which means "forever"
+        raise SpecError(f"iperf3 duration {seconds} s must be a whole number of seconds >= 1")
+    argv = ["iperf3", "-c", server, "-p", str(port), "-t", str(int(seconds)), "-P", str(streams),
             "-J", "--connect-timeout", "3000"]
     if omit:
         argv += ["-O", f"{omit:g}"]

@@ -27,6 +27,7 @@ Inside a VM, labs are built from network namespaces exactly as on the host
 
 from .accel import AccelVerdict, probe_accel
 from .boot import BootRecord, VMBootError, VMNode, boot_vm, forget_guest_changes
+from . import checks  # noqa: F401  (registers the tipc_bearer undo handler)
 from .spec import VM, resolve_kernel
 
 __all__ = [

@@ -37,13 +37,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 
-from ..errors import HarnessError, NodeError
+from ..errors import CapabilityMissing, HarnessError, NodeError
 from ..journal import Journal, signals_deferred
 from ..nodes import LocalNode
 from ..nodes.base import Process
 from ..nodes.ssh import SSHNode
 from . import guest
 from .accel import AccelVerdict, probe_accel
+from .kimage import bootable_kernel
 from .qemu import HOSTFWD_FAILED, QemuLaunch, free_loopback_port, qemu_command
 from .spec import VM, require_memory, require_programs, resolve_kernel
 
@@ -61,9 +62,11 @@ class BootRecord:
     accel: str
     accel_reason: str
     boot_s: float  # QEMU start -> first successful SSH command
+    prepare_s: float  # boot_vm() call -> QEMU start (checks, accel verdict, keys, initramfs)
     guest_sshd_uptime_s: float | None  # guest uptime when its sshd started
     kernel: str
     kernel_version: str
+    boot_image: str  # "pvh": the kernel's ELF booted directly; "bzimage": vmlinuz as is
     cpus: int
     memory_mib: int
     ssh_port: int
@@ -141,27 +144,30 @@ class _PortTaken(Exception):
 def _start_qemu(journal: Journal, launch: QemuLaunch) -> Process:
     """Start QEMU and wait until it owns the forwarded port (or has failed)."""
     proc = journal.start(LocalNode(), qemu_command(launch))
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            output = proc.output()
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                output = proc.output()
+                if HOSTFWD_FAILED in output:
+                    raise _PortTaken()
+                raise VMBootError(
+                    f"QEMU for VM {launch.name} exited at once with status {proc.poll()}:\n    "
+                    + _tail(output),
+                    "run the command above by hand to see why; `qemu-system-x86_64 --version` "
+                    "must work (apt-get install qemu-system-x86)",
+                )
+            if _port_bound(launch.ssh_port):
+                return proc
+            time.sleep(0.05)
+        raise VMBootError(
+            f"QEMU for VM {launch.name} did not open 127.0.0.1:{launch.ssh_port} within 30s",
+            "the host may be overloaded; retry",
+        )
+    except BaseException:  # also Ctrl-C: the caller has no handle on proc yet
+        with signals_deferred():
             journal.stop(proc)
-            if HOSTFWD_FAILED in output:
-                raise _PortTaken()
-            raise VMBootError(
-                f"QEMU for VM {launch.name} exited at once with status {proc.poll()}:\n    "
-                + _tail(output),
-                "run the command above by hand to see why; `qemu-system-x86_64 --version` "
-                "must work (apt-get install qemu-system-x86)",
-            )
-        if _port_bound(launch.ssh_port):
-            return proc
-        time.sleep(0.05)
-    journal.stop(proc)
-    raise VMBootError(
-        f"QEMU for VM {launch.name} did not open 127.0.0.1:{launch.ssh_port} within 30s",
-        "the host may be overloaded; retry",
-    )
+        raise
 
 
 def _wait_for_ssh(
@@ -257,11 +263,10 @@ def forget_guest_changes(journal: Journal, vm_desc: dict) -> int:
 @contextmanager
 def boot_vm(spec: VM, journal: Journal, *, refresh_accel: bool = False) -> Iterator[VMNode]:
     """Boot ``spec`` and yield it as a :class:`VMNode`; everything is gone afterwards."""
+    called = time.monotonic()
     spec.validate()
     programs = require_programs()
     if not guest.is_static_elf(programs["busybox"]):
-        from ..errors import CapabilityMissing
-
         raise CapabilityMissing(
             f"{programs['busybox']} is not statically linked; the VM initramfs needs a static one",
             "apt-get install busybox-static",
@@ -269,7 +274,8 @@ def boot_vm(spec: VM, journal: Journal, *, refresh_accel: bool = False) -> Itera
     kernel, version = resolve_kernel(spec.kernel)
     require_memory(spec)
     qemu = programs["qemu-system-x86_64"]
-    accel = probe_accel(qemu, kernel, version, journal=journal, refresh=refresh_accel)
+    image, image_kind = bootable_kernel(kernel, version)
+    accel = probe_accel(qemu, image, version, journal=journal, refresh=refresh_accel)
 
     local = LocalNode()
     boot_dir = os.path.join(
@@ -290,7 +296,7 @@ def boot_vm(spec: VM, journal: Journal, *, refresh_accel: bool = False) -> Itera
             files.write_known_hosts(port)
             launch = QemuLaunch(
                 qemu=qemu, name=spec.name, accel=accel.accel, cpus=spec.cpus,
-                memory_mib=spec.memory_mib, kernel=kernel, initrd=files.initrd, append=append,
+                memory_mib=spec.memory_mib, kernel=image, initrd=files.initrd, append=append,
                 boot_dir=boot_dir, console_log=files.console_log, ssh_port=port,
             )
             try:
@@ -312,8 +318,9 @@ def boot_vm(spec: VM, journal: Journal, *, refresh_accel: bool = False) -> Itera
         )
         node.boot = BootRecord(
             name=spec.name, accel=accel.accel, accel_reason=accel.reason,
-            boot_s=round(time.monotonic() - started, 3), guest_sshd_uptime_s=uptime,
-            kernel=kernel, kernel_version=version, cpus=spec.cpus,
+            boot_s=round(time.monotonic() - started, 3), prepare_s=round(started - called, 3),
+            guest_sshd_uptime_s=uptime,
+            kernel=kernel, kernel_version=version, boot_image=image_kind, cpus=spec.cpus,
             memory_mib=spec.memory_mib, ssh_port=port, qemu_pid=proc.pid,
         )
         _note_boot(journal, proc, node.boot)

@@ -245,7 +245,7 @@ def kernel_append(files: GuestFiles) -> str:
     barriers are expensive under TCG.
     """
     parts = [
-        "console=ttyS0", "panic=-1", "loglevel=7", "printk.time=1",
+        "console=ttyS0", "panic=-1", "quiet", "loglevel=4",
         "mitigations=off", "tsc=reliable", f"init={files.init}",
     ]
     return " ".join(parts)

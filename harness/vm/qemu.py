@@ -23,7 +23,6 @@ Devices:
 
 from __future__ import annotations
 
-import os
 import shlex
 import socket
 from dataclasses import dataclass
@@ -70,7 +69,6 @@ def qemu_argv(launch: QemuLaunch) -> list[str]:
         "-name", f"harness-{launch.name},process=harness-vm-{launch.name}",
         "-no-user-config", "-nodefaults", "-no-reboot",
         "-machine", "q35,sata=off,smbus=off,usb=off,vmport=off",
-        *(["-bios", os.environ["HVM_BIOS"]] if os.environ.get("HVM_BIOS") else []),
         *accel_args(launch.accel),
         "-smp", str(launch.cpus),
         "-m", f"{launch.memory_mib}M",
@@ -87,7 +85,7 @@ def qemu_argv(launch: QemuLaunch) -> list[str]:
         f"user,id=net0,restrict=on,ipv6=off,"
         f"hostfwd=tcp:127.0.0.1:{launch.ssh_port}-{GUEST_ADDR}:22",
         "-device", "virtio-net-pci,netdev=net0,romfile=",
-        "-kernel", os.environ.get("HVM_KERNEL") or launch.kernel,
+        "-kernel", launch.kernel,
         "-initrd", launch.initrd,
         "-append", launch.append,
     ]

@@ -44,7 +44,7 @@ def test_build_verify_teardown(journal):
         # routed end to end through the forwarding node
         ping = lab.node("a").run(["ping", "-c", "1", "-W", "2", "198.18.2.2"], check=False)
         assert ping.ok, ping.stdout
-        checks = verify_lab(journal, lab, seconds=1.5, both_directions=False)
+        checks = verify_lab(journal, lab, seconds=2, both_directions=False)
         for check in checks:
             assert check.rate_ratio >= 0.97, check
             assert check.goodput_mbit < check.link_layer_mbit  # headers are not goodput

@@ -1,0 +1,81 @@
+"""`harness run` and `harness batch` as a user drives them: Ctrl-C, resume."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import group_alive, needs_root, needs_tools, netns_names
+from harness.journal import Journal
+
+pytestmark = [pytest.mark.integration, needs_root, needs_tools("iperf3", "mptcpize")]
+
+NOTEBOOK = Path(__file__).resolve().parents[2] / "notebooks" / "s4_mptcp.ipynb"
+
+
+def test_ctrl_c_mid_measurement_marks_incomplete_and_leaves_nothing(tmp_path):
+    env = {**os.environ, "HARNESS_DATA": str(tmp_path)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "harness", "run", "-q", str(NOTEBOOK), "-p", "streams", "2",
+         "-p", "duration_s", "60", "-p", "gridftp", "false", "-p", "verify_seconds", "1"],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=True)  # its own group, like a shell job: Ctrl-C reaches all of it
+    try:
+        run_dir = None
+        deadline = time.monotonic() + 180
+        # wait until the measurement itself runs (an iperf3 client has started)
+        while time.monotonic() < deadline:
+            runs = list((tmp_path / "runs" / "s4").glob("*/journal.jsonl"))
+            if runs and "iperf3 -c" in runs[0].read_text():
+                run_dir = runs[0].parent
+                break
+            time.sleep(0.5)
+        assert run_dir is not None, "the measurement never started"
+        time.sleep(2)
+        journal = Journal(run_dir / "journal.jsonl")
+        pgids = [e.data["pid"] for e in journal.entries() if e.kind == "process"]
+        prefix = json.loads((run_dir / "run.json").read_text())["testbed"]["prefix"]
+        assert [n for n in netns_names() if n.startswith(prefix)]
+        os.killpg(proc.pid, signal.SIGINT)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode != 0
+    meta = json.loads((run_dir / "run.json").read_text())
+    assert meta["status"] == "incomplete"
+    assert "interrupt" in (meta["error"] or "").lower()
+    assert not [n for n in netns_names() if n.startswith(prefix)]
+    assert Journal(run_dir / "journal.jsonl").pending() == []
+    assert not any(group_alive(pgid) for pgid in pgids)
+    assert not (run_dir / "results.parquet").exists()
+
+
+def test_batch_runs_each_point_once_and_resumes(tmp_path):
+    sweep = tmp_path / "sweep.yaml"
+    sweep.write_text(f"notebook: {NOTEBOOK}\n"
+                     "parameters: {streams: '1', duration_s: 1, gridftp: false,"
+                     " verify_seconds: 1}\n"
+                     "sweep: {path_rate_mbit: [100, 200]}\n")
+    env = {**os.environ, "HARNESS_DATA": str(tmp_path / "data")}
+    first = subprocess.run([sys.executable, "-m", "harness", "batch", "-q", str(sweep)],
+                           env=env, capture_output=True, text=True, timeout=600)
+    assert first.returncode == 0, first.stderr[-2000:]
+    assert first.stdout.count("complete") == 2
+    runs = sorted((tmp_path / "data" / "runs" / "s4").iterdir())
+    assert len(runs) == 2
+    rates = sorted(json.loads((r / "run.json").read_text())["parameters"]["path_rate_mbit"]
+                   for r in runs)
+    assert rates == [100, 200]
+    again = subprocess.run([sys.executable, "-m", "harness", "batch", "-q", str(sweep)],
+                           env=env, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0
+    assert again.stdout.count("skipped") == 2
+    assert len(list((tmp_path / "data" / "runs" / "s4").iterdir())) == 2

@@ -1,0 +1,264 @@
+"""VM nodes for real: boot Debian's stock kernel under QEMU and use it over SSH.
+
+One VM is booted for the whole module (module-scoped fixture): TCG is slow
+and the machine has two shared cores. Its teardown asserts that the QEMU
+process, the per-boot directory and every journal entry are gone. Error
+paths (boot timeout, Ctrl-C during boot, a hung accelerator probe) run their
+own short-lived QEMU processes and check the same.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+
+import paramiko
+import pytest
+
+from harness.errors import CapabilityMissing, NodeError
+from harness.journal import Journal
+from harness.nodes.ssh import SSHNode
+from harness.vm import VM, VMBootError, boot_vm, checks
+from harness.vm.accel import probe_boot
+from harness.vm.kimage import bootable_kernel
+from harness.vm.spec import require_programs, resolve_kernel
+
+pytestmark = [pytest.mark.integration, pytest.mark.vm]
+
+RATE_MBIT = 50.0
+DELAY_MS = 10.0  # one way, each direction: RTT ~ 20 ms
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _require_vm_host() -> None:
+    if os.geteuid() != 0:
+        pytest.skip("VM tests need root (kernel image is 0600, guest labs need namespaces)")
+    try:
+        require_programs()
+        resolve_kernel()
+    except CapabilityMissing as exc:
+        pytest.skip(f"cannot boot VM nodes here: {exc}")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def _qemu_pids(journal: Journal) -> list[int]:
+    return [e.data["pid"] for e in journal.entries()
+            if e.kind == "process" and "qemu-system" in e.data.get("command", "")]
+
+
+def _assert_nothing_left(journal: Journal, boot_dirs: list[str]) -> None:
+    pids = _qemu_pids(journal)
+    assert pids, "the journal must have recorded the QEMU process"
+    assert not [p for p in pids if _alive(p)], "a QEMU process survived"
+    assert not [d for d in boot_dirs if os.path.exists(d)], "a per-boot directory survived"
+    logs = [e.data.get("log") for e in journal.entries() if e.kind == "process"]
+    assert not [p for p in logs if p and os.path.exists(p)], "a process log survived"
+    assert journal.pending() == [], [(e.kind, e.data) for e in journal.pending()]
+
+
+@pytest.fixture(scope="module")
+def vm_env(tmp_path_factory):
+    _require_vm_host()
+    journal = Journal(tmp_path_factory.mktemp("vmjournal") / "journal.jsonl")
+    spec = VM(name=f"t{os.getpid()}", cpus=2, memory_mib=1536, boot_timeout_s=150)
+    with boot_vm(spec, journal) as vm:
+        boot_dir = os.path.dirname(vm.known_hosts)
+        yield vm, journal
+    _assert_nothing_left(journal, [boot_dir])
+
+
+@pytest.fixture(scope="module")
+def vm(vm_env):
+    return vm_env[0]
+
+
+def test_boot_record_and_command_over_ssh(vm):
+    boot = vm.boot
+    print(f"\nboot: {json.dumps(boot.to_dict())}")
+    assert boot.accel in ("kvm", "tcg") and boot.accel_reason
+    assert 0 < boot.boot_s < 150
+    assert vm.run("uname -r", timeout=60).stdout.strip() == boot.kernel_version
+    assert boot.kernel_version in boot.kernel
+    cmdline = vm.read_text("/proc/cmdline", timeout=60)
+    assert f"init={os.path.dirname(vm.known_hosts)}/init" in cmdline
+    # The project and its venv are visible through the shared root.
+    res = vm.run(f"cd {REPO} && /work/venv/bin/python -c 'import harness; print(harness.__file__)'",
+                 timeout=120, check=False)
+    if os.path.exists("/work/venv/bin/python"):
+        assert res.stdout.strip() == f"{REPO}/harness/__init__.py", res.stderr
+
+
+def test_host_key_is_checked_strictly(vm, tmp_path):
+    # The known_hosts written at boot holds exactly the key the guest presents.
+    lines = Path(vm.known_hosts).read_text().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"[127.0.0.1]:{vm.port} ssh-ed25519 ")
+    with paramiko.Transport(("127.0.0.1", vm.port)) as transport:
+        transport.start_client(timeout=60)
+        offered = transport.get_remote_server_key()
+    assert f"{offered.get_name()} {offered.get_base64()}" == lines[0].split(" ", 1)[1]
+
+    # Without that file the same guest is refused, not auto-accepted ...
+    empty = tmp_path / "empty_known_hosts"
+    empty.write_text("")
+    stranger = SSHNode("vm-unknown", "127.0.0.1", port=vm.port, key_filename=vm.key_filename,
+                       known_hosts=str(empty), connect_timeout=60)
+    with pytest.raises(NodeError, match="not known"):
+        stranger.run("true", timeout=60)
+    # ... and a different key for the same address is refused as a change.
+    other = paramiko.Ed25519Key.from_private_key_file(vm.key_filename)  # not the host key
+    wrong = tmp_path / "wrong_known_hosts"
+    wrong.write_text(f"[127.0.0.1]:{vm.port} {other.get_name()} {other.get_base64()}\n")
+    impostor = SSHNode("vm-wrong", "127.0.0.1", port=vm.port, key_filename=vm.key_filename,
+                       known_hosts=str(wrong), connect_timeout=60)
+    with pytest.raises(NodeError, match="CHANGED"):
+        impostor.run("true", timeout=60)
+    assert empty.read_text() == ""  # nothing was learned
+
+
+def test_host_root_is_read_only_in_guest(vm):
+    probe = f"/usr/lib/harness-vm-write-probe-{os.getpid()}"
+    res = vm.run(f"touch {probe}", check=False, timeout=60)
+    assert not res.ok and "Read-only file system" in res.stderr
+    assert not os.path.exists(probe)
+    # ... while the guest has private writable scratch space (its own tmpfs).
+    scratch = f"/tmp/harness-vm-scratch-{os.getpid()}"
+    assert vm.run(f"echo x > {scratch} && cat {scratch}", timeout=60).stdout == "x\n"
+    assert not os.path.exists(scratch)
+
+
+def test_study_modules_load(vm):
+    version = vm.boot.kernel_version
+    assert vm.run(["test", "-d", f"/lib/modules/{version}"], check=False, timeout=60).ok
+    loaded = checks.load_modules(vm)
+    assert loaded == {m: True for m in checks.STUDY_MODULES}
+
+
+@pytest.fixture(scope="module")
+def lab(vm_env):
+    from harness.lab import Lab
+    from harness.topology import Endpoint, Link, NodeSpec, Topology
+
+    vm, journal = vm_env
+    topo = Topology(
+        name="vm-netem",
+        nodes=(NodeSpec("a"), NodeSpec("b")),
+        links=(Link(Endpoint("a", "eth1", "198.18.0.1/24"),
+                    Endpoint("b", "eth1", "198.18.0.2/24"),
+                    rate_mbit=RATE_MBIT, delay_ms=DELAY_MS),),
+    )
+    with Lab(topo, journal, host=vm, prefix=f"vt{os.getpid() % 100000}") as built:
+        yield built
+    listed = vm.run("ip netns list", timeout=60).stdout
+    assert built.netns_name("a") not in listed and built.netns_name("b") not in listed
+
+
+def test_netem_lab_rate_and_rtt(vm_env, lab):
+    journal = vm_env[1]
+    a, b = lab.node("a"), lab.node("b")
+    qdiscs = a.run("tc qdisc show dev eth1", timeout=60).stdout
+    assert "htb" in qdiscs and "netem" in qdiscs and "delay 10ms" in qdiscs
+    m = checks.measure_link(journal, a, b, lab.address("b", "eth1"), RATE_MBIT, DELAY_MS)
+    print(f"\nlink: {json.dumps(m.to_dict())}")
+    assert m.link_layer_ratio >= 0.97, m
+    assert m.link_layer_ratio <= 1.03, m  # the shaper really limits
+    assert m.rtt_min_ms >= 2 * DELAY_MS - 0.1, m
+    assert m.rtt_median_ms <= 2 * DELAY_MS + 5, m
+
+
+def test_tipc_between_namespaces(vm_env, lab):
+    journal = vm_env[1]
+    result = checks.tipc_exchange(journal, lab.node("a"), lab.node("b"), "eth1", "eth1")
+    print(f"\ntipc: {json.dumps(result)}")
+    assert result["ok"], result
+    assert ": up" in result["links"]
+
+
+def test_sctp_between_namespaces(vm_env, lab):
+    journal = vm_env[1]
+    result = checks.sctp_exchange(journal, lab.node("a"), lab.node("b"),
+                                  lab.address("b", "eth1"))
+    print(f"\nsctp: {json.dumps(result)}")
+    assert result["ok"], result
+
+
+# -- error paths: each boots its own short-lived QEMU --------------------------
+
+def test_unreachable_vm_fails_within_bound_and_leaves_nothing(tmp_path):
+    _require_vm_host()
+    journal = Journal(tmp_path / "journal.jsonl")
+    started = time.monotonic()
+    with pytest.raises(VMBootError, match="no SSH server within boot_timeout_s=2s") as info:
+        with boot_vm(VM(name="late", memory_mib=512, boot_timeout_s=2), journal):
+            pytest.fail("a VM cannot be up in 2 s")
+    assert time.monotonic() - started < 60
+    assert "how to fix" in str(info.value)
+    boot_dirs = [e.data["path"] for e in journal.entries() if e.kind == "file"]
+    _assert_nothing_left(journal, boot_dirs)
+
+
+_CHILD = textwrap.dedent("""
+    import sys, time
+    from harness.journal import Journal
+    from harness.vm import VM, boot_vm
+    with boot_vm(VM(name="sigint", memory_mib=512, boot_timeout_s=300), Journal(sys.argv[1])):
+        time.sleep(600)
+""")
+
+
+def test_sigint_during_boot_stops_qemu_and_cleans_up(tmp_path):
+    _require_vm_host()
+    path = tmp_path / "journal.jsonl"
+    child = subprocess.Popen([sys.executable, "-c", _CHILD, str(path)], cwd=REPO,
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:  # wait until QEMU is running
+            if path.exists() and _qemu_pids(Journal(path)):
+                break
+            assert child.poll() is None, child.stdout.read().decode()
+            time.sleep(0.2)
+        time.sleep(1.0)
+        pids = _qemu_pids(Journal(path))
+        assert pids and _alive(pids[0])
+        child.send_signal(signal.SIGINT)
+        out, _ = child.communicate(timeout=60)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    assert child.returncode != 0 and b"KeyboardInterrupt" in out, out.decode()[-2000:]
+    journal = Journal(path)
+    boot_dirs = [e.data["path"] for e in journal.entries() if e.kind == "file"]
+    _assert_nothing_left(journal, boot_dirs)
+
+
+def test_probe_boot_tells_finished_from_hung(tmp_path):
+    """The accelerator probe's two outcomes, for real, under TCG."""
+    _require_vm_host()
+    qemu = require_programs()["qemu-system-x86_64"]
+    kernel, version = resolve_kernel()
+    image, _ = bootable_kernel(kernel, version)
+    journal = Journal(tmp_path / "journal.jsonl")
+    finished, seconds, console = probe_boot(qemu, image, "tcg", 120, journal)
+    assert finished, console[-2000:]
+    assert "Linux version " + version in console
+    # The same boot cut off after 0.5 s counts as hung, and QEMU is killed.
+    finished, seconds, console = probe_boot(qemu, image, "tcg", 0.5, journal)
+    assert not finished and seconds < 5
+    pids = _qemu_pids(journal)
+    assert len(pids) == 2 and not [p for p in pids if _alive(p)]
+    assert journal.pending() == []
