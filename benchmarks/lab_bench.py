@@ -1,0 +1,113 @@
+"""Benchmarks behind the spine's targets (run as root; prints a table, writes JSON).
+
+    python benchmarks/lab_bench.py [--builds 5] [--s4] [--s4-paper] [--out FILE]
+
+* 3-node lab (S4's topology) built in <= 2 s, excluding verification traffic,
+  and torn down in <= 1 s: median and worst of --builds repetitions.
+* shaped links reach >= 97 % of their configured rate in verification.
+* --s4: the S4 quick profile end to end through `harness run` (target <= 3 min);
+  --s4-paper: the paper-scale profile (target <= 15 min).
+* harness overhead per measurement point (<= 5 %), from the S4 run's table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pandas as pd
+
+from harness.journal import Journal
+from harness.lab import Lab
+from harness.nodes import LocalNode
+from harness.probe import probe
+from harness.studies import s4
+from harness.verify import verify_lab
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def bench_lab(builds: int) -> dict:
+    topo = s4.topology(s4.Params.resolve())
+    caps = probe(LocalNode())
+    build, teardown = [], []
+    with tempfile.TemporaryDirectory() as tmp:
+        for i in range(builds):
+            journal = Journal(Path(tmp) / f"j{i}.jsonl")
+            lab = Lab(topo, journal, capabilities=caps)
+            with lab:
+                pass
+            build.append(lab.timings.build_s)
+            teardown.append(lab.timings.teardown_s)
+        journal = Journal(Path(tmp) / "verify.jsonl")
+        with Lab(topo, journal, capabilities=caps) as lab:
+            checks = verify_lab(journal, lab, seconds=2)
+    return {
+        "build_s": {"median": statistics.median(build), "max": max(build), "all": build},
+        "teardown_s": {"median": statistics.median(teardown), "max": max(teardown),
+                       "all": teardown},
+        "verification": [c.to_dict() for c in checks],
+        "min_rate_ratio": min(c.rate_ratio for c in checks if c.rate_ratio is not None),
+    }
+
+
+def bench_s4(profile: str) -> dict:
+    with tempfile.TemporaryDirectory() as data:
+        started = time.monotonic()
+        out = subprocess.run([sys.executable, "-m", "harness", "run", "-q",
+                              str(ROOT / "notebooks" / "s4_mptcp.ipynb"), "-p", "profile", profile],
+                             capture_output=True, text=True, env={**__import__("os").environ,
+                                                                  "HARNESS_DATA": data})
+        seconds = time.monotonic() - started
+        if out.returncode != 0:
+            raise SystemExit(f"S4 {profile} failed:\n{out.stderr[-3000:]}")
+        (run,) = (Path(data) / "runs" / "s4").iterdir()
+        frame = pd.read_parquet(run / "results.parquet")
+        meta = json.loads((run / "run.json").read_text())
+    share = (frame.wall_s - frame.tool_s) / frame.wall_s
+    best = frame[frame.tool == "iperf3"].groupby("transport").goodput_mbit.max()
+    return {
+        "profile": profile, "seconds": seconds, "points": len(frame),
+        "harness_overhead_share": {"median": float(share.median()), "max": float(share.max())},
+        "tcp_peak_mbit": float(best.get("tcp", float("nan"))),
+        "mptcp_peak_mbit": float(best.get("mptcp", float("nan"))),
+        "lab_build_s": meta["testbed"]["build_s"], "lab_teardown_s": meta["testbed"]["teardown_s"],
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--builds", type=int, default=5)
+    ap.add_argument("--s4", action="store_true")
+    ap.add_argument("--s4-paper", action="store_true")
+    ap.add_argument("--out")
+    args = ap.parse_args()
+    result = {"lab": bench_lab(args.builds)}
+    lab = result["lab"]
+    print(f"lab build     median {lab['build_s']['median']:.3f} s  max {lab['build_s']['max']:.3f} s"
+          f"  (target <= 2 s)")
+    print(f"lab teardown  median {lab['teardown_s']['median']:.3f} s  "
+          f"max {lab['teardown_s']['max']:.3f} s  (target <= 1 s)")
+    for c in lab["verification"]:
+        print(f"  {c['direction']:16s} {c['link_layer_mbit']:8.1f} / {c['configured_mbit']:g} Mbit/s"
+              f"  {c['rate_ratio']:.1%}")
+    print(f"min shaped-link ratio {lab['min_rate_ratio']:.1%} (target >= 97%)")
+    for flag, profile in ((args.s4, "quick"), (args.s4_paper, "paper")):
+        if flag:
+            r = result[f"s4_{profile}"] = bench_s4(profile)
+            print(f"S4 {profile}: {r['seconds']:.0f} s for {r['points']} points; TCP peak "
+                  f"{r['tcp_peak_mbit']:.0f}, MPTCP peak {r['mptcp_peak_mbit']:.0f} Mbit/s; "
+                  f"harness overhead median {r['harness_overhead_share']['median']:.1%}, "
+                  f"max {r['harness_overhead_share']['max']:.1%}")
+    if args.out:
+        Path(args.out).write_text(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()
