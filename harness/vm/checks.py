@@ -60,7 +60,7 @@ def iperf3_goodput(journal, client: Node, server: Node, server_ip: str, seconds:
 
     The server is a journalled background process, stopped on any exit.
     """
-    with journal.process(server, ["iperf3", "-s", "-1"]) as proc:
+    with journal.process(server, ["iperf3", "-s", "-1", "--forceflush"]) as proc:
         deadline = time.monotonic() + 60
         while "Server listening" not in proc.output():
             if proc.poll() is not None or time.monotonic() > deadline:
