@@ -29,8 +29,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from harness.journal import Journal  # noqa: E402
 from harness.lab import Lab  # noqa: E402
 from harness.topology import Endpoint, Link, NodeSpec, Topology  # noqa: E402
-from harness.vm import VM, boot_vm  # noqa: E402
-from harness.vm import checks  # noqa: E402
+from harness.vm import (  # noqa: E402
+    VM,
+    boot_vm,
+    checks,  # noqa: E402
+)
 
 
 def two_node_topology(rate_mbit: float, delay_ms: float) -> Topology:

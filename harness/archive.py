@@ -20,7 +20,7 @@ import secrets
 import stat
 import time
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from .errors import ArchiveError
@@ -47,7 +47,7 @@ def runs_root(root: Path | None = None) -> Path:
 
 
 def now_iso() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 def _write_json_atomic(path: Path, data: dict) -> None:
@@ -67,11 +67,11 @@ class Run:
     # -- creation / opening ------------------------------------------------------
     @classmethod
     def create(cls, study: str, parameters: dict, root: Path | None = None,
-               notebook: str | None = None) -> "Run":
+               notebook: str | None = None) -> Run:
         base = runs_root(root) / study
         base.mkdir(parents=True, exist_ok=True)
         for _ in range(10):
-            run_id = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3)
+            run_id = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3)
             path = base / run_id
             try:
                 path.mkdir()  # exclusive: never reuse a folder
@@ -95,7 +95,7 @@ class Run:
         return run
 
     @classmethod
-    def open(cls, path: str | os.PathLike) -> "Run":
+    def open(cls, path: str | os.PathLike) -> Run:
         path = Path(path)
         if not (path / RUN_FILE).exists():
             raise ArchiveError(f"{path} is not a run folder (no {RUN_FILE})",

@@ -67,7 +67,7 @@ class Inventory:
     hosts: dict[str, InventoryHost]
 
     @classmethod
-    def load(cls, path: str | Path) -> "Inventory":
+    def load(cls, path: str | Path) -> Inventory:
         path = Path(path).expanduser()
         if not path.exists():
             raise SpecError(f"inventory {path} does not exist",
@@ -79,7 +79,7 @@ class Inventory:
         return cls.from_dict(data, str(path))
 
     @classmethod
-    def from_dict(cls, data, source: str = "<inventory>") -> "Inventory":
+    def from_dict(cls, data, source: str = "<inventory>") -> Inventory:
         def bad(what: str) -> SpecError:
             return SpecError(f"inventory {source}: {what}",
                              "see the format in harness/inventory.py or README.md")

@@ -213,7 +213,7 @@ class Journal:
         return failures
 
     @contextmanager
-    def scope(self) -> Iterator["Journal"]:
+    def scope(self) -> Iterator[Journal]:
         """Undo, on exit (also on error or Ctrl-C), what was recorded inside the block."""
         start = max(self._entries, default=0)
         try:

@@ -98,7 +98,7 @@ class Lab:
         return self.topology.interface(node, ifname).ip
 
     # -- lifecycle -------------------------------------------------------------
-    def __enter__(self) -> "Lab":
+    def __enter__(self) -> Lab:
         self.build()
         return self
 
@@ -140,7 +140,7 @@ class Lab:
 
     def _build_with(self, backend: NetBackend) -> None:
         topo, journal = self.topology, self.journal
-        for name, node in self.nodes.items():
+        for node in self.nodes.values():
             journal.record("netns", self.host, name=node.netns)
             backend.create_netns(node.netns)
             backend.loopback_up(node.netns)

@@ -56,7 +56,8 @@ out["netns"] = True
 sh("ip link set lo up")
 out["veth"] = sh("ip link add hp0 type veth peer name hp1")
 out["htb"] = sh("tc qdisc add dev lo root handle 1: htb default 1") and sh("tc qdisc del dev lo root")
-out["tbf"] = sh("tc qdisc add dev lo root tbf rate 10mbit burst 32kb latency 50ms") and sh("tc qdisc del dev lo root")
+out["tbf"] = (sh("tc qdisc add dev lo root tbf rate 10mbit burst 32kb latency 50ms")
+             and sh("tc qdisc del dev lo root"))
 out["netem"] = sh("tc qdisc add dev lo root netem delay 1ms") and sh("tc qdisc del dev lo root")
 def sock(family, kind, proto=0):
     try:
@@ -64,11 +65,14 @@ def sock(family, kind, proto=0):
         return True
     except OSError:
         return False
-out["mptcp"] = sock(socket.AF_INET, socket.SOCK_STREAM, 262) and \
-    open("/proc/sys/net/mptcp/enabled").read().strip() == "1" if os.path.exists("/proc/sys/net/mptcp/enabled") else False
+MPTCP_ENABLED = "/proc/sys/net/mptcp/enabled"
+out["mptcp"] = (os.path.exists(MPTCP_ENABLED) and open(MPTCP_ENABLED).read().strip() == "1"
+                and sock(socket.AF_INET, socket.SOCK_STREAM, 262))
 out["tipc"] = sock(getattr(socket, "AF_TIPC", 30), socket.SOCK_RDM)
 out["sctp"] = sock(socket.AF_INET, socket.SOCK_STREAM, 132)
-out["nat"] = sh("nft add table ip hprobe && nft 'add chain ip hprobe post { type nat hook postrouting priority 100; }' && nft delete table ip hprobe")
+out["nat"] = sh("nft add table ip hprobe && "
+               "nft 'add chain ip hprobe post { type nat hook postrouting priority 100; }' && "
+               "nft delete table ip hprobe")
 def module(name):
     if os.path.isdir(f"/sys/module/{name}"):
         return True

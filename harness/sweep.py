@@ -33,7 +33,7 @@ class Sweep:
     axes: dict[str, list]
 
     @classmethod
-    def load(cls, path: str | Path) -> "Sweep":
+    def load(cls, path: str | Path) -> Sweep:
         path = Path(path)
         if not path.exists():
             raise SpecError(f"sweep file {path} does not exist")

@@ -139,7 +139,7 @@ class Topology:
         return needed
 
     # -- validation ------------------------------------------------------------
-    def validate(self) -> "Topology":
+    def validate(self) -> Topology:
         """Raise :class:`SpecError` for the first problem found; return self."""
         names = [n.name for n in self.nodes]
         for name in names:
@@ -225,7 +225,7 @@ class Topology:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict) -> "Topology":
+    def from_dict(cls, data: dict) -> Topology:
         try:
             return cls(
                 name=data["name"],
@@ -285,20 +285,20 @@ class TopologyBuilder:
     routes: list[Route] = field(default_factory=list)
     rules: list[Rule] = field(default_factory=list)
 
-    def node(self, name: str, forwarding: bool = False) -> "TopologyBuilder":
+    def node(self, name: str, forwarding: bool = False) -> TopologyBuilder:
         self.nodes.append(NodeSpec(name, forwarding))
         return self
 
-    def link(self, a: tuple[str, str, str], b: tuple[str, str, str], **props) -> "TopologyBuilder":
+    def link(self, a: tuple[str, str, str], b: tuple[str, str, str], **props) -> TopologyBuilder:
         self.links.append(Link(Endpoint(*a), Endpoint(*b), **props))
         return self
 
     def route(self, node: str, destination: str, via: str | None = None,
-              dev: str | None = None, table: int | None = None) -> "TopologyBuilder":
+              dev: str | None = None, table: int | None = None) -> TopologyBuilder:
         self.routes.append(Route(node, destination, via, dev, table))
         return self
 
-    def rule(self, node: str, source: str, table: int, priority: int) -> "TopologyBuilder":
+    def rule(self, node: str, source: str, table: int, priority: int) -> TopologyBuilder:
         self.rules.append(Rule(node, source, table, priority))
         return self
 

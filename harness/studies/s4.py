@@ -62,7 +62,7 @@ class Params:
     verify_seconds: int = 2
 
     @classmethod
-    def resolve(cls, **given) -> "Params":
+    def resolve(cls, **given) -> Params:
         """Validate notebook parameters; a profile supplies what is left empty (None/"")."""
         check_known(given, [f for f in cls.__dataclass_fields__], "study S4")
         profile = given.get("profile") or "quick"
@@ -134,7 +134,7 @@ class PathCounters:
     before_mptcp: dict
 
     @classmethod
-    def read(cls, bed) -> "PathCounters":
+    def read(cls, bed) -> PathCounters:
         client = bed.node("client")
         devs = [bed.device("client", "eth0"), bed.device("client", "eth1")]
         return cls(counters.interface_bytes(client, devs), counters.netstat(client, "MPTcpExt"))

@@ -25,9 +25,9 @@ Inside a VM, labs are built from network namespaces exactly as on the host
 (``NamespaceNode(netns, parent=vm)``).
 """
 
+from . import checks  # noqa: F401  (registers the tipc_bearer undo handler)
 from .accel import AccelVerdict, probe_accel
 from .boot import BootRecord, VMBootError, VMNode, boot_vm, forget_guest_changes
-from . import checks  # noqa: F401  (registers the tipc_bearer undo handler)
 from .spec import VM, resolve_kernel
 
 __all__ = [

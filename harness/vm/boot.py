@@ -29,8 +29,8 @@ import logging
 import os
 import re
 import secrets
-import sys
 import socket
+import sys
 import tempfile
 import time
 from collections.abc import Iterator

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-
 from conftest import needs_root
+
 from harness.config import congestion, interface, mptcp, sysctl
 from harness.config.cgroup import cpu_limit
 from harness.errors import SpecError

@@ -10,8 +10,8 @@ import sys
 import time
 
 import pytest
-
 from conftest import group_alive, needs_root, needs_tools, netns_names
+
 from harness.errors import CapabilityMissing
 from harness.journal import Journal
 from harness.lab import Lab

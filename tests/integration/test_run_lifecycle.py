@@ -11,8 +11,8 @@ import time
 from pathlib import Path
 
 import pytest
-
 from conftest import group_alive, needs_root, needs_tools, netns_names
+
 from harness.journal import Journal
 
 pytestmark = [pytest.mark.integration, needs_root, needs_tools("iperf3", "mptcpize")]

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-
 from conftest import needs_root, needs_tools, netns_names
 
 pytestmark = [pytest.mark.integration, needs_root,

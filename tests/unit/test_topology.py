@@ -2,7 +2,7 @@ import pytest
 
 from harness.errors import SpecError
 from harness.shaping import plan_egress
-from harness.topology import Link, Endpoint, Topology, TopologyBuilder
+from harness.topology import Endpoint, Link, Topology, TopologyBuilder
 
 
 def two_nodes(**link):
