@@ -151,7 +151,9 @@ def _keygen(path: str, comment: str) -> None:
             check=True, capture_output=True, timeout=30,
         )
     except FileNotFoundError:
-        raise CapabilityMissing("ssh-keygen is not installed", "apt-get install openssh-client")
+        raise CapabilityMissing(
+            "ssh-keygen is not installed", "apt-get install openssh-client"
+        ) from None
     except subprocess.CalledProcessError as exc:
         raise HarnessError(
             f"ssh-keygen failed for {path}: {exc.stderr.decode(errors='replace').strip()}",

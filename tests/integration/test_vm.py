@@ -254,7 +254,7 @@ def test_probe_boot_tells_finished_from_hung(tmp_path):
     journal = Journal(tmp_path / "journal.jsonl")
     finished, seconds, console = probe_boot(qemu, image, "tcg", 120, journal)
     assert finished, console[-2000:]
-    assert "Linux version " + version in console
+    assert "Unable to mount root fs" in console and f"{version} #" in console
     # The same boot cut off after 0.5 s counts as hung, and QEMU is killed.
     finished, seconds, console = probe_boot(qemu, image, "tcg", 0.5, journal)
     assert not finished and seconds < 5

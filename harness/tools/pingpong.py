@@ -1,0 +1,414 @@
+"""Ping-pong latency and streaming bandwidth per message size (NetPIPE-style), over TCP_NODELAY.
+
+Why our own tool and not NetPIPE (``NPtcp``, installed and used as a
+cross-check of this tool in study S0's unshaped benchmark):
+
+* NPtcp chooses its own size schedule (powers of two plus 3/4 steps and
+  perturbations) and reports only the best of its trials per size; a study
+  needs chosen sizes, every round trip kept, and the spread across them.
+* NPtcp's "bandwidth" is size / half round trip, i.e. derived from the same
+  ping-pong; streaming (its ``-s``) is a separate, one-size-at-a-time run.
+  This tool measures both per size over one connection, and also reports the
+  ping-pong-derived figure, so both definitions are available.
+* Its run time is not bounded: each size takes as long as its repetitions
+  do (a 1 MB ping-pong at 100 Mbit/s takes ~0.2 s per round trip). Here every
+  size has a time budget with a minimum number of samples.
+* One program with three modes that runs through any node (namespace, VM,
+  SSH host) needs only a Python 3 interpreter: this file uses the standard
+  library alone and is copied onto remote nodes as it is.
+
+Python adds a constant few microseconds per round trip on both ends; it is
+the same for every path, so differences between paths are the network's.
+The unshaped benchmark of S0 measures it against NPtcp on the same path.
+
+Protocol (client -> server, one connection for a whole run): a 9-byte header
+``op size count`` (network order), then
+  ``P``: ``count`` round trips of ``size`` bytes each way (ping-pong),
+  ``S``: ``count`` messages of ``size`` bytes to the server, which answers one
+         byte after the last (streaming; the clock stops at that answer),
+  ``Q``: end.
+Every socket sets TCP_NODELAY: without it Nagle and delayed ACKs stall
+multi-segment messages for ~40 ms (PLATFORM.md).
+
+Modes::
+
+    pingpong.py serve --bind ADDR --port P
+    pingpong.py client --host H --port P --sizes 1,2,4 [--latency-budget S] [--stream-budget S]
+    pingpong.py hold --host H --port P --flows N     # N open connections, for counting
+    pingpong.py probe --host H --port P              # does anything answer there?
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import socket
+import statistics
+import struct
+import sys
+import threading
+import time
+
+HEADER = struct.Struct("!cII")
+MAX_SIZE = 1 << 20
+MAX_COUNT = 1 << 30
+CHUNK = 1 << 20
+
+
+# -- both ends -----------------------------------------------------------------------------------
+
+def _nodelay(sock: socket.socket) -> None:
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+
+def _recv_exact(sock: socket.socket, view: memoryview, size: int) -> None:
+    got = 0
+    while got < size:
+        n = sock.recv_into(view[got:size])
+        if n == 0:
+            raise ConnectionError("peer closed the connection")
+        got += n
+
+
+def _drain(sock: socket.socket, view: memoryview, total: int) -> None:
+    """Receive and discard ``total`` bytes."""
+    left = total
+    limit = len(view)
+    while left:
+        n = sock.recv_into(view[:min(left, limit)])
+        if n == 0:
+            raise ConnectionError("peer closed the connection")
+        left -= n
+
+
+# -- server --------------------------------------------------------------------------------------
+
+def serve_connection(conn: socket.socket) -> None:
+    _nodelay(conn)
+    buf = bytearray(max(MAX_SIZE, CHUNK))
+    view = memoryview(buf)
+    head = bytearray(HEADER.size)
+    with conn:
+        while True:
+            try:
+                _recv_exact(conn, memoryview(head), HEADER.size)
+            except (ConnectionError, OSError):
+                return  # a peer that leaves (or only checked the port) is normal
+            op, size, count = HEADER.unpack(head)
+            if op == b"Q" or size > MAX_SIZE or count > MAX_COUNT:
+                return
+            try:
+                if op == b"P":
+                    msg = view[:size]
+                    for _ in range(count):
+                        _recv_exact(conn, view, size)
+                        conn.sendall(msg)
+                elif op == b"S":
+                    _drain(conn, view, size * count)
+                    conn.sendall(b"A")
+                else:
+                    return
+            except (ConnectionError, OSError):
+                return
+
+
+def serve(bind: str, port: int) -> None:
+    srv = socket.socket(socket.AF_INET6 if ":" in bind else socket.AF_INET)
+    srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    srv.bind((bind, port))
+    srv.listen(128)
+    print(json.dumps({"event": "listening", "bind": bind, "port": port}), flush=True)
+    while True:
+        conn, _ = srv.accept()
+        threading.Thread(target=serve_connection, args=(conn,), daemon=True).start()
+
+
+# -- client --------------------------------------------------------------------------------------
+
+def connect(host: str, port: int, timeout: float = 10.0) -> socket.socket:
+    sock = socket.create_connection((host, port), timeout=timeout)
+    sock.settimeout(None)  # a timeout would add a poll() to every recv
+    _nodelay(sock)
+    return sock
+
+
+def _quantile(sorted_values: list[float], q: float) -> float:
+    return sorted_values[min(len(sorted_values) - 1, int(q * len(sorted_values)))]
+
+
+def latency(sock: socket.socket, size: int, budget_s: float, min_iters: int, max_iters: int,
+            warmup: int) -> dict:
+    """Half round-trip times of ``size``-byte ping-pongs, in microseconds."""
+    msg = b"x" * size
+    buf = bytearray(size)
+    view = memoryview(buf)
+    clock = time.perf_counter_ns
+    samples: list[float] = []
+
+    def batch(count: int, keep: bool) -> None:
+        sock.sendall(HEADER.pack(b"P", size, count))
+        for _ in range(count):
+            t0 = clock()
+            sock.sendall(msg)
+            _recv_exact(sock, view, size)
+            if keep:
+                samples.append((clock() - t0) / 2000.0)
+
+    if warmup:
+        batch(warmup, keep=False)
+    started = time.monotonic()
+    count = max(1, min_iters)
+    while len(samples) < max_iters and (len(samples) < min_iters
+                                        or time.monotonic() - started < budget_s):
+        batch(min(count, max_iters - len(samples)), keep=True)
+        count *= 2
+    ordered = sorted(samples)
+    median = statistics.median(ordered)
+    return {
+        "n": len(ordered), "median_us": median, "mean_us": statistics.fmean(ordered),
+        "sd_us": statistics.stdev(ordered) if len(ordered) > 1 else 0.0,
+        "min_us": ordered[0], "p10_us": _quantile(ordered, 0.10),
+        "p90_us": _quantile(ordered, 0.90), "max_us": ordered[-1],
+        "pingpong_mbit": size * 8 / median if median > 0 else None,  # bits per us = Mbit/s
+        "seconds": time.monotonic() - started,
+    }
+
+
+def stream(sock: socket.socket, size: int, budget_s: float, min_bytes: int,
+           max_bytes: int) -> dict:
+    """One-way bandwidth of back-to-back ``size``-byte messages (the clock stops at the answer)."""
+    msg = b"x" * size
+    ack = bytearray(1)
+
+    def batch(count: int) -> float:
+        send = sock.sendall
+        t0 = time.perf_counter()
+        sock.sendall(HEADER.pack(b"S", size, count))
+        for _ in range(count):
+            send(msg)
+        _recv_exact(sock, memoryview(ack), 1)
+        return time.perf_counter() - t0
+
+    # Calibrate with ~1/10 of the budget's worth, then one measured batch of ~budget.
+    probe_count = max(1, min(2000, max_bytes // size, math.ceil(64 * 1024 / size)))
+    elapsed = batch(probe_count)
+    rate = probe_count / max(elapsed, 1e-6)  # messages per second
+    if elapsed < budget_s / 10:
+        more = max(probe_count, min(int(rate * budget_s / 10), max_bytes // size))
+        elapsed = batch(more)
+        rate = more / max(elapsed, 1e-6)
+    count = max(int(rate * budget_s), 2)
+    needed = math.ceil(min_bytes / size)  # enough bytes for big messages, if affordable
+    if needed > count and needed / rate <= 3 * budget_s:
+        count = needed
+    count = min(count, max(2, max_bytes // size))
+    seconds = batch(count)
+    return {"messages": count, "bytes": count * size, "seconds": seconds,
+            "mbit": count * size * 8 / seconds / 1e6}
+
+
+def run_client(host: str, port: int, sizes: list[int], latency_budget: float,
+               stream_budget: float, min_iters: int, max_iters: int, warmup: int,
+               stream_min_bytes: int, stream_max_bytes: int, no_stream: bool) -> dict:
+    t0 = time.monotonic()
+    sock = connect(host, port)
+    setup = time.monotonic() - t0
+    local = sock.getsockname()
+    points = []
+    try:
+        for size in sizes:
+            point: dict = {"size": size}
+            big = size >= 256 * 1024
+            point["latency"] = latency(sock, size, latency_budget, min_iters if not big else
+                                       max(2, min_iters // 2), max_iters,
+                                       warmup if not big else 1)
+            if not no_stream:
+                point["stream"] = stream(sock, size, stream_budget, stream_min_bytes,
+                                         stream_max_bytes)
+            points.append(point)
+        sock.sendall(HEADER.pack(b"Q", 0, 0))
+    finally:
+        sock.close()
+    return {"tool": "pingpong", "version": 1, "host": host, "port": port,
+            "local": f"{local[0]}:{local[1]}", "connect_s": setup,
+            "seconds": time.monotonic() - t0, "points": points}
+
+
+def hold(host: str, port: int, flows: int, seconds: float) -> None:
+    """Open ``flows`` connections, make one round trip on each, report, and keep them open."""
+    socks = []
+    for _ in range(flows):
+        sock = connect(host, port)
+        sock.sendall(HEADER.pack(b"P", 1, 1))
+        sock.sendall(b"h")
+        _recv_exact(sock, memoryview(bytearray(1)), 1)
+        socks.append(sock)
+    print(json.dumps({"event": "ready", "flows": flows,
+                      "local": [f"{s.getsockname()[0]}:{s.getsockname()[1]}" for s in socks]}),
+          flush=True)
+    time.sleep(seconds)
+    for sock in socks:
+        sock.close()
+
+
+def probe(host: str, port: int, timeout: float) -> int:
+    try:
+        socket.create_connection((host, port), timeout=timeout).close()
+    except OSError as exc:
+        print(f"{host}:{port} does not answer: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def parse_sizes(text: str) -> list[int]:
+    sizes = [int(s) for s in text.split(",") if s]
+    if not sizes or any(not 1 <= s <= MAX_SIZE for s in sizes):
+        raise SystemExit(f"sizes must be 1..{MAX_SIZE} bytes, got {text!r}")
+    return sizes
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="TCP ping-pong latency and streaming bandwidth")
+    sub = parser.add_subparsers(dest="mode", required=True)
+    s = sub.add_parser("serve")
+    s.add_argument("--bind", default="0.0.0.0")
+    s.add_argument("--port", type=int, required=True)
+    c = sub.add_parser("client")
+    c.add_argument("--host", required=True)
+    c.add_argument("--port", type=int, required=True)
+    c.add_argument("--sizes", required=True, help="comma-separated message sizes in bytes")
+    c.add_argument("--latency-budget", type=float, default=0.1, help="seconds per size")
+    c.add_argument("--stream-budget", type=float, default=0.1, help="seconds per size")
+    c.add_argument("--min-iters", type=int, default=5)
+    c.add_argument("--max-iters", type=int, default=20000)
+    c.add_argument("--warmup", type=int, default=20)
+    c.add_argument("--stream-min-bytes", type=int, default=1 << 20)
+    c.add_argument("--stream-max-bytes", type=int, default=1 << 32)
+    c.add_argument("--no-stream", action="store_true")
+    h = sub.add_parser("hold")
+    h.add_argument("--host", required=True)
+    h.add_argument("--port", type=int, required=True)
+    h.add_argument("--flows", type=int, default=4)
+    h.add_argument("--seconds", type=float, default=60)
+    p = sub.add_parser("probe")
+    p.add_argument("--host", required=True)
+    p.add_argument("--port", type=int, required=True)
+    p.add_argument("--timeout", type=float, default=3.0)
+    args = parser.parse_args(argv)
+    if args.mode == "serve":
+        serve(args.bind, args.port)
+    elif args.mode == "client":
+        result = run_client(args.host, args.port, parse_sizes(args.sizes), args.latency_budget,
+                            args.stream_budget, args.min_iters, args.max_iters, args.warmup,
+                            args.stream_min_bytes, args.stream_max_bytes, args.no_stream)
+        print(json.dumps(result))
+    elif args.mode == "hold":
+        hold(args.host, args.port, args.flows, args.seconds)
+    elif args.mode == "probe":
+        return probe(args.host, args.port, args.timeout)
+    return 0
+
+
+# -- the harness side: run the program above on nodes ---------------------------------------------
+# (imports inside functions: the file must also run alone, where no harness package exists)
+
+_REMOTE_COPIES: dict[tuple[str, str], str] = {}
+
+def program(journal, node) -> list[str]:
+    """argv prefix that runs this file on ``node`` (copied there, and recorded, if remote)."""
+    import os
+    import secrets as _secrets
+
+    from ..journal import machine_of
+    from ..relay.build import is_local
+
+    if is_local(node):
+        return [sys.executable, os.path.abspath(__file__)]
+    machine = machine_of(node)
+    key = (str(journal.path), json.dumps(machine.describe(), sort_keys=True))
+    if key not in _REMOTE_COPIES:  # one copy per machine and run, removed by the journal
+        path = f"/tmp/harness-pingpong-{_secrets.token_hex(4)}.py"
+        journal.record("file", machine, path=path)
+        machine.put(os.path.abspath(__file__), path)
+        _REMOTE_COPIES[key] = path
+    return ["python3", _REMOTE_COPIES[key]]
+
+
+def server(journal, node, bind: str, port: int, timeout: float = 10.0):
+    """Context manager: a ping-pong server on ``node`` at ``bind:port`` for the block."""
+    from contextlib import contextmanager
+
+    from ..errors import HarnessError
+    from ..nodes.local import wait_until
+
+    @contextmanager
+    def running():
+        argv = [*program(journal, node), "serve", "--bind", bind, "--port", str(port)]
+        with journal.process(node, argv) as proc:
+            if not wait_until(lambda: proc.poll() is not None or '"listening"' in proc.output(),
+                              timeout):
+                raise HarnessError(f"ping-pong server on {node.name} did not listen on "
+                                   f"{bind}:{port} within {timeout:g}s: {proc.output()[-300:]}")
+            if proc.poll() is not None:
+                raise HarnessError(f"ping-pong server on {node.name} {bind}:{port} exited: "
+                                   f"{proc.output().strip()[-300:]}",
+                                   "is the port in use or the address not on this node?")
+            yield proc
+
+    return running()
+
+
+def client(journal, node, host: str, port: int, sizes: list[int], latency_budget: float,
+           stream_budget: float, stream: bool = True, min_iters: int = 5,
+           warmup: int = 20, timeout: float | None = None) -> dict:
+    """Run the client on ``node`` against ``host:port``; return its JSON result."""
+    from ..errors import HarnessError
+
+    argv = [*program(journal, node), "client", "--host", host, "--port", str(port),
+            "--sizes", ",".join(str(s) for s in sizes),
+            "--latency-budget", f"{latency_budget:g}", "--stream-budget", f"{stream_budget:g}",
+            "--min-iters", str(min_iters), "--warmup", str(warmup)]
+    if not stream:
+        argv.append("--no-stream")
+    limit = timeout or 60 + len(sizes) * (latency_budget + stream_budget) * 20
+    res = node.run(argv, timeout=limit, check=False)
+    if not res.ok:
+        raise HarnessError(f"ping-pong client on {node.name} to {host}:{port} failed: "
+                           f"{(res.stderr or res.stdout).strip()[-800:]}",
+                           "is the path up (relays running, routes, NAT)?")
+    return json.loads(res.stdout.strip().splitlines()[-1])
+
+
+def hold_connections(journal, node, host: str, port: int, flows: int, timeout: float = 20.0):
+    """Context manager: ``flows`` open connections from ``node`` through ``host:port``."""
+    from contextlib import contextmanager
+
+    from ..errors import HarnessError
+    from ..nodes.local import wait_until
+
+    @contextmanager
+    def holding():
+        argv = [*program(journal, node), "hold", "--host", host, "--port", str(port),
+                "--flows", str(flows), "--seconds", "120"]
+        with journal.process(node, argv) as proc:
+            if not wait_until(lambda: proc.poll() is not None or '"ready"' in proc.output(),
+                              timeout) or proc.poll() is not None:
+                raise HarnessError(f"could not hold {flows} connections from {node.name} to "
+                                   f"{host}:{port}: {proc.output().strip()[-300:]}")
+            line = next(ln for ln in proc.output().splitlines() if '"ready"' in ln)
+            yield json.loads(line)
+
+    return holding()
+
+
+def answers(journal, node, host: str, port: int, timeout: float = 3.0) -> str | None:
+    """None if a TCP connect from ``node`` to ``host:port`` succeeds, else the error text."""
+    argv = [*program(journal, node), "probe", "--host", host, "--port", str(port),
+            "--timeout", f"{timeout:g}"]
+    res = node.run(argv, timeout=timeout + 30, check=False)
+    return None if res.ok else (res.stderr or res.stdout).strip() or f"exit {res.exit_status}"
+
+
+if __name__ == "__main__":
+    sys.exit(main())
