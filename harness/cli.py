@@ -22,12 +22,9 @@ def cmd_probe(args) -> int:
     for node in nodes:
         print(probe(node).describe())
         node.close()
-    try:
-        from .vm import describe_vm_offer
+    from .placement import vm_offer
 
-        print(describe_vm_offer())
-    except ImportError:
-        pass
+    print(vm_offer().describe())
     return 0
 
 

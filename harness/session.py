@@ -30,6 +30,17 @@ from .inventory import Inventory
 from .journal import Journal
 from .lab import Lab
 from .nodes import LocalNode, Node
+from .placement import (
+    Scaling,
+    VMOffer,
+    decide,
+    fit_to_ceiling,
+    load_modules,
+    measure_ceiling,
+    vm_cpus,
+    vm_memory_mib,
+    vm_offer,
+)
 from .probe import Capabilities, probe, require
 from .testbed import InventoryTestbed, LabTestbed
 from .topology import Topology
@@ -47,6 +58,8 @@ class Session:
     checks: list[LinkCheck] = field(default_factory=list)
     bed: LabTestbed | InventoryTestbed | None = None
     timings: dict[str, float] = field(default_factory=dict)
+    scaling: Scaling | None = None
+    _placement: dict = field(default_factory=dict)
 
     def testbed(self, topology: Topology, features: set[str] = frozenset(),
                 tools: set[str] = frozenset(),
@@ -67,25 +80,52 @@ class Session:
                 need = set(features) | (node_features or {}).get(name, set())
                 require(caps, need, tools, purpose=f"study {self.run.study} on node {name}")
         else:
-            host = LocalNode("local")
-            caps = self.capabilities["local"] = probe(host)
-            need = set(features) | topology.required_features()
-            for extra in (node_features or {}).values():
-                need |= set(extra)
-            require(caps, need, tools, purpose=f"study {self.run.study} in a namespace lab")
-            lab = Lab(topology, self.journal, host, capabilities=caps, config=self.config)
-            self.stack.enter_context(lab)
-            bed = LabTestbed(lab)
+            bed = self._local_testbed(topology, set(features), set(tools), node_features)
         self.bed = bed
         self.timings["testbed_s"] = time.monotonic() - started
         self.run.update(testbed=bed.record(), placement=self.placement(),
                         capabilities={k: v.to_dict() for k, v in self.capabilities.items()})
         return bed
 
+    def _local_testbed(self, topology: Topology, features: set[str], tools: set[str],
+                       node_features: dict[str, set[str]] | None) -> LabTestbed:
+        """A namespace lab on this host, or inside a VM when the host kernel lacks a feature."""
+        host = LocalNode("local")
+        caps = self.capabilities["local"] = probe(host)
+        need = features | topology.required_features()
+        for extra in (node_features or {}).values():
+            need |= set(extra)
+        purpose = f"study {self.run.study}"
+        offer = vm_offer() if caps.missing(need) else VMOffer(False, reason="not needed")
+        decision = decide(need, caps, offer, purpose)
+        self._placement = decision.to_dict()
+        if decision.where == "host":
+            require(caps, need, tools, purpose=f"{purpose} in a namespace lab")
+            lab_host: Node = host
+        else:
+            from .vm import VM, boot_vm
+
+            spec = VM(name=f"{self.run.study}-lab", cpus=vm_cpus(), memory_mib=vm_memory_mib())
+            vm = self.stack.enter_context(boot_vm(spec, self.journal))
+            self._placement["vm"] = vm.boot.to_dict()
+            load_modules(vm, decision.modules)
+            caps = self.capabilities["vm"] = probe(vm)
+            require(caps, need, tools, purpose=f"{purpose} in a VM lab")
+            started = time.monotonic()
+            ceiling = measure_ceiling(self.journal, vm)
+            self.timings["ceiling_s"] = time.monotonic() - started
+            topology, scaling = fit_to_ceiling(topology, ceiling)
+            self.scaling = scaling
+            self._placement["scaling"] = scaling.to_dict()
+            lab_host = vm
+        lab = Lab(topology, self.journal, lab_host, capabilities=caps, config=self.config)
+        self.stack.enter_context(lab)
+        return LabTestbed(lab)
+
     def placement(self) -> dict:
         if self.inventory:
             return {"where": "inventory", "reason": f"machines from {self.inventory}"}
-        return {"where": "host", "reason": "the host kernel has every feature the study needs"}
+        return self._placement
 
     def verify(self, seconds: int = 2) -> list[LinkCheck]:
         started = time.monotonic()

@@ -1,6 +1,7 @@
 """One module per study: its topology, parameters, measurement and analysis."""
 
 STUDIES = {
+    "s0": "harness.studies.s0",
     "s4": "harness.studies.s4",
 }
 

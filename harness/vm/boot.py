@@ -37,7 +37,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 
-from ..errors import CapabilityMissing, HarnessError, NodeError
+from ..errors import CapabilityMissing, CommandTimeout, HarnessError, NodeError
 from ..journal import Journal, signals_deferred
 from ..nodes import LocalNode
 from ..nodes.base import Process
@@ -201,13 +201,14 @@ def _wait_for_ssh(
         console = _read(files.console_log)
         if not kernel_seen and console:
             kernel_seen = True
-            log.info("VM %s: first console output after %.1fs", spec.name, _since(deadline, spec))
+            log.debug("VM %s: first console output after %.1fs", spec.name, _since(deadline, spec))
         if guest.SSHD_READY_MARK in console:
             if not sshd_seen:
                 sshd_seen = True
-                log.info("VM %s: guest sshd starting after %.1fs", spec.name, _since(deadline, spec))
+                log.debug("VM %s: guest sshd starting after %.1fs", spec.name,
+                          _since(deadline, spec))
             if _ssh_banner(node.port, timeout=2.0):
-                log.info("VM %s: SSH banner after %.1fs", spec.name, _since(deadline, spec))
+                log.debug("VM %s: SSH banner after %.1fs", spec.name, _since(deadline, spec))
                 break
         time.sleep(0.2)
     match = _UPTIME_RE.search(console)
@@ -217,6 +218,8 @@ def _wait_for_ssh(
         remaining = deadline - time.monotonic()
         try:
             result = node.run("uname -r", timeout=max(remaining, 5.0), check=False)
+        except CommandTimeout as exc:
+            raise failure(f"the first SSH command did not finish: {exc.message}") from None
         except NodeError as exc:
             # The banner was there, so sshd runs: retry once for a transient
             # reset, but a refused host key or login is a real error.
@@ -324,6 +327,8 @@ def boot_vm(spec: VM, journal: Journal, *, refresh_accel: bool = False) -> Itera
             memory_mib=spec.memory_mib, ssh_port=port, qemu_pid=proc.pid,
         )
         _note_boot(journal, proc, node.boot)
+        log.info("VM %s ready for SSH on 127.0.0.1:%d after %.1fs (%s: %s)", spec.name, port,
+                 node.boot.boot_s, accel.accel, accel.reason)
         yield node
     finally:
         with signals_deferred():

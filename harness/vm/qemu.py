@@ -5,15 +5,18 @@ of processes (vng -> sh -> virtme-run -> fork -> qemu), probes for virtiofsd
 with its own temp files, and wires the guest console to its own terminal. We
 need one process whose pid the journal records and kills, a network device
 that only forwards a loopback port, and no helper that outlives an error. So
-we borrow only two pieces of virtme-ng: its initramfs builder (which mounts
-the host root over 9p) — see guest.py — and nothing of its runtime.
+we borrow one piece of virtme-ng, its initramfs builder (busybox plus the 9p
+modules; it mounts the host root and switches to our init, see guest.py),
+and nothing of its runtime.
 
 Devices:
 
 * q35 without SATA/SMBus/USB/vmport: fewer devices for the guest to probe.
 * the host root as a *read-only* 9p export (``readonly=on``: the guest cannot
-  change the host however it is configured) and the per-boot directory (keys,
-  sshd config) as a second read-only export mounted at /run/harness.
+  change the host however it is configured), twice: ``/dev/root`` for the
+  initramfs (cache=none) and ``rootc``, which our init remounts with the guest
+  page cache on (a 9p export serves one mount at a time), and the per-boot
+  directory (keys, sshd config) as a third read-only export at /run/harness.
 * user-mode networking (slirp) with ``restrict=on``: the guest can reach
   nothing outside the VM, and the only way in is a forward of one port on
   127.0.0.1 to guest port 22. No tap device, no bridge, no host routes.

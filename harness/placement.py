@@ -1,0 +1,175 @@
+"""Where a namespace lab runs: on this host, or in a VM with Debian's stock kernel.
+
+Each study declares the kernel features it needs. The host is used when its
+own kernel has them all (probed for real). Otherwise, if a VM can offer the
+missing ones (Debian's kernel and its modules installed, QEMU present), the
+lab is built inside a VM; else the run stops before anything changes, naming
+what is missing where.
+
+A VM lab is slower than the host (software emulation under TCG), so it
+measures its own ceiling -- the unshaped rate between two of its namespaces --
+and a study asking for more is scaled down keeping the bandwidth-delay product
+(rates x f, delays / f), recorded and said beside every affected figure.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+from dataclasses import asdict, dataclass, field, replace
+
+from .errors import CapabilityMissing, HarnessError
+from .journal import Journal
+from .nodes import Node
+from .probe import FEATURES, Capabilities
+from .topology import Topology
+
+# Features a stock Debian kernel provides as loadable modules, and which.
+FEATURE_MODULES = {
+    "tipc": "kernel/net/tipc/tipc.ko",
+    "sctp": "kernel/net/sctp/sctp.ko",
+    "netem": "kernel/net/sched/sch_netem.ko",
+    "rdma_rxe": "kernel/drivers/infiniband/sw/rxe/rdma_rxe.ko",
+    "nfsd": "kernel/fs/nfsd/nfsd.ko",
+}
+MODULE_NAMES = {"tipc": "tipc", "sctp": "sctp", "netem": "sch_netem", "rdma_rxe": "rdma_rxe",
+                "nfsd": "nfsd"}
+# Built into Debian's kernel (or always there in a guest of ours).
+VM_BUILTIN = {"netns", "veth", "htb", "tbf", "mptcp", "nat"}
+CEILING_HEADROOM = 0.8  # emulate at most this share of the measured ceiling
+
+
+@dataclass
+class VMOffer:
+    available: bool
+    kernel: str = ""
+    kernel_version: str = ""
+    features: set[str] = field(default_factory=set)
+    reason: str = ""
+
+    def describe(self) -> str:
+        if not self.available:
+            return f"VM nodes: not available ({self.reason})"
+        return (f"VM nodes: Debian kernel {self.kernel_version} under QEMU offers "
+                f"{', '.join(sorted(self.features))}")
+
+
+def vm_offer() -> VMOffer:
+    """What a VM node could offer on this machine, without booting one."""
+    try:
+        from .vm.spec import require_programs, resolve_kernel
+
+        require_programs()
+        kernel, version = resolve_kernel()
+    except (CapabilityMissing, ImportError) as exc:
+        return VMOffer(False, reason=str(exc).replace("\n", " "))
+    features = set(VM_BUILTIN)
+    for feature, module in FEATURE_MODULES.items():
+        if glob.glob(f"/lib/modules/{version}/{module}*"):
+            features.add(feature)
+    return VMOffer(True, kernel, version, features)
+
+
+@dataclass(frozen=True)
+class Decision:
+    where: str  # "host" | "vm"
+    reason: str
+    missing_on_host: tuple[str, ...] = ()
+    modules: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def decide(needed: set[str], host: Capabilities, offer: VMOffer, purpose: str) -> Decision:
+    """Host if it suffices, else a VM that has everything, else stop naming what is missing."""
+    unknown = sorted(f for f in needed if f not in FEATURES)
+    if unknown:
+        raise HarnessError(f"{purpose} asks for unknown features {unknown}",
+                           f"known features: {', '.join(sorted(FEATURES))}")
+    missing = host.missing(needed)
+    if not missing:
+        return Decision("host", f"the host kernel ({host.kernel}) has every feature needed: "
+                                f"{', '.join(sorted(needed))}")
+    if not offer.available:
+        raise CapabilityMissing(
+            f"{purpose} needs {', '.join(missing)}, which this host's kernel ({host.kernel}) "
+            f"lacks, and no VM can be booted: {offer.reason}",
+            "install the VM tools (bash env/setup), or run on machines from an inventory")
+    beyond = sorted(set(missing) - offer.features)
+    if beyond:
+        detail = "; ".join(f"{f}: needs {FEATURES[f][1]}" for f in beyond)
+        raise CapabilityMissing(
+            f"{purpose} needs {', '.join(beyond)}, which neither this host's kernel "
+            f"({host.kernel}) nor a VM with Debian's kernel {offer.kernel_version} offers ({detail})",
+            "run it on machines from an inventory that have these features")
+    modules = tuple(MODULE_NAMES[f] for f in missing if f in MODULE_NAMES)
+    return Decision("vm", f"the host kernel ({host.kernel}) lacks {', '.join(missing)}; a VM "
+                          f"with Debian's kernel {offer.kernel_version} has them",
+                    tuple(missing), modules)
+
+
+def load_modules(vm: Node, modules: tuple[str, ...]) -> None:
+    if modules:
+        vm.run(["modprobe", "-a", *modules], timeout=120,
+               hint="the guest loads modules of its own kernel from /lib/modules/$(uname -r)")
+
+
+@dataclass(frozen=True)
+class Scaling:
+    factor: float  # applied to rates; delays are divided by it
+    ceiling_mbit: float
+    max_rate_mbit: float | None
+    note: str
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def fit_to_ceiling(topology: Topology, ceiling_mbit: float,
+                   headroom: float = CEILING_HEADROOM) -> tuple[Topology, Scaling]:
+    """Scale rates down (and delays up) when they exceed what the VM can carry."""
+    rates = [link.rate_mbit for link in topology.links if link.rate_mbit is not None]
+    top = max(rates) if rates else None
+    limit = ceiling_mbit * headroom
+    if top is None or top <= limit:
+        return topology, Scaling(1.0, ceiling_mbit, top,
+                                 f"no scaling: the fastest link ({top or 'unshaped'} Mbit/s) is "
+                                 f"within {headroom:.0%} of the lab's ceiling "
+                                 f"({ceiling_mbit:.0f} Mbit/s)")
+    factor = limit / top
+    links = tuple(replace(link,
+                          rate_mbit=None if link.rate_mbit is None else link.rate_mbit * factor,
+                          delay_ms=link.delay_ms / factor)
+                  for link in topology.links)
+    scaled = replace(topology, links=links).validate()
+    return scaled, Scaling(
+        factor, ceiling_mbit, top,
+        f"rates scaled by {factor:.3f} ({top:g} -> {top * factor:.0f} Mbit/s) and one-way delays "
+        f"by {1 / factor:.2f}x to keep the bandwidth-delay product: this lab carries at most "
+        f"{ceiling_mbit:.0f} Mbit/s between namespaces (measured)")
+
+
+def measure_ceiling(journal: Journal, host: Node, seconds: int = 3) -> float:
+    """Unshaped TCP goodput between two namespaces on ``host`` (Mbit/s)."""
+    from .lab import Lab
+    from .tools.iperf3 import iperf3_client, iperf3_server
+    from .topology import TopologyBuilder
+
+    topo = (TopologyBuilder("ceiling").node("a").node("b")
+            .link(("a", "eth0", "198.18.255.1/30"), ("b", "eth0", "198.18.255.2/30")).build())
+    with Lab(topo, journal, host) as lab:
+        with iperf3_server(journal, lab.node("b"), "198.18.255.2"):
+            result = iperf3_client(lab.node("a"), "198.18.255.2", seconds=seconds)
+    return result.received_mbps
+
+
+def vm_memory_mib() -> int:
+    """Guest memory: enough for dozens of namespaces, bounded by what the host has free."""
+    from .vm.spec import QEMU_OVERHEAD_MIB, mem_available_mib
+
+    return max(512, min(2048, mem_available_mib() - QEMU_OVERHEAD_MIB - 512))
+
+
+def vm_cpus() -> int:
+    return max(1, min(2, os.cpu_count() or 1))

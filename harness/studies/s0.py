@@ -1,0 +1,786 @@
+"""S0 -- NAT + a user-space Stream Relay Daemon for clusters with private addresses (seed 000).
+
+Paper (Choi, Park, Park, Kwon, Park; Sogang Univ., KUT, KISTI): compute nodes of
+two clusters have private addresses; only their front nodes are public. On
+100 Mbit/s Ethernet with one front and one compute node per cluster they
+compare compute-to-compute latency and bandwidth per message size for
+1) direct, 2) a user-space proxy on both front nodes, 3) NAT on the source
+front + a user-space Stream Relay Daemon (SRD) on the destination front:
+two proxies = 2.1x direct latency, NAT+SRD = 1.5x (28% below two proxies);
+both relayed methods below half of direct bandwidth; NAT+SRD 18-27% above two
+proxies at 1-32 KB, 6-16% at 128 KB-1 MB, ~25% overall.
+
+Here (one lab, four nodes)::
+
+    a1 10.1.0.2 --priv-- 10.1.0.1 fa 198.18.0.1 --public-- 198.18.0.2 fb 10.2.0.1 --priv-- 10.2.0.2 b1
+
+* direct: a1 connects to b1's private address; both fronts forward in the
+  kernel (routes to the other cluster's private prefix via the other front).
+  No NAT, no relay: the physical lower bound of any relayed method.
+* two proxies: a1 connects to fa's private address, where our relay (srd)
+  relays to fb's public address, where the SRD relays to b1.
+* NAT + SRD: a1 connects to fb's public address; fa routes and masquerades
+  the connection (an nftables table of the harness's own, see
+  :mod:`harness.config.nat`); the SRD on fb relays it to b1.
+
+The SRD on fb is the same process for methods 2 and 3, so the only
+difference between them is what runs on fa: a user-space relay, or the
+kernel's NAT. Message sizes are powers of two from 1 B to 1 MiB; the tool is
+:mod:`harness.tools.pingpong` (why not NPtcp: see there). Links are shaped to
+100 Mbit/s by default (``rate_mbit``; 0 = unshaped). A second, unshaped lab
+compares kernel forwarding, socat and our SRD as relays (throughput with
+iperf3, relay CPU, 1 B latency; NPtcp as a cross-check of the tool).
+
+Addresses exist only inside the namespaces the run creates; no node has a
+default route, only routes for the lab's prefixes.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import re
+import time
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from ..config import nat
+from ..config.sysctl import set_sysctl
+from ..errors import CapabilityMissing, HarnessError, SpecError
+from ..journal import Journal, machine_of
+from ..nodes import Node
+from ..nodes.local import wait_until
+from ..relay import RelaySpec, run_relay
+from ..session import Session, open_session
+from ..testbed import InventoryTestbed
+from ..tools import pingpong
+from ..tools.iperf3 import iperf3_client, iperf3_server, settle
+from ..topology import Topology, TopologyBuilder
+from .params import check_known, number
+
+STUDY = "s0"
+A_PRIVATE, B_PRIVATE = "10.1.0.0/24", "10.2.0.0/24"  # only inside the lab's namespaces
+PUBLIC = "198.18.0.0/24"  # RFC 2544 benchmarking range: the "public" segment
+LAB_PUBLIC = "198.18.0.0/15"
+
+SERVER_PORT = 7000  # ping-pong server on b1
+IPERF_PORT = 5201  # iperf3 server on b1 (unshaped benchmark)
+SRD_PORT = 7100  # SRD on fb's public address -> b1 (methods 2 and 3)
+PROXY_PORT = 7101  # relay on fa's private address -> fb:SRD_PORT (method 2)
+IPERF_OFFSET = 100  # benchmark relays for iperf3 listen on these ports + 100
+NPTCP_PORT = 6000
+SOCAT = "socat -b 262144 TCP-LISTEN:{port},bind={host},fork,reuseaddr,nodelay TCP:{target},nodelay"
+
+METHODS = ("direct", "proxies", "nat_srd")
+LABELS = {"direct": "1) direct", "proxies": "2) two proxies", "nat_srd": "3) NAT + SRD"}
+BENCH_PATHS = ("direct", "nat_socat", "nat_srd", "proxies_socat", "proxies_srd")
+MAX_SIZE = 1 << 20
+POW2 = tuple(1 << i for i in range(21))  # 1 B .. 1 MiB; holds the paper's 1-32 KB, 128 KB-1 MB
+
+PROFILES = {
+    # quick: the notebook's defaults (about 2-3 minutes on a shared 2-core machine)
+    "quick": dict(sizes=POW2, repetitions=2, latency_budget_s=0.05, stream_budget_s=0.1,
+                  bench_repetitions=2, bench_seconds=2),
+    # paper: the same sizes with longer budgets and more repetitions
+    "paper": dict(sizes=POW2, repetitions=5, latency_budget_s=0.3, stream_budget_s=0.5,
+                  bench_repetitions=5, bench_seconds=5),
+}
+
+
+def message_sizes(value) -> tuple[int, ...]:
+    """Sizes in bytes: 1024, "1,2,4K,1M", "1..1M" (every power of two between), or a list."""
+    def one(text) -> int:
+        if isinstance(text, bool):
+            raise SpecError(f"message size {text!r} is not a number of bytes")
+        if isinstance(text, int):
+            return text
+        match = re.fullmatch(r"\s*(\d+)\s*([kKmM]?)i?[bB]?\s*", str(text))
+        if not match:
+            raise SpecError(f"message size {text!r} is not a number of bytes",
+                            "write e.g. 1, 64, 4K, 1M or a range 1..1M")
+        return int(match[1]) * {"": 1, "k": 1024, "m": 1 << 20}[match[2].lower()]
+
+    items: list[int] = []
+    if isinstance(value, str):
+        for part in value.split(","):
+            if not part.strip():
+                continue
+            if ".." in part:
+                lo, hi = (one(x) for x in part.split("..", 1))
+                check_size(lo)
+                check_size(hi)
+                items += [s for s in POW2 if lo <= s <= hi]
+            elif "-" in part.strip()[1:]:
+                raise SpecError(f"message sizes {value!r}: a range is written A..B",
+                                "e.g. 1..1M for every power of two from 1 B to 1 MiB")
+            else:
+                items.append(one(part))
+    elif isinstance(value, (list, tuple)):
+        items = [one(v) for v in value]
+    else:
+        items = [one(value)]
+    if not items:
+        raise SpecError(f"message sizes {value!r} give no size", "e.g. 1..1M or 1,1K,64K")
+    for size in items:
+        check_size(size)
+    return tuple(sorted(set(items)))
+
+
+def check_size(size: int) -> None:
+    if not 1 <= size <= MAX_SIZE:
+        raise SpecError(f"message size {size} B is out of range",
+                        f"use 1 B .. 1 MiB ({MAX_SIZE} B), as the paper does")
+
+
+@dataclass(frozen=True)
+class Params:
+    profile: str = "quick"
+    sizes: tuple[int, ...] = POW2
+    repetitions: int = 2
+    rate_mbit: float = 100.0  # every link; 0 = unshaped
+    latency_budget_s: float = 0.05  # per size, method and repetition
+    stream_budget_s: float = 0.1
+    flows: int = 4  # concurrent flows when counting front-to-front connections
+    bench: bool = True  # the unshaped relay benchmark (kernel forwarding, socat, srd)
+    bench_repetitions: int = 2
+    bench_seconds: int = 2  # iperf3 seconds per path
+    verify_seconds: int = 1
+
+    @classmethod
+    def resolve(cls, **given) -> "Params":
+        """Validate notebook parameters; a profile supplies what is left empty (None/"")."""
+        check_known(given, [f for f in cls.__dataclass_fields__], "study S0")
+        profile = given.get("profile") or "quick"
+        if profile not in PROFILES:
+            raise SpecError(f"unknown profile {profile!r}", f"use one of {sorted(PROFILES)}")
+        values = {**asdict(cls()), **PROFILES[profile], "profile": profile}
+        values.update({k: v for k, v in given.items() if v not in (None, "")})
+        if not isinstance(values["bench"], bool):
+            raise SpecError(f"parameter bench={values['bench']!r} must be true or false")
+        return cls(
+            profile=profile,
+            sizes=message_sizes(values["sizes"]),
+            repetitions=number("repetitions", values["repetitions"], 1, 100, integer=True),
+            rate_mbit=number("rate_mbit", values["rate_mbit"], 1, 40_000, allow_zero=True),
+            latency_budget_s=number("latency_budget_s", values["latency_budget_s"], 0.005, 60),
+            stream_budget_s=number("stream_budget_s", values["stream_budget_s"], 0.005, 60),
+            flows=number("flows", values["flows"], 1, 64, integer=True),
+            bench=values["bench"],
+            bench_repetitions=number("bench_repetitions", values["bench_repetitions"], 1, 100,
+                                     integer=True),
+            bench_seconds=number("bench_seconds", values["bench_seconds"], 1, 600, integer=True),
+            verify_seconds=number("verify_seconds", values["verify_seconds"], 1, 60,
+                                  integer=True),
+        )
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def topology(params: Params, unshaped: bool = False, name: str = "s0-relay") -> Topology:
+    """Two clusters (compute node + front node each) joined by a public segment."""
+    rate = None if unshaped or not params.rate_mbit else params.rate_mbit
+    return (
+        TopologyBuilder(name)
+        .node("a1").node("fa", forwarding=True).node("fb", forwarding=True).node("b1")
+        .link(("a1", "eth0", "10.1.0.2/24"), ("fa", "priv", "10.1.0.1/24"), rate_mbit=rate)
+        .link(("fa", "pub", "198.18.0.1/24"), ("fb", "pub", "198.18.0.2/24"), rate_mbit=rate)
+        .link(("fb", "priv", "10.2.0.1/24"), ("b1", "eth0", "10.2.0.2/24"), rate_mbit=rate)
+        # No default routes: only the lab's prefixes, so nothing can leave the lab.
+        .route("a1", LAB_PUBLIC, via="10.1.0.1", dev="eth0")  # public side via the front
+        .route("a1", B_PRIVATE, via="10.1.0.1", dev="eth0")  # direct: B's private prefix
+        .route("fa", B_PRIVATE, via="198.18.0.2", dev="pub")  # direct only
+        .route("fb", A_PRIVATE, via="198.18.0.1", dev="pub")  # direct only
+        .route("b1", LAB_PUBLIC, via="10.2.0.1", dev="eth0")
+        .route("b1", A_PRIVATE, via="10.2.0.1", dev="eth0")  # direct only
+        .build(notes="S0: a1 -- fa == public == fb -- b1; "
+               + (f"{rate:g} Mbit/s links" if rate else "unshaped links"))
+    )
+
+
+# -- where things are ------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Plan:
+    """Addresses and devices of one testbed, by role."""
+
+    a1: str
+    fa_priv: str
+    fa_pub: str
+    fb_pub: str
+    fb_priv: str
+    b1: str
+    fa_pub_dev: str
+    a_private: str  # prefix of cluster A's private segment
+    public: str  # prefix of the public segment
+
+    @classmethod
+    def of(cls, bed) -> "Plan":
+        return cls(
+            a1=bed.address("a1", "eth0"), fa_priv=bed.address("fa", "priv"),
+            fa_pub=bed.address("fa", "pub"), fb_pub=bed.address("fb", "pub"),
+            fb_priv=bed.address("fb", "priv"), b1=bed.address("b1", "eth0"),
+            fa_pub_dev=bed.device("fa", "pub"),
+            a_private=_network(bed, "a1", "eth0"), public=_network(bed, "fa", "pub"),
+        )
+
+    def nat_spec(self) -> nat.NatSpec:
+        """Masquerade cluster A's private hosts towards the public segment only.
+
+        Routed traffic to B's private prefix (method 1) stays untranslated.
+        """
+        return nat.NatSpec(masquerade=(nat.Masquerade(
+            source=self.a_private, out_dev=self.fa_pub_dev, destination=self.public),))
+
+
+def _network(bed, node: str, ifname: str) -> str:
+    if isinstance(bed, InventoryTestbed):
+        address = bed.inventory.hosts[node].interfaces[ifname].address
+    else:
+        address = bed.topology.interface(node, ifname).address
+    return str(ipaddress.ip_interface(address).network)
+
+
+# -- checks before anything changes -----------------------------------------------------------
+
+def check_inventory(inventory: str) -> None:
+    """The fronts must be real machines of the inventory: they run the relays and NAT."""
+    if not inventory:
+        return
+    from ..inventory import Inventory
+
+    hosts = Inventory.load(inventory).hosts
+    for front in ("fa", "fb"):
+        if front not in hosts:
+            raise SpecError(f"inventory {inventory} has no front node {front!r}",
+                            f"study S0 runs a relay or NAT on {front}: add nodes.{front} with "
+                            "its 'priv' and 'pub' interfaces")
+
+
+def check_fronts(bed) -> None:
+    """Each front node must really have its private and public address (clear error first)."""
+    for front in ("fa", "fb"):
+        node = bed.node(front)
+        links = json.loads(node.run(["ip", "-j", "addr", "show"], timeout=10).stdout or "[]")
+        have = {(link["ifname"], a["local"]) for link in links
+                for a in link.get("addr_info", []) if a.get("family") == "inet"}
+        for ifname in ("priv", "pub"):
+            dev, ip = bed.device(front, ifname), bed.address(front, ifname)
+            if (dev, ip) not in have:
+                raise SpecError(
+                    f"front node {front} has no {ifname} interface {dev} with address {ip}",
+                    f"a front node needs a private and a public interface; its IPv4 addresses "
+                    f"are: {', '.join(f'{d} {a}' for d, a in sorted(have)) or 'none'}")
+
+
+def listening_ports(node: Node) -> dict[int, str]:
+    """{port: ss line} of the TCP sockets listening on ``node``."""
+    out = node.run(["ss", "-Hltnp"], check=False, timeout=10).stdout
+    ports: dict[int, str] = {}
+    for line in out.splitlines():
+        cols = line.split()
+        if len(cols) >= 4 and ":" in cols[3]:
+            try:
+                ports[int(cols[3].rsplit(":", 1)[1])] = line.strip()
+            except ValueError:
+                continue
+    return ports
+
+
+def check_ports_free(node: Node, ports: list[int]) -> None:
+    taken = listening_ports(node)
+    for port in ports:
+        if port in taken:
+            raise SpecError(f"port {port} is in use on {node.name}: {taken[port]}",
+                            "stop that program or run the study where the port is free "
+                            "(study S0 uses ports 5201, 6000, 7000, 7100, 7101, 7200, 7201)")
+
+
+def check_tools(bed, bench: bool) -> None:
+    need = {"fa": ["conntrack", "nft"], "fb": [], "a1": [], "b1": []}
+    if bench:
+        need["fa"].append("socat")
+        need["fb"].append("socat")
+    for name, tools in need.items():
+        node = bed.node(name)
+        for tool in tools:
+            if not node.has_command(tool):
+                raise CapabilityMissing(f"{name} lacks {tool}, which study S0 needs there",
+                                        f"apt-get install {tool}")
+
+
+def check_answers(journal: Journal, node: Node, host: str, port: int, what: str) -> None:
+    error = pingpong.answers(journal, node, host, port)
+    if error is not None:
+        raise HarnessError(f"{what}: {host}:{port} does not answer from {node.name} ({error})",
+                           "check that its server runs and that routes (and NAT) lead there; "
+                           "nothing was measured")
+
+
+# -- relays ----------------------------------------------------------------------------------
+
+@dataclass
+class Relay:
+    kind: str  # "srd" or "socat"
+    node: Node
+    listen: str
+    target: str
+    process: object  # the journal's Process; its pid is the relay's process group
+    handle: object = None  # RelayHandle for srd
+    exit_status: int | None = None
+
+    @property
+    def pgid(self) -> int:
+        return self.process.pid
+
+    def running(self) -> bool:
+        return self.handle.running() if self.handle is not None else self.process.poll() is None
+
+    def record(self) -> dict:
+        return {"kind": self.kind, "node": self.node.name, "listen": self.listen,
+                "target": self.target, "exit_status": self.exit_status}
+
+
+@contextmanager
+def relay(journal: Journal, node: Node, kind: str, listen: str, target: str,
+          check_target: bool = True) -> Iterator[Relay]:
+    """A relay (srd or socat) on ``node`` from ``listen`` to ``target`` for the block."""
+    host, port = target.rsplit(":", 1)
+    if check_target:
+        check_answers(journal, node, host, int(port), f"relay target of {kind} on {node.name}")
+    if kind == "srd":
+        with run_relay(journal, node, RelaySpec.parse(listen, target)) as handle:
+            ref = Relay(kind, node, listen, target, handle.process, handle)
+            try:
+                yield ref
+            finally:
+                ref.exit_status = handle.stop()
+        return
+    lhost, lport = listen.rsplit(":", 1)
+    cmd = "exec " + SOCAT.format(port=lport, host=lhost, target=target)
+    with journal.process(node, cmd) as proc:
+        if not wait_until(lambda: proc.poll() is not None or int(lport) in listening_ports(node),
+                          10) or proc.poll() is not None:
+            raise HarnessError(f"socat on {node.name} did not listen on {listen}: "
+                               f"{proc.output().strip()[-300:]}")
+        ref = Relay(kind, node, listen, target, proc)
+        yield ref
+        ref.exit_status = proc.poll()
+
+
+def group_cpu_seconds(node: Node, pgid: int) -> float:
+    """CPU seconds of a process group (live members + children they reaped), via /proc."""
+    machine = machine_of(node)
+    out = machine.run("cat /proc/[0-9]*/stat 2>/dev/null; getconf CLK_TCK", check=False,
+                      timeout=20).stdout.splitlines()
+    hz = int(out[-1]) if out and out[-1].isdigit() else 100
+    ticks = 0
+    for line in out[:-1]:
+        try:
+            fields = line.rsplit(")", 1)[1].split()
+            if int(fields[2]) == pgid:
+                ticks += sum(int(f) for f in fields[11:15])
+        except (IndexError, ValueError):
+            continue
+    return ticks / hz
+
+
+# -- the three methods -----------------------------------------------------------------------
+
+@dataclass
+class Measurement:
+    """What one measurement phase needs: session, testbed, plan, and collected evidence."""
+
+    session: Session
+    bed: object
+    plan: Plan
+    nat_rows: list[dict] = field(default_factory=list)
+    nat_records: list = field(default_factory=list)
+
+    @property
+    def journal(self) -> Journal:
+        return self.session.journal
+
+    def node(self, name: str) -> Node:
+        return self.bed.node(name)
+
+
+@dataclass
+class Way:
+    """Where a1 connects for one method, and the NAT table if the method uses one."""
+
+    host: str
+    port: int
+    table: nat.NatTable | None = None
+
+
+@contextmanager
+def method_path(run: Measurement, method: str) -> Iterator[Way]:
+    """Make ``method`` the way from a1 to b1's server (the NAT table exists only inside)."""
+    p = run.plan
+    if method == "direct":
+        yield Way(p.b1, SERVER_PORT)
+    elif method == "proxies":
+        yield Way(p.fa_priv, PROXY_PORT)
+    elif method == "nat_srd":
+        fa = run.node("fa")
+        with nat.nat_applied(run.journal, fa, p.nat_spec(), "s0", run.nat_records) as table:
+            yield Way(p.fb_pub, SRD_PORT, table)
+    else:
+        raise SpecError(f"unknown method {method!r}", f"use one of {METHODS}")
+
+
+def nat_evidence(run: Measurement, table: nat.NatTable, tag: str, client: str) -> dict:
+    """Proof that ``client``'s connection was translated: NAT counters and fa's conntrack.
+
+    ``client`` is the ip:port a1 connected from. Its conntrack entry must show
+    the reply going to fa's public address; the table's counters show the
+    translating rule was hit and how many bytes of translated connections fa
+    forwarded. conntrack text and the table listing are archived raw.
+    """
+    p, fa = run.plan, run.node("fa")
+    counters = table.counters()
+    text = nat.conntrack_text(fa)
+    ip, port = client.rsplit(":", 1)
+    entries = [e for e in nat.parse_conntrack(text)
+               if e.original.src == ip and e.original.sport == int(port)
+               and e.original.dst == p.fb_pub and e.original.dport == SRD_PORT]
+    translated = [e for e in entries if e.source_translated and e.reply.dst == p.fa_pub]
+    run.session.raw(f"nat-{tag}-conntrack.txt", text)
+    run.session.raw(f"nat-{tag}-table.txt", table.text())
+    snat = next((v for k, v in counters.items() if k.startswith("snat")), {"packets": 0})
+    fwd = counters.get(nat.TRANSLATED_COUNTER, {"packets": 0, "bytes": 0})
+    return {"phase": tag, "table": table.name, "client": client,
+            "rule_packets": snat["packets"], "translated_packets": fwd["packets"],
+            "translated_bytes": fwd["bytes"], "conntrack_entries": len(entries),
+            "conntrack_translated": len(translated),
+            "translated_to": translated[0].reply.dst if translated else None}
+
+
+def sweep(run: Measurement, params: Params) -> list[dict]:
+    """Every method x repetition: ping-pong latency and streaming bandwidth per size."""
+    a1 = run.node("a1")
+    rows = []
+    for rep in range(1, params.repetitions + 1):
+        shift = (rep - 1) % len(METHODS)  # rotate the order so drift hits every method
+        for position, method in enumerate(METHODS[shift:] + METHODS[:shift]):
+            started = time.monotonic()
+            with method_path(run, method) as path:
+                result = pingpong.client(run.journal, a1, path.host, path.port,
+                                         list(params.sizes), params.latency_budget_s,
+                                         params.stream_budget_s)
+                if path.table is not None:
+                    run.nat_rows.append(nat_evidence(run, path.table, f"r{rep}",
+                                                     result["local"]))
+            wall = time.monotonic() - started
+            run.session.raw(f"pingpong-{method}-r{rep}.json", json.dumps(result, indent=1))
+            for point in result["points"]:
+                lat, st = point["latency"], point.get("stream") or {}
+                rows.append({
+                    "method": method, "label": LABELS[method], "repetition": rep,
+                    "order": position, "size": point["size"],
+                    "half_rtt_us": lat["median_us"], "half_rtt_mean_us": lat["mean_us"],
+                    "half_rtt_p10_us": lat["p10_us"], "half_rtt_p90_us": lat["p90_us"],
+                    "half_rtt_min_us": lat["min_us"], "iterations": lat["n"],
+                    "pingpong_mbit": lat["pingpong_mbit"], "stream_mbit": st.get("mbit"),
+                    "stream_bytes": st.get("bytes"), "stream_s": st.get("seconds"),
+                    "stream_messages": st.get("messages"), "client": result["local"],
+                    "wall_s": wall,
+                })
+            settle(0.1)
+    return rows
+
+
+def ss_established(node: Node) -> list[tuple[str, int, str, int]]:
+    """(local ip, local port, peer ip, peer port) of established TCP connections."""
+    out = node.run(["ss", "-Htn", "state", "established"], timeout=10).stdout
+    conns = []
+    for line in out.splitlines():
+        cols = line.split()
+        if len(cols) < 4:
+            continue
+        try:
+            (lip, lport), (pip, pport) = (c.rsplit(":", 1) for c in cols[2:4])
+            conns.append((lip.strip("[]"), int(lport), pip.strip("[]"), int(pport)))
+        except ValueError:
+            continue
+    return conns
+
+
+def count_connections(run: Measurement, params: Params) -> list[dict]:
+    """Hold ``flows`` connections per method open and count where TCP connections end.
+
+    The paper's Table 1 counts connections between the front nodes; here every
+    established connection on fa, fb and b1 that belongs to the study's ports
+    is counted while the flows are open, and fa's conntrack says which ones
+    were translated.
+    """
+    p = run.plan
+    rows = []
+    for method in METHODS:
+        with method_path(run, method) as path:
+            with pingpong.hold_connections(run.journal, run.node("a1"), path.host, path.port,
+                                           params.flows):
+                seen = {n: ss_established(run.node(n)) for n in ("fa", "fb", "b1")}
+                snat = 0
+                if method == "nat_srd":
+                    snat = sum(1 for e in nat.conntrack_entries(run.node("fa"))
+                               if e.state == "ESTABLISHED" and e.original.dst == p.fb_pub
+                               and e.reply.dst == p.fa_pub and e.original.src != p.fa_pub)
+        run.session.raw(f"connections-{method}.json", json.dumps(seen, indent=1))
+        fa_in = sum(1 for c in seen["fa"] if c[1] == PROXY_PORT)
+        fa_out = sum(1 for c in seen["fa"] if c[3] == SRD_PORT and c[2] == p.fb_pub)
+        fb_in = [c for c in seen["fb"] if c[1] == SRD_PORT]
+        fb_out = sum(1 for c in seen["fb"] if c[3] == SERVER_PORT)
+        b1_in = [c for c in seen["b1"] if c[1] == SERVER_PORT]
+        a_net = ipaddress.ip_network(p.a_private)
+        b1_from_a = sum(1 for c in b1_in if ipaddress.ip_address(c[2]) in a_net)
+        fb_from_public = sum(1 for c in fb_in if c[2] == p.fa_pub)
+        fb_from_private_a = sum(1 for c in fb_in if ipaddress.ip_address(c[2]) in a_net)
+        total = fa_in + len(fb_in) + len(b1_in)
+        rows.append({
+            "method": method, "label": LABELS[method], "flows": params.flows,
+            # connections whose packets cross the public segment between the fronts
+            "public_segment_connections": fb_from_public + fb_from_private_a + b1_from_a,
+            "front_to_front_connections": fa_out + fb_from_public,
+            "terminated_at_fa": fa_in, "opened_by_fa": fa_out,
+            "terminated_at_fb": len(fb_in), "opened_by_fb": fb_out,
+            "b1_peers_in_cluster_a": b1_from_a, "fb_peers_fa_public": fb_from_public,
+            "fb_peers_in_cluster_a": fb_from_private_a, "snat_entries_fa": snat,
+            "tcp_connections_per_flow": total / params.flows,
+            "user_space_relays_per_flow": (fa_in + len(fb_in)) / params.flows,
+        })
+    return rows
+
+
+# -- the unshaped relay benchmark --------------------------------------------------------------
+
+@contextmanager
+def bench_path(run: Measurement, path: str, check_target: bool) -> Iterator[dict]:
+    """Relays (and NAT) for one benchmark path; yields endpoints and relay process groups."""
+    p, j = run.plan, run.journal
+    fa, fb = run.node("fa"), run.node("fb")
+    kind = path.split("_")[1] if "_" in path else None
+    with ExitStack() as stack:
+        relays: list[Relay] = []
+        if kind:
+            for offset, server_port in ((0, SERVER_PORT), (IPERF_OFFSET, IPERF_PORT)):
+                relays.append(stack.enter_context(relay(
+                    j, fb, kind, f"{p.fb_pub}:{SRD_PORT + offset}", f"{p.b1}:{server_port}",
+                    check_target and offset == 0)))
+        if path.startswith("proxies"):
+            for offset in (0, IPERF_OFFSET):
+                relays.append(stack.enter_context(relay(
+                    j, fa, kind, f"{p.fa_priv}:{PROXY_PORT + offset}",
+                    f"{p.fb_pub}:{SRD_PORT + offset}", check_target and offset == 0)))
+            host, ports = p.fa_priv, (PROXY_PORT, PROXY_PORT + IPERF_OFFSET)
+        elif path.startswith("nat"):
+            stack.enter_context(nat.nat_applied(j, fa, p.nat_spec(), "s0b", run.nat_records))
+            host, ports = p.fb_pub, (SRD_PORT, SRD_PORT + IPERF_OFFSET)
+        else:
+            host, ports = p.b1, (SERVER_PORT, IPERF_PORT)
+        yield {"host": host, "ping_port": ports[0], "iperf_port": ports[1], "relays": relays}
+        for r in relays:  # a crash would show as a dead relay here
+            if not r.running():
+                raise HarnessError(f"{r.kind} relay on {r.node.name} ({r.listen}) died during "
+                                   f"{path}: {r.process.output()[-300:]}")
+
+
+def nptcp_half_rtt_us(run: Measurement, host: str, iterations: int = 2000) -> float | None:
+    """NetPIPE's 1 B half round trip on a path (cross-check of the ping-pong tool)."""
+    a1, b1 = run.node("a1"), run.node("b1")
+    if not (a1.has_command("NPtcp") and b1.has_command("NPtcp")):
+        return None
+    import secrets
+
+    common = f"-l 1 -u 1 -n {iterations} -p 0"
+    dirs = []
+    for node in (a1, b1):
+        path = f"/tmp/harness-nptcp-{secrets.token_hex(4)}"
+        dirs.append((run.journal.record("file", machine_of(node), path=path), path))
+        node.run(["mkdir", path], timeout=10)
+    try:
+        receiver = f"cd {dirs[1][1]} && exec NPtcp -P {NPTCP_PORT} {common}"
+        with run.journal.process(b1, receiver):
+            wait_until(lambda: NPTCP_PORT in listening_ports(b1), 10)
+            out = a1.run(f"cd {dirs[0][1]} && NPtcp -h {host} -P {NPTCP_PORT} {common} "
+                         f"-o np.out >/dev/null 2>&1; cat np.out", check=False, timeout=60)
+        cols = out.stdout.split()
+        return float(cols[2]) * 1e6 if len(cols) >= 3 else None
+    finally:
+        for entry, _ in dirs:
+            run.journal.undo(entry)
+
+
+def bench(run: Measurement, params: Params) -> list[dict]:
+    """Kernel forwarding, socat and srd side by side: iperf3, relay CPU, 1 B half-RTT."""
+    j, a1 = run.journal, run.node("a1")
+    rows = []
+    with pingpong.server(j, run.node("b1"), run.plan.b1, SERVER_PORT), \
+            iperf3_server(j, run.node("b1"), run.plan.b1, IPERF_PORT):
+        for rep in range(1, params.bench_repetitions + 1):
+            shift = (rep - 1) % len(BENCH_PATHS)
+            for path in BENCH_PATHS[shift:] + BENCH_PATHS[:shift]:
+                with bench_path(run, path, check_target=rep == 1) as ends:
+                    groups = [(r.node, r.pgid) for r in ends["relays"]]
+                    cpu0 = sum(group_cpu_seconds(n, g) for n, g in groups)
+                    t0 = time.monotonic()
+                    tput = iperf3_client(a1, ends["host"], ends["iperf_port"],
+                                         seconds=params.bench_seconds)
+                    elapsed = time.monotonic() - t0
+                    cpu = sum(group_cpu_seconds(n, g) for n, g in groups) - cpu0
+                    settle(0.1)
+                    lat = pingpong.client(j, a1, ends["host"], ends["ping_port"], [1, 1024, 65536],
+                                          0.3, 0, stream=False, warmup=200)
+                run.session.raw(f"bench-{path}-r{rep}-iperf3.json", json.dumps(tput.raw))
+                run.session.raw(f"bench-{path}-r{rep}-pingpong.json", json.dumps(lat))
+                by_size = {pt["size"]: pt["latency"] for pt in lat["points"]}
+                gbytes = tput.bytes_received / 1e9
+                rows.append({
+                    "path": path, "relay": path.split("_")[1] if "_" in path else "kernel",
+                    "hops": 0 if path == "direct" else 2 if path.startswith("proxies") else 1,
+                    "nat": path.startswith("nat"), "repetition": rep,
+                    "iperf_mbit": tput.received_bps / 1e6, "retransmits": tput.retransmits,
+                    "relay_cpu_s": cpu if groups else None,
+                    "relay_cpu_cores": cpu / elapsed if groups else None,
+                    "relay_cpu_s_per_gb": cpu / gbytes if groups and gbytes else None,
+                    "half_rtt_1b_us": by_size[1]["median_us"],
+                    "half_rtt_1b_p90_us": by_size[1]["p90_us"],
+                    "half_rtt_1k_us": by_size[1024]["median_us"],
+                    "half_rtt_64k_us": by_size[65536]["median_us"],
+                })
+                settle(0.1)
+    return rows
+
+
+# -- the whole measurement -------------------------------------------------------------------
+
+@contextmanager
+def main_relays(run: Measurement) -> Iterator[dict[str, Relay]]:
+    """Ping-pong server on b1, the SRD on fb, the relay (proxy) on fa: for the whole sweep."""
+    p, j = run.plan, run.journal
+    with pingpong.server(j, run.node("b1"), p.b1, SERVER_PORT), \
+            relay(j, run.node("fb"), "srd", f"{p.fb_pub}:{SRD_PORT}",
+                  f"{p.b1}:{SERVER_PORT}") as srd, \
+            relay(j, run.node("fa"), "srd", f"{p.fa_priv}:{PROXY_PORT}",
+                  f"{p.fb_pub}:{SRD_PORT}") as proxy:
+        yield {"fb_srd": srd, "fa_proxy": proxy}
+
+
+def srd_clients(relay_ref: Relay) -> dict:
+    """Who the SRD saw connecting (client addresses) and how its streams ended."""
+    events = relay_ref.handle.events()
+    clients: dict[str, int] = {}
+    reasons: dict[str, int] = {}
+    for e in events:
+        if e.name == "accept":
+            ip = e.get("client", "?").rsplit(":", 1)[0]
+            clients[ip] = clients.get(ip, 0) + 1
+        elif e.name == "close":
+            reasons[e.get("reason", "?")] = reasons.get(e.get("reason", "?"), 0) + 1
+    return {"accepts_by_client_ip": clients, "close_reasons": reasons,
+            "errors": [e.fields for e in events if e.name in ("error", "target-failed")]}
+
+
+def prepare_inventory(session: Session, bed) -> None:
+    """Real front nodes must forward (methods 1 and 3): set it, recorded and restored."""
+    if isinstance(bed, InventoryTestbed):
+        for front in ("fa", "fb"):
+            session.configure(set_sysctl(session.journal, bed.node(front),
+                                         "net.ipv4.ip_forward", 1))
+
+
+def build_bench_bed(session: Session, stack: ExitStack, params: Params, main_bed):
+    """The unshaped lab for the benchmark: the main one if already unshaped, else a new one."""
+    if isinstance(main_bed, InventoryTestbed) or not params.rate_mbit:
+        return main_bed, "main testbed (" + ("inventory" if isinstance(main_bed, InventoryTestbed)
+                                             else "unshaped lab") + ")"
+    from ..lab import Lab
+    from ..nodes import LocalNode
+    from ..testbed import LabTestbed
+
+    topo = topology(params, unshaped=True, name="s0-relay-bench")
+    lab = stack.enter_context(Lab(topo, session.journal, LocalNode("local"),
+                                  capabilities=session.capabilities.get("local"),
+                                  config=session.config))
+    return LabTestbed(lab), "second namespace lab, unshaped"
+
+
+def measure(params: Params, run_dir: str = "", inventory: str = "") -> str:
+    """Build (or reach) the testbed, measure the three methods and the relay benchmark, archive."""
+    check_inventory(inventory)
+    tools = {"nft", "iperf3", "python3"} | ({"socat"} if params.bench else set())
+    with open_session(STUDY, params.to_dict(), run_dir, inventory) as session:
+        timings: dict[str, float] = {}
+        t = time.monotonic()
+        bed = session.testbed(topology(params), features={"nat"}, tools=tools)
+        check_fronts(bed)
+        check_tools(bed, params.bench)
+        used = {"a1": [], "fa": [PROXY_PORT, PROXY_PORT + IPERF_OFFSET],
+                "fb": [SRD_PORT, SRD_PORT + IPERF_OFFSET],
+                "b1": [SERVER_PORT, IPERF_PORT, NPTCP_PORT]}
+        for name, ports in used.items():
+            check_ports_free(bed.node(name), ports)
+        prepare_inventory(session, bed)
+        session.verify(params.verify_seconds)
+        timings["setup_s"] = time.monotonic() - t
+        run = Measurement(session, bed, Plan.of(bed))
+        t = time.monotonic()
+        with main_relays(run) as relays:
+            check_answers(run.journal, run.node("a1"), run.plan.b1, SERVER_PORT,
+                          "direct path (needs routes between the private prefixes)")
+            rows = sweep(run, params)
+            timings["sweep_s"] = time.monotonic() - t
+            t = time.monotonic()
+            connections = count_connections(run, params)
+            timings["connections_s"] = time.monotonic() - t
+            alive = {name: r.handle.running() for name, r in relays.items()}
+            srd_seen = srd_clients(relays["fb_srd"])
+        relay_records = [r.record() for r in relays.values()]
+        session.results(pd.DataFrame(rows))
+        session.results(pd.DataFrame(connections), "connections")
+        bench_rows: list[dict] = []
+        bench_where = nptcp_us = None
+        if params.bench:
+            t = time.monotonic()
+            with ExitStack() as stack:
+                bench_bed, bench_where = build_bench_bed(session, stack, params, bed)
+                bench_run = Measurement(session, bench_bed, Plan.of(bench_bed),
+                                nat_records=run.nat_records)
+                if bench_bed is not bed:
+                    session.note(bench_testbed=bench_bed.record())
+                bench_rows = bench(bench_run, params)
+                nptcp_us = nptcp_half_rtt_us(bench_run, bench_run.plan.b1)
+            timings["bench_s"] = time.monotonic() - t
+            session.results(pd.DataFrame(bench_rows), "bench")
+        session.results(pd.DataFrame(run.nat_rows), "nat")
+        session.configure(run.nat_records)
+        session.note(s0={
+            "methods": {
+                "direct": "a1 -> b1 private address; fa and fb forward in the kernel (routes to "
+                          "the other cluster's private prefix); no NAT, no relay",
+                "proxies": f"a1 -> fa {run.plan.fa_priv}:{PROXY_PORT} (srd) -> fb "
+                           f"{run.plan.fb_pub}:{SRD_PORT} (srd) -> b1",
+                "nat_srd": f"a1 -> fb {run.plan.fb_pub}:{SRD_PORT}, routed by fa and masqueraded "
+                           f"to {run.plan.fa_pub} (nftables); SRD on fb -> b1",
+            },
+            "relays": relay_records, "relays_alive_after_sweep": alive,
+            "srd_on_fb": srd_seen, "bench_where": bench_where, "timings": timings,
+            "nptcp_direct_half_rtt_1b_us": nptcp_us,
+            "tool": "harness.tools.pingpong (TCP_NODELAY, per-size budgets)",
+        })
+        return str(session.run.path)
+
+
+def load_run(run_path: str | Path) -> dict:
+    """Every table of an S0 run and its run.json."""
+    run_path = Path(run_path)
+    tables = {name: pd.read_parquet(run_path / f"{name}.parquet")
+              for name in ("results", "connections", "bench", "nat")
+              if (run_path / f"{name}.parquet").exists()}
+    tables["meta"] = json.loads((run_path / "run.json").read_text())
+    return tables

@@ -1,0 +1,67 @@
+"""Placement: host when it suffices, a VM when only it has the features, else refuse."""
+
+import pytest
+
+from harness.errors import CapabilityMissing
+from harness.placement import VMOffer, decide, fit_to_ceiling
+from harness.probe import Capabilities
+from harness.studies import s4
+from harness.topology import TopologyBuilder
+
+HOST = Capabilities("local", "6.18", {"netns": True, "veth": True, "htb": True, "mptcp": True,
+                                      "netem": False, "tipc": False, "sctp": False,
+                                      "rdma_rxe": False, "nfsd": False})
+VM = VMOffer(True, "/boot/vmlinuz-6.1.0-56-amd64", "6.1.0-56-amd64",
+             {"netns", "veth", "htb", "mptcp", "netem", "tipc", "sctp"})
+
+
+def test_s4_stays_on_the_host():
+    need = {"mptcp"} | s4.topology(s4.Params.resolve()).required_features()
+    d = decide(need, HOST, VM, "study s4")
+    assert d.where == "host" and d.modules == ()
+
+
+def test_tipc_goes_to_a_vm_and_loads_its_module():
+    d = decide({"netns", "tipc", "sctp"}, HOST, VM, "study s3")
+    assert d.where == "vm"
+    assert set(d.missing_on_host) == {"tipc", "sctp"} and set(d.modules) == {"tipc", "sctp"}
+    assert "6.1.0-56-amd64" in d.reason
+
+
+def test_netem_maps_to_its_module_name():
+    assert decide({"netem"}, HOST, VM, "x").modules == ("sch_netem",)
+
+
+def test_a_feature_nobody_has_is_refused_naming_it():
+    with pytest.raises(CapabilityMissing, match="rdma_rxe.*neither this host"):
+        decide({"tipc", "rdma_rxe"}, HOST, VM, "study s1")
+
+
+def test_no_vm_tools_is_refused_with_the_reason():
+    with pytest.raises(CapabilityMissing, match="no VM can be booted: qemu missing"):
+        decide({"tipc"}, HOST, VMOffer(False, reason="qemu missing"), "study s3")
+
+
+def test_unknown_feature_is_an_error():
+    with pytest.raises(Exception, match="unknown features"):
+        decide({"warp-drive"}, HOST, VM, "x")
+
+
+def wan(rate, delay):
+    return (TopologyBuilder("wan").node("a").node("b")
+            .link(("a", "eth0", "198.18.0.1/24"), ("b", "eth0", "198.18.0.2/24"),
+                  rate_mbit=rate, delay_ms=delay).build())
+
+
+def test_rates_above_the_ceiling_are_scaled_keeping_the_bdp():
+    topo, scaling = fit_to_ceiling(wan(1000, 2.4), ceiling_mbit=400)
+    link = topo.links[0]
+    assert scaling.factor == pytest.approx(0.32)
+    assert link.rate_mbit == pytest.approx(320)
+    assert link.rate_mbit * link.delay_ms == pytest.approx(1000 * 2.4)
+    assert "bandwidth-delay product" in scaling.note
+
+
+def test_rates_within_the_ceiling_are_left_alone():
+    topo, scaling = fit_to_ceiling(wan(50, 10), ceiling_mbit=400)
+    assert scaling.factor == 1.0 and topo == wan(50, 10)
