@@ -13,7 +13,8 @@ RTT: ping over the idle link, compared with twice the one-way delay.
 from __future__ import annotations
 
 import re
-import time
+import shlex
+import statistics
 from dataclasses import asdict, dataclass
 
 from .journal import Journal
@@ -76,24 +77,48 @@ class LinkCheck:
         return {**asdict(self), "ok": self.ok}
 
 
-def shaped_bytes(node: Node, ifname: str, classid: str = "1:1") -> tuple[int, float]:
-    """(bytes sent by the shaping class on ``ifname``, monotonic time of the reading)."""
-    before = time.monotonic()
-    # iproute2 6.1 prints no JSON for classes: parse "class htb 1:1 ...\n Sent N bytes".
-    res = node.run(["tc", "-s", "class", "show", "dev", ifname], timeout=10)
-    after = time.monotonic()
-    match = re.search(rf"^class \S+ {re.escape(classid)} .*?\n\s*Sent (\d+) bytes",
-                      res.stdout, re.M)
-    if not match:
-        raise RuntimeError(f"no tc class {classid} on {node.name}:{ifname}: {res.stdout!r}")
-    return int(match.group(1)), (before + after) / 2
-
-
-def ping_rtt_ms(node: Node, target: str, source: str, count: int = 5) -> float | None:
-    res = node.run(["ping", "-n", "-q", "-c", str(count), "-i", "0.05", "-I", source, target],
+def ping_rtt_ms(node: Node, target: str, source: str, count: int = 10) -> float | None:
+    """Median RTT of ``count`` pings, after one warm-up ping (which pays for ARP)."""
+    res = node.run(f"ping -n -c 1 -W 5 -I {source} {target} >/dev/null 2>&1; "
+                   f"ping -n -c {count} -i 0.05 -W 5 -I {source} {target}",
                    check=False, timeout=30 + count)
-    match = re.search(r"= [\d.]+/([\d.]+)/", res.stdout)
-    return float(match.group(1)) if match else None
+    times = [float(t) for t in re.findall(r"time=([\d.]+) ms", res.stdout)]
+    return statistics.median(times) if times else None
+
+
+SAMPLER = """
+out=$(mktemp) && trap 'rm -f "$out"' EXIT
+{client} > "$out" 2>&1 &
+pid=$!
+while kill -0 $pid 2>/dev/null; do
+  printf 'SAMPLE %s ' "$(date +%s.%N)"
+  tc -s class show dev {dev} | awk '$1 == "class" {{ c = ($3 == "{classid}") }} c && $1 == "Sent" {{ print $2; exit }}'
+  sleep {interval}
+done
+wait $pid; status=$?
+echo "CLIENT-OUTPUT"
+cat "$out"
+exit $status
+"""
+
+
+def run_sampled(node: Node, client_argv: list[str], dev: str, seconds: float,
+                classid: str = "1:1") -> tuple[list[tuple[int, float]], str]:
+    """Run an iperf3 client on ``node`` while sampling the shaping class's byte counter there.
+
+    Sampling runs on the node itself (one command), so a slow transport (SSH
+    into an emulated VM) does not thin out the samples.
+    """
+    script = SAMPLER.format(client=shlex.join(client_argv), dev=shlex.quote(dev),
+                            classid=classid, interval=SAMPLE_INTERVAL)
+    res = node.run(script, timeout=seconds + 60)
+    head, _, output = res.stdout.partition("CLIENT-OUTPUT\n")
+    samples = []
+    for line in head.splitlines():
+        parts = line.split()
+        if len(parts) == 3 and parts[0] == "SAMPLE":
+            samples.append((int(parts[2]), float(parts[1])))
+    return samples, output
 
 
 def measure_direction(journal: Journal, lab: Lab, link, forward: bool,
@@ -104,15 +129,9 @@ def measure_direction(journal: Journal, lab: Lab, link, forward: bool,
     link_mbit = goodput = ratio = None
     if link.shaped:
         argv = iperf3_client_argv(dst.ip, VERIFY_PORT, seconds, 1, None, src.ip, False)
-        samples: list[tuple[int, float]] = []
         with iperf3_server(journal, dst_node, dst.ip, VERIFY_PORT):
-            with journal.process(src_node, argv) as proc:
-                deadline = time.monotonic() + seconds + 20
-                while proc.poll() is None and time.monotonic() < deadline:
-                    samples.append(shaped_bytes(src_node, src.ifname))
-                    time.sleep(SAMPLE_INTERVAL)
-                proc.wait(5)
-                result = parse_iperf3_json(proc.output(), 1)
+            samples, output = run_sampled(src_node, argv, src.ifname, seconds)
+        result = parse_iperf3_json(output, 1)
         link_mbit = steady_rate_bps(samples) / 1e6
         goodput = result.received_bps / 1e6
         ratio = link_mbit / configured

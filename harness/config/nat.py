@@ -79,7 +79,7 @@ class NatSpec:
     masquerade: tuple[Masquerade, ...] = ()
     forwards: tuple[PortForward, ...] = ()
 
-    def validate(self) -> "NatSpec":
+    def validate(self) -> NatSpec:
         if not self.masquerade and not self.forwards:
             raise SpecError("a NAT spec needs at least one masquerade or port-forward rule")
         for rule in self.masquerade:

@@ -44,7 +44,6 @@ import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 
 import pandas as pd
 
@@ -151,7 +150,7 @@ class Params:
     verify_seconds: int = 1
 
     @classmethod
-    def resolve(cls, **given) -> "Params":
+    def resolve(cls, **given) -> Params:
         """Validate notebook parameters; a profile supplies what is left empty (None/"")."""
         check_known(given, [f for f in cls.__dataclass_fields__], "study S0")
         profile = given.get("profile") or "quick"
@@ -219,7 +218,7 @@ class Plan:
     public: str  # prefix of the public segment
 
     @classmethod
-    def of(cls, bed) -> "Plan":
+    def of(cls, bed) -> Plan:
         return cls(
             a1=bed.address("a1", "eth0"), fa_priv=bed.address("fa", "priv"),
             fa_pub=bed.address("fa", "pub"), fb_pub=bed.address("fb", "pub"),
@@ -774,13 +773,3 @@ def measure(params: Params, run_dir: str = "", inventory: str = "") -> str:
             "tool": "harness.tools.pingpong (TCP_NODELAY, per-size budgets)",
         })
         return str(session.run.path)
-
-
-def load_run(run_path: str | Path) -> dict:
-    """Every table of an S0 run and its run.json."""
-    run_path = Path(run_path)
-    tables = {name: pd.read_parquet(run_path / f"{name}.parquet")
-              for name in ("results", "connections", "bench", "nat")
-              if (run_path / f"{name}.parquet").exists()}
-    tables["meta"] = json.loads((run_path / "run.json").read_text())
-    return tables

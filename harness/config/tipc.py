@@ -1,0 +1,186 @@
+"""TIPC on a node: its identity and a bearer on a lab interface (iproute2's ``tipc``).
+
+Probe -> apply -> record -> restore, like every configuration operation:
+
+* ``probe(node)`` reads what is there (tool present, module loaded, the node
+  identity, the bearers) without changing anything, and fails with a clear
+  message when the kernel has no TIPC or the ``tipc`` tool is missing
+  (Debian's tipcutils is gone; iproute2 >= 4.x ships ``tipc``).
+* ``set_identity`` gives the node a readable identity. The kernel allows this
+  ONCE per network namespace and has no "unset": it is refused when another
+  identity is already set, and it disappears with the lab's namespace (that is
+  its undo). Set it before the first bearer, or the kernel derives one from
+  the bearer's address.
+* ``enable_bearer`` enables an Ethernet bearer (``media eth dev IF``; needs
+  the peers on one L2 segment) or a UDP bearer (``media udp name N localip
+  A remoteip B``; works across IP routers). A unicast ``remoteip`` puts the
+  UDP bearer in point-to-point/replicast mode: peers that send it discovery
+  messages are added automatically, so in a star only the leaves need the
+  centre's address and the centre needs any one leaf's. Recorded before it is
+  made; undone with ``tipc bearer disable``.
+
+Each returns a :class:`ChangeRecord` for the run's archive, and ``state``
+(identity, bearers, links, link window) is recorded too, because today's
+TIPC (adaptive link window, 2.0 protocol) is not the TIPC 1.7.6 of older papers.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+import shlex
+from dataclasses import asdict, dataclass
+
+from ..errors import CapabilityMissing, SpecError
+from ..journal import Journal, undo_handler
+from ..nodes import Node
+from .record import ChangeRecord
+
+MEDIA = ("udp", "eth")
+_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,15}$")
+_IDENTITY = re.compile(r"^[A-Za-z0-9_.-]{1,16}$")
+_MISSING_MODULE = "Unable to get TIPC nl family id"
+
+
+@dataclass(frozen=True)
+class TipcState:
+    """What ``tipc`` reports on a node (raw text kept: its format varies by version)."""
+
+    tool: str
+    identity: str  # "" if none set yet
+    bearers: tuple[str, ...]  # e.g. ("udp:s3", "eth:eth0")
+    links: str
+    nametable_lines: int
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _run_tipc(node: Node, args: list[str], check: bool = True):
+    res = node.run(["tipc", *args], check=False, timeout=30)
+    if not res.ok and _MISSING_MODULE in (res.stderr + res.stdout):
+        raise CapabilityMissing(f"{node.name}: the kernel has no TIPC (module not loaded)",
+                                "load it (modprobe tipc) on a kernel that has it; this host's "
+                                "kernel has none -- run the study in a VM lab")
+    if check and not res.ok:
+        raise SpecError(f"{node.name}: `tipc {' '.join(args)}` failed: "
+                        f"{(res.stderr or res.stdout).strip()}",
+                        "check the arguments (see `man tipc-bearer`, `man tipc-node`)")
+    return res
+
+
+def probe(node: Node) -> TipcState:
+    """The node's TIPC state; raises CapabilityMissing if TIPC cannot be configured there."""
+    tool = node.run("command -v tipc", check=False, timeout=30).stdout.strip()
+    if not tool:
+        raise CapabilityMissing(f"{node.name}: no `tipc` command",
+                                "install iproute2 (it ships `tipc`; Debian has no tipcutils)")
+    ident = _run_tipc(node, ["node", "get", "identity"], check=False)
+    identity = ident.stdout.strip() if ident.ok else ""
+    bearers = tuple(line.strip() for line in
+                    _run_tipc(node, ["bearer", "list"]).stdout.splitlines() if line.strip())
+    links = _run_tipc(node, ["link", "list"], check=False).stdout.strip()
+    names = _run_tipc(node, ["nametable", "show"], check=False).stdout
+    return TipcState(tool, identity, bearers, links, len(names.splitlines()))
+
+
+def _hex_identity(identity: str) -> str:
+    """How ``tipc node get identity`` shows a text identity: its bytes in hex, zero-padded."""
+    return identity.encode().hex().ljust(32, "0")
+
+
+def set_identity(journal: Journal, node: Node, identity: str) -> ChangeRecord:
+    if not _IDENTITY.match(identity):
+        raise SpecError(f"TIPC identity {identity!r} is not valid",
+                        "use 1-16 letters, digits, '_', '.', '-'")
+    before = probe(node).identity
+    wanted = {identity, _hex_identity(identity)}
+    if before and before.lower() in {w.lower() for w in wanted} | {identity.encode().hex()}:
+        return ChangeRecord(node.name, "tipc-identity", "node identity", before, identity,
+                            changed=False)
+    if before:
+        raise SpecError(f"{node.name} already has TIPC identity {before}; the kernel allows "
+                        "one per network namespace and none can be removed",
+                        "configure TIPC in a fresh namespace (a lab node), not on this one")
+    journal.record("tipc-identity", node, identity=identity)
+    _run_tipc(node, ["node", "set", "identity", identity])
+    after = probe(node).identity
+    return ChangeRecord(node.name, "tipc-identity", "node identity", None, after or identity,
+                        changed=True)
+
+
+def _bearer_id(media: str, name: str | None, dev: str | None) -> str:
+    return f"{media}:{name if media == 'udp' else dev}"
+
+
+def enable_bearer(journal: Journal, node: Node, media: str, *, dev: str | None = None,
+                  name: str | None = None, localip: str | None = None,
+                  remoteip: str | None = None, port: int | None = None) -> ChangeRecord:
+    """Enable one bearer; arguments are checked before anything changes."""
+    if media not in MEDIA:
+        raise SpecError(f"TIPC media {media!r} is not supported", f"use one of {MEDIA}")
+    if media == "eth":
+        if not dev or not re.match(r"^[A-Za-z][A-Za-z0-9_.-]{0,14}$", dev):
+            raise SpecError(f"an Ethernet bearer needs an interface name, got {dev!r}")
+        args = ["media", "eth", "device", dev]
+    else:
+        if not name or not _NAME.match(name):
+            raise SpecError(f"a UDP bearer needs a name of 1-15 letters/digits, got {name!r}")
+        for what, ip in (("localip", localip), ("remoteip", remoteip)):
+            if ip is None and what == "remoteip":
+                continue
+            try:
+                ipaddress.ip_address(ip)
+            except (TypeError, ValueError):
+                raise SpecError(f"TIPC UDP bearer {what} {ip!r} is not an IP address") from None
+        args = ["media", "udp", "name", name, "localip", localip]
+        if port is not None:
+            if not 1 <= port <= 65535:
+                raise SpecError(f"TIPC UDP port {port} is outside 1..65535")
+            args += ["localport", str(port), "remoteport", str(port)]
+        if remoteip:
+            args += ["remoteip", remoteip]
+    bearer = _bearer_id(media, name, dev)
+    state = probe(node)
+    if any(b.startswith(bearer) for b in state.bearers):
+        raise SpecError(f"{node.name} already has TIPC bearer {bearer}",
+                        "it was not made by this run: disable it yourself or use another name")
+    journal.record("tipc-bearer", node, media=media, name=name, dev=dev)
+    _run_tipc(node, ["bearer", "enable", *args])
+    return ChangeRecord(node.name, "tipc-bearer", bearer, None, " ".join(args), changed=True)
+
+
+def link_window(node: Node, media: str, name: str | None = None,
+                dev: str | None = None) -> str:
+    """The bearer's link window as ``tipc bearer get window`` prints it (recorded per run)."""
+    target = ["name", name] if media == "udp" else ["device", dev]
+    res = _run_tipc(node, ["bearer", "get", "window", "media", media, *target], check=False)
+    return (res.stdout or res.stderr).strip()
+
+
+def wait_links(node: Node, expected: int, timeout: float = 60.0) -> int:
+    """Wait until ``node`` has ``expected`` TIPC links up (besides broadcast); return how many."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while True:
+        text = _run_tipc(node, ["link", "list"], check=False).stdout
+        up = sum(1 for line in text.splitlines()
+                 if line.strip().endswith(": up") and "broadcast-link" not in line)
+        if up >= expected or time.monotonic() > deadline:
+            return up
+        time.sleep(0.5)
+
+
+@undo_handler("tipc-bearer")
+def _undo_bearer(node: Node, data: dict) -> None:
+    if data["media"] == "udp":
+        target = f"media udp name {shlex.quote(data['name'])}"
+    else:
+        target = f"media eth device {shlex.quote(data['dev'])}"
+    node.run(f"tipc bearer disable {target} 2>/dev/null || true", timeout=30)
+
+
+@undo_handler("tipc-identity")
+def _undo_identity(node: Node, data: dict) -> None:
+    """Nothing to run: the kernel cannot unset an identity; it goes with the namespace."""

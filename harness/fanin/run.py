@@ -1,0 +1,184 @@
+"""Run the mappers (background, journalled) and the reducer (foreground) on lab nodes.
+
+Mappers in namespaces of one machine are started as ONE background process
+on that machine (a shell that ``nsenter``s each namespace and waits): with 48
+mappers inside a VM this is one journal entry and one SSH round trip to
+start, poll and stop, instead of 48 of each. Stopping sends SIGTERM to the
+whole process group; every mapper then prints its counters and rusage.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+from ..errors import HarnessError
+from ..journal import Journal
+from ..nodes import NamespaceNode, Node
+from ..nodes.base import Process
+from .spec import FaninOutput, ReduceSpec, SocketOptions, events, parse_output, serve_argv, shell
+
+READY_TIMEOUT = 120.0
+
+
+class FaninError(HarnessError):
+    """A mapper did not start, or a reducer run failed."""
+
+
+@dataclass
+class MapperFleet:
+    proto: str
+    listens: list[str]
+    groups: list[tuple[Node, Process, int]]  # (machine or node, process, mappers in it)
+    pids: dict[str, int] = field(default_factory=dict)  # listen address -> mapper pid
+    exits: list[dict] = field(default_factory=list)  # filled when stopped
+    output: str = ""
+
+    def pid_groups(self) -> list[tuple[Node, list[int]]]:
+        """(machine, pids of mappers running there) -- for reading /proc/PID/stat."""
+        out = []
+        for machine, _proc, _count in self.groups:
+            listens = self._listens_of.get(id(machine), [])
+            out.append((machine, [self.pids[a] for a in listens if a in self.pids]))
+        return out
+
+    _listens_of: dict[int, list[str]] = field(default_factory=dict, repr=False)
+
+
+def _group_by_machine(nodes: list[Node]) -> list[tuple[Node, list[int]]]:
+    groups: dict[int, tuple[Node, list[int]]] = {}
+    order: list[int] = []
+    for i, node in enumerate(nodes):
+        key_node = node.parent if isinstance(node, NamespaceNode) else node
+        key = id(key_node)
+        if key not in groups:
+            groups[key] = (key_node, [])
+            order.append(key)
+        groups[key][1].append(i)
+    return [groups[k] for k in order]
+
+
+def _launch_script(nodes: list[Node], argvs: list[list[str]], indices: list[int]) -> str:
+    lines = []
+    for i in indices:
+        node = nodes[i]
+        if isinstance(node, NamespaceNode):
+            lines.append(f"nsenter --net={node.netns_path} -- {shell(argvs[i])} &")
+        else:
+            lines.append(f"{shell(argvs[i])} &")
+    lines.append("wait")
+    return "\n".join(lines)
+
+
+@contextmanager
+def mapper_fleet(journal: Journal, nodes: list[Node], listens: list[str], proto: str,
+                 binary: str, sockets: SocketOptions = SocketOptions(),
+                 ready_timeout: float = READY_TIMEOUT) -> Iterator[MapperFleet]:
+    """Start one mapper per node (listening on ``listens[i]``); stop all on exit."""
+    if len(nodes) != len(listens):
+        raise FaninError(f"{len(nodes)} mapper nodes but {len(listens)} addresses")
+    argvs = [serve_argv(binary, proto, listen, sockets) for listen in listens]
+    fleet = MapperFleet(proto, list(listens), [])
+    try:
+        for machine, indices in _group_by_machine(nodes):
+            proc = journal.start(machine, _launch_script(nodes, argvs, indices))
+            fleet.groups.append((machine, proc, len(indices)))
+            fleet._listens_of[id(machine)] = [listens[i] for i in indices]
+        _wait_listening(fleet, ready_timeout)
+        yield fleet
+    finally:
+        _stop(journal, fleet)
+
+
+def _wait_listening(fleet: MapperFleet, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    pending = list(fleet.groups)
+    while pending:
+        for group in list(pending):
+            _machine, proc, count = group
+            output = proc.output()
+            ready = events(output, "listening")
+            errors = events(output, "error")
+            if errors or (proc.poll() is not None and len(ready) < count):
+                messages = "; ".join(e.get("message", "") for e in errors) or output[-500:]
+                raise FaninError(f"{fleet.proto} mappers failed to start: {messages}",
+                                 _start_hint(messages, fleet.proto))
+            if len(ready) >= count:
+                for event in ready:
+                    fleet.pids[event["listen"]] = int(event["pid"])
+                pending.remove(group)
+        if pending and time.monotonic() > deadline:
+            raise FaninError(f"{fleet.proto} mappers did not all listen within {timeout:g}s",
+                             "the machine may be overloaded (TCG VM?); raise ready_timeout")
+        if pending:
+            time.sleep(0.2)
+
+
+def _start_hint(message: str, proto: str) -> str:
+    if "Address family not supported" in message or "Protocol not supported" in message:
+        return (f"this kernel has no {proto.upper()}: load its module (modprobe {proto}) or run"
+                " the study in a VM lab")
+    if "in use" in message:
+        return "another process holds that port in the namespace; choose another base port"
+    return "see the mapper's message above"
+
+
+def _stop(journal: Journal, fleet: MapperFleet) -> None:
+    outputs = []
+    for _machine, proc, _count in fleet.groups:
+        try:
+            proc.stop()
+            outputs.append(proc.output())
+        finally:
+            journal.stop(proc)
+    fleet.output = "\n".join(outputs)
+    fleet.exits = events(fleet.output, "exit")
+
+
+def mapper_cpu_ticks(fleet: MapperFleet) -> int:
+    """utime + stime (clock ticks) summed over all running mappers, one command per machine."""
+    total = 0
+    for machine, pids in fleet.pid_groups():
+        if not pids:
+            continue
+        res = machine.run("cat " + " ".join(f"/proc/{p}/stat" for p in pids) + " 2>/dev/null",
+                          check=False, timeout=60)
+        for line in res.stdout.splitlines():
+            fields = line.rsplit(")", 1)[-1].split()
+            if len(fields) > 12:
+                total += int(fields[11]) + int(fields[12])  # utime, stime (stat fields 14, 15)
+    return total
+
+
+@dataclass
+class ReduceResult:
+    spec: ReduceSpec
+    targets: list[str]
+    exit_status: int
+    stdout: str
+    stderr: str
+    output: FaninOutput
+    wall_s: float
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_status == 0 and self.output.ok
+
+
+def run_reducer(node: Node, binary: str, spec: ReduceSpec, targets: list[str],
+                check: bool = True) -> ReduceResult:
+    """Run one reducer to completion on ``node``; its JSON lines are parsed."""
+    argv = spec.argv(binary, targets)
+    started = time.monotonic()
+    res = node.run(argv, timeout=spec.time_bound_s(), check=False)
+    result = ReduceResult(spec, list(targets), res.exit_status, res.stdout, res.stderr,
+                          parse_output(res.stdout + "\n" + res.stderr),
+                          time.monotonic() - started)
+    if check and not result.ok:
+        errors = "; ".join(result.output.errors) or res.stderr.strip()[-500:] or "(no output)"
+        raise FaninError(f"{spec.proto} reducer on {node.name} (N={len(targets)}, "
+                         f"size={spec.size}) exited {res.exit_status}: {errors}",
+                         _start_hint(errors, spec.proto))
+    return result

@@ -1,0 +1,362 @@
+"""S3 -- TIPC versus CUBIC-TCP and SCTP for the Hadoop shuffle (seed 003).
+
+Paper (Yoo, Chung, Kim, KIISE 2009): a reducer pulls map-output partitions
+from N mappers at once (1:N fan-in). On 51 Opteron nodes, GbE through one
+48-port switch, Linux 2.6.25, TIPC 1.7.6, it reports TIPC best in most cases
+(at 1:48 and <= 8 KB +10% on average, up to +16% over TCP), TIPC collapsing
+at >= 16 KB with many senders (static link window under incast), and at a
+25 ms period and <= 16 KB 7-15% less CPU for TIPC than TCP.
+
+Here: one reducer and N mapper namespaces joined by a "switch" namespace
+that routes; the switch's port toward the reducer is the bottleneck (htb at
+``port_rate_mbit``) with a small byte-limited FIFO (``queue_kbytes``, the
+switch-port buffer; its drops are read from the qdisc per point). Without it
+a veth has no buffer to overflow and incast cannot happen. Traffic: our C
+generator (harness.fanin), same code for every protocol; TIPC over UDP
+bearers (they cross the switch's IP routing), configured on every node by
+harness.config.tipc. The host kernel has no TIPC/SCTP: the lab runs in a VM.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass
+
+import pandas as pd
+
+from .. import fanin
+from ..config import tipc
+from ..errors import SpecError
+from ..session import Session, open_session
+from ..topology import Topology, TopologyBuilder
+from .params import check_known, int_list, number
+
+STUDY = "s3"
+MAX_MAPPERS = 48  # the paper's largest fan-in, and what one VM lab is built and verified with
+PORT = 47000
+LAB_PREFIX = "198.18.0.0/15"  # RFC 2544 benchmarking range
+REDUCER_IP = "198.19.0.2"
+TIPC_BEARER = "s3"
+# Protocol variants: the generator's protocol and the TCP congestion control per socket.
+VARIANTS = {
+    "tcp-cubic": ("tcp", "cubic"),
+    "tcp": ("tcp", ""),  # the kernel's default congestion control
+    "sctp": ("sctp", ""),
+    "tipc": ("tipc", ""),
+}
+
+PROFILES = {
+    # quick: minutes in a TCG VM; few rounds, fan-in 8 and 48, four sizes
+    "quick": dict(mappers=(8, 48), sizes_kb=(1, 4, 16, 64), rounds=20, warmup=2,
+                  cpu_periods_ms=(250, 500), cpu_sizes_kb=(4, 16), cpu_rounds=10),
+    # paper: the paper's grid (sizes 1-64 KB, fan-in up to 48, 1000 rounds per point)
+    "paper": dict(mappers=(1, 8, 16, 24, 32, 40, 48), sizes_kb=(1, 2, 4, 8, 16, 32, 64),
+                  rounds=1000, warmup=20, cpu_periods_ms=(250, 500, 1000),
+                  cpu_sizes_kb=(1, 2, 4, 8, 16, 32, 64), cpu_rounds=200),
+}
+
+
+@dataclass(frozen=True)
+class Params:
+    profile: str = "quick"
+    protocols: tuple[str, ...] = ("tcp-cubic", "sctp", "tipc")
+    mappers: tuple[int, ...] = PROFILES["quick"]["mappers"]
+    sizes_kb: tuple[int, ...] = PROFILES["quick"]["sizes_kb"]
+    rounds: int = 20
+    warmup: int = 2
+    repetitions: int = 1
+    port_rate_mbit: float = 100.0  # the reducer's switch port (the paper: 1 Gbit/s)
+    mapper_rate_mbit: float = 0.0  # 0: mapper links unshaped (veth speed)
+    queue_kbytes: int = 128  # switch-port buffer toward the reducer
+    cpu_periods_ms: tuple[int, ...] = PROFILES["quick"]["cpu_periods_ms"]
+    cpu_sizes_kb: tuple[int, ...] = PROFILES["quick"]["cpu_sizes_kb"]
+    cpu_rounds: int = 10
+    cpu_mappers: int = 48  # the paper: 1:50; we stop at 48
+    sndbuf: int = 0  # SO_SNDBUF / SO_RCVBUF for every protocol; 0 = kernel default
+    rcvbuf: int = 0
+    round_timeout_s: float = 20.0
+    verify_seconds: int = 2
+
+    @classmethod
+    def resolve(cls, **given) -> Params:
+        """Validate notebook parameters; a profile supplies what is left empty (None/"")."""
+        check_known(given, list(cls.__dataclass_fields__), "study S3")
+        profile = given.get("profile") or "quick"
+        if profile not in PROFILES:
+            raise SpecError(f"unknown profile {profile!r}", f"use one of {sorted(PROFILES)}")
+        values = {**asdict(cls()), **PROFILES[profile], "profile": profile}
+        values.update({k: v for k, v in given.items() if v not in (None, "")})
+        protocols = values["protocols"]
+        if isinstance(protocols, str):
+            protocols = [p.strip() for p in protocols.split(",") if p.strip()]
+        protocols = tuple(protocols)
+        bad = [p for p in protocols if p not in VARIANTS]
+        if bad or not protocols:
+            raise SpecError(f"unknown protocol(s) {bad or protocols}",
+                            f"use some of {', '.join(VARIANTS)}")
+        mappers = int_list("mappers", values["mappers"], 1, 10**6)
+        if max(mappers) > MAX_MAPPERS:
+            raise SpecError(f"fan-in of {max(mappers)} mappers is more than the lab holds",
+                            f"use at most {MAX_MAPPERS} mappers (each is a namespace with its "
+                            "own link; 48 is the paper's largest fan-in)")
+        cpu_mappers = number("cpu_mappers", values["cpu_mappers"], 1, 10**6, integer=True)
+        if cpu_mappers > MAX_MAPPERS:
+            raise SpecError(f"cpu_mappers={cpu_mappers} is more than the lab holds",
+                            f"use at most {MAX_MAPPERS}")
+        return cls(
+            profile=profile,
+            protocols=protocols,
+            mappers=mappers,
+            sizes_kb=int_list("sizes_kb", values["sizes_kb"], 1, 64),
+            rounds=number("rounds", values["rounds"], 1, 100_000, integer=True),
+            warmup=number("warmup", values["warmup"], 0, 10_000, integer=True),
+            repetitions=number("repetitions", values["repetitions"], 1, 100, integer=True),
+            port_rate_mbit=number("port_rate_mbit", values["port_rate_mbit"], 1, 10_000),
+            mapper_rate_mbit=number("mapper_rate_mbit", values["mapper_rate_mbit"], 1, 10_000,
+                                    allow_zero=True),
+            queue_kbytes=number("queue_kbytes", values["queue_kbytes"], 2, 1 << 20, integer=True),
+            cpu_periods_ms=int_list("cpu_periods_ms", values["cpu_periods_ms"], 1, 60_000),
+            cpu_sizes_kb=int_list("cpu_sizes_kb", values["cpu_sizes_kb"], 1, 64),
+            cpu_rounds=number("cpu_rounds", values["cpu_rounds"], 0, 100_000, integer=True),
+            cpu_mappers=cpu_mappers,
+            sndbuf=number("sndbuf", values["sndbuf"], 4096, 1 << 30, integer=True,
+                          allow_zero=True),
+            rcvbuf=number("rcvbuf", values["rcvbuf"], 4096, 1 << 30, integer=True,
+                          allow_zero=True),
+            round_timeout_s=number("round_timeout_s", values["round_timeout_s"], 0.1, 3600),
+            verify_seconds=number("verify_seconds", values["verify_seconds"], 1, 60,
+                                  integer=True),
+        )
+
+    @property
+    def lab_mappers(self) -> int:
+        return max(max(self.mappers), self.cpu_mappers if self.cpu_rounds else 0)
+
+    def kernel_features(self) -> set[str]:
+        """Kernel features the chosen protocols need (TCP: none beyond a namespace lab)."""
+        return {f for p in self.protocols if (f := fanin.FEATURES[VARIANTS[p][0]])}
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def mapper_name(i: int) -> str:
+    return f"m{i + 1:02d}"
+
+
+def mapper_ip(i: int) -> str:
+    return f"198.18.{i + 1}.2"
+
+
+def topology(params: Params, mappers: int | None = None) -> Topology:
+    """reducer -- switch (routes) -- m01..mNN; the switch's reducer port is the bottleneck."""
+    n = mappers or params.lab_mappers
+    if not 1 <= n <= MAX_MAPPERS:
+        raise SpecError(f"{n} mappers: out of range", f"use 1..{MAX_MAPPERS}")
+    mapper_rate = params.mapper_rate_mbit or None
+    b = TopologyBuilder(f"s3-fanin-{n}").node("reducer").node("switch", forwarding=True)
+    b.link(("reducer", "eth0", f"{REDUCER_IP}/24"), ("switch", "red", "198.19.0.1/24"),
+           rate_mbit=params.port_rate_mbit, queue_bytes=params.queue_kbytes * 1024)
+    b.route("reducer", LAB_PREFIX, via="198.19.0.1", dev="eth0")
+    for i in range(n):
+        name = mapper_name(i)
+        b.node(name)
+        b.link((name, "eth0", f"{mapper_ip(i)}/24"), ("switch", name, f"198.18.{i + 1}.1/24"),
+               rate_mbit=mapper_rate)
+        b.route(name, LAB_PREFIX, via=f"198.18.{i + 1}.1", dev="eth0")
+    return b.build(notes=f"S3: 1:{n} fan-in; reducer port {params.port_rate_mbit:g} Mbit/s with "
+                         f"a {params.queue_kbytes} KB FIFO (switch-port buffer)")
+
+
+# -- configuration ------------------------------------------------------------
+
+def configure_tipc(session: Session, bed, n: int) -> dict:
+    """TIPC identity and a UDP bearer on every node; wait until the reducer has n links."""
+    j = session.journal
+    reducer = bed.node("reducer")
+    session.configure(tipc.set_identity(j, reducer, "s3-reducer"))
+    session.configure(tipc.enable_bearer(j, reducer, "udp", name=TIPC_BEARER,
+                                         localip=REDUCER_IP, remoteip=mapper_ip(0)))
+    for i in range(n):
+        node = bed.node(mapper_name(i))
+        session.configure(tipc.set_identity(j, node, f"s3-{mapper_name(i)}"))
+        # Unicast remote (the reducer): the reducer learns each mapper from its discovery.
+        session.configure(tipc.enable_bearer(j, node, "udp", name=TIPC_BEARER,
+                                             localip=mapper_ip(i), remoteip=REDUCER_IP))
+    started = time.monotonic()
+    up = tipc.wait_links(reducer, n, timeout=60 + 2 * n)
+    if up < n:
+        raise SpecError(f"only {up} of {n} TIPC links came up at the reducer",
+                        "see `tipc link list` in the reducer namespace; UDP port 6118 must pass")
+    state = tipc.probe(reducer)
+    return {"links_up": up, "links_s": round(time.monotonic() - started, 2),
+            "reducer": state.to_dict(),
+            "link_window": tipc.link_window(reducer, "udp", name=TIPC_BEARER),
+            "media": "udp", "bearer": TIPC_BEARER}
+
+
+def kernel_record(node) -> dict:
+    res = node.run("uname -r; sysctl -n net.ipv4.tcp_congestion_control "
+                   "net.ipv4.tcp_rmem net.ipv4.tcp_wmem net.core.rmem_default "
+                   "net.core.wmem_default 2>/dev/null", check=False, timeout=60)
+    keys = ["kernel", "tcp_default_cc", "tcp_rmem", "tcp_wmem", "rmem_default", "wmem_default"]
+    return dict(zip(keys, [line.strip() for line in res.stdout.splitlines()]))
+
+
+# -- measurement ----------------------------------------------------------------
+
+def qdisc_counters(node, dev: str) -> dict:
+    """Drops/overlimits/backlog of the bottleneck FIFO (handle 10:) and the htb root."""
+    text = node.run(["tc", "-s", "qdisc", "show", "dev", dev], timeout=60).stdout
+    out = {"fifo_dropped": 0, "fifo_sent_pkts": 0, "htb_overlimits": 0}
+    current = None
+    for line in text.splitlines():
+        words = line.split()
+        if words[:1] == ["qdisc"]:
+            current = "fifo" if len(words) > 2 and words[2] == "10:" else words[1]
+        elif words[:1] == ["Sent"] and current:
+            # Sent B bytes P pkt (dropped D, overlimits O requeues R)
+            pkts = int(words[3])
+            dropped = int(words[6].rstrip(","))
+            overlimits = int(words[8])
+            if current == "fifo":
+                out["fifo_dropped"] += dropped
+                out["fifo_sent_pkts"] += pkts
+            elif current == "htb":
+                out["htb_overlimits"] += overlimits
+    return out
+
+
+def _cpu_from_samples(cpu: list[dict], clk_tck: int) -> dict:
+    """System-wide busy share over the reducer run, from its first and last /proc/stat."""
+    if len(cpu) < 2:
+        return {"system_busy_pct": None}
+    a, b = cpu[0]["stat"], cpu[-1]["stat"]
+    total = sum(b) - sum(a)
+    idle = (b[3] - a[3]) + (b[4] - a[4] if len(a) > 4 else 0)
+    return {"system_busy_pct": 100.0 * (total - idle) / total if total > 0 else None,
+            "system_softirq_pct": 100.0 * (b[6] - a[6]) / total if total > 0 and len(a) > 6
+            else None}
+
+
+def run_point(session: Session, bed, fleet: fanin.MapperFleet, binary: str, variant: str,
+              n: int, size: int, rounds: int, warmup: int, period_us: int, experiment: str,
+              repetition: int, params: Params) -> tuple[dict, list[dict]]:
+    proto, cc = VARIANTS[variant]
+    reducer, switch = bed.node("reducer"), bed.node("switch")
+    spec = fanin.ReduceSpec(proto, size, rounds, warmup, period_us,
+                            fanin.SocketOptions(params.sndbuf, params.rcvbuf, cc),
+                            cpu_sample_ms=100 if experiment == "cpu" else 0,
+                            round_timeout_s=params.round_timeout_s)
+    before_q = qdisc_counters(switch, "red")
+    before_m = fanin.mapper_cpu_ticks(fleet)
+    result = fanin.run_reducer(reducer, binary, spec, fleet.listens[:n], check=False)
+    after_m = fanin.mapper_cpu_ticks(fleet)
+    after_q = qdisc_counters(switch, "red")
+    tag = f"{experiment}-{variant}-n{n:02d}-{size // 1024}k"
+    tag += f"-p{period_us // 1000}ms" if period_us else ""
+    session.raw(f"{tag}-r{repetition}.jsonl", result.stdout + result.stderr)
+    out = result.output
+    measured = out.measured()
+    summary = out.summary or {}
+    start = out.start or {}
+    clk = int(start.get("clk_tck") or 100)
+    wall_s = (summary.get("wall_ns") or 0) / 1e9
+    busy = summary.get("rounds_utime_s", 0) + summary.get("rounds_stime_s", 0)
+    rates = pd.Series([r["rate_mbit"] for r in measured], dtype=float)
+    durations = pd.Series([r["duration_ns"] / 1e6 for r in measured], dtype=float)
+    row = {
+        "experiment": experiment, "protocol": variant, "transport": proto,
+        "congestion": start.get("congestion") or None, "mappers": n, "size_kb": size // 1024,
+        "size_bytes": size, "period_ms": period_us / 1000, "repetition": repetition,
+        "rounds": len(measured), "rounds_asked": rounds, "ok": result.ok,
+        "error": "; ".join(out.errors)[:500] or None,
+        "rate_mbit_mean": rates.mean(), "rate_mbit_median": rates.median(),
+        "rate_mbit_p5": rates.quantile(0.05) if len(rates) else None,
+        "rate_mbit_p95": rates.quantile(0.95) if len(rates) else None,
+        "rate_mbit_bytes_over_time": summary.get("mean_rate_mbit"),
+        "round_ms_mean": durations.mean(), "round_ms_max": durations.max(),
+        "overruns": summary.get("overruns"),
+        "reducer_cpu_pct": 100.0 * busy / wall_s if wall_s else None,
+        "reducer_utime_s": summary.get("rounds_utime_s"),
+        "reducer_stime_s": summary.get("rounds_stime_s"),
+        "mapper_cpu_pct": 100.0 * (after_m - before_m) / clk / result.wall_s
+        if result.wall_s else None,
+        **_cpu_from_samples(out.cpu, clk),
+        "queue_drops": after_q["fifo_dropped"] - before_q["fifo_dropped"],
+        "queue_pkts": after_q["fifo_sent_pkts"] - before_q["fifo_sent_pkts"],
+        "sndbuf_effective": start.get("sndbuf_effective"),
+        "rcvbuf_effective": start.get("rcvbuf_effective"),
+        "connect_ms": (start.get("connect_ns") or 0) / 1e6,
+        "run_s": wall_s, "tool_s": result.wall_s,
+    }
+    per_round = [{"experiment": experiment, "protocol": variant, "mappers": n,
+                  "size_kb": size // 1024, "period_ms": period_us / 1000,
+                  "repetition": repetition, **{k: r[k] for k in
+                                               ("round", "duration_ns", "first_ns", "rate_mbit",
+                                                "overrun")}} for r in measured]
+    return row, per_round
+
+
+def measure(params: Params, run_dir: str = "", inventory: str = "") -> str:
+    """Build the lab (in a VM when the host lacks TIPC/SCTP), sweep, archive; return the run."""
+    fanin.build_local()  # before any change and before a VM boots (it shares our files)
+    with open_session(STUDY, params.to_dict(), run_dir, inventory) as session:
+        started = time.monotonic()
+        bed = session.testbed(topology(params), features=params.kernel_features(),
+                              tools={"tc", "tipc"} if "tipc" in params.protocols else {"tc"})
+        session.verify(params.verify_seconds)
+        reducer = bed.node("reducer")
+        binary = fanin.build_on(reducer)
+        n_lab = params.lab_mappers
+        notes: dict = {"generator": {"binary": binary, "source_sha256": _source_sha()},
+                       "kernel": kernel_record(reducer), "lab_mappers": n_lab}
+        if "tipc" in params.protocols:
+            notes["tipc"] = configure_tipc(session, bed, n_lab)
+        mapper_nodes = [bed.node(mapper_name(i)) for i in range(n_lab)]
+        rows, rounds = [], []
+        timings = {}
+        for variant in params.protocols:
+            proto, cc = VARIANTS[variant]
+            t0 = time.monotonic()
+            listens = [fanin.mapper_address(proto, mapper_ip(i), PORT, i) for i in range(n_lab)]
+            sockets = fanin.SocketOptions(params.sndbuf, params.rcvbuf, cc)
+            with fanin.mapper_fleet(session.journal, mapper_nodes, listens, proto, binary,
+                                    sockets) as fleet:
+                for rep in range(1, params.repetitions + 1):
+                    for n in params.mappers:
+                        for size_kb in params.sizes_kb:
+                            row, per_round = run_point(
+                                session, bed, fleet, binary, variant, n, size_kb * 1024,
+                                params.rounds, params.warmup, 0, "rate", rep, params)
+                            rows.append(row)
+                            rounds += per_round
+                    if params.cpu_rounds:
+                        for period in params.cpu_periods_ms:
+                            for size_kb in params.cpu_sizes_kb:
+                                row, per_round = run_point(
+                                    session, bed, fleet, binary, variant, params.cpu_mappers,
+                                    size_kb * 1024, params.cpu_rounds, 1, period * 1000, "cpu",
+                                    rep, params)
+                                rows.append(row)
+                                rounds += per_round
+            session.raw(f"mappers-{variant}.jsonl", fleet.output)
+            timings[variant] = round(time.monotonic() - t0, 1)
+        if "tipc" in params.protocols:
+            stat = reducer.run(["tipc", "link", "stat", "show"], check=False, timeout=60)
+            session.raw("tipc-link-stat.txt", stat.stdout + stat.stderr)
+        session.results(pd.DataFrame(rows))
+        session.results(pd.DataFrame(rounds), "rounds")
+        notes["protocol_seconds"] = timings
+        notes["measure_s"] = round(time.monotonic() - started, 1)
+        notes["process_model"] = ("reducer: one thread per mapper connection, pthread barrier "
+                                  "releases all requests at once, CLOCK_MONOTONIC; mapper: one "
+                                  "process per node; SOCK_STREAM for TCP, SCTP and TIPC")
+        session.note(s3=notes)
+        return str(session.run.path)
+
+
+def _source_sha() -> str:
+    import hashlib
+
+    return hashlib.sha256(fanin.build.source_bytes()).hexdigest()

@@ -1,0 +1,113 @@
+"""The fan-in generator for real: TCP in a host namespace lab; SCTP and TIPC in a VM lab.
+
+Host part: a 1:4 fan-in through a routing "switch" namespace whose port to the
+reducer is shaped with a small FIFO. Checks: every requested byte arrives
+(the program verifies content; we check counts on both sides), rounds are
+counted, round times are monotonic and plausible against the shaped rate,
+the queue drops are read, and nothing is left running.
+
+VM part (marker ``vm``): the same with SCTP and TIPC (UDP bearers configured
+by harness.config.tipc) inside one VM.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from conftest import group_alive, needs_root, netns_names
+
+from harness import fanin
+from harness.lab import Lab
+from harness.studies import s3
+
+pytestmark = [pytest.mark.integration, needs_root]
+
+RATE = 50.0
+N = 4
+
+
+def _params(**kw):
+    return s3.Params.resolve(port_rate_mbit=RATE, queue_kbytes=64, mappers=(N,), cpu_rounds=0,
+                             **kw)
+
+
+def _check_rounds(result, n, size, rounds, rate_mbit):
+    out = result.output
+    assert result.ok, (result.exit_status, out.errors, result.stderr[-500:])
+    measured = out.measured()
+    assert [r["round"] for r in out.rounds] == list(range(len(out.rounds)))
+    assert len(measured) == rounds == out.summary["rounds_done"]
+    assert out.summary["bytes"] == n * size * rounds  # every requested byte arrived
+    starts = [r["start_ns"] for r in out.rounds]
+    assert starts == sorted(starts) and len(set(starts)) == len(starts)
+    for r in measured:
+        assert 0 < r["first_ns"] <= r["duration_ns"]
+        assert r["rate_mbit"] == pytest.approx(n * size * 8 / r["duration_ns"] * 1e3, rel=1e-3)
+    # the shaped port bounds the rate (payload < link-layer bytes), bursts aside
+    if n * size >= 256 * 1024:
+        assert sum(r["rate_mbit"] for r in measured) / len(measured) <= rate_mbit * 1.15
+
+
+def test_tcp_fanin_in_host_lab(journal):
+    params = _params(protocols="tcp-cubic")
+    topo = s3.topology(params)
+    binary = str(fanin.build_local())
+    with Lab(topo, journal, prefix=f"fi{os.getpid() % 100000}") as lab:
+        nodes = [lab.node(s3.mapper_name(i)) for i in range(N)]
+        listens = [fanin.mapper_address("tcp", s3.mapper_ip(i), s3.PORT, i) for i in range(N)]
+        with fanin.mapper_fleet(journal, nodes, listens, "tcp", binary,
+                                fanin.SocketOptions(cc="cubic")) as fleet:
+            assert len(fleet.pids) == N
+            groups = [proc.info.pid for _m, proc, _c in fleet.groups]
+            before = s3.qdisc_counters(lab.node("switch"), "red")
+            spec = fanin.ReduceSpec("tcp", 65536, 10, warmup=1,
+                                    sockets=fanin.SocketOptions(cc="cubic"))
+            result = fanin.run_reducer(lab.node("reducer"), binary, spec, listens)
+            _check_rounds(result, N, 65536, 10, RATE)
+            assert result.output.start["congestion"] == "cubic"
+            after = s3.qdisc_counters(lab.node("switch"), "red")
+            assert after["fifo_sent_pkts"] - before["fifo_sent_pkts"] >= N * 11 * 65536 / 1500
+            assert fanin.mapper_cpu_ticks(fleet) >= 0
+            # periodic rounds keep their grid
+            spec = fanin.ReduceSpec("tcp", 1024, 5, period_us=50_000, cpu_sample_ms=20)
+            result = fanin.run_reducer(lab.node("reducer"), binary, spec, listens)
+            _check_rounds(result, N, 1024, 5, RATE)
+            starts = [r["start_ns"] for r in result.output.rounds]
+            gaps = [b - a for a, b in zip(starts, starts[1:])]
+            assert all(45e6 <= g <= 70e6 for g in gaps), gaps
+            assert len(result.output.cpu) >= 3
+        exits = fleet.exits
+        assert len(exits) == N
+        assert sum(e["requests"] for e in exits) == N * (11 + 5)
+        assert sum(e["bytes"] for e in exits) == N * (11 * 65536 + 5 * 1024)
+        assert not [p for p in groups if group_alive(p)]
+    assert not [n for n in netns_names() if n.startswith(lab.prefix)]
+
+
+def test_reducer_failure_is_reported(journal):
+    """No mapper listening: a clear error naming the target, exit status 3, nothing left."""
+    params = _params(protocols="tcp")
+    binary = str(fanin.build_local())
+    with Lab(s3.topology(params, mappers=1), journal, prefix=f"fj{os.getpid() % 100000}") as lab:
+        spec = fanin.ReduceSpec("tcp", 1024, 1, connect_timeout_s=0.3)
+        target = fanin.mapper_address("tcp", s3.mapper_ip(0), s3.PORT, 0)
+        with pytest.raises(fanin.FaninError, match="Connection refused") as info:
+            fanin.run_reducer(lab.node("reducer"), binary, spec, [target])
+        assert "exited 3" in str(info.value)
+
+
+def test_missing_protocol_is_a_clear_error(journal):
+    """On a kernel without SCTP the mappers fail to start with a hint (host kernel here)."""
+    from harness.probe import probe
+
+    if probe(__import__("harness.nodes", fromlist=["LocalNode"]).LocalNode()).features.get("sctp"):
+        pytest.skip("this kernel has SCTP")
+    binary = str(fanin.build_local())
+    params = _params(protocols="sctp")
+    with Lab(s3.topology(params, mappers=1), journal, prefix=f"fk{os.getpid() % 100000}") as lab:
+        listen = fanin.mapper_address("sctp", s3.mapper_ip(0), s3.PORT, 0)
+        with pytest.raises(fanin.FaninError, match="no SCTP"):
+            with fanin.mapper_fleet(journal, [lab.node("m01")], [listen], "sctp", binary):
+                pass
+    assert journal.pending() == []
