@@ -86,6 +86,7 @@ def run(args: argparse.Namespace) -> dict:
                     journal, a, b, lab.address("b", "eth1"), args.rate, args.delay, seconds=args.seconds
                 ).to_dict()
                 steps["measure_s"] = round(time.monotonic() - t, 2)
+                out["link"]["host_loadavg_1min"] = os.getloadavg()[0]
                 t = time.monotonic()
                 out["tipc"] = checks.tipc_exchange(journal, a, b, "eth1", "eth1")
                 steps["tipc_s"] = round(time.monotonic() - t, 2)

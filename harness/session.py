@@ -109,7 +109,7 @@ class Session:
             vm = self.stack.enter_context(boot_vm(spec, self.journal))
             self._placement["vm"] = vm.boot.to_dict()
             load_modules(vm, decision.modules)
-            caps = self.capabilities["vm"] = probe(vm)
+            caps = self.capabilities["vm"] = probe(vm, timeout=180)  # TCG is slow
             require(caps, need, tools, purpose=f"{purpose} in a VM lab")
             started = time.monotonic()
             ceiling = measure_ceiling(self.journal, vm)

@@ -661,7 +661,7 @@ static int cmd_reduce(void)
         }
         fprintf(out, "{\"event\":\"round\",\"round\":%ld,\"warmup\":%s,\"start_ns\":%" PRId64
                 ",\"duration_ns\":%" PRId64 ",\"first_ns\":%" PRId64 ",\"bytes\":%" PRIu64
-                ",\"rate_mbit\":%.3f,\"overrun\":%s}\n",
+                ",\"rate_mbit\":%.6f,\"overrun\":%s}\n",
                 r, warm ? "true" : "false", start - t0, dur, first - start, bytes,
                 dur > 0 ? bytes * 8.0 / (double)dur * 1e3 : 0.0, overrun ? "true" : "false");
     }

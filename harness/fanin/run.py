@@ -61,7 +61,9 @@ def _group_by_machine(nodes: list[Node]) -> list[tuple[Node, list[int]]]:
 
 
 def _launch_script(nodes: list[Node], argvs: list[list[str]], indices: list[int]) -> str:
-    lines = []
+    # The group gets SIGTERM; the shell waits for its mappers to print their exit lines
+    # (a caught signal is reset to default in the children, unlike an ignored one).
+    lines = ["trap 'wait; exit 0' TERM INT"]
     for i in indices:
         node = nodes[i]
         if isinstance(node, NamespaceNode):

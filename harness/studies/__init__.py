@@ -2,6 +2,7 @@
 
 STUDIES = {
     "s0": "harness.studies.s0",
+    "s3": "harness.studies.s3",
     "s4": "harness.studies.s4",
 }
 

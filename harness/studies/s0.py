@@ -70,8 +70,12 @@ SERVER_PORT = 7000  # ping-pong server on b1
 IPERF_PORT = 5201  # iperf3 server on b1 (unshaped benchmark)
 SRD_PORT = 7100  # SRD on fb's public address -> b1 (methods 2 and 3)
 PROXY_PORT = 7101  # relay on fa's private address -> fb:SRD_PORT (method 2)
-IPERF_OFFSET = 100  # benchmark relays for iperf3 listen on these ports + 100
+# Benchmark relays all run at once, on their own ports: socat = srd + 10, iperf3 = ping-pong + 100.
+SOCAT_OFFSET, IPERF_OFFSET = 10, 100
 NPTCP_PORT = 6000
+FA_PORTS = [PROXY_PORT + a + b for a in (0, SOCAT_OFFSET) for b in (0, IPERF_OFFSET)]
+FB_PORTS = [SRD_PORT + a + b for a in (0, SOCAT_OFFSET) for b in (0, IPERF_OFFSET)]
+B1_PORTS = [SERVER_PORT, IPERF_PORT, NPTCP_PORT]
 SOCAT = "socat -b 262144 TCP-LISTEN:{port},bind={host},fork,reuseaddr,nodelay TCP:{target},nodelay"
 
 METHODS = ("direct", "proxies", "nat_srd")
@@ -296,7 +300,7 @@ def check_ports_free(node: Node, ports: list[int]) -> None:
         if port in taken:
             raise SpecError(f"port {port} is in use on {node.name}: {taken[port]}",
                             "stop that program or run the study where the port is free "
-                            "(study S0 uses ports 5201, 6000, 7000, 7100, 7101, 7200, 7201)")
+                            f"(study S0 uses ports {sorted(set(FA_PORTS + FB_PORTS + B1_PORTS))})")
 
 
 def check_tools(bed, bench: bool) -> None:
@@ -461,36 +465,52 @@ def nat_evidence(run: Measurement, table: nat.NatTable, tag: str, client: str) -
 
 
 def sweep(run: Measurement, params: Params) -> list[dict]:
-    """Every method x repetition: ping-pong latency and streaming bandwidth per size."""
+    """Ping-pong latency and streaming bandwidth per size, the three methods interleaved.
+
+    One client run per repetition holds a connection for each method and
+    measures them size by size in rotated order, so the load of a shared
+    machine falls on all three alike. fa's NAT table exists during the whole
+    repetition: it masquerades only cluster A's traffic to the public segment,
+    so the direct connection (to B's private prefix) is tracked by conntrack
+    but not translated.
+    """
     a1 = run.node("a1")
     rows = []
     for rep in range(1, params.repetitions + 1):
-        shift = (rep - 1) % len(METHODS)  # rotate the order so drift hits every method
-        for position, method in enumerate(METHODS[shift:] + METHODS[:shift]):
-            started = time.monotonic()
-            with method_path(run, method) as path:
-                result = pingpong.client(run.journal, a1, path.host, path.port,
-                                         list(params.sizes), params.latency_budget_s,
-                                         params.stream_budget_s)
-                if path.table is not None:
-                    run.nat_rows.append(nat_evidence(run, path.table, f"r{rep}",
-                                                     result["local"]))
-            wall = time.monotonic() - started
-            run.session.raw(f"pingpong-{method}-r{rep}.json", json.dumps(result, indent=1))
-            for point in result["points"]:
+        started = time.monotonic()
+        ways: dict[str, Way] = {}
+        with ExitStack() as stack:
+            for method in METHODS:
+                ways[method] = stack.enter_context(method_path(run, method))
+            result = pingpong.client(run.journal, a1,
+                                     {m: (w.host, w.port) for m, w in ways.items()},
+                                     list(params.sizes), params.latency_budget_s,
+                                     params.stream_budget_s)
+            for way in ways.values():
+                if way.table is not None:
+                    run.nat_rows.append(nat_evidence(
+                        run, way.table, f"r{rep}", result["targets"]["nat_srd"]["local"]))
+            direct_local = result["targets"]["direct"]["local"]
+            run.nat_rows[-1]["direct_translated"] = any(
+                e.source_translated for e in nat.conntrack_entries(run.node("fa"))
+                if f"{e.original.src}:{e.original.sport}" == direct_local)
+        wall = time.monotonic() - started
+        run.session.raw(f"pingpong-r{rep}.json", json.dumps(result, indent=1))
+        for method, target in result["targets"].items():
+            for point in target["points"]:
                 lat, st = point["latency"], point.get("stream") or {}
                 rows.append({
                     "method": method, "label": LABELS[method], "repetition": rep,
-                    "order": position, "size": point["size"],
+                    "order": point["order"], "size": point["size"],
                     "half_rtt_us": lat["median_us"], "half_rtt_mean_us": lat["mean_us"],
                     "half_rtt_p10_us": lat["p10_us"], "half_rtt_p90_us": lat["p90_us"],
                     "half_rtt_min_us": lat["min_us"], "iterations": lat["n"],
                     "pingpong_mbit": lat["pingpong_mbit"], "stream_mbit": st.get("mbit"),
                     "stream_bytes": st.get("bytes"), "stream_s": st.get("seconds"),
-                    "stream_messages": st.get("messages"), "client": result["local"],
+                    "stream_messages": st.get("messages"), "client": target["local"],
                     "wall_s": wall,
                 })
-            settle(0.1)
+        settle(0.1)
     return rows
 
 
@@ -558,35 +578,60 @@ def count_connections(run: Measurement, params: Params) -> list[dict]:
 
 # -- the unshaped relay benchmark --------------------------------------------------------------
 
+BENCH_ROUTES = {  # path -> (where a1 connects, ping-pong/iperf3 port offset, NAT on fa)
+    "direct": ("b1", None, False),
+    "nat_srd": ("fb_pub", 0, True), "nat_socat": ("fb_pub", SOCAT_OFFSET, True),
+    "proxies_srd": ("fa_priv", 0, False), "proxies_socat": ("fa_priv", SOCAT_OFFSET, False),
+}
+
+
 @contextmanager
-def bench_path(run: Measurement, path: str, check_target: bool) -> Iterator[dict]:
-    """Relays (and NAT) for one benchmark path; yields endpoints and relay process groups."""
+def bench_relays(run: Measurement) -> Iterator[dict[tuple[str, str], Relay]]:
+    """srd and socat on both fronts at once, for ping-pong and iperf3: eight relays.
+
+    Keys are (node, listen port). Started once, they let the benchmark
+    interleave its paths; an idle relay waits in epoll/accept and costs nothing.
+    """
     p, j = run.plan, run.journal
-    fa, fb = run.node("fa"), run.node("fb")
-    kind = path.split("_")[1] if "_" in path else None
+    relays: dict[tuple[str, str], Relay] = {}
     with ExitStack() as stack:
-        relays: list[Relay] = []
-        if kind:
+        for kind, extra in (("srd", 0), ("socat", SOCAT_OFFSET)):
             for offset, server_port in ((0, SERVER_PORT), (IPERF_OFFSET, IPERF_PORT)):
-                relays.append(stack.enter_context(relay(
-                    j, fb, kind, f"{p.fb_pub}:{SRD_PORT + offset}", f"{p.b1}:{server_port}",
-                    check_target and offset == 0)))
-        if path.startswith("proxies"):
-            for offset in (0, IPERF_OFFSET):
-                relays.append(stack.enter_context(relay(
-                    j, fa, kind, f"{p.fa_priv}:{PROXY_PORT + offset}",
-                    f"{p.fb_pub}:{SRD_PORT + offset}", check_target and offset == 0)))
-            host, ports = p.fa_priv, (PROXY_PORT, PROXY_PORT + IPERF_OFFSET)
-        elif path.startswith("nat"):
-            stack.enter_context(nat.nat_applied(j, fa, p.nat_spec(), "s0b", run.nat_records))
-            host, ports = p.fb_pub, (SRD_PORT, SRD_PORT + IPERF_OFFSET)
-        else:
-            host, ports = p.b1, (SERVER_PORT, IPERF_PORT)
-        yield {"host": host, "ping_port": ports[0], "iperf_port": ports[1], "relays": relays}
-        for r in relays:  # a crash would show as a dead relay here
+                # check the ping-pong targets (iperf3 would log a refused control connection)
+                check = offset == 0
+                port_b = SRD_PORT + extra + offset
+                relays[("fb", str(port_b))] = stack.enter_context(relay(
+                    j, run.node("fb"), kind, f"{p.fb_pub}:{port_b}", f"{p.b1}:{server_port}",
+                    check))
+                port_a = PROXY_PORT + extra + offset
+                relays[("fa", str(port_a))] = stack.enter_context(relay(
+                    j, run.node("fa"), kind, f"{p.fa_priv}:{port_a}", f"{p.fb_pub}:{port_b}",
+                    check))
+        yield relays
+        for r in relays.values():  # a crash would show as a dead relay here
             if not r.running():
                 raise HarnessError(f"{r.kind} relay on {r.node.name} ({r.listen}) died during "
-                                   f"{path}: {r.process.output()[-300:]}")
+                                   f"the benchmark: {r.process.output()[-300:]}")
+
+
+def bench_endpoint(run: Measurement, path: str, iperf: bool) -> tuple[str, int]:
+    where, offset, _nat = BENCH_ROUTES[path]
+    host = getattr(run.plan, where)
+    if offset is None:
+        return host, IPERF_PORT if iperf else SERVER_PORT
+    base = SRD_PORT if where == "fb_pub" else PROXY_PORT
+    return host, base + offset + (IPERF_OFFSET if iperf else 0)
+
+
+def bench_groups(run: Measurement, path: str, relays) -> list[Relay]:
+    """The relays an iperf3 test on ``path`` goes through."""
+    _where, offset, _nat = BENCH_ROUTES[path]
+    if offset is None:
+        return []
+    out = [relays[("fb", str(SRD_PORT + offset + IPERF_OFFSET))]]
+    if path.startswith("proxies"):
+        out.append(relays[("fa", str(PROXY_PORT + offset + IPERF_OFFSET))])
+    return out
 
 
 def nptcp_half_rtt_us(run: Measurement, host: str, iterations: int = 2000) -> float | None:
@@ -616,40 +661,54 @@ def nptcp_half_rtt_us(run: Measurement, host: str, iterations: int = 2000) -> fl
 
 
 def bench(run: Measurement, params: Params) -> list[dict]:
-    """Kernel forwarding, socat and srd side by side: iperf3, relay CPU, 1 B half-RTT."""
+    """Kernel forwarding, socat and srd side by side: iperf3, relay CPU, 1 B / 64 KB half-RTT.
+
+    Per repetition: one ping-pong client measures all five paths interleaved
+    (fa's NAT table up, as for the sweep); then iperf3 runs path by path, with
+    the NAT table only for the NAT paths, so kernel forwarding is measured
+    without connection tracking.
+    """
     j, a1 = run.journal, run.node("a1")
     rows = []
     with pingpong.server(j, run.node("b1"), run.plan.b1, SERVER_PORT), \
-            iperf3_server(j, run.node("b1"), run.plan.b1, IPERF_PORT):
+            iperf3_server(j, run.node("b1"), run.plan.b1, IPERF_PORT), \
+            bench_relays(run) as relays:
         for rep in range(1, params.bench_repetitions + 1):
-            shift = (rep - 1) % len(BENCH_PATHS)
-            for path in BENCH_PATHS[shift:] + BENCH_PATHS[:shift]:
-                with bench_path(run, path, check_target=rep == 1) as ends:
-                    groups = [(r.node, r.pgid) for r in ends["relays"]]
-                    cpu0 = sum(group_cpu_seconds(n, g) for n, g in groups)
+            with nat.nat_applied(j, run.node("fa"), run.plan.nat_spec(), "s0b", run.nat_records):
+                shift = (rep - 1) % len(BENCH_PATHS)
+                order = BENCH_PATHS[shift:] + BENCH_PATHS[:shift]
+                lat = pingpong.client(j, a1, {path: bench_endpoint(run, path, False)
+                                              for path in order},
+                                      [1, 65536], 0.2, 0, stream=False, warmup=200)
+            run.session.raw(f"bench-pingpong-r{rep}.json", json.dumps(lat, indent=1))
+            nat_first = [pth for pth in order if BENCH_ROUTES[pth][2]] + \
+                [pth for pth in order if not BENCH_ROUTES[pth][2]]
+            for path in nat_first:
+                with ExitStack() as stack:
+                    if BENCH_ROUTES[path][2]:
+                        stack.enter_context(nat.nat_applied(j, run.node("fa"),
+                                                            run.plan.nat_spec(), "s0b",
+                                                            run.nat_records))
+                    host, port = bench_endpoint(run, path, True)
+                    groups = bench_groups(run, path, relays)
+                    cpu0 = sum(group_cpu_seconds(r.node, r.pgid) for r in groups)
                     t0 = time.monotonic()
-                    tput = iperf3_client(a1, ends["host"], ends["iperf_port"],
-                                         seconds=params.bench_seconds)
+                    tput = iperf3_client(a1, host, port, seconds=params.bench_seconds)
                     elapsed = time.monotonic() - t0
-                    cpu = sum(group_cpu_seconds(n, g) for n, g in groups) - cpu0
-                    settle(0.1)
-                    lat = pingpong.client(j, a1, ends["host"], ends["ping_port"], [1, 1024, 65536],
-                                          0.3, 0, stream=False, warmup=200)
+                    cpu = sum(group_cpu_seconds(r.node, r.pgid) for r in groups) - cpu0
                 run.session.raw(f"bench-{path}-r{rep}-iperf3.json", json.dumps(tput.raw))
-                run.session.raw(f"bench-{path}-r{rep}-pingpong.json", json.dumps(lat))
-                by_size = {pt["size"]: pt["latency"] for pt in lat["points"]}
+                by_size = {pt["size"]: pt["latency"] for pt in lat["targets"][path]["points"]}
                 gbytes = tput.bytes_received / 1e9
                 rows.append({
                     "path": path, "relay": path.split("_")[1] if "_" in path else "kernel",
                     "hops": 0 if path == "direct" else 2 if path.startswith("proxies") else 1,
-                    "nat": path.startswith("nat"), "repetition": rep,
+                    "nat": BENCH_ROUTES[path][2], "repetition": rep,
                     "iperf_mbit": tput.received_bps / 1e6, "retransmits": tput.retransmits,
                     "relay_cpu_s": cpu if groups else None,
                     "relay_cpu_cores": cpu / elapsed if groups else None,
                     "relay_cpu_s_per_gb": cpu / gbytes if groups and gbytes else None,
                     "half_rtt_1b_us": by_size[1]["median_us"],
                     "half_rtt_1b_p90_us": by_size[1]["p90_us"],
-                    "half_rtt_1k_us": by_size[1024]["median_us"],
                     "half_rtt_64k_us": by_size[65536]["median_us"],
                 })
                 settle(0.1)
@@ -719,10 +778,7 @@ def measure(params: Params, run_dir: str = "", inventory: str = "") -> str:
         bed = session.testbed(topology(params), features={"nat"}, tools=tools)
         check_fronts(bed)
         check_tools(bed, params.bench)
-        used = {"a1": [], "fa": [PROXY_PORT, PROXY_PORT + IPERF_OFFSET],
-                "fb": [SRD_PORT, SRD_PORT + IPERF_OFFSET],
-                "b1": [SERVER_PORT, IPERF_PORT, NPTCP_PORT]}
-        for name, ports in used.items():
+        for name, ports in (("fa", FA_PORTS), ("fb", FB_PORTS), ("b1", B1_PORTS)):
             check_ports_free(bed.node(name), ports)
         prepare_inventory(session, bed)
         session.verify(params.verify_seconds)
@@ -749,7 +805,7 @@ def measure(params: Params, run_dir: str = "", inventory: str = "") -> str:
             with ExitStack() as stack:
                 bench_bed, bench_where = build_bench_bed(session, stack, params, bed)
                 bench_run = Measurement(session, bench_bed, Plan.of(bench_bed),
-                                nat_records=run.nat_records)
+                                        nat_records=run.nat_records)
                 if bench_bed is not bed:
                     session.note(bench_testbed=bench_bed.record())
                 bench_rows = bench(bench_run, params)
@@ -761,7 +817,8 @@ def measure(params: Params, run_dir: str = "", inventory: str = "") -> str:
         session.note(s0={
             "methods": {
                 "direct": "a1 -> b1 private address; fa and fb forward in the kernel (routes to "
-                          "the other cluster's private prefix); no NAT, no relay",
+                          "the other cluster's private prefix); no relay, not translated (fa's "
+                          "NAT table, present for method 3, only tracks it)",
                 "proxies": f"a1 -> fa {run.plan.fa_priv}:{PROXY_PORT} (srd) -> fb "
                            f"{run.plan.fb_pub}:{SRD_PORT} (srd) -> b1",
                 "nat_srd": f"a1 -> fb {run.plan.fb_pub}:{SRD_PORT}, routed by fa and masqueraded "

@@ -9,8 +9,9 @@ at >= 16 KB with many senders (static link window under incast), and at a
 
 Here: one reducer and N mapper namespaces joined by a "switch" namespace
 that routes; the switch's port toward the reducer is the bottleneck (htb at
-``port_rate_mbit``) with a small byte-limited FIFO (``queue_kbytes``, the
-switch-port buffer; its drops are read from the qdisc per point). Without it
+``port_rate_mbit``) with a small FIFO (``queue_packets``, the switch-port
+buffer; a packet-limited pfifo, because the namespace backend cannot yet put
+a byte-limited bfifo under htb; its drops are read from the qdisc per point). Without it
 a veth has no buffer to overflow and incast cannot happen. Traffic: our C
 generator (harness.fanin), same code for every protocol; TIPC over UDP
 bearers (they cross the switch's IP routing), configured on every node by
@@ -67,7 +68,7 @@ class Params:
     repetitions: int = 1
     port_rate_mbit: float = 100.0  # the reducer's switch port (the paper: 1 Gbit/s)
     mapper_rate_mbit: float = 0.0  # 0: mapper links unshaped (veth speed)
-    queue_kbytes: int = 128  # switch-port buffer toward the reducer
+    queue_packets: int = 85  # switch-port buffer toward the reducer (85 x 1514 B ~ 128 KB)
     cpu_periods_ms: tuple[int, ...] = PROFILES["quick"]["cpu_periods_ms"]
     cpu_sizes_kb: tuple[int, ...] = PROFILES["quick"]["cpu_sizes_kb"]
     cpu_rounds: int = 10
@@ -114,7 +115,8 @@ class Params:
             port_rate_mbit=number("port_rate_mbit", values["port_rate_mbit"], 1, 10_000),
             mapper_rate_mbit=number("mapper_rate_mbit", values["mapper_rate_mbit"], 1, 10_000,
                                     allow_zero=True),
-            queue_kbytes=number("queue_kbytes", values["queue_kbytes"], 2, 1 << 20, integer=True),
+            queue_packets=number("queue_packets", values["queue_packets"], 1, 100_000,
+                                 integer=True),
             cpu_periods_ms=int_list("cpu_periods_ms", values["cpu_periods_ms"], 1, 60_000),
             cpu_sizes_kb=int_list("cpu_sizes_kb", values["cpu_sizes_kb"], 1, 64),
             cpu_rounds=number("cpu_rounds", values["cpu_rounds"], 0, 100_000, integer=True),
@@ -156,7 +158,7 @@ def topology(params: Params, mappers: int | None = None) -> Topology:
     mapper_rate = params.mapper_rate_mbit or None
     b = TopologyBuilder(f"s3-fanin-{n}").node("reducer").node("switch", forwarding=True)
     b.link(("reducer", "eth0", f"{REDUCER_IP}/24"), ("switch", "red", "198.19.0.1/24"),
-           rate_mbit=params.port_rate_mbit, queue_bytes=params.queue_kbytes * 1024)
+           rate_mbit=params.port_rate_mbit, queue_packets=params.queue_packets)
     b.route("reducer", LAB_PREFIX, via="198.19.0.1", dev="eth0")
     for i in range(n):
         name = mapper_name(i)
@@ -165,7 +167,7 @@ def topology(params: Params, mappers: int | None = None) -> Topology:
                rate_mbit=mapper_rate)
         b.route(name, LAB_PREFIX, via=f"198.18.{i + 1}.1", dev="eth0")
     return b.build(notes=f"S3: 1:{n} fan-in; reducer port {params.port_rate_mbit:g} Mbit/s with "
-                         f"a {params.queue_kbytes} KB FIFO (switch-port buffer)")
+                         f"a {params.queue_packets}-packet FIFO (switch-port buffer)")
 
 
 # -- configuration ------------------------------------------------------------
@@ -304,12 +306,17 @@ def measure(params: Params, run_dir: str = "", inventory: str = "") -> str:
     with open_session(STUDY, params.to_dict(), run_dir, inventory) as session:
         started = time.monotonic()
         bed = session.testbed(topology(params), features=params.kernel_features(),
-                              tools={"tc", "tipc"} if "tipc" in params.protocols else {"tc"})
+                              tools={"tc", "iperf3"})
         session.verify(params.verify_seconds)
         reducer = bed.node("reducer")
         binary = fanin.build_on(reducer)
         n_lab = params.lab_mappers
+        port = bed.lab.topology.interface("switch", "red") if hasattr(bed, "lab") else None
+        port_link = next((ln for ln in bed.lab.topology.links if port in (ln.a, ln.b)), None) \
+            if port else None
         notes: dict = {"generator": {"binary": binary, "source_sha256": _source_sha()},
+                       "port_rate_mbit_effective": port_link.rate_mbit if port_link else None,
+                       "scaling": session.scaling.to_dict() if session.scaling else None,
                        "kernel": kernel_record(reducer), "lab_mappers": n_lab}
         if "tipc" in params.protocols:
             notes["tipc"] = configure_tipc(session, bed, n_lab)

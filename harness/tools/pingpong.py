@@ -33,7 +33,7 @@ multi-segment messages for ~40 ms (PLATFORM.md).
 Modes::
 
     pingpong.py serve --bind ADDR --port P
-    pingpong.py client --host H --port P --sizes 1,2,4 [--latency-budget S] [--stream-budget S]
+    pingpong.py client --target NAME=H:P [--target ...] --sizes 1,2,4 [--latency-budget S] ...
     pingpong.py hold --host H --port P --flows N     # N open connections, for counting
     pingpong.py probe --host H --port P              # does anything answer there?
 """
@@ -175,11 +175,16 @@ def latency(sock: socket.socket, size: int, budget_s: float, min_iters: int, max
     }
 
 
-def stream(sock: socket.socket, size: int, budget_s: float, min_bytes: int,
-           max_bytes: int) -> dict:
-    """One-way bandwidth of back-to-back ``size``-byte messages (the clock stops at the answer)."""
+def stream(sock: socket.socket, size: int, budget_s: float, max_bytes: int) -> dict:
+    """One-way bandwidth of back-to-back ``size``-byte messages (the clock stops at the answer).
+
+    Batches grow until one lasts at least ``budget_s``; only that last batch
+    is reported. A batch shorter than the budget could fit inside a shaper's
+    burst (or be cut short by a stall in calibration) and overstate the rate.
+    """
     msg = b"x" * size
     ack = bytearray(1)
+    max_count = max(2, max_bytes // size)
 
     def batch(count: int) -> float:
         send = sock.sendall
@@ -190,49 +195,66 @@ def stream(sock: socket.socket, size: int, budget_s: float, min_bytes: int,
         _recv_exact(sock, memoryview(ack), 1)
         return time.perf_counter() - t0
 
-    # Calibrate with ~1/10 of the budget's worth, then one measured batch of ~budget.
-    probe_count = max(1, min(2000, max_bytes // size, math.ceil(64 * 1024 / size)))
-    elapsed = batch(probe_count)
-    rate = probe_count / max(elapsed, 1e-6)  # messages per second
-    if elapsed < budget_s / 10:
-        more = max(probe_count, min(int(rate * budget_s / 10), max_bytes // size))
-        elapsed = batch(more)
-        rate = more / max(elapsed, 1e-6)
-    count = max(int(rate * budget_s), 2)
-    needed = math.ceil(min_bytes / size)  # enough bytes for big messages, if affordable
-    if needed > count and needed / rate <= 3 * budget_s:
-        count = needed
-    count = min(count, max(2, max_bytes // size))
-    seconds = batch(count)
-    return {"messages": count, "bytes": count * size, "seconds": seconds,
+    count = max(2, min(2000, max_count, math.ceil(64 * 1024 / size)))
+    batches = 0
+    while True:
+        seconds = batch(count)
+        batches += 1
+        if seconds >= budget_s or count >= max_count:
+            break
+        # aim 20% past the budget, and at least double, so few batches are needed
+        grow = min(8.0, 1.2 * budget_s / max(seconds, 1e-6))  # a burst-fast batch must not
+        count = min(max_count, max(2 * count, int(count * grow)))  # blow up the next one
+    return {"messages": count, "bytes": count * size, "seconds": seconds, "batches": batches,
             "mbit": count * size * 8 / seconds / 1e6}
 
 
-def run_client(host: str, port: int, sizes: list[int], latency_budget: float,
+def run_client(targets: list[tuple[str, str, int]], sizes: list[int], latency_budget: float,
                stream_budget: float, min_iters: int, max_iters: int, warmup: int,
-               stream_min_bytes: int, stream_max_bytes: int, no_stream: bool) -> dict:
+               stream_max_bytes: int, no_stream: bool) -> dict:
+    """Measure every size on every target, interleaved: size by size, targets in rotated order.
+
+    Interleaving puts every target under the same background load (a shared
+    machine's other jobs come and go over seconds), so their differences are
+    paired per size instead of confounded with the time each was measured.
+    """
     t0 = time.monotonic()
-    sock = connect(host, port)
-    setup = time.monotonic() - t0
-    local = sock.getsockname()
-    points = []
+    socks, out = {}, {}
     try:
-        for size in sizes:
-            point: dict = {"size": size}
-            big = size >= 256 * 1024
-            point["latency"] = latency(sock, size, latency_budget, min_iters if not big else
-                                       max(2, min_iters // 2), max_iters,
-                                       warmup if not big else 1)
-            if not no_stream:
-                point["stream"] = stream(sock, size, stream_budget, stream_min_bytes,
-                                         stream_max_bytes)
-            points.append(point)
-        sock.sendall(HEADER.pack(b"Q", 0, 0))
+        for name, host, port in targets:
+            started = time.monotonic()
+            socks[name] = connect(host, port)
+            local = socks[name].getsockname()
+            out[name] = {"host": host, "port": port, "local": f"{local[0]}:{local[1]}",
+                         "connect_s": time.monotonic() - started, "points": []}
+        names = [t[0] for t in targets]
+        for index, size in enumerate(sizes):
+            shift = index % len(names)
+            for position, name in enumerate(names[shift:] + names[:shift]):
+                sock = socks[name]
+                big = size >= 256 * 1024
+                point: dict = {"size": size, "order": position}
+                point["latency"] = latency(sock, size, latency_budget,
+                                           min_iters if not big else max(2, min_iters // 2),
+                                           max_iters, warmup if not big else 1)
+                if not no_stream:
+                    point["stream"] = stream(sock, size, stream_budget, stream_max_bytes)
+                out[name]["points"].append(point)
+        for sock in socks.values():
+            sock.sendall(HEADER.pack(b"Q", 0, 0))
     finally:
-        sock.close()
-    return {"tool": "pingpong", "version": 1, "host": host, "port": port,
-            "local": f"{local[0]}:{local[1]}", "connect_s": setup,
-            "seconds": time.monotonic() - t0, "points": points}
+        for sock in socks.values():
+            sock.close()
+    return {"tool": "pingpong", "version": 2, "seconds": time.monotonic() - t0, "targets": out}
+
+
+def parse_target(text: str) -> tuple[str, str, int]:
+    """NAME=HOST:PORT"""
+    name, sep, rest = text.partition("=")
+    host, sep2, port = rest.rpartition(":")
+    if not sep or not sep2 or not name or not host or not port.isdigit():
+        raise SystemExit(f"--target wants NAME=HOST:PORT, got {text!r}")
+    return name, host.strip("[]"), int(port)
 
 
 def hold(host: str, port: int, flows: int, seconds: float) -> None:
@@ -275,15 +297,14 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--bind", default="0.0.0.0")
     s.add_argument("--port", type=int, required=True)
     c = sub.add_parser("client")
-    c.add_argument("--host", required=True)
-    c.add_argument("--port", type=int, required=True)
+    c.add_argument("--target", action="append", required=True, type=parse_target,
+                   help="NAME=HOST:PORT; repeat to measure several paths interleaved")
     c.add_argument("--sizes", required=True, help="comma-separated message sizes in bytes")
     c.add_argument("--latency-budget", type=float, default=0.1, help="seconds per size")
     c.add_argument("--stream-budget", type=float, default=0.1, help="seconds per size")
     c.add_argument("--min-iters", type=int, default=5)
     c.add_argument("--max-iters", type=int, default=20000)
     c.add_argument("--warmup", type=int, default=20)
-    c.add_argument("--stream-min-bytes", type=int, default=1 << 20)
     c.add_argument("--stream-max-bytes", type=int, default=1 << 32)
     c.add_argument("--no-stream", action="store_true")
     h = sub.add_parser("hold")
@@ -299,9 +320,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.mode == "serve":
         serve(args.bind, args.port)
     elif args.mode == "client":
-        result = run_client(args.host, args.port, parse_sizes(args.sizes), args.latency_budget,
+        result = run_client(args.target, parse_sizes(args.sizes), args.latency_budget,
                             args.stream_budget, args.min_iters, args.max_iters, args.warmup,
-                            args.stream_min_bytes, args.stream_max_bytes, args.no_stream)
+                            args.stream_max_bytes, args.no_stream)
         print(json.dumps(result))
     elif args.mode == "hold":
         hold(args.host, args.port, args.flows, args.seconds)
@@ -359,24 +380,27 @@ def server(journal, node, bind: str, port: int, timeout: float = 10.0):
     return running()
 
 
-def client(journal, node, host: str, port: int, sizes: list[int], latency_budget: float,
-           stream_budget: float, stream: bool = True, min_iters: int = 5,
+def client(journal, node, targets: dict[str, tuple[str, int]], sizes: list[int],
+           latency_budget: float, stream_budget: float, stream: bool = True, min_iters: int = 5,
            warmup: int = 20, timeout: float | None = None) -> dict:
-    """Run the client on ``node`` against ``host:port``; return its JSON result."""
+    """Run the client on ``node`` against every target (name -> (host, port)), interleaved."""
     from ..errors import HarnessError
 
-    argv = [*program(journal, node), "client", "--host", host, "--port", str(port),
-            "--sizes", ",".join(str(s) for s in sizes),
-            "--latency-budget", f"{latency_budget:g}", "--stream-budget", f"{stream_budget:g}",
-            "--min-iters", str(min_iters), "--warmup", str(warmup)]
+    argv = [*program(journal, node), "client"]
+    for name, (host, port) in targets.items():
+        argv += ["--target", f"{name}={host}:{port}"]
+    argv += ["--sizes", ",".join(str(s) for s in sizes),
+             "--latency-budget", f"{latency_budget:g}", "--stream-budget", f"{stream_budget:g}",
+             "--min-iters", str(min_iters), "--warmup", str(warmup)]
     if not stream:
         argv.append("--no-stream")
-    limit = timeout or 60 + len(sizes) * (latency_budget + stream_budget) * 20
+    limit = timeout or 60 + len(targets) * len(sizes) * (latency_budget + stream_budget) * 20
     res = node.run(argv, timeout=limit, check=False)
     if not res.ok:
-        raise HarnessError(f"ping-pong client on {node.name} to {host}:{port} failed: "
+        where = ", ".join(f"{n} {h}:{p}" for n, (h, p) in targets.items())
+        raise HarnessError(f"ping-pong client on {node.name} ({where}) failed: "
                            f"{(res.stderr or res.stdout).strip()[-800:]}",
-                           "is the path up (relays running, routes, NAT)?")
+                           "is every path up (relays running, routes, NAT)?")
     return json.loads(res.stdout.strip().splitlines()[-1])
 
 

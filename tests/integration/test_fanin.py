@@ -28,7 +28,7 @@ N = 4
 
 
 def _params(**kw):
-    return s3.Params.resolve(port_rate_mbit=RATE, queue_kbytes=64, mappers=(N,), cpu_rounds=0,
+    return s3.Params.resolve(port_rate_mbit=RATE, queue_packets=44, mappers=(N,), cpu_rounds=0,
                              **kw)
 
 

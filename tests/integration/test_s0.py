@@ -1,0 +1,166 @@
+"""Study S0 end to end through `harness run`, and its bad-input and relay-robustness checks."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import struct
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from conftest import group_alive, needs_root, needs_tools, netns_names
+from harness.errors import HarnessError, SpecError
+from harness.lab import Lab
+from harness.relay.line import netns_socket
+from harness.studies import s0
+from harness.testbed import LabTestbed
+from harness.tools import pingpong
+
+pytestmark = [pytest.mark.integration, needs_root,
+              needs_tools("iperf3", "nft", "conntrack", "socat", "gcc")]
+
+NOTEBOOK = Path(__file__).resolve().parents[2] / "notebooks" / "s0_relay.ipynb"
+
+
+def harness(*args, data, cache):
+    env = {**os.environ, "HARNESS_DATA": str(data), "HARNESS_CACHE_DIR": str(cache)}
+    return subprocess.run([sys.executable, "-m", "harness", *args], capture_output=True,
+                          text=True, timeout=900, env=env)
+
+
+def test_s0_small_run_has_three_methods_translation_and_leaves_nothing(tmp_path):
+    before = netns_names()
+    out = harness("run", "-q", str(NOTEBOOK), "-p", "sizes", "1,1K,64K", "-p", "repetitions", "1",
+                  "-p", "latency_budget_s", "0.02", "-p", "stream_budget_s", "0.03",
+                  "-p", "bench_repetitions", "1", "-p", "bench_seconds", "1",
+                  "-p", "flows", "3", data=tmp_path / "data", cache=tmp_path / "cache")
+    assert out.returncode == 0, out.stderr[-3000:]
+    (run_dir,) = list((tmp_path / "data" / "runs" / "s0").iterdir())
+    meta = json.loads((run_dir / "run.json").read_text())
+    assert meta["status"] == "complete" and meta["error"] is None
+    assert all(c["rate_ok"] for c in meta["link_verification"])
+    assert (run_dir / "report.html").stat().st_size > 10_000
+
+    frame = pd.read_parquet(run_dir / "results.parquet")
+    assert sorted(frame.method.unique()) == ["direct", "nat_srd", "proxies"]
+    assert sorted(frame["size"].unique()) == [1, 1024, 65536]
+    one = frame[frame["size"] == 1].set_index("method").half_rtt_us
+    assert one["nat_srd"] - one["direct"] > 0  # a relay hop costs time
+    assert one["proxies"] - one["direct"] > 0
+    assert (frame.stream_mbit > 0).all() and (frame.half_rtt_us > 0).all()
+
+    nat_rows = pd.read_parquet(run_dir / "nat.parquet")
+    assert len(nat_rows) == 1
+    row = nat_rows.iloc[0]
+    assert row.rule_packets >= 1 and row.translated_bytes > 0
+    assert row.conntrack_translated == 1 and row.translated_to == "198.18.0.1"
+    assert not row.direct_translated  # direct crossed fa untranslated
+    seen = meta["s0"]["srd_on_fb"]["accepts_by_client_ip"]
+    assert set(seen) == {"198.18.0.1"}  # the SRD never saw a private address of cluster A
+    assert all(meta["s0"]["relays_alive_after_sweep"].values())
+    assert [r["exit_status"] for r in meta["s0"]["relays"]] == [0, 0]
+
+    conns = pd.read_parquet(run_dir / "connections.parquet").set_index("method")
+    assert conns.loc["direct", "tcp_connections_per_flow"] == 1
+    assert conns.loc["proxies", "tcp_connections_per_flow"] == 3
+    assert conns.loc["nat_srd", "tcp_connections_per_flow"] == 2
+    assert conns.loc["nat_srd", "snat_entries_fa"] == 3
+    assert (conns.public_segment_connections == 3).all()
+
+    bench = pd.read_parquet(run_dir / "bench.parquet")
+    assert set(bench.path) == set(s0.BENCH_PATHS)
+    assert (bench.iperf_mbit > 0).all()
+    srd = bench[bench.relay == "srd"]
+    assert (srd.relay_cpu_s > 0).all()
+    assert meta["s0"]["bench_where"] == "second namespace lab, unshaped"
+
+    # Nothing left: namespaces of both labs, NAT tables (they lived in those namespaces),
+    # relay and server processes, the journal's pending changes.
+    prefixes = {meta["testbed"]["prefix"], meta["bench_testbed"]["prefix"]}
+    assert not [n for n in netns_names() - before if n.split("-")[0] in prefixes]
+    journal = [json.loads(line) for line in (run_dir / "journal.jsonl").read_text().splitlines()]
+    done = {r["seq"] for r in journal if r["op"] == "undone"}
+    assert {r["seq"] for r in journal if r["op"] == "do"} == done
+    pids = [r["data"]["pid"] for r in journal if r["op"] == "do" and r["kind"] == "process"]
+    assert len(pids) >= 10 and not [p for p in pids if group_alive(p)]
+    assert sum(1 for r in journal if r.get("kind") == "nat-table") >= 2
+
+
+@pytest.mark.parametrize("args, message", [
+    (["-p", "sizes", "0"], "out of range"),
+    (["-p", "sizes", "2M"], "out of range"),
+    (["-p", "size", "4"], "unknown parameter"),
+    (["-p", "rate_mbit", "-5"], "out of range"),
+])
+def test_bad_input_is_refused_before_any_run_exists(tmp_path, args, message):
+    out = harness("run", "-q", str(NOTEBOOK), *args, data=tmp_path, cache=tmp_path / "cache")
+    assert out.returncode == 2
+    assert message in out.stderr
+    assert not (tmp_path / "runs").exists()
+
+
+# -- checks and relay robustness on a live S0 lab -------------------------------------------------
+
+@pytest.fixture
+def bed(journal, tmp_path, monkeypatch):
+    monkeypatch.setenv("HARNESS_CACHE_DIR", str(tmp_path / "cache"))
+    with Lab(s0.topology(s0.Params.resolve(rate_mbit=0)), journal) as lab:
+        yield LabTestbed(lab)
+
+
+def test_fronts_ports_and_targets_are_checked_before_relays_start(journal, bed):
+    s0.check_fronts(bed)  # the lab's fronts are complete
+    fb = bed.node("fb")
+    # a port in use on a front
+    with journal.process(fb, ["socat", "TCP-LISTEN:7100,bind=198.18.0.2,reuseaddr", "-"]):
+        deadline = time.monotonic() + 10
+        while 7100 not in s0.listening_ports(fb) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        with pytest.raises(SpecError, match="port 7100 is in use on fb"):
+            s0.check_ports_free(fb, s0.FB_PORTS)
+    # a relay target that does not answer: refused before any relay process starts
+    started = len([e for e in journal.entries() if e.kind == "process"])
+    with pytest.raises(HarnessError, match="does not answer"):
+        with s0.relay(journal, fb, "srd", "198.18.0.2:7100", "10.2.0.2:7000"):
+            pass
+    assert len([e for e in journal.entries() if e.kind == "process"]) == started
+    # a front without its public interface address
+    fa = bed.node("fa")
+    fa.run(["ip", "addr", "del", "198.18.0.1/24", "dev", "pub"], timeout=10)
+    with pytest.raises(SpecError, match="front node fa has no pub interface"):
+        s0.check_fronts(bed)
+
+
+def test_srd_survives_peers_that_disconnect_mid_stream(journal, bed):
+    plan = s0.Plan.of(bed)
+    run = s0.Measurement(None, bed, plan)
+    with pingpong.server(journal, bed.node("b1"), plan.b1, s0.SERVER_PORT), \
+            s0.relay(journal, bed.node("fb"), "srd", f"{plan.fb_pub}:{s0.SRD_PORT}",
+                     f"{plan.b1}:{s0.SERVER_PORT}") as srd:
+        for _ in range(3):  # a client that resets in the middle of a 1 MB ping-pong
+            sock = netns_socket(bed.node("a1"))
+            sock.connect((plan.fb_pub, s0.SRD_PORT))
+            sock.sendall(pingpong.HEADER.pack(b"P", 1 << 20, 1) + b"x" * (300 * 1024))
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            sock.close()  # RST mid-message
+        sock = netns_socket(bed.node("a1"))  # and one that half-closes mid-stream
+        sock.connect((plan.fb_pub, s0.SRD_PORT))
+        sock.sendall(pingpong.HEADER.pack(b"S", 1 << 20, 4) + b"y" * (1 << 20))
+        sock.shutdown(socket.SHUT_WR)
+        sock.close()
+        time.sleep(0.3)
+        assert srd.running()
+        result = pingpong.client(journal, bed.node("a1"), {"via_srd": (plan.fb_pub, s0.SRD_PORT)},
+                                 [1, 65536], 0.02, 0.02)
+        assert [p["size"] for p in result["targets"]["via_srd"]["points"]] == [1, 65536]
+        assert srd.running()
+    assert srd.exit_status == 0
+    reasons = {e.get("reason") for e in srd.handle.events("close")}
+    assert reasons - {"eof"}  # the aborted streams were seen as such, and survived
+    assert run.plan is plan

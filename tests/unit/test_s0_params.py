@@ -1,0 +1,279 @@
+"""Study S0 without a lab: parameters, topology, NAT rules, parsers, claims and the tool itself."""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+import threading
+
+import pandas as pd
+import pytest
+
+from harness.claims import NOT_REPRODUCED, REPRODUCED
+from harness.config import nat
+from harness.errors import SpecError
+from harness.studies import s0, study_module
+from harness.studies import s0_analysis as analysis
+from harness.tools import pingpong
+
+
+# -- parameters ----------------------------------------------------------------------------------
+
+def test_quick_profile_covers_the_papers_sizes_and_paper_profile_repeats_more():
+    quick, paper = s0.Params.resolve(), s0.Params.resolve(profile="paper")
+    assert quick.sizes == tuple(2 ** i for i in range(21))
+    assert {1024, 32 * 1024, 128 * 1024, 1 << 20} <= set(quick.sizes)
+    assert paper.repetitions > quick.repetitions and paper.stream_budget_s > quick.stream_budget_s
+    assert study_module("s0") is s0
+    custom = s0.Params.resolve(profile="paper", sizes="1,4K,1M", repetitions=None)
+    assert custom.sizes == (1, 4096, 1 << 20) and custom.repetitions == paper.repetitions
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("1..1M", tuple(2 ** i for i in range(21))),
+    ("1..64", (1, 2, 4, 8, 16, 32, 64)),
+    ("64K,1,1K", (1, 1024, 65536)),
+    (1024, (1024,)),
+    ([1, 1, 2], (1, 2)),
+    ("1MiB", (1 << 20,)),
+])
+def test_message_sizes_accepts_lists_suffixes_and_power_of_two_ranges(text, expected):
+    assert s0.message_sizes(text) == expected
+
+
+@pytest.mark.parametrize("given, message", [
+    ({"sizes": 0}, "out of range"),
+    ({"sizes": "2M"}, "out of range"),
+    ({"sizes": (1 << 20) + 1}, "out of range"),
+    ({"sizes": "1..4M"}, "out of range"),
+    ({"sizes": "1-1M"}, "range is written A..B"),
+    ({"sizes": "ten"}, "not a number of bytes"),
+    ({"sizes": [True]}, "not a number of bytes"),
+    ({"sizes": ","}, "give no size"),
+    ({"rate_mbit": -1}, "out of range"),
+    ({"flows": 0}, "out of range"),
+    ({"bench": "yes"}, "true or false"),
+    ({"latency_budget_s": 0}, "out of range"),
+    ({"repetitions": 1.5}, "whole number"),
+    ({"no_such": 1}, "unknown parameter"),
+    ({"profile": "fast"}, "unknown profile"),
+])
+def test_bad_parameters_are_refused_with_a_reason(given, message):
+    with pytest.raises(SpecError, match=message):
+        s0.Params.resolve(**given)
+
+
+def test_rate_zero_means_unshaped_links():
+    assert s0.Params.resolve(rate_mbit=0).rate_mbit == 0
+    topo = s0.topology(s0.Params.resolve(rate_mbit=0))
+    assert all(link.rate_mbit is None for link in topo.links)
+    shaped = s0.topology(s0.Params.resolve(rate_mbit=250))
+    assert {link.rate_mbit for link in shaped.links} == {250}
+
+
+# -- topology ------------------------------------------------------------------------------------
+
+def test_topology_has_lab_prefixes_only_and_fronts_with_two_interfaces():
+    topo = s0.topology(s0.Params.resolve())
+    public = ipaddress.ip_network(s0.LAB_PUBLIC)
+    private = [ipaddress.ip_network(s0.A_PRIVATE), ipaddress.ip_network(s0.B_PRIVATE)]
+    for end in topo.endpoints():
+        ip = ipaddress.ip_address(end.ip)
+        assert ip in public or any(ip in net for net in private), end
+    for route in topo.routes:
+        assert route.destination != "default"
+        assert ipaddress.ip_network(route.destination).prefixlen >= 15
+    for front in ("fa", "fb"):
+        assert topo.node(front).forwarding
+        assert {e.ifname for e in topo.endpoints(front)} == {"priv", "pub"}
+    assert [n.name for n in topo.nodes if not n.forwarding] == ["a1", "b1"]
+
+
+# -- NAT rules and parsers --------------------------------------------------------------------
+
+def test_nat_ruleset_is_one_table_with_counted_restricted_masquerade():
+    spec = nat.NatSpec(masquerade=(nat.Masquerade("10.1.0.0/24", "pub", "198.18.0.0/24"),),
+                       forwards=(nat.PortForward("pub", 8080, "10.1.0.2", 80),))
+    text = spec.ruleset("harness_t_abc123")
+    assert text.startswith("table ip harness_t_abc123 {")
+    assert text.count("table ") == 1
+    assert 'ip saddr 10.1.0.0/24 ip daddr 198.18.0.0/24 oifname "pub" counter masquerade' in text
+    assert 'iifname "pub" tcp dport 8080 counter dnat to 10.1.0.2:80' in text
+    assert "ct status snat counter" in text and "policy accept" in text
+    assert "drop" not in text
+    fixed = nat.NatSpec(masquerade=(nat.Masquerade("10.1.0.0/24", "pub", to_address="198.18.0.1"),))
+    assert "snat to 198.18.0.1" in fixed.ruleset("t")
+
+
+@pytest.mark.parametrize("spec, message", [
+    (nat.NatSpec(), "at least one"),
+    (nat.NatSpec(masquerade=(nat.Masquerade("10.1.0.0/33", "pub"),)), "not an IPv4 prefix"),
+    (nat.NatSpec(masquerade=(nat.Masquerade("10.1.0.0/24", 'pub" accept'),)), "not valid"),
+    (nat.NatSpec(masquerade=(nat.Masquerade("10.1.0.0/24", "pub", to_address="x"),)),
+     "not an IPv4 address"),
+    (nat.NatSpec(forwards=(nat.PortForward("pub", 0, "10.1.0.2"),)), "not a TCP port"),
+])
+def test_nat_spec_errors(spec, message):
+    with pytest.raises(SpecError, match=message):
+        spec.validate()
+
+
+CONNTRACK = """\
+tcp      6 431998 ESTABLISHED src=10.1.0.2 dst=198.18.0.2 sport=40000 dport=7100 src=198.18.0.2 \
+dst=198.18.0.1 sport=7100 dport=40000 [ASSURED] mark=0 use=1
+tcp      6 119 TIME_WAIT src=10.1.0.2 dst=10.2.0.2 sport=40001 dport=7000 src=10.2.0.2 \
+dst=10.1.0.2 sport=7000 dport=40001 [ASSURED] mark=0 use=1
+udp      17 29 src=10.1.0.2 dst=198.18.0.9 sport=5353 dport=53 [UNREPLIED] src=198.18.0.9 \
+dst=198.18.0.1 sport=53 dport=5353 mark=0 use=1
+conntrack v1.4.7 (conntrack-tools): 3 flow entries have been shown.
+"""
+
+
+def test_conntrack_parser_tells_translated_from_untranslated():
+    entries = nat.parse_conntrack(CONNTRACK)
+    assert [e.protocol for e in entries] == ["tcp", "tcp", "udp"]
+    masq, direct, udp = entries
+    assert masq.state == "ESTABLISHED" and masq.source_translated
+    assert masq.reply == nat.Tuple4("198.18.0.2", "198.18.0.1", 7100, 40000)
+    assert "ASSURED" in masq.flags
+    assert direct.state == "TIME_WAIT" and not direct.source_translated
+    assert udp.state == "" and udp.source_translated and not udp.destination_translated
+
+
+def test_counters_are_keyed_by_rule_comment():
+    listing = {"nftables": [
+        {"table": {"family": "ip", "name": "t"}},
+        {"rule": {"chain": "postrouting", "handle": 3, "comment": "snat x",
+                  "expr": [{"match": {}}, {"counter": {"packets": 2, "bytes": 120}},
+                           {"masquerade": None}]}},
+        {"rule": {"chain": "forward", "handle": 4,
+                  "expr": [{"counter": {"packets": 7, "bytes": 900}}]}}]}
+    assert nat.parse_counters(listing) == {"snat x": {"packets": 2, "bytes": 120},
+                                           "forward#4": {"packets": 7, "bytes": 900}}
+
+
+# -- the ping-pong tool, for real over loopback ----------------------------------------------------
+
+def test_pingpong_measures_every_target_and_size_over_loopback():
+    probe = socket.socket()
+    probe.bind(("127.0.0.1", 0))
+    port = probe.getsockname()[1]
+    probe.close()
+    threading.Thread(target=pingpong.serve, args=("127.0.0.1", port), daemon=True).start()
+    for _ in range(100):
+        if pingpong.probe("127.0.0.1", port, 0.2) == 0:
+            break
+    result = pingpong.run_client([("a", "127.0.0.1", port), ("b", "127.0.0.1", port)],
+                                 [1, 4096, 65536], 0.01, 0.02, 3, 1000, 2, 1 << 30, False)
+    assert set(result["targets"]) == {"a", "b"}
+    for target in result["targets"].values():
+        assert [p["size"] for p in target["points"]] == [1, 4096, 65536]
+        for point in target["points"]:
+            lat, st = point["latency"], point["stream"]
+            assert lat["n"] >= 3 and 0 < lat["min_us"] <= lat["median_us"] <= lat["max_us"]
+            assert st["bytes"] == st["messages"] * point["size"] and st["mbit"] > 0
+            assert st["seconds"] >= 0.02 or st["messages"] >= (1 << 30) // point["size"]
+    # rotation: each size is measured first by a different target
+    assert [p["order"] for p in result["targets"]["a"]["points"]] == [0, 1, 0]
+    assert pingpong.probe("127.0.0.1", 1, 0.5) == 1
+
+
+def test_pingpong_command_line_checks():
+    assert pingpong.parse_target("nat=198.18.0.2:7100") == ("nat", "198.18.0.2", 7100)
+    for bad in ("198.18.0.2:7100", "x=host", "x=:1"):
+        with pytest.raises(SystemExit):
+            pingpong.parse_target(bad)
+    with pytest.raises(SystemExit):
+        pingpong.parse_sizes("0,1")
+
+
+# -- analysis on synthetic data ----------------------------------------------------------------------
+
+def synthetic(lat_x: dict[str, float], stream_x: dict[str, float], reps: int = 2) -> pd.DataFrame:
+    """A results frame: direct 20 us + serialisation; others scaled per method."""
+    rows = []
+    for rep in range(1, reps + 1):
+        for size in (1, 1024, 32 * 1024, 128 * 1024, 1 << 20):
+            base = 20.0 + size * 8 / 100  # us at 100 Mbit/s
+            for m in s0.METHODS:
+                half = base * lat_x[m] if size <= 1024 else base
+                mbit = 90.0 * stream_x[m]
+                rows.append({"method": m, "repetition": rep, "size": size, "half_rtt_us": half,
+                             "half_rtt_p10_us": half * 0.9, "half_rtt_p90_us": half * 1.1,
+                             "stream_mbit": mbit, "pingpong_mbit": size * 8 / half,
+                             "iterations": 100})
+    return pd.DataFrame(rows)
+
+
+def verdicts(frame: pd.DataFrame) -> dict[str, str]:
+    c = analysis.claims(frame)
+    return dict(zip(c.claim, c.verdict))
+
+
+def test_claims_reproduced_when_ours_match_the_paper():
+    frame = synthetic({"direct": 1, "proxies": 2.1, "nat_srd": 1.5},
+                      {"direct": 1, "proxies": 0.4, "nat_srd": 0.4 * 1.22})
+    v = verdicts(frame)
+    assert v["Latency: two proxies / direct"].startswith(REPRODUCED)
+    assert v["Latency: NAT + SRD / direct"].startswith(REPRODUCED)
+    assert v["Latency: NAT + SRD vs two proxies"].startswith(REPRODUCED)  # 1.5/2.1 = -28.6%
+    assert v["Bandwidth (streaming): both relayed methods below half of direct"] == REPRODUCED
+    assert v["Bandwidth (streaming): NAT + SRD over two proxies, 1-32 KB"].startswith(REPRODUCED)
+
+
+def test_claims_not_reproduced_when_relays_cost_nothing():
+    frame = synthetic({m: 1.0 for m in s0.METHODS}, {m: 1.0 for m in s0.METHODS})
+    v = verdicts(frame)
+    assert v["Latency: two proxies / direct"].startswith(NOT_REPRODUCED)
+    assert v["Bandwidth (streaming): both relayed methods below half of direct"] == NOT_REPRODUCED
+    assert v["Bandwidth (streaming): NAT + SRD over two proxies, overall (1 KB-1 MB)"] \
+        .startswith(NOT_REPRODUCED)
+    r = analysis.ratios(frame)
+    assert (r.proxies_latency_x == 1).all() and (r.nat_vs_proxies_stream_pct == 0).all()
+
+
+def test_summary_reports_spread_across_repetitions():
+    frame = synthetic({"direct": 1, "proxies": 2, "nat_srd": 1.5}, {m: 1 for m in s0.METHODS})
+    frame.loc[(frame.repetition == 2) & (frame.method == "direct"), "half_rtt_us"] *= 1.5
+    s = analysis.summary(frame).set_index(["size", "method"])
+    assert s.loc[(1, "direct"), "half_rtt_sd_us"] > 0
+    assert s.loc[(1, "proxies"), "half_rtt_sd_us"] == 0
+    assert s.loc[(1, "direct"), "repetitions"] == 2
+
+
+def bench_frame(srd: float, socat: float, direct: float, hop_us: float) -> pd.DataFrame:
+    rows = []
+    for rep in (1, 2):
+        for path, relay_kind, hops in (("direct", "kernel", 0), ("nat_srd", "srd", 1),
+                                       ("nat_socat", "socat", 1), ("proxies_srd", "srd", 2),
+                                       ("proxies_socat", "socat", 2)):
+            tput = {"kernel": direct, "srd": srd, "socat": socat}[relay_kind] / max(hops, 1)
+            rows.append({"path": path, "relay": relay_kind, "hops": hops, "repetition": rep,
+                         "iperf_mbit": tput * (1 if rep == 1 else 0.9),
+                         "half_rtt_1b_us": 15 + hops * hop_us, "half_rtt_64k_us": 40.0,
+                         "relay_cpu_s_per_gb": 0.2 if hops else None,
+                         "relay_cpu_cores": 0.3 if hops else None, "retransmits": 0})
+    return pd.DataFrame(rows)
+
+
+def test_bench_targets_judge_best_of_repetitions():
+    good = analysis.bench_targets(bench_frame(srd=12000, socat=9000, direct=15000, hop_us=20))
+    assert (good.verdict == REPRODUCED).all(), good
+    bad = analysis.bench_targets(bench_frame(srd=8000, socat=9000, direct=15000, hop_us=40))
+    assert (bad.verdict == NOT_REPRODUCED).all(), bad
+    assert analysis.hop_costs(bench_frame(1, 1, 1, 25))["proxies_srd_per_hop_us"] == 25
+
+
+def test_table1_from_measured_connections():
+    conns = pd.DataFrame([
+        {"method": "direct", "flows": 4, "public_segment_connections": 4,
+         "fb_peers_fa_public": 0, "tcp_connections_per_flow": 1.0,
+         "user_space_relays_per_flow": 0.0, "snat_entries_fa": 0},
+        {"method": "nat_srd", "flows": 4, "public_segment_connections": 4,
+         "fb_peers_fa_public": 4, "tcp_connections_per_flow": 2.0,
+         "user_space_relays_per_flow": 1.0, "snat_entries_fa": 4},
+    ])
+    t = analysis.table1(conns)
+    assert list(t["TCP connections per flow"]) == [1.0, 2.0]
+    assert "one per flow" in t["front-to-front connections"][1]
+    assert "0 terminate at the fronts" in t["front-to-front connections"][0]
