@@ -165,6 +165,9 @@ class Lab:
             journal.record("rule", self.nodes[rule.node], source=rule.source, table=rule.table,
                            priority=rule.priority)
             backend.add_rule(self.netns_name(rule.node), rule)
+        flush = getattr(backend, "flush", None)
+        if flush:  # sysctls below go through the node: the lab must exist first
+            flush()
         for spec in topo.nodes:
             if spec.forwarding:
                 node = self.nodes[spec.name]

@@ -14,6 +14,7 @@ journal alone.
 from __future__ import annotations
 
 import os
+import shlex
 from typing import Protocol
 
 from .journal import undo_handler
@@ -125,13 +126,27 @@ class Pyroute2Backend:
 
 
 class CommandBackend:
-    """The same changes as iproute2 commands on ``host`` (a VM or remote machine)."""
+    """The same changes as iproute2 commands on ``host`` (a VM or remote machine).
+
+    Commands are queued and sent as ONE shell script when the lab is built
+    (``close``): over SSH into an emulated VM every round trip costs up to a
+    second, and a lab is dozens of commands. The journal already holds every
+    change before the script runs; undo tolerates what the script did not get to.
+    """
 
     def __init__(self, host: Node):
         self.host = host
+        self._queue: list[list[str]] = []
 
     def _ip(self, *args: str) -> None:
-        self.host.run(["ip", *args], timeout=30)
+        self._queue.append(["ip", *args])
+
+    def flush(self) -> None:
+        if not self._queue:
+            return
+        script = "set -e\n" + "\n".join(shlex.join(cmd) for cmd in self._queue)
+        self._queue = []
+        self.host.run(script, timeout=300)
 
     def create_netns(self, name: str) -> None:
         self._ip("netns", "add", name)
@@ -150,7 +165,7 @@ class CommandBackend:
 
     def apply_egress(self, ns: str, ifname: str, plan: EgressPlan) -> None:
         for args in plan.tc_commands(ifname):
-            self.host.run(["tc", "-n", ns, *args], timeout=30)
+            self._queue.append(["tc", "-n", ns, *args])
 
     def add_route(self, ns: str, route: Route) -> None:
         args = ["-n", ns, "route", "add", route.destination]
@@ -170,7 +185,7 @@ class CommandBackend:
         self._ip("netns", "exec", ns, "sysctl", "-qw", f"{key}={value}")
 
     def close(self) -> None:
-        pass
+        self.flush()
 
 
 # -- undo: plain commands, so any run's journal can be undone from any process --

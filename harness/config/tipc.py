@@ -76,7 +76,7 @@ def probe(node: Node) -> TipcState:
         raise CapabilityMissing(f"{node.name}: no `tipc` command",
                                 "install iproute2 (it ships `tipc`; Debian has no tipcutils)")
     ident = _run_tipc(node, ["node", "get", "identity"], check=False)
-    identity = ident.stdout.strip() if ident.ok else ""
+    identity = parse_identity(ident.stdout) if ident.ok else ""
     bearers = tuple(line.strip() for line in
                     _run_tipc(node, ["bearer", "list"]).stdout.splitlines() if line.strip())
     links = _run_tipc(node, ["link", "list"], check=False).stdout.strip()
@@ -84,9 +84,15 @@ def probe(node: Node) -> TipcState:
     return TipcState(tool, identity, bearers, links, len(names.splitlines()))
 
 
-def _hex_identity(identity: str) -> str:
-    """How ``tipc node get identity`` shows a text identity: its bytes in hex, zero-padded."""
-    return identity.encode().hex().ljust(32, "0")
+def parse_identity(text: str) -> str:
+    """The identity from ``tipc node get identity`` (iproute2 6.1 prints a header line, then
+    "IDENTITY HASH", or only the hash while no identity is set)."""
+    lines = [line.split() for line in text.splitlines() if line.strip()]
+    if lines and lines[0][:2] == ["Node", "Identity"]:
+        lines = lines[1:]
+    if not lines:
+        return ""
+    return lines[0][0] if len(lines[0]) >= 2 else ""
 
 
 def set_identity(journal: Journal, node: Node, identity: str) -> ChangeRecord:
@@ -94,8 +100,7 @@ def set_identity(journal: Journal, node: Node, identity: str) -> ChangeRecord:
         raise SpecError(f"TIPC identity {identity!r} is not valid",
                         "use 1-16 letters, digits, '_', '.', '-'")
     before = probe(node).identity
-    wanted = {identity, _hex_identity(identity)}
-    if before and before.lower() in {w.lower() for w in wanted} | {identity.encode().hex()}:
+    if before == identity:
         return ChangeRecord(node.name, "tipc-identity", "node identity", before, identity,
                             changed=False)
     if before:

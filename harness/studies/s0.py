@@ -33,6 +33,13 @@ iperf3, relay CPU, 1 B latency; NPtcp as a cross-check of the tool).
 
 Addresses exist only inside the namespaces the run creates; no node has a
 default route, only routes for the lab's prefixes.
+
+On real machines (``inventory``): a1, fa, fb and b1 must all be in it, the
+fronts with their ``priv`` and ``pub`` interfaces (checked on the machines
+before any change); the fronts get ``net.ipv4.ip_forward=1`` (recorded and
+restored); routes between the two private prefixes, which "direct" needs,
+must exist in the site's network (checked before measuring). The benchmark
+then runs on those machines as they are (no second lab).
 """
 
 from __future__ import annotations
@@ -744,6 +751,11 @@ def srd_clients(relay_ref: Relay) -> dict:
             "errors": [e.fields for e in events if e.name in ("error", "target-failed")]}
 
 
+def machine_load(node: Node) -> float:
+    """1-minute load average of the machine under ``node`` (the machine is shared: noise)."""
+    return float(machine_of(node).read_text("/proc/loadavg").split()[0])
+
+
 def prepare_inventory(session: Session, bed) -> None:
     """Real front nodes must forward (methods 1 and 3): set it, recorded and restored."""
     if isinstance(bed, InventoryTestbed):
@@ -771,11 +783,12 @@ def build_bench_bed(session: Session, stack: ExitStack, params: Params, main_bed
 def measure(params: Params, run_dir: str = "", inventory: str = "") -> str:
     """Build (or reach) the testbed, measure the three methods and the relay benchmark, archive."""
     check_inventory(inventory)
-    tools = {"nft", "iperf3", "python3"} | ({"socat"} if params.bench else set())
     with open_session(STUDY, params.to_dict(), run_dir, inventory) as session:
         timings: dict[str, float] = {}
         t = time.monotonic()
-        bed = session.testbed(topology(params), features={"nat"}, tools=tools)
+        # nft/socat/conntrack are needed on the fronts only: check_tools looks there
+        bed = session.testbed(topology(params), tools={"iperf3", "python3"},
+                              node_features={"fa": {"nat"}})
         check_fronts(bed)
         check_tools(bed, params.bench)
         for name, ports in (("fa", FA_PORTS), ("fb", FB_PORTS), ("b1", B1_PORTS)):
@@ -783,6 +796,7 @@ def measure(params: Params, run_dir: str = "", inventory: str = "") -> str:
         prepare_inventory(session, bed)
         session.verify(params.verify_seconds)
         timings["setup_s"] = time.monotonic() - t
+        loadavg = {"start": machine_load(bed.node("a1"))}
         run = Measurement(session, bed, Plan.of(bed))
         t = time.monotonic()
         with main_relays(run) as relays:
@@ -796,6 +810,7 @@ def measure(params: Params, run_dir: str = "", inventory: str = "") -> str:
             alive = {name: r.handle.running() for name, r in relays.items()}
             srd_seen = srd_clients(relays["fb_srd"])
         relay_records = [r.record() for r in relays.values()]
+        loadavg["after_sweep"] = machine_load(bed.node("a1"))
         session.results(pd.DataFrame(rows))
         session.results(pd.DataFrame(connections), "connections")
         bench_rows: list[dict] = []
@@ -811,6 +826,7 @@ def measure(params: Params, run_dir: str = "", inventory: str = "") -> str:
                 bench_rows = bench(bench_run, params)
                 nptcp_us = nptcp_half_rtt_us(bench_run, bench_run.plan.b1)
             timings["bench_s"] = time.monotonic() - t
+            loadavg["after_bench"] = machine_load(bed.node("a1"))
             session.results(pd.DataFrame(bench_rows), "bench")
         session.results(pd.DataFrame(run.nat_rows), "nat")
         session.configure(run.nat_records)
@@ -826,7 +842,7 @@ def measure(params: Params, run_dir: str = "", inventory: str = "") -> str:
             },
             "relays": relay_records, "relays_alive_after_sweep": alive,
             "srd_on_fb": srd_seen, "bench_where": bench_where, "timings": timings,
-            "nptcp_direct_half_rtt_1b_us": nptcp_us,
+            "nptcp_direct_half_rtt_1b_us": nptcp_us, "loadavg": loadavg,
             "tool": "harness.tools.pingpong (TCP_NODELAY, per-size budgets)",
         })
         return str(session.run.path)

@@ -163,3 +163,18 @@ def test_lab_record_is_json(journal):
         rec = json.loads(json.dumps(lab.record()))
     assert rec["namespaces"]["a"] == f"{lab.prefix}-a"
     assert rec["egress_plans"]["a:eth0"]["rate_bit"] == 200_000_000
+
+
+def test_command_backend_builds_the_same_lab(journal, monkeypatch):
+    """The iproute2-command path (used for VMs and remote hosts), exercised on this host."""
+    from harness.netbackend import CommandBackend
+
+    lab = Lab(three_nodes(), journal)
+    monkeypatch.setattr(lab, "_backend", lambda: CommandBackend(lab.host))
+    with lab:
+        assert len(mine(lab.prefix)) == 3
+        qdisc = lab.node("a").run(["tc", "class", "show", "dev", "eth0"]).stdout
+        assert "rate 200Mbit" in qdisc
+        checks = verify_lab(journal, lab, seconds=1, both_directions=False)
+        assert all(c.rate_ratio >= 0.97 for c in checks), checks
+    assert mine(lab.prefix) == set()

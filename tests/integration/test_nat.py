@@ -12,8 +12,8 @@ import shutil
 import socket
 
 import pytest
-
 from conftest import needs_root, needs_tools
+
 from harness.config import nat
 from harness.errors import SpecError
 from harness.lab import Lab

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-
 from conftest import group_alive, needs_root, needs_tools, netns_names
+
 from harness.errors import HarnessError, SpecError
 from harness.lab import Lab
 from harness.relay.line import netns_socket

@@ -16,7 +16,6 @@ from harness.studies import s0, study_module
 from harness.studies import s0_analysis as analysis
 from harness.tools import pingpong
 
-
 # -- parameters ----------------------------------------------------------------------------------
 
 def test_quick_profile_covers_the_papers_sizes_and_paper_profile_repeats_more():
