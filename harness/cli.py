@@ -77,6 +77,12 @@ def cmd_lab_clean(args) -> int:
         if running:
             print(f"skip {run.path}: process {running[0]} that made these changes still runs")
             continue
+        from .vm import forget_changes_in_vms
+
+        forgotten = forget_changes_in_vms(journal)
+        if forgotten:
+            print(f"{run.path}: {forgotten} change(s) inside VMs end with their VM")
+        pending = journal.pending()
         print(f"{run.path}: undoing {len(pending)} change(s)")
         for entry in reversed(pending):
             print(f"  {entry.kind} {entry.data}")

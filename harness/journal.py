@@ -232,13 +232,16 @@ class Journal:
             self.stop(proc)
 
     def start(self, node: Node, cmd: Command, *, cgroup: str | None = None) -> Process:
-        proc = node.spawn(cmd, cgroup=cgroup)
-        # Recorded against the machine that owns the process: a namespace can
-        # vanish while its processes live on.
-        entry = self.record(
-            "process", machine_of(node), pid=proc.info.pid, start_ticks=proc.info.start_ticks,
-            command=proc.info.command, log=proc.info.log, host=proc.info.node,
-        )
+        # Ctrl-C between the start and the record would leak the process: hold it.
+        with signals_deferred():
+            proc = node.spawn(cmd, cgroup=cgroup)
+            # Recorded against the machine that owns the process: a namespace can
+            # vanish while its processes live on.
+            entry = self.record(
+                "process", machine_of(node), pid=proc.info.pid,
+                start_ticks=proc.info.start_ticks, command=proc.info.command, log=proc.info.log,
+                host=proc.info.node,
+            )
         proc.info.extra["journal_seq"] = entry.seq
         return proc
 

@@ -41,7 +41,14 @@ the host's files (read-only), as any process of the harness could.
 
 from . import checks  # noqa: F401  (registers the tipc_bearer undo handler)
 from .accel import AccelVerdict, probe_accel
-from .boot import BootRecord, VMBootError, VMNode, boot_vm, forget_guest_changes
+from .boot import (
+    BootRecord,
+    VMBootError,
+    VMNode,
+    boot_vm,
+    forget_changes_in_vms,
+    forget_guest_changes,
+)
 from .spec import VM, resolve_kernel
 
 __all__ = [
@@ -51,6 +58,7 @@ __all__ = [
     "VMBootError",
     "VMNode",
     "boot_vm",
+    "forget_changes_in_vms",
     "forget_guest_changes",
     "probe_accel",
     "resolve_kernel",

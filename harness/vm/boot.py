@@ -358,6 +358,26 @@ def boot_vm(spec: VM, journal: Journal, *, refresh_accel: bool = False) -> Itera
                 in_flight.add_note(str(error))  # do not hide why the boot failed
 
 
+def forget_changes_in_vms(journal: Journal) -> int:
+    """For a journal another process left behind (``harness lab clean``): drop every
+    pending change made inside one of its VMs. Their QEMU is stopped by the same
+    clean (or is dead already), and the guest's state ends with it.
+    """
+    ports = {e.data["vm"]["ssh_port"] for e in journal.pending()
+             if e.kind == "process" and isinstance(e.data.get("vm"), dict)}
+    count = 0
+    for entry in journal.pending():
+        desc = entry.node
+        while isinstance(desc, dict):
+            if desc.get("type") == "ssh" and desc.get("host") == "127.0.0.1" \
+                    and desc.get("port") in ports:
+                journal.mark_undone(entry)
+                count += 1
+                break
+            desc = desc.get("parent")
+    return count
+
+
 def _note_boot(journal: Journal, proc: Process, record: BootRecord) -> None:
     """Add the boot facts to QEMU's journal entry (provenance of the run)."""
     seq = proc.info.extra.get("journal_seq")
