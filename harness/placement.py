@@ -109,10 +109,26 @@ def decide(needed: set[str], host: Capabilities, offer: VMOffer, purpose: str) -
                     tuple(missing), modules)
 
 
-def load_modules(vm: Node, modules: tuple[str, ...]) -> None:
-    if modules:
-        vm.run(["modprobe", "-a", *modules], timeout=120,
-               hint="the guest loads modules of its own kernel from /lib/modules/$(uname -r)")
+def guest_capabilities(vm: Node, host: Capabilities, decision: Decision) -> Capabilities:
+    """Load the modules the study needs in the guest and read back what is loaded.
+
+    Cheaper than a full probe under emulation (a Python start-up in the guest
+    costs many seconds). The guest runs the host's own user space over 9p, so
+    its tools and their versions are the host's.
+    """
+    facts = ("uname -r && cat /proc/sys/net/ipv4/tcp_available_congestion_control "
+             "/proc/sys/net/ipv4/tcp_congestion_control /proc/modules")
+    load = f"modprobe -a {' '.join(decision.modules)} && " if decision.modules else ""
+    res = vm.run(load + facts, timeout=180,
+                 hint="the guest loads modules of its own kernel from /lib/modules/$(uname -r)")
+    release, available, default, *modules = res.stdout.splitlines()
+    loaded = {line.split()[0] for line in modules if line.strip()}
+    features = {f: True for f in VM_BUILTIN}
+    for feature, module in MODULE_NAMES.items():
+        features[feature] = module in loaded
+    return Capabilities(node=vm.name, kernel=release.strip(), features=features,
+                        congestion_available=available.split(),
+                        congestion_default=default.strip(), tools=dict(host.tools))
 
 
 @dataclass(frozen=True)

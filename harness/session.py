@@ -35,7 +35,7 @@ from .placement import (
     VMOffer,
     decide,
     fit_to_ceiling,
-    load_modules,
+    guest_capabilities,
     measure_ceiling,
     vm_cpus,
     vm_memory_mib,
@@ -108,8 +108,7 @@ class Session:
             spec = VM(name=f"{self.run.study}-lab", cpus=vm_cpus(), memory_mib=vm_memory_mib())
             vm = self.stack.enter_context(boot_vm(spec, self.journal))
             self._placement["vm"] = vm.boot.to_dict()
-            load_modules(vm, decision.modules)
-            caps = self.capabilities["vm"] = probe(vm, timeout=180)  # TCG is slow
+            caps = self.capabilities["vm"] = guest_capabilities(vm, caps, decision)
             require(caps, need, tools, purpose=f"{purpose} in a VM lab")
             started = time.monotonic()
             ceiling = measure_ceiling(self.journal, vm)

@@ -16,7 +16,7 @@ from ..errors import CommandFailed, HarnessError, SpecError
 from ..journal import Journal
 from ..nodes import Node
 from ..nodes.base import command_text
-from ..nodes.local import in_cgroup, wait_until
+from ..nodes.local import in_cgroup
 
 MAX_STREAMS = 128
 
@@ -69,17 +69,20 @@ def iperf3_server(journal: Journal, node: Node, bind: str, port: int = 5201,
     """An iperf3 server on ``node`` listening on ``bind:port`` for the block's duration."""
     argv = _wrap(["iperf3", "-s", "-B", bind, "-p", str(port)], mptcp)
     with journal.process(node, argv) as proc:
-        listening = wait_until(
-            lambda: proc.poll() is not None or node.run(
-                ["ss", "-Hltn", f"sport = :{port}"], check=False, timeout=5).stdout.strip() != "",
-            timeout,
-        )
-        if proc.poll() is not None or not listening:
+        if not wait_listening(node, port, timeout) or proc.poll() is not None:
             raise HarnessError(
                 f"iperf3 server on {node.name} {bind}:{port} did not start: {proc.output()[-500:]}",
                 "is the port in use, or the address not on this node?",
             )
         yield
+
+
+def wait_listening(node: Node, port: int, timeout: float) -> bool:
+    """Wait, on the node itself (one command, not one round trip per poll), for a TCP listener."""
+    polls = max(1, int(timeout / 0.05))
+    res = node.run(f"for i in $(seq {polls}); do ss -Hltn 'sport = :{port}' | grep -q . && exit 0;"
+                   f" sleep 0.05; done; exit 1", check=False, timeout=timeout + 30)
+    return res.ok
 
 
 def iperf3_client_argv(server: str, port: int, seconds: float, streams: int,

@@ -1,0 +1,78 @@
+"""Placement by capability, end to end: host for S4, a VM for netem/TIPC, refusal otherwise."""
+
+from __future__ import annotations
+
+import glob
+import subprocess
+
+import pytest
+
+from conftest import needs_root, needs_tools, netns_names
+from harness import placement
+from harness.archive import Run
+from harness.errors import CapabilityMissing
+from harness.nodes import LocalNode
+from harness.probe import probe
+from harness.session import open_session
+from harness.studies import s4
+from harness.topology import TopologyBuilder
+
+pytestmark = [pytest.mark.integration, needs_root, needs_tools("iperf3")]
+
+
+def netem_pair():
+    return (TopologyBuilder("netem2").node("a").node("b")
+            .link(("a", "eth0", "198.18.0.1/24"), ("b", "eth0", "198.18.0.2/24"),
+                  rate_mbit=50, delay_ms=10).build())
+
+
+def qemu_pids() -> set[str]:
+    out = subprocess.run(["pgrep", "-f", "harness-vm-placed"], capture_output=True, text=True)
+    return set(out.stdout.split())
+
+
+def test_s4_is_placed_on_the_host(data_root):
+    with open_session("s4", {}) as session:
+        session.testbed(s4.topology(s4.Params.resolve()), features={"mptcp"})
+        assert session.placement()["where"] == "host"
+    assert Run.open(session.run.path).meta["placement"]["where"] == "host"
+
+
+def test_feature_nobody_offers_is_refused_before_anything_changes(data_root, monkeypatch):
+    if probe(LocalNode()).has("tipc"):
+        pytest.skip("this host has TIPC")
+    monkeypatch.setattr(placement, "vm_offer", lambda: placement.VMOffer(
+        True, "/boot/vmlinuz-x", "x", set(placement.VM_BUILTIN)))
+    monkeypatch.setattr("harness.session.vm_offer", placement.vm_offer)
+    before = netns_names()
+    with pytest.raises(CapabilityMissing, match="tipc.*neither this host"):
+        with open_session("s3", {}) as session:
+            session.testbed(netem_pair(), features={"tipc"})
+    assert session.journal.entries() == []
+    assert netns_names() == before
+    assert session.run.status == "incomplete"
+
+
+@pytest.mark.vm
+def test_netem_lab_is_placed_in_a_vm_and_verifies(data_root, monkeypatch):
+    if probe(LocalNode()).has("netem"):
+        pytest.skip("this host has netem: no VM needed")
+    if not placement.vm_offer().available:
+        pytest.skip(placement.vm_offer().reason)
+    with open_session("placed", {}) as session:
+        bed = session.testbed(netem_pair(), features={"tipc", "sctp"})
+        where = session.placement()
+        assert where["where"] == "vm" and "netem" in where["missing_on_host"]
+        assert where["vm"]["boot_s"] > 0 and where["vm"]["accel"] in ("kvm", "tcg")
+        assert where["scaling"]["ceiling_mbit"] > 50 and where["scaling"]["factor"] == 1.0
+        vm = bed.lab.host
+        loaded = vm.read_text("/proc/modules")
+        assert all(m in loaded for m in ("tipc", "sctp", "sch_netem"))
+        checks = session.verify(3)
+        rtts = [c.rtt_ms for c in checks]
+        assert all(18 <= r <= 23 for r in rtts), rtts  # 2 x 10 ms one-way, TCG slack
+        best = max(c.rate_ratio for c in checks)
+        assert best >= 0.9, checks  # >= 97 % when the host is not overloaded (benchmark)
+    assert not qemu_pids()
+    assert not glob.glob("/tmp/harness-vm-placed-*")
+    assert session.journal.pending() == []
