@@ -16,6 +16,7 @@ ROOT = Path(__file__).parent
 # Studies whose notebooks are ready, in the order `reproduce` runs them.
 NOTEBOOKS = [
     "notebooks/s4_mptcp.ipynb",
+    "notebooks/s0_relay.ipynb",
 ]
 
 

@@ -43,6 +43,7 @@ TOOLS: dict[str, tuple[str, str]] = {
     "globus-gridftp-server": ("globus-gridftp-server -version", "globus-gridftp-server-progs"),
     "NPtcp": ("dpkg-query -W netpipe-tcp", "netpipe-tcp"),
     "ethtool": ("ethtool --version", "ethtool"),
+    "conntrack": ("conntrack -V", "conntrack"),
     "python3": ("python3 --version", "python3"),
 }
 

@@ -76,11 +76,12 @@ def _launch_script(nodes: list[Node], argvs: list[list[str]], indices: list[int]
 
 @contextmanager
 def mapper_fleet(journal: Journal, nodes: list[Node], listens: list[str], proto: str,
-                 binary: str, sockets: SocketOptions = SocketOptions(),
+                 binary: str, sockets: SocketOptions | None = None,
                  ready_timeout: float = READY_TIMEOUT) -> Iterator[MapperFleet]:
     """Start one mapper per node (listening on ``listens[i]``); stop all on exit."""
     if len(nodes) != len(listens):
         raise FaninError(f"{len(nodes)} mapper nodes but {len(listens)} addresses")
+    sockets = sockets or SocketOptions()
     argvs = [serve_argv(binary, proto, listen, sockets) for listen in listens]
     fleet = MapperFleet(proto, list(listens), [])
     try:

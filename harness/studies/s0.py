@@ -158,7 +158,7 @@ class Params:
     bench: bool = True  # the unshaped relay benchmark (kernel forwarding, socat, srd)
     bench_repetitions: int = 2
     bench_seconds: int = 2  # iperf3 seconds per path
-    verify_seconds: int = 1
+    verify_seconds: int = 2
 
     @classmethod
     def resolve(cls, **given) -> Params:
@@ -770,13 +770,13 @@ def build_bench_bed(session: Session, stack: ExitStack, params: Params, main_bed
         return main_bed, "main testbed (" + ("inventory" if isinstance(main_bed, InventoryTestbed)
                                              else "unshaped lab") + ")"
     from ..lab import Lab
-    from ..nodes import LocalNode
     from ..testbed import LabTestbed
 
+    # on the machine that holds the main lab (this host, or the VM placement chose)
+    main = main_bed.lab
     topo = topology(params, unshaped=True, name="s0-relay-bench")
-    lab = stack.enter_context(Lab(topo, session.journal, LocalNode("local"),
-                                  capabilities=session.capabilities.get("local"),
-                                  config=session.config))
+    lab = stack.enter_context(Lab(topo, session.journal, main.host,
+                                  capabilities=main.capabilities, config=session.config))
     return LabTestbed(lab), "second namespace lab, unshaped"
 
 

@@ -1,0 +1,70 @@
+"""Study S3 end to end through `harness run` (papermill): placed in a VM lab on this host.
+
+Small: 1:4 fan-in, two sizes, a few rounds, all three protocols. Checks the
+archive (both figures' data, verdict table), the placement and that nothing
+is left running.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from conftest import needs_root, netns_names
+
+pytestmark = [pytest.mark.integration, pytest.mark.vm, needs_root]
+
+NOTEBOOK = Path(__file__).resolve().parents[2] / "notebooks" / "s3_tipc.ipynb"
+
+
+def harness(*args, data, timeout=2400):
+    return subprocess.run([sys.executable, "-m", "harness", *args], capture_output=True,
+                          text=True, timeout=timeout, env={**os.environ, "HARNESS_DATA": str(data)})
+
+
+def _qemu_pids() -> set[int]:
+    out = subprocess.run(["pgrep", "-f", "harness-vm-s3-lab"], capture_output=True, text=True)
+    return {int(p) for p in out.stdout.split()}
+
+
+def test_s3_small_run_in_vm_lab(tmp_path):
+    before = _qemu_pids()
+    out = harness("run", "-q", str(NOTEBOOK), "-p", "mappers", "4", "-p", "sizes_kb", "1,16",
+                  "-p", "rounds", "5", "-p", "warmup", "1", "-p", "cpu_mappers", "4",
+                  "-p", "cpu_periods_ms", "250", "-p", "cpu_sizes_kb", "4",
+                  "-p", "cpu_rounds", "3", "-p", "verify_seconds", "1", data=tmp_path)
+    assert out.returncode == 0, out.stderr[-3000:]
+    (run_dir,) = list((tmp_path / "runs" / "s3").iterdir())
+    meta = json.loads((run_dir / "run.json").read_text())
+    assert meta["status"] == "complete"
+    if not meta["capabilities"]["local"]["features"].get("tipc"):
+        assert meta["placement"]["where"] == "vm"
+    assert meta["s3"]["tipc"]["links_up"] == 4
+    kinds = {c["kind"] for c in meta["configuration"]}
+    assert {"tipc-identity", "tipc-bearer"} <= kinds
+    frame = pd.read_parquet(run_dir / "results.parquet")
+    assert set(frame.protocol) == {"tcp-cubic", "sctp", "tipc"}
+    assert set(frame.experiment) == {"rate", "cpu"}
+    assert frame.ok.all(), frame[~frame.ok].error.tolist()
+    assert (frame.rounds == frame.rounds_asked).all()
+    assert (frame.rate_mbit_mean > 0).all() and (frame.queue_pkts > 0).all()
+    assert frame[frame.experiment == "cpu"].reducer_cpu_pct.notna().all()
+    assert (run_dir / "report.html").stat().st_size > 10_000
+    assert not (_qemu_pids() - before), "a QEMU of this run survived"
+    assert not [n for n in netns_names() if n.startswith(meta["testbed"]["prefix"])]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["-p", "mappers", "49"], "more than the lab holds"),
+    (["-p", "sizes_kb", "128"], "out of range"),
+    (["-p", "protocols", "tcp,quic"], "unknown protocol"),
+])
+def test_s3_bad_input_fails_before_any_change(tmp_path, args, message):
+    out = harness("run", "-q", str(NOTEBOOK), *args, data=tmp_path, timeout=300)
+    assert out.returncode != 0
+    assert message in out.stderr + out.stdout

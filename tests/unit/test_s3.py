@@ -1,0 +1,149 @@
+"""S3 parameters, topology, qdisc parsing, TIPC output parsing and the claims table."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from harness.config import tipc
+from harness.errors import SpecError
+from harness.studies import s3, s3_analysis
+
+
+def test_quick_profile_resolves():
+    p = s3.Params.resolve()
+    assert p.protocols == ("tcp-cubic", "sctp", "tipc")
+    assert p.lab_mappers == 48
+    assert p.kernel_features() == {"sctp", "tipc"}
+    assert s3.Params.resolve(protocols="tcp,tcp-cubic").kernel_features() == set()
+
+
+@pytest.mark.parametrize("given, message", [
+    (dict(mappers="8,49"), "more than the lab holds"),
+    (dict(cpu_mappers=50), "more than the lab holds"),
+    (dict(sizes_kb="0,4"), "out of range"),
+    (dict(sizes_kb="128"), "out of range"),
+    (dict(protocols="tcp,udp"), "unknown protocol"),
+    (dict(protocols=""), None),  # empty: the default protocols
+    (dict(profile="huge"), "unknown profile"),
+    (dict(queue_packets=0), "out of range"),
+    (dict(sndbuf=100), "out of range"),
+    (dict(mapper=4), "unknown parameter"),
+])
+def test_bad_parameters_fail_before_anything(given, message):
+    if message is None:
+        assert s3.Params.resolve(**given).protocols == ("tcp-cubic", "sctp", "tipc")
+        return
+    with pytest.raises(SpecError, match=message):
+        s3.Params.resolve(**given)
+
+
+def test_topology_48_mappers_and_bottleneck_queue():
+    p = s3.Params.resolve(queue_packets=40, port_rate_mbit=80)
+    topo = s3.topology(p)
+    assert len(topo.nodes) == 50 and len(topo.links) == 49
+    port = [ln for ln in topo.links if ln.b.ifname == "red"]
+    assert len(port) == 1 and port[0].rate_mbit == 80 and port[0].queue_packets == 40
+    mappers = [ln for ln in topo.links if ln.b.ifname != "red"]
+    assert all(ln.rate_mbit is None for ln in mappers)  # unshaped by default
+    assert topo.node("switch").forwarding
+    assert s3.mapper_ip(47) == "198.18.48.2" and s3.mapper_name(47) == "m48"
+    with pytest.raises(SpecError):
+        s3.topology(p, mappers=49)
+    shaped = s3.topology(s3.Params.resolve(mapper_rate_mbit=100, mappers="4", cpu_mappers=4))
+    assert len(shaped.links) == 5 and all(ln.rate_mbit for ln in shaped.links)
+
+
+class FakeNode:
+    name = "switch"
+
+    def __init__(self, text):
+        self.text = text
+
+    def run(self, *a, **k):
+        return type("R", (), {"stdout": self.text, "ok": True})()
+
+
+TC = """qdisc htb 1: root refcnt 3 r2q 10 default 0x1 direct_packets_stat 0 direct_qlen 1000
+ Sent 1420030 bytes 1005 pkt (dropped 7, overlimits 62 requeues 0)
+ backlog 0b 0p requeues 0
+qdisc pfifo 10: parent 1:1 limit 44p
+ Sent 1419940 bytes 1004 pkt (dropped 5, overlimits 0 requeues 0)
+ backlog 0b 0p requeues 0
+"""
+
+
+def test_qdisc_counters_read_the_fifo():
+    out = s3.qdisc_counters(FakeNode(TC), "red")
+    assert out == {"fifo_dropped": 5, "fifo_sent_pkts": 1004, "htb_overlimits": 62}
+
+
+@pytest.mark.parametrize("text, identity", [
+    ("Node Identity                    Hash\n                                 00000000\n", ""),
+    ("Node Identity                    Hash\ns3-reducer                       00000000\n",
+     "s3-reducer"),
+    ("", ""),
+])
+def test_tipc_identity_parsing(text, identity):
+    assert tipc.parse_identity(text) == identity
+
+
+def test_tipc_bearer_arguments_are_checked_before_any_change(journal):
+    node = FakeNode("")
+    for kwargs, message in [
+        (dict(media="ib"), "not supported"),
+        (dict(media="udp", name="x" * 20, localip="198.18.0.1"), "name"),
+        (dict(media="udp", name="s3", localip="nope"), "localip"),
+        (dict(media="udp", name="s3", localip="198.18.0.1", remoteip="x"), "remoteip"),
+        (dict(media="eth", dev="bad name!"), "interface name"),
+    ]:
+        with pytest.raises(SpecError, match=message):
+            tipc.enable_bearer(journal, node, **kwargs)
+    with pytest.raises(SpecError, match="not valid"):
+        tipc.set_identity(journal, node, "has space")
+    assert journal.entries() == []
+
+
+def _frame(tipc_small=1.12, tipc_big=0.3, cpu_tipc=0.9):
+    rows = []
+    for proto in ("tipc", "tcp-cubic", "sctp"):
+        for n in (8, 48):
+            for size in (1, 4, 8, 16, 64):
+                rate = 50.0
+                if proto == "tipc":
+                    rate *= tipc_small if size <= 8 else (tipc_big if n == 48 else 1.1)
+                if proto == "sctp":
+                    rate *= 0.9
+                rows.append(dict(experiment="rate", protocol=proto, mappers=n, size_kb=size,
+                                 period_ms=0.0, rate_mbit_mean=rate, rate_mbit_p5=rate,
+                                 round_ms_mean=1.0, queue_drops=0, ok=True))
+        for size in (4, 16, 64):
+            cpu = 20.0 * (cpu_tipc if proto == "tipc" else 1.0)
+            rows.append(dict(experiment="cpu", protocol=proto, mappers=48, size_kb=size,
+                             period_ms=250.0, reducer_cpu_pct=cpu, mapper_cpu_pct=1.0,
+                             system_busy_pct=cpu, overruns=0, round_ms_mean=1.0, ok=True))
+    return pd.DataFrame(rows)
+
+
+def test_claims_reproduced_on_paper_like_numbers():
+    claims = s3_analysis.claims(_frame())
+    assert list(claims.columns) == ["claim", "paper", "ours", "verdict", "why"]
+    verdicts = list(claims.verdict)
+    assert verdicts[0] == "reproduced"  # TIPC best at most points
+    assert verdicts[1].startswith("reproduced")  # +12% average
+    assert verdicts[2].startswith("reproduced")  # max +12% vs 16 within 5 pp
+    assert verdicts[3] == "reproduced"  # 0.3 of TCP at 16/64 KB, N=48
+    assert verdicts[4] == "reproduced"  # -10% CPU
+    assert "+12.0%" in claims.ours[1]
+
+
+def test_claims_not_reproduced_when_tipc_does_not_collapse():
+    claims = s3_analysis.claims(_frame(tipc_small=1.0, tipc_big=1.2, cpu_tipc=1.05))
+    assert list(claims.verdict[3:]) == ["not reproduced", "not reproduced"]
+    assert claims.verdict[1].startswith("not reproduced")
+
+
+def test_claims_without_tipc_say_no_data():
+    frame = _frame()
+    claims = s3_analysis.claims(frame[frame.protocol != "tipc"])
+    assert set(claims.verdict) == {"no data"}
