@@ -33,7 +33,7 @@ from dataclasses import asdict, dataclass
 
 from ..errors import CapabilityMissing, SpecError
 from ..journal import Journal, undo_handler
-from ..nodes import Node
+from ..nodes import NamespaceNode, Node
 from .record import ChangeRecord
 
 MEDIA = ("udp", "eth")
@@ -60,8 +60,7 @@ def _run_tipc(node: Node, args: list[str], check: bool = True):
     res = node.run(["tipc", *args], check=False, timeout=30)
     if not res.ok and _MISSING_MODULE in (res.stderr + res.stdout):
         raise CapabilityMissing(f"{node.name}: the kernel has no TIPC (module not loaded)",
-                                "load it (modprobe tipc) on a kernel that has it; this host's "
-                                "kernel has none -- run the study in a VM lab")
+                                _MODULE_HINT)
     if check and not res.ok:
         raise SpecError(f"{node.name}: `tipc {' '.join(args)}` failed: "
                         f"{(res.stderr or res.stdout).strip()}",
@@ -69,19 +68,39 @@ def _run_tipc(node: Node, args: list[str], check: bool = True):
     return res
 
 
+_MODULE_HINT = ("load it (modprobe tipc) on a kernel that has it; this host's kernel has none "
+                "-- run the study in a VM lab")
+# One round trip per node: tool, identity, bearers (a VM under TCG makes each command costly).
+_PROBE = ('t=$(command -v tipc) || { echo "@notool"; exit 0; }; echo "@tool $t";'
+          ' echo "@identity"; tipc node get identity 2>&1; echo "@bearers"; tipc bearer list 2>&1')
+
+
+def _parse_probe(node_name: str, text: str) -> tuple[str, str, tuple[str, ...]]:
+    if "@notool" in text:
+        raise CapabilityMissing(f"{node_name}: no `tipc` command",
+                                "install iproute2 (it ships `tipc`; Debian has no tipcutils)")
+    if _MISSING_MODULE in text:
+        raise CapabilityMissing(f"{node_name}: the kernel has no TIPC (module not loaded)",
+                                _MODULE_HINT)
+    tool = text.split("@tool ", 1)[1].splitlines()[0].strip() if "@tool " in text else ""
+    ident = text.split("@identity", 1)[1].split("@bearers", 1)[0] if "@identity" in text else ""
+    bearers = text.split("@bearers", 1)[1] if "@bearers" in text else ""
+    return tool, parse_identity(ident), tuple(b.strip() for b in bearers.splitlines() if b.strip())
+
+
 def probe(node: Node) -> TipcState:
     """The node's TIPC state; raises CapabilityMissing if TIPC cannot be configured there."""
-    tool = node.run("command -v tipc", check=False, timeout=30).stdout.strip()
-    if not tool:
-        raise CapabilityMissing(f"{node.name}: no `tipc` command",
-                                "install iproute2 (it ships `tipc`; Debian has no tipcutils)")
-    ident = _run_tipc(node, ["node", "get", "identity"], check=False)
-    identity = parse_identity(ident.stdout) if ident.ok else ""
-    bearers = tuple(line.strip() for line in
-                    _run_tipc(node, ["bearer", "list"]).stdout.splitlines() if line.strip())
+    text = node.run(_PROBE, check=False, timeout=60).stdout
+    tool, identity, bearers = _parse_probe(node.name, text)
+    return TipcState(tool, identity, bearers, "", 0)
+
+
+def state(node: Node) -> TipcState:
+    """``probe`` plus links and name table size (for the run record)."""
+    base = probe(node)
     links = _run_tipc(node, ["link", "list"], check=False).stdout.strip()
     names = _run_tipc(node, ["nametable", "show"], check=False).stdout
-    return TipcState(tool, identity, bearers, links, len(names.splitlines()))
+    return TipcState(base.tool, base.identity, base.bearers, links, len(names.splitlines()))
 
 
 def parse_identity(text: str) -> str:
@@ -109,8 +128,7 @@ def set_identity(journal: Journal, node: Node, identity: str) -> ChangeRecord:
                         "configure TIPC in a fresh namespace (a lab node), not on this one")
     journal.record("tipc-identity", node, identity=identity)
     _run_tipc(node, ["node", "set", "identity", identity])
-    after = probe(node).identity
-    return ChangeRecord(node.name, "tipc-identity", "node identity", None, after or identity,
+    return ChangeRecord(node.name, "tipc-identity", "node identity", None, identity,
                         changed=True)
 
 
@@ -118,10 +136,10 @@ def _bearer_id(media: str, name: str | None, dev: str | None) -> str:
     return f"{media}:{name if media == 'udp' else dev}"
 
 
-def enable_bearer(journal: Journal, node: Node, media: str, *, dev: str | None = None,
-                  name: str | None = None, localip: str | None = None,
-                  remoteip: str | None = None, port: int | None = None) -> ChangeRecord:
-    """Enable one bearer; arguments are checked before anything changes."""
+def bearer_args(media: str, *, dev: str | None = None, name: str | None = None,
+                localip: str | None = None, remoteip: str | None = None,
+                port: int | None = None) -> list[str]:
+    """``tipc bearer enable`` arguments, checked (raises SpecError, changes nothing)."""
     if media not in MEDIA:
         raise SpecError(f"TIPC media {media!r} is not supported", f"use one of {MEDIA}")
     if media == "eth":
@@ -145,14 +163,102 @@ def enable_bearer(journal: Journal, node: Node, media: str, *, dev: str | None =
             args += ["localport", str(port), "remoteport", str(port)]
         if remoteip:
             args += ["remoteip", remoteip]
+    return args
+
+
+def enable_bearer(journal: Journal, node: Node, media: str, *, dev: str | None = None,
+                  name: str | None = None, localip: str | None = None,
+                  remoteip: str | None = None, port: int | None = None) -> ChangeRecord:
+    """Enable one bearer; arguments are checked before anything changes."""
+    args = bearer_args(media, dev=dev, name=name, localip=localip, remoteip=remoteip, port=port)
     bearer = _bearer_id(media, name, dev)
-    state = probe(node)
-    if any(b.startswith(bearer) for b in state.bearers):
+    if any(b.startswith(bearer) for b in probe(node).bearers):
         raise SpecError(f"{node.name} already has TIPC bearer {bearer}",
                         "it was not made by this run: disable it yourself or use another name")
     journal.record("tipc-bearer", node, media=media, name=name, dev=dev)
     _run_tipc(node, ["bearer", "enable", *args])
     return ChangeRecord(node.name, "tipc-bearer", bearer, None, " ".join(args), changed=True)
+
+
+@dataclass(frozen=True)
+class NodeConfig:
+    """TIPC for one node: an identity and one bearer (``bearer`` = kwargs of bearer_args)."""
+
+    node: Node
+    identity: str
+    media: str
+    bearer: dict
+
+
+def _machine(node: Node) -> Node:
+    return node.parent if isinstance(node, NamespaceNode) else node
+
+
+def _in_node(node: Node, script: str) -> str:
+    if isinstance(node, NamespaceNode):
+        return shlex.join(["nsenter", f"--net={node.netns_path}", "--", "sh", "-c", script])
+    return f"sh -c {shlex.quote(script)}"
+
+
+def configure_nodes(journal: Journal, configs: list[NodeConfig]) -> list[ChangeRecord]:
+    """Identity + bearer on many nodes, probing and applying in ONE command per machine.
+
+    All arguments and all nodes' states are checked before the first change:
+    a bad bearer, a missing tool or module, an identity already set, or a
+    bearer that exists stops everything with nothing changed.
+    """
+    planned = []
+    for cfg in configs:
+        if not _IDENTITY.match(cfg.identity):
+            raise SpecError(f"TIPC identity {cfg.identity!r} is not valid",
+                            "use 1-16 letters, digits, '_', '.', '-'")
+        args = bearer_args(cfg.media, **cfg.bearer)
+        planned.append((cfg, args, _bearer_id(cfg.media, cfg.bearer.get("name"),
+                                              cfg.bearer.get("dev"))))
+    groups: dict[int, tuple[Node, list[int]]] = {}
+    for i, (cfg, _a, _b) in enumerate(planned):
+        machine = _machine(cfg.node)
+        groups.setdefault(id(machine), (machine, []))[1].append(i)
+    # probe everything first
+    for machine, indices in groups.values():
+        script = "\n".join(f"echo '@@node {i}'; {_in_node(planned[i][0].node, _PROBE)}"
+                           for i in indices)
+        text = machine.run(script, check=False, timeout=60 + 5 * len(indices)).stdout
+        parts = text.split("@@node ")[1:]
+        found = {int(p.split(None, 1)[0]): p for p in parts}
+        for i in indices:
+            cfg, _args, bearer = planned[i]
+            _tool, identity, bearers = _parse_probe(cfg.node.name, found.get(i, "@notool"))
+            if identity:
+                raise SpecError(f"{cfg.node.name} already has TIPC identity {identity}",
+                                "configure TIPC in fresh namespaces (lab nodes)")
+            if any(b.startswith(bearer) for b in bearers):
+                raise SpecError(f"{cfg.node.name} already has TIPC bearer {bearer}",
+                                "it was not made by this run: disable it yourself")
+    records: list[ChangeRecord] = []
+    for machine, indices in groups.values():
+        lines = []
+        for i in indices:
+            cfg, args, _bearer = planned[i]
+            journal.record("tipc-identity", cfg.node, identity=cfg.identity)
+            journal.record("tipc-bearer", cfg.node, media=cfg.media,
+                           name=cfg.bearer.get("name"), dev=cfg.bearer.get("dev"))
+            apply = (f"tipc node set identity {shlex.quote(cfg.identity)} && "
+                     f"tipc bearer enable {shlex.join(args)}")
+            lines.append(f"{_in_node(cfg.node, apply)} || echo '@@fail {i}'")
+        res = machine.run("\n".join(lines), check=False, timeout=60 + 5 * len(indices))
+        failed = [int(x.split()[1]) for x in res.stdout.splitlines() if x.startswith("@@fail")]
+        if failed:
+            names = ", ".join(planned[i][0].node.name for i in failed)
+            raise SpecError(f"enabling TIPC failed on {names}: {res.stderr.strip()[-500:]}",
+                            "see the message; everything recorded so far is undone")
+        for i in indices:
+            cfg, args, bearer = planned[i]
+            records.append(ChangeRecord(cfg.node.name, "tipc-identity", "node identity", None,
+                                        cfg.identity, changed=True))
+            records.append(ChangeRecord(cfg.node.name, "tipc-bearer", bearer, None,
+                                        " ".join(args), changed=True))
+    return records
 
 
 def link_window(node: Node, media: str, name: str | None = None,

@@ -148,10 +148,17 @@ def mapper_cpu_ticks(fleet: MapperFleet) -> int:
             continue
         res = machine.run("cat " + " ".join(f"/proc/{p}/stat" for p in pids) + " 2>/dev/null",
                           check=False, timeout=60)
-        for line in res.stdout.splitlines():
-            fields = line.rsplit(")", 1)[-1].split()
-            if len(fields) > 12:
-                total += int(fields[11]) + int(fields[12])  # utime, stime (stat fields 14, 15)
+        total += sum_ticks(res.stdout)
+    return total
+
+
+def sum_ticks(stat_text: str) -> int:
+    """utime + stime summed over /proc/PID/stat lines (fields 14 and 15)."""
+    total = 0
+    for line in stat_text.splitlines():
+        fields = line.rsplit(")", 1)[-1].split()
+        if len(fields) > 12:
+            total += int(fields[11]) + int(fields[12])
     return total
 
 

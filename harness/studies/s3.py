@@ -28,6 +28,7 @@ import pandas as pd
 from .. import fanin
 from ..config import tipc
 from ..errors import SpecError
+from ..nodes import NamespaceNode
 from ..session import Session, open_session
 from ..topology import Topology, TopologyBuilder
 from .params import check_known, int_list, number
@@ -174,23 +175,20 @@ def topology(params: Params, mappers: int | None = None) -> Topology:
 
 def configure_tipc(session: Session, bed, n: int) -> dict:
     """TIPC identity and a UDP bearer on every node; wait until the reducer has n links."""
-    j = session.journal
     reducer = bed.node("reducer")
-    session.configure(tipc.set_identity(j, reducer, "s3-reducer"))
-    session.configure(tipc.enable_bearer(j, reducer, "udp", name=TIPC_BEARER,
-                                         localip=REDUCER_IP, remoteip=mapper_ip(0)))
-    for i in range(n):
-        node = bed.node(mapper_name(i))
-        session.configure(tipc.set_identity(j, node, f"s3-{mapper_name(i)}"))
-        # Unicast remote (the reducer): the reducer learns each mapper from its discovery.
-        session.configure(tipc.enable_bearer(j, node, "udp", name=TIPC_BEARER,
-                                             localip=mapper_ip(i), remoteip=REDUCER_IP))
+    # The reducer's unicast remote (mapper 1) puts its bearer in replicast mode: it learns
+    # every mapper from the discovery messages sent to it, mappers know only the reducer.
+    configs = [tipc.NodeConfig(reducer, "s3-reducer", "udp", dict(
+        name=TIPC_BEARER, localip=REDUCER_IP, remoteip=mapper_ip(0)))]
+    configs += [tipc.NodeConfig(bed.node(mapper_name(i)), f"s3-{mapper_name(i)}", "udp", dict(
+        name=TIPC_BEARER, localip=mapper_ip(i), remoteip=REDUCER_IP)) for i in range(n)]
+    session.configure(tipc.configure_nodes(session.journal, configs))
     started = time.monotonic()
     up = tipc.wait_links(reducer, n, timeout=60 + 2 * n)
     if up < n:
         raise SpecError(f"only {up} of {n} TIPC links came up at the reducer",
                         "see `tipc link list` in the reducer namespace; UDP port 6118 must pass")
-    state = tipc.probe(reducer)
+    state = tipc.state(reducer)
     return {"links_up": up, "links_s": round(time.monotonic() - started, 2),
             "reducer": state.to_dict(),
             "link_window": tipc.link_window(reducer, "udp", name=TIPC_BEARER),
@@ -209,7 +207,26 @@ def kernel_record(node) -> dict:
 
 def qdisc_counters(node, dev: str) -> dict:
     """Drops/overlimits/backlog of the bottleneck FIFO (handle 10:) and the htb root."""
-    text = node.run(["tc", "-s", "qdisc", "show", "dev", dev], timeout=60).stdout
+    return parse_qdisc(node.run(["tc", "-s", "qdisc", "show", "dev", dev], timeout=60).stdout)
+
+
+def snapshot(switch, fleet: fanin.MapperFleet) -> tuple[dict, int]:
+    """Bottleneck qdisc counters and the mappers' CPU ticks in ONE command when they share
+    a machine (each command costs a round trip to a slow TCG VM); else two."""
+    groups = fleet.pid_groups()
+    parent = getattr(switch, "parent", None)
+    if isinstance(switch, NamespaceNode) and len(groups) == 1 and groups[0][0] is parent:
+        pids = groups[0][1]
+        script = (f"nsenter --net={switch.netns_path} -- tc -s qdisc show dev red; echo @@stat; "
+                  + ("cat " + " ".join(f"/proc/{p}/stat" for p in pids) if pids else "true")
+                  + " 2>/dev/null")
+        text = parent.run(script, check=False, timeout=60).stdout
+        qdisc, _, stat = text.partition("@@stat")
+        return parse_qdisc(qdisc), fanin.run.sum_ticks(stat)
+    return qdisc_counters(switch, "red"), fanin.mapper_cpu_ticks(fleet)
+
+
+def parse_qdisc(text: str) -> dict:
     out = {"fifo_dropped": 0, "fifo_sent_pkts": 0, "htb_overlimits": 0}
     current = None
     for line in text.splitlines():
@@ -250,11 +267,9 @@ def run_point(session: Session, bed, fleet: fanin.MapperFleet, binary: str, vari
                             fanin.SocketOptions(params.sndbuf, params.rcvbuf, cc),
                             cpu_sample_ms=100 if experiment == "cpu" else 0,
                             round_timeout_s=params.round_timeout_s)
-    before_q = qdisc_counters(switch, "red")
-    before_m = fanin.mapper_cpu_ticks(fleet)
+    before_q, before_m = snapshot(switch, fleet)
     result = fanin.run_reducer(reducer, binary, spec, fleet.listens[:n], check=False)
-    after_m = fanin.mapper_cpu_ticks(fleet)
-    after_q = qdisc_counters(switch, "red")
+    after_q, after_m = snapshot(switch, fleet)
     tag = f"{experiment}-{variant}-n{n:02d}-{size // 1024}k"
     tag += f"-p{period_us // 1000}ms" if period_us else ""
     session.raw(f"{tag}-r{repetition}.jsonl", result.stdout + result.stderr)

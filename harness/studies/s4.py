@@ -137,7 +137,7 @@ class PathCounters:
     def read(cls, bed) -> PathCounters:
         client = bed.node("client")
         devs = [bed.device("client", "eth0"), bed.device("client", "eth1")]
-        return cls(counters.interface_bytes(client, devs), counters.netstat(client, "MPTcpExt"))
+        return cls(*counters.interface_bytes_and_netstat(client, devs, "MPTcpExt"))
 
     def since(self, bed) -> dict:
         now = PathCounters.read(bed)

@@ -14,15 +14,27 @@ from ..nodes import Node
 def interface_bytes(node: Node, devices: list[str]) -> dict[str, dict[str, int]]:
     """{device: {"tx": bytes, "rx": bytes}} for each device, in one command."""
     res = node.run(["ip", "-s", "-j", "link", "show"], timeout=10)
+    return parse_interface_bytes(res.stdout, devices, node.name)
+
+
+def parse_interface_bytes(text: str, devices: list[str], node: str = "node") -> dict[str, dict[str, int]]:
     out = {}
-    for link in json.loads(res.stdout):
+    for link in json.loads(text):
         if link.get("ifname") in devices:
             stats = link["stats64"]
             out[link["ifname"]] = {"tx": int(stats["tx"]["bytes"]), "rx": int(stats["rx"]["bytes"])}
     missing = set(devices) - set(out)
     if missing:
-        raise KeyError(f"{node.name} has no interface {sorted(missing)}")
+        raise KeyError(f"{node} has no interface {sorted(missing)}")
     return out
+
+
+def interface_bytes_and_netstat(node: Node, devices: list[str], prefix: str
+                                ) -> tuple[dict[str, dict[str, int]], dict[str, int]]:
+    """Both readings in ONE command (half the cost per measurement point)."""
+    res = node.run("ip -s -j link show && echo NETSTAT && cat /proc/net/netstat", timeout=10)
+    links, _, netstat_text = res.stdout.partition("NETSTAT\n")
+    return parse_interface_bytes(links, devices, node.name), parse_netstat(netstat_text, prefix)
 
 
 def parse_netstat(text: str, prefix: str) -> dict[str, int]:
