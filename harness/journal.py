@@ -57,6 +57,7 @@ HANDLER_MODULES = (
     "harness.config.cgroup",
     "harness.config.interface",
     "harness.config.nat",
+    "harness.config.tipc",
     "harness.vm",
 )
 

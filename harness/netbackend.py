@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import subprocess
 from typing import Protocol
 
 from .journal import undo_handler
@@ -87,6 +88,11 @@ class Pyroute2Backend:
         if plan.netem:
             ipr.tc("add", "netem", index=idx, handle="10:", delay=plan.delay_us,
                    loss=plan.loss_pct, limit=plan.netem_limit, **where)
+        elif plan.fifo == "bfifo":
+            # pyroute2 0.9 adds a bfifo at the root whatever its parent ("File exists"
+            # under htb): use the plan's own tc command for this one qdisc.
+            subprocess.run(["tc", "-n", ns, *plan.tc_commands(ifname)[-1]], check=True,
+                           capture_output=True, timeout=30)
         elif plan.fifo:
             ipr.tc("add", plan.fifo, index=idx, handle="10:", limit=plan.fifo_limit, **where)
 

@@ -44,6 +44,7 @@ TOOLS: dict[str, tuple[str, str]] = {
     "NPtcp": ("dpkg-query -W netpipe-tcp", "netpipe-tcp"),
     "ethtool": ("ethtool --version", "ethtool"),
     "conntrack": ("conntrack -V", "conntrack"),
+    "tipc": ("tipc help 2>&1 | grep -m1 -i usage", "iproute2"),
     "python3": ("python3 --version", "python3"),
 }
 
@@ -167,6 +168,10 @@ def require(caps: Capabilities, features: set[str] | list[str] = (),
             "run it where the kernel has these features (a VM lab or real machines "
             "from an inventory); `harness probe` lists what each node offers",
         )
+    unknown = sorted(t for t in tools if t not in TOOLS)
+    if unknown:
+        raise ValueError(f"programs {unknown} are not in harness.probe.TOOLS: add them "
+                         "(version command, Debian package) so every node reports them")
     absent = [t for t in tools if not caps.tools.get(t)]
     if absent:
         pkgs = " ".join(sorted({TOOLS[t][1] for t in absent}))

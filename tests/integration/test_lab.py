@@ -178,3 +178,12 @@ def test_command_backend_builds_the_same_lab(journal, monkeypatch):
         checks = verify_lab(journal, lab, seconds=1, both_directions=False)
         assert all(c.rate_ratio >= 0.97 for c in checks), checks
     assert mine(lab.prefix) == set()
+
+
+@pytest.mark.parametrize("queue, kind", [({"queue_packets": 20}, "pfifo 10: parent 1:1 limit 20p"),
+                                         ({"queue_bytes": 30000}, "bfifo 10: parent 1:1 limit 30000b")])
+def test_bottleneck_queue_sits_under_the_shaper(journal, queue, kind):
+    lab = Lab(three_nodes(**queue), journal)
+    with lab:
+        qdiscs = lab.node("a").run(["tc", "qdisc", "show", "dev", "eth0"]).stdout
+        assert kind in qdiscs, qdiscs

@@ -147,3 +147,13 @@ def test_claims_without_tipc_say_no_data():
     frame = _frame()
     claims = s3_analysis.claims(frame[frame.protocol != "tipc"])
     assert set(claims.verdict) == {"no data"}
+
+
+def test_tipc_bypassing_the_switch_makes_its_claims_not_testable():
+    frame = _frame()
+    frame["wire_share"] = frame.protocol.map({"tipc": 0.05, "tcp-cubic": 1.4, "sctp": 1.5})
+    claims = s3_analysis.claims(frame)
+    assert set(claims.verdict) == {s3_analysis.NOT_TESTABLE}
+    assert "5%" in claims.why[0] and "one kernel" in claims.why[0]
+    frame["wire_share"] = 1.2
+    assert s3_analysis.claims(frame).verdict[0] == "reproduced"
