@@ -6,8 +6,8 @@ import glob
 import subprocess
 
 import pytest
-
 from conftest import needs_root, needs_tools, netns_names
+
 from harness import placement
 from harness.archive import Run
 from harness.errors import CapabilityMissing
