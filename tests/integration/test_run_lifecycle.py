@@ -30,15 +30,16 @@ def test_ctrl_c_mid_measurement_marks_incomplete_and_leaves_nothing(tmp_path):
     try:
         run_dir = None
         deadline = time.monotonic() + 180
-        # wait until the measurement itself runs (an iperf3 client has started)
+        # wait until the measurement itself runs: the sweep's iperf3 server is up
+        # (its clients follow at once and run for 60 s)
         while time.monotonic() < deadline:
             runs = list((tmp_path / "runs" / "s4").glob("*/journal.jsonl"))
-            if runs and "iperf3 -c" in runs[0].read_text():
+            if runs and "-p 5201" in runs[0].read_text():
                 run_dir = runs[0].parent
                 break
             time.sleep(0.5)
         assert run_dir is not None, "the measurement never started"
-        time.sleep(2)
+        time.sleep(4)
         journal = Journal(run_dir / "journal.jsonl")
         pgids = [e.data["pid"] for e in journal.entries() if e.kind == "process"]
         prefix = json.loads((run_dir / "run.json").read_text())["testbed"]["prefix"]
@@ -56,6 +57,21 @@ def test_ctrl_c_mid_measurement_marks_incomplete_and_leaves_nothing(tmp_path):
     assert Journal(run_dir / "journal.jsonl").pending() == []
     assert not any(group_alive(pgid) for pgid in pgids)
     assert not (run_dir / "results.parquet").exists()
+    time.sleep(0.5)
+    assert not running_commands("iperf3 -c 198.18.3.2")  # the measuring client too
+
+
+def running_commands(needle: str) -> list[str]:
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+        if needle in cmd and state != "Z" and "pytest" not in cmd:
+            found.append(cmd)
+    return found
 
 
 def test_batch_runs_each_point_once_and_resumes(tmp_path):
