@@ -19,6 +19,7 @@ from ..nodes.base import command_text
 from ..nodes.local import in_cgroup
 
 MAX_STREAMS = 128
+BUSY_RETRIES = 4
 
 
 @dataclass
@@ -43,8 +44,8 @@ def parse_iperf3_json(text: str, streams: int) -> Iperf3Result:
         data = json.loads(text)
     except json.JSONDecodeError:
         raise HarnessError(f"iperf3 printed no JSON result: {text[:300]!r}") from None
-    if "error" in data and "end" not in data:
-        raise HarnessError(f"iperf3 failed: {data['error']}")
+    if data.get("error") or "sum_sent" not in data.get("end", {}):
+        raise HarnessError(f"iperf3 failed: {data.get('error', 'no end-of-test summary')}")
     end = data["end"]
     sent, recv = end["sum_sent"], end["sum_received"]
     return Iperf3Result(
@@ -114,8 +115,14 @@ def iperf3_client(node: Node, server: str, port: int = 5201, seconds: float = 5.
     ``cgroup`` starts the client inside that cgroup (e.g. a CPU limit).
     """
     argv = iperf3_client_argv(server, port, seconds, streams, congestion, bind, mptcp, omit)
-    res = node.run(in_cgroup(command_text(argv), cgroup), timeout=seconds + omit + 30,
-                   check=False)
+    for attempt in range(1, BUSY_RETRIES + 1):
+        res = node.run(in_cgroup(command_text(argv), cgroup), timeout=seconds + omit + 30,
+                       check=False)
+        # iperf3 serves one test at a time; a loaded machine may not have reset the
+        # server from the previous test yet: "the server is busy running a test".
+        if "server is busy" not in res.stdout or attempt == BUSY_RETRIES:
+            break
+        time.sleep(0.5 * attempt)
     if not res.ok:
         try:
             parse_iperf3_json(res.stdout, streams)

@@ -137,3 +137,14 @@ def test_iperf3_durations_must_be_whole_seconds():
             iperf3_client_argv("198.18.0.2", 5201, bad, 1, None, None, False)
     with pytest.raises(SpecError, match="stream count"):
         iperf3_client_argv("198.18.0.2", 5201, 1, 0, None, None, False)
+
+
+def test_iperf3_json_without_a_summary_is_an_error():
+    from harness.errors import HarnessError
+    from harness.tools.iperf3 import parse_iperf3_json
+
+    busy = '{"start": {}, "intervals": [], "end": {}, "error": "the server is busy running a test. try again later"}'
+    with pytest.raises(HarnessError, match="server is busy"):
+        parse_iperf3_json(busy, 1)
+    with pytest.raises(HarnessError, match="no end-of-test summary"):
+        parse_iperf3_json('{"end": {}}', 1)
