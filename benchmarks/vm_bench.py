@@ -6,7 +6,8 @@ Steps (each timed): boot a VM (accelerator chosen by the bounded probe), SSH
 ``uname -r``, ``modprobe tipc sctp sch_netem rdma_rxe``, build a lab of two
 namespaces joined by a veth shaped with htb ``--rate`` Mbit/s plus netem
 ``--delay`` ms one way in each direction, ping RTT and iperf3 TCP rate across
-it, a TIPC message and an SCTP association between the namespaces, lab
+it (the lab's own verification, after its delay calibration), a TIPC
+message and an SCTP association between the namespaces, lab
 teardown, VM shutdown. Then checks that the QEMU process and every per-boot
 file are gone. Prints one JSON object.
 
@@ -29,6 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from harness.journal import Journal  # noqa: E402
 from harness.lab import Lab  # noqa: E402
 from harness.topology import Endpoint, Link, NodeSpec, Topology  # noqa: E402
+from harness.verify import verify_lab  # noqa: E402
 from harness.vm import (  # noqa: E402
     VM,
     boot_vm,
@@ -82,11 +84,10 @@ def run(args: argparse.Namespace) -> dict:
                 a, b = lab.node("a"), lab.node("b")
                 out["qdiscs"] = a.run("tc qdisc show dev eth1", timeout=60).stdout.strip()
                 t = time.monotonic()
-                out["link"] = checks.measure_link(
-                    journal, a, b, lab.address("b", "eth1"), args.rate, args.delay, seconds=args.seconds
-                ).to_dict()
+                out["delay_calibration"] = lab.delay_calibration
+                out["link"] = [c.to_dict() for c in verify_lab(journal, lab, seconds=args.seconds)]
                 steps["measure_s"] = round(time.monotonic() - t, 2)
-                out["link"]["host_loadavg_1min"] = os.getloadavg()[0]
+                out["host_loadavg_1min"] = os.getloadavg()[0]
                 t = time.monotonic()
                 out["tipc"] = checks.tipc_exchange(journal, a, b, "eth1", "eth1")
                 steps["tipc_s"] = round(time.monotonic() - t, 2)

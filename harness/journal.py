@@ -27,7 +27,9 @@ from .nodes import Node, node_from_description
 from .nodes.base import Command, Process
 
 UndoFn = Callable[[Node, dict], None]
+BatchUndoFn = Callable[[Node, list[dict]], None]
 _HANDLERS: dict[str, UndoFn] = {}
+_BATCH_HANDLERS: dict[str, BatchUndoFn] = {}
 _GONE_WITH_NAMESPACE: set[str] = set()
 
 
@@ -43,6 +45,22 @@ def undo_handler(kind: str, gone_with_namespace: bool = True) -> Callable[[UndoF
         _HANDLERS[kind] = fn
         if gone_with_namespace:
             _GONE_WITH_NAMESPACE.add(kind)
+        return fn
+
+    return register
+
+
+def batch_undo_handler(kind: str) -> Callable[[BatchUndoFn], BatchUndoFn]:
+    """Register a function that undoes several changes of ``kind`` on one node at once.
+
+    Undo uses it for runs of consecutive entries of that kind on the same node
+    (e.g. the namespaces of a lab): one command instead of one per entry, which
+    matters when each command is a round trip to an emulated VM. The kind also
+    needs its single-entry :func:`undo_handler`.
+    """
+
+    def register(fn: BatchUndoFn) -> BatchUndoFn:
+        _BATCH_HANDLERS[kind] = fn
         return fn
 
     return register
@@ -195,6 +213,20 @@ class Journal:
         # sysctls with them: no need to undo those one by one.
         doomed = {(json.dumps(e.node, sort_keys=True), e.data["name"])
                   for e in batch if e.kind == "netns"}
+        group: list[Entry] = []  # consecutive entries undone by one batch handler
+
+        def flush_group() -> None:
+            if not group:
+                return
+            try:
+                _BATCH_HANDLERS[group[0].kind](self._node(group[0].node),
+                                               [e.data for e in group])
+                for e in group:
+                    self.mark_undone(e)
+            except Exception as exc:
+                failures.append(f"{group[0].kind} {[e.data for e in group]}: {exc}")
+            group.clear()
+
         with signals_deferred():
             for entry in reversed(batch):
                 try:
@@ -203,9 +235,16 @@ class Journal:
                                  entry.node["netns"]) in doomed:
                         self.mark_undone(entry)
                         continue
+                    if entry.kind in _BATCH_HANDLERS:
+                        if group and (group[0].kind != entry.kind or group[0].node != entry.node):
+                            flush_group()
+                        group.append(entry)
+                        continue
+                    flush_group()
                     self.undo(entry)
                 except Exception as exc:  # keep going: undo as much as possible
                     failures.append(f"{entry.kind} {entry.data}: {exc}")
+            flush_group()
         if failures:
             raise UndoFailed(
                 "could not undo every change:\n  " + "\n  ".join(failures),
@@ -296,22 +335,35 @@ def machine_of(node: Node) -> Node:
     return node
 
 
+# Stop process group $1 if its leader is still the process that started at tick $2
+# (field 22 of /proc/PID/stat), then remove its log files. One command: each is a
+# round trip to a VM or remote host. `kill -s SIG -- -PGID` works in dash and bash.
+STOP_RECORDED_PROCESS = r"""
+p=$1 t=$2
+s=$(cat /proc/$p/stat 2>/dev/null)
+if [ -n "$s" ]; then
+  set -- ${s##*) }
+  if [ "${20}" = "$t" ]; then
+    kill -s TERM -- -$p 2>/dev/null
+    i=0
+    while kill -s 0 -- -$p 2>/dev/null && [ $i -lt 10 ]; do sleep 0.3; i=$((i + 1)); done
+    kill -s KILL -- -$p 2>/dev/null
+  fi
+fi
+exit 0
+"""
+
+
 @undo_handler("process", gone_with_namespace=False)
 def _undo_process(node: Node, data: dict) -> None:
     """Stop a recorded process group, only if its leader is still the same process."""
+    import shlex
+
     pid, ticks = int(data["pid"]), int(data["start_ticks"])
-    probe = node.run(["cat", f"/proc/{pid}/stat"], check=False, timeout=10)
-    if probe.ok:
-        current = int(probe.stdout.rsplit(")", 1)[1].split()[19])
-        if current == ticks:
-            # `kill -s SIG -- -PGID`: the form both dash and bash accept for a group.
-            node.run(
-                f"kill -s TERM -- -{pid} 2>/dev/null; for i in 1 2 3 4 5 6 7 8 9 10; do"
-                f" kill -s 0 -- -{pid} 2>/dev/null || exit 0; sleep 0.3; done;"
-                f" kill -s KILL -- -{pid} 2>/dev/null; exit 0",
-                timeout=20,
-            )
-    remove_process_log(node, data.get("log", ""))
+    log = data.get("log", "")
+    cleanup = f"; rm -f {shlex.quote(log)} {shlex.quote(log + '.status')}" if log else ""
+    node.run(f"sh -c {shlex.quote(STOP_RECORDED_PROCESS)} stop {pid} {ticks}{cleanup}",
+             timeout=20)
 
 
 @undo_handler("file", gone_with_namespace=False)

@@ -10,9 +10,11 @@ what was made, newest first.
 from __future__ import annotations
 
 import secrets
+import shlex
+import statistics
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from .config.record import ConfigLog
 from .config.sysctl import set_sysctl
@@ -22,7 +24,26 @@ from .netbackend import CommandBackend, NetBackend, Pyroute2Backend
 from .nodes import LocalNode, NamespaceNode, Node
 from .probe import Capabilities, probe, require
 from .shaping import EgressPlan, plan_egress
-from .topology import Topology
+from .topology import Link, Topology
+from .verify import parse_ping_ms, ping_command
+
+CALIBRATION_PINGS = 10
+# Trim a delay line only when the host adds more than this share of the asked RTT.
+TRIM_THRESHOLD = 0.01
+
+
+def delay_trim_us(rtt_ms: float | None, one_way_delay_ms: float) -> int:
+    """Microseconds to take off each direction's netem delay so the RTT becomes 2 x delay.
+
+    Half the measured excess, when it exceeds TRIM_THRESHOLD of the asked RTT;
+    never the whole delay; nothing when the RTT is unknown or not above target.
+    """
+    if rtt_ms is None:
+        return 0
+    excess = rtt_ms - 2 * one_way_delay_ms
+    if excess <= TRIM_THRESHOLD * 2 * one_way_delay_ms:
+        return 0
+    return min(int(round(excess * 1000 / 2)), int(one_way_delay_ms * 1000) - 1)
 
 
 def in_worker_thread(fn):
@@ -81,6 +102,7 @@ class Lab:
         }
         self.plans: dict[str, dict] = {}
         self.timings = LabTimings()
+        self.delay_calibration: list[dict] = []
         self._scope_start: int | None = None
         self._built = False
 
@@ -116,15 +138,18 @@ class Lab:
             self.capabilities = probe(self.host)
         require(self.capabilities, self.topology.required_features(),
                 purpose=f"lab {self.topology.name!r}")
-        for name in self.nodes:
-            if self.host.run(["test", "-e", f"/run/netns/{self.netns_name(name)}"],
-                             check=False, timeout=10).ok:
-                raise SpecError(f"namespace {self.netns_name(name)} already exists on "
-                                f"{self.host.name}", "choose another lab prefix")
+        # One command for all names: each is a round trip to a VM or remote host.
+        paths = " ".join(f"/run/netns/{node.netns}" for node in self.nodes.values())
+        taken = self.host.run(f"for p in {paths}; do [ -e $p ] && echo ${{p##*/}}; done; true",
+                              timeout=30).stdout.split()
+        if taken:
+            raise SpecError(f"namespace(s) {', '.join(taken)} already exist on {self.host.name}",
+                            "choose another lab prefix")
         started = time.monotonic()
         self._scope_start = max((e.seq for e in self.journal.entries()), default=0)
         try:
             in_worker_thread(self._build_with_new_backend)
+            self.calibrate_delays()
         except BaseException:
             self.teardown()
             raise
@@ -173,6 +198,53 @@ class Lab:
                 node = self.nodes[spec.name]
                 self.config.add(set_sysctl(journal, node, "net.ipv4.ip_forward", 1))
 
+    def calibrate_delays(self) -> None:
+        """Make each delayed link's RTT what was asked, net of the host's own latency.
+
+        A host adds latency of its own to every delay line: a fork-free veth
+        hop and netem's timer take ~0.05 ms on bare metal but ~1 ms in an
+        emulated (TCG) VM, which would put a 20 ms RTT at 21. For each distinct
+        delay, the first link with it is pinged (netem already in place) and
+        half the excess is trimmed from the netem delay of every link with that
+        delay, in each direction. Measured and recorded (``delay_calibration``);
+        the links' verification then measures the result like any other.
+        """
+        groups: dict[float, list[Link]] = {}
+        for link in self.topology.links:
+            if link.delay_ms:
+                groups.setdefault(link.delay_ms, []).append(link)
+        if not groups:
+            return
+        script = []
+        for i, links in enumerate(groups.values()):
+            first = links[0]
+            script.append(f"echo @@{i}; nsenter --net=/run/netns/{self.netns_name(first.a.node)} -- "
+                          + ping_command(first.a.ip, first.b.ip, CALIBRATION_PINGS) + " 2>&1")
+        budget = 30 + len(groups) * (10 + CALIBRATION_PINGS * 0.1 * 4)
+        text = self.host.run("\n".join(script) + "\ntrue", timeout=budget).stdout
+        sections = {int(part.split(None, 1)[0]): part for part in text.split("@@")[1:]}
+        changes = []
+        for i, (delay, links) in enumerate(groups.items()):
+            times = parse_ping_ms(sections.get(i, ""))
+            rtt = statistics.median(times) if times else None
+            excess = None if rtt is None else rtt - 2 * delay
+            trim_us = delay_trim_us(rtt, delay)
+            self.delay_calibration.append({
+                "one_way_delay_ms": delay, "probe_link": links[0].name,
+                "rtt_before_trim_ms": rtt, "host_excess_ms": excess,
+                "trim_us_per_direction": trim_us, "links": len(links)})
+            if not trim_us:
+                continue
+            for link in links:
+                for end in (link.a, link.b):
+                    key = f"{end.node}:{end.ifname}"
+                    plan = replace(EgressPlan(**self.plans[key]), delay_trim_us=trim_us)
+                    self.plans[key] = plan.to_dict()
+                    changes.append(shlex.join(["tc", "-n", self.netns_name(end.node),
+                                               *plan.netem_change_command(end.ifname)]))
+        if changes:
+            self.host.run("set -e\n" + "\n".join(changes), timeout=30 + len(changes))
+
     def teardown(self) -> None:
         """Undo what this lab recorded (and anything recorded after it inside its scope)."""
         if self._scope_start is None:
@@ -196,6 +268,7 @@ class Lab:
             "namespaces": {name: node.netns for name, node in self.nodes.items()},
             "topology": self.topology.to_dict(),
             "egress_plans": self.plans,
+            "delay_calibration": self.delay_calibration,
             "build_s": self.timings.build_s,
             "teardown_s": self.timings.teardown_s,
         }

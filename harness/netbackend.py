@@ -18,7 +18,7 @@ import shlex
 import subprocess
 from typing import Protocol
 
-from .journal import undo_handler
+from .journal import batch_undo_handler, undo_handler
 from .nodes import Node
 from .shaping import EgressPlan
 from .topology import Route, Rule
@@ -86,7 +86,7 @@ class Pyroute2Backend:
             parent = "1:1"
         where = {"parent": parent} if parent else {}
         if plan.netem:
-            ipr.tc("add", "netem", index=idx, handle="10:", delay=plan.delay_us,
+            ipr.tc("add", "netem", index=idx, handle="10:", delay=plan.netem_delay_us,
                    loss=plan.loss_pct, limit=plan.netem_limit, **where)
         elif plan.fifo == "bfifo":
             # pyroute2 0.9 adds a bfifo at the root whatever its parent ("File exists"
@@ -201,6 +201,15 @@ def _undo_netns(host: Node, data: dict) -> None:
     name = data["name"]
     if host.run(["test", "-e", f"/run/netns/{name}"], check=False, timeout=10).ok:
         host.run(["ip", "netns", "delete", name], timeout=30)
+
+
+@batch_undo_handler("netns")
+def _undo_netns_batch(host: Node, items: list[dict]) -> None:
+    """Delete the recorded namespaces that still exist, in one command."""
+    names = " ".join(shlex.quote(d["name"]) for d in items)
+    host.run(f"fail=0; for n in {names}; do if [ -e \"/run/netns/$n\" ]; then "
+             f"ip netns delete \"$n\" || fail=1; fi; done; exit $fail",
+             timeout=30 + 5 * len(items))
 
 
 @undo_handler("veth")

@@ -166,18 +166,17 @@ def fit_to_ceiling(topology: Topology, ceiling_mbit: float,
         f"{ceiling_mbit:.0f} Mbit/s between namespaces (measured)")
 
 
-def measure_ceiling(journal: Journal, host: Node, seconds: int = 3) -> float:
+def measure_ceiling(journal: Journal, host: Node, capabilities: Capabilities | None = None,
+                    seconds: int = 3) -> float:
     """Unshaped TCP goodput between two namespaces on ``host`` (Mbit/s)."""
     from .lab import Lab
-    from .tools.iperf3 import iperf3_client, iperf3_server
     from .topology import TopologyBuilder
+    from .verify import measure_goodput_mbit
 
     topo = (TopologyBuilder("ceiling").node("a").node("b")
             .link(("a", "eth0", "198.18.255.1/30"), ("b", "eth0", "198.18.255.2/30")).build())
-    with Lab(topo, journal, host) as lab:
-        with iperf3_server(journal, lab.node("b"), "198.18.255.2"):
-            result = iperf3_client(lab.node("a"), "198.18.255.2", seconds=seconds)
-    return result.received_mbps
+    with Lab(topo, journal, host, capabilities=capabilities) as lab:
+        return measure_goodput_mbit(lab, topo.links[0], seconds)
 
 
 def vm_memory_mib() -> int:

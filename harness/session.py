@@ -111,7 +111,7 @@ class Session:
             caps = self.capabilities["vm"] = guest_capabilities(vm, caps, decision)
             require(caps, need, tools, purpose=f"{purpose} in a VM lab")
             started = time.monotonic()
-            ceiling = measure_ceiling(self.journal, vm)
+            ceiling = measure_ceiling(self.journal, vm, caps)
             self.timings["ceiling_s"] = time.monotonic() - started
             topology, scaling = fit_to_ceiling(topology, ceiling)
             self.scaling = scaling

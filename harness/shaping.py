@@ -33,6 +33,13 @@ class EgressPlan:
     fifo: str | None  # "pfifo" | "bfifo" | None
     fifo_limit: int | None
     netem_limit: int | None
+    # Subtracted from the netem delay: the host's own latency on the link, measured
+    # when the lab is built (see Lab.calibrate_delays), so the link's RTT is as asked.
+    delay_trim_us: int = 0
+
+    @property
+    def netem_delay_us(self) -> int:
+        return max(0, self.delay_us - self.delay_trim_us)
 
     @property
     def empty(self) -> bool:
@@ -56,17 +63,25 @@ class EgressPlan:
                          "burst", f"{self.burst_bytes}b", "cburst", f"{self.burst_bytes}b"])
             parent = ["parent", "1:1"]
         if self.netem:
-            netem = ["qdisc", "add", "dev", dev, *parent, "handle", "10:", "netem"]
-            if self.delay_us:
-                netem += ["delay", f"{self.delay_us}us"]
-            if self.loss_pct:
-                netem += ["loss", f"{self.loss_pct}%"]
-            netem += ["limit", str(self.netem_limit)]
-            cmds.append(netem)
+            cmds.append(self._netem_command("add", dev, parent))
         elif self.fifo:
             cmds.append(["qdisc", "add", "dev", dev, *parent, "handle", "10:", self.fifo,
                          "limit", str(self.fifo_limit)])
         return cmds
+
+
+    def netem_change_command(self, dev: str) -> list[str]:
+        """`tc` arguments that set this plan's netem (e.g. after a delay trim) in place."""
+        parent = ["parent", "1:1"] if self.rate_bit is not None else ["root"]
+        return self._netem_command("change", dev, parent)
+
+    def _netem_command(self, verb: str, dev: str, parent: list[str]) -> list[str]:
+        netem = ["qdisc", verb, "dev", dev, *parent, "handle", "10:", "netem"]
+        if self.delay_us:
+            netem += ["delay", f"{self.netem_delay_us}us"]
+        if self.loss_pct:
+            netem += ["loss", f"{self.loss_pct}%"]
+        return netem + ["limit", str(self.netem_limit)]
 
 
 def plan_egress(link: Link) -> EgressPlan:

@@ -3,30 +3,20 @@
 Used by the integration tests and by ``benchmarks/vm_bench.py``; each check
 returns measured numbers (for the run record), and the caller decides what
 is good enough. Everything runs through the VM's SSH node; labs inside the
-VM are ordinary :class:`harness.lab.Lab` namespace labs with ``host=vm``.
+VM are ordinary :class:`harness.lab.Lab` namespace labs with ``host=vm``,
+and their links are measured by the one link checker, :mod:`harness.verify`.
 """
 
 from __future__ import annotations
 
-import json
-import re
 import shlex
-import statistics
 import time
-from dataclasses import asdict, dataclass
 
 from ..journal import undo_handler
 from ..nodes import Node
 
 #: Modules the studies need from the guest kernel (PLATFORM.md).
 STUDY_MODULES = ("tipc", "sctp", "sch_netem", "rdma_rxe")
-
-# Per-segment bytes as the shaper counts them vs. what iperf3 counts: a
-# 1500-byte MTU segment carries 1448 bytes of TCP payload (20 IP + 20 TCP +
-# 12 timestamp option) and is 1514 bytes at the link layer (14 Ethernet).
-LINK_BYTES_PER_SEGMENT = 1514
-PAYLOAD_BYTES_PER_SEGMENT = 1448
-
 
 def load_modules(vm: Node, modules=STUDY_MODULES) -> dict[str, bool]:
     """modprobe each module; return which are loaded afterwards (from /proc/modules)."""
@@ -35,75 +25,6 @@ def load_modules(vm: Node, modules=STUDY_MODULES) -> dict[str, bool]:
     loaded = {line.split()[0] for line in vm.read_text("/proc/modules").splitlines() if line}
     return {m: m in loaded for m in modules}
 
-
-@dataclass(frozen=True)
-class LinkMeasurement:
-    rate_mbit: float  # configured shaper rate
-    delay_ms: float  # configured one-way delay
-    goodput_mbit: float  # iperf3 receiver, TCP payload
-    link_layer_mbit: float  # goodput scaled to what the shaper counts
-    link_layer_ratio: float  # link_layer_mbit / rate_mbit
-    rtt_median_ms: float
-    rtt_min_ms: float
-    rtt_max_ms: float
-    pings: int
-    iperf_seconds: float
-    retransmits: int | None
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-
-def iperf3_goodput(journal, client: Node, server: Node, server_ip: str, seconds: int = 10,
-                   omit: int = 2) -> tuple[float, int | None]:
-    """Receiver-side TCP goodput (Mbit/s) client -> server, and retransmits.
-
-    The server is a journalled background process, stopped on any exit.
-    """
-    with journal.process(server, ["iperf3", "-s", "-1", "--forceflush"]) as proc:
-        deadline = time.monotonic() + 60
-        while "Server listening" not in proc.output():
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"iperf3 server did not start: {proc.output()[-300:]}")
-            time.sleep(0.3)
-        res = client.run(["iperf3", "-c", server_ip, "-t", str(seconds), "-O", str(omit),
-                          "-J"], timeout=seconds + omit + 90)
-    end = json.loads(res.stdout)["end"]
-    goodput = end["sum_received"]["bits_per_second"] / 1e6
-    return goodput, end.get("sum_sent", {}).get("retransmits")
-
-
-_RTT = re.compile(r"time=([0-9.]+) ms")
-
-
-def ping_rtt(client: Node, target_ip: str, count: int = 20,
-             interval: float = 0.2) -> list[float]:
-    """RTTs (ms) of ``count`` pings, in order. The first one is sent before the
-    neighbour is resolved, so callers usually look at the median."""
-    res = client.run(["ping", "-n", "-c", str(count), "-i", str(interval), target_ip],
-                     timeout=count * interval + 60)
-    rtts = [float(x) for x in _RTT.findall(res.stdout)]
-    if not rtts:
-        raise ValueError(f"no replies in ping output: {res.stdout!r}")
-    return rtts
-
-
-def measure_link(journal, a: Node, b: Node, b_ip: str, rate_mbit: float, delay_ms: float,
-                 seconds: int = 10) -> LinkMeasurement:
-    """Ping RTT and iperf3 rate from ``a`` to ``b`` over a shaped link."""
-    rtts = ping_rtt(a, b_ip)
-    goodput, retrans = iperf3_goodput(journal, a, b, b_ip, seconds=seconds)
-    link = goodput * LINK_BYTES_PER_SEGMENT / PAYLOAD_BYTES_PER_SEGMENT
-    return LinkMeasurement(
-        rate_mbit=rate_mbit, delay_ms=delay_ms, goodput_mbit=round(goodput, 2),
-        link_layer_mbit=round(link, 2), link_layer_ratio=round(link / rate_mbit, 4),
-        rtt_median_ms=statistics.median(rtts), rtt_min_ms=min(rtts), rtt_max_ms=max(rtts),
-        pings=len(rtts), iperf_seconds=seconds,
-        retransmits=retrans,
-    )
-
-
-# -- TIPC and SCTP between two namespaces -------------------------------------
 
 TIPC_SERVICE = 18888
 

@@ -168,38 +168,47 @@ def lab(vm_env):
 
 
 def test_netem_lab_rate_and_rtt(vm_env, lab):
-    """htb 50 Mbit/s + netem 10 ms inside the VM: >= 97 % of the rate, RTT ~20 ms.
+    """htb 50 Mbit/s + netem 10 ms inside the VM: >= 97 % of the rate, RTT 20 ms +- 5 %.
 
-    A TCG guest is starved when other work saturates the host cores (with two
-    other TCG VMs on this 2-core machine, load ~5, we saw 75-95 %), so the
-    measurement is repeated up to three times and the best one must meet the
-    target. If none does *and* the host is overloaded, the rate target is
-    reported as not measurable here (skip, with the numbers); the shaper's
-    upper bound and netem's minimum RTT are asserted on every attempt anyway,
-    so a missing or wrong shaper still fails.
+    Measured by the lab's own verification (the one link checker). The lab
+    trimmed its delay lines by the guest's own latency when it was built; the
+    record says by how much. A TCG guest is starved when other work saturates
+    the host cores (with two other TCG VMs on this 2-core machine, load ~5, we
+    saw 75-95 %), so the measurement is repeated up to three times and the
+    best one must meet the target. If none does *and* the host is overloaded,
+    the rate target is reported as not measurable here (skip, with the
+    numbers); the shaper's upper bound and the RTT are asserted on every
+    attempt anyway, so a missing or wrong shaper or delay line still fails.
     """
+    from harness.verify import verify_lab
+
     journal = vm_env[1]
-    a, b = lab.node("a"), lab.node("b")
+    a = lab.node("a")
     qdiscs = a.run("tc qdisc show dev eth1", timeout=60).stdout
-    assert "htb" in qdiscs and "netem" in qdiscs and "delay 10ms" in qdiscs
+    assert "htb" in qdiscs and "netem" in qdiscs and "delay" in qdiscs
+    (calibration,) = lab.delay_calibration
+    print(f"\ndelay calibration: {json.dumps(calibration)}")
+    assert calibration["rtt_before_trim_ms"] >= 2 * DELAY_MS  # netem really delays
+    assert 0 <= calibration["trim_us_per_direction"] < 0.1 * DELAY_MS * 1000
     attempts = []
     for _ in range(3):
-        m = checks.measure_link(journal, a, b, lab.address("b", "eth1"), RATE_MBIT, DELAY_MS)
+        checks_ = verify_lab(journal, lab, seconds=3)
         load = f"{os.getloadavg()[0]:.2f}"
-        print(f"\nlink (host load {load}): {json.dumps(m.to_dict())}")
-        attempts.append(m)
-        assert m.link_layer_ratio <= 1.03, m  # the shaper really limits
-        assert m.rtt_min_ms >= 2 * DELAY_MS - 0.1, m  # netem really delays
-        if m.link_layer_ratio >= 0.97 and m.rtt_median_ms <= 2 * DELAY_MS + 5:
+        print(f"link (host load {load}): {json.dumps([c.to_dict() for c in checks_])}")
+        attempts += checks_
+        for c in checks_:
+            assert c.rate_ratio <= 1.03, c  # the shaper really limits
+            assert abs(c.rtt_ms - 2 * DELAY_MS) <= 0.05 * 2 * DELAY_MS, c  # 20 ms +- 5 %
+        if min(c.rate_ratio for c in checks_) >= 0.97:
             break
-    best = max(attempts, key=lambda m: m.link_layer_ratio)
+    worst_of_best = max(min(c.rate_ratio for c in attempts[i:i + 2])
+                        for i in range(0, len(attempts), 2))
     load, cores = os.getloadavg()[0], os.cpu_count() or 1
-    if best.link_layer_ratio < 0.97 and load > 1.5 * cores:
+    if worst_of_best < 0.97 and load > 1.5 * cores:
         pytest.skip(f"host overloaded (load {load:.1f} on {cores} cores, other TCG VMs?): best "
-                    f"{best.link_layer_ratio:.1%} of {RATE_MBIT:g} Mbit/s; the rate target "
+                    f"{worst_of_best:.1%} of {RATE_MBIT:g} Mbit/s; the rate target "
                     f"needs CPU headroom for the emulated guest")
-    assert best.link_layer_ratio >= 0.97, attempts
-    assert min(m.rtt_median_ms for m in attempts) <= 2 * DELAY_MS + 5, attempts
+    assert worst_of_best >= 0.97, attempts
 
 
 def test_tipc_between_namespaces(vm_env, lab):

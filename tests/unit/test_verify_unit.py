@@ -1,0 +1,153 @@
+"""The link checker's script output parsing, rate and RTT judgement, and delay trimming."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.journal import Journal, batch_undo_handler, undo_handler
+from harness.lab import delay_trim_us
+from harness.nodes import LocalNode
+from harness.shaping import plan_egress
+from harness.topology import Endpoint, Link
+from harness.verify import (
+    Direction,
+    check_direction,
+    parse_ping_ms,
+    parse_script_output,
+    rtt_ok,
+    steady_rate_bps,
+    verification_script,
+)
+
+PING = """PING 198.18.0.2 (198.18.0.2) from 198.18.0.1 : 56(84) bytes of data.
+64 bytes from 198.18.0.2: icmp_seq=1 ttl=64 time=31.7 ms
+64 bytes from 198.18.0.2: icmp_seq=2 ttl=64 time=20.1 ms
+64 bytes from 198.18.0.2: icmp_seq=3 ttl=64 time=20.3 ms
+64 bytes from 198.18.0.2: icmp_seq=4 ttl=64 time=19.9 ms
+"""
+
+IPERF = ('{"start": {}, "end": {"sum_sent": {"bits_per_second": 4.9e7, "retransmits": 0}, '
+         '"sum_received": {"bits_per_second": 4.8e7, "seconds": 2.0, "bytes": 12000000}}}')
+
+
+def link(**kw) -> Link:
+    return Link(Endpoint("a", "eth1", "198.18.0.1/24"), Endpoint("b", "eth1", "198.18.0.2/24"),
+                **kw)
+
+
+def direction(lnk: Link, index: int = 0) -> Direction:
+    return Direction(index, lnk, lnk.a, lnk.b, "x-a", "x-b")
+
+
+def test_ping_parsing_drops_the_arp_reply_only_when_asked():
+    assert parse_ping_ms(PING) == [20.1, 20.3, 19.9]
+    assert parse_ping_ms(PING, drop_first=False) == [31.7, 20.1, 20.3, 19.9]
+    assert parse_ping_ms("connect: Network is unreachable") == []
+
+
+def test_rtt_judgement_allows_five_percent_plus_slack():
+    assert rtt_ok(20.9, 20.0) is True
+    assert rtt_ok(21.4, 20.0) is False  # 5 % (1.0 ms) + 0.3 ms slack
+    assert rtt_ok(None, 20.0) is False  # a delayed link that answers no ping fails
+    assert rtt_ok(0.05, None) is None  # nothing asked, nothing judged
+
+
+def test_samples_are_stamped_at_the_midpoint_of_their_clock_bracket():
+    text = ("SAMPLE 3 10.0 10.4 0\nSAMPLE 3 11.0 11.2 1000\n"
+            "RATE-STATUS 3 0\nCLIENT-BEGIN 3\n{\"x\": 1}\n\nCLIENT-END 3\n"
+            "PING-BEGIN 3\n" + PING + "PING-END 3\n")
+    out = parse_script_output(text)
+    assert out.samples[3] == [(0, 10.2), (1000, 11.1)]
+    assert out.status == {3: 0}
+    assert out.client[3].strip() == '{"x": 1}'
+    assert parse_ping_ms(out.pings[3]) == [20.1, 20.3, 19.9]
+
+
+def test_check_direction_compares_counter_rate_and_ping_with_the_spec():
+    lnk = link(rate_mbit=50, delay_ms=10)
+    # 6.25 MB per second at the shaper's counter = 50 Mbit/s.
+    samples = "".join(f"SAMPLE 0 {t}.0 {t}.0 {t * 6_250_000}\n" for t in range(6))
+    text = (samples + "RATE-STATUS 0 0\nCLIENT-BEGIN 0\n" + IPERF + "\nCLIENT-END 0\n"
+            "PING-BEGIN 0\n" + PING + "PING-END 0\n")
+    check = check_direction(direction(lnk), parse_script_output(text))
+    assert check.link_layer_mbit == pytest.approx(50.0)
+    assert check.rate_ok and check.rtt_ok and check.samples == 6
+    assert check.goodput_mbit == pytest.approx(48.0)
+    assert check.rtt_ms == pytest.approx(20.1)
+    # a shaper that gives 80 %
+    text = text.replace(samples, "".join(f"SAMPLE 0 {t}.0 {t}.0 {t * 5_000_000}\n"
+                                         for t in range(6)))
+    check = check_direction(direction(lnk), parse_script_output(text))
+    assert check.rate_ratio == pytest.approx(0.8) and not check.ok
+
+
+def test_failed_rate_test_is_an_error_not_a_zero():
+    from harness.errors import HarnessError
+
+    out = parse_script_output("RATE-STATUS 0 1\nCLIENT-BEGIN 0\nerror - unable to connect\n"
+                              "CLIENT-END 0\n")
+    with pytest.raises(HarnessError, match="iperf3 client failed with status 1"):
+        check_direction(direction(link(rate_mbit=50)), out)
+
+
+def test_script_rate_tests_only_shaped_links_and_pings_delayed_links_alone():
+    shaped, plain = link(rate_mbit=50, delay_ms=10), link()
+    script = verification_script([direction(shaped, 0), direction(plain, 1)], seconds=3)
+    assert script.count("\nrate_test ") == 1 and "rate_test 0 x-a x-b" in script
+    assert "ping_test 0 x-a 198.18.0.1 198.18.0.2 10\n" in script  # foreground: timed alone
+    assert "ping_test 1 x-a 198.18.0.1 198.18.0.2 10 &" in script  # background batch
+    assert script.rstrip().endswith("show_pings 0 1")
+
+
+def test_steady_rate_ignores_ramp_and_tail():
+    samples = [(0, 0.0), (100, 1.0), (1100, 2.0), (2100, 3.0), (3100, 4.0), (3150, 5.0)]
+    assert steady_rate_bps(samples) == pytest.approx(8000.0)
+
+
+@pytest.mark.parametrize("rtt, delay, trim", [
+    (21.1, 10.0, 550),   # TCG guest: 1.1 ms excess -> 0.55 ms off each direction
+    (20.1, 10.0, 0),     # within 1 % of the asked RTT: left alone
+    (19.5, 10.0, 0),     # below target: never lengthened here
+    (None, 10.0, 0),     # no replies: nothing to go on
+    (5.0, 1.0, 999),     # never the whole delay
+])
+def test_delay_trim(rtt, delay, trim):
+    assert delay_trim_us(rtt, delay) == trim
+
+
+def test_netem_change_command_carries_the_trimmed_delay():
+    from dataclasses import replace
+
+    plan = replace(plan_egress(link(rate_mbit=50, delay_ms=10)), delay_trim_us=550)
+    assert plan.netem_change_command("eth1") == [
+        "qdisc", "change", "dev", "eth1", "parent", "1:1", "handle", "10:", "netem",
+        "delay", "9450us", "limit", str(plan.netem_limit)]
+    assert "9450us" in plan.tc_commands("eth1")[-1]
+    assert plan.delay_us == 10_000  # the asked delay stays on record
+
+
+def test_batch_undo_takes_consecutive_entries_of_one_node_together(tmp_path):
+    calls = []
+
+    @undo_handler("test_batchable", gone_with_namespace=False)
+    def _one(node, data):
+        calls.append(("one", data["n"]))
+
+    @batch_undo_handler("test_batchable")
+    def _many(node, items):
+        calls.append(("many", [d["n"] for d in items]))
+
+    @undo_handler("test_other", gone_with_namespace=False)
+    def _other(node, data):
+        calls.append(("other", data["n"]))
+
+    journal = Journal(tmp_path / "j.jsonl")
+    local, other = LocalNode("local"), LocalNode("elsewhere")
+    for n, kind, node in [(1, "test_batchable", local), (2, "test_batchable", local),
+                          (3, "test_other", local), (4, "test_batchable", other),
+                          (5, "test_batchable", local), (6, "test_batchable", local)]:
+        journal.record(kind, node, n=n)
+    journal.undo_all()
+    # newest first; a different kind or node ends a group
+    assert calls == [("many", [6, 5]), ("many", [4]), ("other", 3), ("many", [2, 1])]
+    assert journal.pending() == []
