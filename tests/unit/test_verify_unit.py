@@ -151,3 +151,35 @@ def test_batch_undo_takes_consecutive_entries_of_one_node_together(tmp_path):
     # newest first; a different kind or node ends a group
     assert calls == [("many", [6, 5]), ("many", [4]), ("other", 3), ("many", [2, 1])]
     assert journal.pending() == []
+
+
+def test_command_backend_batches_and_orders_namespaces():
+    from harness.netbackend import CommandBackend
+
+    backend = CommandBackend(LocalNode("x"))
+    for ns in ("sw", "m1", "m2"):
+        backend.create_netns(ns)
+    # the switch end is created by the mappers' batches: the switch must come last
+    backend.configure_interface("sw", "m1", "10.0.1.1/24", 1500)
+    backend.add_veth("m1", "eth0", "sw", "m1")
+    backend.add_veth("m2", "eth0", "sw", "m2")
+    backend.configure_interface("m1", "eth0", "10.0.1.2/24", 1500)
+    script = backend.script()
+    assert script.count("-batch -") == 4  # root + one per namespace
+    assert script.index("ip -n m1 -batch") < script.index("ip -n sw -batch")
+    assert script.index("ip -n m2 -batch") < script.index("ip -n sw -batch")
+    assert "link add eth0 type veth peer name m1 netns sw" in script
+
+
+def test_command_backend_breaks_creation_cycles_with_a_first_pass():
+    from harness.netbackend import CommandBackend
+
+    backend = CommandBackend(LocalNode("x"))
+    backend.add_veth("a", "x", "b", "x")
+    backend.add_veth("b", "y", "a", "y")
+    backend.configure_interface("a", "x", "10.0.0.1/24", 1500)
+    backend.configure_interface("b", "y", "10.0.1.1/24", 1500)
+    script = backend.script()
+    creates = [script.index("link add x"), script.index("link add y")]
+    configures = [script.index("addr add 10.0.0.1/24"), script.index("addr add 10.0.1.1/24")]
+    assert max(creates) < min(configures)
