@@ -200,6 +200,25 @@ def _in_node(node: Node, script: str) -> str:
     return f"sh -c {shlex.quote(script)}"
 
 
+PARALLEL_NODES = 8  # nodes probed/configured at once inside one machine
+
+
+def sections_script(commands: dict[int, str], jobs: int = PARALLEL_NODES) -> str:
+    """Run ``commands`` up to ``jobs`` at a time; print each one's output after ``@@node i``.
+
+    Under TCG every process start costs ~0.1-0.2 s of emulated CPU: running
+    the nodes' commands side by side uses all of the guest's vCPUs.
+    """
+    lines = ['d=$(mktemp -d) || exit 1', 'trap \'rm -rf "$d"\' EXIT']
+    keys = list(commands)
+    for start in range(0, len(keys), jobs):
+        for i in keys[start:start + jobs]:
+            lines.append(f"( {commands[i]} ) > \"$d/{i}\" 2>&1 &")
+        lines.append("wait")
+    lines += [f"echo '@@node {i}'; cat \"$d/{i}\"" for i in keys]
+    return "\n".join(lines)
+
+
 def configure_nodes(journal: Journal, configs: list[NodeConfig]) -> list[ChangeRecord]:
     """Identity + bearer on many nodes, probing and applying in ONE command per machine.
 
@@ -221,8 +240,7 @@ def configure_nodes(journal: Journal, configs: list[NodeConfig]) -> list[ChangeR
         groups.setdefault(id(machine), (machine, []))[1].append(i)
     # probe everything first
     for machine, indices in groups.values():
-        script = "\n".join(f"echo '@@node {i}'; {_in_node(planned[i][0].node, _PROBE)}"
-                           for i in indices)
+        script = sections_script({i: _in_node(planned[i][0].node, _PROBE) for i in indices})
         text = machine.run(script, check=False, timeout=60 + 5 * len(indices)).stdout
         parts = text.split("@@node ")[1:]
         found = {int(p.split(None, 1)[0]): p for p in parts}
@@ -237,7 +255,7 @@ def configure_nodes(journal: Journal, configs: list[NodeConfig]) -> list[ChangeR
                                 "it was not made by this run: disable it yourself")
     records: list[ChangeRecord] = []
     for machine, indices in groups.values():
-        lines = []
+        lines = {}
         for i in indices:
             cfg, args, _bearer = planned[i]
             journal.record("tipc-identity", cfg.node, identity=cfg.identity)
@@ -245,12 +263,12 @@ def configure_nodes(journal: Journal, configs: list[NodeConfig]) -> list[ChangeR
                            name=cfg.bearer.get("name"), dev=cfg.bearer.get("dev"))
             apply = (f"tipc node set identity {shlex.quote(cfg.identity)} && "
                      f"tipc bearer enable {shlex.join(args)}")
-            lines.append(f"{_in_node(cfg.node, apply)} || echo '@@fail {i}'")
-        res = machine.run("\n".join(lines), check=False, timeout=60 + 5 * len(indices))
+            lines[i] = f"{_in_node(cfg.node, apply)} || echo '@@fail {i}'"
+        res = machine.run(sections_script(lines), check=False, timeout=60 + 5 * len(indices))
         failed = [int(x.split()[1]) for x in res.stdout.splitlines() if x.startswith("@@fail")]
         if failed:
             names = ", ".join(planned[i][0].node.name for i in failed)
-            raise SpecError(f"enabling TIPC failed on {names}: {res.stderr.strip()[-500:]}",
+            raise SpecError(f"enabling TIPC failed on {names}: {res.stdout.strip()[-500:]}",
                             "see the message; everything recorded so far is undone")
         for i in indices:
             cfg, args, bearer = planned[i]

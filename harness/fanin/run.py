@@ -171,21 +171,43 @@ class ReduceResult:
     stderr: str
     output: FaninOutput
     wall_s: float
+    bracket: tuple[str, str] = ("", "")  # what the bracket command printed before and after
 
     @property
     def ok(self) -> bool:
         return self.exit_status == 0 and self.output.ok
 
 
+BEFORE, AFTER = "@@harness-reducer-begins", "@@harness-reducer-ended"
+
+
 def run_reducer(node: Node, binary: str, spec: ReduceSpec, targets: list[str],
-                check: bool = True) -> ReduceResult:
-    """Run one reducer to completion on ``node``; its JSON lines are parsed."""
+                check: bool = True, bracket: str = "") -> ReduceResult:
+    """Run one reducer to completion on ``node``; its JSON lines are parsed.
+
+    ``bracket``: a shell command for the reducer's machine (``node`` must be a
+    namespace there), run right before and right after the reducer *in the same
+    command* -- counters read around a run without two extra round trips to a
+    slow (TCG) VM. Its two outputs are in ``result.bracket``.
+    """
     argv = spec.argv(binary, targets)
     started = time.monotonic()
-    res = node.run(argv, timeout=spec.time_bound_s(), check=False)
-    result = ReduceResult(spec, list(targets), res.exit_status, res.stdout, res.stderr,
-                          parse_output(res.stdout + "\n" + res.stderr),
-                          time.monotonic() - started)
+    if bracket:
+        if not isinstance(node, NamespaceNode):
+            raise FaninError("a bracket command needs the reducer in a namespace")
+        script = (f"{bracket}\necho {BEFORE}\n"
+                  f"nsenter --net={node.netns_path} -- {shell(argv)}\nst=$?\n"
+                  f"echo {AFTER}\n{bracket}\nexit $st")
+        res = node.parent.run(script, timeout=spec.time_bound_s() + 60, check=False)
+        before, _, rest = res.stdout.partition(BEFORE + "\n")
+        stdout, _, after = rest.partition(AFTER + "\n")
+        around = (before, after)
+    else:
+        res = node.run(argv, timeout=spec.time_bound_s(), check=False)
+        stdout, around = res.stdout, ("", "")
+    result = ReduceResult(spec, list(targets), res.exit_status, stdout, res.stderr,
+                          parse_output(stdout + "\n" + res.stderr),
+                          time.monotonic() - started, around)
     if check and not result.ok:
         errors = "; ".join(result.output.errors) or res.stderr.strip()[-500:] or "(no output)"
         raise FaninError(f"{spec.proto} reducer on {node.name} (N={len(targets)}, "

@@ -210,19 +210,28 @@ def qdisc_counters(node, dev: str) -> dict:
     return parse_qdisc(node.run(["tc", "-s", "qdisc", "show", "dev", dev], timeout=60).stdout)
 
 
-def snapshot(switch, fleet: fanin.MapperFleet) -> tuple[dict, int]:
-    """Bottleneck qdisc counters and the mappers' CPU ticks in ONE command when they share
-    a machine (each command costs a round trip to a slow TCG VM); else two."""
+def snapshot_command(switch, fleet: fanin.MapperFleet, reducer) -> str:
+    """One shell command that reads the bottleneck qdisc and the mappers' CPU ticks, for
+    the reducer's machine -- when switch, mappers and reducer all share it (each command
+    costs a round trip to a slow TCG VM). Empty when they do not."""
     groups = fleet.pid_groups()
     parent = getattr(switch, "parent", None)
-    if isinstance(switch, NamespaceNode) and len(groups) == 1 and groups[0][0] is parent:
-        pids = groups[0][1]
-        script = (f"nsenter --net={switch.netns_path} -- tc -s qdisc show dev red; echo @@stat; "
-                  + ("cat " + " ".join(f"/proc/{p}/stat" for p in pids) if pids else "true")
-                  + " 2>/dev/null")
-        text = parent.run(script, check=False, timeout=60).stdout
-        qdisc, _, stat = text.partition("@@stat")
-        return parse_qdisc(qdisc), fanin.run.sum_ticks(stat)
+    if not (isinstance(switch, NamespaceNode) and isinstance(reducer, NamespaceNode)
+            and reducer.parent is parent and len(groups) == 1 and groups[0][0] is parent):
+        return ""
+    pids = groups[0][1]
+    return (f"nsenter --net={switch.netns_path} -- tc -s qdisc show dev red; echo @@stat; "
+            + ("cat " + " ".join(f"/proc/{p}/stat" for p in pids) if pids else "true")
+            + " 2>/dev/null")
+
+
+def parse_snapshot(text: str) -> tuple[dict, int]:
+    qdisc, _, stat = text.partition("@@stat")
+    return parse_qdisc(qdisc), fanin.run.sum_ticks(stat)
+
+
+def snapshot(switch, fleet: fanin.MapperFleet) -> tuple[dict, int]:
+    """Bottleneck qdisc counters and the mappers' CPU ticks, wherever they are."""
     return qdisc_counters(switch, "red"), fanin.mapper_cpu_ticks(fleet)
 
 
@@ -267,9 +276,15 @@ def run_point(session: Session, bed, fleet: fanin.MapperFleet, binary: str, vari
                             fanin.SocketOptions(params.sndbuf, params.rcvbuf, cc),
                             cpu_sample_ms=100 if experiment == "cpu" else 0,
                             round_timeout_s=params.round_timeout_s)
-    before_q, before_m = snapshot(switch, fleet)
-    result = fanin.run_reducer(reducer, binary, spec, fleet.listens[:n], check=False)
-    after_q, after_m = snapshot(switch, fleet)
+    bracket = snapshot_command(switch, fleet, reducer)
+    if bracket:  # counters read in the reducer's own command
+        result = fanin.run_reducer(reducer, binary, spec, fleet.listens[:n], check=False,
+                                   bracket=bracket)
+        (before_q, before_m), (after_q, after_m) = map(parse_snapshot, result.bracket)
+    else:
+        before_q, before_m = snapshot(switch, fleet)
+        result = fanin.run_reducer(reducer, binary, spec, fleet.listens[:n], check=False)
+        after_q, after_m = snapshot(switch, fleet)
     tag = f"{experiment}-{variant}-n{n:02d}-{size // 1024}k"
     tag += f"-p{period_us // 1000}ms" if period_us else ""
     session.raw(f"{tag}-r{repetition}.jsonl", result.stdout + result.stderr)

@@ -69,6 +69,19 @@ def test_tcp_fanin_in_host_lab(journal):
             after = s3.qdisc_counters(lab.node("switch"), "red")
             assert after["fifo_sent_pkts"] - before["fifo_sent_pkts"] >= N * 11 * 65536 / 1500
             assert fanin.mapper_cpu_ticks(fleet) >= 0
+            # counters read around the run inside the reducer's own command
+            bracket = s3.snapshot_command(lab.node("switch"), fleet, lab.node("reducer"))
+            assert bracket
+            result = fanin.run_reducer(lab.node("reducer"), binary, spec, listens,
+                                       bracket=bracket)
+            _check_rounds(result, N, 65536, 10, RATE)
+            (q0, cpu0), (q1, cpu1) = map(s3.parse_snapshot, result.bracket)
+            assert q0["fifo_sent_pkts"] == after["fifo_sent_pkts"]
+            assert q1["fifo_sent_pkts"] - q0["fifo_sent_pkts"] >= N * 11 * 65536 / 1500
+            assert cpu1 >= cpu0 >= 0  # the mappers' ticks, read before and after ...
+            for text in result.bracket:  # ... from every mapper's /proc/PID/stat
+                assert len(text.split("@@stat", 1)[1].strip().splitlines()) == N
+            after = q1
             # periodic rounds keep their grid
             spec = fanin.ReduceSpec("tcp", 1024, 5, period_us=50_000, cpu_sample_ms=20)
             result = fanin.run_reducer(lab.node("reducer"), binary, spec, listens)
@@ -79,8 +92,8 @@ def test_tcp_fanin_in_host_lab(journal):
             assert len(result.output.cpu) >= 3
         exits = fleet.exits
         assert len(exits) == N
-        assert sum(e["requests"] for e in exits) == N * (11 + 5)
-        assert sum(e["bytes"] for e in exits) == N * (11 * 65536 + 5 * 1024)
+        assert sum(e["requests"] for e in exits) == N * (11 + 11 + 5)
+        assert sum(e["bytes"] for e in exits) == N * (2 * 11 * 65536 + 5 * 1024)
         assert not [p for p in groups if group_alive(p)]
     assert not [n for n in netns_names() if n.startswith(lab.prefix)]
 

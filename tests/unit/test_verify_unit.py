@@ -95,7 +95,7 @@ def test_script_rate_tests_only_shaped_links_and_pings_delayed_links_alone():
     script = verification_script([direction(shaped, 0), direction(plain, 1)], seconds=3)
     assert script.count("\nrate_test ") == 1 and "rate_test 0 x-a x-b" in script
     assert "ping_test 0 x-a 198.18.0.1 198.18.0.2 10\n" in script  # foreground: timed alone
-    assert "ping_test 1 x-a 198.18.0.1 198.18.0.2 10 &" in script  # background batch
+    assert "ping_test 1 x-a 198.18.0.1 198.18.0.2 3 &" in script  # background batch, fewer
     assert script.rstrip().endswith("show_pings 0 1")
 
 
