@@ -5,6 +5,13 @@ and egress qdiscs (see :mod:`harness.shaping`), then routes, rules and
 forwarding. Every change is journalled before it is made; leaving the
 ``with Lab(...)`` block (normally, on error or on Ctrl-C) removes exactly
 what was made, newest first.
+
+A topology whose nodes carry machine labels spans several machines (VMs):
+``hosts`` maps each label to its machine, and a link between machines is a
+wire -- an existing NIC on each side (found by MAC, ``nics``), moved into the
+node's namespace under the link's interface name and configured like a veth
+end. When the namespace is deleted the kernel hands the NIC back to its root
+namespace.
 """
 
 from __future__ import annotations
@@ -91,13 +98,27 @@ class Lab:
     prefix: str = ""
     capabilities: Capabilities | None = None
     config: ConfigLog = field(default_factory=ConfigLog)
+    hosts: dict[str, Node] = field(default_factory=dict)  # machine label -> machine
+    nics: dict[tuple[str, str], str] = field(default_factory=dict)  # (node, ifname) -> MAC
 
     def __post_init__(self) -> None:
         self.topology.validate()
+        self.hosts = {"": self.host, **self.hosts}
+        missing = [m for m in self.topology.machines() if m not in self.hosts]
+        if missing:
+            raise SpecError(f"lab {self.topology.name!r} puts nodes on machines {missing} but "
+                            "no machine was given for them", "pass hosts={label: node}")
+        for link in self.topology.wires():
+            for end in (link.a, link.b):
+                if (end.node, end.ifname) not in self.nics:
+                    raise SpecError(f"link {link.name} joins two machines but no NIC was given "
+                                    f"for {end.node}:{end.ifname}",
+                                    "pass nics={(node, ifname): mac} for both ends of a wire")
         if not self.prefix:
             self.prefix = f"h{secrets.token_hex(3)}"
         self.nodes: dict[str, NamespaceNode] = {
-            spec.name: NamespaceNode(self.netns_name(spec.name), self.host, spec.name)
+            spec.name: NamespaceNode(self.netns_name(spec.name), self.hosts[spec.machine],
+                                     spec.name)
             for spec in self.topology.nodes
         }
         self.plans: dict[str, dict] = {}
@@ -127,10 +148,13 @@ class Lab:
     def __exit__(self, *exc) -> None:
         self.teardown()
 
-    def _backend(self) -> NetBackend:
-        if isinstance(self.host, LocalNode):
+    def host_of(self, node: str) -> Node:
+        return self.hosts[self.topology.machine_of(node)]
+
+    def _backend(self, host: Node) -> NetBackend:
+        if isinstance(host, LocalNode):
             return Pyroute2Backend()
-        return CommandBackend(self.host)
+        return CommandBackend(host)
 
     def build(self) -> None:
         """Check the host can do it, then create everything. Nothing changes if the check fails."""
@@ -138,13 +162,16 @@ class Lab:
             self.capabilities = probe(self.host)
         require(self.capabilities, self.topology.required_features(),
                 purpose=f"lab {self.topology.name!r}")
-        # One command for all names: each is a round trip to a VM or remote host.
-        paths = " ".join(f"/run/netns/{node.netns}" for node in self.nodes.values())
-        taken = self.host.run(f"for p in {paths}; do [ -e $p ] && echo ${{p##*/}}; done; true",
-                              timeout=30).stdout.split()
-        if taken:
-            raise SpecError(f"namespace(s) {', '.join(taken)} already exist on {self.host.name}",
-                            "choose another lab prefix")
+        # One command per machine for all names: each is a round trip to a VM or remote host.
+        for label in self.topology.machines():
+            host = self.hosts[label]
+            paths = " ".join(f"/run/netns/{n.netns}" for n in self.nodes.values()
+                             if n.parent is host)
+            taken = host.run(f"for p in {paths}; do [ -e $p ] && echo ${{p##*/}}; done; true",
+                             timeout=30).stdout.split()
+            if taken:
+                raise SpecError(f"namespace(s) {', '.join(taken)} already exist on {host.name}",
+                                "choose another lab prefix")
         started = time.monotonic()
         self._scope_start = max((e.seq for e in self.journal.entries()), default=0)
         try:
@@ -157,42 +184,56 @@ class Lab:
         self.timings.build_s = time.monotonic() - started
 
     def _build_with_new_backend(self) -> None:
-        backend = self._backend()
+        backends = {label: self._backend(host) for label, host in self.hosts.items()
+                    if label in self.topology.machines()}
         try:
-            self._build_with(backend)
+            self._build_with(backends)
         finally:
-            backend.close()
+            for backend in backends.values():
+                backend.close()
 
-    def _build_with(self, backend: NetBackend) -> None:
+    def _build_with(self, backends: dict[str, NetBackend]) -> None:
         topo, journal = self.topology, self.journal
-        for node in self.nodes.values():
-            journal.record("netns", self.host, name=node.netns)
-            backend.create_netns(node.netns)
-            backend.loopback_up(node.netns)
+
+        def backend(node: str) -> NetBackend:
+            return backends[topo.machine_of(node)]
+
+        for name, node in self.nodes.items():
+            journal.record("netns", node.parent, name=node.netns)
+            backend(name).create_netns(node.netns)
+            backend(name).loopback_up(node.netns)
         for link in topo.links:
-            ns_a, ns_b = self.netns_name(link.a.node), self.netns_name(link.b.node)
-            journal.record("veth", self.nodes[link.a.node], ifname=link.a.ifname,
-                           peer=f"{link.b.node}:{link.b.ifname}")
-            backend.add_veth(ns_a, link.a.ifname, ns_b, link.b.ifname)
+            if topo.is_wire(link):
+                for end in (link.a, link.b):
+                    mac = self.nics[(end.node, end.ifname)]
+                    journal.record("nic", self.nodes[end.node], ifname=end.ifname, mac=mac)
+                    backend(end.node).adopt_nic(self.netns_name(end.node), mac, end.ifname)
+            else:
+                ns_a, ns_b = self.netns_name(link.a.node), self.netns_name(link.b.node)
+                journal.record("veth", self.nodes[link.a.node], ifname=link.a.ifname,
+                               peer=f"{link.b.node}:{link.b.ifname}")
+                backend(link.a.node).add_veth(ns_a, link.a.ifname, ns_b, link.b.ifname)
             plan = plan_egress(link)
             for end in (link.a, link.b):
                 node = self.nodes[end.node]
-                backend.configure_interface(node.netns, end.ifname, end.address, link.mtu)
+                backend(end.node).configure_interface(node.netns, end.ifname, end.address,
+                                                      link.mtu)
                 if not plan.empty:
                     journal.record("qdisc", node, ifname=end.ifname)
-                    backend.apply_egress(node.netns, end.ifname, plan)
+                    backend(end.node).apply_egress(node.netns, end.ifname, plan)
                 self.plans[f"{end.node}:{end.ifname}"] = plan.to_dict()
         for route in topo.routes:
             journal.record("route", self.nodes[route.node], destination=route.destination,
                            table=route.table)
-            backend.add_route(self.netns_name(route.node), route)
+            backend(route.node).add_route(self.netns_name(route.node), route)
         for rule in topo.rules:
             journal.record("rule", self.nodes[rule.node], source=rule.source, table=rule.table,
                            priority=rule.priority)
-            backend.add_rule(self.netns_name(rule.node), rule)
-        flush = getattr(backend, "flush", None)
-        if flush:  # sysctls below go through the node: the lab must exist first
-            flush()
+            backend(rule.node).add_rule(self.netns_name(rule.node), rule)
+        for b in backends.values():  # sysctls below go through the node: the lab must exist
+            flush = getattr(b, "flush", None)
+            if flush:
+                flush()
         for spec in topo.nodes:
             if spec.forwarding:
                 node = self.nodes[spec.name]
@@ -221,9 +262,15 @@ class Lab:
             script.append(f"echo @@{i}; nsenter --net=/run/netns/{self.netns_name(first.a.node)} -- "
                           + ping_command(first.a.ip, first.b.ip, CALIBRATION_PINGS) + " 2>&1")
         budget = 30 + len(groups) * (10 + CALIBRATION_PINGS * 0.1 * 4)
-        text = self.host.run("\n".join(script) + "\ntrue", timeout=budget).stdout
-        sections = {int(part.split(None, 1)[0]): part for part in text.split("@@")[1:]}
-        changes = []
+        sections: dict[int, str] = {}
+        for host in self.hosts.values():  # each probe runs on its first node's machine
+            mine = [line for line, links in zip(script, groups.values())
+                    if self.host_of(links[0].a.node) is host]
+            if mine:
+                text = host.run("\n".join(mine) + "\ntrue", timeout=budget).stdout
+                sections.update({int(part.split(None, 1)[0]): part
+                                 for part in text.split("@@")[1:]})
+        changes: dict[int, tuple[Node, list[str]]] = {}
         for i, (delay, links) in enumerate(groups.items()):
             times = parse_ping_ms(sections.get(i, ""))
             rtt = statistics.median(times) if times else None
@@ -240,10 +287,12 @@ class Lab:
                     key = f"{end.node}:{end.ifname}"
                     plan = replace(EgressPlan(**self.plans[key]), delay_trim_us=trim_us)
                     self.plans[key] = plan.to_dict()
-                    changes.append(shlex.join(["tc", "-n", self.netns_name(end.node),
-                                               *plan.netem_change_command(end.ifname)]))
-        if changes:
-            self.host.run("set -e\n" + "\n".join(changes), timeout=30 + len(changes))
+                    host = self.host_of(end.node)
+                    changes.setdefault(id(host), (host, []))[1].append(
+                        shlex.join(["tc", "-n", self.netns_name(end.node),
+                                    *plan.netem_change_command(end.ifname)]))
+        for host, lines in changes.values():
+            host.run("set -e\n" + "\n".join(lines), timeout=30 + len(lines))
 
     def teardown(self) -> None:
         """Undo what this lab recorded (and anything recorded after it inside its scope)."""
@@ -264,6 +313,9 @@ class Lab:
         """What to archive about this lab."""
         return {
             "host": self.host.describe(),
+            "machines": {label: host.describe() for label, host in self.hosts.items()
+                         if label in self.topology.machines()},
+            "wires": {f"{n}:{i}": mac for (n, i), mac in self.nics.items()},
             "prefix": self.prefix,
             "namespaces": {name: node.netns for name, node in self.nodes.items()},
             "topology": self.topology.to_dict(),

@@ -27,6 +27,7 @@ from .topology import Route, Rule
 class NetBackend(Protocol):
     def create_netns(self, name: str) -> None: ...
     def add_veth(self, ns_a: str, if_a: str, ns_b: str, if_b: str) -> None: ...
+    def adopt_nic(self, ns: str, mac: str, ifname: str) -> None: ...
     def configure_interface(self, ns: str, ifname: str, address: str, mtu: int) -> None: ...
     def loopback_up(self, ns: str) -> None: ...
     def apply_egress(self, ns: str, ifname: str, plan: EgressPlan) -> None: ...
@@ -63,6 +64,12 @@ class Pyroute2Backend:
     def add_veth(self, ns_a: str, if_a: str, ns_b: str, if_b: str) -> None:
         self._ipr(ns_a).link("add", ifname=if_a, kind="veth",
                              peer={"ifname": if_b, "net_ns_fd": ns_b})
+
+    def adopt_nic(self, ns: str, mac: str, ifname: str) -> None:
+        from .errors import SpecError
+
+        raise SpecError("a lab on this host cannot take a NIC for a wire between machines",
+                        "wires join VMs: place the study in VM labs")
 
     def configure_interface(self, ns: str, ifname: str, address: str, mtu: int) -> None:
         ipr = self._ipr(ns)
@@ -131,6 +138,15 @@ class Pyroute2Backend:
         self._sockets.clear()
 
 
+# Move the root namespace's NIC with this MAC into a lab namespace, renamed.
+ADOPT_NIC = """dev=
+for d in /sys/class/net/*; do
+  [ "$(cat "$d/address" 2>/dev/null)" = {mac} ] && dev=${{d##*/}}
+done
+[ -n "$dev" ] || {{ echo "no NIC with MAC "{mac}" in the root namespace" >&2; exit 1; }}
+ip link set dev "$dev" netns {ns} name {ifname}"""
+
+
 class CommandBackend:
     """The same changes as iproute2 commands on ``host`` (a VM or remote machine).
 
@@ -158,6 +174,7 @@ class CommandBackend:
         self._ip: dict[str, list[list[str]]] = {}  # per namespace, in order
         self._tc: dict[str, list[list[str]]] = {}
         self._after: list[list[str]] = []  # whole commands, run last
+        self._nics: list[tuple[str, str, str]] = []  # (netns, mac, ifname) to move in
 
     def _ns_ip(self, ns: str, *args: str) -> None:
         self._ip.setdefault(ns, []).append(list(args))
@@ -172,6 +189,9 @@ class CommandBackend:
                 parts.append(f"{shlex.join(argv)} <<'HARNESS_BATCH'\n{body}\nHARNESS_BATCH")
 
         batch(["ip", "-batch", "-"], self._root)
+        for ns, mac, ifname in self._nics:
+            parts.append(ADOPT_NIC.format(mac=shlex.quote(mac), ns=shlex.quote(ns),
+                                          ifname=shlex.quote(ifname)))
         order, cyclic = self._creation_order()
         for ns in cyclic:  # veths among namespaces that create into each other: first
             batch(["ip", "-n", ns, "-batch", "-"], self._veth.get(ns, []))
@@ -205,6 +225,7 @@ class CommandBackend:
         script = self.script()
         self._root, self._veth, self._peers, self._ip, self._tc, self._after = \
             [], {}, {}, {}, {}, []
+        self._nics = []
         if script:
             self.host.run(script, timeout=300)
 
@@ -215,6 +236,9 @@ class CommandBackend:
         self._veth.setdefault(ns_a, []).append(["link", "add", if_a, "type", "veth", "peer",
                                                 "name", if_b, "netns", ns_b])
         self._peers.setdefault(ns_a, set()).add(ns_b)
+
+    def adopt_nic(self, ns: str, mac: str, ifname: str) -> None:
+        self._nics.append((ns, mac, ifname))
 
     def configure_interface(self, ns: str, ifname: str, address: str, mtu: int) -> None:
         self._ns_ip(ns, "link", "set", ifname, "mtu", str(mtu))
@@ -264,6 +288,13 @@ def _undo_netns_batch(host: Node, items: list[dict]) -> None:
     host.run(f"fail=0; for n in {names}; do if [ -e \"/run/netns/$n\" ]; then "
              f"ip netns delete \"$n\" || fail=1; fi; done; exit $fail",
              timeout=30 + 5 * len(items))
+
+
+@undo_handler("nic")
+def _undo_nic(node: Node, data: dict) -> None:
+    """Hand an adopted NIC back to the root namespace (namespace deletion would too)."""
+    node.run(f"ip link set dev {shlex.quote(data['ifname'])} netns 1 2>/dev/null || true",
+             timeout=30)
 
 
 @undo_handler("veth")

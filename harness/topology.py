@@ -93,8 +93,13 @@ class Rule:
 
 @dataclass(frozen=True)
 class NodeSpec:
+    """A lab node. ``machine``: nodes with the same label share one kernel ("" = the lab's
+    main machine); a link between nodes on different machines is a wire between them --
+    for traffic that must not be short-cut inside one kernel (TIPC between namespaces)."""
+
     name: str
     forwarding: bool = False  # acts as an IP router
+    machine: str = ""
 
 
 @dataclass(frozen=True)
@@ -129,6 +134,20 @@ class Topology:
             f"its interfaces are: {', '.join(e.ifname for e in self.endpoints(node)) or 'none'}",
         )
 
+    def machines(self) -> list[str]:
+        """Machine labels in use, the main machine ("") first."""
+        return sorted({n.machine for n in self.nodes}, key=lambda m: (m != "", m))
+
+    def machine_of(self, node: str) -> str:
+        return self.node(node).machine
+
+    def is_wire(self, link: Link) -> bool:
+        """A link between two machines (not a veth inside one)."""
+        return self.machine_of(link.a.node) != self.machine_of(link.b.node)
+
+    def wires(self) -> list[Link]:
+        return [link for link in self.links if self.is_wire(link)]
+
     def required_features(self) -> set[str]:
         """Kernel features a namespace lab of this topology needs."""
         needed = {"netns", "veth"}
@@ -150,6 +169,10 @@ class Topology:
                 )
         if len(set(names)) != len(names):
             raise SpecError(f"topology {self.name!r} declares a node twice: {names}")
+        for spec in self.nodes:
+            if spec.machine and not NODENAME.match(spec.machine):
+                raise SpecError(f"machine label {spec.machine!r} of node {spec.name} is not valid",
+                                "use 1-12 lower-case letters and digits, starting with a letter")
         seen_if: set[tuple[str, str]] = set()
         seen_ip: set[str] = set()
         for link in self.links:
@@ -285,8 +308,8 @@ class TopologyBuilder:
     routes: list[Route] = field(default_factory=list)
     rules: list[Rule] = field(default_factory=list)
 
-    def node(self, name: str, forwarding: bool = False) -> TopologyBuilder:
-        self.nodes.append(NodeSpec(name, forwarding))
+    def node(self, name: str, forwarding: bool = False, machine: str = "") -> TopologyBuilder:
+        self.nodes.append(NodeSpec(name, forwarding, machine))
         return self
 
     def link(self, a: tuple[str, str, str], b: tuple[str, str, str], **props) -> TopologyBuilder:

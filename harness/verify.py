@@ -153,14 +153,16 @@ sent_bytes() {  # netns dev: bytes sent by htb class 1:1
   echo 0
 }
 
-rate_test() {  # idx src_ns dst_ns src_ip dst_ip dev seconds port interval
-  local i=$1 srv cli t1 t2 b n
-  in_ns "$3" iperf3 -s -1 -B "$5" -p "$8" >"$work/srv.$i" 2>&1 & srv=$!
-  for n in $(seq 100); do
-    in_ns "$3" ss -Hltn "sport = :$8" 2>/dev/null | grep -q . && break
-    kill -0 $srv 2>/dev/null || break
-    sleep 0.1
-  done
+rate_test() {  # idx src_ns dst_ns src_ip dst_ip dev seconds port interval (dst_ns - : remote server)
+  local i=$1 srv= cli t1 t2 b n
+  if [ "$3" != - ]; then
+    in_ns "$3" iperf3 -s -1 -B "$5" -p "$8" >"$work/srv.$i" 2>&1 & srv=$!
+    for n in $(seq 100); do
+      in_ns "$3" ss -Hltn "sport = :$8" 2>/dev/null | grep -q . && break
+      kill -0 $srv 2>/dev/null || break
+      sleep 0.1
+    done
+  fi
   in_ns "$2" iperf3 -c "$5" -B "$4" -p "$8" -t "$7" -J >"$work/cli.$i" 2>&1 & cli=$!
   while [ "$9" != 0 ] && kill -0 $cli 2>/dev/null; do
     t1=$EPOCHREALTIME; b=$(sent_bytes "$2" "$6"); t2=$EPOCHREALTIME
@@ -168,7 +170,7 @@ rate_test() {  # idx src_ns dst_ns src_ip dst_ip dev seconds port interval
     sleep "$9"
   done
   wait $cli; echo "RATE-STATUS $i $?"
-  kill $srv 2>/dev/null; wait $srv 2>/dev/null
+  [ -z "$srv" ] || { kill $srv 2>/dev/null; wait $srv 2>/dev/null; }
   echo "CLIENT-BEGIN $i"; cat "$work/cli.$i"; echo; echo "CLIENT-END $i"
 }
 
@@ -183,19 +185,25 @@ show_pings() {
 
 
 def verification_script(directions: list[Direction], seconds: int, port: int = VERIFY_PORT,
-                        ping_count: int = PING_COUNT) -> str:
+                        ping_count: int = PING_COUNT, remote_servers: frozenset[int] = frozenset()
+                        ) -> str:
     """Rate tests one after the other (each saturates its link), then pings.
 
     Links with a delay are pinged one at a time (their RTT is judged); the
-    others many at a time (their RTT is only recorded).
+    others many at a time (their RTT is only recorded). Directions listed in
+    ``remote_servers`` find their iperf3 server already running on another
+    machine, on port ``port + index``.
     """
     q = shlex.quote
     lines = [SCRIPT_HEAD]
     for d in directions:
         if d.link.shaped:
-            lines.append(" ".join(["rate_test", str(d.index), q(d.src_netns), q(d.dst_netns),
-                                   q(d.src.ip), q(d.dst.ip), q(d.src.ifname), str(seconds),
-                                   str(port), str(SAMPLE_INTERVAL)]))
+            remote = d.index in remote_servers
+            lines.append(" ".join(["rate_test", str(d.index), q(d.src_netns),
+                                   "-" if remote else q(d.dst_netns), q(d.src.ip), q(d.dst.ip),
+                                   q(d.src.ifname), str(seconds),
+                                   str(port + d.index if remote else port),
+                                   str(SAMPLE_INTERVAL)]))
     timed = [d for d in directions if d.link.delay_ms]
     for d in timed:
         lines.append(f"ping_test {d.index} {q(d.src_netns)} {q(d.src.ip)} {q(d.dst.ip)} "
@@ -313,18 +321,37 @@ def measure_goodput_mbit(lab: Lab, link: Link, seconds: int) -> float:
 
 def verify_lab(journal: Journal, lab: Lab, seconds: int = 2,
                both_directions: bool = True) -> list[LinkCheck]:
-    """Measure every link of ``lab`` (rate where shaped, RTT always), in one command.
+    """Measure every link of ``lab`` (rate where shaped, RTT always): one command per machine.
 
-    ``journal`` is kept for the API's sake: nothing outlives the command.
+    A direction whose far end is on another machine (a wire between VMs) gets
+    its iperf3 server started there first, as a journalled process.
     """
-    del journal
+    from contextlib import ExitStack
+
+    from .tools.iperf3 import iperf3_server
+
     directions = lab_directions(lab, both_directions)
-    script = verification_script(directions, seconds)
-    shaped = sum(1 for d in directions if d.link.shaped)
-    budget = 60 + shaped * (seconds + 20) + len(directions) * 10
-    res = lab.host.run(["bash", "--norc", "--noprofile", "-c", script], timeout=budget, check=False)
-    out = parse_script_output(res.stdout)
-    return [check_direction(d, out) for d in directions]
+    merged = ScriptOutput({}, {}, {}, {})
+    for host in {id(h): h for h in lab.hosts.values()}.values():
+        mine = [d for d in directions if lab.host_of(d.src.node) is host]
+        if not mine:
+            continue
+        remote = frozenset(d.index for d in mine
+                           if d.link.shaped and lab.host_of(d.dst.node) is not host)
+        script = verification_script(mine, seconds, remote_servers=remote)
+        shaped = sum(1 for d in mine if d.link.shaped)
+        budget = 60 + shaped * (seconds + 20) + len(mine) * 10
+        with ExitStack() as servers:
+            for d in mine:
+                if d.index in remote:
+                    servers.enter_context(iperf3_server(journal, lab.node(d.dst.node), d.dst.ip,
+                                                        VERIFY_PORT + d.index, timeout=60))
+            res = host.run(["bash", "--norc", "--noprofile", "-c", script], timeout=budget,
+                           check=False)
+        out = parse_script_output(res.stdout)
+        for name in ("samples", "client", "status", "pings"):
+            getattr(merged, name).update(getattr(out, name))
+    return [check_direction(d, merged) for d in directions]
 
 
 def summarise(checks: list[LinkCheck]) -> str:

@@ -301,6 +301,7 @@ def boot_vm(spec: VM, journal: Journal, *, refresh_accel: bool = False) -> Itera
                 qemu=qemu, name=spec.name, accel=accel.accel, cpus=spec.cpus,
                 memory_mib=spec.memory_mib, kernel=image, initrd=files.initrd, append=append,
                 boot_dir=boot_dir, console_log=files.console_log, ssh_port=port,
+                wires=spec.wires,
             )
             try:
                 proc = _start_qemu(journal, launch)

@@ -25,7 +25,7 @@ import sys
 from dataclasses import dataclass
 
 from ..errors import CapabilityMissing, HarnessError
-from .qemu import GUEST_ADDR, GUEST_PREFIX
+from .qemu import GUEST_ADDR, GUEST_PREFIX, MANAGEMENT_MAC
 
 GUEST_MOUNT = "/run/harness"
 SSHD_READY_MARK = "harness-init: sshd starting"
@@ -109,7 +109,7 @@ $BB ip link set lo up
 IF=
 for i in $($BB seq 50); do
     for d in /sys/class/net/*; do
-        [ "${{d##*/}}" = lo ] || {{ IF=${{d##*/}}; break; }}
+        [ "$($BB cat $d/address 2>/dev/null)" = "{mac}" ] && {{ IF=${{d##*/}}; break; }}
     done
     [ -n "$IF" ] && break
     $BB usleep 100000
@@ -229,6 +229,7 @@ def prepare(
         fh.write(
             INIT_TEMPLATE.format(
                 name=shlex.quote(name), mount=GUEST_MOUNT, addr=GUEST_ADDR, prefix=GUEST_PREFIX,
+                mac=MANAGEMENT_MAC,
                 cache=root_cache, init=files.init, bb=busybox,
             )
         )

@@ -20,6 +20,9 @@ Devices:
 * user-mode networking (slirp) with ``restrict=on``: the guest can reach
   nothing outside the VM, and the only way in is a forward of one port on
   127.0.0.1 to guest port 22. No tap device, no bridge, no host routes.
+* optional lab NICs ("wires", see spec.Wire): virtio-net devices on QEMU's
+  ``dgram`` netdev, each sending its frames as UDP datagrams between two
+  loopback ports -- straight to the NIC of a peer VM.
 * the serial console goes to a file in the per-boot directory (boot
   diagnostics for error messages).
 """
@@ -34,6 +37,8 @@ from dataclasses import dataclass
 #: (no DHCP client needed) and the hostfwd rule targets it.
 GUEST_ADDR = "10.0.2.15"
 GUEST_PREFIX = 24
+#: MAC of the management NIC (the slirp one); the guest init finds it by this.
+MANAGEMENT_MAC = "52:54:00:12:34:56"
 
 #: Bound on TCG's translation cache (MiB). QEMU's default reserves 1 GiB per
 #: VM; 256 is plenty for a kernel plus a few user-space tools.
@@ -53,6 +58,7 @@ class QemuLaunch:
     boot_dir: str
     console_log: str
     ssh_port: int
+    wires: tuple = ()  # spec.Wire
 
 
 def accel_args(accel: str) -> list[str]:
@@ -87,11 +93,37 @@ def qemu_argv(launch: QemuLaunch) -> list[str]:
         "-netdev",
         f"user,id=net0,restrict=on,ipv6=off,"
         f"hostfwd=tcp:127.0.0.1:{launch.ssh_port}-{GUEST_ADDR}:22",
-        "-device", "virtio-net-pci,netdev=net0,romfile=",
+        "-device", f"virtio-net-pci,netdev=net0,mac={MANAGEMENT_MAC},romfile=",
+        *wire_args(launch.wires),
         "-kernel", launch.kernel,
         "-initrd", launch.initrd,
         "-append", launch.append,
     ]
+
+
+def wire_args(wires) -> list[str]:
+    args: list[str] = []
+    for i, wire in enumerate(wires):
+        args += ["-netdev", f"dgram,id=wire{i},local.type=inet,local.host=127.0.0.1,"
+                            f"local.port={wire.local_port},remote.type=inet,"
+                            f"remote.host=127.0.0.1,remote.port={wire.remote_port}",
+                 "-device", f"virtio-net-pci,netdev=wire{i},mac={wire.mac},romfile="]
+    return args
+
+
+def free_udp_ports(count: int) -> list[int]:
+    """``count`` distinct UDP ports on 127.0.0.1 that are free right now."""
+    socks, ports = [], []
+    try:
+        for _ in range(count):
+            sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            socks.append(sock)
+            sock.bind(("127.0.0.1", 0))
+            ports.append(sock.getsockname()[1])
+    finally:
+        for sock in socks:
+            sock.close()
+    return ports
 
 
 def qemu_command(launch: QemuLaunch) -> str:

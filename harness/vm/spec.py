@@ -25,6 +25,30 @@ _KERNEL_PKG_HINT = (
 
 
 @dataclass(frozen=True)
+class Wire:
+    """A lab NIC of a VM, cabled straight to a NIC of another VM.
+
+    QEMU's ``dgram`` netdev sends each Ethernet frame as one UDP datagram from
+    ``127.0.0.1:local_port`` to ``127.0.0.1:remote_port``, where the peer VM's
+    NIC listens: loopback only, no tap device, no bridge, no host route. The
+    guest finds the NIC by ``mac``; a lab moves it into a namespace.
+    """
+
+    mac: str
+    local_port: int
+    remote_port: int
+
+    def validate(self, vm: str) -> None:
+        if not re.fullmatch(r"([0-9a-f]{2}:){5}[0-9a-f]{2}", self.mac) \
+                or int(self.mac[:2], 16) & 1:
+            raise SpecError(f"VM {vm}: wire MAC {self.mac!r} is not a unicast MAC address",
+                            "use lower-case hex like 52:54:00:5e:00:01")
+        for port in (self.local_port, self.remote_port):
+            if not 1024 <= port <= 65535:
+                raise SpecError(f"VM {vm}: wire port {port} is out of range", "use 1024..65535")
+
+
+@dataclass(frozen=True)
 class VM:
     """A VM node to boot.
 
@@ -44,6 +68,7 @@ class VM:
     kernel: str = ""
     boot_timeout_s: float = 90.0
     root_cache: str = "loose"
+    wires: tuple[Wire, ...] = ()
 
     def validate(self) -> None:
         if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,62}", self.name):
@@ -64,6 +89,11 @@ class VM:
                 f"VM {self.name}: root_cache={self.root_cache!r} is not a 9p cache mode",
                 "use 'loose' (fast, may see host edits late), 'mmap' or 'none' (always current)",
             )
+        for wire in self.wires:
+            wire.validate(self.name)
+        if len({w.mac for w in self.wires}) != len(self.wires):
+            raise SpecError(f"VM {self.name}: two wires share a MAC address",
+                            "give every wire NIC its own MAC")
         if not self.boot_timeout_s > 0:
             raise SpecError(
                 f"VM {self.name}: boot_timeout_s={self.boot_timeout_s} must be positive",

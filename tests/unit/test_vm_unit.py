@@ -113,6 +113,28 @@ def test_network_is_user_mode_loopback_only():
     assert not any("tap" in a or "bridge" in a for a in argv)
 
 
+def test_wires_are_loopback_datagram_sockets_with_their_own_mac():
+    from harness.vm.spec import VM, Wire
+
+    wire = Wire("52:54:00:5e:00:01", 41000, 41001)
+    argv = qemu.qemu_argv(_launch(wires=(wire,)))
+    netdevs = [argv[i + 1] for i, a in enumerate(argv) if a == "-netdev"]
+    assert netdevs[1] == ("dgram,id=wire0,local.type=inet,local.host=127.0.0.1,local.port=41000,"
+                          "remote.type=inet,remote.host=127.0.0.1,remote.port=41001")
+    devices = [argv[i + 1] for i, a in enumerate(argv) if a == "-device" and "virtio-net" in argv[i + 1]]
+    assert devices[0].endswith(f"mac={qemu.MANAGEMENT_MAC},romfile=")  # the guest init's NIC
+    assert "netdev=wire0,mac=52:54:00:5e:00:01" in devices[1]
+    assert not any("tap" in a or "bridge" in a for a in argv)
+    for bad, match in [(Wire("53:54:00:5e:00:01", 41000, 41001), "unicast"),
+                       (Wire("52:54:00:5e:00:01", 80, 41001), "out of range")]:
+        with pytest.raises(SpecError, match=match):
+            VM(name="w", wires=(bad,)).validate()
+    with pytest.raises(SpecError, match="share a MAC"):
+        VM(name="w", wires=(wire, Wire(wire.mac, 41002, 41003))).validate()
+    a, b = qemu.free_udp_ports(2)
+    assert a != b
+
+
 def test_every_host_export_is_read_only():
     argv = qemu.qemu_argv(_launch())
     fsdevs = [argv[i + 1] for i, a in enumerate(argv) if a == "-fsdev"]
@@ -292,7 +314,7 @@ def test_static_elf_detection():
 
 def _render_init(cache="loose") -> str:
     return guest.INIT_TEMPLATE.format(name="vm1", mount=guest.GUEST_MOUNT, addr="10.0.2.15",
-                                      prefix=24, cache=cache, init="/tmp/bd/init",
+                                      prefix=24, mac="52:54:00:12:34:56", cache=cache, init="/tmp/bd/init",
                                       bb="/bin/busybox")
 
 
