@@ -31,12 +31,14 @@ from .journal import Journal
 from .lab import Lab
 from .nodes import LocalNode, Node
 from .placement import (
+    EXTRA_VM_MEMORY_MIB,
     Scaling,
     VMOffer,
     decide,
     fit_to_ceiling,
     guest_capabilities,
     measure_ceiling,
+    measure_wire_ceiling,
     vm_cpus,
     vm_memory_mib,
     vm_offer,
@@ -96,30 +98,76 @@ class Session:
         for extra in (node_features or {}).values():
             need |= set(extra)
         purpose = f"study {self.run.study}"
-        offer = vm_offer() if caps.missing(need) else VMOffer(False, reason="not needed")
-        decision = decide(need, caps, offer, purpose)
+        machines = topology.machines()
+        offer = (vm_offer() if caps.missing(need) or len(machines) > 1
+                 else VMOffer(False, reason="not needed"))
+        decision = decide(need, caps, offer, purpose, machines=len(machines))
         self._placement = decision.to_dict()
+        hosts: dict[str, Node] = {}
+        nics: dict[tuple[str, str], str] = {}
         if decision.where == "host":
             require(caps, need, tools, purpose=f"{purpose} in a namespace lab")
             lab_host: Node = host
         else:
-            from .vm import VM, boot_vm
-
-            spec = VM(name=f"{self.run.study}-lab", cpus=vm_cpus(), memory_mib=vm_memory_mib())
-            vm = self.stack.enter_context(boot_vm(spec, self.journal))
-            self._placement["vm"] = vm.boot.to_dict()
-            caps = self.capabilities["vm"] = guest_capabilities(vm, caps, decision)
-            require(caps, need, tools, purpose=f"{purpose} in a VM lab")
+            vms, nics = self._boot_lab_vms(topology, machines)
+            lab_host = vms[""]
+            self._placement["vm"] = lab_host.boot.to_dict()
+            host_caps = caps
+            for label, vm in vms.items():
+                key = "vm" if not label else f"vm-{label}"
+                caps = guest_capabilities(vm, host_caps, decision)
+                self.capabilities[key] = caps
+                require(caps, need, tools, purpose=f"{purpose} in a VM lab ({vm.name})")
+            caps = self.capabilities["vm"]
+            if len(vms) > 1:
+                self._placement["vms"] = {label: vm.boot.to_dict() for label, vm in vms.items()
+                                          if label}
             started = time.monotonic()
-            ceiling = measure_ceiling(self.journal, vm, caps)
+            ceiling = measure_ceiling(self.journal, lab_host, caps)
+            wire_ceilings = {}
+            for link in topology.wires():
+                ends = (link.a, link.b)
+                la, lb = (topology.machine_of(e.node) for e in ends)
+                wire_ceilings[link.name] = measure_wire_ceiling(
+                    self.journal, vms[la], vms[lb], nics[(link.a.node, link.a.ifname)],
+                    nics[(link.b.node, link.b.ifname)], caps)
             self.timings["ceiling_s"] = time.monotonic() - started
-            topology, scaling = fit_to_ceiling(topology, ceiling)
+            if wire_ceilings:
+                self._placement["wire_ceilings_mbit"] = wire_ceilings
+            topology, scaling = fit_to_ceiling(
+                topology, ceiling,
+                wire_ceiling_mbit=min(wire_ceilings.values()) if wire_ceilings else None)
             self.scaling = scaling
             self._placement["scaling"] = scaling.to_dict()
-            lab_host = vm
-        lab = Lab(topology, self.journal, lab_host, capabilities=caps, config=self.config)
+            hosts = {label: vm for label, vm in vms.items() if label}
+        lab = Lab(topology, self.journal, lab_host, capabilities=caps, config=self.config,
+                  hosts=hosts, nics=nics)
         self.stack.enter_context(lab)
         return LabTestbed(lab)
+
+    def _boot_lab_vms(self, topology: Topology, machines: list[str]):
+        """One VM per machine label, joined by a wire for every link between machines."""
+        from .vm import VM
+        from .vm.qemu import free_udp_ports
+        from .vm.spec import Wire
+
+        wires: dict[str, list[Wire]] = {label: [] for label in machines}
+        nics: dict[tuple[str, str], str] = {}
+        for k, link in enumerate(topology.wires()):
+            ports = free_udp_ports(2)
+            for side, (end, port, peer_port) in enumerate(((link.a, *ports),
+                                                           (link.b, *reversed(ports)))):
+                mac = f"52:54:00:5e:{k:02x}:{side + 1:02x}"
+                wires[topology.machine_of(end.node)].append(Wire(mac, port, peer_port))
+                nics[(end.node, end.ifname)] = mac
+        extra = len(machines) - 1
+        specs = {}
+        for label in machines:
+            name = f"{self.run.study}-lab" if not label else f"{self.run.study}-{label}"
+            memory = vm_memory_mib(extra_vms=extra) if not label else EXTRA_VM_MEMORY_MIB
+            specs[label] = VM(name=name, cpus=vm_cpus(), memory_mib=memory,
+                              wires=tuple(wires[label]))
+        return boot_together(specs, self.journal, self.stack), nics
 
     def placement(self) -> dict:
         if self.inventory:
@@ -160,6 +208,44 @@ class Session:
                     session_timings=self.timings,
                     measurement_error=None if error is None else format_error(error),
                 )
+
+
+def boot_together(specs: dict, journal: Journal, stack: ExitStack) -> dict:
+    """Boot several VMs at once (one thread each); every one that came up is shut down by
+    ``stack``, also when another failed or Ctrl-C arrived meanwhile."""
+    import threading
+
+    from .vm import boot_vm
+
+    booted: dict = {}
+    errors: list[BaseException] = []
+
+    def boot(label, spec) -> None:
+        manager = boot_vm(spec, journal)
+        try:
+            booted[label] = (manager, manager.__enter__())
+        except BaseException as exc:  # handed to the caller
+            errors.append(exc)
+
+    threads = [threading.Thread(target=boot, args=item, name=f"boot-{item[1].name}",
+                                daemon=True) for item in specs.items()]
+    for thread in threads:
+        thread.start()
+    interrupted = False
+    for thread in threads:
+        while thread.is_alive():
+            try:
+                thread.join()
+            except KeyboardInterrupt:
+                interrupted = True
+    for label in specs:  # shut down in reverse boot order, like nested `with`s
+        if label in booted:
+            stack.push(booted[label][0].__exit__)
+    if errors:
+        raise errors[0]
+    if interrupted:
+        raise KeyboardInterrupt
+    return {label: booted[label][1] for label in specs}
 
 
 def format_error(error: BaseException) -> str:

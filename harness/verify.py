@@ -252,9 +252,13 @@ def parse_script_output(text: str) -> ScriptOutput:
 
 
 def lab_directions(lab: Lab, both_directions: bool = True) -> list[Direction]:
+    """Each link in both directions -- except plain links (no rate, no delay, no loss):
+    a ping's round trip covers both of theirs, and nothing else differs by direction."""
     directions = []
     for link in lab.topology.links:
-        ends = [(link.a, link.b), (link.b, link.a)] if both_directions else [(link.a, link.b)]
+        plain = not (link.shaped or link.needs_netem)
+        ends = ([(link.a, link.b), (link.b, link.a)] if both_directions and not plain
+                else [(link.a, link.b)])
         for src, dst in ends:
             directions.append(Direction(len(directions), link, src, dst,
                                         lab.netns_name(src.node), lab.netns_name(dst.node)))
@@ -299,21 +303,37 @@ def check_direction(d: Direction, out: ScriptOutput) -> LinkCheck:
     )
 
 
-def measure_goodput_mbit(lab: Lab, link: Link, seconds: int) -> float:
+def measure_goodput_mbit(lab: Lab, link: Link, seconds: int,
+                         journal: Journal | None = None) -> float:
     """TCP goodput of one iperf3 stream from ``link``'s a to b end (no counter sampling,
-    which would take CPU from the flow under emulation)."""
+    which would take CPU from the flow under emulation). A link between two machines
+    needs ``journal``: its server is started on the far machine as a journalled process."""
+    from contextlib import ExitStack
+
+    from .tools.iperf3 import iperf3_server
+
     d = Direction(0, link, link.a, link.b, lab.netns_name(link.a.node),
                   lab.netns_name(link.b.node))
+    src_host = lab.host_of(link.a.node)
+    remote = lab.host_of(link.b.node) is not src_host
     q = shlex.quote
-    script = SCRIPT_HEAD + " ".join(["rate_test", "0", q(d.src_netns), q(d.dst_netns),
+    script = SCRIPT_HEAD + " ".join(["rate_test", "0", q(d.src_netns),
+                                     "-" if remote else q(d.dst_netns),
                                      q(d.src.ip), q(d.dst.ip), q(d.src.ifname), str(seconds),
                                      str(VERIFY_PORT), "0"]) + "\n"
-    res = lab.host.run(["bash", "--norc", "--noprofile", "-c", script], timeout=seconds + 60, check=False)
+    with ExitStack() as servers:
+        if remote:
+            if journal is None:
+                raise ValueError("a goodput test between machines needs the journal")
+            servers.enter_context(iperf3_server(journal, lab.node(link.b.node), d.dst.ip,
+                                                VERIFY_PORT, timeout=60))
+        res = src_host.run(["bash", "--norc", "--noprofile", "-c", script],
+                           timeout=seconds + 60, check=False)
     out = parse_script_output(res.stdout)
     if out.status.get(0) != 0:
         from .errors import HarnessError
 
-        raise HarnessError(f"goodput test {d.label} on {lab.host.name} failed: "
+        raise HarnessError(f"goodput test {d.label} on {src_host.name} failed: "
                            f"{out.client.get(0, res.stderr)[-400:]!r}",
                            "is iperf3 installed on the lab's host?")
     return parse_iperf3_json(out.client[0], 1).received_bps / 1e6

@@ -49,8 +49,8 @@ VARIANTS = {
 
 PROFILES = {
     # quick: minutes in a TCG VM; few rounds, fan-in 8 and 48, four sizes
-    "quick": dict(mappers=(8, 48), sizes_kb=(1, 4, 16, 64), rounds=20, warmup=2,
-                  cpu_periods_ms=(250, 500), cpu_sizes_kb=(4, 16), cpu_rounds=10),
+    "quick": dict(mappers=(8, 48), sizes_kb=(1, 4, 16, 64), rounds=10, warmup=2,
+                  cpu_periods_ms=(250, 500), cpu_sizes_kb=(4, 16), cpu_rounds=6),
     # paper: the paper's grid (sizes 1-64 KB, fan-in up to 48, 1000 rounds per point)
     "paper": dict(mappers=(1, 8, 16, 24, 32, 40, 48), sizes_kb=(1, 2, 4, 8, 16, 32, 64),
                   rounds=1000, warmup=20, cpu_periods_ms=(250, 500, 1000),
@@ -64,7 +64,7 @@ class Params:
     protocols: tuple[str, ...] = ("tcp-cubic", "sctp", "tipc")
     mappers: tuple[int, ...] = PROFILES["quick"]["mappers"]
     sizes_kb: tuple[int, ...] = PROFILES["quick"]["sizes_kb"]
-    rounds: int = 20
+    rounds: int = 10
     warmup: int = 2
     repetitions: int = 1
     port_rate_mbit: float = 100.0  # the reducer's switch port (the paper: 1 Gbit/s)
@@ -72,12 +72,16 @@ class Params:
     queue_packets: int = 85  # switch-port buffer toward the reducer (85 x 1514 B ~ 128 KB)
     cpu_periods_ms: tuple[int, ...] = PROFILES["quick"]["cpu_periods_ms"]
     cpu_sizes_kb: tuple[int, ...] = PROFILES["quick"]["cpu_sizes_kb"]
-    cpu_rounds: int = 10
+    cpu_rounds: int = 6
     cpu_mappers: int = 48  # the paper: 1:50; we stop at 48
     sndbuf: int = 0  # SO_SNDBUF / SO_RCVBUF for every protocol; 0 = kernel default
     rcvbuf: int = 0
     round_timeout_s: float = 20.0
     verify_seconds: int = 2
+    # The reducer in a kernel of its own (a second VM, joined to the switch by a wire).
+    # None: when TIPC is measured -- between namespaces of ONE kernel, Linux >= 5.5 hands
+    # TIPC messages over directly and they never cross the lab's network.
+    reducer_own_kernel: bool | None = None
 
     @classmethod
     def resolve(cls, **given) -> Params:
@@ -129,7 +133,14 @@ class Params:
             round_timeout_s=number("round_timeout_s", values["round_timeout_s"], 0.1, 3600),
             verify_seconds=number("verify_seconds", values["verify_seconds"], 1, 60,
                                   integer=True),
+            reducer_own_kernel=_flag("reducer_own_kernel", values["reducer_own_kernel"]),
         )
+
+    @property
+    def split_kernels(self) -> bool:
+        if self.reducer_own_kernel is None:
+            return "tipc" in self.protocols
+        return self.reducer_own_kernel
 
     @property
     def lab_mappers(self) -> int:
@@ -141,6 +152,13 @@ class Params:
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+
+def _flag(name: str, value) -> bool | None:
+    if value is None or isinstance(value, bool):
+        return value
+    raise SpecError(f"{name}={value!r} is not true, false or empty",
+                    f"set {name} to true or false, or leave it empty for the default")
 
 
 def mapper_name(i: int) -> str:
@@ -157,7 +175,9 @@ def topology(params: Params, mappers: int | None = None) -> Topology:
     if not 1 <= n <= MAX_MAPPERS:
         raise SpecError(f"{n} mappers: out of range", f"use 1..{MAX_MAPPERS}")
     mapper_rate = params.mapper_rate_mbit or None
-    b = TopologyBuilder(f"s3-fanin-{n}").node("reducer").node("switch", forwarding=True)
+    b = TopologyBuilder(f"s3-fanin-{n}").node(
+        "reducer", machine="reducer" if params.split_kernels else "").node("switch",
+                                                                           forwarding=True)
     b.link(("reducer", "eth0", f"{REDUCER_IP}/24"), ("switch", "red", "198.19.0.1/24"),
            rate_mbit=params.port_rate_mbit, queue_packets=params.queue_packets)
     b.route("reducer", LAB_PREFIX, via="198.19.0.1", dev="eth0")
@@ -167,8 +187,10 @@ def topology(params: Params, mappers: int | None = None) -> Topology:
         b.link((name, "eth0", f"{mapper_ip(i)}/24"), ("switch", name, f"198.18.{i + 1}.1/24"),
                rate_mbit=mapper_rate)
         b.route(name, LAB_PREFIX, via=f"198.18.{i + 1}.1", dev="eth0")
+    where = ("; the reducer in a kernel of its own, wired to the switch"
+             if params.split_kernels else "")
     return b.build(notes=f"S3: 1:{n} fan-in; reducer port {params.port_rate_mbit:g} Mbit/s with "
-                         f"a {params.queue_packets}-packet FIFO (switch-port buffer)")
+                         f"a {params.queue_packets}-packet FIFO (switch-port buffer){where}")
 
 
 # -- configuration ------------------------------------------------------------
@@ -269,7 +291,14 @@ def _cpu_from_samples(cpu: list[dict], clk_tck: int) -> dict:
 
 def run_point(session: Session, bed, fleet: fanin.MapperFleet, binary: str, variant: str,
               n: int, size: int, rounds: int, warmup: int, period_us: int, experiment: str,
-              repetition: int, params: Params) -> tuple[dict, list[dict]]:
+              repetition: int, params: Params,
+              before: tuple[dict, int] | None = None) -> tuple[dict, list[dict], tuple[dict, int]]:
+    """One point. Returns its row, its rounds, and the counters read after it.
+
+    Counters (bottleneck qdisc, mappers' CPU ticks) are read inside the reducer's
+    command when reducer, switch and mappers share a machine. Otherwise they take
+    a command each, and ``before`` may pass the previous point's closing read:
+    nothing runs between two points of one mapper fleet."""
     proto, cc = VARIANTS[variant]
     reducer, switch = bed.node("reducer"), bed.node("switch")
     spec = fanin.ReduceSpec(proto, size, rounds, warmup, period_us,
@@ -282,7 +311,7 @@ def run_point(session: Session, bed, fleet: fanin.MapperFleet, binary: str, vari
                                    bracket=bracket)
         (before_q, before_m), (after_q, after_m) = map(parse_snapshot, result.bracket)
     else:
-        before_q, before_m = snapshot(switch, fleet)
+        before_q, before_m = before or snapshot(switch, fleet)
         result = fanin.run_reducer(reducer, binary, spec, fleet.listens[:n], check=False)
         after_q, after_m = snapshot(switch, fleet)
     tag = f"{experiment}-{variant}-n{n:02d}-{size // 1024}k"
@@ -332,7 +361,7 @@ def run_point(session: Session, bed, fleet: fanin.MapperFleet, binary: str, vari
                   "repetition": repetition, **{k: r[k] for k in
                                                ("round", "duration_ns", "first_ns", "rate_mbit",
                                                 "overrun")}} for r in measured]
-    return row, per_round
+    return row, per_round, (after_q, after_m)
 
 
 def measure(params: Params, run_dir: str = "", inventory: str = "") -> str:
@@ -365,21 +394,22 @@ def measure(params: Params, run_dir: str = "", inventory: str = "") -> str:
             sockets = fanin.SocketOptions(params.sndbuf, params.rcvbuf, cc)
             with fanin.mapper_fleet(session.journal, mapper_nodes, listens, proto, binary,
                                     sockets) as fleet:
+                last = None  # counters after the previous point of this fleet
                 for rep in range(1, params.repetitions + 1):
                     for n in params.mappers:
                         for size_kb in params.sizes_kb:
-                            row, per_round = run_point(
+                            row, per_round, last = run_point(
                                 session, bed, fleet, binary, variant, n, size_kb * 1024,
-                                params.rounds, params.warmup, 0, "rate", rep, params)
+                                params.rounds, params.warmup, 0, "rate", rep, params, last)
                             rows.append(row)
                             rounds += per_round
                     if params.cpu_rounds:
                         for period in params.cpu_periods_ms:
                             for size_kb in params.cpu_sizes_kb:
-                                row, per_round = run_point(
+                                row, per_round, last = run_point(
                                     session, bed, fleet, binary, variant, params.cpu_mappers,
                                     size_kb * 1024, params.cpu_rounds, 1, period * 1000, "cpu",
-                                    rep, params)
+                                    rep, params, last)
                                 rows.append(row)
                                 rounds += per_round
             session.raw(f"mappers-{variant}.jsonl", fleet.output)
