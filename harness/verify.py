@@ -49,7 +49,8 @@ def steady_rate_bps(samples: list[tuple[int, float]]) -> float:
     """Rate over the busy stretch of a byte-counter series, without its ramp-up and tail.
 
     The busy stretch is the longest run of intervals above half the peak
-    interval rate; its first and last interval are dropped.
+    interval rate; its first and last interval are dropped, and the rate is the
+    least-squares slope of bytes over time across it.
     """
     rates = [(b2 - b1) * 8 / (t2 - t1) for (b1, t1), (b2, t2) in zip(samples, samples[1:])
              if t2 > t1]
@@ -68,8 +69,15 @@ def steady_rate_bps(samples: list[tuple[int, float]]) -> float:
     first, last = best
     if last - first > 2:
         first, last = first + 1, last - 1
-    (b1, t1), (b2, t2) = samples[first], samples[last]
-    return (b2 - b1) * 8 / (t2 - t1) if t2 > t1 else 0.0
+    # Least-squares slope over every sample of the stretch, not just its two ends: each
+    # sample's time is uncertain by half its clock bracket (a slow `tc` under emulation).
+    stretch = samples[first:last + 1]
+    mean_t = sum(t for _, t in stretch) / len(stretch)
+    mean_b = sum(b for b, _ in stretch) / len(stretch)
+    var = sum((t - mean_t) ** 2 for _, t in stretch)
+    if var <= 0:
+        return 0.0
+    return 8 * sum((t - mean_t) * (b - mean_b) for b, t in stretch) / var
 
 
 @dataclass
