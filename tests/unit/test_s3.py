@@ -143,6 +143,21 @@ def test_claims_not_reproduced_when_tipc_does_not_collapse():
     assert claims.verdict[1].startswith("not reproduced")
 
 
+def test_a_tipc_point_that_completed_no_round_is_a_collapse():
+    frame = _frame(tipc_big=1.2)  # TIPC keeps up everywhere ...
+    frame["rounds"] = 10
+    dead = (frame.protocol == "tipc") & (frame.mappers == 48) & (frame.size_kb == 64) \
+        & (frame.experiment == "rate")
+    # ... except one point whose links reset and took every connection: no rate at all
+    frame.loc[dead, ["rounds", "rate_mbit_mean", "ok"]] = [0, float("nan"), False]
+    summary = s3_analysis.rate_summary(frame)
+    row = summary[(summary.protocol == "tipc") & (summary.mappers == 48) & (summary.size_kb == 64)]
+    assert row.rate_mbit.item() == 0.0 and row.failed.item() == 1
+    claims = s3_analysis.claims(frame)
+    assert claims.verdict[3] == "reproduced"
+    assert "no TIPC round completed at 1:48 x 64 KB" in claims.ours[3]
+
+
 def test_claims_without_tipc_say_no_data():
     frame = _frame()
     claims = s3_analysis.claims(frame[frame.protocol != "tipc"])
