@@ -197,7 +197,9 @@ def test_netem_lab_rate_and_rtt(vm_env, lab):
         print(f"link (host load {load}): {json.dumps([c.to_dict() for c in checks_])}")
         attempts += checks_
         for c in checks_:
-            assert c.rate_ratio <= 1.03, c  # the shaper really limits
+            # the shaper really limits (unshaped, this VM carries ~400 Mbit/s); the reading
+            # itself is +-5 % when the host starves the emulated guest of CPU
+            assert c.rate_ratio <= 1.10, c
             assert abs(c.rtt_ms - 2 * DELAY_MS) <= 0.05 * 2 * DELAY_MS, c  # 20 ms +- 5 %
         if min(c.rate_ratio for c in checks_) >= 0.97:
             break
