@@ -349,8 +349,9 @@ def run_point(session: Session, bed, fleet: fanin.MapperFleet, binary: str, vari
         # Share of the payload that really crossed the bottleneck (full-size packets assumed):
         # ~1 when the traffic goes through the switch, ~0 when the kernel short-cuts it (TIPC
         # between namespaces of one kernel delivers directly, bypassing its bearers).
+        # (none when no round ran: nothing was asked for, so there is nothing to compare with)
         "wire_share": (after_q["fifo_sent_pkts"] - before_q["fifo_sent_pkts"]) * 1448
-        / max(1, n * size * len(out.rounds)),
+        / (n * size * len(out.rounds)) if out.rounds else None,
         "sndbuf_effective": start.get("sndbuf_effective"),
         "rcvbuf_effective": start.get("rcvbuf_effective"),
         "connect_ms": (start.get("connect_ns") or 0) / 1e6,
