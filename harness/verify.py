@@ -48,15 +48,18 @@ PARALLEL_PINGS = 16  # links without delay are pinged this many at a time
 def steady_rate_bps(samples: list[tuple[int, float]]) -> float:
     """Rate over the busy stretch of a byte-counter series, without its ramp-up and tail.
 
-    The busy stretch is the longest run of intervals above half the peak
-    interval rate; its first and last interval are dropped, and the rate is the
+    The busy stretch is the longest run of intervals above 80 % of the typical
+    (upper-half median) interval rate; its first and last interval are dropped, and the rate is the
     least-squares slope of bytes over time across it.
     """
     rates = [(b2 - b1) * 8 / (t2 - t1) for (b1, t1), (b2, t2) in zip(samples, samples[1:])
              if t2 > t1]
     if not rates:
         return 0.0
-    busy = [r > 0.5 * max(rates) for r in rates]
+    # "busy": near the typical interval rate, so a half-idle interval at either end
+    # (the client starting or winding down between two reads) stays out
+    typical = statistics.median(sorted(rates)[len(rates) // 2:])
+    busy = [r > 0.8 * typical for r in rates]
     best = (0, 0)
     start = None
     for i, flag in enumerate(busy + [False]):
@@ -94,6 +97,7 @@ class LinkCheck:
     rate_ok: bool | None
     rtt_ok: bool | None
     samples: int | None = None  # byte-counter samples behind the rate
+    attempts: list | None = None  # rate ratios of each try, when the first missed the target
 
     @property
     def ok(self) -> bool:
@@ -154,7 +158,7 @@ in_ns() { local ns=$1; shift; nsenter --net="/run/netns/$ns" -- "$@"; }
 
 sent_bytes() {  # netns dev: bytes sent by htb class 1:1
   local w prev=""
-  for w in $(in_ns "$1" tc -s class show dev "$2" classid 1:1); do
+  for w in $(tc -n "$1" -s class show dev "$2" classid 1:1); do
     [ "$prev" = Sent ] && { echo "$w"; return; }
     prev=$w
   done
@@ -354,11 +358,28 @@ def verify_lab(journal: Journal, lab: Lab, seconds: int = 2,
     A direction whose far end is on another machine (a wire between VMs) gets
     its iperf3 server started there first, as a journalled process.
     """
+    directions = lab_directions(lab, both_directions)
+    checks = _measure(journal, lab, directions, seconds)
+    # A shaped direction below target is measured once more (a busy shared machine can
+    # starve one test); the better reading stands and both are kept in `attempts`.
+    retry = [d for d, c in zip(directions, checks) if c.rate_ok is False]
+    if retry:
+        again = dict(zip((d.index for d in retry), _measure(journal, lab, retry, seconds)))
+        for i, d in enumerate(directions):
+            if d.index in again:
+                first, second = checks[i], again[d.index]
+                best = second if (second.rate_ratio or 0) > (first.rate_ratio or 0) else first
+                best.attempts = [first.rate_ratio, second.rate_ratio]
+                checks[i] = best
+    return checks
+
+
+def _measure(journal: Journal, lab: Lab, directions: list[Direction],
+             seconds: int) -> list[LinkCheck]:
     from contextlib import ExitStack
 
     from .tools.iperf3 import iperf3_server
 
-    directions = lab_directions(lab, both_directions)
     merged = ScriptOutput({}, {}, {}, {})
     for host in {id(h): h for h in lab.hosts.values()}.values():
         mine = [d for d in directions if lab.host_of(d.src.node) is host]

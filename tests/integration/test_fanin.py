@@ -76,7 +76,8 @@ def test_tcp_fanin_in_host_lab(journal):
                                        bracket=bracket)
             _check_rounds(result, N, 65536, 10, RATE)
             (q0, cpu0), (q1, cpu1) = map(s3.parse_snapshot, result.bracket)
-            assert q0["fifo_sent_pkts"] == after["fifo_sent_pkts"]
+            # nothing but a stray ARP or ACK crosses the queue between two points
+            assert after["fifo_sent_pkts"] <= q0["fifo_sent_pkts"] <= after["fifo_sent_pkts"] + 5
             assert q1["fifo_sent_pkts"] - q0["fifo_sent_pkts"] >= N * 11 * 65536 / 1500
             assert cpu1 >= cpu0 >= 0  # the mappers' ticks, read before and after ...
             for text in result.bracket:  # ... from every mapper's /proc/PID/stat
