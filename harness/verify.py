@@ -413,3 +413,31 @@ def summarise(checks: list[LinkCheck]) -> str:
             rtt += f" (expected {c.expected_rtt_ms:g})"
         lines.append(f"{'ok  ' if c.ok else 'FAIL'} {c.direction:18s} {rate}  {rtt}")
     return "\n".join(lines)
+
+
+def verification_table(records: list[dict]):
+    """The link verification of a run (``run.json``'s records) as a report table.
+
+    Every shaped or delayed direction gets its own row. Plain links (no rate,
+    delay or loss: their RTT is recorded, not judged) are folded into one row
+    with their median RTT, the worst RTT and how many passed -- a 48-mapper lab
+    otherwise prints 96 near-identical rows.
+    """
+    import pandas as pd
+
+    columns = ["link", "direction", "configured_mbit", "link_layer_mbit", "rate_ratio",
+               "goodput_mbit", "expected_rtt_ms", "rtt_ms", "rtt_max_ms", "ok"]
+    judged = [r for r in records if r.get("configured_mbit") or r.get("expected_rtt_ms")]
+    plain = [r for r in records if r not in judged]
+    rows = [{**{c: r.get(c) for c in columns}, "rtt_max_ms": r.get("rtt_ms")} for r in judged]
+    if plain:
+        rtts = [r["rtt_ms"] for r in plain if r.get("rtt_ms") is not None]
+        rows.append({
+            "link": f"{len(plain)} plain directions",
+            "direction": f"{plain[0]['direction']} .. {plain[-1]['direction']}"
+            if len(plain) > 1 else plain[0]["direction"],
+            "rtt_ms": statistics.median(rtts) if rtts else None,
+            "rtt_max_ms": max(rtts) if rtts else None,
+            "ok": all(r.get("ok", True) for r in plain),
+        })
+    return pd.DataFrame(rows, columns=columns)

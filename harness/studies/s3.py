@@ -232,17 +232,16 @@ def qdisc_counters(node, dev: str) -> dict:
     return parse_qdisc(node.run(["tc", "-s", "qdisc", "show", "dev", dev], timeout=60).stdout)
 
 
-def snapshot_command(switch, fleet: fanin.MapperFleet, reducer) -> str:
-    """One shell command that reads the bottleneck qdisc and the mappers' CPU ticks, for
-    the reducer's machine -- when switch, mappers and reducer all share it (each command
-    costs a round trip to a slow TCG VM). Empty when they do not."""
+def snapshot_command(switch, fleet: fanin.MapperFleet) -> str:
+    """ONE shell command, for the switch's machine, that reads the bottleneck qdisc and the
+    CPU ticks of every mapper -- when the mappers share that machine (each command costs a
+    round trip to a slow TCG VM). Empty when they do not."""
     groups = fleet.pid_groups()
-    parent = getattr(switch, "parent", None)
-    if not (isinstance(switch, NamespaceNode) and isinstance(reducer, NamespaceNode)
-            and reducer.parent is parent and len(groups) == 1 and groups[0][0] is parent):
+    if not (isinstance(switch, NamespaceNode) and len(groups) == 1
+            and groups[0][0] is switch.parent):
         return ""
     pids = groups[0][1]
-    return (f"nsenter --net={switch.netns_path} -- tc -s qdisc show dev red; echo @@stat; "
+    return (f"tc -n {switch.netns} -s qdisc show dev red; echo @@stat; "
             + ("cat " + " ".join(f"/proc/{p}/stat" for p in pids) if pids else "true")
             + " 2>/dev/null")
 
@@ -254,6 +253,9 @@ def parse_snapshot(text: str) -> tuple[dict, int]:
 
 def snapshot(switch, fleet: fanin.MapperFleet) -> tuple[dict, int]:
     """Bottleneck qdisc counters and the mappers' CPU ticks, wherever they are."""
+    command = snapshot_command(switch, fleet)
+    if command:
+        return parse_snapshot(switch.parent.run(command, timeout=60).stdout)
     return qdisc_counters(switch, "red"), fanin.mapper_cpu_ticks(fleet)
 
 
@@ -296,16 +298,18 @@ def run_point(session: Session, bed, fleet: fanin.MapperFleet, binary: str, vari
     """One point. Returns its row, its rounds, and the counters read after it.
 
     Counters (bottleneck qdisc, mappers' CPU ticks) are read inside the reducer's
-    command when reducer, switch and mappers share a machine. Otherwise they take
-    a command each, and ``before`` may pass the previous point's closing read:
-    nothing runs between two points of one mapper fleet."""
+    command when reducer, switch and mappers share a machine. Otherwise they take a
+    command of their own (one per machine), and ``before`` may pass the previous
+    point's closing read: nothing runs between two points of one mapper fleet."""
     proto, cc = VARIANTS[variant]
     reducer, switch = bed.node("reducer"), bed.node("switch")
     spec = fanin.ReduceSpec(proto, size, rounds, warmup, period_us,
                             fanin.SocketOptions(params.sndbuf, params.rcvbuf, cc),
                             cpu_sample_ms=100 if experiment == "cpu" else 0,
                             round_timeout_s=params.round_timeout_s)
-    bracket = snapshot_command(switch, fleet, reducer)
+    same_machine = (isinstance(reducer, NamespaceNode) and isinstance(switch, NamespaceNode)
+                    and reducer.parent is switch.parent)
+    bracket = snapshot_command(switch, fleet) if same_machine else ""
     if bracket:  # counters read in the reducer's own command
         result = fanin.run_reducer(reducer, binary, spec, fleet.listens[:n], check=False,
                                    bracket=bracket)

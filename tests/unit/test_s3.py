@@ -172,3 +172,15 @@ def test_tipc_bypassing_the_switch_makes_its_claims_not_testable():
     assert "5%" in claims.why[0] and "one kernel" in claims.why[0]
     frame["wire_share"] = 1.2
     assert s3_analysis.claims(frame).verdict[0] == "reproduced"
+
+
+def test_cpu_claim_leaves_out_sizes_whose_rounds_overran_the_period():
+    frame = _frame(cpu_tipc=0.9)  # -10 % at every size ...
+    slow = (frame.experiment == "cpu") & (frame.protocol == "tipc") & (frame.size_kb == 16)
+    # ... but at 16 KB TIPC's rounds overran (collapse): little CPU, because little work
+    frame.loc[slow, ["reducer_cpu_pct", "overruns"]] = [2.0, 5]
+    claims = s3_analysis.claims(frame)
+    assert claims.ours[4] == "-10.0%" and claims.verdict[4] == "reproduced"
+    assert "16 KB left out" in claims.why[4]
+    frame.loc[slow, "overruns"] = 0  # counted, the collapse would look like a 90 % saving
+    assert s3_analysis.claims(frame).ours[4] == "-50.0%"
