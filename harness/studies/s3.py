@@ -343,6 +343,9 @@ def run_point(session: Session, bed, fleet: fanin.MapperFleet, binary: str, vari
         "round_ms_mean": durations.mean(), "round_ms_max": durations.max(),
         "overruns": summary.get("overruns"),
         "reducer_cpu_pct": 100.0 * busy / wall_s if wall_s else None,
+        # the same work every round: CPU per round compares protocols also where rounds
+        # overran the period (utilisation = CPU per round / period only while it is kept)
+        "reducer_cpu_ms_per_round": 1000.0 * busy / len(out.rounds) if out.rounds else None,
         "reducer_utime_s": summary.get("rounds_utime_s"),
         "reducer_stime_s": summary.get("rounds_stime_s"),
         "mapper_cpu_pct": 100.0 * (after_m - before_m) / clk / result.wall_s

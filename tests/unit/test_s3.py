@@ -174,13 +174,19 @@ def test_tipc_bypassing_the_switch_makes_its_claims_not_testable():
     assert s3_analysis.claims(frame).verdict[0] == "reproduced"
 
 
-def test_cpu_claim_leaves_out_sizes_whose_rounds_overran_the_period():
-    frame = _frame(cpu_tipc=0.9)  # -10 % at every size ...
+def test_cpu_claim_compares_cpu_per_round_also_where_rounds_overran():
+    frame = _frame(cpu_tipc=0.9)
+    frame["reducer_cpu_ms_per_round"] = frame.reducer_cpu_pct / 10  # -10 % at every size ...
     slow = (frame.experiment == "cpu") & (frame.protocol == "tipc") & (frame.size_kb == 16)
-    # ... but at 16 KB TIPC's rounds overran (collapse): little CPU, because little work
+    # ... and at 16 KB TIPC's rounds overran (collapse): its CPU share fell, because the
+    # same work was spread over more time; its CPU time per round did not
     frame.loc[slow, ["reducer_cpu_pct", "overruns"]] = [2.0, 5]
     claims = s3_analysis.claims(frame)
     assert claims.ours[4] == "-10.0%" and claims.verdict[4] == "reproduced"
-    assert "16 KB left out" in claims.why[4]
-    frame.loc[slow, "overruns"] = 0  # counted, the collapse would look like a 90 % saving
-    assert s3_analysis.claims(frame).ours[4] == "-50.0%"
+    assert "CPU time per round" in claims.why[4]
+    assert "overran the period at 16 KB" in claims.why[4]
+    frame.loc[slow, "reducer_cpu_ms_per_round"] = 4.0  # a costlier collapse shows as such
+    assert s3_analysis.claims(frame).ours[4] == "+45.0%"  # mean of -10 % and +100 %
+    # an archived run from before the per-round column: the CPU share, named as such
+    old = s3_analysis.claims(frame.drop(columns="reducer_cpu_ms_per_round"))
+    assert "CPU share" in old.why[4] and old.ours[4] == "-50.0%"
