@@ -68,6 +68,17 @@ def _order(frame: pd.DataFrame) -> list[str]:
     return [p for p in ORDER if p in set(frame.protocol)]
 
 
+def _size_axis(grid, sizes) -> None:
+    """Log-scaled partition sizes, ticked at the sizes measured, labelled in plain KB."""
+    ticks = sorted(sizes)
+    grid.set(xscale="log")
+    for ax in grid.axes.flat:
+        ax.set_xticks(ticks)
+        ax.set_xticklabels([str(int(s)) for s in ticks])
+        ax.minorticks_off()
+        ax.set_xlabel("partition size per mapper (KB)")
+
+
 def figure_rate(frame: pd.DataFrame):
     """Fig. 7 mirror: average transfer rate against partition size, one panel per fan-in."""
     summ = rate_summary(frame)
@@ -76,28 +87,39 @@ def figure_rate(frame: pd.DataFrame):
     grid = sns.relplot(data=summ, x="size_kb", y="rate_mbit", hue="protocol", col="mappers",
                        kind="line", marker="o", hue_order=_order(summ), height=3.2, aspect=1.0,
                        col_wrap=min(4, summ.mappers.nunique()))
-    grid.set(xscale="log", xlabel="partition size per mapper (KB)",
-             ylabel="average transfer rate (Mbit/s)")
-    for ax in grid.axes.flat:
-        ax.set_xticks(sorted(summ.size_kb.unique()))
-        ax.set_xticklabels([str(s) for s in sorted(summ.size_kb.unique())])
+    grid.set(ylabel="average transfer rate (Mbit/s)")
+    _size_axis(grid, summ.size_kb.unique())
     grid.figure.suptitle("Reducer transfer rate, 1:N fan-in (mirror of the paper's Fig. 7)",
                          y=1.03)
     return grid.figure
 
 
+#: Fig. 8 rows: what is plotted, and its axis label
+CPU_MEASURES = {
+    "reducer_cpu_pct": "reducer CPU (%)",
+    "reducer_cpu_ms_per_round": "reducer CPU per round (ms)",
+    "system_busy_pct": "reducer machine busy (%)",
+}
+
+
 def figure_cpu(frame: pd.DataFrame):
-    """Fig. 8 mirror: CPU against partition size, one panel per period; reducer and system."""
+    """Fig. 8 mirror: CPU against partition size, one column per period; one row each for
+    the reducer's CPU share, its CPU time per round and the whole machine's busy share."""
     summ = cpu_summary(frame)
     if summ.empty:
         return None
-    long = summ.melt(id_vars=["protocol", "period_ms", "size_kb"],
-                     value_vars=["reducer_cpu_pct", "system_busy_pct"], var_name="measure",
-                     value_name="cpu_pct")
-    grid = sns.relplot(data=long, x="size_kb", y="cpu_pct", hue="protocol", col="period_ms",
-                       row="measure", kind="line", marker="o", hue_order=_order(summ),
-                       height=3.0, aspect=1.1, facet_kws={"sharey": "row"})
-    grid.set(xscale="log", xlabel="partition size per mapper (KB)", ylabel="CPU (%)")
+    measures = [m for m in CPU_MEASURES if m in summ]
+    long = summ.melt(id_vars=["protocol", "period_ms", "size_kb"], value_vars=measures,
+                     var_name="measure", value_name="value")
+    long["period"] = long.period_ms.map(lambda p: f"period {p:g} ms")
+    grid = sns.relplot(data=long, x="size_kb", y="value", hue="protocol", col="period",
+                       row="measure", row_order=measures, kind="line", marker="o",
+                       hue_order=_order(summ), height=2.6, aspect=1.3,
+                       facet_kws={"sharey": "row", "margin_titles": True})
+    grid.set_titles(col_template="{col_name}", row_template="")
+    for measure, axes in zip(measures, grid.axes):
+        axes[0].set_ylabel(CPU_MEASURES[measure])
+    _size_axis(grid, summ.size_kb.unique())
     grid.figure.suptitle("CPU use by period and size (mirror of the paper's Fig. 8)", y=1.03)
     return grid.figure
 

@@ -190,3 +190,15 @@ def test_cpu_claim_compares_cpu_per_round_also_where_rounds_overran():
     # an archived run from before the per-round column: the CPU share, named as such
     old = s3_analysis.claims(frame.drop(columns="reducer_cpu_ms_per_round"))
     assert "CPU share" in old.why[4] and old.ours[4] == "-50.0%"
+
+
+def test_figures_have_a_panel_per_fanin_and_per_period_and_measure():
+    frame = _frame()
+    frame["reducer_cpu_ms_per_round"] = frame.reducer_cpu_pct / 10
+    fig7 = s3_analysis.figure_rate(frame)
+    assert [ax.get_title() for ax in fig7.axes] == ["mappers = 8", "mappers = 48"]
+    assert [t.get_text() for t in fig7.axes[0].get_xticklabels()] == ["1", "4", "8", "16", "64"]
+    fig8 = s3_analysis.figure_cpu(frame)
+    assert [ax.get_ylabel() for ax in fig8.axes] == list(s3_analysis.CPU_MEASURES.values())
+    assert fig8.axes[0].get_title() == "period 250 ms"
+    assert s3_analysis.figure_cpu(frame[frame.experiment == "rate"]) is None
