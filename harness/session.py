@@ -31,7 +31,6 @@ from .journal import Journal
 from .lab import Lab
 from .nodes import LocalNode, Node
 from .placement import (
-    EXTRA_VM_MEMORY_MIB,
     Scaling,
     VMOffer,
     decide,
@@ -39,8 +38,6 @@ from .placement import (
     guest_capabilities,
     measure_ceiling,
     measure_wire_ceiling,
-    vm_cpus,
-    vm_memory_mib,
     vm_offer,
 )
 from .probe import Capabilities, probe, require
@@ -109,7 +106,9 @@ class Session:
             require(caps, need, tools, purpose=f"{purpose} in a namespace lab")
             lab_host: Node = host
         else:
-            vms, nics = self._boot_lab_vms(topology, machines)
+            from .vm.fleet import boot_lab_vms
+
+            vms, nics = boot_lab_vms(topology, self.run.study, self.journal, self.stack)
             lab_host = vms[""]
             self._placement["vm"] = lab_host.boot.to_dict()
             host_caps = caps
@@ -144,30 +143,6 @@ class Session:
                   hosts=hosts, nics=nics)
         self.stack.enter_context(lab)
         return LabTestbed(lab)
-
-    def _boot_lab_vms(self, topology: Topology, machines: list[str]):
-        """One VM per machine label, joined by a wire for every link between machines."""
-        from .vm import VM
-        from .vm.qemu import free_udp_ports
-        from .vm.spec import Wire
-
-        wires: dict[str, list[Wire]] = {label: [] for label in machines}
-        nics: dict[tuple[str, str], str] = {}
-        for k, link in enumerate(topology.wires()):
-            ports = free_udp_ports(2)
-            for side, (end, port, peer_port) in enumerate(((link.a, *ports),
-                                                           (link.b, *reversed(ports)))):
-                mac = f"52:54:00:5e:{k:02x}:{side + 1:02x}"
-                wires[topology.machine_of(end.node)].append(Wire(mac, port, peer_port))
-                nics[(end.node, end.ifname)] = mac
-        extra = len(machines) - 1
-        specs = {}
-        for label in machines:
-            name = f"{self.run.study}-lab" if not label else f"{self.run.study}-{label}"
-            memory = vm_memory_mib(extra_vms=extra) if not label else EXTRA_VM_MEMORY_MIB
-            specs[label] = VM(name=name, cpus=vm_cpus(), memory_mib=memory,
-                              wires=tuple(wires[label]))
-        return boot_together(specs, self.journal, self.stack), nics
 
     def placement(self) -> dict:
         if self.inventory:
@@ -208,44 +183,6 @@ class Session:
                     session_timings=self.timings,
                     measurement_error=None if error is None else format_error(error),
                 )
-
-
-def boot_together(specs: dict, journal: Journal, stack: ExitStack) -> dict:
-    """Boot several VMs at once (one thread each); every one that came up is shut down by
-    ``stack``, also when another failed or Ctrl-C arrived meanwhile."""
-    import threading
-
-    from .vm import boot_vm
-
-    booted: dict = {}
-    errors: list[BaseException] = []
-
-    def boot(label, spec) -> None:
-        manager = boot_vm(spec, journal)
-        try:
-            booted[label] = (manager, manager.__enter__())
-        except BaseException as exc:  # handed to the caller
-            errors.append(exc)
-
-    threads = [threading.Thread(target=boot, args=item, name=f"boot-{item[1].name}",
-                                daemon=True) for item in specs.items()]
-    for thread in threads:
-        thread.start()
-    interrupted = False
-    for thread in threads:
-        while thread.is_alive():
-            try:
-                thread.join()
-            except KeyboardInterrupt:
-                interrupted = True
-    for label in specs:  # shut down in reverse boot order, like nested `with`s
-        if label in booted:
-            stack.push(booted[label][0].__exit__)
-    if errors:
-        raise errors[0]
-    if interrupted:
-        raise KeyboardInterrupt
-    return {label: booted[label][1] for label in specs}
 
 
 def format_error(error: BaseException) -> str:

@@ -1,0 +1,82 @@
+"""The VMs of one lab: one per machine label of a topology, wired where links cross them.
+
+A topology whose nodes sit in separate kernels (``NodeSpec.machine``) gets a
+VM per machine label; each link between two machines becomes a wire -- a NIC
+in each VM whose frames QEMU carries as UDP datagrams between two loopback
+ports. The VMs boot at once (one thread each); every one that came up is
+shut down by the caller's ExitStack, also when another failed or Ctrl-C
+arrived while they booted.
+"""
+
+from __future__ import annotations
+
+import threading
+from contextlib import ExitStack
+
+from ..journal import Journal
+from ..placement import EXTRA_VM_MEMORY_MIB, vm_cpus, vm_memory_mib
+from ..topology import Topology
+from .boot import VMNode, boot_vm
+from .qemu import free_udp_ports
+from .spec import VM, Wire
+
+
+def boot_lab_vms(topology: Topology, study: str, journal: Journal,
+                 stack: ExitStack) -> tuple[dict[str, VMNode], dict[tuple[str, str], str]]:
+    """Boot a VM per machine label (``""``: the main one, which gets the spare memory).
+
+    Returns the VMs by label and, for every wired interface ``(node, ifname)``,
+    the MAC of the NIC that becomes it (the lab adopts NICs by MAC).
+    """
+    machines = topology.machines()
+    wires: dict[str, list[Wire]] = {label: [] for label in machines}
+    nics: dict[tuple[str, str], str] = {}
+    for k, link in enumerate(topology.wires()):
+        ports = free_udp_ports(2)
+        for side, (end, port, peer_port) in enumerate(((link.a, *ports),
+                                                       (link.b, *reversed(ports)))):
+            mac = f"52:54:00:5e:{k:02x}:{side + 1:02x}"
+            wires[topology.machine_of(end.node)].append(Wire(mac, port, peer_port))
+            nics[(end.node, end.ifname)] = mac
+    extra = len(machines) - 1
+    specs = {}
+    for label in machines:
+        name = f"{study}-lab" if not label else f"{study}-{label}"
+        memory = vm_memory_mib(extra_vms=extra) if not label else EXTRA_VM_MEMORY_MIB
+        specs[label] = VM(name=name, cpus=vm_cpus(), memory_mib=memory,
+                          wires=tuple(wires[label]))
+    return boot_together(specs, journal, stack), nics
+
+
+def boot_together(specs: dict[str, VM], journal: Journal, stack: ExitStack) -> dict[str, VMNode]:
+    """Boot several VMs at once (one thread each); every one that came up is shut down by
+    ``stack``, also when another failed or Ctrl-C arrived meanwhile."""
+    booted: dict = {}
+    errors: list[BaseException] = []
+
+    def boot(label, spec) -> None:
+        manager = boot_vm(spec, journal)
+        try:
+            booted[label] = (manager, manager.__enter__())
+        except BaseException as exc:  # handed to the caller
+            errors.append(exc)
+
+    threads = [threading.Thread(target=boot, args=item, name=f"boot-{item[1].name}",
+                                daemon=True) for item in specs.items()]
+    for thread in threads:
+        thread.start()
+    interrupted = False
+    for thread in threads:
+        while thread.is_alive():
+            try:
+                thread.join()
+            except KeyboardInterrupt:
+                interrupted = True
+    for label in specs:  # shut down in reverse boot order, like nested `with`s
+        if label in booted:
+            stack.push(booted[label][0].__exit__)
+    if errors:
+        raise errors[0]
+    if interrupted:
+        raise KeyboardInterrupt
+    return {label: booted[label][1] for label in specs}
