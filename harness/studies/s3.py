@@ -439,4 +439,4 @@ def measure(params: Params, run_dir: str = "", inventory: str = "") -> str:
 def _source_sha() -> str:
     import hashlib
 
-    return hashlib.sha256(fanin.build.source_bytes()).hexdigest()
+    return hashlib.sha256(fanin.build.PROGRAM.source_bytes()).hexdigest()

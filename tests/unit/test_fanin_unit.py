@@ -118,6 +118,6 @@ def test_loopback_rounds_every_byte_arrives(binary):
 
 
 def test_cache_key_changes_with_source_and_compiler():
-    a = build.cache_key(b"x", "gcc 12")
-    assert a != build.cache_key(b"y", "gcc 12") and a != build.cache_key(b"x", "gcc 13")
+    a = build.PROGRAM.cache_key(b"x", "gcc 12")
+    assert a != build.PROGRAM.cache_key(b"y", "gcc 12") and a != build.PROGRAM.cache_key(b"x", "gcc 13")
     assert len(a) == 16

@@ -9,6 +9,7 @@ import subprocess
 
 import pytest
 
+from harness import cbuild
 from harness.errors import SpecError
 from harness.journal import Journal
 from harness.nodes.base import Node
@@ -161,30 +162,29 @@ def test_build_is_cached_and_keyed_by_source(tmp_path, monkeypatch):
     again = build.build_local(tmp_path)
     assert again == first and again.stat().st_mtime_ns == stamp  # not rebuilt
     changed = tmp_path / "srd.c"
-    changed.write_bytes(build.SOURCE.read_bytes() + b"\n/* changed */\n")
-    monkeypatch.setattr(build, "SOURCE", changed)
-    rebuilt = build.build_local(tmp_path)
+    changed.write_bytes(build.PROGRAM.source.read_bytes() + b"\n/* changed */\n")
+    rebuilt = dataclasses.replace(build.PROGRAM, source=changed).build_local(tmp_path)
     assert rebuilt != first and rebuilt.parent.parent == first.parent.parent
     assert not list(tmp_path.glob("*/.build-*"))  # no half-built leftovers
 
 
 def test_cache_root_follows_environment(monkeypatch, tmp_path):
     monkeypatch.setenv("HARNESS_CACHE_DIR", str(tmp_path / "c"))
-    assert build.local_cache_root() == tmp_path / "c" / "srd"
+    assert build.PROGRAM.local_cache_root() == tmp_path / "c" / "srd"
     monkeypatch.delenv("HARNESS_CACHE_DIR")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "x"))
-    assert build.local_cache_root() == tmp_path / "x" / "harness" / "srd"
+    assert build.PROGRAM.local_cache_root() == tmp_path / "x" / "harness" / "srd"
 
 
 def test_cache_key_changes_with_compiler():
-    assert build.cache_key(b"src", "gcc 12") != build.cache_key(b"src", "gcc 13")
-    assert build.cache_key(b"src", "gcc 12") == build.cache_key(b"src", "gcc 12")
+    assert build.PROGRAM.cache_key(b"src", "gcc 12") != build.PROGRAM.cache_key(b"src", "gcc 13")
+    assert build.PROGRAM.cache_key(b"src", "gcc 12") == build.PROGRAM.cache_key(b"src", "gcc 12")
 
 
 def test_missing_compiler_is_a_capability_error(monkeypatch, tmp_path):
     from harness.errors import CapabilityMissing
 
-    monkeypatch.setattr(build.shutil, "which", lambda name: None)
+    monkeypatch.setattr(cbuild.shutil, "which", lambda name: None)
     with pytest.raises(CapabilityMissing, match="C compiler") as err:
         build.build_local(tmp_path)
     assert "apt-get install gcc" in err.value.hint
@@ -238,11 +238,12 @@ class RemoteLikeNode(LocalNode):
 @needs_cc
 def test_remote_build_copies_source_and_compiles_once(tmp_path):
     node = RemoteLikeNode("remote", prefix=["env", f"XDG_CACHE_HOME={tmp_path}"])
-    assert not build.is_local(node)
-    binary = build.build_on(node)
+    assert not cbuild.is_local(node)
+    binary = build.build_on(node, reuse_host_build=False)
     assert binary.startswith(f"{tmp_path}/harness/srd/") and os.access(binary, os.X_OK)
     stamp = os.stat(binary).st_mtime_ns
-    assert build.build_on(node) == binary and os.stat(binary).st_mtime_ns == stamp
+    assert build.build_on(node, reuse_host_build=False) == binary
+    assert os.stat(binary).st_mtime_ns == stamp
     out = subprocess.run([binary, "--version"], check=False, capture_output=True, text=True,
                          timeout=10)
     assert out.stdout.startswith("srd ")
