@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import asdict
 
 from ..errors import SpecError
 
@@ -59,3 +60,27 @@ def check_known(given: dict, known: Iterable[str], what: str) -> None:
     if unknown:
         raise SpecError(f"unknown parameter(s) {', '.join(unknown)} for {what}",
                         f"known parameters: {', '.join(sorted(known))}")
+
+
+def profile_values(params_class, given: dict, profiles: dict[str, dict],
+                   what: str) -> tuple[str, dict]:
+    """The chosen profile and every parameter's raw value: the dataclass defaults, then
+    the profile's, then what was given -- where a given value is empty (None or "") the
+    profile's stays. Unknown names and profiles are refused."""
+    check_known(given, list(params_class.__dataclass_fields__), what)
+    profile = given.get("profile") or "quick"
+    if profile not in profiles:
+        raise SpecError(f"unknown profile {profile!r}", f"use one of {sorted(profiles)}")
+    values = {**asdict(params_class()), **profiles[profile], "profile": profile}
+    values.update({k: v for k, v in given.items() if v not in (None, "")})
+    return profile, values
+
+
+def flag(name: str, value, allow_none: bool = False) -> bool | None:
+    """A true/false parameter (and, if allowed, None: "let the study decide")."""
+    if isinstance(value, bool) or (allow_none and value is None):
+        return value
+    raise SpecError(f"parameter {name}={value!r} must be true or false"
+                    + (", or empty for the default" if allow_none else ""),
+                    f"set {name} to true or false"
+                    + (", or leave it empty for the default" if allow_none else ""))

@@ -66,7 +66,7 @@ from ..testbed import InventoryTestbed
 from ..tools import pingpong
 from ..tools.iperf3 import iperf3_client, iperf3_server, settle
 from ..topology import Topology, TopologyBuilder
-from .params import check_known, number
+from .params import flag, number, profile_values
 
 STUDY = "s0"
 A_PRIVATE, B_PRIVATE = "10.1.0.0/24", "10.2.0.0/24"  # only inside the lab's namespaces
@@ -163,14 +163,7 @@ class Params:
     @classmethod
     def resolve(cls, **given) -> Params:
         """Validate notebook parameters; a profile supplies what is left empty (None/"")."""
-        check_known(given, [f for f in cls.__dataclass_fields__], "study S0")
-        profile = given.get("profile") or "quick"
-        if profile not in PROFILES:
-            raise SpecError(f"unknown profile {profile!r}", f"use one of {sorted(PROFILES)}")
-        values = {**asdict(cls()), **PROFILES[profile], "profile": profile}
-        values.update({k: v for k, v in given.items() if v not in (None, "")})
-        if not isinstance(values["bench"], bool):
-            raise SpecError(f"parameter bench={values['bench']!r} must be true or false")
+        profile, values = profile_values(cls, given, PROFILES, "study S0")
         return cls(
             profile=profile,
             sizes=message_sizes(values["sizes"]),
@@ -179,7 +172,7 @@ class Params:
             latency_budget_s=number("latency_budget_s", values["latency_budget_s"], 0.005, 60),
             stream_budget_s=number("stream_budget_s", values["stream_budget_s"], 0.005, 60),
             flows=number("flows", values["flows"], 1, 64, integer=True),
-            bench=values["bench"],
+            bench=flag("bench", values["bench"]),
             bench_repetitions=number("bench_repetitions", values["bench_repetitions"], 1, 100,
                                      integer=True),
             bench_seconds=number("bench_seconds", values["bench_seconds"], 1, 600, integer=True),

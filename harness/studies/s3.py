@@ -31,7 +31,7 @@ from ..errors import SpecError
 from ..nodes import NamespaceNode
 from ..session import Session, open_session
 from ..topology import Topology, TopologyBuilder
-from .params import check_known, int_list, number
+from .params import flag, int_list, number, profile_values
 
 STUDY = "s3"
 MAX_MAPPERS = 48  # the paper's largest fan-in, and what one VM lab is built and verified with
@@ -86,12 +86,7 @@ class Params:
     @classmethod
     def resolve(cls, **given) -> Params:
         """Validate notebook parameters; a profile supplies what is left empty (None/"")."""
-        check_known(given, list(cls.__dataclass_fields__), "study S3")
-        profile = given.get("profile") or "quick"
-        if profile not in PROFILES:
-            raise SpecError(f"unknown profile {profile!r}", f"use one of {sorted(PROFILES)}")
-        values = {**asdict(cls()), **PROFILES[profile], "profile": profile}
-        values.update({k: v for k, v in given.items() if v not in (None, "")})
+        profile, values = profile_values(cls, given, PROFILES, "study S3")
         protocols = values["protocols"]
         if isinstance(protocols, str):
             protocols = [p.strip() for p in protocols.split(",") if p.strip()]
@@ -133,7 +128,8 @@ class Params:
             round_timeout_s=number("round_timeout_s", values["round_timeout_s"], 0.1, 3600),
             verify_seconds=number("verify_seconds", values["verify_seconds"], 1, 60,
                                   integer=True),
-            reducer_own_kernel=_flag("reducer_own_kernel", values["reducer_own_kernel"]),
+            reducer_own_kernel=flag("reducer_own_kernel", values["reducer_own_kernel"],
+                                    allow_none=True),
         )
 
     @property
@@ -152,13 +148,6 @@ class Params:
 
     def to_dict(self) -> dict:
         return asdict(self)
-
-
-def _flag(name: str, value) -> bool | None:
-    if value is None or isinstance(value, bool):
-        return value
-    raise SpecError(f"{name}={value!r} is not true, false or empty",
-                    f"set {name} to true or false, or leave it empty for the default")
 
 
 def mapper_name(i: int) -> str:

@@ -22,12 +22,11 @@ import pandas as pd
 
 from ..config import cgroup, mptcp
 from ..config.congestion import set_default_congestion
-from ..errors import SpecError
 from ..session import Session, open_session
 from ..tools import counters
 from ..tools.iperf3 import iperf3_client, iperf3_server, settle
 from ..topology import Topology, TopologyBuilder
-from .params import check_known, int_list, number
+from .params import flag, int_list, number, profile_values
 
 STUDY = "s4"
 IPERF_PORT_TCP = 5201
@@ -64,15 +63,7 @@ class Params:
     @classmethod
     def resolve(cls, **given) -> Params:
         """Validate notebook parameters; a profile supplies what is left empty (None/"")."""
-        check_known(given, [f for f in cls.__dataclass_fields__], "study S4")
-        profile = given.get("profile") or "quick"
-        if profile not in PROFILES:
-            raise SpecError(f"unknown profile {profile!r}", f"use one of {sorted(PROFILES)}")
-        values = {**asdict(cls()), **PROFILES[profile], "profile": profile}
-        values.update({k: v for k, v in given.items() if v not in (None, "")})
-        gridftp = values["gridftp"]
-        if not isinstance(gridftp, bool):
-            raise SpecError(f"parameter gridftp={gridftp!r} must be true or false")
+        profile, values = profile_values(cls, given, PROFILES, "study S4")
         return cls(
             profile=profile,
             streams=int_list("streams", values["streams"], 1, 128),
@@ -81,7 +72,7 @@ class Params:
             path_rate_mbit=number("path_rate_mbit", values["path_rate_mbit"], 1, 40_000),
             server_rate_mbit=number("server_rate_mbit", values["server_rate_mbit"], 1, 40_000),
             sender_cpus=number("sender_cpus", values["sender_cpus"], 0.05, 64, allow_zero=True),
-            gridftp=gridftp,
+            gridftp=flag("gridftp", values["gridftp"]),
             gridftp_streams=int_list("gridftp_streams", values["gridftp_streams"], 1, 64),
             gridftp_mbytes=number("gridftp_mbytes", values["gridftp_mbytes"], 1, 100_000,
                                   integer=True),

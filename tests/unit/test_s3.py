@@ -29,6 +29,7 @@ def test_quick_profile_resolves():
     (dict(queue_packets=0), "out of range"),
     (dict(sndbuf=100), "out of range"),
     (dict(mapper=4), "unknown parameter"),
+    (dict(reducer_own_kernel="maybe"), "true or false, or empty"),
 ])
 def test_bad_parameters_fail_before_anything(given, message):
     if message is None:
