@@ -20,6 +20,7 @@ import os
 import re
 import shlex
 import tempfile
+import threading
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -28,6 +29,7 @@ from ..nodes import LocalNode
 from .qemu import accel_args
 
 PROBE_TIMEOUT_S = 20.0
+_PROBE_LOCK = threading.Lock()
 PROBE_APPEND = "console=ttyS0 panic=-1 loglevel=4 root=/dev/harness-probe-no-root"
 #: Lines a kernel prints once it got far enough to look for its root fs.
 _REACHED_ROOT = re.compile(r"VFS: (Unable to mount root|Cannot open root)|Kernel panic")
@@ -137,11 +139,20 @@ def probe_accel(
         return AccelVerdict("tcg", f"{kvm_device} does not exist (no KVM on this host)")
     if not os.access(kvm_device, os.R_OK | os.W_OK):
         return AccelVerdict("tcg", f"{kvm_device} is not readable and writable by this user")
-    path = cache_path(kernel_version)
-    if not refresh:
-        cached = _read_cache(path)
-        if cached is not None:
-            return cached
+    # VMs booted together (one thread each) share one probe: the second finds it cached
+    with _PROBE_LOCK:
+        path = cache_path(kernel_version)
+        if not refresh:
+            cached = _read_cache(path)
+            if cached is not None:
+                return cached
+        verdict = _probe_kvm(qemu, kernel, kernel_version, probe_timeout_s, journal)
+        _write_cache(path, verdict)
+        return verdict
+
+
+def _probe_kvm(qemu: str, kernel: str, kernel_version: str, probe_timeout_s: float,
+               journal) -> AccelVerdict:
     ok, seconds, output = probe_boot(qemu, kernel, "kvm", probe_timeout_s, journal)
     if ok:
         verdict = AccelVerdict(
@@ -159,5 +170,4 @@ def probe_accel(
         verdict = AccelVerdict(
             "tcg", f"KVM probe boot of {kernel_version} failed after {seconds:.1f}s: {tail}", seconds
         )
-    _write_cache(path, verdict)
     return verdict

@@ -284,6 +284,21 @@ def test_kvm_boot_that_reaches_root_mount_means_kvm(tmp_path, kvm_dev):
     assert verdict.accel == "kvm" and "finished" in verdict.reason
 
 
+def test_vms_booting_together_share_one_probe(tmp_path, kvm_dev):
+    fake = _fake_qemu(tmp_path, "sleep 0.5; echo 'Kernel panic - not syncing: VFS: Unable to "
+                                "mount root fs on unknown-block(0,0)'; exit 0")
+    verdicts = []
+    threads = [threading.Thread(target=lambda: verdicts.append(
+        accel.probe_accel(fake, "/k", "4.0", kvm_device=kvm_dev))) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert len(_calls(tmp_path)) == 1  # one QEMU probe boot, not one per VM
+    assert sorted(v.cached for v in verdicts) == [False, True]
+    assert {v.accel for v in verdicts} == {"kvm"}
+
+
 def test_kvm_that_fails_at_once_means_tcg_with_its_message(tmp_path, kvm_dev):
     fake = _fake_qemu(tmp_path, "echo 'Could not access KVM kernel module: Permission denied'"
                                 " >&2; exit 1")
