@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -34,11 +35,16 @@ def tests(session: nox.Session) -> None:
     """Unit, integration (real namespaces, iperf3, sshd, VMs) and notebook (nbval) tests."""
     install(session, "test")
     data = tempfile.mkdtemp(prefix="harness-test-data-")
-    session.run(
-        "pytest", "-ra", "--nbval-lax", "--nbval-sanitize-with", "notebooks/nbval-sanitize.cfg",
-        "tests", *NBVAL_NOTEBOOKS, *session.posargs,
-        env={"HARNESS_DATA": data, "PYTHONUNBUFFERED": "1"},
-    )
+    try:
+        session.run(
+            "pytest", "-ra", "--nbval-lax", "--nbval-sanitize-with",
+            "notebooks/nbval-sanitize.cfg", "tests", *NBVAL_NOTEBOOKS, *session.posargs,
+            env={"HARNESS_DATA": data, "PYTHONUNBUFFERED": "1"},
+        )
+    except BaseException:
+        session.log(f"the tests' run archive is kept for inspection: {data}")
+        raise
+    shutil.rmtree(data)  # passed: the tests' own runs are not worth keeping
 
 
 @nox.session
