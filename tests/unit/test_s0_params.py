@@ -12,6 +12,7 @@ import pytest
 from harness.claims import NOT_REPRODUCED, REPRODUCED
 from harness.config import nat
 from harness.errors import SpecError
+from harness.nodes.local import wait_until
 from harness.studies import s0, study_module
 from harness.studies import s0_analysis as analysis
 from harness.tools import pingpong
@@ -159,9 +160,8 @@ def test_pingpong_measures_every_target_and_size_over_loopback():
     port = probe.getsockname()[1]
     probe.close()
     threading.Thread(target=pingpong.serve, args=("127.0.0.1", port), daemon=True).start()
-    for _ in range(100):
-        if pingpong.probe("127.0.0.1", port, 0.2) == 0:
-            break
+    # a refused connect returns at once: wait by the clock, not by a count of tries
+    assert wait_until(lambda: pingpong.probe("127.0.0.1", port, 0.2) == 0, 10, 0.05)
     result = pingpong.run_client([("a", "127.0.0.1", port), ("b", "127.0.0.1", port)],
                                  [1, 4096, 65536], 0.01, 0.02, 3, 1000, 2, 1 << 30, False)
     assert set(result["targets"]) == {"a", "b"}
