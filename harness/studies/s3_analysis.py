@@ -163,6 +163,29 @@ def claims(frame: pd.DataFrame, period_scale: float = 1.0) -> pd.DataFrame:
     return table_
 
 
+PAPER_ROUNDS = 1000
+INDICATIVE_BELOW = 100  # rounds per point under which a few-percent verdict is within noise
+
+
+def evidence_note(frame: pd.DataFrame) -> str:
+    """How much the verdicts rest on: rounds per rate point, and the spread of round rates."""
+    rate = frame[(frame.experiment == "rate") & (frame.rounds > 0)]
+    if rate.empty:
+        return "no rate point completed a round"
+    rounds = int(rate.rounds.min())
+    # half the 5-95 % spread of one point's round rates, relative to its mean: the typical
+    # uncertainty of a single round; the mean over n rounds narrows it by ~sqrt(n)
+    spread = ((rate.rate_mbit_p95 - rate.rate_mbit_p5) / 2 / rate.rate_mbit_mean).median()
+    text = (f"verdicts rest on {rounds}"
+            + (f"-{int(rate.rounds.max())}" if rate.rounds.max() > rounds else "")
+            + f" measured rounds per rate point (the paper: {PAPER_ROUNDS}); one round's rate "
+            f"varies by about ±{spread:.0%} around its point's mean")
+    if rounds < INDICATIVE_BELOW:
+        text += (f"; with fewer than {INDICATIVE_BELOW} rounds a verdict within a few percent "
+                 "of its threshold is indicative only -- raise `rounds` or use profile=paper")
+    return text
+
+
 def _claims(frame: pd.DataFrame, period_scale: float) -> pd.DataFrame:
     summ = rate_summary(frame)
     ref = tcp_reference(frame)

@@ -203,3 +203,17 @@ def test_figures_have_a_panel_per_fanin_and_per_period_and_measure():
     assert [ax.get_ylabel() for ax in fig8.axes] == list(s3_analysis.CPU_MEASURES.values())
     assert fig8.axes[0].get_title() == "period 250 ms"
     assert s3_analysis.figure_cpu(frame[frame.experiment == "rate"]) is None
+
+
+def test_evidence_note_says_how_many_rounds_and_flags_few():
+    frame = _frame()
+    frame["rounds"] = 10
+    frame["rate_mbit_p95"] = frame.rate_mbit_mean * 1.2
+    frame["rate_mbit_p5"] = frame.rate_mbit_mean * 0.8
+    note = s3_analysis.evidence_note(frame)
+    assert note.startswith("verdicts rest on 10 measured rounds per rate point")
+    assert "±20%" in note and "indicative only" in note
+    frame["rounds"] = 1000
+    assert "indicative" not in s3_analysis.evidence_note(frame)
+    frame["rounds"] = 0
+    assert s3_analysis.evidence_note(frame) == "no rate point completed a round"
