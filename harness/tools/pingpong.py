@@ -341,8 +341,8 @@ def program(journal, node) -> list[str]:
     import os
     import secrets as _secrets
 
+    from ..cbuild import is_local
     from ..journal import machine_of
-    from ..relay.build import is_local
 
     if is_local(node):
         return [sys.executable, os.path.abspath(__file__)]
