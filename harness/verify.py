@@ -196,6 +196,38 @@ show_pings() {
 """
 
 
+def rate_test_line(d: Direction, seconds: int, port: int, interval: float,
+                   remote: bool = False) -> str:
+    """The script's call of rate_test for ``d``: its own iperf3 server on ``port``, or, when
+    ``remote``, one already running on the far machine at ``port + d.index``. ``interval``
+    0: no counter samples (goodput only)."""
+    q = shlex.quote
+    return " ".join(["rate_test", str(d.index), q(d.src_netns), "-" if remote else
+                     q(d.dst_netns), q(d.src.ip), q(d.dst.ip), q(d.src.ifname), str(seconds),
+                     str(port + d.index if remote else port), str(interval)])
+
+
+def run_script(journal: Journal | None, lab: Lab, host: Node, script: str,
+               remote: list[Direction], timeout: float, port: int = VERIFY_PORT) -> ScriptOutput:
+    """Run a verification script on ``host`` (one command), with an iperf3 server started
+    first, as a journalled process, at the far end of every direction in ``remote``."""
+    from contextlib import ExitStack
+
+    from .tools.iperf3 import iperf3_server
+
+    if remote and journal is None:
+        raise ValueError("a rate test between machines needs the journal")
+    with ExitStack() as servers:
+        for d in remote:
+            servers.enter_context(iperf3_server(journal, lab.node(d.dst.node), d.dst.ip,
+                                                port + d.index, timeout=60))
+        res = host.run(["bash", "--norc", "--noprofile", "-c", script], timeout=timeout,
+                       check=False)
+    out = parse_script_output(res.stdout)
+    out.stderr = res.stderr
+    return out
+
+
 def verification_script(directions: list[Direction], seconds: int, port: int = VERIFY_PORT,
                         ping_count: int = PING_COUNT, remote_servers: frozenset[int] = frozenset()
                         ) -> str:
@@ -210,12 +242,8 @@ def verification_script(directions: list[Direction], seconds: int, port: int = V
     lines = [SCRIPT_HEAD]
     for d in directions:
         if d.link.shaped:
-            remote = d.index in remote_servers
-            lines.append(" ".join(["rate_test", str(d.index), q(d.src_netns),
-                                   "-" if remote else q(d.dst_netns), q(d.src.ip), q(d.dst.ip),
-                                   q(d.src.ifname), str(seconds),
-                                   str(port + d.index if remote else port),
-                                   str(SAMPLE_INTERVAL)]))
+            lines.append(rate_test_line(d, seconds, port, SAMPLE_INTERVAL,
+                                        remote=d.index in remote_servers))
     timed = [d for d in directions if d.link.delay_ms]
     for d in timed:
         lines.append(f"ping_test {d.index} {q(d.src_netns)} {q(d.src.ip)} {q(d.dst.ip)} "
@@ -236,6 +264,7 @@ class ScriptOutput:
     client: dict[int, str]
     status: dict[int, int]
     pings: dict[int, str]
+    stderr: str = ""
 
 
 def parse_script_output(text: str) -> ScriptOutput:
@@ -320,33 +349,17 @@ def measure_goodput_mbit(lab: Lab, link: Link, seconds: int,
     """TCP goodput of one iperf3 stream from ``link``'s a to b end (no counter sampling,
     which would take CPU from the flow under emulation). A link between two machines
     needs ``journal``: its server is started on the far machine as a journalled process."""
-    from contextlib import ExitStack
-
-    from .tools.iperf3 import iperf3_server
-
     d = Direction(0, link, link.a, link.b, lab.netns_name(link.a.node),
                   lab.netns_name(link.b.node))
     src_host = lab.host_of(link.a.node)
     remote = lab.host_of(link.b.node) is not src_host
-    q = shlex.quote
-    script = SCRIPT_HEAD + " ".join(["rate_test", "0", q(d.src_netns),
-                                     "-" if remote else q(d.dst_netns),
-                                     q(d.src.ip), q(d.dst.ip), q(d.src.ifname), str(seconds),
-                                     str(VERIFY_PORT), "0"]) + "\n"
-    with ExitStack() as servers:
-        if remote:
-            if journal is None:
-                raise ValueError("a goodput test between machines needs the journal")
-            servers.enter_context(iperf3_server(journal, lab.node(link.b.node), d.dst.ip,
-                                                VERIFY_PORT, timeout=60))
-        res = src_host.run(["bash", "--norc", "--noprofile", "-c", script],
-                           timeout=seconds + 60, check=False)
-    out = parse_script_output(res.stdout)
+    script = SCRIPT_HEAD + rate_test_line(d, seconds, VERIFY_PORT, 0, remote=remote) + "\n"
+    out = run_script(journal, lab, src_host, script, [d] if remote else [], seconds + 60)
     if out.status.get(0) != 0:
         from .errors import HarnessError
 
         raise HarnessError(f"goodput test {d.label} on {src_host.name} failed: "
-                           f"{out.client.get(0, res.stderr)[-400:]!r}",
+                           f"{out.client.get(0, out.stderr)[-400:]!r}",
                            "is iperf3 installed on the lab's host?")
     return parse_iperf3_json(out.client[0], 1).received_bps / 1e6
 
@@ -376,28 +389,17 @@ def verify_lab(journal: Journal, lab: Lab, seconds: int = 2,
 
 def _measure(journal: Journal, lab: Lab, directions: list[Direction],
              seconds: int) -> list[LinkCheck]:
-    from contextlib import ExitStack
-
-    from .tools.iperf3 import iperf3_server
-
     merged = ScriptOutput({}, {}, {}, {})
     for host in {id(h): h for h in lab.hosts.values()}.values():
         mine = [d for d in directions if lab.host_of(d.src.node) is host]
         if not mine:
             continue
-        remote = frozenset(d.index for d in mine
-                           if d.link.shaped and lab.host_of(d.dst.node) is not host)
-        script = verification_script(mine, seconds, remote_servers=remote)
+        remote = [d for d in mine if d.link.shaped and lab.host_of(d.dst.node) is not host]
+        script = verification_script(mine, seconds,
+                                     remote_servers=frozenset(d.index for d in remote))
         shaped = sum(1 for d in mine if d.link.shaped)
         budget = 60 + shaped * (seconds + 20) + len(mine) * 10
-        with ExitStack() as servers:
-            for d in mine:
-                if d.index in remote:
-                    servers.enter_context(iperf3_server(journal, lab.node(d.dst.node), d.dst.ip,
-                                                        VERIFY_PORT + d.index, timeout=60))
-            res = host.run(["bash", "--norc", "--noprofile", "-c", script], timeout=budget,
-                           check=False)
-        out = parse_script_output(res.stdout)
+        out = run_script(journal, lab, host, script, remote, budget)
         for name in ("samples", "client", "status", "pings"):
             getattr(merged, name).update(getattr(out, name))
     return [check_direction(d, merged) for d in directions]
