@@ -254,45 +254,49 @@ class Lab:
         for link in self.topology.links:
             if link.delay_ms:
                 groups.setdefault(link.delay_ms, []).append(link)
-        if not groups:
-            return
-        script = []
-        for i, links in enumerate(groups.values()):
-            first = links[0]
-            script.append(f"echo @@{i}; nsenter --net=/run/netns/{self.netns_name(first.a.node)} -- "
-                          + ping_command(first.a.ip, first.b.ip, CALIBRATION_PINGS) + " 2>&1")
-        budget = 30 + len(groups) * (10 + CALIBRATION_PINGS * 0.1 * 4)
-        sections: dict[int, str] = {}
-        for host in self.hosts.values():  # each probe runs on its first node's machine
-            mine = [line for line, links in zip(script, groups.values())
-                    if self.host_of(links[0].a.node) is host]
-            if mine:
-                text = host.run("\n".join(mine) + "\ntrue", timeout=budget).stdout
-                sections.update({int(part.split(None, 1)[0]): part
-                                 for part in text.split("@@")[1:]})
-        changes: dict[int, tuple[Node, list[str]]] = {}
-        for i, (delay, links) in enumerate(groups.items()):
-            times = parse_ping_ms(sections.get(i, ""))
-            rtt = statistics.median(times) if times else None
-            excess = None if rtt is None else rtt - 2 * delay
+        rtts = self._probe_rtts({delay: links[0] for delay, links in groups.items()})
+        changes: dict[int, tuple[Node, list[str]]] = {}  # per machine: its tc commands
+        for delay, links in groups.items():
+            rtt = rtts.get(delay)
             trim_us = delay_trim_us(rtt, delay)
             self.delay_calibration.append({
                 "one_way_delay_ms": delay, "probe_link": links[0].name,
-                "rtt_before_trim_ms": rtt, "host_excess_ms": excess,
+                "rtt_before_trim_ms": rtt,
+                "host_excess_ms": None if rtt is None else rtt - 2 * delay,
                 "trim_us_per_direction": trim_us, "links": len(links)})
             if not trim_us:
                 continue
-            for link in links:
-                for end in (link.a, link.b):
-                    key = f"{end.node}:{end.ifname}"
-                    plan = replace(EgressPlan(**self.plans[key]), delay_trim_us=trim_us)
-                    self.plans[key] = plan.to_dict()
-                    host = self.host_of(end.node)
-                    changes.setdefault(id(host), (host, []))[1].append(
-                        shlex.join(["tc", "-n", self.netns_name(end.node),
-                                    *plan.netem_change_command(end.ifname)]))
+            for end in (e for link in links for e in (link.a, link.b)):
+                key = f"{end.node}:{end.ifname}"
+                plan = replace(EgressPlan(**self.plans[key]), delay_trim_us=trim_us)
+                self.plans[key] = plan.to_dict()
+                host = self.host_of(end.node)
+                changes.setdefault(id(host), (host, []))[1].append(
+                    shlex.join(["tc", "-n", self.netns_name(end.node),
+                                *plan.netem_change_command(end.ifname)]))
         for host, lines in changes.values():
             host.run("set -e\n" + "\n".join(lines), timeout=30 + len(lines))
+
+    def _probe_rtts(self, probes: dict[float, Link]) -> dict[float, float]:
+        """Median RTT over each probe link (netem in place), from its a end: one command per
+        machine that holds probe links' a ends. Missing where no reply came back."""
+        by_host: dict[int, tuple[Node, list[tuple[float, Link]]]] = {}
+        for delay, link in probes.items():
+            host = self.host_of(link.a.node)
+            by_host.setdefault(id(host), (host, []))[1].append((delay, link))
+        rtts: dict[float, float] = {}
+        for host, mine in by_host.values():
+            script = [f"echo @@{i}; nsenter --net=/run/netns/{self.netns_name(link.a.node)} -- "
+                      + ping_command(link.a.ip, link.b.ip, CALIBRATION_PINGS) + " 2>&1"
+                      for i, (_delay, link) in enumerate(mine)]
+            budget = 30 + len(mine) * (10 + CALIBRATION_PINGS * 0.1 * 4)
+            text = host.run("\n".join(script) + "\ntrue", timeout=budget).stdout
+            sections = {int(part.split(None, 1)[0]): part for part in text.split("@@")[1:]}
+            for i, (delay, _link) in enumerate(mine):
+                times = parse_ping_ms(sections.get(i, ""))
+                if times:
+                    rtts[delay] = statistics.median(times)
+        return rtts
 
     def teardown(self) -> None:
         """Undo what this lab recorded (and anything recorded after it inside its scope)."""
