@@ -19,6 +19,7 @@ in its cache or, if that is read-only, under /tmp.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import shlex
@@ -155,7 +156,9 @@ def local_compiler() -> str:
     raise CapabilityMissing("no C compiler (gcc or cc) on the controlling machine", INSTALL_HINT)
 
 
+@functools.cache
 def compiler_id(cc: str) -> str:
+    """First line of ``cc --version`` (asked once per process: it keys every cache lookup)."""
     out = subprocess.run([cc, "--version"], check=False, capture_output=True, text=True,
                          timeout=30)
     return (out.stdout.splitlines() or [cc])[0]

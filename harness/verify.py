@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 import shlex
 import statistics
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING
 
 from .journal import Journal
@@ -223,9 +223,7 @@ def run_script(journal: Journal | None, lab: Lab, host: Node, script: str,
                                                 port + d.index, timeout=60))
         res = host.run(["bash", "--norc", "--noprofile", "-c", script], timeout=timeout,
                        check=False)
-    out = parse_script_output(res.stdout)
-    out.stderr = res.stderr
-    return out
+    return replace(parse_script_output(res.stdout), stderr=res.stderr)
 
 
 def verification_script(directions: list[Direction], seconds: int, port: int = VERIFY_PORT,
@@ -429,8 +427,9 @@ def verification_table(records: list[dict]):
 
     columns = ["link", "direction", "configured_mbit", "link_layer_mbit", "rate_ratio",
                "goodput_mbit", "expected_rtt_ms", "rtt_ms", "rtt_max_ms", "ok"]
-    judged = [r for r in records if r.get("configured_mbit") or r.get("expected_rtt_ms")]
-    plain = [r for r in records if r not in judged]
+    judged, plain = [], []
+    for r in records:
+        (judged if r.get("configured_mbit") or r.get("expected_rtt_ms") else plain).append(r)
     rows = [{**{c: r.get(c) for c in columns}, "rtt_max_ms": r.get("rtt_ms")} for r in judged]
     if plain:
         rtts = [r["rtt_ms"] for r in plain if r.get("rtt_ms") is not None]

@@ -146,10 +146,14 @@ def mapper_cpu_ticks(fleet: MapperFleet) -> int:
     for machine, pids in fleet.pid_groups():
         if not pids:
             continue
-        res = machine.run("cat " + " ".join(f"/proc/{p}/stat" for p in pids) + " 2>/dev/null",
-                          check=False, timeout=60)
-        total += sum_ticks(res.stdout)
+        total += sum_ticks(machine.run(stat_command(pids), check=False, timeout=60).stdout)
     return total
+
+
+def stat_command(pids: list[int]) -> str:
+    """Shell command printing /proc/PID/stat of each pid (vanished ones silently skipped)."""
+    return ("cat " + " ".join(f"/proc/{p}/stat" for p in pids) if pids else "true") \
+        + " 2>/dev/null"
 
 
 def sum_ticks(stat_text: str) -> int:

@@ -229,10 +229,8 @@ def snapshot_command(switch, fleet: fanin.MapperFleet) -> str:
     if not (isinstance(switch, NamespaceNode) and len(groups) == 1
             and groups[0][0] is switch.parent):
         return ""
-    pids = groups[0][1]
     return (f"tc -n {switch.netns} -s qdisc show dev red; echo @@stat; "
-            + ("cat " + " ".join(f"/proc/{p}/stat" for p in pids) if pids else "true")
-            + " 2>/dev/null")
+            + fanin.run.stat_command(groups[0][1]))
 
 
 def parse_snapshot(text: str) -> tuple[dict, int]:
