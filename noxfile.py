@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import tempfile
@@ -14,16 +15,21 @@ nox.options.reuse_existing_virtualenvs = True
 nox.options.sessions = ["lint", "tests"]
 
 ROOT = Path(__file__).parent
-# Studies whose notebooks are ready, in the order `reproduce` runs them.
-NOTEBOOKS = [
-    "notebooks/s4_mptcp.ipynb",
-    "notebooks/s0_relay.ipynb",
-    "notebooks/s3_tipc.ipynb",
-]
-# Notebooks nbval executes at their defaults. S3's quick profile needs a TCG VM
-# for ~10-15 min; tests/integration/test_s3.py runs the same notebook through
-# papermill with small parameters instead.
-NBVAL_NOTEBOOKS = [nb for nb in NOTEBOOKS if "s3_" not in nb]
+
+
+def study_notebooks() -> list[tuple[str, dict]]:
+    """Every study notebook under notebooks/, in the order its metadata asks (harness.order).
+
+    Read from the notebooks themselves, so a new study's notebook is found without editing
+    this file. A notebook whose metadata says ``"nbval": false`` is run by `reproduce` but not
+    executed at its defaults under nbval (its ``nbval_reason`` says why and what tests it).
+    """
+    found = []
+    for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        meta = json.loads(path.read_text()).get("metadata", {}).get("harness") or {}
+        if meta.get("study"):
+            found.append((meta.get("order", 100), path.name, str(path.relative_to(ROOT)), meta))
+    return [(notebook, meta) for _order, _name, notebook, meta in sorted(found)]
 
 
 def install(session: nox.Session, extras: str = "") -> None:
@@ -38,7 +44,8 @@ def tests(session: nox.Session) -> None:
     try:
         session.run(
             "pytest", "-ra", "--nbval-lax", "--nbval-sanitize-with",
-            "notebooks/nbval-sanitize.cfg", "tests", *NBVAL_NOTEBOOKS, *session.posargs,
+            "notebooks/nbval-sanitize.cfg", "tests",
+            *(nb for nb, meta in study_notebooks() if meta.get("nbval", True)), *session.posargs,
             env={"HARNESS_DATA": data, "PYTHONUNBUFFERED": "1"},
         )
     except BaseException:
@@ -52,7 +59,7 @@ def reproduce(session: nox.Session) -> None:
     """Every ready study on the local lab, archived under data/runs/, reports rendered."""
     install(session)
     profile = os.environ.get("HARNESS_PROFILE", "quick")
-    for notebook in NOTEBOOKS:
+    for notebook, _meta in study_notebooks():
         session.run("harness", "run", notebook, "-p", "profile", profile)
     session.run("harness", "runs")
 

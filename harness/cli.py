@@ -1,4 +1,4 @@
-"""The ``harness`` command: probe, run, batch, lab show/clean, runs."""
+"""The ``harness`` command: probe, params, run, batch, lab show/clean, runs."""
 
 from __future__ import annotations
 
@@ -19,6 +19,10 @@ def cmd_probe(args) -> int:
 
         inv = Inventory.load(args.inventory)
         nodes += [inv.connect(name) for name in inv.hosts]
+    from .studies import discover
+
+    studies = discover()  # every study's tools are declared when its module loads
+    print("studies: " + ", ".join(sorted(studies)))
     for node in nodes:
         print(probe(node).describe())
         node.close()
@@ -56,10 +60,26 @@ def cmd_batch(args) -> int:
 
 
 def cmd_lab_show(args) -> int:
-    from .studies import study_module
+    from .execute import parse_value
+    from .studies import study_for
 
-    module = study_module(args.study)
-    print(module.topology(module.Params.resolve()).describe())
+    study = study_for(args.study)
+    params = study.parameters(**{name: parse_value(value) for name, value in args.parameter or []})
+    print(study.describe())
+    print(study.topology(params).describe())
+    return 0
+
+
+def cmd_params(args) -> int:
+    """Each parameter of a study notebook: its value in the notebook, profiles, range and help."""
+    from .execute import HARNESS_PARAMETERS, notebook_defaults
+    from .studies import study_for
+    from .studies.parameters import format_parameters
+
+    study = study_for(args.notebook)
+    defaults = notebook_defaults(Path(args.notebook)) if args.notebook.endswith(".ipynb") else None
+    print(study.describe())
+    print(format_parameters(study.Params, defaults, HARNESS_PARAMETERS))
     return 0
 
 
@@ -143,11 +163,17 @@ def parser() -> argparse.ArgumentParser:
     lab = sub.add_parser("lab", help="inspect or clean labs")
     labsub = lab.add_subparsers(dest="lab_command", required=True)
     show = labsub.add_parser("show", help="print a study's topology")
-    show.add_argument("study")
+    show.add_argument("study", help="a study's name or its notebook")
+    show.add_argument("-p", "--parameter", nargs=2, action="append", metavar=("NAME", "VALUE"),
+                      help="a study parameter (value parsed as YAML)")
     show.set_defaults(func=cmd_lab_show)
     clean = labsub.add_parser("clean", help="undo what crashed runs left, from their journals")
     clean.add_argument("--data", help="data folder (default: the project's data/)")
     clean.set_defaults(func=cmd_lab_clean)
+
+    params = sub.add_parser("params", help="a study's parameters: defaults, ranges, help")
+    params.add_argument("notebook", help="a study notebook (or a study's name)")
+    params.set_defaults(func=cmd_params)
 
     runs = sub.add_parser("runs", help="list archived runs")
     runs.add_argument("study", nargs="?")

@@ -10,7 +10,6 @@ or incomplete, with the error, if anything went wrong or Ctrl-C came.
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +19,7 @@ import yaml
 from .archive import COMPLETE, INCOMPLETE, Run
 from .errors import HarnessError, SpecError
 from .session import format_error, sigterm_as_interrupt
-from .studies import study_module
+from .studies import Study, study_of_notebook
 
 # Parameters the harness itself injects into every study notebook.
 HARNESS_PARAMETERS = ("run_dir", "inventory")
@@ -43,25 +42,15 @@ def parse_value(text: str):
         return text
 
 
-def notebook_study(notebook: Path) -> str:
-    meta = json.loads(notebook.read_text()).get("metadata", {})
-    study = meta.get("harness", {}).get("study")
-    if not study:
-        raise SpecError(f"{notebook} does not name its study",
-                        'add "harness": {"study": "s4"} to the notebook metadata')
-    return study
-
-
 def notebook_parameters(notebook: Path) -> dict:
     import papermill as pm
 
     return pm.inspect_notebook(str(notebook))
 
 
-def check_parameters(notebook: Path, given: dict) -> tuple[str, object]:
+def check_parameters(notebook: Path, given: dict) -> tuple[Study, object]:
     """Validate names and values before anything runs; return (study, resolved params)."""
-    if not notebook.exists():
-        raise SpecError(f"notebook {notebook} does not exist", "give a path under notebooks/")
+    study = study_of_notebook(notebook)
     declared = notebook_parameters(notebook)
     unknown = sorted(set(given) - set(declared))
     if unknown:
@@ -70,18 +59,25 @@ def check_parameters(notebook: Path, given: dict) -> tuple[str, object]:
     reserved = sorted(set(given) & {"run_dir"})
     if reserved:
         raise SpecError("run_dir is set by `harness run` itself", "leave it out")
-    study = notebook_study(notebook)
-    module = study_module(study)
-    defaults = {name: _default(spec) for name, spec in declared.items()}
-    merged = {**defaults, **given}
-    study_params = {k: v for k, v in merged.items() if k not in HARNESS_PARAMETERS}
-    params = module.Params.resolve(**study_params)
+    strays = sorted(set(declared) - set(study.Params.specs()) - set(HARNESS_PARAMETERS))
+    if strays:
+        raise SpecError(f"{notebook.name} declares parameter(s) {', '.join(strays)} that study "
+                        f"{study.name} does not know",
+                        f"remove them from its parameters cell, or add them to {study.name}'s "
+                        "Params (`harness params` lists what it knows)")
+    merged = {**notebook_defaults(notebook), **given}
+    params = study.parameters(merged)
     inventory = merged.get("inventory") or ""
     if inventory:
         from .inventory import Inventory
 
-        Inventory.load(inventory).check_covers(module.topology(params))
+        Inventory.load(inventory).check_covers(study.topology(params))
     return study, params
+
+
+def notebook_defaults(notebook: Path) -> dict:
+    """The values of the notebook's parameters cell, as Python values."""
+    return {name: _default(spec) for name, spec in notebook_parameters(notebook).items()}
 
 
 def _default(spec) -> object:
@@ -111,7 +107,7 @@ def run_notebook(notebook: str | Path, parameters: dict | None = None,
     notebook = Path(notebook).resolve()
     given = dict(parameters or {})
     study, params = check_parameters(notebook, given)
-    run = Run.create(study, {**params.to_dict(), **{k: v for k, v in given.items()
+    run = Run.create(study.name, {**params.to_dict(), **{k: v for k, v in given.items()
                                                     if k in HARNESS_PARAMETERS}},
                      root, notebook=str(notebook))
     executed = run.path / "notebook.ipynb"

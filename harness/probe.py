@@ -8,10 +8,12 @@ probe changes nothing), rather than guessed from config files.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 
 from .errors import CapabilityMissing
 from .nodes import Node
+from .tools.registry import Tool, all_tools, lookup, registered
 
 # feature -> (what it is, how to get it)
 FEATURES: dict[str, tuple[str, str]] = {
@@ -30,23 +32,6 @@ FEATURES: dict[str, tuple[str, str]] = {
     "nat": ("nftables NAT", "a kernel with nf_tables + nf_nat, and the nftables package"),
 }
 
-TOOLS: dict[str, tuple[str, str]] = {
-    # program -> (version command, Debian package)
-    "iperf3": ("iperf3 --version", "iperf3"),
-    "ip": ("ip -V", "iproute2"),
-    "tc": ("tc -V", "iproute2"),
-    "mptcpize": ("mptcpize --version", "mptcpize"),
-    "nft": ("nft --version", "nftables"),
-    "socat": ("socat -V | grep 'socat version'", "socat"),
-    "ping": ("ping -V", "iputils-ping"),
-    "globus-url-copy": ("globus-url-copy -version", "globus-gass-copy-progs"),
-    "globus-gridftp-server": ("globus-gridftp-server -version", "globus-gridftp-server-progs"),
-    "NPtcp": ("dpkg-query -W netpipe-tcp", "netpipe-tcp"),
-    "ethtool": ("ethtool --version", "ethtool"),
-    "conntrack": ("conntrack -V", "conntrack"),
-    "tipc": ("tipc help 2>&1 | grep -m1 -i usage", "iproute2"),
-    "python3": ("python3 --version", "python3"),
-}
 
 # Runs inside `unshare --net`: a private, empty network namespace.
 _FEATURE_SCRIPT = r"""
@@ -120,13 +105,16 @@ class Capabilities:
         lines.append(f"  features missing: {', '.join(no) or 'none'}")
         lines.append(f"  congestion control: {' '.join(self.congestion_available)} "
                      f"(default {self.congestion_default})")
+        known = registered()
         for tool, version in sorted(self.tools.items()):
-            lines.append(f"  {tool:24s} {version or 'MISSING (apt-get install ' + TOOLS[tool][1] + ')'}")
+            package = known[tool].package if tool in known else tool
+            lines.append(f"  {tool:24s} {version or 'MISSING (apt-get install ' + package + ')'}")
         return "\n".join(lines)
 
 
-def probe(node: Node, timeout: float = 30.0) -> Capabilities:
-    """Test ``node`` for every known feature and tool; change nothing on it."""
+def probe(node: Node, timeout: float = 30.0, tools: Iterable[Tool] | None = None) -> Capabilities:
+    """Test ``node`` for every known feature and for ``tools`` (default: every declared tool);
+    change nothing on it."""
     res = node.run(["unshare", "--net", "python3", "-c", _FEATURE_SCRIPT], timeout=timeout,
                    hint="the probe needs root, util-linux `unshare` and python3 on the node")
     data = json.loads(res.stdout.strip().splitlines()[-1])
@@ -138,27 +126,29 @@ def probe(node: Node, timeout: float = 30.0) -> Capabilities:
     )
     data.pop("machine", None)
     caps.features = {k: bool(v) for k, v in data.items()}
-    caps.tools = tool_versions(node)
+    caps.tools = tool_versions(node, tools)
     return caps
 
 
-def tool_versions(node: Node) -> dict[str, str | None]:
+def tool_versions(node: Node, tools: Iterable[Tool] | None = None) -> dict[str, str | None]:
+    """Each tool's version on ``node`` (None: not installed), in one command."""
+    wanted = {t.name: t for t in (all_tools().values() if tools is None else tools)}
     script = "; ".join(
-        f"if command -v {tool} >/dev/null 2>&1; then echo \"{tool}=$({cmd} 2>&1 | head -n1)\";"
-        f" else echo '{tool}='; fi"
-        for tool, (cmd, _pkg) in TOOLS.items()
+        f"if command -v {tool.name} >/dev/null 2>&1; then echo \"{tool.name}=$({tool.version} 2>&1 | head -n1)\";"
+        f" else echo '{tool.name}='; fi"
+        for tool in wanted.values()
     )
     res = node.run(script, timeout=30, check=False)
     versions: dict[str, str | None] = {}
     for line in res.stdout.splitlines():
-        tool, _, version = line.partition("=")
-        if tool in TOOLS:
-            versions[tool] = version.strip() or None
+        name, _, version = line.partition("=")
+        if name in wanted:
+            versions[name] = version.strip() or None
     return versions
 
 
 def require(caps: Capabilities, features: set[str] | list[str] = (),
-            tools: set[str] | list[str] = (), purpose: str = "this study") -> None:
+            tools: Iterable[Tool | str] = (), purpose: str = "this study") -> None:
     """Stop, before anything changes, if ``caps`` lacks a feature or tool."""
     missing = caps.missing(features)
     if missing:
@@ -168,14 +158,11 @@ def require(caps: Capabilities, features: set[str] | list[str] = (),
             "run it where the kernel has these features (a VM lab or real machines "
             "from an inventory); `harness probe` lists what each node offers",
         )
-    unknown = sorted(t for t in tools if t not in TOOLS)
-    if unknown:
-        raise ValueError(f"programs {unknown} are not in harness.probe.TOOLS: add them "
-                         "(version command, Debian package) so every node reports them")
-    absent = [t for t in tools if not caps.tools.get(t)]
+    wanted = [tool if isinstance(tool, Tool) else lookup(tool) for tool in tools]
+    absent = [t for t in wanted if not caps.tools.get(t.name)]
     if absent:
-        pkgs = " ".join(sorted({TOOLS[t][1] for t in absent}))
+        pkgs = " ".join(sorted({t.package for t in absent}))
         raise CapabilityMissing(
-            f"{caps.node} lacks the programs {', '.join(absent)} needed by {purpose}",
+            f"{caps.node} lacks the programs {', '.join(t.name for t in absent)} needed by {purpose}",
             f"install them: apt-get install {pkgs} (env/setup does this on the local machine)",
         )

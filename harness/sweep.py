@@ -94,7 +94,7 @@ def run_sweep(path: str | Path, root: Path | None = None, progress: bool = True)
                disable=not progress)
     for point, study, params in resolved:
         wanted = {**params.to_dict(), **{k: v for k, v in point.items() if k == "inventory"}}
-        if any(_same(done, wanted) for done in completed_parameters(study, sweep.notebook, root)):
+        if any(_same(done, wanted) for done in completed_parameters(study.name, sweep.notebook, root)):
             outcomes.append(("skipped", point, None))
             bar.update(1)
             continue

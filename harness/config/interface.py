@@ -7,7 +7,10 @@ import json
 from ..errors import SpecError
 from ..journal import Journal, undo_handler
 from ..nodes import Node
+from ..tools.registry import Tool
 from .record import ChangeRecord
+
+ETHTOOL = Tool("ethtool", "ethtool --version", "ethtool")
 
 
 def read_mtu(node: Node, ifname: str) -> int:

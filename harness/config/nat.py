@@ -32,7 +32,11 @@ from dataclasses import dataclass, field
 from ..errors import CapabilityMissing, HarnessError, SpecError
 from ..journal import Entry, Journal, undo_handler
 from ..nodes import Node
+from ..tools.registry import Tool
 from .record import ChangeRecord
+
+NFT = Tool("nft", "nft --version", "nftables")
+CONNTRACK = Tool("conntrack", "conntrack -V", "conntrack")
 
 FAMILY = "ip"
 _LABEL = re.compile(r"^[a-z][a-z0-9]{0,15}$")

@@ -34,7 +34,10 @@ from dataclasses import asdict, dataclass
 from ..errors import CapabilityMissing, SpecError
 from ..journal import Journal, undo_handler
 from ..nodes import NamespaceNode, Node
+from ..tools.registry import Tool
 from .record import ChangeRecord
+
+TIPC = Tool("tipc", "tipc help 2>&1 | grep -m1 -i usage", "iproute2")
 
 MEDIA = ("udp", "eth")
 _NAME = re.compile(r"^[A-Za-z0-9_.-]{1,15}$")

@@ -1,17 +1,21 @@
-"""One module per study: its topology, parameters, measurement and analysis."""
+"""Studies: one module each (a :class:`Study` subclass) and a notebook; found, not listed.
 
-STUDIES = {
-    "s0": "harness.studies.s0",
-    "s3": "harness.studies.s3",
-    "s4": "harness.studies.s4",
-}
+See :mod:`harness.studies.base` for the contract and the README's "Adding a study".
+"""
 
+from .base import Citation, Requirements, RunData, Study
+from .parameters import Parameters, param
+from .registry import discover, get_study, study_for, study_of_notebook
 
-def study_module(name: str):
-    import importlib
-
-    from ..errors import SpecError
-
-    if name not in STUDIES:
-        raise SpecError(f"unknown study {name!r}", f"use one of: {', '.join(sorted(STUDIES))}")
-    return importlib.import_module(STUDIES[name])
+__all__ = [
+    "Citation",
+    "Parameters",
+    "Requirements",
+    "RunData",
+    "Study",
+    "discover",
+    "get_study",
+    "param",
+    "study_for",
+    "study_of_notebook",
+]

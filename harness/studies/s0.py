@@ -50,7 +50,8 @@ import re
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
+from typing import ClassVar
 
 import pandas as pd
 
@@ -61,12 +62,14 @@ from ..journal import Journal, machine_of
 from ..nodes import Node
 from ..nodes.local import wait_until
 from ..relay import RelaySpec, run_relay
-from ..session import Session, open_session
+from ..session import Session
 from ..testbed import InventoryTestbed
 from ..tools import pingpong
-from ..tools.iperf3 import iperf3_client, iperf3_server, settle
+from ..tools.iperf3 import IPERF3, iperf3_client, iperf3_server, settle
+from ..tools.registry import PYTHON3
 from ..topology import Topology, TopologyBuilder
-from .params import flag, number, profile_values
+from .base import Citation, Requirements, RunData, Study
+from .parameters import Parameters, param
 
 STUDY = "s0"
 A_PRIVATE, B_PRIVATE = "10.1.0.0/24", "10.2.0.0/24"  # only inside the lab's namespaces
@@ -147,41 +150,26 @@ def check_size(size: int) -> None:
 
 
 @dataclass(frozen=True)
-class Params:
-    profile: str = "quick"
-    sizes: tuple[int, ...] = POW2
-    repetitions: int = 2
-    rate_mbit: float = 100.0  # every link; 0 = unshaped
-    latency_budget_s: float = 0.05  # per size, method and repetition
-    stream_budget_s: float = 0.1
-    flows: int = 4  # concurrent flows when counting front-to-front connections
-    bench: bool = True  # the unshaped relay benchmark (kernel forwarding, socat, srd)
-    bench_repetitions: int = 2
-    bench_seconds: int = 2  # iperf3 seconds per path
-    verify_seconds: int = 2
-
-    @classmethod
-    def resolve(cls, **given) -> Params:
-        """Validate notebook parameters; a profile supplies what is left empty (None/"")."""
-        profile, values = profile_values(cls, given, PROFILES, "study S0")
-        return cls(
-            profile=profile,
-            sizes=message_sizes(values["sizes"]),
-            repetitions=number("repetitions", values["repetitions"], 1, 100, integer=True),
-            rate_mbit=number("rate_mbit", values["rate_mbit"], 1, 40_000, allow_zero=True),
-            latency_budget_s=number("latency_budget_s", values["latency_budget_s"], 0.005, 60),
-            stream_budget_s=number("stream_budget_s", values["stream_budget_s"], 0.005, 60),
-            flows=number("flows", values["flows"], 1, 64, integer=True),
-            bench=flag("bench", values["bench"]),
-            bench_repetitions=number("bench_repetitions", values["bench_repetitions"], 1, 100,
-                                     integer=True),
-            bench_seconds=number("bench_seconds", values["bench_seconds"], 1, 600, integer=True),
-            verify_seconds=number("verify_seconds", values["verify_seconds"], 1, 60,
-                                  integer=True),
-        )
-
-    def to_dict(self) -> dict:
-        return asdict(self)
+class Params(Parameters):
+    profiles: ClassVar[dict[str, dict]] = PROFILES
+    sizes: tuple[int, ...] = param(POW2, 'message sizes, e.g. "1..1M" (every power of two) or '
+                                   '"1,1K,64K"', unit="B", low=1, high=MAX_SIZE,
+                                   parse=lambda _name, value: message_sizes(value))
+    repetitions: int = param(2, "repetitions of every method", low=1, high=100)
+    rate_mbit: float = param(100.0, "rate of every link", unit="Mbit/s", low=1, high=40_000,
+                             zero="unshaped links")
+    latency_budget_s: float = param(0.05, "ping-pong time per size, method and repetition",
+                                    unit="s", low=0.005, high=60)
+    stream_budget_s: float = param(0.1, "streaming time per size, method and repetition",
+                                   unit="s", low=0.005, high=60)
+    flows: int = param(4, "concurrent flows when counting front-to-front connections (Table 1)",
+                       low=1, high=64)
+    bench: bool = param(True, "the unshaped relay benchmark: kernel forwarding, socat, srd")
+    bench_repetitions: int = param(2, "repetitions of the benchmark", low=1, high=100)
+    bench_seconds: int = param(2, "iperf3 seconds per benchmark path", unit="s", low=1,
+                               high=600)
+    verify_seconds: int = param(2, "iperf3 seconds per link direction when verifying the lab",
+                                unit="s", low=1, high=60)
 
 
 def topology(params: Params, unshaped: bool = False, name: str = "s0-relay") -> Topology:
@@ -773,22 +761,39 @@ def build_bench_bed(session: Session, stack: ExitStack, params: Params, main_bed
     return LabTestbed(lab), "second namespace lab, unshaped"
 
 
-def measure(params: Params, run_dir: str = "", inventory: str = "") -> str:
-    """Build (or reach) the testbed, measure the three methods and the relay benchmark, archive."""
-    check_inventory(inventory)
-    with open_session(STUDY, params.to_dict(), run_dir, inventory) as session:
-        timings: dict[str, float] = {}
-        t = time.monotonic()
-        # nft/socat/conntrack are needed on the fronts only: check_tools looks there
-        bed = session.testbed(topology(params), tools={"iperf3", "python3"},
-                              node_features={"fa": {"nat"}})
+class S0(Study):
+    name = STUDY
+    title = "NAT + user-space relay between private-IP clusters"
+    citation = Citation(
+        "Siyoul Choi, Kumrye Park, Sungyong Park, Ohyoung Kwon, Hyoungwoo Park",
+        "High Performance Communication Relay method for Clusters that use Private IPs in "
+        "GRID environment", "Sogang University, KUT and KISTI", 2004,
+        "000_092c15c31e73f5b4.txt")
+    Params = Params
+
+    def topology(self, params: Params) -> Topology:
+        return topology(params)
+
+    def requirements(self, params: Params) -> Requirements:
+        # nft/socat/conntrack are needed on the fronts only: check_testbed looks there
+        return Requirements(tools=(IPERF3, PYTHON3), node_features={"fa": frozenset({"nat"})})
+
+    def prepare(self, params: Params, inventory: str) -> None:
+        check_inventory(inventory)
+
+    def check_testbed(self, session: Session, bed, params: Params) -> None:
         check_fronts(bed)
         check_tools(bed, params.bench)
         for name, ports in (("fa", FA_PORTS), ("fb", FB_PORTS), ("b1", B1_PORTS)):
             check_ports_free(bed.node(name), ports)
+
+    def configure(self, session: Session, bed, params: Params) -> None:
         prepare_inventory(session, bed)
-        session.verify(params.verify_seconds)
-        timings["setup_s"] = time.monotonic() - t
+
+    def measure(self, session: Session, bed, params: Params, configured: None) -> None:
+        """The three methods (latency, streaming, connections), then the relay benchmark."""
+        timings: dict[str, float] = {"setup_s": session.timings.get("testbed_s", 0.0)
+                                     + session.timings.get("verify_s", 0.0)}
         loadavg = {"start": machine_load(bed.node("a1"))}
         run = Measurement(session, bed, Plan.of(bed))
         t = time.monotonic()
@@ -838,4 +843,22 @@ def measure(params: Params, run_dir: str = "", inventory: str = "") -> str:
             "nptcp_direct_half_rtt_1b_us": nptcp_us, "loadavg": loadavg,
             "tool": "harness.tools.pingpong (TCP_NODELAY, per-size budgets)",
         })
-        return str(session.run.path)
+
+    def claims(self, data: RunData) -> pd.DataFrame:
+        from . import s0_analysis
+
+        return s0_analysis.claims(data.results, data.tables.get("bench"))
+
+    def figures(self, data: RunData) -> dict:
+        from . import s0_analysis
+
+        figures = {"latency": s0_analysis.figure(data.results),
+                   "ratios": s0_analysis.ratio_figure(data.results)}
+        if data.tables.get("bench") is not None and not data.tables["bench"].empty:
+            figures["bench"] = s0_analysis.bench_figure(data.tables["bench"])
+        return figures
+
+
+def measure(params: Params, run_dir: str = "", inventory: str = "") -> str:
+    """The study run end to end (see :meth:`Study.run`); returns the run folder."""
+    return S0().run(params, run_dir, inventory)

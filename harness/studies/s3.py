@@ -21,7 +21,8 @@ harness.config.tipc. The host kernel has no TIPC/SCTP: the lab runs in a VM.
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
+from typing import ClassVar
 
 import pandas as pd
 
@@ -29,9 +30,12 @@ from .. import fanin
 from ..config import tipc
 from ..errors import SpecError
 from ..nodes import NamespaceNode
-from ..session import Session, open_session
+from ..session import Session
+from ..tools.iperf3 import IPERF3
+from ..tools.registry import TC
 from ..topology import Topology, TopologyBuilder
-from .params import flag, int_list, number, profile_values
+from .base import Citation, Requirements, RunData, Study
+from .parameters import Parameters, param
 
 STUDY = "s3"
 MAX_MAPPERS = 48  # the paper's largest fan-in, and what one VM lab is built and verified with
@@ -59,78 +63,49 @@ PROFILES = {
 
 
 @dataclass(frozen=True)
-class Params:
-    profile: str = "quick"
-    protocols: tuple[str, ...] = ("tcp-cubic", "sctp", "tipc")
-    mappers: tuple[int, ...] = PROFILES["quick"]["mappers"]
-    sizes_kb: tuple[int, ...] = PROFILES["quick"]["sizes_kb"]
-    rounds: int = 10
-    warmup: int = 2
-    repetitions: int = 1
-    port_rate_mbit: float = 100.0  # the reducer's switch port (the paper: 1 Gbit/s)
-    mapper_rate_mbit: float = 0.0  # 0: mapper links unshaped (veth speed)
-    queue_packets: int = 85  # switch-port buffer toward the reducer (85 x 1514 B ~ 128 KB)
-    cpu_periods_ms: tuple[int, ...] = PROFILES["quick"]["cpu_periods_ms"]
-    cpu_sizes_kb: tuple[int, ...] = PROFILES["quick"]["cpu_sizes_kb"]
-    cpu_rounds: int = 6
-    cpu_mappers: int = 48  # the paper: 1:50; we stop at 48
-    sndbuf: int = 0  # SO_SNDBUF / SO_RCVBUF for every protocol; 0 = kernel default
-    rcvbuf: int = 0
-    round_timeout_s: float = 20.0
-    verify_seconds: int = 4  # per shaped direction; the wire between two TCG VMs is jittery
+class Params(Parameters):
+    profiles: ClassVar[dict[str, dict]] = PROFILES
+    protocols: tuple[str, ...] = param(("tcp-cubic", "sctp", "tipc"), "protocols to compare",
+                                       choices=VARIANTS)
+    mappers: tuple[int, ...] = param(PROFILES["quick"]["mappers"], "fan-in values (1:N)",
+                                     low=1, high=MAX_MAPPERS, above="the lab holds (each "
+                                     "mapper is a namespace with its own link; 48 is the "
+                                     "paper's largest fan-in)")
+    sizes_kb: tuple[int, ...] = param(PROFILES["quick"]["sizes_kb"], "partition sizes",
+                                      unit="KB", low=1, high=64)
+    rounds: int = param(10, "measured rounds per point", low=1, high=100_000)
+    warmup: int = param(2, "unmeasured rounds before each point", low=0, high=10_000)
+    repetitions: int = param(1, "repetitions of the whole sweep", low=1, high=100)
+    port_rate_mbit: float = param(100.0, "the reducer's switch port (the paper: 1 Gbit/s)",
+                                  unit="Mbit/s", low=1, high=10_000)
+    mapper_rate_mbit: float = param(0.0, "rate of each mapper link", unit="Mbit/s", low=1,
+                                    high=10_000, zero="unshaped (veth speed)")
+    queue_packets: int = param(85, "switch-port buffer toward the reducer (85 x 1514 B ~ 128 KB)",
+                               unit="packets", low=1, high=100_000)
+    cpu_periods_ms: tuple[int, ...] = param(PROFILES["quick"]["cpu_periods_ms"],
+                                            "CPU experiment: request periods", unit="ms",
+                                            low=1, high=60_000)
+    cpu_sizes_kb: tuple[int, ...] = param(PROFILES["quick"]["cpu_sizes_kb"],
+                                          "CPU experiment: partition sizes", unit="KB",
+                                          low=1, high=64)
+    cpu_rounds: int = param(6, "CPU experiment: rounds per point (0 skips it)", low=0,
+                            high=100_000)
+    cpu_mappers: int = param(48, "CPU experiment: fan-in (the paper: 1:50)", low=1,
+                             high=MAX_MAPPERS, above="the lab holds")
+    sndbuf: int = param(0, "SO_SNDBUF for every protocol", unit="B", low=4096, high=1 << 30,
+                        zero="kernel default")
+    rcvbuf: int = param(0, "SO_RCVBUF for every protocol", unit="B", low=4096, high=1 << 30,
+                        zero="kernel default")
+    round_timeout_s: float = param(20.0, "time allowed for one round", unit="s", low=0.1,
+                                   high=3600)
+    verify_seconds: int = param(4, "iperf3 seconds per shaped direction when verifying "
+                                "(the wire between two TCG VMs is jittery)", unit="s",
+                                low=1, high=60)
     # The reducer in a kernel of its own (a second VM, joined to the switch by a wire).
     # None: when TIPC is measured -- between namespaces of ONE kernel, Linux >= 5.5 hands
     # TIPC messages over directly and they never cross the lab's network.
-    reducer_own_kernel: bool | None = None
-
-    @classmethod
-    def resolve(cls, **given) -> Params:
-        """Validate notebook parameters; a profile supplies what is left empty (None/"")."""
-        profile, values = profile_values(cls, given, PROFILES, "study S3")
-        protocols = values["protocols"]
-        if isinstance(protocols, str):
-            protocols = [p.strip() for p in protocols.split(",") if p.strip()]
-        protocols = tuple(protocols)
-        bad = [p for p in protocols if p not in VARIANTS]
-        if bad or not protocols:
-            raise SpecError(f"unknown protocol(s) {bad or protocols}",
-                            f"use some of {', '.join(VARIANTS)}")
-        mappers = int_list("mappers", values["mappers"], 1, 10**6)
-        if max(mappers) > MAX_MAPPERS:
-            raise SpecError(f"fan-in of {max(mappers)} mappers is more than the lab holds",
-                            f"use at most {MAX_MAPPERS} mappers (each is a namespace with its "
-                            "own link; 48 is the paper's largest fan-in)")
-        cpu_mappers = number("cpu_mappers", values["cpu_mappers"], 1, 10**6, integer=True)
-        if cpu_mappers > MAX_MAPPERS:
-            raise SpecError(f"cpu_mappers={cpu_mappers} is more than the lab holds",
-                            f"use at most {MAX_MAPPERS}")
-        return cls(
-            profile=profile,
-            protocols=protocols,
-            mappers=mappers,
-            sizes_kb=int_list("sizes_kb", values["sizes_kb"], 1, 64),
-            rounds=number("rounds", values["rounds"], 1, 100_000, integer=True),
-            warmup=number("warmup", values["warmup"], 0, 10_000, integer=True),
-            repetitions=number("repetitions", values["repetitions"], 1, 100, integer=True),
-            port_rate_mbit=number("port_rate_mbit", values["port_rate_mbit"], 1, 10_000),
-            mapper_rate_mbit=number("mapper_rate_mbit", values["mapper_rate_mbit"], 1, 10_000,
-                                    allow_zero=True),
-            queue_packets=number("queue_packets", values["queue_packets"], 1, 100_000,
-                                 integer=True),
-            cpu_periods_ms=int_list("cpu_periods_ms", values["cpu_periods_ms"], 1, 60_000),
-            cpu_sizes_kb=int_list("cpu_sizes_kb", values["cpu_sizes_kb"], 1, 64),
-            cpu_rounds=number("cpu_rounds", values["cpu_rounds"], 0, 100_000, integer=True),
-            cpu_mappers=cpu_mappers,
-            sndbuf=number("sndbuf", values["sndbuf"], 4096, 1 << 30, integer=True,
-                          allow_zero=True),
-            rcvbuf=number("rcvbuf", values["rcvbuf"], 4096, 1 << 30, integer=True,
-                          allow_zero=True),
-            round_timeout_s=number("round_timeout_s", values["round_timeout_s"], 0.1, 3600),
-            verify_seconds=number("verify_seconds", values["verify_seconds"], 1, 60,
-                                  integer=True),
-            reducer_own_kernel=flag("reducer_own_kernel", values["reducer_own_kernel"],
-                                    allow_none=True),
-        )
+    reducer_own_kernel: bool | None = param(None, "the reducer in a second VM; empty: yes "
+                                            "when TIPC is measured")
 
     @property
     def split_kernels(self) -> bool:
@@ -145,9 +120,6 @@ class Params:
     def kernel_features(self) -> set[str]:
         """Kernel features the chosen protocols need (TCP: none beyond a namespace lab)."""
         return {f for p in self.protocols if (f := fanin.FEATURES[VARIANTS[p][0]])}
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 def mapper_name(i: int) -> str:
@@ -359,14 +331,34 @@ def run_point(session: Session, bed, fleet: fanin.MapperFleet, binary: str, vari
     return row, per_round, (after_q, after_m)
 
 
-def measure(params: Params, run_dir: str = "", inventory: str = "") -> str:
-    """Build the lab (in a VM when the host lacks TIPC/SCTP), sweep, archive; return the run."""
-    fanin.build_local()  # before any change and before a VM boots (it shares our files)
-    with open_session(STUDY, params.to_dict(), run_dir, inventory) as session:
+class S3(Study):
+    name = STUDY
+    title = "TIPC versus TCP versus SCTP for Hadoop-style shuffle fan-in"
+    citation = Citation(
+        "Dae Hyun Yoo, Sang Hwa Chung, Tae Hun Kim",
+        "Applying TIPC Protocol for Increasing Network Performance in Hadoop-based Distributed "
+        "Computing Environment",
+        "Journal of KIISE: Computer Systems and Theory 36(5)", 2009, "003_4846a53aaad56b29.txt")
+    Params = Params
+
+    def topology(self, params: Params) -> Topology:
+        return topology(params)
+
+    def requirements(self, params: Params) -> Requirements:
+        return Requirements(features=frozenset(params.kernel_features()), tools=(TC, IPERF3))
+
+    def prepare(self, params: Params, inventory: str) -> None:
+        fanin.build_local()  # before any change and before a VM boots (it shares our files)
+
+    def configure(self, session: Session, bed, params: Params) -> dict | None:
+        """TIPC identities and bearers on every node, when TIPC is measured."""
+        if "tipc" in params.protocols:
+            return configure_tipc(session, bed, params.lab_mappers)
+        return None
+
+    def measure(self, session: Session, bed, params: Params, tipc_notes: dict | None) -> None:
+        """Every protocol over the whole grid, one mapper fleet per protocol; archive."""
         started = time.monotonic()
-        bed = session.testbed(topology(params), features=params.kernel_features(),
-                              tools={"tc", "iperf3"})
-        session.verify(params.verify_seconds)
         reducer = bed.node("reducer")
         binary = fanin.build_on(reducer)
         n_lab = params.lab_mappers
@@ -377,37 +369,18 @@ def measure(params: Params, run_dir: str = "", inventory: str = "") -> str:
                        "port_rate_mbit_effective": port_link.rate_mbit if port_link else None,
                        "scaling": session.scaling.to_dict() if session.scaling else None,
                        "kernel": kernel_record(reducer), "lab_mappers": n_lab}
-        if "tipc" in params.protocols:
-            notes["tipc"] = configure_tipc(session, bed, n_lab)
+        if tipc_notes is not None:
+            notes["tipc"] = tipc_notes
         mapper_nodes = [bed.node(mapper_name(i)) for i in range(n_lab)]
         rows, rounds = [], []
         timings = {}
         for variant in params.protocols:
-            proto, cc = VARIANTS[variant]
             t0 = time.monotonic()
-            listens = [fanin.mapper_address(proto, mapper_ip(i), PORT, i) for i in range(n_lab)]
-            sockets = fanin.SocketOptions(params.sndbuf, params.rcvbuf, cc)
-            with fanin.mapper_fleet(session.journal, mapper_nodes, listens, proto, binary,
-                                    sockets) as fleet:
-                last = None  # counters after the previous point of this fleet
-                for rep in range(1, params.repetitions + 1):
-                    for n in params.mappers:
-                        for size_kb in params.sizes_kb:
-                            row, per_round, last = run_point(
-                                session, bed, fleet, binary, variant, n, size_kb * 1024,
-                                params.rounds, params.warmup, 0, "rate", rep, params, last)
-                            rows.append(row)
-                            rounds += per_round
-                    if params.cpu_rounds:
-                        for period in params.cpu_periods_ms:
-                            for size_kb in params.cpu_sizes_kb:
-                                row, per_round, last = run_point(
-                                    session, bed, fleet, binary, variant, params.cpu_mappers,
-                                    size_kb * 1024, params.cpu_rounds, 1, period * 1000, "cpu",
-                                    rep, params, last)
-                                rows.append(row)
-                                rounds += per_round
-            session.raw(f"mappers-{variant}.jsonl", fleet.output)
+            fleet_rows, fleet_rounds, output = measure_protocol(session, bed, params, variant,
+                                                               mapper_nodes, binary)
+            rows += fleet_rows
+            rounds += fleet_rounds
+            session.raw(f"mappers-{variant}.jsonl", output)
             timings[variant] = round(time.monotonic() - t0, 1)
         if "tipc" in params.protocols:
             stat = reducer.run(["tipc", "link", "stat", "show"], check=False, timeout=60)
@@ -420,7 +393,58 @@ def measure(params: Params, run_dir: str = "", inventory: str = "") -> str:
                                   "releases all requests at once, CLOCK_MONOTONIC; mapper: one "
                                   "process per node; SOCK_STREAM for TCP, SCTP and TIPC")
         session.note(s3=notes)
-        return str(session.run.path)
+
+    def load(self, run_path) -> RunData:
+        return RunData.load(run_path)
+
+    def claims(self, data: RunData) -> pd.DataFrame:
+        from . import s3_analysis
+
+        params = data.meta["parameters"]
+        period_scale = (min(params["cpu_periods_ms"]) / 25) if params.get("cpu_rounds") else 1.0
+        return s3_analysis.claims(data.results, period_scale=period_scale)
+
+    def figures(self, data: RunData) -> dict:
+        from . import s3_analysis
+
+        return {"fig7": s3_analysis.figure_rate(data.results),
+                "fig8": s3_analysis.figure_cpu(data.results)}
+
+
+def measure_protocol(session: Session, bed, params: Params, variant: str, mapper_nodes: list,
+                     binary: str) -> tuple[list[dict], list[dict], str]:
+    """One protocol over the whole grid with one mapper fleet: (rows, rounds, mapper output)."""
+    proto, cc = VARIANTS[variant]
+    n_lab = len(mapper_nodes)
+    listens = [fanin.mapper_address(proto, mapper_ip(i), PORT, i) for i in range(n_lab)]
+    sockets = fanin.SocketOptions(params.sndbuf, params.rcvbuf, cc)
+    rows, rounds = [], []
+    with fanin.mapper_fleet(session.journal, mapper_nodes, listens, proto, binary,
+                            sockets) as fleet:
+        last = None  # counters after the previous point of this fleet
+        for rep in range(1, params.repetitions + 1):
+            for n in params.mappers:
+                for size_kb in params.sizes_kb:
+                    row, per_round, last = run_point(
+                        session, bed, fleet, binary, variant, n, size_kb * 1024,
+                        params.rounds, params.warmup, 0, "rate", rep, params, last)
+                    rows.append(row)
+                    rounds += per_round
+            if params.cpu_rounds:
+                for period in params.cpu_periods_ms:
+                    for size_kb in params.cpu_sizes_kb:
+                        row, per_round, last = run_point(
+                            session, bed, fleet, binary, variant, params.cpu_mappers,
+                            size_kb * 1024, params.cpu_rounds, 1, period * 1000, "cpu",
+                            rep, params, last)
+                        rows.append(row)
+                        rounds += per_round
+    return rows, rounds, fleet.output
+
+
+def measure(params: Params, run_dir: str = "", inventory: str = "") -> str:
+    """The study run end to end (see :meth:`Study.run`); returns the run folder."""
+    return S3().run(params, run_dir, inventory)
 
 
 def _source_sha() -> str:

@@ -16,17 +16,20 @@ iperf3 (memory to memory) and a real GridFTP transfer (globus-url-copy with
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
+from typing import ClassVar
 
 import pandas as pd
 
 from ..config import cgroup, mptcp
 from ..config.congestion import set_default_congestion
-from ..session import Session, open_session
+from ..session import Session
 from ..tools import counters
-from ..tools.iperf3 import iperf3_client, iperf3_server, settle
+from ..tools.gridftp import GLOBUS_URL_COPY, GRIDFTP_SERVER
+from ..tools.iperf3 import IPERF3, MPTCPIZE, iperf3_client, iperf3_server, settle
 from ..topology import Topology, TopologyBuilder
-from .params import flag, int_list, number, profile_values
+from .base import Citation, Requirements, RunData, Study
+from .parameters import Parameters, param
 
 STUDY = "s4"
 IPERF_PORT_TCP = 5201
@@ -47,41 +50,26 @@ PROFILES = {
 
 
 @dataclass(frozen=True)
-class Params:
-    profile: str = "quick"
-    streams: tuple[int, ...] = PROFILES["quick"]["streams"]
-    repetitions: int = 1
-    duration_s: int = 4
-    path_rate_mbit: float = 500.0
-    server_rate_mbit: float = 1000.0
-    sender_cpus: float = 0.0  # 0: no CPU limit on the sender
-    gridftp: bool = True
-    gridftp_streams: tuple[int, ...] = PROFILES["quick"]["gridftp_streams"]
-    gridftp_mbytes: int = 64
-    verify_seconds: int = 2
-
-    @classmethod
-    def resolve(cls, **given) -> Params:
-        """Validate notebook parameters; a profile supplies what is left empty (None/"")."""
-        profile, values = profile_values(cls, given, PROFILES, "study S4")
-        return cls(
-            profile=profile,
-            streams=int_list("streams", values["streams"], 1, 128),
-            repetitions=number("repetitions", values["repetitions"], 1, 100, integer=True),
-            duration_s=number("duration_s", values["duration_s"], 1, 600, integer=True),
-            path_rate_mbit=number("path_rate_mbit", values["path_rate_mbit"], 1, 40_000),
-            server_rate_mbit=number("server_rate_mbit", values["server_rate_mbit"], 1, 40_000),
-            sender_cpus=number("sender_cpus", values["sender_cpus"], 0.05, 64, allow_zero=True),
-            gridftp=flag("gridftp", values["gridftp"]),
-            gridftp_streams=int_list("gridftp_streams", values["gridftp_streams"], 1, 64),
-            gridftp_mbytes=number("gridftp_mbytes", values["gridftp_mbytes"], 1, 100_000,
-                                  integer=True),
-            verify_seconds=number("verify_seconds", values["verify_seconds"], 1, 60,
-                                  integer=True),
-        )
-
-    def to_dict(self) -> dict:
-        return asdict(self)
+class Params(Parameters):
+    profiles: ClassVar[dict[str, dict]] = PROFILES
+    streams: tuple[int, ...] = param(PROFILES["quick"]["streams"], "parallel streams per point",
+                                     low=1, high=128)
+    repetitions: int = param(1, "repetitions of the whole sweep", low=1, high=100)
+    duration_s: int = param(4, "seconds per iperf3 point", unit="s", low=1, high=600)
+    path_rate_mbit: float = param(500.0, "rate of each client path (the paper: 500)",
+                                  unit="Mbit/s", low=1, high=40_000)
+    server_rate_mbit: float = param(1000.0, "rate of the server's link (the paper: 1000)",
+                                    unit="Mbit/s", low=1, high=40_000)
+    sender_cpus: float = param(0.0, "CPU limit of the sender, in CPUs (a cgroup)", unit="CPUs",
+                               low=0.05, high=64, zero="no limit")
+    gridftp: bool = param(True, "also run real GridFTP transfers (globus-url-copy -p N)")
+    gridftp_streams: tuple[int, ...] = param(PROFILES["quick"]["gridftp_streams"],
+                                             "parallel GridFTP data streams per point",
+                                             low=1, high=64)
+    gridftp_mbytes: int = param(64, "bytes per GridFTP transfer", unit="MiB", low=1,
+                                high=100_000)
+    verify_seconds: int = param(2, "iperf3 seconds per link direction when verifying the lab",
+                                unit="s", low=1, high=60)
 
 
 def topology(params: Params) -> Topology:
@@ -144,31 +132,60 @@ class PathCounters:
         }
 
 
-def measure(params: Params, run_dir: str = "", inventory: str = "") -> str:
-    """Build (or reach) the testbed, sweep streams x transports, archive; return the run folder."""
-    tools = {"iperf3", "mptcpize"} | ({"globus-url-copy", "globus-gridftp-server"}
-                                      if params.gridftp else set())
-    with open_session(STUDY, params.to_dict(), run_dir, inventory) as session:
-        bed = session.testbed(topology(params), features={"mptcp"}, tools=tools)
+class S4(Study):
+    name = STUDY
+    title = "MPTCP versus TCP for Globus/GridFTP-style parallel transfers"
+    citation = Citation(
+        "Wontaek Hong (KISTI)",
+        "Monitoring of Parallel Transfer Performance for MPTCP-based Globus Service",
+        "KISTI (Korea Institute of Science and Technology Information) report", 2021,
+        "004_d6ca26a4142f3e16.txt")
+    Params = Params
+
+    def topology(self, params: Params) -> Topology:
+        return topology(params)
+
+    def requirements(self, params: Params) -> Requirements:
+        tools = (IPERF3, MPTCPIZE) + ((GLOBUS_URL_COPY, GRIDFTP_SERVER) if params.gridftp else ())
+        return Requirements(features=frozenset({"mptcp"}), tools=tools)
+
+    def configure(self, session: Session, bed, params: Params) -> str | None:
+        """MPTCP on client and server; the sender's CPU limit. Returns the cgroup (or None)."""
         configure_mptcp(session, bed)
-        cpu_cgroup = None
-        if params.sender_cpus:
-            cpu_cgroup, records = cgroup.cpu_limit(session.journal, bed.node("client"),
-                                                   params.sender_cpus, "s4-sender")
-            session.configure(records)
-        session.verify(params.verify_seconds)
+        if not params.sender_cpus:
+            return None
+        cpu_cgroup, records = cgroup.cpu_limit(session.journal, bed.node("client"),
+                                               params.sender_cpus, "s4-sender")
+        session.configure(records)
+        return cpu_cgroup
+
+    def measure(self, session: Session, bed, params: Params, cpu_cgroup: str | None) -> None:
+        """Sweep streams x transports with iperf3, then with GridFTP; archive one table."""
         rows = sweep_iperf3(session, bed, params, cpu_cgroup)
         if params.gridftp:
             rows += sweep_gridftp(session, bed, params, cpu_cgroup)
-        frame = pd.DataFrame(rows)
-        session.results(frame)
+        session.results(pd.DataFrame(rows))
         session.note(controllers={
             "tcp": CONGESTION,
             "mptcp": f"upstream Linux MPTCP v1, in-kernel path manager, {CONGESTION} per subflow "
                      "(uncoupled; LIA/OLIA/BALIA are not in the upstream kernel)",
             "paper_mptcp": "out-of-tree MPTCP v0.95 with coupled BALIA",
         })
-        return str(session.run.path)
+
+    def claims(self, data: RunData) -> pd.DataFrame:
+        from . import s4_analysis
+
+        return s4_analysis.all_claims(data.results)
+
+    def figures(self, data: RunData) -> dict:
+        from . import s4_analysis
+
+        return {"fig3": s4_analysis.figure(data.results)}
+
+
+def measure(params: Params, run_dir: str = "", inventory: str = "") -> str:
+    """The study run end to end (see :meth:`Study.run`); returns the run folder."""
+    return S4().run(params, run_dir, inventory)
 
 
 def sweep_iperf3(session: Session, bed, params: Params, cpu_cgroup: str | None) -> list[dict]:

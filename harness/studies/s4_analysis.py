@@ -105,6 +105,14 @@ def claims(frame: pd.DataFrame, tool: str = "iperf3") -> pd.DataFrame:
     return table(out)
 
 
+def all_claims(frame: pd.DataFrame) -> pd.DataFrame:
+    """The claims for iperf3, and for GridFTP when the run has GridFTP points."""
+    tables = [claims(frame, "iperf3")]
+    if (frame.tool == "gridftp").any():
+        tables.append(claims(frame, "gridftp"))
+    return pd.concat(tables, ignore_index=True)
+
+
 def figure(frame: pd.DataFrame, title: str = "S4: throughput vs parallel streams"):
     """Mirror of the paper's Fig. 3: throughput of TCP and MPTCP against parallel streams."""
     tools = sorted(frame.tool.unique(), key=lambda t: t != "iperf3")

@@ -76,6 +76,11 @@ from ..errors import CapabilityMissing, NodeError, SpecError
 from ..journal import Journal, machine_of
 from ..nodes.base import Node, Process, command_text
 from ..nodes.local import in_cgroup
+from .registry import Tool
+
+GLOBUS_URL_COPY = Tool("globus-url-copy", "globus-url-copy -version", "globus-gass-copy-progs")
+GRIDFTP_SERVER = Tool("globus-gridftp-server", "globus-gridftp-server -version",
+                      "globus-gridftp-server-progs")
 
 MAX_STREAMS = 64
 DEFAULT_PORT = 2811

@@ -17,6 +17,10 @@ from ..journal import Journal
 from ..nodes import Node
 from ..nodes.base import command_text
 from ..nodes.local import in_cgroup
+from .registry import Tool
+
+IPERF3 = Tool("iperf3", "iperf3 --version", "iperf3")
+MPTCPIZE = Tool("mptcpize", "mptcpize --version", "mptcpize")  # MPTCP for programs without it
 
 MAX_STREAMS = 128
 BUSY_RETRIES = 4

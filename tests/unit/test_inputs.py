@@ -5,7 +5,7 @@ import pytest
 from harness.errors import SpecError
 from harness.inventory import Inventory
 from harness.studies import s4
-from harness.studies.params import int_list
+from harness.studies.parameters import int_list
 from harness.sweep import Sweep, _same
 
 

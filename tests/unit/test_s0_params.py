@@ -13,7 +13,7 @@ from harness.claims import NOT_REPRODUCED, REPRODUCED
 from harness.config import nat
 from harness.errors import SpecError
 from harness.nodes.local import wait_until
-from harness.studies import s0, study_module
+from harness.studies import get_study, s0
 from harness.studies import s0_analysis as analysis
 from harness.tools import pingpong
 
@@ -24,7 +24,7 @@ def test_quick_profile_covers_the_papers_sizes_and_paper_profile_repeats_more():
     assert quick.sizes == tuple(2 ** i for i in range(21))
     assert {1024, 32 * 1024, 128 * 1024, 1 << 20} <= set(quick.sizes)
     assert paper.repetitions > quick.repetitions and paper.stream_budget_s > quick.stream_budget_s
-    assert study_module("s0") is s0
+    assert isinstance(get_study("s0"), s0.S0)
     custom = s0.Params.resolve(profile="paper", sizes="1,4K,1M", repetitions=None)
     assert custom.sizes == (1, 4096, 1 << 20) and custom.repetitions == paper.repetitions
 

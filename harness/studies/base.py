@@ -1,0 +1,179 @@
+"""The study contract: what every study is, and the one way a study is run.
+
+A study is one module with one :class:`Study` subclass and a notebook. The
+subclass declares
+
+- ``name`` (the archive's folder, ``harness lab show NAME``), ``title`` and
+  ``citation`` (the paper it re-runs),
+- ``Params``: a :class:`~harness.studies.parameters.Parameters` dataclass whose
+  fields carry their rules, with ``profiles`` (``quick``, ``paper``, ...),
+- :meth:`topology` for given parameters and :meth:`requirements` (kernel
+  features and the programs, as :class:`~harness.tools.registry.Tool`, it needs),
+- :meth:`configure`: the changes that hold for the whole measurement, made only
+  through recorded configuration operations (a dry run prints them), and
+  :meth:`measure`: the measurement itself, archiving raw outputs and tables,
+- the analysis: :meth:`load` (a run into typed data), :meth:`figures` and
+  :meth:`claims` (the paper's claims beside ours).
+
+Defining the subclass registers it (see :mod:`harness.studies.registry`):
+nothing under ``harness/`` or ``noxfile.py`` lists studies by hand.
+:meth:`Study.run` is the same for every study: check the requirements, build
+or reach the testbed, configure, verify every link by measurement, measure,
+archive -- and undo every change, also after an error or Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import json
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import pandas as pd
+
+from .parameters import Parameters
+
+if TYPE_CHECKING:
+    from ..session import Session
+    from ..tools.registry import Tool
+    from ..topology import Topology
+
+
+@dataclass(frozen=True)
+class Requirements:
+    """What a study needs of the machines it runs on, checked before anything changes.
+
+    ``features`` are needed on every node; ``node_features`` adds needs per
+    topology node (e.g. NAT on one front node only). ``tools`` are programs
+    needed on every machine of the testbed.
+    """
+
+    features: frozenset[str] = frozenset()
+    tools: tuple[Tool, ...] = ()
+    node_features: dict[str, frozenset[str]] = field(default_factory=dict)
+
+    def tool_names(self) -> set[str]:
+        return {tool.name for tool in self.tools}
+
+
+@dataclass(frozen=True)
+class Citation:
+    """The paper a study re-runs."""
+
+    authors: str
+    title: str
+    venue: str
+    year: int
+    seed: str = ""  # the original's file under ../shared/seeds/
+
+    def text(self) -> str:
+        return f"{self.authors}. {self.title}. {self.venue}, {self.year}."
+
+
+@dataclass
+class RunData:
+    """An archived run, loaded: its run.json and every table it wrote."""
+
+    path: Path
+    meta: dict
+    tables: dict[str, pd.DataFrame]
+
+    @property
+    def results(self) -> pd.DataFrame:
+        return self.tables["results"]
+
+    @classmethod
+    def load(cls, run_path: str | Path) -> RunData:
+        path = Path(run_path)
+        meta = json.loads((path / "run.json").read_text())
+        tables = {p.stem: pd.read_parquet(p) for p in sorted(path.glob("*.parquet"))}
+        return cls(path, meta, tables)
+
+
+class Study(ABC):
+    """One study. Subclasses fill in the class variables and the abstract methods."""
+
+    name: ClassVar[str]
+    title: ClassVar[str]
+    citation: ClassVar[Citation | None] = None
+    Params: ClassVar[type[Parameters]]
+
+    def __init_subclass__(cls, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        if "name" in cls.__dict__:  # a concrete study, not an intermediate base
+            from .registry import register
+
+            register(cls)
+
+    # -- what the study is ------------------------------------------------------------------
+    def parameters(self, namespace: dict | None = None, **given) -> Parameters:
+        """Resolved parameters: from a notebook's namespace (``globals()``) and/or keywords."""
+        values = {name: namespace[name] for name in self.Params.specs()
+                  if namespace is not None and name in namespace}
+        return self.Params.resolve(**{**values, **given})
+
+    @abstractmethod
+    def topology(self, params: Parameters) -> Topology:
+        """The lab (or the part of the real network an inventory must provide)."""
+
+    @abstractmethod
+    def requirements(self, params: Parameters) -> Requirements:
+        """Kernel features and programs the study needs for these parameters."""
+
+    def prepare(self, params: Parameters, inventory: str) -> None:
+        """Checks and local builds before any session exists (nothing changed yet)."""
+
+    def check_testbed(self, session: Session, bed, params: Parameters) -> None:
+        """Checks on the reached testbed before anything is configured (ports free, ...)."""
+
+    def configure(self, session: Session, bed, params: Parameters) -> Any:
+        """Recorded configuration for the whole measurement; the value goes to :meth:`measure`."""
+        return None
+
+    @abstractmethod
+    def measure(self, session: Session, bed, params: Parameters, configured: Any) -> None:
+        """Measure, archiving raw outputs (``session.raw``) and tables (``session.results``)."""
+
+    # -- the analysis -------------------------------------------------------------------
+    def load(self, run_path: str | Path) -> RunData:
+        """The archived run as typed data."""
+        return RunData.load(run_path)
+
+    @abstractmethod
+    def claims(self, data: RunData) -> pd.DataFrame:
+        """The paper's claims beside ours, one row per claim with its verdict."""
+
+    @abstractmethod
+    def figures(self, data: RunData) -> dict[str, Any]:
+        """The figures that mirror the paper's, by name."""
+
+    # -- the one way to run it ------------------------------------------------------------
+    def run(self, params: Parameters, run_dir: str = "", inventory: str = "") -> str:
+        """Check, build or reach the testbed, configure, verify, measure, archive; undo all.
+
+        Returns the run folder. With an empty ``run_dir`` the run folder is made
+        here (a notebook run from JupyterLab); ``harness run`` passes its own.
+        """
+        from ..session import open_session
+
+        self.prepare(params, inventory)
+        with open_session(self.name, params.to_dict(), run_dir, inventory) as session:
+            bed = self._testbed(session, params)
+            self.check_testbed(session, bed, params)
+            configured = self.configure(session, bed, params)
+            session.verify(getattr(params, "verify_seconds", 2))
+            self.measure(session, bed, params, configured)
+            return str(session.run.path)
+
+    def _testbed(self, session: Session, params: Parameters):
+        needs = self.requirements(params)
+        return session.testbed(self.topology(params), features=set(needs.features),
+                               tools=needs.tools,
+                               node_features={k: set(v) for k, v in needs.node_features.items()})
+
+    def describe(self) -> str:
+        lines = [f"{self.name}: {self.title}"]
+        if self.citation:
+            lines.append(f"  paper: {self.citation.text()}")
+        return "\n".join(lines)

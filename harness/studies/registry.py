@@ -1,0 +1,125 @@
+"""Finding studies: no list kept by hand.
+
+A :class:`~harness.studies.base.Study` subclass registers itself when its
+module is imported. :func:`discover` imports every place studies may live:
+
+- the modules of the ``harness.studies`` package,
+- modules published by installed packages under the entry-point group
+  ``harness.studies`` (a researcher's own package of studies),
+- ``*.py`` files in the folders of ``$HARNESS_STUDY_PATH`` (colon-separated).
+
+A notebook names its study in its metadata, ``{"harness": {"study": NAME}}``,
+and may add ``"module": "FILE.py"`` (a path relative to the notebook) for a
+study kept beside its notebook, outside any package.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import json
+import os
+import pkgutil
+import sys
+from importlib.metadata import entry_points
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..errors import SpecError
+
+if TYPE_CHECKING:
+    from .base import Study
+
+ENTRY_POINT_GROUP = "harness.studies"
+PATH_VARIABLE = "HARNESS_STUDY_PATH"
+
+_REGISTRY: dict[str, type[Study]] = {}
+_discovered = False
+
+
+def register(cls: type[Study]) -> None:
+    """Called by ``Study.__init_subclass__``: one class per name."""
+    known = _REGISTRY.get(cls.name)
+    if known is not None and known.__qualname__ != cls.__qualname__:
+        raise SpecError(f"two studies are named {cls.name!r}: {known.__module__}.{known.__qualname__}"
+                        f" and {cls.__module__}.{cls.__qualname__}", "rename one of them")
+    _REGISTRY[cls.name] = cls
+
+
+def import_file(path: Path) -> None:
+    """Import a study module from a file outside any package (once per file)."""
+    path = path.resolve()
+    module_name = "harness_study_" + "_".join(path.with_suffix("").parts[-3:]).replace("-", "_")
+    if module_name in sys.modules:
+        return
+    if not path.is_file():
+        raise SpecError(f"study module {path} does not exist",
+                        "check the notebook's metadata harness.module or $HARNESS_STUDY_PATH")
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[module_name]
+        raise
+
+
+def discover() -> dict[str, type[Study]]:
+    """Import every study module there is; return the registry (name -> class)."""
+    global _discovered
+    if not _discovered:
+        from .. import studies
+
+        for info in pkgutil.iter_modules(studies.__path__, studies.__name__ + "."):
+            importlib.import_module(info.name)
+        for point in entry_points(group=ENTRY_POINT_GROUP):
+            point.load()
+        for folder in filter(None, os.environ.get(PATH_VARIABLE, "").split(os.pathsep)):
+            for path in sorted(Path(folder).glob("*.py")):
+                import_file(path)
+        _discovered = True
+    return dict(_REGISTRY)
+
+
+def get_study(name: str) -> Study:
+    """The study named ``name``, as an instance."""
+    if name not in _REGISTRY:
+        discover()
+    if name not in _REGISTRY:
+        raise SpecError(f"unknown study {name!r}",
+                        f"use one of: {', '.join(sorted(_REGISTRY))}, or a notebook path "
+                        f"(studies outside harness/studies are found through ${PATH_VARIABLE}, "
+                        "an entry point or the notebook's metadata harness.module)")
+    return _REGISTRY[name]()
+
+
+def notebook_metadata(notebook: Path) -> dict:
+    if not notebook.exists():
+        raise SpecError(f"notebook {notebook} does not exist", "give a path under notebooks/")
+    try:
+        meta = json.loads(notebook.read_text()).get("metadata", {})
+    except json.JSONDecodeError as exc:
+        raise SpecError(f"{notebook} is not a notebook (invalid JSON: {exc})",
+                        "give a .ipynb file") from None
+    harness = meta.get("harness") or {}
+    if not harness.get("study"):
+        raise SpecError(f"{notebook} does not name its study",
+                        'add "harness": {"study": "NAME"} to the notebook metadata')
+    return harness
+
+
+def study_of_notebook(notebook: str | Path) -> Study:
+    """The study a notebook runs, importing its module when the notebook names one."""
+    notebook = Path(notebook).resolve()
+    meta = notebook_metadata(notebook)
+    if meta.get("module"):
+        import_file(notebook.parent / meta["module"])
+    return get_study(meta["study"])
+
+
+def study_for(name_or_notebook: str) -> Study:
+    """A study by name, or the study of a notebook file (anything ending in .ipynb)."""
+    if name_or_notebook.endswith(".ipynb"):
+        return study_of_notebook(name_or_notebook)
+    return get_study(name_or_notebook)

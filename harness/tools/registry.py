@@ -1,0 +1,63 @@
+"""Programs the harness runs on nodes, each declared once where it is used.
+
+A :class:`Tool` names a program, the shell command that prints its version
+(archived with every run) and the Debian package that provides it (said in
+the error when a node lacks it). Creating a Tool registers it, so
+``harness probe`` reports every program any study or operation needs, and a
+study lists its tools as objects: there is no table of names to keep in step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+_TOOLS: dict[str, Tool] = {}
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str  # the program, as found on $PATH
+    version: str  # shell command whose first output line is the version
+    package: str  # the Debian package that installs it
+
+    def __post_init__(self) -> None:
+        known = _TOOLS.get(self.name)
+        if known is not None and known != self:
+            raise ValueError(f"tool {self.name!r} is declared twice, differently: {known} and {self}")
+        _TOOLS[self.name] = self
+
+
+def registered() -> dict[str, Tool]:
+    """Every tool declared by the modules imported so far, by name."""
+    return dict(_TOOLS)
+
+
+def all_tools() -> dict[str, Tool]:
+    """Every tool any part of the harness or any study declares (imports them all first)."""
+    import importlib
+    import pkgutil
+
+    from .. import config, tools
+    from ..studies.registry import discover
+
+    for package in (tools, config):
+        for info in pkgutil.iter_modules(package.__path__, package.__name__ + "."):
+            importlib.import_module(info.name)
+    discover()
+    return registered()
+
+
+def lookup(name: str) -> Tool:
+    if name not in _TOOLS:
+        all_tools()
+    if name not in _TOOLS:
+        raise ValueError(f"no tool named {name!r} is declared: declare it with "
+                         "harness.tools.registry.Tool(name, version command, Debian package)")
+    return _TOOLS[name]
+
+
+# Programs the harness itself uses everywhere.
+IP = Tool("ip", "ip -V", "iproute2")
+TC = Tool("tc", "tc -V", "iproute2")
+PYTHON3 = Tool("python3", "python3 --version", "python3")
+PING = Tool("ping", "ping -V", "iputils-ping")
