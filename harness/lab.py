@@ -23,8 +23,9 @@ import threading
 import time
 from dataclasses import dataclass, field, replace
 
-from .config.record import ConfigLog
-from .config.sysctl import set_sysctl
+from .config.operation import apply
+from .config.record import ChangeRecord
+from .config.sysctl import Sysctl
 from .errors import SpecError
 from .journal import Journal
 from .netbackend import CommandBackend, NetBackend, Pyroute2Backend
@@ -97,7 +98,6 @@ class Lab:
     host: Node = field(default_factory=LocalNode)
     prefix: str = ""
     capabilities: Capabilities | None = None
-    config: ConfigLog = field(default_factory=ConfigLog)
     hosts: dict[str, Node] = field(default_factory=dict)  # machine label -> machine
     nics: dict[tuple[str, str], str] = field(default_factory=dict)  # (node, ifname) -> MAC
 
@@ -234,10 +234,57 @@ class Lab:
             flush = getattr(b, "flush", None)
             if flush:
                 flush()
-        for spec in topo.nodes:
-            if spec.forwarding:
-                node = self.nodes[spec.name]
-                self.config.add(set_sysctl(journal, node, "net.ipv4.ip_forward", 1))
+        apply(journal, self.sysctls())
+
+    def sysctls(self, nodes: dict[str, Node] | None = None) -> list[Sysctl]:
+        """The sysctl operations the lab applies once its namespaces exist (forwarding).
+
+        ``nodes``: the nodes to apply them to, if not the lab's own (a dry run's
+        planned nodes).
+        """
+        nodes = self.nodes if nodes is None else nodes
+        return [Sysctl(nodes[spec.name], "net.ipv4.ip_forward", 1)
+                for spec in self.topology.nodes if spec.forwarding]
+
+    def plan(self) -> list[ChangeRecord]:
+        """What :meth:`build` would create, as records (a dry run prints them; nothing runs).
+
+        The same steps as the build, from the topology alone: namespaces, veth
+        pairs or adopted NICs, addresses and MTUs, egress qdiscs (the
+        :func:`~harness.shaping.plan_egress` commands), routes and rules. The
+        sysctls are operations: :meth:`sysctls`.
+        """
+        topo = self.topology
+        out: list[ChangeRecord] = []
+
+        def add(node: str, kind: str, target: str, after: str) -> None:
+            out.append(ChangeRecord(node, kind, target, None, after, True))
+
+        for name, node in self.nodes.items():
+            add(node.parent.name, "netns", node.netns, f"namespace for node {name}")
+        for link in topo.links:
+            if topo.is_wire(link):
+                for end in (link.a, link.b):
+                    add(end.node, "nic", end.ifname,
+                        f"the VM's NIC for link {link.name}, moved into the namespace")
+            else:
+                add(link.a.node, "veth", link.a.ifname, f"veth pair to {link.b.node}:"
+                    f"{link.b.ifname} (link {link.name})")
+            plan = plan_egress(link)
+            for end in (link.a, link.b):
+                add(end.node, "address", end.ifname, f"{end.address} mtu {link.mtu} up")
+                if not plan.empty:
+                    add(end.node, "qdisc", end.ifname,
+                        "; ".join(shlex.join(["tc", *c]) for c in plan.tc_commands(end.ifname)))
+        for route in topo.routes:
+            add(route.node, "route", route.destination,
+                " ".join(x for x in (f"via {route.via}" if route.via else "",
+                                     f"dev {route.dev}" if route.dev else "",
+                                     f"table {route.table}" if route.table else "") if x))
+        for rule in topo.rules:
+            add(rule.node, "rule", f"from {rule.source}",
+                f"table {rule.table} priority {rule.priority}")
+        return out
 
     def calibrate_delays(self) -> None:
         """Make each delayed link's RTT what was asked, net of the host's own latency.

@@ -189,11 +189,11 @@ def configure_tipc(session: Session, bed, n: int) -> dict:
     reducer = bed.node("reducer")
     # The reducer's unicast remote (mapper 1) puts its bearer in replicast mode: it learns
     # every mapper from the discovery messages sent to it, mappers know only the reducer.
-    configs = [tipc.NodeConfig(reducer, "s3-reducer", "udp", dict(
+    configs = [tipc.TipcNode(reducer, "s3-reducer", "udp", dict(
         name=TIPC_BEARER, localip=REDUCER_IP, remoteip=mapper_ip(0)))]
-    configs += [tipc.NodeConfig(bed.node(mapper_name(i)), f"s3-{mapper_name(i)}", "udp", dict(
+    configs += [tipc.TipcNode(bed.node(mapper_name(i)), f"s3-{mapper_name(i)}", "udp", dict(
         name=TIPC_BEARER, localip=mapper_ip(i), remoteip=REDUCER_IP)) for i in range(n)]
-    session.configure(tipc.configure_nodes(session.journal, configs))
+    session.apply(*configs)
     started = time.monotonic()
     up = tipc.wait_links(reducer, n, timeout=60 + 2 * n)
     if up < n:

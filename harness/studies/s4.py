@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass
 import pandas as pd
 
 from ..config import cgroup, mptcp
-from ..config.congestion import set_default_congestion
+from ..config.congestion import DefaultCongestion
 from ..session import Session, open_session
 from ..tools import counters
 from ..tools.iperf3 import iperf3_client, iperf3_server, settle
@@ -107,16 +107,15 @@ def topology(params: Params) -> Topology:
 
 def configure_mptcp(session: Session, bed) -> None:
     """Enable MPTCP; let the client open one extra subflow from its second interface."""
-    j = session.journal
     client, server = bed.node("client"), bed.node("server")
     for node in (client, server):
-        session.configure(mptcp.enable(j, node))
-        # GridFTP has no per-socket option: make CUBIC the nodes' default too.
-        session.configure(set_default_congestion(j, node, CONGESTION))
-    session.configure(mptcp.set_limits(j, client, subflows=2, add_addr_accepted=0))
-    session.configure(mptcp.set_limits(j, server, subflows=2, add_addr_accepted=0))
-    session.configure(mptcp.add_endpoint(j, client, bed.address("client", "eth1"),
-                                         bed.device("client", "eth1"), ("subflow",)))
+        # GridFTP has no per-socket option: make CUBIC the nodes' default too. One node per
+        # apply: both may extend their machine's allowed list, each from what the last left.
+        session.apply(mptcp.enable(node), DefaultCongestion(node, CONGESTION))
+    session.apply(mptcp.Limits(client, subflows=2, add_addr_accepted=0),
+                  mptcp.Limits(server, subflows=2, add_addr_accepted=0),
+                  mptcp.Endpoint(client, bed.address("client", "eth1"),
+                                 bed.device("client", "eth1"), ("subflow",)))
 
 
 @dataclass
@@ -153,9 +152,9 @@ def measure(params: Params, run_dir: str = "", inventory: str = "") -> str:
         configure_mptcp(session, bed)
         cpu_cgroup = None
         if params.sender_cpus:
-            cpu_cgroup, records = cgroup.cpu_limit(session.journal, bed.node("client"),
-                                                   params.sender_cpus, "s4-sender")
-            session.configure(records)
+            limit = cgroup.CpuLimit(bed.node("client"), params.sender_cpus, "s4-sender")
+            session.apply(limit)
+            cpu_cgroup = limit.path
         session.verify(params.verify_seconds)
         rows = sweep_iperf3(session, bed, params, cpu_cgroup)
         if params.gridftp:
