@@ -152,7 +152,7 @@ class Lab:
         return self.hosts[self.topology.machine_of(node)]
 
     def _backend(self, host: Node) -> NetBackend:
-        if isinstance(host, LocalNode):
+        if host.is_local and host.machine is host:  # netlink from this process
             return Pyroute2Backend()
         return CommandBackend(host)
 
@@ -165,8 +165,7 @@ class Lab:
         # One command per machine for all names: each is a round trip to a VM or remote host.
         for label in self.topology.machines():
             host = self.hosts[label]
-            paths = " ".join(f"/run/netns/{n.netns}" for n in self.nodes.values()
-                             if n.parent is host)
+            paths = " ".join(n.netns_path for n in self.nodes.values() if n.machine is host)
             taken = host.run(f"for p in {paths}; do [ -e $p ] && echo ${{p##*/}}; done; true",
                              timeout=30).stdout.split()
             if taken:
