@@ -221,12 +221,14 @@ def _run_machine(machine: Node, calls: list[Call], jobs: int,
 
 
 def run_group(calls: Sequence[Call], *, jobs: int = DEFAULT_JOBS,
-              timeout: float | None = None) -> list[Result]:
+              timeout: float | None = None, concurrent: bool = True) -> list[Result]:
     """Run every call in its node: one round trip per machine, Results in input order.
 
     ``jobs``: calls of one machine running at once (in batches). ``timeout``:
     bound on each machine's round trip (default: the calls' timeouts along
-    the schedule, see :func:`machine_budget`). Raises :class:`MachineFailed`
+    the schedule, see :func:`machine_budget`). ``concurrent`` False: machines one
+    after another, for measurements that must not overlap on machines sharing
+    host CPUs (VMs of one host). Raises :class:`MachineFailed`
     naming every machine whose round trip failed as a whole, after all
     machines are done.
     """
@@ -243,8 +245,9 @@ def run_group(calls: Sequence[Call], *, jobs: int = DEFAULT_JOBS,
         except HarnessError as exc:
             failures[machine.name] = exc
 
-    if len(groups) == 1:  # in this thread: Ctrl-C reaches the transport and stops the script
-        work(*groups[0])
+    if len(groups) == 1 or not concurrent:
+        for group in groups:  # in this thread: Ctrl-C reaches the transport, stops the script
+            work(*group)
     else:
         threads = [threading.Thread(target=work, args=g, name=f"group-{g[0].name}", daemon=True)
                    for g in groups]
