@@ -371,7 +371,7 @@ class Journal:
             # Recorded against the machine that owns the process: a namespace can
             # vanish while its processes live on.
             entry = self.record(
-                "process", machine_of(node), pid=proc.info.pid,
+                "process", node.machine, pid=proc.info.pid,
                 start_ticks=proc.info.start_ticks, command=proc.info.command, log=proc.info.log,
                 host=proc.info.node,
             )
@@ -382,7 +382,7 @@ class Journal:
         proc.stop()
         seq = proc.info.extra.get("journal_seq")
         if seq in self._entries and not self._entries[seq].undone:
-            remove_process_log(machine_of(self._node(self._entries[seq].node)), proc.info.log)
+            remove_process_log(self._node(self._entries[seq].node).machine, proc.info.log)
             self.mark_undone(self._entries[seq])
 
 
@@ -407,11 +407,10 @@ def signals_deferred() -> Iterator[None]:
 
 def _inside_vanished_namespace(node: Node) -> bool:
     """A change inside a namespace that no longer exists is gone with it."""
-    from .nodes import NamespaceNode
-
-    if not isinstance(node, NamespaceNode):
+    path = node.netns_path
+    if path is None:
         return False
-    return not node.parent.run(["test", "-e", node.netns_path], check=False, timeout=10).ok
+    return not node.machine.run(["test", "-e", path], check=False, timeout=10).ok
 
 
 def remove_process_log(node: Node, log: str) -> None:
@@ -420,12 +419,12 @@ def remove_process_log(node: Node, log: str) -> None:
 
 
 def machine_of(node: Node) -> Node:
-    """The machine (local, VM or SSH host) under any number of namespace layers."""
-    from .nodes import NamespaceNode
+    """Deprecated spelling of :attr:`Node.machine`, kept only for ``harness.studies.s0``.
 
-    while isinstance(node, NamespaceNode):
-        node = node.parent
-    return node
+    s0.py is being split in another branch, which switches to ``node.machine``;
+    delete this then. Nothing else may call it.
+    """
+    return node.machine
 
 
 # Stop process group $1 if its leader is still the process that started at tick $2

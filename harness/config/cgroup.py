@@ -18,7 +18,7 @@ import shlex
 from dataclasses import dataclass, field
 
 from ..errors import CapabilityMissing, SpecError
-from ..journal import machine_of, undo_handler
+from ..journal import undo_handler
 from ..nodes import Node, Result
 from .operation import UNKNOWN, Change, Fact, Operation
 
@@ -79,10 +79,10 @@ class CpuLimit(Operation):
                             "give the number of CPUs the process may use, e.g. 0.5 (0.01..1024)")
 
     def facts(self) -> dict[str, Fact]:
-        return {"hierarchy": hierarchy_fact(machine_of(self.node))}
+        return {"hierarchy": hierarchy_fact(self.node.machine)}
 
     def diff(self, facts: dict) -> list[Change]:
-        machine = machine_of(self.node)
+        machine = self.node.machine
         found = facts["hierarchy"]
         if found is UNKNOWN:  # a dry run on a machine not built: assume cgroup v2
             found = Hierarchy("(cgroup2 mount)", 2, ())

@@ -11,7 +11,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import CapabilityMissing
-from ..journal import machine_of
 from ..nodes import Node
 from .operation import UNKNOWN, Change, Fact, Operation
 from .sysctl import sysctl_change, sysctl_fact
@@ -31,7 +30,7 @@ class DefaultCongestion(Operation):
     def facts(self) -> dict[str, Fact]:
         facts = {"available": sysctl_fact(self.node, AVAILABLE_KEY),
                  "default": sysctl_fact(self.node, DEFAULT_KEY)}
-        machine = machine_of(self.node)
+        machine = self.node.machine
         if machine is not self.node:
             facts["allowed"] = sysctl_fact(machine, ALLOWED_KEY)
         return facts
@@ -48,7 +47,7 @@ class DefaultCongestion(Operation):
         if allowed is not None:
             names = [] if allowed is UNKNOWN else allowed.split()
             if self.name not in names:
-                changes.append(sysctl_change(machine_of(self.node), ALLOWED_KEY, allowed,
+                changes.append(sysctl_change(self.node.machine, ALLOWED_KEY, allowed,
                                              " ".join([*names, self.name])))
         changes.append(sysctl_change(self.node, DEFAULT_KEY, facts["default"], self.name))
         return changes

@@ -37,6 +37,7 @@ from typing import Any
 from ..errors import HarnessError
 from ..journal import Journal
 from ..nodes import Node, Result
+from ..nodes.group import Call, run_group
 from .record import ChangeRecord
 
 FACT_TIMEOUT = 30.0
@@ -127,24 +128,17 @@ class Operation(ABC):
 
 def built(node: Node) -> bool:
     """False for a node a dry run only planned (see :mod:`harness.dryrun`)."""
-    from ..journal import machine_of
-
-    return not (getattr(node, "planned", False) or getattr(machine_of(node), "planned", False))
+    return not (getattr(node, "planned", False) or getattr(node.machine, "planned", False))
 
 
 def run_calls(calls: list[tuple[Node, str]], timeout: float) -> list[Result]:
-    """Run each (node, command), one Result per call in order; never raises on a failed command.
+    """Run each (node, command) with the group runner: one round trip per machine, one
+    Result per call in order, a failed command is data (not an exception).
 
-    With the group runner (:mod:`harness.nodes.group`) this is one round trip
-    per machine; without it, one per call.
+    The calls of one machine may run side by side (in batches): they must not
+    depend on each other -- :func:`apply` sends dependent changes in rounds.
     """
-    if not calls:
-        return []
-    try:
-        from ..nodes.group import run_group
-    except ImportError:
-        return [node.run(cmd, check=False, timeout=timeout) for node, cmd in calls]
-    return run_group(calls, timeout=timeout)
+    return run_group([Call(node, cmd, timeout) for node, cmd in calls]) if calls else []
 
 
 def read_facts(ops: list[Operation], exists: Callable[[Node], bool] = built
@@ -160,13 +154,18 @@ def read_facts(ops: list[Operation], exists: Callable[[Node], bool] = built
     return values
 
 
-def plan(ops: Iterable[Operation], exists: Callable[[Node], bool] = built) -> list[Change]:
-    """Check, read facts, diff: the changes ``ops`` would make, nothing changed (a dry run)."""
+def diffs(ops: Iterable[Operation], exists: Callable[[Node], bool] = built
+          ) -> list[list[Change]]:
+    """Check every operation, read every fact, then diff: each operation's changes."""
     ops = list(ops)
     for op in ops:
         op.check()
-    values = read_facts(ops, exists)
-    return [change for op, facts in zip(ops, values) for change in op.diff(facts)]
+    return [op.diff(facts) for op, facts in zip(ops, read_facts(ops, exists))]
+
+
+def plan(ops: Iterable[Operation], exists: Callable[[Node], bool] = built) -> list[Change]:
+    """The changes ``ops`` would make, in order; nothing changed (a dry run)."""
+    return [change for changes in diffs(ops, exists) for change in changes]
 
 
 class ApplyFailed(HarnessError):
@@ -176,40 +175,45 @@ class ApplyFailed(HarnessError):
 def apply(journal: Journal, ops: Iterable[Operation]) -> list[ChangeRecord]:
     """Make the nodes as ``ops`` ask; return one record per change, no-ops included.
 
-    Order: every check, every fact, every diff (any refusal: nothing changed);
-    then each change journalled (fsynced) with its undo and record, no-ops
-    noted; then all commands, one round trip per machine, in order within a
-    machine (so an operation's later change may rely on its earlier one).
-    A failed command is marked on its journal entry and, once all results are
-    in, raises :class:`ApplyFailed` naming each failed change; the undo of
+    Order: every check, every fact, every diff (any refusal: nothing changed).
+    Then in rounds -- round k holds each operation's k-th change, because an
+    operation's later change may need its earlier one (the machine's allowed
+    congestion controls before a namespace's default; the cgroup controller
+    before the cgroup) while different operations are independent: each
+    change of the round is journalled (fsynced) with its undo and its record,
+    a no-op noted, then the round's commands run, one round trip per machine.
+    A failed command is marked on its journal entry; after that round no more
+    rounds run and :class:`ApplyFailed` names each failed change. The undo of
     every journalled change stays pending (undo tolerates changes not made).
     """
-    changes = plan(ops)
-    calls: list[tuple[Node, str]] = []
-    entries = []
-    for change in changes:
-        rec = asdict(change.record())
-        rec.pop("changed")
-        if not change.changed:
-            journal.note(change.node, rec)
-            continue
-        entries.append(journal.record_change(change.undo_kind or change.kind, change.node,
-                                             change.undo, rec))
-        calls.append((change.node, change.command))
-    results = run_calls(calls, APPLY_TIMEOUT)
-    failures = []
-    for entry, result in zip(entries, results):
-        if not result.ok:
-            message = (result.stderr or result.stdout).strip()[-300:] or \
-                f"exit status {result.exit_status}"
-            journal.failed(entry, message)
-            failures.append(f"{entry.record['node']}: {entry.record['kind']} "
-                            f"{entry.record['target']}: {message}")
-    if failures:
-        raise ApplyFailed("configuration failed:\n  " + "\n  ".join(failures),
-                          "the run's configuration records say what was applied; the journal "
-                          "undoes all of it")
-    return [c.record() for c in changes]
+    per_op = diffs(ops)
+    records: list[ChangeRecord] = []
+    for k in range(max((len(c) for c in per_op), default=0)):
+        calls: list[tuple[Node, str]] = []
+        entries = []
+        for change in (changes[k] for changes in per_op if len(changes) > k):
+            rec = asdict(change.record())
+            rec.pop("changed")
+            records.append(change.record())
+            if not change.changed:
+                journal.note(change.node, rec)
+                continue
+            entries.append(journal.record_change(change.undo_kind or change.kind, change.node,
+                                                 change.undo, rec))
+            calls.append((change.node, change.command))
+        failures = []
+        for entry, result in zip(entries, run_calls(calls, APPLY_TIMEOUT)):
+            if not result.ok:
+                message = (result.stderr or result.stdout).strip()[-300:] or \
+                    f"exit status {result.exit_status}"
+                journal.failed(entry, message)
+                failures.append(f"{entry.record['node']}: {entry.record['kind']} "
+                                f"{entry.record['target']}: {message}")
+        if failures:
+            raise ApplyFailed("configuration failed:\n  " + "\n  ".join(failures),
+                              "the run's configuration records say what was applied; the "
+                              "journal undoes all of it")
+    return records
 
 
 def describe(records: Iterable[ChangeRecord | dict]) -> str:

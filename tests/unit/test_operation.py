@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import pytest
 
+from harness.config import operation
 from harness.config.operation import (
     UNKNOWN,
     ApplyFailed,
@@ -92,6 +93,13 @@ class KeyValue(Operation):
             change.command = f"set {self.key} {self.value}"
             change.undo = {"key": self.key, "before": before}
         return [change]
+
+
+@pytest.fixture(autouse=True)
+def one_call_at_a_time(monkeypatch):
+    """The fake machine runs one command per call (the group runner has tests of its own)."""
+    monkeypatch.setattr(operation, "run_calls",
+                        lambda calls, timeout: [n.run(c, check=False) for n, c in calls])
 
 
 @pytest.fixture

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from harness.config import apply, tipc
+from harness.config import apply, operation, tipc
 from harness.errors import SpecError
 from harness.studies import s3, s3_analysis
 
@@ -69,6 +69,10 @@ class FakeNode:
         return type("R", (), {"stdout": self.text, "stderr": "", "ok": True,
                               "exit_status": 0})()
 
+    @property
+    def machine(self):
+        return self
+
     def describe(self):
         return {"type": "local", "name": self.name}
 
@@ -97,7 +101,14 @@ def test_tipc_identity_parsing(text, identity):
     assert tipc.parse_identity(text) == identity
 
 
-def test_tipc_bearer_arguments_are_checked_before_any_change(journal):
+@pytest.fixture
+def one_call_at_a_time(monkeypatch):
+    """FakeNode answers node.run only (the group runner has tests of its own)."""
+    monkeypatch.setattr(operation, "run_calls",
+                        lambda calls, timeout: [n.run(c, check=False) for n, c in calls])
+
+
+def test_tipc_bearer_arguments_are_checked_before_any_change(journal, one_call_at_a_time):
     node = FakeNode("")
     for kwargs, message in [
         (dict(media="ib", bearer={}), "not supported"),
@@ -122,7 +133,8 @@ FRESH = "@tool /sbin/tipc\n@identity\nNode Identity  Hash\n   00000000\n@bearers
     (FRESH + "udp:s3\n", "already has TIPC bearer udp:s3"),
     ("@notool\n", "no `tipc` command"),
 ])
-def test_tipc_state_of_any_node_stops_all_nodes_before_a_change(journal, state, message):
+def test_tipc_state_of_any_node_stops_all_nodes_before_a_change(journal, state, message,
+                                                               one_call_at_a_time):
     """One bad node among many: refused with nothing journalled and no change made anywhere."""
     nodes = [FakeNode(FRESH), FakeNode(state), FakeNode(FRESH)]
     ops = [tipc.TipcNode(n, f"n{i}", "udp", dict(name="s3", localip=f"198.18.0.{i + 1}"))
@@ -133,7 +145,7 @@ def test_tipc_state_of_any_node_stops_all_nodes_before_a_change(journal, state, 
     assert all(not any("enable" in c for c in n.commands) for n in nodes)
 
 
-def test_tipc_node_is_one_change_and_one_undo_kind(journal):
+def test_tipc_node_is_one_change_and_one_undo_kind(journal, one_call_at_a_time):
     nodes = [FakeNode(FRESH), FakeNode(FRESH)]
     records = apply(journal, [tipc.TipcNode(n, f"n{i}", "udp", dict(
         name="s3", localip=f"198.18.0.{i + 1}", remoteip="198.18.0.9")) for i, n in
