@@ -38,6 +38,12 @@ def cmd_run(args) -> int:
     params = {name: parse_value(value) for name, value in args.parameter or []}
     if args.inventory:
         params["inventory"] = args.inventory
+    if args.dry_run:
+        from .execute import check_parameters
+
+        study, resolved = check_parameters(Path(args.notebook).resolve(), params)
+        print(study.dry_run(resolved, params.get("inventory") or ""))
+        return 0
     result = run_notebook(args.notebook, params, progress=not args.quiet)
     print(f"run {result.run.path}: {result.status} in {result.seconds:.1f}s")
     if result.report:
@@ -153,6 +159,8 @@ def parser() -> argparse.ArgumentParser:
                      help="set a notebook parameter (value parsed as YAML)")
     run.add_argument("--inventory", help="run on the real machines of this inventory")
     run.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    run.add_argument("--dry-run", action="store_true",
+                     help="print every change the run would make, change nothing, archive nothing")
     run.set_defaults(func=cmd_run)
 
     batch = sub.add_parser("batch", help="run a resumable parameter sweep")

@@ -7,7 +7,24 @@ record is on disk, ``harness lab clean`` can finish the undo of a run that
 crashed or was killed, from that run's own records and never by name pattern.
 
 Undo handlers are registered per kind with :func:`undo_handler`; each takes
-the node (rebuilt from its description) and the entry's data.
+the node (rebuilt from its description) and the entry's data. Each entry names
+the module that registered its kind's handler, so another process (``harness
+lab clean`` after a SIGKILL) imports exactly that module: no hand-kept list of
+handler modules to forget to update.
+
+Configuration changes (:mod:`harness.config.operation`) also carry their
+record -- node, kind, target, before, after -- beside the undo data, and a
+change found already made is written as a ``noted`` line with nothing to undo.
+The run's configuration list is therefore a view of this file
+(:meth:`Journal.configuration`), complete even when a run fails half-way.
+
+Lines (JSON, one per line):
+
+* ``{"op": "do", "seq", "kind", "node", "data", "module", "record"?, "time", "pid"}``
+* ``{"op": "update", "seq", "data"}``: facts learned after the change
+* ``{"op": "failed", "seq", "error"}``: the change's command failed
+* ``{"op": "noted", "seq", "node", "record", "time"}``: already as asked, no undo
+* ``{"op": "undone", "seq", "time"}``
 """
 
 from __future__ import annotations
@@ -31,6 +48,7 @@ BatchUndoFn = Callable[[Node, list[dict]], None]
 _HANDLERS: dict[str, UndoFn] = {}
 _BATCH_HANDLERS: dict[str, BatchUndoFn] = {}
 _GONE_WITH_NAMESPACE: set[str] = set()
+_MODULES: dict[str, str] = {}  # kind -> module that registered its undo handler
 
 
 def undo_handler(kind: str, gone_with_namespace: bool = True) -> Callable[[UndoFn], UndoFn]:
@@ -43,6 +61,7 @@ def undo_handler(kind: str, gone_with_namespace: bool = True) -> Callable[[UndoF
 
     def register(fn: UndoFn) -> UndoFn:
         _HANDLERS[kind] = fn
+        _MODULES[kind] = fn.__module__
         if gone_with_namespace:
             _GONE_WITH_NAMESPACE.add(kind)
         return fn
@@ -66,29 +85,48 @@ def batch_undo_handler(kind: str) -> Callable[[BatchUndoFn], BatchUndoFn]:
     return register
 
 
-# Modules that register undo handlers; imported before undoing a journal that
-# another process wrote (``harness lab clean``).
-HANDLER_MODULES = (
-    "harness.netbackend",
-    "harness.config.sysctl",
-    "harness.config.mptcp",
-    "harness.config.cgroup",
-    "harness.config.interface",
-    "harness.config.nat",
-    "harness.config.tipc",
-    "harness.vm",
-)
+def load_undo_handlers(module: str = "") -> None:
+    """Import the module that registers a kind's undo handler.
 
-
-def load_undo_handlers() -> None:
+    ``module`` comes from the journal entry. Entries written before entries
+    named their module have none: then every module under ``harness.config``
+    is imported, and every other harness module whose source registers a
+    handler (found by walking the package with pkgutil, not by a list).
+    """
     import importlib
 
-    for name in HANDLER_MODULES:
-        try:
-            importlib.import_module(name)
-        except ModuleNotFoundError as exc:
-            if exc.name != name:
-                raise
+    if module:
+        importlib.import_module(module)
+        return
+    for name in _handler_modules():
+        importlib.import_module(name)
+
+
+def _handler_modules() -> list[str]:
+    """Modules of the ``harness`` package that register undo handlers (read, not imported)."""
+    import pkgutil
+
+    import harness
+
+    found = []
+
+    def walk(paths: list[str], prefix: str) -> None:
+        for info in pkgutil.iter_modules(paths):
+            name = prefix + info.name
+            if info.ispkg:
+                walk([os.path.join(info.module_finder.path, info.name)], name + ".")
+                continue
+            spec = info.module_finder.find_spec(name.rsplit(".", 1)[-1], None)
+            origin = spec.origin if spec else None
+            try:
+                text = Path(origin).read_text() if origin else ""
+            except OSError:
+                text = ""
+            if name.startswith("harness.config.") or "undo_handler(" in text:
+                found.append(name)
+
+    walk(list(harness.__path__), "harness.")
+    return found
 
 
 @dataclass
@@ -98,6 +136,9 @@ class Entry:
     node: dict
     data: dict
     undone: bool = False
+    module: str = ""  # the module that registers the kind's undo handler
+    record: dict | None = None  # a configuration change's record (see harness.config)
+    error: str | None = None  # the change's command failed (it may not have been made)
 
 
 class UndoFailed(HarnessError):
@@ -112,6 +153,7 @@ class Journal:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
         self._entries: dict[int, Entry] = {}
+        self._noted: dict[int, dict] = {}  # seq -> record of a change found already made
         self._nodes: dict[str, Node] = {}
         self._owner_pid = os.getpid()
         self._writers: set[int] = set()
@@ -128,13 +170,19 @@ class Journal:
             except json.JSONDecodeError:
                 continue  # a torn last line from a crash
             if rec.get("op") == "do":
-                self._entries[rec["seq"]] = Entry(rec["seq"], rec["kind"], rec["node"], rec["data"])
+                self._entries[rec["seq"]] = Entry(rec["seq"], rec["kind"], rec["node"], rec["data"],
+                                                  module=rec.get("module", ""),
+                                                  record=rec.get("record"))
                 if "pid" in rec:
                     self._writers.add(int(rec["pid"]))
             elif rec.get("op") == "undone" and rec["seq"] in self._entries:
                 self._entries[rec["seq"]].undone = True
             elif rec.get("op") == "update" and rec["seq"] in self._entries:
                 self._entries[rec["seq"]].data.update(rec["data"])
+            elif rec.get("op") == "failed" and rec["seq"] in self._entries:
+                self._entries[rec["seq"]].error = rec["error"]
+            elif rec.get("op") == "noted":
+                self._noted[rec["seq"]] = rec["record"]
 
     def pending(self) -> list[Entry]:
         """Changes recorded and not yet undone, oldest first."""
@@ -147,6 +195,24 @@ class Journal:
     def entries(self) -> list[Entry]:
         return sorted(self._entries.values(), key=lambda e: e.seq)
 
+    def configuration(self) -> list[dict]:
+        """Every configuration change of this journal, in order: the run's configuration list.
+
+        One dict per change (node, kind, target, before, after, changed, seq),
+        including changes found already made (``changed`` False) and changes
+        whose command failed (``changed`` False, ``error``). Changes undone
+        since are listed too: they were made during the run.
+        """
+        out: list[tuple[int, dict]] = []
+        for e in self._entries.values():
+            if e.record is not None:
+                rec = {**e.record, "changed": e.error is None, "seq": e.seq}
+                if e.error is not None:
+                    rec["error"] = e.error
+                out.append((e.seq, rec))
+        out += [(seq, {**rec, "changed": False, "seq": seq}) for seq, rec in self._noted.items()]
+        return [rec for _seq, rec in sorted(out, key=lambda item: item[0])]
+
     # -- writing -----------------------------------------------------------
     def _append(self, rec: dict) -> None:
         line = json.dumps(rec, sort_keys=True) + "\n"
@@ -155,21 +221,46 @@ class Journal:
             fh.flush()
             os.fsync(fh.fileno())
 
+    def _next_seq(self) -> int:
+        return max(max(self._entries, default=0), max(self._noted, default=0)) + 1
+
     def record(self, kind: str, node: Node, **data) -> Entry:
         """Record a change of ``kind`` on ``node`` that is about to be made."""
+        return self.record_change(kind, node, data)
+
+    def record_change(self, kind: str, node: Node, data: dict,
+                      record: dict | None = None) -> Entry:
+        """Record a change about to be made, with its configuration ``record`` if it has one."""
         if kind not in _HANDLERS:
             raise ValueError(f"no undo handler registered for {kind!r}")
         with self._lock:
-            seq = max(self._entries, default=0) + 1
-            entry = Entry(seq, kind, node.describe(), dict(data))
+            seq = self._next_seq()
+            entry = Entry(seq, kind, node.describe(), dict(data), module=_MODULES[kind],
+                          record=None if record is None else dict(record))
             self._entries[seq] = entry
             self._nodes.setdefault(json.dumps(entry.node, sort_keys=True), node)
-            self._append(
-                {"op": "do", "seq": seq, "kind": kind, "node": entry.node, "data": entry.data,
-                 "time": time.time(), "pid": os.getpid()}
-            )
+            line = {"op": "do", "seq": seq, "kind": kind, "node": entry.node, "data": entry.data,
+                    "module": entry.module, "time": time.time(), "pid": os.getpid()}
+            if record is not None:
+                line["record"] = entry.record
+            self._append(line)
             self._writers.add(os.getpid())
         return entry
+
+    def note(self, node: Node, record: dict) -> int:
+        """Record a configuration found already as asked: in the run's view, nothing to undo."""
+        with self._lock:
+            seq = self._next_seq()
+            self._noted[seq] = dict(record)
+            self._append({"op": "noted", "seq": seq, "node": node.describe(),
+                          "record": self._noted[seq], "time": time.time()})
+        return seq
+
+    def failed(self, entry: Entry, error: str) -> None:
+        """The recorded change's command failed; its undo stays pending (it tolerates that)."""
+        with self._lock:
+            entry.error = error
+            self._append({"op": "failed", "seq": entry.seq, "error": error})
 
     def update(self, entry: Entry, **data) -> None:
         """Add facts learned after the change was made (e.g. a kernel-assigned id)."""
@@ -193,7 +284,9 @@ class Journal:
         if entry.undone:
             return
         if entry.kind not in _HANDLERS:
-            load_undo_handlers()
+            load_undo_handlers(entry.module)
+        if entry.kind not in _HANDLERS and entry.module:
+            load_undo_handlers()  # the handler moved to another module since
         node = self._node(entry.node)
         if entry.kind not in _GONE_WITH_NAMESPACE or not _inside_vanished_namespace(node):
             _HANDLERS[entry.kind](node, entry.data)
@@ -255,7 +348,7 @@ class Journal:
     @contextmanager
     def scope(self) -> Iterator[Journal]:
         """Undo, on exit (also on error or Ctrl-C), what was recorded inside the block."""
-        start = max(self._entries, default=0)
+        start = self._next_seq() - 1
         try:
             yield self
         finally:
@@ -278,7 +371,7 @@ class Journal:
             # Recorded against the machine that owns the process: a namespace can
             # vanish while its processes live on.
             entry = self.record(
-                "process", machine_of(node), pid=proc.info.pid,
+                "process", node.machine, pid=proc.info.pid,
                 start_ticks=proc.info.start_ticks, command=proc.info.command, log=proc.info.log,
                 host=proc.info.node,
             )
@@ -289,7 +382,7 @@ class Journal:
         proc.stop()
         seq = proc.info.extra.get("journal_seq")
         if seq in self._entries and not self._entries[seq].undone:
-            remove_process_log(machine_of(self._node(self._entries[seq].node)), proc.info.log)
+            remove_process_log(self._node(self._entries[seq].node).machine, proc.info.log)
             self.mark_undone(self._entries[seq])
 
 
@@ -314,11 +407,10 @@ def signals_deferred() -> Iterator[None]:
 
 def _inside_vanished_namespace(node: Node) -> bool:
     """A change inside a namespace that no longer exists is gone with it."""
-    from .nodes import NamespaceNode
-
-    if not isinstance(node, NamespaceNode):
+    path = node.netns_path
+    if path is None:
         return False
-    return not node.parent.run(["test", "-e", node.netns_path], check=False, timeout=10).ok
+    return not node.machine.run(["test", "-e", path], check=False, timeout=10).ok
 
 
 def remove_process_log(node: Node, log: str) -> None:
@@ -327,12 +419,12 @@ def remove_process_log(node: Node, log: str) -> None:
 
 
 def machine_of(node: Node) -> Node:
-    """The machine (local, VM or SSH host) under any number of namespace layers."""
-    from .nodes import NamespaceNode
+    """Deprecated spelling of :attr:`Node.machine`, kept only for ``harness.studies.s0``.
 
-    while isinstance(node, NamespaceNode):
-        node = node.parent
-    return node
+    s0.py is being split in another branch, which switches to ``node.machine``;
+    delete this then. Nothing else may call it.
+    """
+    return node.machine
 
 
 # Stop process group $1 if its leader is still the process that started at tick $2

@@ -23,16 +23,18 @@ import threading
 import time
 from dataclasses import dataclass, field, replace
 
-from .config.record import ConfigLog
-from .config.sysctl import set_sysctl
+from .config.operation import apply
+from .config.record import ChangeRecord
+from .config.sysctl import Sysctl
 from .errors import SpecError
 from .journal import Journal
 from .netbackend import CommandBackend, NetBackend, Pyroute2Backend
 from .nodes import LocalNode, NamespaceNode, Node
+from .nodes.group import Call, run_group
 from .probe import Capabilities, probe, require
 from .shaping import EgressPlan, plan_egress
+from .tools.ping import parse_ping_ms, ping_argv
 from .topology import Link, Topology
-from .verify import parse_ping_ms, ping_command
 
 CALIBRATION_PINGS = 10
 # Trim a delay line only when the host adds more than this share of the asked RTT.
@@ -97,7 +99,6 @@ class Lab:
     host: Node = field(default_factory=LocalNode)
     prefix: str = ""
     capabilities: Capabilities | None = None
-    config: ConfigLog = field(default_factory=ConfigLog)
     hosts: dict[str, Node] = field(default_factory=dict)  # machine label -> machine
     nics: dict[tuple[str, str], str] = field(default_factory=dict)  # (node, ifname) -> MAC
 
@@ -152,7 +153,7 @@ class Lab:
         return self.hosts[self.topology.machine_of(node)]
 
     def _backend(self, host: Node) -> NetBackend:
-        if isinstance(host, LocalNode):
+        if host.is_local and host.machine is host:  # netlink from this process
             return Pyroute2Backend()
         return CommandBackend(host)
 
@@ -165,8 +166,7 @@ class Lab:
         # One command per machine for all names: each is a round trip to a VM or remote host.
         for label in self.topology.machines():
             host = self.hosts[label]
-            paths = " ".join(f"/run/netns/{n.netns}" for n in self.nodes.values()
-                             if n.parent is host)
+            paths = " ".join(n.netns_path for n in self.nodes.values() if n.machine is host)
             taken = host.run(f"for p in {paths}; do [ -e $p ] && echo ${{p##*/}}; done; true",
                              timeout=30).stdout.split()
             if taken:
@@ -234,10 +234,57 @@ class Lab:
             flush = getattr(b, "flush", None)
             if flush:
                 flush()
-        for spec in topo.nodes:
-            if spec.forwarding:
-                node = self.nodes[spec.name]
-                self.config.add(set_sysctl(journal, node, "net.ipv4.ip_forward", 1))
+        apply(journal, self.sysctls())
+
+    def sysctls(self, nodes: dict[str, Node] | None = None) -> list[Sysctl]:
+        """The sysctl operations the lab applies once its namespaces exist (forwarding).
+
+        ``nodes``: the nodes to apply them to, if not the lab's own (a dry run's
+        planned nodes).
+        """
+        nodes = self.nodes if nodes is None else nodes
+        return [Sysctl(nodes[spec.name], "net.ipv4.ip_forward", 1)
+                for spec in self.topology.nodes if spec.forwarding]
+
+    def plan(self) -> list[ChangeRecord]:
+        """What :meth:`build` would create, as records (a dry run prints them; nothing runs).
+
+        The same steps as the build, from the topology alone: namespaces, veth
+        pairs or adopted NICs, addresses and MTUs, egress qdiscs (the
+        :func:`~harness.shaping.plan_egress` commands), routes and rules. The
+        sysctls are operations: :meth:`sysctls`.
+        """
+        topo = self.topology
+        out: list[ChangeRecord] = []
+
+        def add(node: str, kind: str, target: str, after: str) -> None:
+            out.append(ChangeRecord(node, kind, target, None, after, True))
+
+        for name, node in self.nodes.items():
+            add(node.parent.name, "netns", node.netns, f"namespace for node {name}")
+        for link in topo.links:
+            if topo.is_wire(link):
+                for end in (link.a, link.b):
+                    add(end.node, "nic", end.ifname,
+                        f"the VM's NIC for link {link.name}, moved into the namespace")
+            else:
+                add(link.a.node, "veth", link.a.ifname, f"veth pair to {link.b.node}:"
+                    f"{link.b.ifname} (link {link.name})")
+            plan = plan_egress(link)
+            for end in (link.a, link.b):
+                add(end.node, "address", end.ifname, f"{end.address} mtu {link.mtu} up")
+                if not plan.empty:
+                    add(end.node, "qdisc", end.ifname,
+                        "; ".join(shlex.join(["tc", *c]) for c in plan.tc_commands(end.ifname)))
+        for route in topo.routes:
+            add(route.node, "route", route.destination,
+                " ".join(x for x in (f"via {route.via}" if route.via else "",
+                                     f"dev {route.dev}" if route.dev else "",
+                                     f"table {route.table}" if route.table else "") if x))
+        for rule in topo.rules:
+            add(rule.node, "rule", f"from {rule.source}",
+                f"table {rule.table} priority {rule.priority}")
+        return out
 
     def calibrate_delays(self) -> None:
         """Make each delayed link's RTT what was asked, net of the host's own latency.
@@ -278,24 +325,20 @@ class Lab:
             host.run("set -e\n" + "\n".join(lines), timeout=30 + len(lines))
 
     def _probe_rtts(self, probes: dict[float, Link]) -> dict[float, float]:
-        """Median RTT over each probe link (netem in place), from its a end: one command per
-        machine that holds probe links' a ends. Missing where no reply came back."""
-        by_host: dict[int, tuple[Node, list[tuple[float, Link]]]] = {}
-        for delay, link in probes.items():
-            host = self.host_of(link.a.node)
-            by_host.setdefault(id(host), (host, []))[1].append((delay, link))
+        """Median RTT over each probe link (netem in place), from its a end: one round trip
+        per machine that holds probe links' a ends, one ping at a time, machines one after
+        another (a ping must not share the CPU with another). Missing where no reply came
+        back."""
+        delays = list(probes)
+        calls = [Call(self.nodes[link.a.node],
+                      ping_argv(link.a.ip, link.b.ip, CALIBRATION_PINGS),
+                      timeout=10 + CALIBRATION_PINGS * 0.1 * 4, exclusive=True)
+                 for link in probes.values()]
         rtts: dict[float, float] = {}
-        for host, mine in by_host.values():
-            script = [f"echo @@{i}; nsenter --net=/run/netns/{self.netns_name(link.a.node)} -- "
-                      + ping_command(link.a.ip, link.b.ip, CALIBRATION_PINGS) + " 2>&1"
-                      for i, (_delay, link) in enumerate(mine)]
-            budget = 30 + len(mine) * (10 + CALIBRATION_PINGS * 0.1 * 4)
-            text = host.run("\n".join(script) + "\ntrue", timeout=budget).stdout
-            sections = {int(part.split(None, 1)[0]): part for part in text.split("@@")[1:]}
-            for i, (delay, _link) in enumerate(mine):
-                times = parse_ping_ms(sections.get(i, ""))
-                if times:
-                    rtts[delay] = statistics.median(times)
+        for delay, result in zip(delays, run_group(calls, concurrent=False)):
+            times = parse_ping_ms(result.stdout + result.stderr)
+            if times:
+                rtts[delay] = statistics.median(times)
         return rtts
 
     def teardown(self) -> None:

@@ -13,7 +13,6 @@ journal alone.
 
 from __future__ import annotations
 
-import os
 import shlex
 import subprocess
 from typing import Protocol
@@ -33,7 +32,6 @@ class NetBackend(Protocol):
     def apply_egress(self, ns: str, ifname: str, plan: EgressPlan) -> None: ...
     def add_route(self, ns: str, route: Route) -> None: ...
     def add_rule(self, ns: str, rule: Rule) -> None: ...
-    def set_sysctl(self, ns: str, key: str, value: str) -> None: ...
     def close(self) -> None: ...
 
 
@@ -118,20 +116,6 @@ class Pyroute2Backend:
         self._ipr(ns).rule("add", table=rule.table, priority=rule.priority, src=src,
                            src_len=int(plen or 32))
 
-    def set_sysctl(self, ns: str, key: str, value: str) -> None:
-        # /proc/sys/net is per network namespace: write it from inside.
-        path = "/proc/sys/" + key.replace(".", "/")
-        fd = os.open(f"/run/netns/{ns}", os.O_RDONLY)
-        own = os.open("/proc/self/ns/net", os.O_RDONLY)
-        try:
-            os.setns(fd, os.CLONE_NEWNET)
-            with open(path, "w") as fh:
-                fh.write(value)
-        finally:
-            os.setns(own, os.CLONE_NEWNET)
-            os.close(fd)
-            os.close(own)
-
     def close(self) -> None:
         for ipr in self._sockets.values():
             ipr.close()
@@ -173,7 +157,6 @@ class CommandBackend:
         self._peers: dict[str, set[str]] = {}  # namespace -> namespaces it puts veth ends in
         self._ip: dict[str, list[list[str]]] = {}  # per namespace, in order
         self._tc: dict[str, list[list[str]]] = {}
-        self._after: list[list[str]] = []  # whole commands, run last
         self._nics: list[tuple[str, str, str]] = []  # (netns, mac, ifname) to move in
 
     def _ns_ip(self, ns: str, *args: str) -> None:
@@ -200,7 +183,6 @@ class CommandBackend:
             batch(["ip", "-n", ns, "-batch", "-"], lines)
         for ns, lines in self._tc.items():
             batch(["tc", "-n", ns, "-batch", "-"], lines)
-        parts += [shlex.join(cmd) for cmd in self._after]
         return "set -e\n" + "\n".join(parts) if parts else ""
 
     def _creation_order(self) -> tuple[list[str], set[str]]:
@@ -223,8 +205,7 @@ class CommandBackend:
 
     def flush(self) -> None:
         script = self.script()
-        self._root, self._veth, self._peers, self._ip, self._tc, self._after = \
-            [], {}, {}, {}, {}, []
+        self._root, self._veth, self._peers, self._ip, self._tc = [], {}, {}, {}, {}
         self._nics = []
         if script:
             self.host.run(script, timeout=300)
@@ -265,9 +246,6 @@ class CommandBackend:
         self._ns_ip(ns, "rule", "add", "from", rule.source, "table", str(rule.table),
                     "priority", str(rule.priority))
 
-    def set_sysctl(self, ns: str, key: str, value: str) -> None:
-        self._after.append(["ip", "netns", "exec", ns, "sysctl", "-qw", f"{key}={value}"])
-
     def close(self) -> None:
         self.flush()
 
@@ -301,12 +279,6 @@ def _undo_nic(node: Node, data: dict) -> None:
 def _undo_veth(node: Node, data: dict) -> None:
     node.run(f"ip link show dev {data['ifname']} >/dev/null 2>&1 && ip link delete dev "
              f"{data['ifname']} || true", timeout=30)
-
-
-@undo_handler("address")
-def _undo_address(node: Node, data: dict) -> None:
-    node.run(["ip", "addr", "del", data["address"], "dev", data["ifname"]], check=False,
-             timeout=30)
 
 
 @undo_handler("qdisc")

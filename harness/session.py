@@ -6,10 +6,20 @@ Notebooks use it like this::
         bed = s.testbed(topology, features={"mptcp"})
         ... measure, s.raw(...), s.results(frame) ...
 
+Configuration goes through ``s.apply(operation, ...)`` (see
+:mod:`harness.config.operation`): facts read, diffs computed, each change
+journalled with its undo and its record, then made.
+
 Whatever happens inside the block, every change recorded in the journal is
-undone on the way out, and run.json receives the configuration records,
-capabilities, testbed and link verification. A session that created its run
-folder also closes it: ``complete`` after a clean exit, else ``incomplete``.
+undone on the way out, and run.json receives the configuration records (a
+view of the journal), capabilities, testbed and link verification. A session
+that created its run folder also closes it: ``complete`` after a clean exit,
+else ``incomplete``.
+
+``open_session(..., dry_run=True)`` makes no run folder and changes nothing:
+``testbed`` checks requirements and placement and returns a planned testbed,
+``apply`` plans, and :meth:`Session.planned_changes` / :meth:`Session.describe`
+give the plan (see :mod:`harness.dryrun`).
 """
 
 from __future__ import annotations
@@ -22,10 +32,11 @@ from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 
-from . import provenance
+from . import dryrun, provenance
 from .archive import COMPLETE, INCOMPLETE, Run, project_root
-from .config.record import ChangeRecord, ConfigLog
-from .errors import Interrupted
+from .config.operation import Operation, apply, describe, plan
+from .config.record import ChangeRecord
+from .errors import Interrupted, SpecError
 from .inventory import Inventory
 from .journal import Journal
 from .lab import Lab
@@ -48,17 +59,55 @@ from .verify import LinkCheck, summarise
 
 @dataclass
 class Session:
-    run: Run
-    journal: Journal
+    run: Run | None  # None in a dry run
+    journal: Journal | dryrun.NoJournal
     inventory: str = ""
     stack: ExitStack = field(default_factory=ExitStack)
-    config: ConfigLog = field(default_factory=ConfigLog)
+    dry_run: bool = False
+    study: str = ""
     capabilities: dict[str, Capabilities] = field(default_factory=dict)
     checks: list[LinkCheck] = field(default_factory=list)
     bed: LabTestbed | InventoryTestbed | None = None
     timings: dict[str, float] = field(default_factory=dict)
     scaling: Scaling | None = None
     _placement: dict = field(default_factory=dict)
+    _planned: list[ChangeRecord] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if not self.study:
+            self.study = self.run.study
+
+    def apply(self, *ops: Operation) -> list[ChangeRecord]:
+        """Make the nodes as ``ops`` ask (one batch: one round trip per machine for the facts,
+        one for the changes); return one record per change, no-ops included.
+
+        The records are also in the journal, from which run.json's
+        ``configuration`` is written. In a dry run: planned, nothing changed.
+        """
+        if self.dry_run:
+            records = [c.record() for c in plan(ops)]
+            self._planned += records
+            return records
+        return apply(self.journal, ops)
+
+    def planned_changes(self) -> list[ChangeRecord]:
+        """Every change this dry run would make: the testbed's build plan, then each apply's."""
+        if not self.dry_run:
+            raise SpecError("planned_changes() belongs to a dry run",
+                                   "open the session with dry_run=True; a real run's changes "
+                                   "are in run.json's `configuration`")
+        return list(self._planned)
+
+    def describe(self) -> str:
+        """The dry run's plan as text, one change per line."""
+        head = f"dry run of {self.study}: placement {self._placement.get('where', '?')}"
+        if self._placement.get("reason"):
+            head += f" ({self._placement['reason']})"
+        return head + "\n" + describe(self.planned_changes())
+
+    def _refuse_in_dry_run(self, what: str) -> None:
+        if self.dry_run:
+            raise dryrun.refuse(what)
 
     def testbed(self, topology: Topology, features: set[str] = frozenset(),
                 tools: set[str] = frozenset(),
@@ -70,6 +119,10 @@ class Session:
         """
         started = time.monotonic()
         topology.validate()
+        if self.dry_run and not self.inventory:
+            bed = self._planned_testbed(topology, set(features), set(tools), node_features)
+            self.bed = bed
+            return bed
         if self.inventory:
             bed = InventoryTestbed(topology, Inventory.load(self.inventory))
             self.stack.callback(bed.close)
@@ -77,7 +130,10 @@ class Session:
             for name, node in bed.nodes.items():
                 caps = self.capabilities[name] = probe(node)
                 need = set(features) | (node_features or {}).get(name, set())
-                require(caps, need, tools, purpose=f"study {self.run.study} on node {name}")
+                require(caps, need, tools, purpose=f"study {self.study} on node {name}")
+            if self.dry_run:  # the machines exist: operations read their facts
+                self.bed = bed
+                return bed
         else:
             bed = self._local_testbed(topology, set(features), set(tools), node_features)
         self.bed = bed
@@ -86,29 +142,63 @@ class Session:
                         capabilities={k: v.to_dict() for k, v in self.capabilities.items()})
         return bed
 
-    def _local_testbed(self, topology: Topology, features: set[str], tools: set[str],
-                       node_features: dict[str, set[str]] | None) -> LabTestbed:
-        """A namespace lab on this host, or inside a VM when the host kernel lacks a feature."""
+    def _place(self, topology: Topology, features: set[str], tools: set[str],
+               node_features: dict[str, set[str]] | None):
+        """Where the lab goes (host or VMs), every requirement checked; reads, changes nothing."""
         host = LocalNode("local")
         caps = self.capabilities["local"] = probe(host)
         need = features | topology.required_features()
         for extra in (node_features or {}).values():
             need |= set(extra)
-        purpose = f"study {self.run.study}"
+        purpose = f"study {self.study}"
         machines = topology.machines()
         offer = (vm_offer() if caps.missing(need) or len(machines) > 1
                  else VMOffer(False, reason="not needed"))
         decision = decide(need, caps, offer, purpose, machines=len(machines))
         self._placement = decision.to_dict()
+        if decision.where == "host":
+            require(caps, need, tools, purpose=f"{purpose} in a namespace lab")
+        return host, caps, need, purpose, decision
+
+    def _planned_testbed(self, topology: Topology, features: set[str], tools: set[str],
+                         node_features: dict[str, set[str]] | None) -> dryrun.PlannedTestbed:
+        """The lab a run would build, and its build plan; nothing booted or created."""
+        host, caps, _need, _purpose, decision = self._place(topology, features, tools,
+                                                            node_features)
+        changes: list[ChangeRecord] = []
+        machines = topology.machines()
+        if decision.where == "host":
+            hosts: dict[str, Node] = {label: host for label in machines}
+        else:
+            hosts = {label: dryrun.PlannedMachine("vm" if not label else f"vm-{label}")
+                     for label in machines}
+            changes.append(ChangeRecord(
+                "local", "vm", "lab machines", None,
+                f"would boot {len(machines)} VM(s) ({decision.reason}); link rates may be "
+                "scaled to the VMs' measured ceiling", True))
+        nics = {(end.node, end.ifname): "(the VM's NIC)"
+                for link in topology.wires() for end in (link.a, link.b)}
+        lab = Lab(topology, dryrun.NoJournal(), hosts.get("", host),
+                  capabilities=caps, hosts={k: v for k, v in hosts.items() if k}, nics=nics)
+        changes += lab.plan()
+        bed = dryrun.PlannedTestbed(lab, changes, self._placement)
+        self._planned += changes
+        self.apply(*lab.sysctls(bed.nodes))
+        return bed
+
+    def _local_testbed(self, topology: Topology, features: set[str], tools: set[str],
+                       node_features: dict[str, set[str]] | None) -> LabTestbed:
+        """A namespace lab on this host, or inside a VM when the host kernel lacks a feature."""
+        host, caps, need, purpose, decision = self._place(topology, features, tools,
+                                                          node_features)
         hosts: dict[str, Node] = {}
         nics: dict[tuple[str, str], str] = {}
         if decision.where == "host":
-            require(caps, need, tools, purpose=f"{purpose} in a namespace lab")
             lab_host: Node = host
         else:
             from .vm.fleet import boot_lab_vms
 
-            vms, nics = boot_lab_vms(topology, self.run.study, self.journal, self.stack)
+            vms, nics = boot_lab_vms(topology, self.study, self.journal, self.stack)
             lab_host = vms[""]
             self._placement["vm"] = lab_host.boot.to_dict()
             host_caps = caps
@@ -139,8 +229,7 @@ class Session:
             self.scaling = scaling
             self._placement["scaling"] = scaling.to_dict()
             hosts = {label: vm for label, vm in vms.items() if label}
-        lab = Lab(topology, self.journal, lab_host, capabilities=caps, config=self.config,
-                  hosts=hosts, nics=nics)
+        lab = Lab(topology, self.journal, lab_host, capabilities=caps, hosts=hosts, nics=nics)
         self.stack.enter_context(lab)
         return LabTestbed(lab)
 
@@ -150,26 +239,29 @@ class Session:
         return self._placement
 
     def verify(self, seconds: int = 2) -> list[LinkCheck]:
+        self._refuse_in_dry_run("link verification (session.verify)")
         started = time.monotonic()
         self.checks = self.bed.verify(self.journal, seconds)
         self.timings["verify_s"] = time.monotonic() - started
         self.run.update(link_verification=[c.to_dict() for c in self.checks])
         return self.checks
 
-    def configure(self, record: ChangeRecord | list[ChangeRecord]) -> None:
-        for r in record if isinstance(record, list) else [record]:
-            self.config.add(r)
-
     def raw(self, name: str, content: str | bytes):
+        self._refuse_in_dry_run("archiving raw output (session.raw)")
         return self.run.add_raw(name, content)
 
     def results(self, frame, name: str = "results"):
+        self._refuse_in_dry_run("archiving results (session.results)")
         return self.run.write_table(frame, name)
 
     def note(self, **fields) -> None:
+        self._refuse_in_dry_run("writing run.json (session.note)")
         self.run.update(**fields)
 
     def close(self, error: BaseException | None) -> None:
+        if self.dry_run:
+            self.stack.close()  # connections to inventory machines
+            return
         try:
             self.stack.close()  # lab teardown, connections
         finally:
@@ -178,7 +270,7 @@ class Session:
             finally:
                 lab_record = self.bed.record() if self.bed else None
                 self.run.update(
-                    configuration=self.config.to_list(),
+                    configuration=self.journal.configuration(),
                     testbed=lab_record,
                     session_timings=self.timings,
                     measurement_error=None if error is None else format_error(error),
@@ -221,7 +313,15 @@ def sigterm_as_interrupt() -> Iterator[None]:
 
 @contextmanager
 def open_session(study: str, parameters: dict, run_dir: str = "", inventory: str = "",
-                 root=None) -> Iterator[Session]:
+                 root=None, dry_run: bool = False) -> Iterator[Session]:
+    """A session for ``study``; ``dry_run``: no run folder, nothing changed, a plan instead."""
+    if dry_run:
+        session = Session(None, dryrun.NoJournal(), inventory, dry_run=True, study=study)
+        try:
+            yield session
+        finally:
+            session.close(None)
+        return
     owner = not run_dir
     run = Run.create(study, parameters, root) if owner else Run.open(run_dir)
     run.update(provenance=provenance.collect(project_root()),

@@ -21,7 +21,6 @@ command's process group is killed on timeout, error or Ctrl-C like any other.
 
 from __future__ import annotations
 
-import re
 import shlex
 import statistics
 from dataclasses import asdict, dataclass, replace
@@ -30,6 +29,7 @@ from typing import TYPE_CHECKING
 from .journal import Journal
 from .nodes import Node
 from .tools.iperf3 import parse_iperf3_json
+from .tools.ping import PING_COUNT, parse_ping_ms
 from .topology import Endpoint, Link
 
 if TYPE_CHECKING:
@@ -40,7 +40,6 @@ RTT_TOLERANCE = 0.05  # relative
 RTT_SLACK_MS = 0.3  # absolute: veth + scheduling on an idle link
 VERIFY_PORT = 5299
 SAMPLE_INTERVAL = 0.1
-PING_COUNT = 10
 UNTIMED_PING_COUNT = 3  # links without a delay: their RTT is recorded, not judged
 PARALLEL_PINGS = 16  # links without delay are pinged this many at a time
 
@@ -113,24 +112,6 @@ def rtt_ok(rtt: float | None, expected: float | None) -> bool | None:
     if rtt is None:
         return False
     return abs(rtt - expected) <= expected * RTT_TOLERANCE + RTT_SLACK_MS
-
-
-def parse_ping_ms(text: str, drop_first: bool = True) -> list[float]:
-    """Reply times from ping's output; the first reply (ARP resolution) dropped if asked."""
-    replies = [(int(seq), float(ms)) for seq, ms in
-               re.findall(r"icmp_seq=(\d+) .*?time=([\d.]+) ms", text)]
-    return [ms for seq, ms in replies if not (drop_first and seq == 1)]
-
-
-def ping_rtt_ms(node: Node, target: str, source: str, count: int = PING_COUNT) -> float | None:
-    """Median RTT of ``count`` pings from ``node``, after one warm-up reply (which pays for ARP)."""
-    res = node.run(ping_command(source, target, count), check=False, timeout=30 + count)
-    times = parse_ping_ms(res.stdout)
-    return statistics.median(times) if times else None
-
-
-def ping_command(source: str, target: str, count: int) -> str:
-    return f"ping -n -c {count + 1} -i 0.05 -W 5 -I {source} {target}"
 
 
 @dataclass(frozen=True)

@@ -6,81 +6,119 @@ cpu controller, else cgroup v1's cpu hierarchy (``cpu.cfs_quota_us`` /
 start (see :meth:`Node.spawn`'s ``cgroup``: both versions take a pid written
 to ``cgroup.procs``). cgroups belong to the machine, not to a network
 namespace, so the directory is made on the machine under any namespace node.
+Under cgroup v2 a child gets a cpu.max only when its parent delegates the cpu
+controller (``+cpu`` in ``cgroup.subtree_control``): enabled if needed, as a
+change of its own, recorded and disabled again afterwards.
 """
 
 from __future__ import annotations
 
 import secrets
+import shlex
+from dataclasses import dataclass, field
 
 from ..errors import CapabilityMissing, SpecError
-from ..journal import Journal, machine_of, undo_handler
-from ..nodes import Node
-from .record import ChangeRecord
+from ..journal import undo_handler
+from ..nodes import Node, Result
+from .operation import UNKNOWN, Change, Fact, Operation
 
 PERIOD_US = 100_000
+# One command: the mounts, then for each cgroup2 mount its controllers and subtree_control.
+_HIERARCHY = ("cat /proc/self/mounts; for p in $(awk '$3 == \"cgroup2\" {print $2}' "
+              "/proc/self/mounts); do echo \"@controllers $p $(cat $p/cgroup.controllers)\"; "
+              "echo \"@subtree $p $(cat $p/cgroup.subtree_control)\"; done")
 
 
-def find_cpu_hierarchy(machine: Node) -> tuple[str, int]:
-    """(mount point, cgroup version) of the hierarchy that holds the cpu controller."""
-    mounts = machine.read_text("/proc/self/mounts")
-    v1 = None
-    for line in mounts.splitlines():
-        parts = line.split()
-        if len(parts) < 4:
-            continue
-        point, fstype, options = parts[1], parts[2], parts[3].split(",")
-        if fstype == "cgroup2":
-            ctl = machine.run(["cat", f"{point}/cgroup.controllers"], check=False, timeout=10)
-            if ctl.ok and "cpu" in ctl.stdout.split():
-                return point, 2
-        elif fstype == "cgroup" and "cpu" in options:
-            v1 = point
-    if v1:
-        return v1, 1
-    raise CapabilityMissing(f"{machine.name} has no cgroup cpu controller mounted",
-                            "mount cgroup v2 (or v1's cpu hierarchy), or run without a CPU limit")
+@dataclass(frozen=True)
+class Hierarchy:
+    root: str  # mount point of the hierarchy holding the cpu controller
+    version: int
+    subtree: tuple[str, ...] = ()  # v2: controllers the root delegates to its children
 
 
-def cpu_limit(journal: Journal, node: Node, cpus: float, label: str = "sender"
-              ) -> tuple[str, list[ChangeRecord]]:
-    """Make a cgroup limited to ``cpus`` CPUs; return its path and the change records."""
-    if not 0.01 <= cpus <= 1024:
-        raise SpecError(f"CPU limit {cpus} is out of range",
-                        "give the number of CPUs the process may use, e.g. 0.5 (0.01..1024)")
-    machine = machine_of(node)
-    root, version = find_cpu_hierarchy(machine)
-    records = []
-    if version == 2:
-        subtree = machine.read_text(f"{root}/cgroup.subtree_control").split()
-        if "cpu" not in subtree:
-            journal.record("cgroup-controller", machine, root=root, controller="cpu")
-            machine.run(f"echo +cpu > {root}/cgroup.subtree_control", timeout=10)
-            records.append(ChangeRecord(machine.name, "cgroup-controller",
-                                        f"{root}/cgroup.subtree_control",
-                                        " ".join(subtree), "+cpu", True))
-    path = f"{root}/harness-{label}-{secrets.token_hex(4)}"
-    journal.record("cgroup", machine, path=path)
-    machine.run(["mkdir", path], timeout=10)
-    quota = int(round(cpus * PERIOD_US))
-    if version == 2:
-        machine.run(f"echo '{quota} {PERIOD_US}' > {path}/cpu.max", timeout=10)
-        setting = f"cpu.max {quota} {PERIOD_US}"
-    else:
-        machine.run(f"echo {PERIOD_US} > {path}/cpu.cfs_period_us && "
-                    f"echo {quota} > {path}/cpu.cfs_quota_us", timeout=10)
-        setting = f"cpu.cfs_quota_us {quota} / cpu.cfs_period_us {PERIOD_US}"
-    records.append(ChangeRecord(machine.name, f"cgroup-v{version}", path, None,
-                                f"{setting} ({cpus:g} CPUs)", True))
-    return path, records
+def hierarchy_fact(machine: Node) -> Fact:
+    def parse(res: Result) -> Hierarchy:
+        controllers: dict[str, list[str]] = {}
+        subtree: dict[str, list[str]] = {}
+        v1 = None
+        for line in res.stdout.splitlines():
+            parts = line.split()
+            if parts and parts[0] in ("@controllers", "@subtree") and len(parts) >= 2:
+                (controllers if parts[0] == "@controllers" else subtree)[parts[1]] = parts[2:]
+            elif len(parts) >= 4 and parts[2] == "cgroup" and "cpu" in parts[3].split(","):
+                v1 = v1 or parts[1]
+        for point, names in controllers.items():
+            if "cpu" in names:
+                return Hierarchy(point, 2, tuple(subtree.get(point, ())))
+        if v1:
+            return Hierarchy(v1, 1)
+        raise CapabilityMissing(f"{machine.name} has no cgroup cpu controller mounted",
+                                "mount cgroup v2 (or v1's cpu hierarchy), or run without a CPU "
+                                "limit")
+
+    return Fact(machine, _HIERARCHY, parse)
+
+
+@dataclass
+class CpuLimit(Operation):
+    """A new cgroup limited to ``cpus`` CPUs on ``node``'s machine; its path is :attr:`path`.
+
+    The path is chosen when the hierarchy is known (:meth:`diff`), with a
+    random suffix so that it never is someone else's directory.
+    """
+
+    node: Node
+    cpus: float
+    label: str = "sender"
+    path: str = ""
+    token: str = field(default_factory=lambda: secrets.token_hex(4))
+
+    def check(self) -> None:
+        if not 0.01 <= self.cpus <= 1024:
+            raise SpecError(f"CPU limit {self.cpus} is out of range",
+                            "give the number of CPUs the process may use, e.g. 0.5 (0.01..1024)")
+
+    def facts(self) -> dict[str, Fact]:
+        return {"hierarchy": hierarchy_fact(self.node.machine)}
+
+    def diff(self, facts: dict) -> list[Change]:
+        machine = self.node.machine
+        found = facts["hierarchy"]
+        if found is UNKNOWN:  # a dry run on a machine not built: assume cgroup v2
+            found = Hierarchy("(cgroup2 mount)", 2, ())
+        root, version = found.root, found.version
+        changes = []
+        if version == 2 and "cpu" not in found.subtree:
+            control = f"{root}/cgroup.subtree_control"
+            changes.append(Change(machine, "cgroup-controller", control,
+                                  " ".join(found.subtree), "+cpu",
+                                  command=f"echo +cpu > {shlex.quote(control)}",
+                                  undo={"root": root, "controller": "cpu"}))
+        self.path = f"{root}/harness-{self.label}-{self.token}"
+        quota = int(round(self.cpus * PERIOD_US))
+        path = shlex.quote(self.path)
+        if version == 2:
+            setting = f"cpu.max {quota} {PERIOD_US}"
+            write = f"echo '{quota} {PERIOD_US}' > {path}/cpu.max"
+        else:
+            setting = f"cpu.cfs_quota_us {quota} / cpu.cfs_period_us {PERIOD_US}"
+            write = (f"echo {PERIOD_US} > {path}/cpu.cfs_period_us && "
+                     f"echo {quota} > {path}/cpu.cfs_quota_us")
+        changes.append(Change(machine, f"cgroup-v{version}", self.path, None,
+                              f"{setting} ({self.cpus:g} CPUs)",
+                              command=f"mkdir {path} && {write}", undo_kind="cgroup",
+                              undo={"path": self.path}))
+        return changes
 
 
 @undo_handler("cgroup", gone_with_namespace=False)
 def _remove_cgroup(node: Node, data: dict) -> None:
     # Its processes were stopped before (undo runs newest first); rmdir fails if any remain.
-    node.run(f"test -d {data['path']} && rmdir {data['path']} || true", timeout=10)
+    path = shlex.quote(data["path"])
+    node.run(f"test -d {path} && rmdir {path} || true", timeout=10)
 
 
 @undo_handler("cgroup-controller", gone_with_namespace=False)
 def _disable_controller(node: Node, data: dict) -> None:
-    node.run(f"echo -{data['controller']} > {data['root']}/cgroup.subtree_control",
+    node.run(f"echo -{data['controller']} > {shlex.quote(data['root'] + '/cgroup.subtree_control')}",
              check=False, timeout=10)

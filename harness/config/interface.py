@@ -3,65 +3,111 @@
 from __future__ import annotations
 
 import json
+import shlex
+from dataclasses import dataclass
 
 from ..errors import SpecError
-from ..journal import Journal, undo_handler
-from ..nodes import Node
+from ..journal import undo_handler
+from ..nodes import Node, Result
 from ..tools.registry import Tool
-from .record import ChangeRecord
+from .operation import UNKNOWN, Change, Fact, Operation
 
 ETHTOOL = Tool("ethtool", "ethtool --version", "ethtool")
 
 
+def mtu_fact(node: Node, ifname: str) -> Fact:
+    def parse(res: Result) -> int:
+        if not res.ok:
+            raise SpecError(f"{node.name} has no interface {ifname!r}",
+                            f"list its interfaces with `ip link` on {node.name}")
+        return int(json.loads(res.stdout)[0]["mtu"])
+
+    return Fact(node, shlex.join(["ip", "-j", "link", "show", "dev", ifname]), parse)
+
+
 def read_mtu(node: Node, ifname: str) -> int:
-    res = node.run(["ip", "-j", "link", "show", "dev", ifname], check=False, timeout=10)
-    if not res.ok:
-        raise SpecError(f"{node.name} has no interface {ifname!r}",
-                        f"list its interfaces with `ip link` on {node.name}")
-    return int(json.loads(res.stdout)[0]["mtu"])
+    return mtu_fact(node, ifname).read()
 
 
-def set_mtu(journal: Journal, node: Node, ifname: str, mtu: int) -> ChangeRecord:
-    if not 68 <= mtu <= 65535:
-        raise SpecError(f"MTU {mtu} is out of range", "use 68..65535")
-    before = read_mtu(node, ifname)
-    if before == mtu:
-        return ChangeRecord(node.name, "mtu", ifname, str(before), str(mtu), False)
-    journal.record("mtu", node, ifname=ifname, before=before)
-    node.run(["ip", "link", "set", "dev", ifname, "mtu", str(mtu)], timeout=10)
-    return ChangeRecord(node.name, "mtu", ifname, str(before), str(mtu), True)
+def mtu_command(ifname: str, mtu: int) -> str:
+    return shlex.join(["ip", "link", "set", "dev", ifname, "mtu", str(mtu)])
 
 
-def read_offload(node: Node, ifname: str, feature: str) -> bool:
-    res = node.run(["ethtool", "-k", ifname], timeout=10)
-    for line in res.stdout.splitlines():
-        name, _, state = line.strip().partition(":")
-        if name == feature:
-            return state.split()[0] == "on"
-    raise SpecError(f"{node.name}:{ifname} has no offload feature {feature!r}",
-                    f"see `ethtool -k {ifname}` for the names")
+@dataclass
+class Mtu(Operation):
+    node: Node
+    ifname: str
+    mtu: int
+
+    def check(self) -> None:
+        if not 68 <= self.mtu <= 65535:
+            raise SpecError(f"MTU {self.mtu} is out of range", "use 68..65535")
+
+    def facts(self) -> dict[str, Fact]:
+        return {"mtu": mtu_fact(self.node, self.ifname)}
+
+    def diff(self, facts: dict) -> list[Change]:
+        before = facts["mtu"]
+        change = Change(self.node, "mtu", self.ifname, before, self.mtu)
+        if before != self.mtu:
+            change.command = mtu_command(self.ifname, self.mtu)
+            change.undo = {"ifname": self.ifname, "before": before}
+        return [change]
 
 
-def set_offload(journal: Journal, node: Node, ifname: str, feature: str,
-                enabled: bool) -> ChangeRecord:
-    """E.g. feature 'generic-segmentation-offload' (ethtool's long name)."""
-    before = read_offload(node, ifname, feature)
-    state = "on" if enabled else "off"
-    if before == enabled:
-        return ChangeRecord(node.name, "offload", f"{ifname} {feature}", state, state, False)
-    journal.record("offload", node, ifname=ifname, feature=feature, before=before)
-    node.run(["ethtool", "-K", ifname, feature, state], timeout=10)
-    return ChangeRecord(node.name, "offload", f"{ifname} {feature}",
-                        "on" if before else "off", state, True)
+def offload_fact(node: Node, ifname: str, feature: str) -> Fact:
+    def parse(res: Result) -> bool:
+        if not res.ok:
+            raise SpecError(f"{node.name}: `ethtool -k {ifname}` failed: "
+                            f"{(res.stderr or res.stdout).strip()}",
+                            f"check the interface (`ip link` on {node.name}) and that "
+                            "ethtool is installed")
+        for line in res.stdout.splitlines():
+            name, _, state = line.strip().partition(":")
+            if name == feature:
+                return state.split()[0] == "on"
+        raise SpecError(f"{node.name}:{ifname} has no offload feature {feature!r}",
+                        f"see `ethtool -k {ifname}` for the names")
+
+    return Fact(node, shlex.join(["ethtool", "-k", ifname]), parse)
+
+
+def offload_command(ifname: str, feature: str, enabled: bool) -> str:
+    return shlex.join(["ethtool", "-K", ifname, feature, "on" if enabled else "off"])
+
+
+def _on_off(value) -> str:
+    return value if value is UNKNOWN else ("on" if value else "off")
+
+
+@dataclass
+class Offload(Operation):
+    """E.g. feature 'generic-segmentation-offload' (ethtool's long name) on or off."""
+
+    node: Node
+    ifname: str
+    feature: str
+    enabled: bool
+
+    def facts(self) -> dict[str, Fact]:
+        return {"enabled": offload_fact(self.node, self.ifname, self.feature)}
+
+    def diff(self, facts: dict) -> list[Change]:
+        before = facts["enabled"]
+        change = Change(self.node, "offload", f"{self.ifname} {self.feature}", _on_off(before),
+                        _on_off(self.enabled))
+        if before != self.enabled:
+            change.command = offload_command(self.ifname, self.feature, self.enabled)
+            change.undo = {"ifname": self.ifname, "feature": self.feature, "before": before}
+        return [change]
 
 
 @undo_handler("mtu")
 def _restore_mtu(node: Node, data: dict) -> None:
-    node.run(["ip", "link", "set", "dev", data["ifname"], "mtu", str(data["before"])],
-             check=False, timeout=10)
+    node.run(mtu_command(data["ifname"], data["before"]), check=False, timeout=10)
 
 
 @undo_handler("offload")
 def _restore_offload(node: Node, data: dict) -> None:
-    node.run(["ethtool", "-K", data["ifname"], data["feature"],
-              "on" if data["before"] else "off"], check=False, timeout=10)
+    node.run(offload_command(data["ifname"], data["feature"], data["before"]), check=False,
+             timeout=10)

@@ -1,4 +1,4 @@
-"""Upstream Linux MPTCP (v1): the path manager's limits and endpoints.
+"""Upstream Linux MPTCP (v1): enabling it, the path manager's limits and endpoints.
 
 ``ip mptcp limits`` caps the subflows per connection and the ADD_ADDRs
 accepted; ``ip mptcp endpoint`` tells the in-kernel path manager which local
@@ -8,77 +8,128 @@ addresses may open extra subflows. Both are per network namespace.
 from __future__ import annotations
 
 import json
+import shlex
+from dataclasses import dataclass
 
 from ..errors import SpecError
-from ..journal import Journal, undo_handler
-from ..nodes import Node
-from .record import ChangeRecord
-from .sysctl import set_sysctl
+from ..journal import undo_handler
+from ..nodes import Node, Result
+from .operation import UNKNOWN, Change, Fact, Operation
+from .sysctl import Sysctl
 
 MAX_SUBFLOWS = 8  # kernel limit (MPTCP_PM_ADDR_MAX)
+ENDPOINT_FLAGS = ("subflow", "signal", "backup", "fullmesh")
+
+
+def enable(node: Node) -> Sysctl:
+    return Sysctl(node, "net.mptcp.enabled", 1)
+
+
+def limits_fact(node: Node) -> Fact:
+    def parse(res: Result) -> dict[str, int]:
+        if not res.ok:
+            raise SpecError(f"{node.name} cannot show MPTCP limits: {res.stderr.strip()}",
+                            "MPTCP needs kernel >= 5.6 and iproute2 with `ip mptcp`")
+        # iproute2 6.1 prints limits as text even with -j: "add_addr_accepted 0 subflows 2"
+        words = res.stdout.split()
+        data = dict(zip(words[::2], words[1::2]))
+        return {"subflows": int(data.get("subflows", 0)),
+                "add_addr_accepted": int(data.get("add_addr_accepted", 0))}
+
+    return Fact(node, "ip mptcp limits show", parse)
 
 
 def read_limits(node: Node) -> dict[str, int]:
-    # iproute2 6.1 prints limits as text even with -j: "add_addr_accepted 0 subflows 2"
-    words = node.run(["ip", "mptcp", "limits", "show"], timeout=10).stdout.split()
-    data = dict(zip(words[::2], words[1::2]))
-    return {"subflows": int(data.get("subflows", 0)),
-            "add_addr_accepted": int(data.get("add_addr_accepted", 0))}
+    return limits_fact(node).read()
 
 
-def set_limits(journal: Journal, node: Node, subflows: int, add_addr_accepted: int) -> ChangeRecord:
-    for name, value in (("subflows", subflows), ("add_addr_accepted", add_addr_accepted)):
-        if not 0 <= value <= MAX_SUBFLOWS:
-            raise SpecError(f"MPTCP limit {name}={value} is out of range",
-                            f"use 0..{MAX_SUBFLOWS}")
-    before = read_limits(node)
-    after = {"subflows": subflows, "add_addr_accepted": add_addr_accepted}
-    if before == after:
-        return ChangeRecord(node.name, "mptcp-limits", "limits", json.dumps(before),
-                            json.dumps(after), changed=False)
-    journal.record("mptcp-limits", node, before=before)
-    node.run(["ip", "mptcp", "limits", "set", "subflow", str(subflows),
-              "add_addr_accepted", str(add_addr_accepted)], timeout=10)
-    return ChangeRecord(node.name, "mptcp-limits", "limits", json.dumps(before),
-                        json.dumps(after), changed=True)
+def limits_command(limits: dict) -> str:
+    return shlex.join(["ip", "mptcp", "limits", "set", "subflow", str(limits["subflows"]),
+                       "add_addr_accepted", str(limits["add_addr_accepted"])])
+
+
+@dataclass
+class Limits(Operation):
+    node: Node
+    subflows: int
+    add_addr_accepted: int
+
+    def check(self) -> None:
+        for name, value in (("subflows", self.subflows),
+                            ("add_addr_accepted", self.add_addr_accepted)):
+            if not 0 <= value <= MAX_SUBFLOWS:
+                raise SpecError(f"MPTCP limit {name}={value} is out of range",
+                                f"use 0..{MAX_SUBFLOWS}")
+
+    def facts(self) -> dict[str, Fact]:
+        return {"limits": limits_fact(self.node)}
+
+    def diff(self, facts: dict) -> list[Change]:
+        before = facts["limits"]
+        after = {"subflows": self.subflows, "add_addr_accepted": self.add_addr_accepted}
+        shown = before if before is UNKNOWN else json.dumps(before)
+        change = Change(self.node, "mptcp-limits", "limits", shown, json.dumps(after))
+        if before != after:
+            change.command = limits_command(after)
+            change.undo = {"before": before}
+        return [change]
+
+
+def endpoints_fact(node: Node) -> Fact:
+    def parse(res: Result) -> list[dict]:
+        if not res.ok:
+            raise SpecError(f"{node.name} cannot list MPTCP endpoints: {res.stderr.strip()}",
+                            "MPTCP needs kernel >= 5.6 and iproute2 with `ip mptcp`")
+        return json.loads(res.stdout or "[]")
+
+    return Fact(node, "ip -j mptcp endpoint show", parse)
 
 
 def read_endpoints(node: Node) -> list[dict]:
-    res = node.run(["ip", "-j", "mptcp", "endpoint", "show"], timeout=10)
-    return json.loads(res.stdout or "[]")
+    return endpoints_fact(node).read()
 
 
-def add_endpoint(journal: Journal, node: Node, address: str, dev: str,
-                 flags: tuple[str, ...] = ("subflow",)) -> ChangeRecord:
-    """Announce ``address`` on ``dev`` to the path manager (e.g. as a subflow source)."""
-    allowed = {"subflow", "signal", "backup", "fullmesh"}
-    if not set(flags) <= allowed:
-        raise SpecError(f"unknown MPTCP endpoint flags {sorted(set(flags) - allowed)}",
-                        f"use some of {sorted(allowed)}")
-    existing = read_endpoints(node)
-    for ep in existing:
-        if ep.get("address") == address:
-            raise SpecError(f"{node.name} already has an MPTCP endpoint for {address} "
-                            f"(id {ep.get('id')})",
-                            "it was not made by this run: remove it yourself "
-                            "(ip mptcp endpoint delete id N) or leave the address out")
-    ep_id = max((int(ep.get("id", 0)) for ep in existing), default=0) + 1
-    journal.record("mptcp-endpoint", node, id=ep_id, address=address)
-    node.run(["ip", "mptcp", "endpoint", "add", address, "dev", dev, "id", str(ep_id), *flags],
-             timeout=10)
-    return ChangeRecord(node.name, "mptcp-endpoint", f"{address} dev {dev}", None,
-                        f"id {ep_id} {' '.join(flags)}", changed=True)
+@dataclass
+class Endpoint(Operation):
+    """Announce ``address`` on ``dev`` to the path manager (e.g. as a subflow source).
 
+    An endpoint for the address that exists already was not made by this run:
+    refused, never taken over (its removal would change someone else's setup).
+    """
 
-def enable(journal: Journal, node: Node) -> ChangeRecord:
-    return set_sysctl(journal, node, "net.mptcp.enabled", 1)
+    node: Node
+    address: str
+    dev: str
+    flags: tuple[str, ...] = ("subflow",)
+
+    def check(self) -> None:
+        unknown = sorted(set(self.flags) - set(ENDPOINT_FLAGS))
+        if unknown:
+            raise SpecError(f"unknown MPTCP endpoint flags {unknown}",
+                            f"use some of {sorted(ENDPOINT_FLAGS)}")
+
+    def facts(self) -> dict[str, Fact]:
+        return {"endpoints": endpoints_fact(self.node)}
+
+    def diff(self, facts: dict) -> list[Change]:
+        existing = [] if facts["endpoints"] is UNKNOWN else facts["endpoints"]
+        for ep in existing:
+            if ep.get("address") == self.address:
+                raise SpecError(f"{self.node.name} already has an MPTCP endpoint for "
+                                f"{self.address} (id {ep.get('id')})",
+                                "it was not made by this run: remove it yourself "
+                                "(ip mptcp endpoint delete id N) or leave the address out")
+        ep_id = max((int(ep.get("id", 0)) for ep in existing), default=0) + 1
+        return [Change(self.node, "mptcp-endpoint", f"{self.address} dev {self.dev}", None,
+                       f"id {ep_id} {' '.join(self.flags)}",
+                       command=shlex.join(["ip", "mptcp", "endpoint", "add", self.address,
+                                           "dev", self.dev, "id", str(ep_id), *self.flags]),
+                       undo={"id": ep_id, "address": self.address})]
 
 
 @undo_handler("mptcp-limits")
 def _restore_limits(node: Node, data: dict) -> None:
-    before = data["before"]
-    node.run(["ip", "mptcp", "limits", "set", "subflow", str(before["subflows"]),
-              "add_addr_accepted", str(before["add_addr_accepted"])], timeout=10)
+    node.run(limits_command(data["before"]), timeout=10)
 
 
 @undo_handler("mptcp-endpoint")

@@ -6,11 +6,12 @@ rule the machine already has, and ``nft delete table ip NAME`` later removes
 exactly what was added. The name is unique per application
 (``harness_<label>_<random>``) and is checked to be free first.
 
-Order of events: the probe reads nft's version, the node's tables and the
-devices the rules name (a missing device is a :class:`SpecError` before any
-change); the journal records family + table name *before* ``nft -f`` creates
-the whole table in one transaction (all or nothing); the undo handler deletes
-that table if it still exists.
+Order of events (the :class:`Nat` operation): the fact reads nft's version,
+the node's tables and devices in one command (a device the rules name that is
+missing is a :class:`SpecError` before any change); the journal records
+family + table name *before* ``nft -f`` creates the whole table in one
+transaction (all or nothing); the undo handler deletes that table if it still
+exists.
 
 Evidence: every translating rule carries a counter named by its comment, and a
 forward-hook chain (policy accept, it never drops) counts packets and bytes of
@@ -29,10 +30,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from ..errors import CapabilityMissing, HarnessError, SpecError
+from ..errors import CapabilityMissing, SpecError
 from ..journal import Entry, Journal, undo_handler
-from ..nodes import Node
+from ..nodes import Node, Result
 from ..tools.registry import Tool
+from .operation import UNKNOWN, Change, Fact, Operation, apply
 from .record import ChangeRecord
 
 NFT = Tool("nft", "nft --version", "nftables")
@@ -167,23 +169,79 @@ class NatProbe:
     ip_forward: str
 
 
+# One command: nft's version, the tables (JSON), the devices (JSON) and forwarding.
+_PROBE = ("nft --version 2>&1 || echo @nonft; echo @tables; nft -j list tables 2>&1; "
+          "echo \"@status $?\"; echo @links; ip -j link show; echo @forward; "
+          "sysctl -n net.ipv4.ip_forward 2>/dev/null; true")
+
+
+def nat_fact(node: Node) -> Fact:
+    """What ``node`` offers for NAT; CapabilityMissing when nft cannot be used there."""
+
+    def parse(res: Result) -> NatProbe:
+        text = res.stdout
+        version, _, rest = text.partition("@tables\n")
+        if "@nonft" in version:
+            raise CapabilityMissing(f"{node.name} has no nft (nftables) program",
+                                    "apt-get install nftables")
+        listing, _, rest = rest.partition("@status ")
+        status, _, rest = rest.partition("\n")
+        if status.strip() != "0":
+            raise CapabilityMissing(f"nft cannot list tables on {node.name}: "
+                                    f"{listing.strip()[-300:]}",
+                                    "NAT needs root and a kernel with nf_tables + nf_nat")
+        links, _, forward = rest.partition("@forward\n")
+        links = links.removeprefix("@links\n")
+        tables = tuple((t["table"]["family"], t["table"]["name"])
+                       for t in json.loads(listing or "{}").get("nftables", []) if "table" in t)
+        return NatProbe(version.strip(), tables,
+                        tuple(link["ifname"] for link in json.loads(links or "[]")),
+                        forward.strip())
+
+    return Fact(node, _PROBE, parse)
+
+
 def probe_nat(node: Node) -> NatProbe:
-    version = node.run("nft --version", check=False, timeout=10)
-    if not version.ok:
-        raise CapabilityMissing(f"{node.name} has no nft (nftables) program",
-                                "apt-get install nftables")
-    listing = node.run(["nft", "-j", "list", "tables"], check=False, timeout=10)
-    if not listing.ok:
-        raise CapabilityMissing(f"nft cannot list tables on {node.name}: "
-                                f"{listing.stderr.strip()[-300:]}",
-                                "NAT needs root and a kernel with nf_tables + nf_nat")
-    tables = tuple((t["table"]["family"], t["table"]["name"])
-                   for t in json.loads(listing.stdout or "{}").get("nftables", [])
-                   if "table" in t)
-    links = json.loads(node.run(["ip", "-j", "link", "show"], timeout=10).stdout or "[]")
-    forward = node.run(["sysctl", "-n", "net.ipv4.ip_forward"], check=False, timeout=10)
-    return NatProbe(version.stdout.strip(), tables, tuple(link["ifname"] for link in links),
-                    forward.stdout.strip())
+    return nat_fact(node).read()
+
+
+@dataclass
+class Nat(Operation):
+    """``spec``'s rules in a new table of our own on ``node`` (name in :attr:`table`)."""
+
+    node: Node
+    spec: NatSpec
+    label: str = "nat"
+    table: str = ""
+
+    def check(self) -> None:
+        if not _LABEL.match(self.label):
+            raise SpecError(f"NAT label {self.label!r} is not valid",
+                            "use 1-16 lower-case letters/digits")
+        self.spec.validate()
+
+    def facts(self) -> dict[str, Fact]:
+        return {"nat": nat_fact(self.node)}
+
+    def diff(self, facts: dict) -> list[Change]:
+        probe = facts["nat"]
+        existing: set[str] = set()
+        if probe is not UNKNOWN:
+            missing = sorted(self.spec.devices() - set(probe.devices))
+            if missing:
+                raise SpecError(f"{self.node.name} has no interface {', '.join(missing)} for the "
+                                f"NAT rules", f"its interfaces are: {', '.join(probe.devices)}")
+            existing = {name for fam, name in probe.tables if fam == FAMILY}
+        name = f"harness_{self.label}_{secrets.token_hex(3)}"
+        while name in existing:  # never take over a table that is not ours
+            name = f"harness_{self.label}_{secrets.token_hex(3)}"
+        self.table = name
+        summary = "; ".join([m.counter for m in self.spec.masquerade]
+                            + [f.counter for f in self.spec.forwards])
+        # nft -f creates the whole table in one transaction: all or nothing.
+        command = f"nft -f - <<'HARNESS_NFT'\n{self.spec.ruleset(name)}HARNESS_NFT"
+        return [Change(self.node, "nat-table", f"{FAMILY} {name}", None, summary,
+                       command=command, undo={"family": FAMILY, "table": name})]
 
 
 @dataclass
@@ -229,29 +287,11 @@ def parse_counters(listing: dict) -> dict[str, dict[str, int]]:
 def apply_nat(journal: Journal, node: Node, spec: NatSpec, label: str = "nat"
               ) -> tuple[NatTable, ChangeRecord]:
     """Create a table of our own with ``spec``'s rules on ``node``; record it first."""
-    if not _LABEL.match(label):
-        raise SpecError(f"NAT label {label!r} is not valid", "use 1-16 lower-case letters/digits")
-    spec.validate()
-    probe = probe_nat(node)
-    missing = sorted(spec.devices() - set(probe.devices))
-    if missing:
-        raise SpecError(f"{node.name} has no interface {', '.join(missing)} for the NAT rules",
-                        f"its interfaces are: {', '.join(probe.devices)}")
-    existing = {name for fam, name in probe.tables if fam == FAMILY}
-    name = f"harness_{label}_{secrets.token_hex(3)}"
-    while name in existing:  # never take over a table that is not ours
-        name = f"harness_{label}_{secrets.token_hex(3)}"
-    script = spec.ruleset(name)
-    entry = journal.record("nat-table", node, family=FAMILY, table=name)
-    result = node.run(["nft", "-f", "-"], stdin=script.encode(), check=False, timeout=30)
-    if not result.ok:
-        raise HarnessError(f"nft refused the NAT table on {node.name}: "
-                           f"{result.stderr.strip()[-500:]}",
-                           "the kernel may lack nf_nat/masquerade support; `harness probe` "
-                           "shows the nat feature")
-    table = NatTable(node, name, spec, entry)
-    summary = "; ".join([m.counter for m in spec.masquerade] + [f.counter for f in spec.forwards])
-    return table, ChangeRecord(node.name, "nat-table", f"{FAMILY} {name}", None, summary, True)
+    op = Nat(node, spec, label)
+    (record,) = apply(journal, [op])
+    entry = next(e for e in reversed(journal.entries())
+                 if e.kind == "nat-table" and e.data["table"] == op.table)
+    return NatTable(node, op.table, spec, entry), record
 
 
 def remove_nat(journal: Journal, table: NatTable) -> None:

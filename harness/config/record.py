@@ -1,8 +1,8 @@
-"""What a configuration operation did, for the run's archive."""
+"""What a configuration operation did (or would do), for the run's archive."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 
 
 @dataclass(frozen=True)
@@ -16,17 +16,3 @@ class ChangeRecord:
 
     def to_dict(self) -> dict:
         return asdict(self)
-
-
-@dataclass
-class ConfigLog:
-    """All changes of one run, in order."""
-
-    records: list[ChangeRecord] = field(default_factory=list)
-
-    def add(self, record: ChangeRecord) -> ChangeRecord:
-        self.records.append(record)
-        return record
-
-    def to_list(self) -> list[dict]:
-        return [r.to_dict() for r in self.records]

@@ -2,35 +2,63 @@
 
 from __future__ import annotations
 
+import shlex
+from dataclasses import dataclass
+
 from ..errors import SpecError
-from ..journal import Journal, undo_handler
-from ..nodes import Node
-from .record import ChangeRecord
+from ..journal import undo_handler
+from ..nodes import Node, Result
+from .operation import Change, Fact, Operation
 
 
 def normalise(value: str) -> str:
     return " ".join(str(value).split())
 
 
+def sysctl_fact(node: Node, key: str) -> Fact:
+    """The value of ``key`` on ``node`` (whitespace normalised); SpecError if it has none."""
+
+    def parse(res: Result) -> str:
+        if not res.ok:
+            raise SpecError(f"{node.name} has no sysctl {key!r}: {res.stderr.strip()}",
+                            "check the name (`sysctl -a`); some keys need a kernel module loaded")
+        return normalise(res.stdout)
+
+    return Fact(node, shlex.join(["sysctl", "-n", key]), parse)
+
+
 def read_sysctl(node: Node, key: str) -> str:
-    res = node.run(["sysctl", "-n", key], check=False, timeout=10)
-    if not res.ok:
-        raise SpecError(f"{node.name} has no sysctl {key!r}: {res.stderr.strip()}",
-                        "check the name (`sysctl -a`); some keys need a kernel module loaded")
-    return normalise(res.stdout)
+    return sysctl_fact(node, key).read()
 
 
-def set_sysctl(journal: Journal, node: Node, key: str, value: str | int) -> ChangeRecord:
-    value = normalise(str(value))
-    before = read_sysctl(node, key)
-    if before == value:
-        return ChangeRecord(node.name, "sysctl", key, before, value, changed=False)
-    journal.record("sysctl", node, key=key, before=before, after=value)
-    node.run(["sysctl", "-qw", f"{key}={value}"], timeout=10,
-             hint=f"the value {value!r} may be invalid for {key}")
-    return ChangeRecord(node.name, "sysctl", key, before, value, changed=True)
+def write_command(key: str, value: str) -> str:
+    return shlex.join(["sysctl", "-qw", f"{key}={value}"])
+
+
+@dataclass
+class Sysctl(Operation):
+    """``key`` = ``value`` on ``node``; the old value is restored on undo."""
+
+    node: Node
+    key: str
+    value: str | int
+
+    def facts(self) -> dict[str, Fact]:
+        return {"value": sysctl_fact(self.node, self.key)}
+
+    def diff(self, facts: dict) -> list[Change]:
+        return [sysctl_change(self.node, self.key, facts["value"], normalise(str(self.value)))]
+
+
+def sysctl_change(node: Node, key: str, before, after: str) -> Change:
+    """The change from ``before`` (a fact's value) to ``after``: none if they are equal."""
+    change = Change(node, "sysctl", key, before, after)
+    if before != after:
+        change.command = write_command(key, after)
+        change.undo = {"key": key, "before": before, "after": after}
+    return change
 
 
 @undo_handler("sysctl")
 def _restore_sysctl(node: Node, data: dict) -> None:
-    node.run(["sysctl", "-qw", f"{data['key']}={data['before']}"], timeout=10)
+    node.run(write_command(data["key"], data["before"]), timeout=10)

@@ -1,25 +1,24 @@
 """TIPC on a node: its identity and a bearer on a lab interface (iproute2's ``tipc``).
 
-Probe -> apply -> record -> restore, like every configuration operation:
+Fact -> diff -> journal -> apply (:mod:`harness.config.operation`):
 
-* ``probe(node)`` reads what is there (tool present, module loaded, the node
-  identity, the bearers) without changing anything, and fails with a clear
-  message when the kernel has no TIPC or the ``tipc`` tool is missing
-  (Debian's tipcutils is gone; iproute2 >= 4.x ships ``tipc``).
-* ``set_identity`` gives the node a readable identity. The kernel allows this
-  ONCE per network namespace and has no "unset": it is refused when another
-  identity is already set, and it disappears with the lab's namespace (that is
-  its undo). Set it before the first bearer, or the kernel derives one from
-  the bearer's address.
-* ``enable_bearer`` enables an Ethernet bearer (``media eth dev IF``; needs
-  the peers on one L2 segment) or a UDP bearer (``media udp name N localip
-  A remoteip B``; works across IP routers). A unicast ``remoteip`` puts the
-  UDP bearer in point-to-point/replicast mode: peers that send it discovery
-  messages are added automatically, so in a star only the leaves need the
-  centre's address and the centre needs any one leaf's. Recorded before it is
-  made; undone with ``tipc bearer disable``.
+* ``tipc_fact``/``probe`` read what is there (tool present, module loaded, the
+  node identity, the bearers) in one command, and fail with a clear message
+  when the kernel has no TIPC or the ``tipc`` tool is missing (Debian's
+  tipcutils is gone; iproute2 >= 4.x ships ``tipc``).
+* :class:`TipcNode` gives a node a readable identity and enables one bearer.
+  The kernel allows the identity ONCE per network namespace and has no
+  "unset": an identity already set is refused, and the identity disappears
+  with the lab's namespace. It is set just before the bearer, else the kernel
+  derives one from the bearer's address. The bearer is Ethernet (``media eth
+  dev IF``; needs the peers on one L2 segment) or UDP (``media udp name N
+  localip A remoteip B``; works across IP routers). A unicast ``remoteip`` puts
+  the UDP bearer in point-to-point/replicast mode: peers that send it
+  discovery messages are added automatically, so in a star only the leaves
+  need the centre's address and the centre needs any one leaf's. Recorded
+  before it is made; undone with ``tipc bearer disable``.
 
-Each returns a :class:`ChangeRecord` for the run's archive, and ``state``
+Each change is recorded for the run's archive, and ``state``
 (identity, bearers, links, link window) is recorded too, because today's
 TIPC (adaptive link window, 2.0 protocol) is not the TIPC 1.7.6 of older papers.
 """
@@ -32,10 +31,10 @@ import shlex
 from dataclasses import asdict, dataclass
 
 from ..errors import CapabilityMissing, SpecError
-from ..journal import Journal, undo_handler
-from ..nodes import NamespaceNode, Node
+from ..journal import undo_handler
+from ..nodes import Node, Result
 from ..tools.registry import Tool
-from .record import ChangeRecord
+from .operation import UNKNOWN, Change, Fact, Operation
 
 TIPC = Tool("tipc", "tipc help 2>&1 | grep -m1 -i usage", "iproute2")
 
@@ -73,29 +72,35 @@ def _run_tipc(node: Node, args: list[str], check: bool = True):
 
 _MODULE_HINT = ("load it (modprobe tipc) on a kernel that has it; this host's kernel has none "
                 "-- run the study in a VM lab")
-# One round trip per node: tool, identity, bearers (a VM under TCG makes each command costly).
+# One command per node: tool, identity, bearers (a VM under TCG makes each command costly).
 _PROBE = ('t=$(command -v tipc) || { echo "@notool"; exit 0; }; echo "@tool $t";'
           ' echo "@identity"; tipc node get identity 2>&1; echo "@bearers"; tipc bearer list 2>&1')
 
 
-def _parse_probe(node_name: str, text: str) -> tuple[str, str, tuple[str, ...]]:
-    if "@notool" in text:
-        raise CapabilityMissing(f"{node_name}: no `tipc` command",
-                                "install iproute2 (it ships `tipc`; Debian has no tipcutils)")
-    if _MISSING_MODULE in text:
-        raise CapabilityMissing(f"{node_name}: the kernel has no TIPC (module not loaded)",
-                                _MODULE_HINT)
-    tool = text.split("@tool ", 1)[1].splitlines()[0].strip() if "@tool " in text else ""
-    ident = text.split("@identity", 1)[1].split("@bearers", 1)[0] if "@identity" in text else ""
-    bearers = text.split("@bearers", 1)[1] if "@bearers" in text else ""
-    return tool, parse_identity(ident), tuple(b.strip() for b in bearers.splitlines() if b.strip())
+def tipc_fact(node: Node) -> Fact:
+    """The node's TIPC state; CapabilityMissing if TIPC cannot be configured there."""
+
+    def parse(res: Result) -> TipcState:
+        text = res.stdout
+        if "@notool" in text:
+            raise CapabilityMissing(f"{node.name}: no `tipc` command",
+                                    "install iproute2 (it ships `tipc`; Debian has no tipcutils)")
+        if _MISSING_MODULE in text:
+            raise CapabilityMissing(f"{node.name}: the kernel has no TIPC (module not loaded)",
+                                    _MODULE_HINT)
+        tool = text.split("@tool ", 1)[1].splitlines()[0].strip() if "@tool " in text else ""
+        ident = text.split("@identity", 1)[1].split("@bearers", 1)[0] if "@identity" in text \
+            else ""
+        bearers = text.split("@bearers", 1)[1] if "@bearers" in text else ""
+        return TipcState(tool, parse_identity(ident),
+                         tuple(b.strip() for b in bearers.splitlines() if b.strip()), "", 0)
+
+    return Fact(node, _PROBE, parse)
 
 
 def probe(node: Node) -> TipcState:
-    """The node's TIPC state; raises CapabilityMissing if TIPC cannot be configured there."""
-    text = node.run(_PROBE, check=False, timeout=60).stdout
-    tool, identity, bearers = _parse_probe(node.name, text)
-    return TipcState(tool, identity, bearers, "", 0)
+    """The node's TIPC state (identity, bearers), without links and name table."""
+    return tipc_fact(node).read()
 
 
 def state(node: Node) -> TipcState:
@@ -115,24 +120,6 @@ def parse_identity(text: str) -> str:
     if not lines:
         return ""
     return lines[0][0] if len(lines[0]) >= 2 else ""
-
-
-def set_identity(journal: Journal, node: Node, identity: str) -> ChangeRecord:
-    if not _IDENTITY.match(identity):
-        raise SpecError(f"TIPC identity {identity!r} is not valid",
-                        "use 1-16 letters, digits, '_', '.', '-'")
-    before = probe(node).identity
-    if before == identity:
-        return ChangeRecord(node.name, "tipc-identity", "node identity", before, identity,
-                            changed=False)
-    if before:
-        raise SpecError(f"{node.name} already has TIPC identity {before}; the kernel allows "
-                        "one per network namespace and none can be removed",
-                        "configure TIPC in a fresh namespace (a lab node), not on this one")
-    journal.record("tipc-identity", node, identity=identity)
-    _run_tipc(node, ["node", "set", "identity", identity])
-    return ChangeRecord(node.name, "tipc-identity", "node identity", None, identity,
-                        changed=True)
 
 
 def _bearer_id(media: str, name: str | None, dev: str | None) -> str:
@@ -169,117 +156,57 @@ def bearer_args(media: str, *, dev: str | None = None, name: str | None = None,
     return args
 
 
-def enable_bearer(journal: Journal, node: Node, media: str, *, dev: str | None = None,
-                  name: str | None = None, localip: str | None = None,
-                  remoteip: str | None = None, port: int | None = None) -> ChangeRecord:
-    """Enable one bearer; arguments are checked before anything changes."""
-    args = bearer_args(media, dev=dev, name=name, localip=localip, remoteip=remoteip, port=port)
-    bearer = _bearer_id(media, name, dev)
-    if any(b.startswith(bearer) for b in probe(node).bearers):
-        raise SpecError(f"{node.name} already has TIPC bearer {bearer}",
-                        "it was not made by this run: disable it yourself or use another name")
-    journal.record("tipc-bearer", node, media=media, name=name, dev=dev)
-    _run_tipc(node, ["bearer", "enable", *args])
-    return ChangeRecord(node.name, "tipc-bearer", bearer, None, " ".join(args), changed=True)
+@dataclass
+class TipcNode(Operation):
+    """A TIPC identity and one bearer on ``node`` (``bearer``: keyword arguments of bearer_args).
 
-
-@dataclass(frozen=True)
-class NodeConfig:
-    """TIPC for one node: an identity and one bearer (``bearer`` = kwargs of bearer_args)."""
+    One operation because they are one decision: the kernel lets a namespace
+    set its identity once, and derives one from the first bearer's address if
+    none is set, so the identity must be set just before the bearer. Apply
+    many at once (``apply(journal, [TipcNode(...), ...])``): every node's
+    state is read in one round trip per machine and checked before the first
+    change. An identity already set (the kernel cannot unset it) or a bearer
+    that exists were not made by this run: refused. The undo disables the
+    bearer; the identity goes with the namespace.
+    """
 
     node: Node
     identity: str
     media: str
     bearer: dict
 
-
-def _machine(node: Node) -> Node:
-    return node.parent if isinstance(node, NamespaceNode) else node
-
-
-def _in_node(node: Node, script: str) -> str:
-    if isinstance(node, NamespaceNode):
-        return shlex.join(["nsenter", f"--net={node.netns_path}", "--", "sh", "-c", script])
-    return f"sh -c {shlex.quote(script)}"
-
-
-PARALLEL_NODES = 8  # nodes probed/configured at once inside one machine
-
-
-def sections_script(commands: dict[int, str], jobs: int = PARALLEL_NODES) -> str:
-    """Run ``commands`` up to ``jobs`` at a time; print each one's output after ``@@node i``.
-
-    Under TCG every process start costs ~0.1-0.2 s of emulated CPU: running
-    the nodes' commands side by side uses all of the guest's vCPUs.
-    """
-    lines = ['d=$(mktemp -d) || exit 1', 'trap \'rm -rf "$d"\' EXIT']
-    keys = list(commands)
-    for start in range(0, len(keys), jobs):
-        for i in keys[start:start + jobs]:
-            lines.append(f"( {commands[i]} ) > \"$d/{i}\" 2>&1 &")
-        lines.append("wait")
-    lines += [f"echo '@@node {i}'; cat \"$d/{i}\"" for i in keys]
-    return "\n".join(lines)
-
-
-def configure_nodes(journal: Journal, configs: list[NodeConfig]) -> list[ChangeRecord]:
-    """Identity + bearer on many nodes, probing and applying in ONE command per machine.
-
-    All arguments and all nodes' states are checked before the first change:
-    a bad bearer, a missing tool or module, an identity already set, or a
-    bearer that exists stops everything with nothing changed.
-    """
-    planned = []
-    for cfg in configs:
-        if not _IDENTITY.match(cfg.identity):
-            raise SpecError(f"TIPC identity {cfg.identity!r} is not valid",
+    def check(self) -> None:
+        if not _IDENTITY.match(self.identity):
+            raise SpecError(f"TIPC identity {self.identity!r} is not valid",
                             "use 1-16 letters, digits, '_', '.', '-'")
-        args = bearer_args(cfg.media, **cfg.bearer)
-        planned.append((cfg, args, _bearer_id(cfg.media, cfg.bearer.get("name"),
-                                              cfg.bearer.get("dev"))))
-    groups: dict[int, tuple[Node, list[int]]] = {}
-    for i, (cfg, _a, _b) in enumerate(planned):
-        machine = _machine(cfg.node)
-        groups.setdefault(id(machine), (machine, []))[1].append(i)
-    # probe everything first
-    for machine, indices in groups.values():
-        script = sections_script({i: _in_node(planned[i][0].node, _PROBE) for i in indices})
-        text = machine.run(script, check=False, timeout=60 + 5 * len(indices)).stdout
-        parts = text.split("@@node ")[1:]
-        found = {int(p.split(None, 1)[0]): p for p in parts}
-        for i in indices:
-            cfg, _args, bearer = planned[i]
-            _tool, identity, bearers = _parse_probe(cfg.node.name, found.get(i, "@notool"))
-            if identity:
-                raise SpecError(f"{cfg.node.name} already has TIPC identity {identity}",
-                                "configure TIPC in fresh namespaces (lab nodes)")
-            if any(b.startswith(bearer) for b in bearers):
-                raise SpecError(f"{cfg.node.name} already has TIPC bearer {bearer}",
-                                "it was not made by this run: disable it yourself")
-    records: list[ChangeRecord] = []
-    for machine, indices in groups.values():
-        lines = {}
-        for i in indices:
-            cfg, args, _bearer = planned[i]
-            journal.record("tipc-identity", cfg.node, identity=cfg.identity)
-            journal.record("tipc-bearer", cfg.node, media=cfg.media,
-                           name=cfg.bearer.get("name"), dev=cfg.bearer.get("dev"))
-            apply = (f"tipc node set identity {shlex.quote(cfg.identity)} && "
-                     f"tipc bearer enable {shlex.join(args)}")
-            lines[i] = f"{_in_node(cfg.node, apply)} || echo '@@fail {i}'"
-        res = machine.run(sections_script(lines), check=False, timeout=60 + 5 * len(indices))
-        failed = [int(x.split()[1]) for x in res.stdout.splitlines() if x.startswith("@@fail")]
-        if failed:
-            names = ", ".join(planned[i][0].node.name for i in failed)
-            raise SpecError(f"enabling TIPC failed on {names}: {res.stdout.strip()[-500:]}",
-                            "see the message; everything recorded so far is undone")
-        for i in indices:
-            cfg, args, bearer = planned[i]
-            records.append(ChangeRecord(cfg.node.name, "tipc-identity", "node identity", None,
-                                        cfg.identity, changed=True))
-            records.append(ChangeRecord(cfg.node.name, "tipc-bearer", bearer, None,
-                                        " ".join(args), changed=True))
-    return records
+        bearer_args(self.media, **self.bearer)
+
+    @property
+    def bearer_id(self) -> str:
+        return _bearer_id(self.media, self.bearer.get("name"), self.bearer.get("dev"))
+
+    def facts(self) -> dict[str, Fact]:
+        return {"tipc": tipc_fact(self.node)}
+
+    def diff(self, facts: dict) -> list[Change]:
+        found = facts["tipc"]
+        if found is not UNKNOWN:
+            if found.identity:
+                raise SpecError(f"{self.node.name} already has TIPC identity {found.identity}; "
+                                "the kernel allows one per network namespace and none can be "
+                                "removed", "configure TIPC in fresh namespaces (lab nodes)")
+            if any(b.startswith(self.bearer_id) for b in found.bearers):
+                raise SpecError(f"{self.node.name} already has TIPC bearer {self.bearer_id}",
+                                "it was not made by this run: disable it yourself or use "
+                                "another name")
+        args = bearer_args(self.media, **self.bearer)
+        command = (f"tipc node set identity {shlex.quote(self.identity)} && "
+                   f"tipc bearer enable {shlex.join(args)}")
+        return [Change(self.node, "tipc", self.bearer_id, None,
+                       f"identity {self.identity}; bearer {' '.join(args)}", command=command,
+                       undo_kind="tipc-bearer",
+                       undo={"media": self.media, "name": self.bearer.get("name"),
+                             "dev": self.bearer.get("dev"), "identity": self.identity})]
 
 
 def link_window(node: Node, media: str, name: str | None = None,
@@ -306,13 +233,9 @@ def wait_links(node: Node, expected: int, timeout: float = 60.0) -> int:
 
 @undo_handler("tipc-bearer")
 def _undo_bearer(node: Node, data: dict) -> None:
+    """Disable the bearer; the identity cannot be unset and goes with the namespace."""
     if data["media"] == "udp":
         target = f"media udp name {shlex.quote(data['name'])}"
     else:
         target = f"media eth device {shlex.quote(data['dev'])}"
     node.run(f"tipc bearer disable {target} 2>/dev/null || true", timeout=30)
-
-
-@undo_handler("tipc-identity")
-def _undo_identity(node: Node, data: dict) -> None:
-    """Nothing to run: the kernel cannot unset an identity; it goes with the namespace."""

@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 
 from ..errors import HarnessError
 from ..journal import Journal
-from ..nodes import NamespaceNode, Node
+from ..nodes import Node
 from ..nodes.base import Process
-from .spec import FaninOutput, ReduceSpec, SocketOptions, events, parse_output, serve_argv, shell
+from .spec import FaninOutput, ReduceSpec, SocketOptions, events, parse_output, serve_argv
 
 READY_TIMEOUT = 120.0
 
@@ -51,7 +51,7 @@ def _group_by_machine(nodes: list[Node]) -> list[tuple[Node, list[int]]]:
     groups: dict[int, tuple[Node, list[int]]] = {}
     order: list[int] = []
     for i, node in enumerate(nodes):
-        key_node = node.parent if isinstance(node, NamespaceNode) else node
+        key_node = node.machine
         key = id(key_node)
         if key not in groups:
             groups[key] = (key_node, [])
@@ -65,11 +65,7 @@ def _launch_script(nodes: list[Node], argvs: list[list[str]], indices: list[int]
     # (a caught signal is reset to default in the children, unlike an ignored one).
     lines = ["trap 'wait; exit 0' TERM INT"]
     for i in indices:
-        node = nodes[i]
-        if isinstance(node, NamespaceNode):
-            lines.append(f"nsenter --net={node.netns_path} -- {shell(argvs[i])} &")
-        else:
-            lines.append(f"{shell(argvs[i])} &")
+        lines.append(f"{nodes[i].command_on_machine(argvs[i])} &")
     lines.append("wait")
     return "\n".join(lines)
 
@@ -189,20 +185,17 @@ def run_reducer(node: Node, binary: str, spec: ReduceSpec, targets: list[str],
                 check: bool = True, bracket: str = "") -> ReduceResult:
     """Run one reducer to completion on ``node``; its JSON lines are parsed.
 
-    ``bracket``: a shell command for the reducer's machine (``node`` must be a
-    namespace there), run right before and right after the reducer *in the same
-    command* -- counters read around a run without two extra round trips to a
-    slow (TCG) VM. Its two outputs are in ``result.bracket``.
+    ``bracket``: a shell command for the reducer's machine, run right before and
+    right after the reducer *in the same command* -- counters read around a run
+    without two extra round trips to a slow (TCG) VM. Its two outputs are in ``result.bracket``.
     """
     argv = spec.argv(binary, targets)
     started = time.monotonic()
     if bracket:
-        if not isinstance(node, NamespaceNode):
-            raise FaninError("a bracket command needs the reducer in a namespace")
         script = (f"{bracket}\necho {BEFORE}\n"
-                  f"nsenter --net={node.netns_path} -- {shell(argv)}\nst=$?\n"
+                  f"{node.command_on_machine(argv)}\nst=$?\n"
                   f"echo {AFTER}\n{bracket}\nexit $st")
-        res = node.parent.run(script, timeout=spec.time_bound_s() + 60, check=False)
+        res = node.machine.run(script, timeout=spec.time_bound_s() + 60, check=False)
         before, _, rest = res.stdout.partition(BEFORE + "\n")
         stdout, _, after = rest.partition(AFTER + "\n")
         around = (before, after)

@@ -84,6 +84,10 @@ class LocalNode(Node):
         self.name = name
         self._prefix = prefix or []
 
+    @property
+    def is_local(self) -> bool:
+        return True
+
     def describe(self) -> dict:
         return {"type": "local", "name": self.name}
 

@@ -166,6 +166,20 @@ class Study(ABC):
             self.measure(session, bed, params, configured)
             return str(session.run.path)
 
+    def dry_run(self, params: Parameters, inventory: str = "") -> str:
+        """Every change a run would make (the lab's build plan, then :meth:`configure`'s
+        operations, from their diffs), as text; nothing is changed and no run is archived.
+
+        Facts are read on machines that exist (this host, inventory machines); nodes of a
+        lab that a dry run does not build show the planned value only.
+        """
+        from ..session import open_session
+
+        with open_session(self.name, params.to_dict(), "", inventory, dry_run=True) as session:
+            bed = self._testbed(session, params)
+            self.configure(session, bed, params)
+            return session.describe()
+
     def _testbed(self, session: Session, params: Parameters):
         needs = self.requirements(params)
         return session.testbed(self.topology(params), features=set(needs.features),

@@ -56,7 +56,7 @@ from typing import ClassVar
 import pandas as pd
 
 from ..config import nat
-from ..config.sysctl import set_sysctl
+from ..config.sysctl import Sysctl
 from ..errors import CapabilityMissing, HarnessError, SpecError
 from ..journal import Journal, machine_of
 from ..nodes import Node
@@ -741,8 +741,7 @@ def prepare_inventory(session: Session, bed) -> None:
     """Real front nodes must forward (methods 1 and 3): set it, recorded and restored."""
     if isinstance(bed, InventoryTestbed):
         for front in ("fa", "fb"):
-            session.configure(set_sysctl(session.journal, bed.node(front),
-                                         "net.ipv4.ip_forward", 1))
+            session.apply(Sysctl(bed.node(front), "net.ipv4.ip_forward", 1))
 
 
 def build_bench_bed(session: Session, stack: ExitStack, params: Params, main_bed):
@@ -757,7 +756,7 @@ def build_bench_bed(session: Session, stack: ExitStack, params: Params, main_bed
     main = main_bed.lab
     topo = topology(params, unshaped=True, name="s0-relay-bench")
     lab = stack.enter_context(Lab(topo, session.journal, main.host,
-                                  capabilities=main.capabilities, config=session.config))
+                                  capabilities=main.capabilities))
     return LabTestbed(lab), "second namespace lab, unshaped"
 
 
@@ -827,7 +826,6 @@ class S0(Study):
             loadavg["after_bench"] = machine_load(bed.node("a1"))
             session.results(pd.DataFrame(bench_rows), "bench")
         session.results(pd.DataFrame(run.nat_rows), "nat")
-        session.configure(run.nat_records)
         session.note(s0={
             "methods": {
                 "direct": "a1 -> b1 private address; fa and fb forward in the kernel (routes to "

@@ -29,7 +29,6 @@ import pandas as pd
 from .. import fanin
 from ..config import tipc
 from ..errors import SpecError
-from ..nodes import NamespaceNode
 from ..session import Session
 from ..tools.iperf3 import IPERF3
 from ..tools.registry import TC
@@ -161,11 +160,13 @@ def configure_tipc(session: Session, bed, n: int) -> dict:
     reducer = bed.node("reducer")
     # The reducer's unicast remote (mapper 1) puts its bearer in replicast mode: it learns
     # every mapper from the discovery messages sent to it, mappers know only the reducer.
-    configs = [tipc.NodeConfig(reducer, "s3-reducer", "udp", dict(
+    configs = [tipc.TipcNode(reducer, "s3-reducer", "udp", dict(
         name=TIPC_BEARER, localip=REDUCER_IP, remoteip=mapper_ip(0)))]
-    configs += [tipc.NodeConfig(bed.node(mapper_name(i)), f"s3-{mapper_name(i)}", "udp", dict(
+    configs += [tipc.TipcNode(bed.node(mapper_name(i)), f"s3-{mapper_name(i)}", "udp", dict(
         name=TIPC_BEARER, localip=mapper_ip(i), remoteip=REDUCER_IP)) for i in range(n)]
-    session.configure(tipc.configure_nodes(session.journal, configs))
+    session.apply(*configs)
+    if session.dry_run:
+        return {"links_up": None, "media": "udp", "bearer": TIPC_BEARER}
     started = time.monotonic()
     up = tipc.wait_links(reducer, n, timeout=60 + 2 * n)
     if up < n:
@@ -198,11 +199,10 @@ def snapshot_command(switch, fleet: fanin.MapperFleet) -> str:
     CPU ticks of every mapper -- when the mappers share that machine (each command costs a
     round trip to a slow TCG VM). Empty when they do not."""
     groups = fleet.pid_groups()
-    if not (isinstance(switch, NamespaceNode) and len(groups) == 1
-            and groups[0][0] is switch.parent):
+    if not (len(groups) == 1 and groups[0][0] is switch.machine):
         return ""
-    return (f"tc -n {switch.netns} -s qdisc show dev red; echo @@stat; "
-            + fanin.run.stat_command(groups[0][1]))
+    return (switch.command_on_machine(["tc", "-s", "qdisc", "show", "dev", "red"])
+            + "; echo @@stat; " + fanin.run.stat_command(groups[0][1]))
 
 
 def parse_snapshot(text: str) -> tuple[dict, int]:
@@ -214,7 +214,7 @@ def snapshot(switch, fleet: fanin.MapperFleet) -> tuple[dict, int]:
     """Bottleneck qdisc counters and the mappers' CPU ticks, wherever they are."""
     command = snapshot_command(switch, fleet)
     if command:
-        return parse_snapshot(switch.parent.run(command, timeout=60).stdout)
+        return parse_snapshot(switch.machine.run(command, timeout=60).stdout)
     return qdisc_counters(switch, "red"), fanin.mapper_cpu_ticks(fleet)
 
 
@@ -266,8 +266,7 @@ def run_point(session: Session, bed, fleet: fanin.MapperFleet, binary: str, vari
                             fanin.SocketOptions(params.sndbuf, params.rcvbuf, cc),
                             cpu_sample_ms=100 if experiment == "cpu" else 0,
                             round_timeout_s=params.round_timeout_s)
-    same_machine = (isinstance(reducer, NamespaceNode) and isinstance(switch, NamespaceNode)
-                    and reducer.parent is switch.parent)
+    same_machine = reducer.machine is switch.machine
     bracket = snapshot_command(switch, fleet) if same_machine else ""
     if bracket:  # counters read in the reducer's own command
         result = fanin.run_reducer(reducer, binary, spec, fleet.listens[:n], check=False,

@@ -22,7 +22,7 @@ from typing import ClassVar
 import pandas as pd
 
 from ..config import cgroup, mptcp
-from ..config.congestion import set_default_congestion
+from ..config.congestion import DefaultCongestion
 from ..session import Session
 from ..tools import counters
 from ..tools.gridftp import GLOBUS_URL_COPY, GRIDFTP_SERVER
@@ -95,16 +95,15 @@ def topology(params: Params) -> Topology:
 
 def configure_mptcp(session: Session, bed) -> None:
     """Enable MPTCP; let the client open one extra subflow from its second interface."""
-    j = session.journal
     client, server = bed.node("client"), bed.node("server")
     for node in (client, server):
-        session.configure(mptcp.enable(j, node))
-        # GridFTP has no per-socket option: make CUBIC the nodes' default too.
-        session.configure(set_default_congestion(j, node, CONGESTION))
-    session.configure(mptcp.set_limits(j, client, subflows=2, add_addr_accepted=0))
-    session.configure(mptcp.set_limits(j, server, subflows=2, add_addr_accepted=0))
-    session.configure(mptcp.add_endpoint(j, client, bed.address("client", "eth1"),
-                                         bed.device("client", "eth1"), ("subflow",)))
+        # GridFTP has no per-socket option: make CUBIC the nodes' default too. One node per
+        # apply: both may extend their machine's allowed list, each from what the last left.
+        session.apply(mptcp.enable(node), DefaultCongestion(node, CONGESTION))
+    session.apply(mptcp.Limits(client, subflows=2, add_addr_accepted=0),
+                  mptcp.Limits(server, subflows=2, add_addr_accepted=0),
+                  mptcp.Endpoint(client, bed.address("client", "eth1"),
+                                 bed.device("client", "eth1"), ("subflow",)))
 
 
 @dataclass
@@ -154,10 +153,9 @@ class S4(Study):
         configure_mptcp(session, bed)
         if not params.sender_cpus:
             return None
-        cpu_cgroup, records = cgroup.cpu_limit(session.journal, bed.node("client"),
-                                               params.sender_cpus, "s4-sender")
-        session.configure(records)
-        return cpu_cgroup
+        limit = cgroup.CpuLimit(bed.node("client"), params.sender_cpus, "s4-sender")
+        session.apply(limit)
+        return limit.path
 
     def measure(self, session: Session, bed, params: Params, cpu_cgroup: str | None) -> None:
         """Sweep streams x transports with iperf3, then with GridFTP; archive one table."""

@@ -73,7 +73,7 @@ from datetime import datetime
 from ipaddress import ip_address
 
 from ..errors import CapabilityMissing, NodeError, SpecError
-from ..journal import Journal, machine_of
+from ..journal import Journal
 from ..nodes.base import Node, Process, command_text
 from ..nodes.local import in_cgroup
 from .registry import Tool
@@ -369,7 +369,7 @@ def gridftp_server(
             "pass the server node's own lab address",
         )
     log_path = f"/tmp/harness-gridftp-{uuid.uuid4().hex}.log"
-    log_entry = journal.record("file", machine_of(node), path=log_path)
+    log_entry = journal.record("file", node.machine, path=log_path)
     try:
         cmd = [*wrapper, *server_command(program, address, port, log_path)]
         with journal.process(node, cmd) as proc:

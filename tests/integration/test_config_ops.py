@@ -5,8 +5,10 @@ from __future__ import annotations
 import pytest
 from conftest import needs_root
 
-from harness.config import congestion, interface, mptcp, sysctl
-from harness.config.cgroup import cpu_limit
+from harness.config import apply, congestion, interface, mptcp, sysctl
+from harness.config.cgroup import CpuLimit
+from harness.config.congestion import DefaultCongestion
+from harness.config.sysctl import Sysctl
 from harness.errors import SpecError
 from harness.lab import Lab
 from harness.nodes import LocalNode
@@ -28,7 +30,7 @@ def test_sysctl_is_recorded_and_restored(journal, lab):
     before = sysctl.read_sysctl(node, "net.ipv4.tcp_sack")
     new = "0" if before == "1" else "1"
     with journal.scope():
-        rec = sysctl.set_sysctl(journal, node, "net.ipv4.tcp_sack", new)
+        (rec,) = apply(journal, [Sysctl(node, "net.ipv4.tcp_sack", new)])
         assert rec.changed and rec.before == before
         assert sysctl.read_sysctl(node, "net.ipv4.tcp_sack") == new
     assert sysctl.read_sysctl(node, "net.ipv4.tcp_sack") == before
@@ -38,32 +40,36 @@ def test_unchanged_sysctl_records_nothing_to_undo(journal, lab):
     node = lab.node("a")
     value = sysctl.read_sysctl(node, "net.ipv4.tcp_sack")
     n = len(journal.entries())
-    rec = sysctl.set_sysctl(journal, node, "net.ipv4.tcp_sack", value)
+    (rec,) = apply(journal, [Sysctl(node, "net.ipv4.tcp_sack", value)])
     assert not rec.changed and len(journal.entries()) == n
+    # ... but the run's configuration view has it
+    assert journal.configuration()[-1] | {"seq": 0} == {
+        "node": "a", "kind": "sysctl", "target": "net.ipv4.tcp_sack", "before": value,
+        "after": value, "changed": False, "seq": 0}
 
 
 def test_unknown_sysctl_is_a_clear_error(journal, lab):
     with pytest.raises(SpecError, match="no sysctl"):
-        sysctl.set_sysctl(journal, lab.node("a"), "net.ipv4.no_such_key", 1)
+        apply(journal, [Sysctl(lab.node("a"), "net.ipv4.no_such_key", 1)])
 
 
 def test_mptcp_endpoint_and_limits_are_restored(journal, lab):
     node = lab.node("a")
     limits = mptcp.read_limits(node)
     with journal.scope():
-        mptcp.set_limits(journal, node, subflows=4, add_addr_accepted=3)
-        mptcp.add_endpoint(journal, node, "198.18.1.2", "eth0", ("subflow",))
+        apply(journal, [mptcp.enable(node), mptcp.Limits(node, subflows=4, add_addr_accepted=3),
+                        mptcp.Endpoint(node, "198.18.1.2", "eth0", ("subflow",))])
         assert mptcp.read_limits(node) == {"subflows": 4, "add_addr_accepted": 3}
         assert [ep["address"] for ep in mptcp.read_endpoints(node)] == ["198.18.1.2"]
         with pytest.raises(SpecError, match="already has an MPTCP endpoint"):
-            mptcp.add_endpoint(journal, node, "198.18.1.2", "eth0")
+            apply(journal, [mptcp.Endpoint(node, "198.18.1.2", "eth0")])
     assert mptcp.read_limits(node) == limits
     assert mptcp.read_endpoints(node) == []
 
 
 def test_mptcp_limits_out_of_range_are_refused(journal, lab):
     with pytest.raises(SpecError, match="out of range"):
-        mptcp.set_limits(journal, lab.node("a"), subflows=99, add_addr_accepted=0)
+        apply(journal, [mptcp.Limits(lab.node("a"), subflows=99, add_addr_accepted=0)])
 
 
 def test_default_congestion_in_a_namespace_restores_the_machine(journal, lab):
@@ -72,10 +78,14 @@ def test_default_congestion_in_a_namespace_restores_the_machine(journal, lab):
     available = sysctl.read_sysctl(host, congestion.AVAILABLE_KEY).split()
     target = next((cc for cc in available if cc not in allowed.split()), None) or available[0]
     node = lab.node("a")
+    default = sysctl.read_sysctl(node, congestion.DEFAULT_KEY)
     with journal.scope():
-        congestion.set_default_congestion(journal, node, target)
+        records = apply(journal, [DefaultCongestion(node, target)])
         assert sysctl.read_sysctl(node, congestion.DEFAULT_KEY) == target
+        assert target in sysctl.read_sysctl(host, congestion.ALLOWED_KEY).split()
+        assert records[-1].node == "a" and records[-1].after == target
     assert sysctl.read_sysctl(host, congestion.ALLOWED_KEY) == allowed
+    assert sysctl.read_sysctl(node, congestion.DEFAULT_KEY) == default
 
 
 def test_cpu_limit_cgroup_is_created_used_and_removed(journal, lab):
@@ -83,7 +93,9 @@ def test_cpu_limit_cgroup_is_created_used_and_removed(journal, lab):
 
     node = lab.node("a")
     with journal.scope():
-        path, records = cpu_limit(journal, node, 0.25, "test")
+        limit = CpuLimit(node, 0.25, "test")
+        records = apply(journal, [limit])
+        path = limit.path
         assert os.path.isdir(path)
         out = node.run(f"sh -c 'echo $$ > {path}/cgroup.procs && cat /proc/self/cgroup'",
                        timeout=10).stdout
@@ -95,8 +107,39 @@ def test_cpu_limit_cgroup_is_created_used_and_removed(journal, lab):
 def test_mtu_is_restored(journal, lab):
     node = lab.node("a")
     with journal.scope():
-        interface.set_mtu(journal, node, "eth0", 9000)
+        apply(journal, [interface.Mtu(node, "eth0", 9000)])
         assert interface.read_mtu(node, "eth0") == 9000
     assert interface.read_mtu(node, "eth0") == 1500
     with pytest.raises(SpecError, match="no interface"):
-        interface.set_mtu(journal, node, "eth7", 1400)
+        apply(journal, [interface.Mtu(node, "eth7", 1400)])
+
+
+def offload(node, feature: str) -> bool:
+    return interface.offload_fact(node, "eth0", feature).read()
+
+
+def test_offload_is_restored(journal, lab):
+    node = lab.node("a")
+    feature = "generic-segmentation-offload"
+    before = offload(node, feature)
+    with journal.scope():
+        (rec,) = apply(journal, [interface.Offload(node, "eth0", feature, not before)])
+        assert rec.changed and offload(node, feature) is (not before)
+    assert offload(node, feature) is before
+    with pytest.raises(SpecError, match="no offload feature"):
+        apply(journal, [interface.Offload(node, "eth0", "no-such-offload", True)])
+
+
+def test_a_batch_of_operations_on_many_namespaces_is_undone_exactly(journal, lab):
+    """Operations on two namespaces in one apply: one round trip per machine, all undone."""
+    nodes = [lab.node("a"), lab.node("b")]
+    keys = ["net.ipv4.tcp_sack", "net.ipv4.tcp_timestamps"]
+    found = {(n.name, k): sysctl.read_sysctl(n, k) for n in nodes for k in keys}
+    flip = {"0": "1", "1": "0"}
+    with journal.scope():
+        records = apply(journal, [Sysctl(n, k, flip[found[(n.name, k)]])
+                                  for n in nodes for k in keys])
+        assert all(r.changed for r in records) and len(records) == 4
+        assert all(sysctl.read_sysctl(n, k) == flip[found[(n.name, k)]]
+                   for n in nodes for k in keys)
+    assert {(n.name, k): sysctl.read_sysctl(n, k) for n in nodes for k in keys} == found

@@ -14,8 +14,7 @@ import pytest
 from conftest import needs_root
 
 from harness import fanin
-from harness.config import tipc
-from harness.config.record import ConfigLog
+from harness.config import apply, tipc
 from harness.lab import Lab
 from harness.studies import s3
 
@@ -58,22 +57,19 @@ def test_fanin_in_vm(vm_lab, proto):
     vm, lab, journal, binary = vm_lab
     reducer = lab.node("reducer")
     mark = max((e.seq for e in journal.entries()), default=0)
-    log = ConfigLog()
+    records = []
     if proto == "tipc":
-        log.add(tipc.set_identity(journal, reducer, "t-red"))
-        log.add(tipc.enable_bearer(journal, reducer, "udp", name="t", localip=s3.REDUCER_IP,
-                                   remoteip=s3.mapper_ip(0)))
-        for i in range(N):
-            node = lab.node(s3.mapper_name(i))
-            log.add(tipc.set_identity(journal, node, f"t-{i}"))
-            log.add(tipc.enable_bearer(journal, node, "udp", name="t", localip=s3.mapper_ip(i),
-                                       remoteip=s3.REDUCER_IP))
+        records = apply(journal, [tipc.TipcNode(reducer, "t-red", "udp", dict(
+            name="t", localip=s3.REDUCER_IP, remoteip=s3.mapper_ip(0)))] + [
+            tipc.TipcNode(lab.node(s3.mapper_name(i)), f"t-{i}", "udp", dict(
+                name="t", localip=s3.mapper_ip(i), remoteip=s3.REDUCER_IP)) for i in range(N)])
         assert tipc.wait_links(reducer, N, timeout=90) == N
         state = tipc.probe(reducer)
         assert state.identity == "t-red" and state.bearers == ("udp:t",)
         # a second identity is refused, not silently ignored
         with pytest.raises(Exception, match="already has TIPC identity"):
-            tipc.set_identity(journal, reducer, "other")
+            apply(journal, [tipc.TipcNode(reducer, "other", "udp", dict(
+                name="u", localip=s3.REDUCER_IP))])
     nodes = [lab.node(s3.mapper_name(i)) for i in range(N)]
     listens = [fanin.mapper_address(proto, s3.mapper_ip(i), s3.PORT, i) for i in range(N)]
     with fanin.mapper_fleet(journal, nodes, listens, proto, binary) as fleet:
@@ -87,6 +83,6 @@ def test_fanin_in_vm(vm_lab, proto):
     print(f"\n{proto}: mean rate {out.summary['mean_rate_mbit']:.1f} Mbit/s, "
           f"rounds ms {[round(r['duration_ns'] / 1e6, 1) for r in out.measured()]}")
     if proto == "tipc":
-        assert [r.kind for r in log.records].count("tipc-bearer") == N + 1
+        assert [r.kind for r in records].count("tipc") == N + 1
         journal.undo_all(after_seq=mark)
         assert tipc.probe(reducer).bearers == ()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from harness.config import tipc
+from harness.config import apply, operation, tipc
 from harness.errors import SpecError
 from harness.studies import s3, s3_analysis
 
@@ -56,13 +56,25 @@ def test_topology_48_mappers_and_bottleneck_queue():
 
 
 class FakeNode:
+    """Answers every command with ``text``; remembers the commands."""
+
     name = "switch"
 
     def __init__(self, text):
         self.text = text
+        self.commands = []
 
-    def run(self, *a, **k):
-        return type("R", (), {"stdout": self.text, "ok": True})()
+    def run(self, cmd, *a, **k):
+        self.commands.append(cmd)
+        return type("R", (), {"stdout": self.text, "stderr": "", "ok": True,
+                              "exit_status": 0})()
+
+    @property
+    def machine(self):
+        return self
+
+    def describe(self):
+        return {"type": "local", "name": self.name}
 
 
 TC = """qdisc htb 1: root refcnt 3 r2q 10 default 0x1 direct_packets_stat 0 direct_qlen 1000
@@ -89,20 +101,60 @@ def test_tipc_identity_parsing(text, identity):
     assert tipc.parse_identity(text) == identity
 
 
-def test_tipc_bearer_arguments_are_checked_before_any_change(journal):
+@pytest.fixture
+def one_call_at_a_time(monkeypatch):
+    """FakeNode answers node.run only (the group runner has tests of its own)."""
+    monkeypatch.setattr(operation, "run_calls",
+                        lambda calls, timeout: [n.run(c, check=False) for n, c in calls])
+
+
+def test_tipc_bearer_arguments_are_checked_before_any_change(journal, one_call_at_a_time):
     node = FakeNode("")
     for kwargs, message in [
-        (dict(media="ib"), "not supported"),
-        (dict(media="udp", name="x" * 20, localip="198.18.0.1"), "name"),
-        (dict(media="udp", name="s3", localip="nope"), "localip"),
-        (dict(media="udp", name="s3", localip="198.18.0.1", remoteip="x"), "remoteip"),
-        (dict(media="eth", dev="bad name!"), "interface name"),
+        (dict(media="ib", bearer={}), "not supported"),
+        (dict(media="udp", bearer=dict(name="x" * 20, localip="198.18.0.1")), "name"),
+        (dict(media="udp", bearer=dict(name="s3", localip="nope")), "localip"),
+        (dict(media="udp", bearer=dict(name="s3", localip="198.18.0.1", remoteip="x")),
+         "remoteip"),
+        (dict(media="eth", bearer=dict(dev="bad name!")), "interface name"),
     ]:
         with pytest.raises(SpecError, match=message):
-            tipc.enable_bearer(journal, node, **kwargs)
+            apply(journal, [tipc.TipcNode(node, "ok", **kwargs)])
     with pytest.raises(SpecError, match="not valid"):
-        tipc.set_identity(journal, node, "has space")
+        apply(journal, [tipc.TipcNode(node, "has space", "eth", dict(dev="eth0"))])
+    assert journal.entries() == [] and journal.configuration() == []
+
+
+FRESH = "@tool /sbin/tipc\n@identity\nNode Identity  Hash\n   00000000\n@bearers\n"
+
+
+@pytest.mark.parametrize("state, message", [
+    (FRESH.replace("   00000000", "old-name  00000000"), "already has TIPC identity old-name"),
+    (FRESH + "udp:s3\n", "already has TIPC bearer udp:s3"),
+    ("@notool\n", "no `tipc` command"),
+])
+def test_tipc_state_of_any_node_stops_all_nodes_before_a_change(journal, state, message,
+                                                               one_call_at_a_time):
+    """One bad node among many: refused with nothing journalled and no change made anywhere."""
+    nodes = [FakeNode(FRESH), FakeNode(state), FakeNode(FRESH)]
+    ops = [tipc.TipcNode(n, f"n{i}", "udp", dict(name="s3", localip=f"198.18.0.{i + 1}"))
+           for i, n in enumerate(nodes)]
+    with pytest.raises(Exception, match=message):
+        apply(journal, ops)
     assert journal.entries() == []
+    assert all(not any("enable" in c for c in n.commands) for n in nodes)
+
+
+def test_tipc_node_is_one_change_and_one_undo_kind(journal, one_call_at_a_time):
+    nodes = [FakeNode(FRESH), FakeNode(FRESH)]
+    records = apply(journal, [tipc.TipcNode(n, f"n{i}", "udp", dict(
+        name="s3", localip=f"198.18.0.{i + 1}", remoteip="198.18.0.9")) for i, n in
+        enumerate(nodes)])
+    assert [r.kind for r in records] == ["tipc", "tipc"] and all(r.changed for r in records)
+    assert {e.kind for e in journal.entries()} == {"tipc-bearer"}
+    assert journal.entries()[0].data["identity"] == "n0"
+    assert nodes[1].commands[-1].startswith("tipc node set identity n1 && tipc bearer enable "
+                                            "media udp name s3 localip 198.18.0.2")
 
 
 def _frame(tipc_small=1.12, tipc_big=0.3, cpu_tipc=0.9):
