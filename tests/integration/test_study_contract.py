@@ -89,3 +89,15 @@ def test_run_archives_and_reports_the_new_study(data_root):
     assert "a veth pair answers within 1 ms" in report
     listed = harness("runs", "ping-demo").stdout
     assert str(run) in listed and "complete" in listed
+
+
+@needs_root
+def test_dry_run_prints_the_new_studys_changes_and_makes_none(data_root):
+    from tests.conftest import netns_names
+
+    before = netns_names()
+    out = harness("run", str(NOTEBOOK), "--dry-run", "-p", "rate_mbit", "50").stdout
+    assert out.startswith("dry run of ping-demo: placement host")
+    assert "netns" in out and "veth eth0" in out and "rate 50000000bit" in out
+    assert netns_names() == before
+    assert not (data_root / "runs").exists()
