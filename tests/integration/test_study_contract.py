@@ -8,8 +8,8 @@ found by the harness from its notebook's metadata or from $HARNESS_STUDY_PATH, l
 from __future__ import annotations
 
 import json
-import re
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
