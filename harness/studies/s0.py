@@ -56,15 +56,16 @@ import pandas as pd
 
 from ..config import nat
 from ..config.sysctl import set_sysctl
-from ..errors import CapabilityMissing, HarnessError, SpecError
-from ..journal import Journal, machine_of
+from ..errors import CapabilityMissing, SpecError
+from ..journal import Journal
 from ..nodes import Node
-from ..nodes.local import wait_until
-from ..relay import RelaySpec, run_relay
+from ..relay.process import Relay, relay, srd_clients
 from ..session import Session, open_session
 from ..testbed import InventoryTestbed
 from ..tools import pingpong
-from ..tools.iperf3 import iperf3_client, iperf3_server, settle
+from ..tools.cpu import machine_load
+from ..tools.iperf3 import settle
+from ..tools.sockets import check_answers, check_ports_free, ss_established
 from ..topology import Topology, TopologyBuilder
 from .params import flag, number, profile_values
 
@@ -83,11 +84,10 @@ NPTCP_PORT = 6000
 FA_PORTS = [PROXY_PORT + a + b for a in (0, SOCAT_OFFSET) for b in (0, IPERF_OFFSET)]
 FB_PORTS = [SRD_PORT + a + b for a in (0, SOCAT_OFFSET) for b in (0, IPERF_OFFSET)]
 B1_PORTS = [SERVER_PORT, IPERF_PORT, NPTCP_PORT]
-SOCAT = "socat -b 262144 TCP-LISTEN:{port},bind={host},fork,reuseaddr,nodelay TCP:{target},nodelay"
+PORTS_USER = f"study S0 uses ports {sorted(set(FA_PORTS + FB_PORTS + B1_PORTS))}"
 
 METHODS = ("direct", "proxies", "nat_srd")
 LABELS = {"direct": "1) direct", "proxies": "2) two proxies", "nat_srd": "3) NAT + SRD"}
-BENCH_PATHS = ("direct", "nat_socat", "nat_srd", "proxies_socat", "proxies_srd")
 MAX_SIZE = 1 << 20
 POW2 = tuple(1 << i for i in range(21))  # 1 B .. 1 MiB; holds the paper's 1-32 KB, 128 KB-1 MB
 
@@ -280,29 +280,6 @@ def check_fronts(bed) -> None:
                     f"are: {', '.join(f'{d} {a}' for d, a in sorted(have)) or 'none'}")
 
 
-def listening_ports(node: Node) -> dict[int, str]:
-    """{port: ss line} of the TCP sockets listening on ``node``."""
-    out = node.run(["ss", "-Hltnp"], check=False, timeout=10).stdout
-    ports: dict[int, str] = {}
-    for line in out.splitlines():
-        cols = line.split()
-        if len(cols) >= 4 and ":" in cols[3]:
-            try:
-                ports[int(cols[3].rsplit(":", 1)[1])] = line.strip()
-            except ValueError:
-                continue
-    return ports
-
-
-def check_ports_free(node: Node, ports: list[int]) -> None:
-    taken = listening_ports(node)
-    for port in ports:
-        if port in taken:
-            raise SpecError(f"port {port} is in use on {node.name}: {taken[port]}",
-                            "stop that program or run the study where the port is free "
-                            f"(study S0 uses ports {sorted(set(FA_PORTS + FB_PORTS + B1_PORTS))})")
-
-
 def check_tools(bed, bench: bool) -> None:
     need = {"fa": ["conntrack", "nft"], "fb": [], "a1": [], "b1": []}
     if bench:
@@ -314,82 +291,6 @@ def check_tools(bed, bench: bool) -> None:
             if not node.has_command(tool):
                 raise CapabilityMissing(f"{name} lacks {tool}, which study S0 needs there",
                                         f"apt-get install {tool}")
-
-
-def check_answers(journal: Journal, node: Node, host: str, port: int, what: str) -> None:
-    error = pingpong.answers(journal, node, host, port)
-    if error is not None:
-        raise HarnessError(f"{what}: {host}:{port} does not answer from {node.name} ({error})",
-                           "check that its server runs and that routes (and NAT) lead there; "
-                           "nothing was measured")
-
-
-# -- relays ----------------------------------------------------------------------------------
-
-@dataclass
-class Relay:
-    kind: str  # "srd" or "socat"
-    node: Node
-    listen: str
-    target: str
-    process: object  # the journal's Process; its pid is the relay's process group
-    handle: object = None  # RelayHandle for srd
-    exit_status: int | None = None
-
-    @property
-    def pgid(self) -> int:
-        return self.process.pid
-
-    def running(self) -> bool:
-        return self.handle.running() if self.handle is not None else self.process.poll() is None
-
-    def record(self) -> dict:
-        return {"kind": self.kind, "node": self.node.name, "listen": self.listen,
-                "target": self.target, "exit_status": self.exit_status}
-
-
-@contextmanager
-def relay(journal: Journal, node: Node, kind: str, listen: str, target: str,
-          check_target: bool = True) -> Iterator[Relay]:
-    """A relay (srd or socat) on ``node`` from ``listen`` to ``target`` for the block."""
-    host, port = target.rsplit(":", 1)
-    if check_target:
-        check_answers(journal, node, host, int(port), f"relay target of {kind} on {node.name}")
-    if kind == "srd":
-        with run_relay(journal, node, RelaySpec.parse(listen, target)) as handle:
-            ref = Relay(kind, node, listen, target, handle.process, handle)
-            try:
-                yield ref
-            finally:
-                ref.exit_status = handle.stop()
-        return
-    lhost, lport = listen.rsplit(":", 1)
-    cmd = "exec " + SOCAT.format(port=lport, host=lhost, target=target)
-    with journal.process(node, cmd) as proc:
-        if not wait_until(lambda: proc.poll() is not None or int(lport) in listening_ports(node),
-                          10) or proc.poll() is not None:
-            raise HarnessError(f"socat on {node.name} did not listen on {listen}: "
-                               f"{proc.output().strip()[-300:]}")
-        ref = Relay(kind, node, listen, target, proc)
-        yield ref
-        ref.exit_status = proc.poll()
-
-
-def group_cpu_seconds(node: Node, pgid: int) -> float:
-    """CPU seconds of a process group (live members + children they reaped), via /proc."""
-    machine = machine_of(node)
-    out = machine.run("cat /proc/[0-9]*/stat 2>/dev/null; getconf CLK_TCK", check=False,
-                      timeout=20).stdout.splitlines()
-    hz = int(out[-1]) if out and out[-1].isdigit() else 100
-    ticks = 0
-    for line in out[:-1]:
-        try:
-            fields = line.rsplit(")", 1)[1].split()
-            if int(fields[2]) == pgid:
-                ticks += sum(int(f) for f in fields[11:15])
-        except (IndexError, ValueError):
-            continue
-    return ticks / hz
 
 
 # -- the three methods -----------------------------------------------------------------------
@@ -514,22 +415,6 @@ def sweep(run: Measurement, params: Params) -> list[dict]:
     return rows
 
 
-def ss_established(node: Node) -> list[tuple[str, int, str, int]]:
-    """(local ip, local port, peer ip, peer port) of established TCP connections."""
-    out = node.run(["ss", "-Htn", "state", "established"], timeout=10).stdout
-    conns = []
-    for line in out.splitlines():
-        cols = line.split()
-        if len(cols) < 4:
-            continue
-        try:
-            (lip, lport), (pip, pport) = (c.rsplit(":", 1) for c in cols[2:4])
-            conns.append((lip.strip("[]"), int(lport), pip.strip("[]"), int(pport)))
-        except ValueError:
-            continue
-    return conns
-
-
 def count_connections(run: Measurement, params: Params) -> list[dict]:
     """Hold ``flows`` connections per method open and count where TCP connections end.
 
@@ -576,145 +461,6 @@ def count_connections(run: Measurement, params: Params) -> list[dict]:
     return rows
 
 
-# -- the unshaped relay benchmark --------------------------------------------------------------
-
-BENCH_ROUTES = {  # path -> (where a1 connects, ping-pong/iperf3 port offset, NAT on fa)
-    "direct": ("b1", None, False),
-    "nat_srd": ("fb_pub", 0, True), "nat_socat": ("fb_pub", SOCAT_OFFSET, True),
-    "proxies_srd": ("fa_priv", 0, False), "proxies_socat": ("fa_priv", SOCAT_OFFSET, False),
-}
-
-
-@contextmanager
-def bench_relays(run: Measurement) -> Iterator[dict[tuple[str, str], Relay]]:
-    """srd and socat on both fronts at once, for ping-pong and iperf3: eight relays.
-
-    Keys are (node, listen port). Started once, they let the benchmark
-    interleave its paths; an idle relay waits in epoll/accept and costs nothing.
-    """
-    p, j = run.plan, run.journal
-    relays: dict[tuple[str, str], Relay] = {}
-    with ExitStack() as stack:
-        for kind, extra in (("srd", 0), ("socat", SOCAT_OFFSET)):
-            for offset, server_port in ((0, SERVER_PORT), (IPERF_OFFSET, IPERF_PORT)):
-                # check the ping-pong targets (iperf3 would log a refused control connection)
-                check = offset == 0
-                port_b = SRD_PORT + extra + offset
-                relays[("fb", str(port_b))] = stack.enter_context(relay(
-                    j, run.node("fb"), kind, f"{p.fb_pub}:{port_b}", f"{p.b1}:{server_port}",
-                    check))
-                port_a = PROXY_PORT + extra + offset
-                relays[("fa", str(port_a))] = stack.enter_context(relay(
-                    j, run.node("fa"), kind, f"{p.fa_priv}:{port_a}", f"{p.fb_pub}:{port_b}",
-                    check))
-        yield relays
-        for r in relays.values():  # a crash would show as a dead relay here
-            if not r.running():
-                raise HarnessError(f"{r.kind} relay on {r.node.name} ({r.listen}) died during "
-                                   f"the benchmark: {r.process.output()[-300:]}")
-
-
-def bench_endpoint(run: Measurement, path: str, iperf: bool) -> tuple[str, int]:
-    where, offset, _nat = BENCH_ROUTES[path]
-    host = getattr(run.plan, where)
-    if offset is None:
-        return host, IPERF_PORT if iperf else SERVER_PORT
-    base = SRD_PORT if where == "fb_pub" else PROXY_PORT
-    return host, base + offset + (IPERF_OFFSET if iperf else 0)
-
-
-def bench_groups(run: Measurement, path: str, relays) -> list[Relay]:
-    """The relays an iperf3 test on ``path`` goes through."""
-    _where, offset, _nat = BENCH_ROUTES[path]
-    if offset is None:
-        return []
-    out = [relays[("fb", str(SRD_PORT + offset + IPERF_OFFSET))]]
-    if path.startswith("proxies"):
-        out.append(relays[("fa", str(PROXY_PORT + offset + IPERF_OFFSET))])
-    return out
-
-
-def nptcp_half_rtt_us(run: Measurement, host: str, iterations: int = 2000) -> float | None:
-    """NetPIPE's 1 B half round trip on a path (cross-check of the ping-pong tool)."""
-    a1, b1 = run.node("a1"), run.node("b1")
-    if not (a1.has_command("NPtcp") and b1.has_command("NPtcp")):
-        return None
-    import secrets
-
-    common = f"-l 1 -u 1 -n {iterations} -p 0"
-    dirs = []
-    for node in (a1, b1):
-        path = f"/tmp/harness-nptcp-{secrets.token_hex(4)}"
-        dirs.append((run.journal.record("file", machine_of(node), path=path), path))
-        node.run(["mkdir", path], timeout=10)
-    try:
-        receiver = f"cd {dirs[1][1]} && exec NPtcp -P {NPTCP_PORT} {common}"
-        with run.journal.process(b1, receiver):
-            wait_until(lambda: NPTCP_PORT in listening_ports(b1), 10)
-            out = a1.run(f"cd {dirs[0][1]} && NPtcp -h {host} -P {NPTCP_PORT} {common} "
-                         f"-o np.out >/dev/null 2>&1; cat np.out", check=False, timeout=60)
-        cols = out.stdout.split()
-        return float(cols[2]) * 1e6 if len(cols) >= 3 else None
-    finally:
-        for entry, _ in dirs:
-            run.journal.undo(entry)
-
-
-def bench(run: Measurement, params: Params) -> list[dict]:
-    """Kernel forwarding, socat and srd side by side: iperf3, relay CPU, 1 B / 64 KB half-RTT.
-
-    Per repetition: one ping-pong client measures all five paths interleaved
-    (fa's NAT table up, as for the sweep); then iperf3 runs path by path, with
-    the NAT table only for the NAT paths, so kernel forwarding is measured
-    without connection tracking.
-    """
-    j, a1 = run.journal, run.node("a1")
-    rows = []
-    with pingpong.server(j, run.node("b1"), run.plan.b1, SERVER_PORT), \
-            iperf3_server(j, run.node("b1"), run.plan.b1, IPERF_PORT), \
-            bench_relays(run) as relays:
-        for rep in range(1, params.bench_repetitions + 1):
-            with nat.nat_applied(j, run.node("fa"), run.plan.nat_spec(), "s0b", run.nat_records):
-                shift = (rep - 1) % len(BENCH_PATHS)
-                order = BENCH_PATHS[shift:] + BENCH_PATHS[:shift]
-                lat = pingpong.client(j, a1, {path: bench_endpoint(run, path, False)
-                                              for path in order},
-                                      [1, 65536], 0.2, 0, stream=False, warmup=200)
-            run.session.raw(f"bench-pingpong-r{rep}.json", json.dumps(lat, indent=1))
-            nat_first = [pth for pth in order if BENCH_ROUTES[pth][2]] + \
-                [pth for pth in order if not BENCH_ROUTES[pth][2]]
-            for path in nat_first:
-                with ExitStack() as stack:
-                    if BENCH_ROUTES[path][2]:
-                        stack.enter_context(nat.nat_applied(j, run.node("fa"),
-                                                            run.plan.nat_spec(), "s0b",
-                                                            run.nat_records))
-                    host, port = bench_endpoint(run, path, True)
-                    groups = bench_groups(run, path, relays)
-                    cpu0 = sum(group_cpu_seconds(r.node, r.pgid) for r in groups)
-                    t0 = time.monotonic()
-                    tput = iperf3_client(a1, host, port, seconds=params.bench_seconds)
-                    elapsed = time.monotonic() - t0
-                    cpu = sum(group_cpu_seconds(r.node, r.pgid) for r in groups) - cpu0
-                run.session.raw(f"bench-{path}-r{rep}-iperf3.json", json.dumps(tput.raw))
-                by_size = {pt["size"]: pt["latency"] for pt in lat["targets"][path]["points"]}
-                gbytes = tput.bytes_received / 1e9
-                rows.append({
-                    "path": path, "relay": path.split("_")[1] if "_" in path else "kernel",
-                    "hops": 0 if path == "direct" else 2 if path.startswith("proxies") else 1,
-                    "nat": BENCH_ROUTES[path][2], "repetition": rep,
-                    "iperf_mbit": tput.received_bps / 1e6, "retransmits": tput.retransmits,
-                    "relay_cpu_s": cpu if groups else None,
-                    "relay_cpu_cores": cpu / elapsed if groups else None,
-                    "relay_cpu_s_per_gb": cpu / gbytes if groups and gbytes else None,
-                    "half_rtt_1b_us": by_size[1]["median_us"],
-                    "half_rtt_1b_p90_us": by_size[1]["p90_us"],
-                    "half_rtt_64k_us": by_size[65536]["median_us"],
-                })
-                settle(0.1)
-    return rows
-
-
 # -- the whole measurement -------------------------------------------------------------------
 
 @contextmanager
@@ -729,48 +475,12 @@ def main_relays(run: Measurement) -> Iterator[dict[str, Relay]]:
         yield {"fb_srd": srd, "fa_proxy": proxy}
 
 
-def srd_clients(relay_ref: Relay) -> dict:
-    """Who the SRD saw connecting (client addresses) and how its streams ended."""
-    events = relay_ref.handle.events()
-    clients: dict[str, int] = {}
-    reasons: dict[str, int] = {}
-    for e in events:
-        if e.name == "accept":
-            ip = e.get("client", "?").rsplit(":", 1)[0]
-            clients[ip] = clients.get(ip, 0) + 1
-        elif e.name == "close":
-            reasons[e.get("reason", "?")] = reasons.get(e.get("reason", "?"), 0) + 1
-    return {"accepts_by_client_ip": clients, "close_reasons": reasons,
-            "errors": [e.fields for e in events if e.name in ("error", "target-failed")]}
-
-
-def machine_load(node: Node) -> float:
-    """1-minute load average of the machine under ``node`` (the machine is shared: noise)."""
-    return float(machine_of(node).read_text("/proc/loadavg").split()[0])
-
-
 def prepare_inventory(session: Session, bed) -> None:
     """Real front nodes must forward (methods 1 and 3): set it, recorded and restored."""
     if isinstance(bed, InventoryTestbed):
         for front in ("fa", "fb"):
             session.configure(set_sysctl(session.journal, bed.node(front),
                                          "net.ipv4.ip_forward", 1))
-
-
-def build_bench_bed(session: Session, stack: ExitStack, params: Params, main_bed):
-    """The unshaped lab for the benchmark: the main one if already unshaped, else a new one."""
-    if isinstance(main_bed, InventoryTestbed) or not params.rate_mbit:
-        return main_bed, "main testbed (" + ("inventory" if isinstance(main_bed, InventoryTestbed)
-                                             else "unshaped lab") + ")"
-    from ..lab import Lab
-    from ..testbed import LabTestbed
-
-    # on the machine that holds the main lab (this host, or the VM placement chose)
-    main = main_bed.lab
-    topo = topology(params, unshaped=True, name="s0-relay-bench")
-    lab = stack.enter_context(Lab(topo, session.journal, main.host,
-                                  capabilities=main.capabilities, config=session.config))
-    return LabTestbed(lab), "second namespace lab, unshaped"
 
 
 def measure(params: Params, run_dir: str = "", inventory: str = "") -> str:
@@ -785,7 +495,7 @@ def measure(params: Params, run_dir: str = "", inventory: str = "") -> str:
         check_fronts(bed)
         check_tools(bed, params.bench)
         for name, ports in (("fa", FA_PORTS), ("fb", FB_PORTS), ("b1", B1_PORTS)):
-            check_ports_free(bed.node(name), ports)
+            check_ports_free(bed.node(name), ports, PORTS_USER)
         prepare_inventory(session, bed)
         session.verify(params.verify_seconds)
         timings["setup_s"] = time.monotonic() - t
@@ -806,18 +516,13 @@ def measure(params: Params, run_dir: str = "", inventory: str = "") -> str:
         loadavg["after_sweep"] = machine_load(bed.node("a1"))
         session.results(pd.DataFrame(rows))
         session.results(pd.DataFrame(connections), "connections")
-        bench_rows: list[dict] = []
         bench_where = nptcp_us = None
         if params.bench:
+            from .s0_bench import measure_bench  # it builds on this module's plan and ports
+
             t = time.monotonic()
-            with ExitStack() as stack:
-                bench_bed, bench_where = build_bench_bed(session, stack, params, bed)
-                bench_run = Measurement(session, bench_bed, Plan.of(bench_bed),
-                                        nat_records=run.nat_records)
-                if bench_bed is not bed:
-                    session.note(bench_testbed=bench_bed.record())
-                bench_rows = bench(bench_run, params)
-                nptcp_us = nptcp_half_rtt_us(bench_run, bench_run.plan.b1)
+            bench_rows, bench_where, nptcp_us = measure_bench(session, params, bed,
+                                                              run.nat_records)
             timings["bench_s"] = time.monotonic() - t
             loadavg["after_bench"] = machine_load(bed.node("a1"))
             session.results(pd.DataFrame(bench_rows), "bench")
