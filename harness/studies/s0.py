@@ -40,6 +40,13 @@ before any change); the fronts get ``net.ipv4.ip_forward=1`` (recorded and
 restored); routes between the two private prefixes, which "direct" needs,
 must exist in the site's network (checked before measuring). The benchmark
 then runs on those machines as they are (no second lab).
+
+This module holds the parameters, topology, plan, the checks made before
+anything changes, and the measurement flow (:func:`measure`) with its archive.
+:mod:`.s0_methods` measures the three methods, :mod:`.s0_bench` runs the
+relay benchmark, :mod:`.s0_analysis` reads the archive. The relays (srd and
+socat alike) are :mod:`harness.relay.process`; socket and CPU facts come from
+:mod:`harness.tools.sockets` and :mod:`harness.tools.cpu`.
 """
 
 from __future__ import annotations
@@ -48,8 +55,6 @@ import ipaddress
 import json
 import re
 import time
-from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
 from dataclasses import asdict, dataclass, field
 
 import pandas as pd
@@ -59,13 +64,11 @@ from ..config.sysctl import set_sysctl
 from ..errors import CapabilityMissing, SpecError
 from ..journal import Journal
 from ..nodes import Node
-from ..relay.process import Relay, relay, srd_clients
+from ..relay.process import srd_clients
 from ..session import Session, open_session
 from ..testbed import InventoryTestbed
-from ..tools import pingpong
 from ..tools.cpu import machine_load
-from ..tools.iperf3 import settle
-from ..tools.sockets import check_answers, check_ports_free, ss_established
+from ..tools.sockets import check_answers, check_ports_free
 from ..topology import Topology, TopologyBuilder
 from .params import flag, number, profile_values
 
@@ -293,11 +296,15 @@ def check_tools(bed, bench: bool) -> None:
                                         f"apt-get install {tool}")
 
 
-# -- the three methods -----------------------------------------------------------------------
+# -- what measuring on one testbed works with -------------------------------------------------
 
 @dataclass
 class Measurement:
-    """What one measurement phase needs: session, testbed, plan, and collected evidence."""
+    """What measuring on one testbed needs: session, testbed, plan, and collected evidence.
+
+    The main sweep and the benchmark each get one (the benchmark may have a lab of its
+    own); both add to the same NAT records, which the run archives once.
+    """
 
     session: Session
     bed: object
@@ -313,167 +320,7 @@ class Measurement:
         return self.bed.node(name)
 
 
-@dataclass
-class Way:
-    """Where a1 connects for one method, and the NAT table if the method uses one."""
-
-    host: str
-    port: int
-    table: nat.NatTable | None = None
-
-
-@contextmanager
-def method_path(run: Measurement, method: str) -> Iterator[Way]:
-    """Make ``method`` the way from a1 to b1's server (the NAT table exists only inside)."""
-    p = run.plan
-    if method == "direct":
-        yield Way(p.b1, SERVER_PORT)
-    elif method == "proxies":
-        yield Way(p.fa_priv, PROXY_PORT)
-    elif method == "nat_srd":
-        fa = run.node("fa")
-        with nat.nat_applied(run.journal, fa, p.nat_spec(), "s0", run.nat_records) as table:
-            yield Way(p.fb_pub, SRD_PORT, table)
-    else:
-        raise SpecError(f"unknown method {method!r}", f"use one of {METHODS}")
-
-
-def nat_evidence(run: Measurement, table: nat.NatTable, tag: str, client: str) -> dict:
-    """Proof that ``client``'s connection was translated: NAT counters and fa's conntrack.
-
-    ``client`` is the ip:port a1 connected from. Its conntrack entry must show
-    the reply going to fa's public address; the table's counters show the
-    translating rule was hit and how many bytes of translated connections fa
-    forwarded. conntrack text and the table listing are archived raw.
-    """
-    p, fa = run.plan, run.node("fa")
-    counters = table.counters()
-    text = nat.conntrack_text(fa)
-    ip, port = client.rsplit(":", 1)
-    entries = [e for e in nat.parse_conntrack(text)
-               if e.original.src == ip and e.original.sport == int(port)
-               and e.original.dst == p.fb_pub and e.original.dport == SRD_PORT]
-    translated = [e for e in entries if e.source_translated and e.reply.dst == p.fa_pub]
-    run.session.raw(f"nat-{tag}-conntrack.txt", text)
-    run.session.raw(f"nat-{tag}-table.txt", table.text())
-    snat = next((v for k, v in counters.items() if k.startswith("snat")), {"packets": 0})
-    fwd = counters.get(nat.TRANSLATED_COUNTER, {"packets": 0, "bytes": 0})
-    return {"phase": tag, "table": table.name, "client": client,
-            "rule_packets": snat["packets"], "translated_packets": fwd["packets"],
-            "translated_bytes": fwd["bytes"], "conntrack_entries": len(entries),
-            "conntrack_translated": len(translated),
-            "translated_to": translated[0].reply.dst if translated else None}
-
-
-def sweep(run: Measurement, params: Params) -> list[dict]:
-    """Ping-pong latency and streaming bandwidth per size, the three methods interleaved.
-
-    One client run per repetition holds a connection for each method and
-    measures them size by size in rotated order, so the load of a shared
-    machine falls on all three alike. fa's NAT table exists during the whole
-    repetition: it masquerades only cluster A's traffic to the public segment,
-    so the direct connection (to B's private prefix) is tracked by conntrack
-    but not translated.
-    """
-    a1 = run.node("a1")
-    rows = []
-    for rep in range(1, params.repetitions + 1):
-        started = time.monotonic()
-        ways: dict[str, Way] = {}
-        with ExitStack() as stack:
-            for method in METHODS:
-                ways[method] = stack.enter_context(method_path(run, method))
-            result = pingpong.client(run.journal, a1,
-                                     {m: (w.host, w.port) for m, w in ways.items()},
-                                     list(params.sizes), params.latency_budget_s,
-                                     params.stream_budget_s)
-            for way in ways.values():
-                if way.table is not None:
-                    run.nat_rows.append(nat_evidence(
-                        run, way.table, f"r{rep}", result["targets"]["nat_srd"]["local"]))
-            direct_local = result["targets"]["direct"]["local"]
-            run.nat_rows[-1]["direct_translated"] = any(
-                e.source_translated for e in nat.conntrack_entries(run.node("fa"))
-                if f"{e.original.src}:{e.original.sport}" == direct_local)
-        wall = time.monotonic() - started
-        run.session.raw(f"pingpong-r{rep}.json", json.dumps(result, indent=1))
-        for method, target in result["targets"].items():
-            for point in target["points"]:
-                lat, st = point["latency"], point.get("stream") or {}
-                rows.append({
-                    "method": method, "label": LABELS[method], "repetition": rep,
-                    "order": point["order"], "size": point["size"],
-                    "half_rtt_us": lat["median_us"], "half_rtt_mean_us": lat["mean_us"],
-                    "half_rtt_p10_us": lat["p10_us"], "half_rtt_p90_us": lat["p90_us"],
-                    "half_rtt_min_us": lat["min_us"], "iterations": lat["n"],
-                    "pingpong_mbit": lat["pingpong_mbit"], "stream_mbit": st.get("mbit"),
-                    "stream_bytes": st.get("bytes"), "stream_s": st.get("seconds"),
-                    "stream_messages": st.get("messages"), "client": target["local"],
-                    "wall_s": wall,
-                })
-        settle(0.1)
-    return rows
-
-
-def count_connections(run: Measurement, params: Params) -> list[dict]:
-    """Hold ``flows`` connections per method open and count where TCP connections end.
-
-    The paper's Table 1 counts connections between the front nodes; here every
-    established connection on fa, fb and b1 that belongs to the study's ports
-    is counted while the flows are open, and fa's conntrack says which ones
-    were translated.
-    """
-    p = run.plan
-    rows = []
-    for method in METHODS:
-        with method_path(run, method) as path:
-            with pingpong.hold_connections(run.journal, run.node("a1"), path.host, path.port,
-                                           params.flows):
-                seen = {n: ss_established(run.node(n)) for n in ("fa", "fb", "b1")}
-                snat = 0
-                if method == "nat_srd":
-                    snat = sum(1 for e in nat.conntrack_entries(run.node("fa"))
-                               if e.state == "ESTABLISHED" and e.original.dst == p.fb_pub
-                               and e.reply.dst == p.fa_pub and e.original.src != p.fa_pub)
-        run.session.raw(f"connections-{method}.json", json.dumps(seen, indent=1))
-        fa_in = sum(1 for c in seen["fa"] if c[1] == PROXY_PORT)
-        fa_out = sum(1 for c in seen["fa"] if c[3] == SRD_PORT and c[2] == p.fb_pub)
-        fb_in = [c for c in seen["fb"] if c[1] == SRD_PORT]
-        fb_out = sum(1 for c in seen["fb"] if c[3] == SERVER_PORT)
-        b1_in = [c for c in seen["b1"] if c[1] == SERVER_PORT]
-        a_net = ipaddress.ip_network(p.a_private)
-        b1_from_a = sum(1 for c in b1_in if ipaddress.ip_address(c[2]) in a_net)
-        fb_from_public = sum(1 for c in fb_in if c[2] == p.fa_pub)
-        fb_from_private_a = sum(1 for c in fb_in if ipaddress.ip_address(c[2]) in a_net)
-        total = fa_in + len(fb_in) + len(b1_in)
-        rows.append({
-            "method": method, "label": LABELS[method], "flows": params.flows,
-            # connections whose packets cross the public segment between the fronts
-            "public_segment_connections": fb_from_public + fb_from_private_a + b1_from_a,
-            "front_to_front_connections": fa_out + fb_from_public,
-            "terminated_at_fa": fa_in, "opened_by_fa": fa_out,
-            "terminated_at_fb": len(fb_in), "opened_by_fb": fb_out,
-            "b1_peers_in_cluster_a": b1_from_a, "fb_peers_fa_public": fb_from_public,
-            "fb_peers_in_cluster_a": fb_from_private_a, "snat_entries_fa": snat,
-            "tcp_connections_per_flow": total / params.flows,
-            "user_space_relays_per_flow": (fa_in + len(fb_in)) / params.flows,
-        })
-    return rows
-
-
 # -- the whole measurement -------------------------------------------------------------------
-
-@contextmanager
-def main_relays(run: Measurement) -> Iterator[dict[str, Relay]]:
-    """Ping-pong server on b1, the SRD on fb, the relay (proxy) on fa: for the whole sweep."""
-    p, j = run.plan, run.journal
-    with pingpong.server(j, run.node("b1"), p.b1, SERVER_PORT), \
-            relay(j, run.node("fb"), "srd", f"{p.fb_pub}:{SRD_PORT}",
-                  f"{p.b1}:{SERVER_PORT}") as srd, \
-            relay(j, run.node("fa"), "srd", f"{p.fa_priv}:{PROXY_PORT}",
-                  f"{p.fb_pub}:{SRD_PORT}") as proxy:
-        yield {"fb_srd": srd, "fa_proxy": proxy}
-
 
 def prepare_inventory(session: Session, bed) -> None:
     """Real front nodes must forward (methods 1 and 3): set it, recorded and restored."""
@@ -485,6 +332,10 @@ def prepare_inventory(session: Session, bed) -> None:
 
 def measure(params: Params, run_dir: str = "", inventory: str = "") -> str:
     """Build (or reach) the testbed, measure the three methods and the relay benchmark, archive."""
+    # imported here, not above: both build on this module's ports, plan and Measurement
+    from .s0_bench import measure_bench
+    from .s0_methods import count_connections, main_relays, sweep
+
     check_inventory(inventory)
     with open_session(STUDY, params.to_dict(), run_dir, inventory) as session:
         timings: dict[str, float] = {}
@@ -500,15 +351,15 @@ def measure(params: Params, run_dir: str = "", inventory: str = "") -> str:
         session.verify(params.verify_seconds)
         timings["setup_s"] = time.monotonic() - t
         loadavg = {"start": machine_load(bed.node("a1"))}
-        run = Measurement(session, bed, Plan.of(bed))
+        meas = Measurement(session, bed, Plan.of(bed))
         t = time.monotonic()
-        with main_relays(run) as relays:
-            check_answers(run.journal, run.node("a1"), run.plan.b1, SERVER_PORT,
+        with main_relays(meas) as relays:
+            check_answers(meas.journal, meas.node("a1"), meas.plan.b1, SERVER_PORT,
                           "direct path (needs routes between the private prefixes)")
-            rows = sweep(run, params)
+            rows = sweep(meas, params)
             timings["sweep_s"] = time.monotonic() - t
             t = time.monotonic()
-            connections = count_connections(run, params)
+            connections = count_connections(meas, params)
             timings["connections_s"] = time.monotonic() - t
             alive = {name: r.handle.running() for name, r in relays.items()}
             srd_seen = srd_clients(relays["fb_srd"])
@@ -518,25 +369,23 @@ def measure(params: Params, run_dir: str = "", inventory: str = "") -> str:
         session.results(pd.DataFrame(connections), "connections")
         bench_where = nptcp_us = None
         if params.bench:
-            from .s0_bench import measure_bench  # it builds on this module's plan and ports
-
             t = time.monotonic()
             bench_rows, bench_where, nptcp_us = measure_bench(session, params, bed,
-                                                              run.nat_records)
+                                                              meas.nat_records)
             timings["bench_s"] = time.monotonic() - t
             loadavg["after_bench"] = machine_load(bed.node("a1"))
             session.results(pd.DataFrame(bench_rows), "bench")
-        session.results(pd.DataFrame(run.nat_rows), "nat")
-        session.configure(run.nat_records)
+        session.results(pd.DataFrame(meas.nat_rows), "nat")
+        session.configure(meas.nat_records)
         session.note(s0={
             "methods": {
                 "direct": "a1 -> b1 private address; fa and fb forward in the kernel (routes to "
                           "the other cluster's private prefix); no relay, not translated (fa's "
                           "NAT table, present for method 3, only tracks it)",
-                "proxies": f"a1 -> fa {run.plan.fa_priv}:{PROXY_PORT} (srd) -> fb "
-                           f"{run.plan.fb_pub}:{SRD_PORT} (srd) -> b1",
-                "nat_srd": f"a1 -> fb {run.plan.fb_pub}:{SRD_PORT}, routed by fa and masqueraded "
-                           f"to {run.plan.fa_pub} (nftables); SRD on fb -> b1",
+                "proxies": f"a1 -> fa {meas.plan.fa_priv}:{PROXY_PORT} (srd) -> fb "
+                           f"{meas.plan.fb_pub}:{SRD_PORT} (srd) -> b1",
+                "nat_srd": f"a1 -> fb {meas.plan.fb_pub}:{SRD_PORT}, routed by fa and masqueraded "
+                           f"to {meas.plan.fa_pub} (nftables); SRD on fb -> b1",
             },
             "relays": relay_records, "relays_alive_after_sweep": alive,
             "srd_on_fb": srd_seen, "bench_where": bench_where, "timings": timings,

@@ -57,11 +57,11 @@ def measure_bench(session: Session, params: Params, main_bed,
     """The benchmark on its testbed: (rows, where it ran, NPtcp's direct 1 B half-RTT in us)."""
     with ExitStack() as stack:
         bench_bed, where = build_bench_bed(session, stack, params, main_bed)
-        run = Measurement(session, bench_bed, Plan.of(bench_bed), nat_records=nat_records)
+        meas = Measurement(session, bench_bed, Plan.of(bench_bed), nat_records=nat_records)
         if bench_bed is not main_bed:
             session.note(bench_testbed=bench_bed.record())
-        rows = bench(run, params)
-        nptcp_us = nptcp_half_rtt_us(run, run.plan.b1)
+        rows = bench(meas, params)
+        nptcp_us = nptcp_half_rtt_us(meas, meas.plan.b1)
     return rows, where, nptcp_us
 
 
@@ -82,13 +82,13 @@ def build_bench_bed(session: Session, stack: ExitStack, params: Params, main_bed
 
 
 @contextmanager
-def bench_relays(run: Measurement) -> Iterator[dict[tuple[str, str], Relay]]:
+def bench_relays(meas: Measurement) -> Iterator[dict[tuple[str, str], Relay]]:
     """srd and socat on both fronts at once, for ping-pong and iperf3: eight relays.
 
     Keys are (node, listen port). Started once, they let the benchmark
     interleave its paths; an idle relay waits in epoll/accept and costs nothing.
     """
-    p, j = run.plan, run.journal
+    p, j = meas.plan, meas.journal
     relays: dict[tuple[str, str], Relay] = {}
     with ExitStack() as stack:
         for kind, extra in (("srd", 0), ("socat", SOCAT_OFFSET)):
@@ -97,11 +97,11 @@ def bench_relays(run: Measurement) -> Iterator[dict[tuple[str, str], Relay]]:
                 check = offset == 0
                 port_b = SRD_PORT + extra + offset
                 relays[("fb", str(port_b))] = stack.enter_context(relay(
-                    j, run.node("fb"), kind, f"{p.fb_pub}:{port_b}", f"{p.b1}:{server_port}",
+                    j, meas.node("fb"), kind, f"{p.fb_pub}:{port_b}", f"{p.b1}:{server_port}",
                     check))
                 port_a = PROXY_PORT + extra + offset
                 relays[("fa", str(port_a))] = stack.enter_context(relay(
-                    j, run.node("fa"), kind, f"{p.fa_priv}:{port_a}", f"{p.fb_pub}:{port_b}",
+                    j, meas.node("fa"), kind, f"{p.fa_priv}:{port_a}", f"{p.fb_pub}:{port_b}",
                     check))
         yield relays
         for r in relays.values():  # a crash would show as a dead relay here
@@ -110,16 +110,16 @@ def bench_relays(run: Measurement) -> Iterator[dict[tuple[str, str], Relay]]:
                                    f"the benchmark: {r.process.output()[-300:]}")
 
 
-def bench_endpoint(run: Measurement, path: str, iperf: bool) -> tuple[str, int]:
+def bench_target(meas: Measurement, path: str, iperf: bool) -> tuple[str, int]:
     where, offset, _nat = BENCH_ROUTES[path]
-    host = getattr(run.plan, where)
+    host = getattr(meas.plan, where)
     if offset is None:
         return host, IPERF_PORT if iperf else SERVER_PORT
     base = SRD_PORT if where == "fb_pub" else PROXY_PORT
     return host, base + offset + (IPERF_OFFSET if iperf else 0)
 
 
-def bench_groups(run: Measurement, path: str, relays) -> list[Relay]:
+def relays_on_path(meas: Measurement, path: str, relays) -> list[Relay]:
     """The relays an iperf3 test on ``path`` goes through."""
     _where, offset, _nat = BENCH_ROUTES[path]
     if offset is None:
@@ -130,9 +130,9 @@ def bench_groups(run: Measurement, path: str, relays) -> list[Relay]:
     return out
 
 
-def nptcp_half_rtt_us(run: Measurement, host: str, iterations: int = 2000) -> float | None:
+def nptcp_half_rtt_us(meas: Measurement, host: str, iterations: int = 2000) -> float | None:
     """NetPIPE's 1 B half round trip on a path (cross-check of the ping-pong tool)."""
-    a1, b1 = run.node("a1"), run.node("b1")
+    a1, b1 = meas.node("a1"), meas.node("b1")
     if not (a1.has_command("NPtcp") and b1.has_command("NPtcp")):
         return None
     import secrets
@@ -141,11 +141,11 @@ def nptcp_half_rtt_us(run: Measurement, host: str, iterations: int = 2000) -> fl
     dirs = []
     for node in (a1, b1):
         path = f"/tmp/harness-nptcp-{secrets.token_hex(4)}"
-        dirs.append((run.journal.record("file", machine_of(node), path=path), path))
+        dirs.append((meas.journal.record("file", machine_of(node), path=path), path))
         node.run(["mkdir", path], timeout=10)
     try:
         receiver = f"cd {dirs[1][1]} && exec NPtcp -P {NPTCP_PORT} {common}"
-        with run.journal.process(b1, receiver):
+        with meas.journal.process(b1, receiver):
             wait_until(lambda: NPTCP_PORT in listening_ports(b1), 10)
             out = a1.run(f"cd {dirs[0][1]} && NPtcp -h {host} -P {NPTCP_PORT} {common} "
                          f"-o np.out >/dev/null 2>&1; cat np.out", check=False, timeout=60)
@@ -153,10 +153,10 @@ def nptcp_half_rtt_us(run: Measurement, host: str, iterations: int = 2000) -> fl
         return float(cols[2]) * 1e6 if len(cols) >= 3 else None
     finally:
         for entry, _ in dirs:
-            run.journal.undo(entry)
+            meas.journal.undo(entry)
 
 
-def bench(run: Measurement, params: Params) -> list[dict]:
+def bench(meas: Measurement, params: Params) -> list[dict]:
     """Kernel forwarding, socat and srd side by side: iperf3, relay CPU, 1 B / 64 KB half-RTT.
 
     Per repetition: one ping-pong client measures all five paths interleaved
@@ -164,35 +164,35 @@ def bench(run: Measurement, params: Params) -> list[dict]:
     the NAT table only for the NAT paths, so kernel forwarding is measured
     without connection tracking.
     """
-    j, a1 = run.journal, run.node("a1")
+    j, a1 = meas.journal, meas.node("a1")
     rows = []
-    with pingpong.server(j, run.node("b1"), run.plan.b1, SERVER_PORT), \
-            iperf3_server(j, run.node("b1"), run.plan.b1, IPERF_PORT), \
-            bench_relays(run) as relays:
+    with pingpong.server(j, meas.node("b1"), meas.plan.b1, SERVER_PORT), \
+            iperf3_server(j, meas.node("b1"), meas.plan.b1, IPERF_PORT), \
+            bench_relays(meas) as relays:
         for rep in range(1, params.bench_repetitions + 1):
-            with nat.nat_applied(j, run.node("fa"), run.plan.nat_spec(), "s0b", run.nat_records):
+            with nat.nat_applied(j, meas.node("fa"), meas.plan.nat_spec(), "s0b", meas.nat_records):
                 shift = (rep - 1) % len(BENCH_PATHS)
                 order = BENCH_PATHS[shift:] + BENCH_PATHS[:shift]
-                lat = pingpong.client(j, a1, {path: bench_endpoint(run, path, False)
+                lat = pingpong.client(j, a1, {path: bench_target(meas, path, False)
                                               for path in order},
                                       [1, 65536], 0.2, 0, stream=False, warmup=200)
-            run.session.raw(f"bench-pingpong-r{rep}.json", json.dumps(lat, indent=1))
+            meas.session.raw(f"bench-pingpong-r{rep}.json", json.dumps(lat, indent=1))
             nat_first = [pth for pth in order if BENCH_ROUTES[pth][2]] + \
                 [pth for pth in order if not BENCH_ROUTES[pth][2]]
             for path in nat_first:
                 with ExitStack() as stack:
                     if BENCH_ROUTES[path][2]:
-                        stack.enter_context(nat.nat_applied(j, run.node("fa"),
-                                                            run.plan.nat_spec(), "s0b",
-                                                            run.nat_records))
-                    host, port = bench_endpoint(run, path, True)
-                    groups = bench_groups(run, path, relays)
+                        stack.enter_context(nat.nat_applied(j, meas.node("fa"),
+                                                            meas.plan.nat_spec(), "s0b",
+                                                            meas.nat_records))
+                    host, port = bench_target(meas, path, True)
+                    groups = relays_on_path(meas, path, relays)
                     cpu0 = sum(group_cpu_seconds(r.node, r.pgid) for r in groups)
                     t0 = time.monotonic()
                     tput = iperf3_client(a1, host, port, seconds=params.bench_seconds)
                     elapsed = time.monotonic() - t0
                     cpu = sum(group_cpu_seconds(r.node, r.pgid) for r in groups) - cpu0
-                run.session.raw(f"bench-{path}-r{rep}-iperf3.json", json.dumps(tput.raw))
+                meas.session.raw(f"bench-{path}-r{rep}-iperf3.json", json.dumps(tput.raw))
                 by_size = {pt["size"]: pt["latency"] for pt in lat["targets"][path]["points"]}
                 gbytes = tput.bytes_received / 1e9
                 rows.append({
