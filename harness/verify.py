@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING
 from .journal import Journal
 from .nodes import Node
 from .nodes.base import command_text
+from .nodes.facts import listening_argv
 from .nodes.group import Call, run_group
 from .nodes.result import Result
 from .tools.iperf3 import parse_iperf3_json
@@ -182,7 +183,7 @@ def rate_call(d: Direction, seconds: int, port: int, interval: float,
     port = port + d.index if remote else port
     server = "-" if remote else d.dst_node.command_on_machine(
         ["iperf3", "-s", "-1", "-B", d.dst.ip, "-p", str(port)])
-    ready = d.dst_node.command_on_machine(["ss", "-Hltn", f"sport = :{port}"])
+    ready = d.dst_node.command_on_machine(listening_argv(port))
     client = command_text(["iperf3", "-c", d.dst.ip, "-B", d.src.ip, "-p", str(port),
                            "-t", str(seconds), "-J"])
     counter = command_text(["tc", "-s", "class", "show", "dev", d.src.ifname, "classid", "1:1"])
