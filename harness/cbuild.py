@@ -96,7 +96,7 @@ class CProgram:
 
     def build_on(self, node: Node, reuse_host_build: bool = True) -> str:
         """Path *on node* of the compiled program (built once per source and compiler)."""
-        if is_local(node):
+        if node.is_local:
             return str(self.build_local())
         if reuse_host_build:
             try:
@@ -164,9 +164,3 @@ def compiler_id(cc: str) -> str:
     return (out.stdout.splitlines() or [cc])[0]
 
 
-def is_local(node: Node) -> bool:
-    """True if ``node`` runs on the controlling machine (local, or a namespace of it)."""
-    desc = node.describe()
-    while desc.get("type") == "netns":
-        desc = desc["parent"]
-    return desc.get("type") == "local"

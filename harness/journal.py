@@ -25,6 +25,7 @@ from pathlib import Path
 from .errors import HarnessError
 from .nodes import Node, node_from_description
 from .nodes.base import Command, Process
+from .nodes.procfs import PROC_STAT_SH
 
 UndoFn = Callable[[Node, dict], None]
 BatchUndoFn = Callable[[Node, list[dict]], None]
@@ -278,7 +279,7 @@ class Journal:
             # Recorded against the machine that owns the process: a namespace can
             # vanish while its processes live on.
             entry = self.record(
-                "process", machine_of(node), pid=proc.info.pid,
+                "process", node.machine, pid=proc.info.pid,
                 start_ticks=proc.info.start_ticks, command=proc.info.command, log=proc.info.log,
                 host=proc.info.node,
             )
@@ -289,7 +290,7 @@ class Journal:
         proc.stop()
         seq = proc.info.extra.get("journal_seq")
         if seq in self._entries and not self._entries[seq].undone:
-            remove_process_log(machine_of(self._node(self._entries[seq].node)), proc.info.log)
+            remove_process_log(self._node(self._entries[seq].node).machine, proc.info.log)
             self.mark_undone(self._entries[seq])
 
 
@@ -314,11 +315,10 @@ def signals_deferred() -> Iterator[None]:
 
 def _inside_vanished_namespace(node: Node) -> bool:
     """A change inside a namespace that no longer exists is gone with it."""
-    from .nodes import NamespaceNode
-
-    if not isinstance(node, NamespaceNode):
+    path = node.netns_path
+    if path is None:
         return False
-    return not node.parent.run(["test", "-e", node.netns_path], check=False, timeout=10).ok
+    return not node.machine.run(["test", "-e", path], check=False, timeout=10).ok
 
 
 def remove_process_log(node: Node, log: str) -> None:
@@ -327,28 +327,24 @@ def remove_process_log(node: Node, log: str) -> None:
 
 
 def machine_of(node: Node) -> Node:
-    """The machine (local, VM or SSH host) under any number of namespace layers."""
-    from .nodes import NamespaceNode
+    """Deprecated spelling of :attr:`Node.machine`, kept only for ``harness.studies.s0``.
 
-    while isinstance(node, NamespaceNode):
-        node = node.parent
-    return node
+    s0.py is being split in another branch, which switches to ``node.machine``;
+    delete this then. Nothing else may call it.
+    """
+    return node.machine
 
 
 # Stop process group $1 if its leader is still the process that started at tick $2
 # (field 22 of /proc/PID/stat), then remove its log files. One command: each is a
 # round trip to a VM or remote host. `kill -s SIG -- -PGID` works in dash and bash.
-STOP_RECORDED_PROCESS = r"""
+STOP_RECORDED_PROCESS = PROC_STAT_SH + r"""
 p=$1 t=$2
-s=$(cat /proc/$p/stat 2>/dev/null)
-if [ -n "$s" ]; then
-  set -- ${s##*) }
-  if [ "${20}" = "$t" ]; then
-    kill -s TERM -- -$p 2>/dev/null
-    i=0
-    while kill -s 0 -- -$p 2>/dev/null && [ $i -lt 10 ]; do sleep 0.3; i=$((i + 1)); done
-    kill -s KILL -- -$p 2>/dev/null
-  fi
+if proc_stat $p && [ "$proc_start" = "$t" ]; then
+  kill -s TERM -- -$p 2>/dev/null
+  i=0
+  while kill -s 0 -- -$p 2>/dev/null && [ $i -lt 10 ]; do sleep 0.3; i=$((i + 1)); done
+  kill -s KILL -- -$p 2>/dev/null
 fi
 exit 0
 """

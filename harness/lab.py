@@ -29,10 +29,11 @@ from .errors import SpecError
 from .journal import Journal
 from .netbackend import CommandBackend, NetBackend, Pyroute2Backend
 from .nodes import LocalNode, NamespaceNode, Node
+from .nodes.group import Call, run_group
 from .probe import Capabilities, probe, require
 from .shaping import EgressPlan, plan_egress
+from .tools.ping import parse_ping_ms, ping_argv
 from .topology import Link, Topology
-from .verify import parse_ping_ms, ping_command
 
 CALIBRATION_PINGS = 10
 # Trim a delay line only when the host adds more than this share of the asked RTT.
@@ -152,7 +153,7 @@ class Lab:
         return self.hosts[self.topology.machine_of(node)]
 
     def _backend(self, host: Node) -> NetBackend:
-        if isinstance(host, LocalNode):
+        if host.is_local and host.machine is host:  # netlink from this process
             return Pyroute2Backend()
         return CommandBackend(host)
 
@@ -165,8 +166,7 @@ class Lab:
         # One command per machine for all names: each is a round trip to a VM or remote host.
         for label in self.topology.machines():
             host = self.hosts[label]
-            paths = " ".join(f"/run/netns/{n.netns}" for n in self.nodes.values()
-                             if n.parent is host)
+            paths = " ".join(n.netns_path for n in self.nodes.values() if n.machine is host)
             taken = host.run(f"for p in {paths}; do [ -e $p ] && echo ${{p##*/}}; done; true",
                              timeout=30).stdout.split()
             if taken:
@@ -278,24 +278,20 @@ class Lab:
             host.run("set -e\n" + "\n".join(lines), timeout=30 + len(lines))
 
     def _probe_rtts(self, probes: dict[float, Link]) -> dict[float, float]:
-        """Median RTT over each probe link (netem in place), from its a end: one command per
-        machine that holds probe links' a ends. Missing where no reply came back."""
-        by_host: dict[int, tuple[Node, list[tuple[float, Link]]]] = {}
-        for delay, link in probes.items():
-            host = self.host_of(link.a.node)
-            by_host.setdefault(id(host), (host, []))[1].append((delay, link))
+        """Median RTT over each probe link (netem in place), from its a end: one round trip
+        per machine that holds probe links' a ends, one ping at a time, machines one after
+        another (a ping must not share the CPU with another). Missing where no reply came
+        back."""
+        delays = list(probes)
+        calls = [Call(self.nodes[link.a.node],
+                      ping_argv(link.a.ip, link.b.ip, CALIBRATION_PINGS),
+                      timeout=10 + CALIBRATION_PINGS * 0.1 * 4, exclusive=True)
+                 for link in probes.values()]
         rtts: dict[float, float] = {}
-        for host, mine in by_host.values():
-            script = [f"echo @@{i}; nsenter --net=/run/netns/{self.netns_name(link.a.node)} -- "
-                      + ping_command(link.a.ip, link.b.ip, CALIBRATION_PINGS) + " 2>&1"
-                      for i, (_delay, link) in enumerate(mine)]
-            budget = 30 + len(mine) * (10 + CALIBRATION_PINGS * 0.1 * 4)
-            text = host.run("\n".join(script) + "\ntrue", timeout=budget).stdout
-            sections = {int(part.split(None, 1)[0]): part for part in text.split("@@")[1:]}
-            for i, (delay, _link) in enumerate(mine):
-                times = parse_ping_ms(sections.get(i, ""))
-                if times:
-                    rtts[delay] = statistics.median(times)
+        for delay, result in zip(delays, run_group(calls, concurrent=False)):
+            times = parse_ping_ms(result.stdout + result.stderr)
+            if times:
+                rtts[delay] = statistics.median(times)
         return rtts
 
     def teardown(self) -> None:

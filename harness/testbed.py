@@ -13,8 +13,9 @@ from .inventory import Inventory
 from .journal import Journal
 from .lab import Lab
 from .nodes import Node
+from .tools.ping import ping_rtt_ms
 from .topology import Topology
-from .verify import LinkCheck, ping_rtt_ms, verify_lab
+from .verify import LinkCheck, verify_lab
 
 
 class LabTestbed:

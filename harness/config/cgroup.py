@@ -13,7 +13,7 @@ from __future__ import annotations
 import secrets
 
 from ..errors import CapabilityMissing, SpecError
-from ..journal import Journal, machine_of, undo_handler
+from ..journal import Journal, undo_handler
 from ..nodes import Node
 from .record import ChangeRecord
 
@@ -47,7 +47,7 @@ def cpu_limit(journal: Journal, node: Node, cpus: float, label: str = "sender"
     if not 0.01 <= cpus <= 1024:
         raise SpecError(f"CPU limit {cpus} is out of range",
                         "give the number of CPUs the process may use, e.g. 0.5 (0.01..1024)")
-    machine = machine_of(node)
+    machine = node.machine
     root, version = find_cpu_hierarchy(machine)
     records = []
     if version == 2:

@@ -9,8 +9,8 @@ like any other sysctl.
 from __future__ import annotations
 
 from ..errors import CapabilityMissing
-from ..journal import Journal, machine_of
-from ..nodes import NamespaceNode, Node
+from ..journal import Journal
+from ..nodes import Node
 from .record import ChangeRecord
 from .sysctl import read_sysctl, set_sysctl
 
@@ -26,8 +26,8 @@ def set_default_congestion(journal: Journal, node: Node, name: str) -> list[Chan
                                 f"(available: {' '.join(available)})",
                                 f"load its module (modprobe tcp_{name}) or choose another")
     records = []
-    if isinstance(node, NamespaceNode):
-        machine = machine_of(node)
+    machine = node.machine
+    if machine is not node:  # a namespace: its machine's list limits it
         allowed = read_sysctl(machine, ALLOWED_KEY).split()
         if name not in allowed:
             records.append(set_sysctl(journal, machine, ALLOWED_KEY, " ".join([*allowed, name])))

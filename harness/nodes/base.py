@@ -66,9 +66,45 @@ class Process(ABC):
 
 
 class Node(ABC):
-    """A machine or namespace that runs commands."""
+    """A machine or namespace that runs commands.
+
+    A *machine* (the controlling machine, an SSH host, a VM) owns processes,
+    files and a connection; a namespace node is a view of its machine's kernel
+    through another network stack. Callers that batch commands per machine or
+    record changes against the machine ask :attr:`machine`, :attr:`is_local`,
+    :attr:`netns_path` and :meth:`command_on_machine` -- never the concrete class.
+    """
 
     name: str
+
+    @property
+    def machine(self) -> Node:
+        """The machine this node runs on, under any number of namespace layers.
+
+        A machine is its own machine. Processes started here belong to it (a
+        namespace can vanish while they live on), and one round trip to it can
+        carry commands for all of its namespaces.
+        """
+        return self
+
+    @property
+    def is_local(self) -> bool:
+        """Whether commands run on this controlling machine (no network hop)."""
+        return False
+
+    @property
+    def netns_path(self) -> str | None:
+        """The network namespace's path on its machine; None when this node is a machine."""
+        return None
+
+    def command_on_machine(self, cmd: Command) -> str:
+        """``cmd`` as a shell command line that runs *in this node* when run on :attr:`machine`.
+
+        A machine returns the command as it is; a namespace wraps it so that it
+        enters the namespace (``nsenter --net``, which keeps the mount
+        namespace). A list is executed directly (no extra shell), a string by ``sh -c``.
+        """
+        return command_text(cmd)
 
     @abstractmethod
     def describe(self) -> dict:

@@ -23,6 +23,22 @@ class NamespaceNode(Node):
     def netns_path(self) -> str:
         return f"/run/netns/{self.netns}"
 
+    @property
+    def machine(self) -> Node:
+        return self.parent.machine
+
+    @property
+    def is_local(self) -> bool:
+        return self.parent.is_local
+
+    def command_on_machine(self, cmd: Command) -> str:
+        if isinstance(cmd, str):
+            inner = self._wrap(cmd)
+        else:  # an argv: nsenter execs it, no shell in between (its pid is the program's)
+            inner = shlex.join(["nsenter", f"--net={self.netns_path}", "--",
+                                *(str(part) for part in cmd)])
+        return self.parent.command_on_machine(inner)
+
     def describe(self) -> dict:
         return {
             "type": "netns",

@@ -15,7 +15,8 @@ import os
 import socket
 import threading
 
-from ..nodes.netns import NamespaceNode
+from ..errors import NodeError
+from ..nodes import Node
 from ..topology import Topology, TopologyBuilder
 
 CLIENT_IP, MIDDLE_LEFT_IP = "198.18.0.1", "198.18.0.2"
@@ -39,7 +40,7 @@ _CLONE_NEWNET = 0x40000000
 _libc = ctypes.CDLL(None, use_errno=True)
 
 
-def netns_socket(node: NamespaceNode, family: int = socket.AF_INET,
+def netns_socket(node: Node, family: int = socket.AF_INET,
                  kind: int = socket.SOCK_STREAM) -> socket.socket:
     """A socket that lives in ``node``'s network namespace, usable from any thread.
 
@@ -47,24 +48,28 @@ def netns_socket(node: NamespaceNode, family: int = socket.AF_INET,
     the calling thread: a short-lived thread enters the namespace, creates the
     socket and ends, so the rest of this process stays where it was. This lets a
     test drive many connections from one process without a helper process per
-    connection.
+    connection. ``node`` must be a namespace of this machine.
     """
+    path = node.netns_path
+    if path is None or not node.is_local:
+        raise NodeError(f"{node.name} is not a network namespace of this machine",
+                        "netns_socket needs a lab node built on the controlling machine")
     out: dict = {}
 
     def create() -> None:
         try:
-            fd = os.open(node.netns_path, os.O_RDONLY | os.O_CLOEXEC)
+            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
             try:
                 if _libc.setns(fd, _CLONE_NEWNET) != 0:
                     err = ctypes.get_errno()
-                    raise OSError(err, f"setns({node.netns_path}): {os.strerror(err)}")
+                    raise OSError(err, f"setns({path}): {os.strerror(err)}")
                 out["sock"] = socket.socket(family, kind)
             finally:
                 os.close(fd)
         except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
             out["error"] = exc
 
-    thread = threading.Thread(target=create, name=f"setns-{node.netns}")
+    thread = threading.Thread(target=create, name=f"setns-{node.name}")
     thread.start()
     thread.join()
     if "error" in out:

@@ -28,7 +28,7 @@ import pandas as pd
 from .. import fanin
 from ..config import tipc
 from ..errors import SpecError
-from ..nodes import NamespaceNode
+from ..nodes import procfs
 from ..session import Session, open_session
 from ..topology import Topology, TopologyBuilder
 from .params import flag, int_list, number, profile_values
@@ -226,23 +226,22 @@ def snapshot_command(switch, fleet: fanin.MapperFleet) -> str:
     CPU ticks of every mapper -- when the mappers share that machine (each command costs a
     round trip to a slow TCG VM). Empty when they do not."""
     groups = fleet.pid_groups()
-    if not (isinstance(switch, NamespaceNode) and len(groups) == 1
-            and groups[0][0] is switch.parent):
+    if not (len(groups) == 1 and groups[0][0] is switch.machine):
         return ""
-    return (f"tc -n {switch.netns} -s qdisc show dev red; echo @@stat; "
-            + fanin.run.stat_command(groups[0][1]))
+    return (switch.command_on_machine(["tc", "-s", "qdisc", "show", "dev", "red"])
+            + "; echo @@stat; " + procfs.stat_command(groups[0][1]))
 
 
 def parse_snapshot(text: str) -> tuple[dict, int]:
     qdisc, _, stat = text.partition("@@stat")
-    return parse_qdisc(qdisc), fanin.run.sum_ticks(stat)
+    return parse_qdisc(qdisc), procfs.cpu_ticks(stat)
 
 
 def snapshot(switch, fleet: fanin.MapperFleet) -> tuple[dict, int]:
     """Bottleneck qdisc counters and the mappers' CPU ticks, wherever they are."""
     command = snapshot_command(switch, fleet)
     if command:
-        return parse_snapshot(switch.parent.run(command, timeout=60).stdout)
+        return parse_snapshot(switch.machine.run(command, timeout=60).stdout)
     return qdisc_counters(switch, "red"), fanin.mapper_cpu_ticks(fleet)
 
 
@@ -294,8 +293,7 @@ def run_point(session: Session, bed, fleet: fanin.MapperFleet, binary: str, vari
                             fanin.SocketOptions(params.sndbuf, params.rcvbuf, cc),
                             cpu_sample_ms=100 if experiment == "cpu" else 0,
                             round_timeout_s=params.round_timeout_s)
-    same_machine = (isinstance(reducer, NamespaceNode) and isinstance(switch, NamespaceNode)
-                    and reducer.parent is switch.parent)
+    same_machine = reducer.machine is switch.machine
     bracket = snapshot_command(switch, fleet) if same_machine else ""
     if bracket:  # counters read in the reducer's own command
         result = fanin.run_reducer(reducer, binary, spec, fleet.listens[:n], check=False,

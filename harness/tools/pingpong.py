@@ -341,12 +341,9 @@ def program(journal, node) -> list[str]:
     import os
     import secrets as _secrets
 
-    from ..cbuild import is_local
-    from ..journal import machine_of
-
-    if is_local(node):
+    if node.is_local:
         return [sys.executable, os.path.abspath(__file__)]
-    machine = machine_of(node)
+    machine = node.machine
     key = (str(journal.path), json.dumps(machine.describe(), sort_keys=True))
     if key not in _REMOTE_COPIES:  # one copy per machine and run, removed by the journal
         path = f"/tmp/harness-pingpong-{_secrets.token_hex(4)}.py"

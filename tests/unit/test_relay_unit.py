@@ -231,6 +231,10 @@ def test_daemon_version_and_help(srd_binary):
 class RemoteLikeNode(LocalNode):
     """A local shell that calls itself remote, so build_on takes the copy-and-compile path."""
 
+    @property
+    def is_local(self) -> bool:
+        return False
+
     def describe(self) -> dict:
         return {"type": "remote-like", "name": self.name}
 
@@ -238,7 +242,7 @@ class RemoteLikeNode(LocalNode):
 @needs_cc
 def test_remote_build_copies_source_and_compiles_once(tmp_path):
     node = RemoteLikeNode("remote", prefix=["env", f"XDG_CACHE_HOME={tmp_path}"])
-    assert not cbuild.is_local(node)
+    assert not node.is_local
     binary = build.build_on(node, reuse_host_build=False)
     assert binary.startswith(f"{tmp_path}/harness/srd/") and os.access(binary, os.X_OK)
     stamp = os.stat(binary).st_mtime_ns
