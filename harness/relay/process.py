@@ -18,8 +18,9 @@ from dataclasses import dataclass
 from ..errors import HarnessError
 from ..journal import Journal
 from ..nodes import Node
+from ..nodes.facts import listening_ports
 from ..nodes.local import wait_until
-from ..tools.sockets import check_answers, listening_ports
+from ..tools.sockets import check_answers
 from .daemon import run_relay
 from .spec import RelaySpec
 

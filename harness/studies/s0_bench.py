@@ -21,15 +21,13 @@ from contextlib import ExitStack, contextmanager
 
 from ..config import nat
 from ..errors import HarnessError
-from ..journal import machine_of
-from ..nodes.local import wait_until
+from ..nodes.facts import wait_listening
 from ..relay.process import Relay, relay
 from ..session import Session
 from ..testbed import InventoryTestbed
 from ..tools import pingpong
 from ..tools.cpu import group_cpu_seconds
 from ..tools.iperf3 import iperf3_client, iperf3_server, settle
-from ..tools.sockets import listening_ports
 from .s0 import (
     IPERF_OFFSET,
     IPERF_PORT,
@@ -141,12 +139,12 @@ def nptcp_half_rtt_us(meas: Measurement, host: str, iterations: int = 2000) -> f
     dirs = []
     for node in (a1, b1):
         path = f"/tmp/harness-nptcp-{secrets.token_hex(4)}"
-        dirs.append((meas.journal.record("file", machine_of(node), path=path), path))
+        dirs.append((meas.journal.record("file", node.machine, path=path), path))
         node.run(["mkdir", path], timeout=10)
     try:
         receiver = f"cd {dirs[1][1]} && exec NPtcp -P {NPTCP_PORT} {common}"
         with meas.journal.process(b1, receiver):
-            wait_until(lambda: NPTCP_PORT in listening_ports(b1), 10)
+            wait_listening(b1, NPTCP_PORT, 10)
             out = a1.run(f"cd {dirs[0][1]} && NPtcp -h {host} -P {NPTCP_PORT} {common} "
                          f"-o np.out >/dev/null 2>&1; cat np.out", check=False, timeout=60)
         cols = out.stdout.split()

@@ -1,5 +1,5 @@
-"""TCP socket facts of a node, read with ``ss`` through the node: who listens, what is
-established, and whether an address answers at all.
+"""TCP socket checks and facts of a node: ports free, what is established, whether an
+address answers at all. Who listens is the shared fact :func:`harness.nodes.facts.listening_ports`.
 
 They are read through the node so that a namespace node sees its own sockets
 (sockets are per network namespace) and an SSH node the remote machine's.
@@ -12,21 +12,8 @@ from __future__ import annotations
 from ..errors import HarnessError, SpecError
 from ..journal import Journal
 from ..nodes import Node
+from ..nodes.facts import listening_ports
 from . import pingpong
-
-
-def listening_ports(node: Node) -> dict[int, str]:
-    """{port: ss line} of the TCP sockets listening on ``node``."""
-    out = node.run(["ss", "-Hltnp"], check=False, timeout=10).stdout
-    ports: dict[int, str] = {}
-    for line in out.splitlines():
-        cols = line.split()
-        if len(cols) >= 4 and ":" in cols[3]:
-            try:
-                ports[int(cols[3].rsplit(":", 1)[1])] = line.strip()
-            except ValueError:
-                continue
-    return ports
 
 
 def check_ports_free(node: Node, ports: list[int], user: str) -> None:

@@ -17,12 +17,13 @@ from conftest import group_alive, needs_root, needs_tools, netns_names
 
 from harness.errors import HarnessError, SpecError
 from harness.lab import Lab
+from harness.nodes.facts import listening_ports
 from harness.relay.line import netns_socket
 from harness.relay.process import relay
 from harness.studies import s0, s0_bench
 from harness.testbed import LabTestbed
 from harness.tools import pingpong
-from harness.tools.sockets import check_ports_free, listening_ports
+from harness.tools.sockets import check_ports_free
 
 pytestmark = [pytest.mark.integration, needs_root,
               needs_tools("iperf3", "nft", "conntrack", "socat", "gcc")]
