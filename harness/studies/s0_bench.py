@@ -108,7 +108,8 @@ def bench_relays(meas: Measurement) -> Iterator[dict[tuple[str, str], Relay]]:
                                    f"the benchmark: {r.process.output()[-300:]}")
 
 
-def bench_target(meas: Measurement, path: str, iperf: bool) -> tuple[str, int]:
+def bench_destination(meas: Measurement, path: str, iperf: bool) -> tuple[str, int]:
+    """(host, port) a1 connects to on ``path``: all relays run at once, each on its own port."""
     where, offset, _nat = BENCH_ROUTES[path]
     host = getattr(meas.plan, where)
     if offset is None:
@@ -171,7 +172,7 @@ def bench(meas: Measurement, params: Params) -> list[dict]:
             with nat.nat_applied(j, meas.node("fa"), meas.plan.nat_spec(), "s0b", meas.nat_records):
                 shift = (rep - 1) % len(BENCH_PATHS)
                 order = BENCH_PATHS[shift:] + BENCH_PATHS[:shift]
-                lat = pingpong.client(j, a1, {path: bench_target(meas, path, False)
+                lat = pingpong.client(j, a1, {path: bench_destination(meas, path, False)
                                               for path in order},
                                       [1, 65536], 0.2, 0, stream=False, warmup=200)
             meas.session.raw(f"bench-pingpong-r{rep}.json", json.dumps(lat, indent=1))
@@ -183,7 +184,7 @@ def bench(meas: Measurement, params: Params) -> list[dict]:
                         stack.enter_context(nat.nat_applied(j, meas.node("fa"),
                                                             meas.plan.nat_spec(), "s0b",
                                                             meas.nat_records))
-                    host, port = bench_target(meas, path, True)
+                    host, port = bench_destination(meas, path, True)
                     groups = relays_on_path(meas, path, relays)
                     cpu0 = sum(group_cpu_seconds(r.node, r.pgid) for r in groups)
                     t0 = time.monotonic()
