@@ -28,14 +28,10 @@ import pytest
 from harness.errors import CommandFailed, CommandTimeout, NodeError
 from harness.journal import Journal
 from harness.nodes import LocalNode, node_from_description
+from harness.nodes.hostkeys import fingerprint
 from harness.nodes.local import process_start_ticks, wait_until
-from harness.nodes.ssh import (
-    ShellProcess,
-    SSHNode,
-    fingerprint,
-    remote_command,
-    split_marker,
-)
+from harness.nodes.remote_process import ShellProcess
+from harness.nodes.ssh import SSHNode, remote_command, split_marker
 
 try:  # as a package (tests/integration/__init__.py) or as a rootdir-relative module
     from .sshd_fixture import in_sshd_netns, sshd_server
