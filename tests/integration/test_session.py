@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 
 import pandas as pd
@@ -60,6 +61,11 @@ def test_clean_block_finishes_complete_with_its_records(tmp_path):
     assert set(meta["testbed"]["namespaces"]) == {"a", "b"}
     assert meta["testbed"]["teardown_s"] is not None  # recorded after the lab was removed
     assert meta["placement"]["where"] == "host"
+    # tool versions and the kernel of the machine the lab ran on, as that machine says
+    caps = meta["capabilities"]["local"]
+    assert caps["kernel"] == os.uname().release
+    ip_version = subprocess.run(["ip", "-V"], capture_output=True, text=True).stdout.strip()
+    assert caps["tools"]["ip"] == ip_version
     # an unshaped link is checked one way, by RTT only
     assert [(c["link"], c["direction"]) for c in meta["link_verification"]] \
         == [(c.link, c.direction) for c in checks] == [("a:eth0--b:eth0", "a->b")]
