@@ -23,6 +23,8 @@ class ProcStat:
     utime: int  # clock ticks
     stime: int
     start_ticks: int  # since boot: with pid, the identity of the process
+    cutime: int = 0  # of children it has waited for
+    cstime: int = 0
 
     @property
     def cpu_ticks(self) -> int:
@@ -42,7 +44,8 @@ def parse_stat(line: str) -> ProcStat:
         raise ValueError(f"not a /proc/PID/stat line: {line[:120]!r}")
     # fields[0] is field 3 (state): field N is fields[N - 3]
     return ProcStat(int(head.split("(", 1)[0]), fields[0], int(fields[1]), int(fields[2]),
-                    int(fields[11]), int(fields[12]), int(fields[19]))
+                    int(fields[11]), int(fields[12]), int(fields[19]), int(fields[13]),
+                    int(fields[14]))
 
 
 def parse_stats(text: str) -> list[ProcStat]:

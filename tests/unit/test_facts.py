@@ -24,7 +24,7 @@ from harness.nodes.procfs import (
 )
 
 # A real line, with a command name that holds a space and a ")" (legal in comm).
-STAT = ("32348 (my prog) x) S 32341 32341 31079 0 -1 4194304 100 0 0 0 17 4 0 0 20 0 1 0 74260"
+STAT = ("32348 (my prog) x) S 32341 32341 31079 0 -1 4194304 100 0 0 0 17 4 2 1 20 0 1 0 74260"
         " 3133440 380 18446744073709551615 94856188579840 94856188599721 140731027372560"
         " 0 0 0 0 0 0 0 0 0 17 0 0 0 0 0 0")
 ZOMBIE = "7 (sh) Z 1 7 7 0 -1 4194560 0 0 0 0 3 2 0 0 20 0 1 0 512 0 0 0"
@@ -48,6 +48,7 @@ def test_stat_fields_are_counted_after_the_last_parenthesis():
     stat = parse_stat(STAT)
     assert (stat.pid, stat.state, stat.ppid, stat.pgid) == (32348, "S", 32341, 32341)
     assert (stat.utime, stat.stime, stat.cpu_ticks, stat.start_ticks) == (17, 4, 21, 74260)
+    assert (stat.cutime, stat.cstime) == (2, 1)
     assert not stat.ended and parse_stat(ZOMBIE).ended
     with pytest.raises(ValueError):
         parse_stat("no such line")
