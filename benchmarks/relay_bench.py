@@ -113,11 +113,10 @@ class PathResult:
 
 
 def wait_listening(node, port: int, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if node.run(f"ss -Htln 'sport = :{port}'", check=False, timeout=10).stdout.strip():
-            return
-        time.sleep(0.05)
+    from harness.nodes import facts
+
+    if facts.wait_listening(node, port, timeout):
+        return
     raise RuntimeError(f"nothing listens on port {port} in {node.name} after {timeout:g}s")
 
 
@@ -127,17 +126,13 @@ def group_cpu_seconds(pgid: int) -> float:
     socat forks a child per connection; srd is one process. Both run in the
     group that the journal started, so the same count works for both.
     """
+    from harness.nodes.procfs import read_stat
+
     ticks = 0
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as fh:
-                fields = fh.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue  # exited meanwhile
-        if int(fields[2]) == pgid:  # utime, stime, cutime, cstime
-            ticks += sum(int(f) for f in fields[11:15])
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        stat = read_stat(int(entry))  # None: exited meanwhile
+        if stat is not None and stat.pgid == pgid:
+            ticks += stat.utime + stat.stime + stat.cutime + stat.cstime
     return ticks / os.sysconf("SC_CLK_TCK")
 
 

@@ -127,12 +127,14 @@ def _harness_process_alive(pid: int) -> bool:
         os.kill(int(pid), 0)
     except (ProcessLookupError, PermissionError):
         return False
+    from .nodes.procfs import read_stat
+
+    stat = read_stat(pid)
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
     except FileNotFoundError:
         return False
-    return stat[0] != "Z" and ("python" in cmdline or "harness" in cmdline)
+    return stat is not None and not stat.ended and ("python" in cmdline or "harness" in cmdline)
 
 
 def cmd_runs(args) -> int:

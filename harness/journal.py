@@ -42,6 +42,7 @@ from pathlib import Path
 from .errors import HarnessError
 from .nodes import Node, node_from_description
 from .nodes.base import Command, Process
+from .nodes.procfs import PROC_STAT_SH
 
 UndoFn = Callable[[Node, dict], None]
 BatchUndoFn = Callable[[Node, list[dict]], None]
@@ -430,17 +431,13 @@ def machine_of(node: Node) -> Node:
 # Stop process group $1 if its leader is still the process that started at tick $2
 # (field 22 of /proc/PID/stat), then remove its log files. One command: each is a
 # round trip to a VM or remote host. `kill -s SIG -- -PGID` works in dash and bash.
-STOP_RECORDED_PROCESS = r"""
+STOP_RECORDED_PROCESS = PROC_STAT_SH + r"""
 p=$1 t=$2
-s=$(cat /proc/$p/stat 2>/dev/null)
-if [ -n "$s" ]; then
-  set -- ${s##*) }
-  if [ "${20}" = "$t" ]; then
-    kill -s TERM -- -$p 2>/dev/null
-    i=0
-    while kill -s 0 -- -$p 2>/dev/null && [ $i -lt 10 ]; do sleep 0.3; i=$((i + 1)); done
-    kill -s KILL -- -$p 2>/dev/null
-  fi
+if proc_stat $p && [ "$proc_start" = "$t" ]; then
+  kill -s TERM -- -$p 2>/dev/null
+  i=0
+  while kill -s 0 -- -$p 2>/dev/null && [ $i -lt 10 ]; do sleep 0.3; i=$((i + 1)); done
+  kill -s KILL -- -$p 2>/dev/null
 fi
 exit 0
 """

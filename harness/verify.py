@@ -1,4 +1,4 @@
-"""Measure that each link of a lab does what its spec says, in ONE command on the lab's host.
+"""Measure that each link of a lab does what its spec says, in ONE round trip per machine.
 
 Rate: one iperf3 stream saturates the link while the byte counter of the
 sender's shaping class (htb 1:1) is sampled over the steady part of the test.
@@ -12,24 +12,30 @@ stamped at their midpoint, so a slow ``tc`` (a fork under emulation costs
 RTT: ping over the idle link (the first reply pays for ARP and is dropped),
 compared with twice the one-way delay.
 
-The whole verification is one shell script run on the lab's host (local, VM
-or remote): over SSH into an emulated VM each command costs ~0.5 s, and a lab
-of 49 links would otherwise spend minutes on round trips. The iperf3 server
-lives only inside that command (``-1``: it serves one test and exits); the
-command's process group is killed on timeout, error or Ctrl-C like any other.
+The whole verification is one round trip per machine, through
+:func:`harness.nodes.group.run_group` (machines one after another): over SSH
+into an emulated VM each command costs ~0.5 s, and a lab of 49 links would
+otherwise spend minutes on round trips. Rate tests run one after the other,
+then the judged (delayed) pings one at a time, then the others in batches.
+The iperf3 server lives only inside its rate test (``-1``: it serves one test
+and exits); the round trip's process group is killed on timeout, error or
+Ctrl-C like any other.
 """
 
 from __future__ import annotations
 
-import shlex
 import statistics
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING
 
 from .journal import Journal
 from .nodes import Node
+from .nodes.base import command_text
+from .nodes.facts import listening_argv
+from .nodes.group import Call, run_group
+from .nodes.result import Result
 from .tools.iperf3 import parse_iperf3_json
-from .tools.ping import PING_COUNT, parse_ping_ms
+from .tools.ping import PING_COUNT, parse_ping_ms, ping_argv
 from .topology import Endpoint, Link
 
 if TYPE_CHECKING:
@@ -116,125 +122,99 @@ def rtt_ok(rtt: float | None, expected: float | None) -> bool | None:
 
 @dataclass(frozen=True)
 class Direction:
-    """One direction of one link, with what the script needs to measure it."""
+    """One direction of one link, with the nodes (namespaces) at its two ends."""
 
     index: int
     link: Link
     src: Endpoint
     dst: Endpoint
-    src_netns: str
-    dst_netns: str
+    src_node: Node
+    dst_node: Node
 
     @property
     def label(self) -> str:
         return f"{self.src.node}->{self.dst.node}"
 
 
-# Shell functions of the verification script (bash: $EPOCHREALTIME needs no fork).
-SCRIPT_HEAD = r"""
-set -u
-work=$(mktemp -d) || exit 1
-trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$work"' EXIT
-in_ns() { local ns=$1; shift; nsenter --net="/run/netns/$ns" -- "$@"; }
-
-sent_bytes() {  # netns dev: bytes sent by htb class 1:1
+# One rate test, run by bash inside the SENDING namespace (so the client and the
+# counter need no namespace switch; bash: $EPOCHREALTIME needs no fork):
+#   bash -c RATE_TEST rate-test SERVER READY CLIENT COUNTER INTERVAL
+# SERVER/READY: command lines that start the iperf3 server in the receiving namespace
+# and test that it listens (SERVER "-": a server already runs on the far machine);
+# CLIENT: the iperf3 client; COUNTER: prints the htb class 1:1 statistics; INTERVAL 0:
+# no counter samples. Samples go to stderr ("SAMPLE t1 t2 bytes"), the client's JSON
+# to stdout, and the exit status is the client's.
+RATE_TEST = r"""
+srv= cli=
+trap 'kill $srv $cli 2>/dev/null' EXIT
+sent_bytes() {
   local w prev=""
-  for w in $(tc -n "$1" -s class show dev "$2" classid 1:1); do
+  for w in $(eval "$4"); do
     [ "$prev" = Sent ] && { echo "$w"; return; }
     prev=$w
   done
   echo 0
 }
-
-rate_test() {  # idx src_ns dst_ns src_ip dst_ip dev seconds port interval (dst_ns - : remote server)
-  local i=$1 srv= cli t1 t2 b n
-  if [ "$3" != - ]; then
-    in_ns "$3" iperf3 -s -1 -B "$5" -p "$8" >"$work/srv.$i" 2>&1 & srv=$!
-    for n in $(seq 100); do
-      in_ns "$3" ss -Hltn "sport = :$8" 2>/dev/null | grep -q . && break
-      kill -0 $srv 2>/dev/null || break
-      sleep 0.1
-    done
-  fi
-  in_ns "$2" iperf3 -c "$5" -B "$4" -p "$8" -t "$7" -J >"$work/cli.$i" 2>&1 & cli=$!
-  while [ "$9" != 0 ] && kill -0 $cli 2>/dev/null; do
-    t1=$EPOCHREALTIME; b=$(sent_bytes "$2" "$6"); t2=$EPOCHREALTIME
-    echo "SAMPLE $i $t1 $t2 $b"
-    sleep "$9"
+if [ "$1" != - ]; then
+  eval "exec $1" >/dev/null 2>&1 & srv=$!
+  for n in $(seq 100); do
+    eval "$2" 2>/dev/null | grep -q . && break
+    kill -0 $srv 2>/dev/null || break
+    sleep 0.1
   done
-  wait $cli; echo "RATE-STATUS $i $?"
-  [ -z "$srv" ] || { kill $srv 2>/dev/null; wait $srv 2>/dev/null; }
-  echo "CLIENT-BEGIN $i"; cat "$work/cli.$i"; echo; echo "CLIENT-END $i"
-}
-
-ping_test() {  # idx src_ns src_ip dst_ip count
-  in_ns "$2" ping -n -c $(($5 + 1)) -i 0.05 -W 5 -I "$3" "$4" >"$work/ping.$1" 2>&1
-}
-show_pings() {
-  local i
-  for i in "$@"; do echo "PING-BEGIN $i"; cat "$work/ping.$i"; echo "PING-END $i"; done
-}
+fi
+eval "exec $3" 2>&1 & cli=$!
+while [ "$5" != 0 ] && kill -0 $cli 2>/dev/null; do
+  t1=$EPOCHREALTIME; b=$(sent_bytes "$@"); t2=$EPOCHREALTIME
+  echo "SAMPLE $t1 $t2 $b" >&2
+  sleep "$5"
+done
+wait $cli; st=$?; cli=
+[ -z "$srv" ] || { kill $srv 2>/dev/null; wait $srv 2>/dev/null; srv=; }
+exit $st
 """
 
 
-def rate_test_line(d: Direction, seconds: int, port: int, interval: float,
-                   remote: bool = False) -> str:
-    """The script's call of rate_test for ``d``: its own iperf3 server on ``port``, or, when
-    ``remote``, one already running on the far machine at ``port + d.index``. ``interval``
-    0: no counter samples (goodput only)."""
-    q = shlex.quote
-    return " ".join(["rate_test", str(d.index), q(d.src_netns), "-" if remote else
-                     q(d.dst_netns), q(d.src.ip), q(d.dst.ip), q(d.src.ifname), str(seconds),
-                     str(port + d.index if remote else port), str(interval)])
+def rate_call(d: Direction, seconds: int, port: int, interval: float,
+              remote: bool = False) -> Call:
+    """The rate test of ``d`` in its sending namespace: its own iperf3 server on ``port``, or,
+    when ``remote``, one already running on the far machine at ``port + d.index``.
+    ``interval`` 0: no counter samples (goodput only)."""
+    port = port + d.index if remote else port
+    server = "-" if remote else d.dst_node.command_on_machine(
+        ["iperf3", "-s", "-1", "-B", d.dst.ip, "-p", str(port)])
+    ready = d.dst_node.command_on_machine(listening_argv(port))
+    client = command_text(["iperf3", "-c", d.dst.ip, "-B", d.src.ip, "-p", str(port),
+                           "-t", str(seconds), "-J"])
+    counter = command_text(["tc", "-s", "class", "show", "dev", d.src.ifname, "classid", "1:1"])
+    return Call(d.src_node, ["bash", "--norc", "--noprofile", "-c", RATE_TEST, "rate-test",
+                             server, ready, client, counter, str(interval)],
+                timeout=seconds + 20, exclusive=True)
 
 
-def run_script(journal: Journal | None, lab: Lab, host: Node, script: str,
-               remote: list[Direction], timeout: float, port: int = VERIFY_PORT) -> ScriptOutput:
-    """Run a verification script on ``host`` (one command), with an iperf3 server started
-    first, as a journalled process, at the far end of every direction in ``remote``."""
-    from contextlib import ExitStack
-
-    from .tools.iperf3 import iperf3_server
-
-    if remote and journal is None:
-        raise ValueError("a rate test between machines needs the journal")
-    with ExitStack() as servers:
-        for d in remote:
-            servers.enter_context(iperf3_server(journal, lab.node(d.dst.node), d.dst.ip,
-                                                port + d.index, timeout=60))
-        res = host.run(["bash", "--norc", "--noprofile", "-c", script], timeout=timeout,
-                       check=False)
-    return replace(parse_script_output(res.stdout), stderr=res.stderr)
+def ping_call(d: Direction, count: int, alone: bool) -> Call:
+    return Call(d.src_node, ping_argv(d.src.ip, d.dst.ip, count), timeout=10, exclusive=alone)
 
 
-def verification_script(directions: list[Direction], seconds: int, port: int = VERIFY_PORT,
-                        ping_count: int = PING_COUNT, remote_servers: frozenset[int] = frozenset()
-                        ) -> str:
-    """Rate tests one after the other (each saturates its link), then pings.
+def verification_calls(directions: list[Direction], seconds: int, port: int = VERIFY_PORT,
+                       ping_count: int = PING_COUNT, remote_servers: frozenset[int] = frozenset()
+                       ) -> list[tuple[str, Direction, Call]]:
+    """("rate" or "ping", direction, call): rate tests one after the other (each saturates its
+    link), then pings.
 
     Links with a delay are pinged one at a time (their RTT is judged); the
-    others many at a time (their RTT is only recorded). Directions listed in
-    ``remote_servers`` find their iperf3 server already running on another
-    machine, on port ``port + index``.
+    others :data:`PARALLEL_PINGS` at a time (their RTT is only recorded).
+    Directions listed in ``remote_servers`` find their iperf3 server already
+    running on another machine, on port ``port + index``.
     """
-    q = shlex.quote
-    lines = [SCRIPT_HEAD]
-    for d in directions:
-        if d.link.shaped:
-            lines.append(rate_test_line(d, seconds, port, SAMPLE_INTERVAL,
-                                        remote=d.index in remote_servers))
-    timed = [d for d in directions if d.link.delay_ms]
-    for d in timed:
-        lines.append(f"ping_test {d.index} {q(d.src_netns)} {q(d.src.ip)} {q(d.dst.ip)} "
-                     f"{ping_count}")
-    untimed = [d for d in directions if not d.link.delay_ms]
-    for start in range(0, len(untimed), PARALLEL_PINGS):
-        for d in untimed[start:start + PARALLEL_PINGS]:
-            lines.append(f"ping_test {d.index} {q(d.src_netns)} {q(d.src.ip)} {q(d.dst.ip)} "
-                         f"{min(ping_count, UNTIMED_PING_COUNT)} &")
-        lines.append("wait")
-    lines.append("show_pings " + " ".join(str(d.index) for d in directions))
-    return "\n".join(lines) + "\n"
+    calls = [("rate", d, rate_call(d, seconds, port, SAMPLE_INTERVAL,
+                                   remote=d.index in remote_servers))
+             for d in directions if d.link.shaped]
+    calls += [("ping", d, ping_call(d, ping_count, alone=True))
+              for d in directions if d.link.delay_ms]
+    calls += [("ping", d, ping_call(d, min(ping_count, UNTIMED_PING_COUNT), alone=False))
+              for d in directions if not d.link.delay_ms]
+    return calls
 
 
 @dataclass
@@ -246,29 +226,49 @@ class ScriptOutput:
     stderr: str = ""
 
 
-def parse_script_output(text: str) -> ScriptOutput:
-    out = ScriptOutput({}, {}, {}, {})
-    block: tuple[str, int] | None = None
-    body: list[str] = []
+def parse_samples(text: str) -> list[tuple[int, float]]:
+    """(bytes, time) counter samples, each stamped at the midpoint of its clock bracket."""
+    out = []
     for line in text.splitlines():
         words = line.split()
-        if block is not None:
-            if words[:1] == [f"{block[0]}-END"]:
-                target = out.client if block[0] == "CLIENT" else out.pings
-                target[block[1]] = "\n".join(body)
-                block, body = None, []
-            else:
-                body.append(line)
-            continue
-        if len(words) == 5 and words[0] == "SAMPLE":
-            _, idx, t1, t2, sent = words
-            mid = (float(t1) + float(t2)) / 2
-            out.samples.setdefault(int(idx), []).append((int(sent), mid))
-        elif len(words) == 3 and words[0] == "RATE-STATUS":
-            out.status[int(words[1])] = int(words[2])
-        elif len(words) == 2 and words[0] in ("CLIENT-BEGIN", "PING-BEGIN"):
-            block, body = (words[0].split("-")[0], int(words[1])), []
+        if len(words) == 4 and words[0] == "SAMPLE":
+            _, t1, t2, sent = words
+            out.append((int(sent), (float(t1) + float(t2)) / 2))
     return out
+
+
+def collect(kinds: list[tuple[str, Direction, Call]], results: list[Result]) -> ScriptOutput:
+    """The measurements of each direction from the group's results."""
+    out = ScriptOutput({}, {}, {}, {})
+    for (kind, d, _call), res in zip(kinds, results):
+        if kind == "rate":
+            out.samples[d.index] = parse_samples(res.stderr)
+            out.client[d.index] = res.stdout
+            out.status[d.index] = res.exit_status
+            out.stderr += "".join(line + "\n" for line in res.stderr.splitlines()
+                                  if not line.startswith("SAMPLE "))
+        else:
+            out.pings[d.index] = res.stdout + res.stderr
+    return out
+
+
+def run_calls(journal: Journal | None, lab: Lab, kinds: list[tuple[str, Direction, Call]],
+              remote: list[Direction], timeout: float, port: int = VERIFY_PORT) -> ScriptOutput:
+    """Run one machine's verification calls (one round trip), with an iperf3 server started
+    first, as a journalled process, at the far end of every direction in ``remote``."""
+    from contextlib import ExitStack
+
+    from .tools.iperf3 import iperf3_server
+
+    if remote and journal is None:
+        raise ValueError("a rate test between machines needs the journal")
+    with ExitStack() as servers:
+        for d in remote:
+            servers.enter_context(iperf3_server(journal, d.dst_node, d.dst.ip,
+                                                port + d.index, timeout=60))
+        results = run_group([call for _kind, _d, call in kinds], jobs=PARALLEL_PINGS,
+                            timeout=timeout)
+    return collect(kinds, results)
 
 
 def lab_directions(lab: Lab, both_directions: bool = True) -> list[Direction]:
@@ -281,7 +281,7 @@ def lab_directions(lab: Lab, both_directions: bool = True) -> list[Direction]:
                 else [(link.a, link.b)])
         for src, dst in ends:
             directions.append(Direction(len(directions), link, src, dst,
-                                        lab.netns_name(src.node), lab.netns_name(dst.node)))
+                                        lab.node(src.node), lab.node(dst.node)))
     return directions
 
 
@@ -328,12 +328,11 @@ def measure_goodput_mbit(lab: Lab, link: Link, seconds: int,
     """TCP goodput of one iperf3 stream from ``link``'s a to b end (no counter sampling,
     which would take CPU from the flow under emulation). A link between two machines
     needs ``journal``: its server is started on the far machine as a journalled process."""
-    d = Direction(0, link, link.a, link.b, lab.netns_name(link.a.node),
-                  lab.netns_name(link.b.node))
+    d = Direction(0, link, link.a, link.b, lab.node(link.a.node), lab.node(link.b.node))
     src_host = lab.host_of(link.a.node)
     remote = lab.host_of(link.b.node) is not src_host
-    script = SCRIPT_HEAD + rate_test_line(d, seconds, VERIFY_PORT, 0, remote=remote) + "\n"
-    out = run_script(journal, lab, src_host, script, [d] if remote else [], seconds + 60)
+    kinds = [("rate", d, rate_call(d, seconds, VERIFY_PORT, 0, remote=remote))]
+    out = run_calls(journal, lab, kinds, [d] if remote else [], seconds + 60)
     if out.status.get(0) != 0:
         from .errors import HarnessError
 
@@ -374,11 +373,11 @@ def _measure(journal: Journal, lab: Lab, directions: list[Direction],
         if not mine:
             continue
         remote = [d for d in mine if d.link.shaped and lab.host_of(d.dst.node) is not host]
-        script = verification_script(mine, seconds,
-                                     remote_servers=frozenset(d.index for d in remote))
+        kinds = verification_calls(mine, seconds,
+                                   remote_servers=frozenset(d.index for d in remote))
         shaped = sum(1 for d in mine if d.link.shaped)
         budget = 60 + shaped * (seconds + 20) + len(mine) * 10
-        out = run_script(journal, lab, host, script, remote, budget)
+        out = run_calls(journal, lab, kinds, remote, budget)
         for name in ("samples", "client", "status", "pings"):
             getattr(merged, name).update(getattr(out, name))
     return [check_direction(d, merged) for d in directions]

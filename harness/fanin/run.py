@@ -1,7 +1,8 @@
 """Run the mappers (background, journalled) and the reducer (foreground) on lab nodes.
 
 Mappers in namespaces of one machine are started as ONE background process
-on that machine (a shell that ``nsenter``s each namespace and waits): with 48
+on that machine (a :class:`~harness.nodes.group.Launcher`: a shell that starts
+each mapper inside its namespace and waits): with 48
 mappers inside a VM this is one journal entry and one SSH round trip to
 start, poll and stop, instead of 48 of each. Stopping sends SIGTERM to the
 whole process group; every mapper then prints its counters and rusage.
@@ -18,6 +19,8 @@ from ..errors import HarnessError
 from ..journal import Journal
 from ..nodes import Node
 from ..nodes.base import Process
+from ..nodes.group import Call, launchers
+from ..nodes.procfs import cpu_ticks, stat_command
 from .spec import FaninOutput, ReduceSpec, SocketOptions, events, parse_output, serve_argv
 
 READY_TIMEOUT = 120.0
@@ -47,29 +50,6 @@ class MapperFleet:
     _listens_of: dict[int, list[str]] = field(default_factory=dict, repr=False)
 
 
-def _group_by_machine(nodes: list[Node]) -> list[tuple[Node, list[int]]]:
-    groups: dict[int, tuple[Node, list[int]]] = {}
-    order: list[int] = []
-    for i, node in enumerate(nodes):
-        key_node = node.machine
-        key = id(key_node)
-        if key not in groups:
-            groups[key] = (key_node, [])
-            order.append(key)
-        groups[key][1].append(i)
-    return [groups[k] for k in order]
-
-
-def _launch_script(nodes: list[Node], argvs: list[list[str]], indices: list[int]) -> str:
-    # The group gets SIGTERM; the shell waits for its mappers to print their exit lines
-    # (a caught signal is reset to default in the children, unlike an ignored one).
-    lines = ["trap 'wait; exit 0' TERM INT"]
-    for i in indices:
-        lines.append(f"{nodes[i].command_on_machine(argvs[i])} &")
-    lines.append("wait")
-    return "\n".join(lines)
-
-
 @contextmanager
 def mapper_fleet(journal: Journal, nodes: list[Node], listens: list[str], proto: str,
                  binary: str, sockets: SocketOptions | None = None,
@@ -81,10 +61,10 @@ def mapper_fleet(journal: Journal, nodes: list[Node], listens: list[str], proto:
     argvs = [serve_argv(binary, proto, listen, sockets) for listen in listens]
     fleet = MapperFleet(proto, list(listens), [])
     try:
-        for machine, indices in _group_by_machine(nodes):
-            proc = journal.start(machine, _launch_script(nodes, argvs, indices))
-            fleet.groups.append((machine, proc, len(indices)))
-            fleet._listens_of[id(machine)] = [listens[i] for i in indices]
+        for launcher in launchers([Call(node, argv) for node, argv in zip(nodes, argvs)]):
+            proc = journal.start(launcher.machine, launcher.script)
+            fleet.groups.append((launcher.machine, proc, len(launcher.indices)))
+            fleet._listens_of[id(launcher.machine)] = [listens[i] for i in launcher.indices]
         _wait_listening(fleet, ready_timeout)
         yield fleet
     finally:
@@ -142,23 +122,7 @@ def mapper_cpu_ticks(fleet: MapperFleet) -> int:
     for machine, pids in fleet.pid_groups():
         if not pids:
             continue
-        total += sum_ticks(machine.run(stat_command(pids), check=False, timeout=60).stdout)
-    return total
-
-
-def stat_command(pids: list[int]) -> str:
-    """Shell command printing /proc/PID/stat of each pid (vanished ones silently skipped)."""
-    return ("cat " + " ".join(f"/proc/{p}/stat" for p in pids) if pids else "true") \
-        + " 2>/dev/null"
-
-
-def sum_ticks(stat_text: str) -> int:
-    """utime + stime summed over /proc/PID/stat lines (fields 14 and 15)."""
-    total = 0
-    for line in stat_text.splitlines():
-        fields = line.rsplit(")", 1)[-1].split()
-        if len(fields) > 12:
-            total += int(fields[11]) + int(fields[12])
+        total += cpu_ticks(machine.run(stat_command(pids), check=False, timeout=60).stdout)
     return total
 
 

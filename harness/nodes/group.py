@@ -205,8 +205,9 @@ def _run_machine(machine: Node, calls: list[Call], jobs: int,
     started = time.monotonic()
     try:
         res = machine.run(script, timeout=budget, check=False)
-    except HarnessError:
-        # Killed mid-way (timeout) skips the EXIT trap: remove our directory by its exact name.
+    except BaseException:
+        # Killed mid-way (timeout, Ctrl-C: SIGKILL to its process group) skips the EXIT
+        # trap: remove our work directory by its exact name.
         try:
             machine.run(f'rm -rf "${{TMPDIR:-/tmp}}/harness-group-{token}"', check=False,
                         timeout=30)

@@ -11,17 +11,7 @@ import time
 
 from ..errors import CommandTimeout
 from .base import Command, Node, Process, ProcessInfo, command_text
-
-
-def process_start_ticks(pid: int) -> int | None:
-    """Start time of ``pid`` in clock ticks since boot (field 22 of /proc/PID/stat)."""
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            stat = fh.read()
-    except (FileNotFoundError, ProcessLookupError):
-        return None
-    # The command name (field 2) may contain spaces; fields after it are fixed.
-    return int(stat.rsplit(")", 1)[1].split()[19])
+from .procfs import process_start_ticks
 
 
 def in_cgroup(cmd: str, cgroup: str | None) -> str:

@@ -12,7 +12,7 @@ Why it is built this way:
   is refused unless the caller opts in with ``accept_unknown_host=True`` (trust
   on first use, the key is then appended to ``known_hosts``); a *changed* key
   is always refused, opt-in or not, because that is what a man in the middle
-  looks like.
+  looks like. The policy lives in :mod:`harness.nodes.hostkeys`.
 - **Key authentication only.** No password is ever passed, stored or
   described; an encrypted private key must be loaded into ssh-agent.
 - **Timeouts kill the remote command.** Closing an SSH channel does not stop
@@ -24,37 +24,32 @@ Why it is built this way:
   SIGKILL that process group through a second channel, close the channel and
   raise :class:`CommandTimeout`.
 - **Background processes are controlled through shell commands**
-  (:class:`ShellProcess`): started with ``setsid`` in their own session,
-  output to a remote log file, identified by PID *and* start time so that a
-  reused PID is never signalled.
+  (:class:`~harness.nodes.remote_process.ShellProcess`): started with
+  ``setsid`` in their own session, output to a remote log file, identified by
+  PID *and* start time so that a reused PID is never signalled.
 """
 
 from __future__ import annotations
 
-import base64
 import errno
-import hashlib
 import logging
 import math
 import os
 import re
-import signal
 import socket
 import threading
 import time
 from typing import Self
 
 import paramiko
-from paramiko.hostkeys import HostKeyEntry
 from paramiko.ssh_exception import NoValidConnectionsError
 
 from ..errors import CommandTimeout, HarnessError, NodeError
-from .base import Command, Node, Process, ProcessInfo, command_text
-from .local import in_cgroup
+from .base import Command, Node, Process, command_text
+from .hostkeys import DEFAULT_KNOWN_HOSTS, check_host_keys, host_key_error
+from .remote_process import ShellProcess
 
 log = logging.getLogger(__name__)
-
-DEFAULT_KNOWN_HOSTS = "~/.ssh/known_hosts"
 
 #: Seconds the remote ``timeout`` wrapper waits beyond the caller's timeout.
 #: Our own deadline fires first and kills the command; the remote one only
@@ -96,37 +91,6 @@ def split_marker(stderr: bytes) -> tuple[int | None, bytes]:
     if match is None:
         return None, stderr
     return int(match.group(1)), stderr[: match.start()] + stderr[match.end() :]
-
-
-def fingerprint(key: paramiko.PKey) -> str:
-    """OpenSSH-style SHA256 fingerprint, as ``ssh-keygen -lf`` prints it."""
-    digest = hashlib.sha256(key.asbytes()).digest()
-    return "SHA256:" + base64.b64encode(digest).decode().rstrip("=")
-
-
-class _UnknownHostKey(Exception):
-    """Raised inside paramiko's handshake; turned into a NodeError by SSHNode."""
-
-    def __init__(self, key: paramiko.PKey):
-        super().__init__("unknown host key")
-        self.key = key
-
-
-class _HostKeyPolicy(paramiko.MissingHostKeyPolicy):
-    """Called by paramiko only when known_hosts has *no* key for the host.
-
-    (A host with a known key that offers a different one never gets here:
-    paramiko raises BadHostKeyException, whatever the policy.)
-    """
-
-    def __init__(self, node: SSHNode):
-        self.node = node
-
-    def missing_host_key(self, client, hostname, key):
-        if not self.node.accept_unknown_host:
-            raise _UnknownHostKey(key)
-        client.get_host_keys().add(hostname, key.get_name(), key)
-        self.node._remember_host_key(hostname, key)
 
 
 class SSHNode(Node):
@@ -248,18 +212,8 @@ class SSHNode(Node):
     def _connect(self) -> paramiko.SSHClient:
         pkey = self._load_key()
         client = paramiko.SSHClient()
-        path = self.known_hosts_path
-        if os.path.exists(path):
-            try:
-                client.load_host_keys(path)
-            except (OSError, paramiko.SSHException) as exc:
-                raise NodeError(
-                    f"{self._where()}: cannot read known_hosts file {path}: {exc}",
-                    "fix or move the file; `ssh-keygen -F HOST -f FILE` shows what it holds",
-                ) from None
-        for hostname, key in self._accepted.items():
-            client.get_host_keys().add(hostname, key.get_name(), key)
-        client.set_missing_host_key_policy(_HostKeyPolicy(self))
+        check_host_keys(client, self.known_hosts_path, self._accepted, self.accept_unknown_host,
+                        self._where())
         timeout = self.connect_timeout
         try:
             client.connect(
@@ -306,58 +260,12 @@ class SSHNode(Node):
             f" key_filename=; password login is deliberately not supported",
         )
 
-    def _remember_host_key(self, hostname: str, key: paramiko.PKey) -> None:
-        """Trust on first use: append the key to known_hosts (never rewrite the file)."""
-        self._accepted[hostname] = key
-        path = self.known_hosts_path
-        line = HostKeyEntry([hostname], key).to_line()
-        try:
-            os.makedirs(os.path.dirname(path) or ".", mode=0o700, exist_ok=True)
-            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-            with os.fdopen(fd, "a") as fh:
-                fh.write(line)
-        except OSError as exc:
-            log.warning(
-                "%s: accepted host key %s %s but could not save it to %s: %s",
-                self._where(),
-                key.get_name(),
-                fingerprint(key),
-                path,
-                exc,
-            )
-        else:
-            log.warning(
-                "%s: accepted unknown host key %s %s and added it to %s",
-                self._where(),
-                key.get_name(),
-                fingerprint(key),
-                path,
-            )
-
     def _connect_error(self, exc: Exception) -> NodeError:
         """Turn whatever paramiko or the socket layer raised into an error that says what to do."""
         where = self._where()
-        kh = self.known_hosts_path
-        if isinstance(exc, _UnknownHostKey):
-            key = exc.key
-            return NodeError(
-                f"{where}: host key of {self.address} is not known: the server offered"
-                f" {key.get_name()} key {fingerprint(key)}, and {kh} has no entry for it",
-                f"verify that fingerprint on the host itself (`ssh-keygen -lf "
-                f"/etc/ssh/ssh_host_*_key.pub`), then add the key with `ssh-keyscan -p {self.port}"
-                f" {self.host} >> {kh}`; or, for a lab host you just created, pass"
-                f" accept_unknown_host=True to trust it on first use",
-            )
-        if isinstance(exc, paramiko.BadHostKeyException):
-            return NodeError(
-                f"{where}: host key of {self.address} has CHANGED: {kh} expects"
-                f" {exc.expected_key.get_name()} {fingerprint(exc.expected_key)}, the server"
-                f" offered {exc.key.get_name()} {fingerprint(exc.key)}. Someone may be"
-                f" intercepting the connection, or the host was reinstalled",
-                f"if the change is expected, remove the old entry with `ssh-keygen -R"
-                f" '[{self.host}]:{self.port}' -f {kh}` (or `-R {self.host}` for port 22) and add"
-                f" the new key after verifying it; accept_unknown_host never overrides this",
-            )
+        refused = host_key_error(exc, where, self.host, self.port, self.known_hosts_path)
+        if refused is not None:
+            return refused
         if isinstance(exc, paramiko.PasswordRequiredException):
             return NodeError(
                 f"{where}: private key {self.key_filename} is encrypted",
@@ -594,169 +502,3 @@ def _join(threads: list[threading.Thread], deadline: float) -> bool:
         if thread.is_alive():
             return False
     return True
-
-
-# -- background processes through shell commands -----------------------------
-
-# sh -c _SPAWN harness-spawn CMD: prints the log path, then (from the new
-# session leader) "PID <contents of /proc/PID/stat>". The leader traps TERM so
-# that, when the group is stopped, it survives its child long enough to record
-# the child's exit status (143 for a SIGTERM death); traps do not pass to the
-# child. Both lines are written before the leader moves its output to the log,
-# which is what lets the SSH channel close.
-_SPAWN = r"""log=$(mktemp "${TMPDIR:-/tmp}/harness-proc-XXXXXXXXXX") || exit 1
-printf '%s\n' "$log"
-setsid sh -c '
-printf "%s %s\n" "$$" "$(cat /proc/$$/stat)"
-exec </dev/null >>"$2" 2>&1
-trap : TERM
-sh -c "$1"
-echo $? >"$2.status"
-' harness-proc "$1" "$log" &
-"""
-
-# sh -c _STATE harness-state PID TICKS SIGNAL STATUSFILE TRIES UNTIL
-# prints "<before> <after> <group alive 0/1> <exit status or empty>", where
-# before/after are running|exited|gone|reused (exited = zombie leader) around
-# sending SIGNAL (0: none) and then waiting up to TRIES x 50 ms, on the remote
-# side to save round trips, for the leader (UNTIL=leader) or the whole group
-# (UNTIL=group) to end. The signal goes to the process group only while the
-# leader is the same process (same start time) or, after it ended, while its
-# group still exists (a PID cannot be reused while a group of that id has
-# members). `kill -s SIG -- -PGID`: dash's kill rejects `kill -SIG -- -PGID`.
-_STATE = r"""p=$1 t=$2 sig=$3 st=$4 tries=$5 until=$6
-probe() {
-  state=gone
-  s=$(cat /proc/$p/stat 2>/dev/null)
-  if [ -n "$s" ]; then
-    set -- ${s##*)}
-    if [ "${20}" != "$t" ]; then state=reused
-    else case $1 in Z|X|x) state=exited ;; *) state=running ;; esac
-    fi
-  fi
-  group=0
-  if [ "$state" != reused ] && kill -s 0 -- "-$p" 2>/dev/null; then group=1; fi
-}
-busy() {
-  [ "$state" = running ] && return 0
-  [ "$until" = group ] && [ "$group" = 1 ] && [ "$state" != exited ]
-}
-probe
-before=$state
-if [ "$state" != reused ] && [ "$sig" != 0 ]; then kill -s "$sig" -- "-$p" 2>/dev/null; probe; fi
-while [ "$tries" -gt 0 ] && busy; do sleep 0.05; tries=$((tries - 1)); probe; done
-code=$(cat "$st" 2>/dev/null)
-[ "$state" = running ] || [ -z "$code" ] || rm -f "$st"
-echo "$before $state $group $code"
-"""
-
-
-class ShellProcess(Process):
-    """A background process on any node, controlled only through ``node.run``.
-
-    Works for SSH hosts, VMs reached by a console or agent, and the local
-    machine alike. It runs in its own session (``setsid``), so its process
-    group id equals its PID; stop() signals that whole group, SIGTERM first,
-    SIGKILL after ``grace``. Exit status comes from a status file written by
-    the session leader; a process that vanished without writing one (killed
-    from outside) reports ``-signal`` if we had signalled it, else -1.
-    """
-
-    def __init__(self, node: Node, info: ProcessInfo):
-        self.node = node
-        self.info = info
-        self._status: int | None = None
-        self._signalled = 0
-
-    @property
-    def status_file(self) -> str:
-        return self.info.extra.get("status_file") or f"{self.info.log}.status"
-
-    @classmethod
-    def start(
-        cls, node: Node, cmd: Command, *, cgroup: str | None = None, timeout: float = 30.0
-    ) -> ShellProcess:
-        text = in_cgroup(command_text(cmd), cgroup)
-        result = node.run(["sh", "-c", _SPAWN, "harness-spawn", text], timeout=timeout)
-        lines = result.stdout.splitlines()
-        try:
-            log_path = lines[0].strip()
-            pid_text, stat = lines[1].split(" ", 1)
-            pid = int(pid_text)
-            ticks = int(stat.rsplit(")", 1)[1].split()[19])
-        except (IndexError, ValueError):
-            raise NodeError(
-                f"on {node.name}: could not start `{text}` in the background:"
-                f" {result.stdout.strip()} {result.stderr.strip()}".strip(),
-                "the node needs a POSIX sh, mktemp, setsid and /proc",
-            ) from None
-        info = ProcessInfo(
-            node.describe(), pid, ticks, text, log_path, {"status_file": f"{log_path}.status"}
-        )
-        return cls(node, info)
-
-    def _state(
-        self, sig: str = "0", wait: float = 0.0, until: str = "leader"
-    ) -> tuple[str, str, bool]:
-        """(state before signalling, state after waiting, group still alive)."""
-        tries = max(0, int(wait / 0.05))
-        result = self.node.run(
-            [
-                "sh",
-                "-c",
-                _STATE,
-                "harness-state",
-                str(self.info.pid),
-                str(self.info.start_ticks),
-                sig,
-                self.status_file,
-                str(tries),
-                until,
-            ],
-            timeout=30 + wait * 1.5,
-        )
-        fields = result.stdout.split()
-        if len(fields) < 3:
-            raise NodeError(
-                f"on {self.node.name}: cannot query process {self.info.pid}: {result.stdout!r}"
-                f" {result.stderr.strip()}"
-            )
-        if len(fields) > 3:
-            self._status = int(fields[3])
-        return fields[0], fields[1], fields[2] == "1"
-
-    def _ended(self) -> int:
-        if self._status is None:
-            self._status = -self._signalled if self._signalled else -1
-        return self._status
-
-    def poll(self) -> int | None:
-        if self._status is not None:
-            return self._status
-        _before, state, _group = self._state()
-        return None if state == "running" else self._ended()
-
-    def wait(self, timeout: float) -> int:
-        deadline = time.monotonic() + timeout
-        while self._status is None:
-            remaining = deadline - time.monotonic()
-            # Wait on the remote side in slices, so one round trip covers up to 5 s.
-            _before, state, _group = self._state(wait=max(0.0, min(remaining, 5.0)))
-            if state != "running":
-                return self._ended()
-            if time.monotonic() >= deadline:
-                raise CommandTimeout(f"did not finish within {timeout:g}s: {self.info.command}")
-        return self._status
-
-    def stop(self, grace: float = 3.0) -> int | None:
-        state = "running"
-        for sig, wait in (("TERM", grace), ("KILL", 5.0)):
-            before, state, group = self._state(sig, wait=wait, until="group")
-            if before == "running":
-                self._signalled = getattr(signal, f"SIG{sig}")
-            if state != "running" and (not group or state == "exited"):
-                break
-        return None if state == "running" else self._ended()
-
-    def output(self) -> str:
-        return self.node.run(["cat", self.info.log], check=False, timeout=60).stdout

@@ -4,7 +4,9 @@ The daemon is a small C program (``srd.c``: epoll + splice through a pipe per
 direction, bulk data never copied to user space) compiled on first use (``build``); this
 package validates what it is asked to do (``spec``), runs it on a node under
 the journal (``daemon``) and reads its event log (``events``). ``line`` holds
-the client -- middle -- server lab that its tests and benchmark use.
+the client -- middle -- server lab that its tests and benchmark use;
+``process`` runs a relay of either kind (srd or socat) behind one record, for
+study S0's comparison of the two.
 
     spec = RelaySpec.parse("198.18.0.2:5201", "198.18.1.2:5201")
     with run_relay(journal, middle, spec) as relay:

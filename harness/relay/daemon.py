@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from ..errors import HarnessError
 from ..journal import Journal
 from ..nodes.base import Node, Process
+from ..nodes.procfs import PROC_STAT_SH, parse_stat
 from .build import build_on
 from .events import RelayEvent, error_lines, parse_events
 from .spec import RelaySpec
@@ -83,9 +84,8 @@ class RelayHandle:
         """Send a signal to the daemon itself if it is still the process we started."""
         # Compare start time (field 22 of /proc/PID/stat) so a reused PID is never signalled.
         check = (
-            f"s=$(cat /proc/{self.pid}/stat 2>/dev/null) || exit 1;"
-            f' [ "$(echo "${{s##*)}}" | cut -d" " -f21)" = {self.start_ticks} ] || exit 1;'
-            f" kill -{shlex.quote(name)} {self.pid}"
+            f"{PROC_STAT_SH}proc_stat {self.pid} && [ \"$proc_start\" = {self.start_ticks} ]"
+            f" || exit 1\nkill -{shlex.quote(name)} {self.pid}"
         )
         return self.node.run(check, check=False, timeout=30).ok
 
@@ -176,8 +176,7 @@ def _start_hint(message: str) -> str:
 
 
 def _start_ticks(node: Node, pid: int) -> int:
-    stat = node.read_text(f"/proc/{pid}/stat")
-    return int(stat.rsplit(")", 1)[1].split()[19])
+    return parse_stat(node.read_text(f"/proc/{pid}/stat")).start_ticks
 
 
 @contextmanager

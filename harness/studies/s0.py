@@ -40,6 +40,13 @@ before any change); the fronts get ``net.ipv4.ip_forward=1`` (recorded and
 restored); routes between the two private prefixes, which "direct" needs,
 must exist in the site's network (checked before measuring). The benchmark
 then runs on those machines as they are (no second lab).
+
+This module holds the parameters, topology, plan, the checks made before
+anything changes, and the measurement flow (:func:`measure`) with its archive.
+:mod:`.s0_methods` measures the three methods, :mod:`.s0_bench` runs the
+relay benchmark, :mod:`.s0_analysis` reads the archive. The relays (srd and
+socat alike) are :mod:`harness.relay.process`; socket and CPU facts come from
+:mod:`harness.tools.sockets` and :mod:`harness.tools.cpu`.
 """
 
 from __future__ import annotations
@@ -48,8 +55,6 @@ import ipaddress
 import json
 import re
 import time
-from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -57,16 +62,16 @@ import pandas as pd
 
 from ..config import nat
 from ..config.sysctl import Sysctl
-from ..errors import CapabilityMissing, HarnessError, SpecError
-from ..journal import Journal, machine_of
+from ..errors import CapabilityMissing, SpecError
+from ..journal import Journal
 from ..nodes import Node
-from ..nodes.local import wait_until
-from ..relay import RelaySpec, run_relay
+from ..relay.process import srd_clients
 from ..session import Session
 from ..testbed import InventoryTestbed
-from ..tools import pingpong
-from ..tools.iperf3 import IPERF3, iperf3_client, iperf3_server, settle
+from ..tools.cpu import machine_load
+from ..tools.iperf3 import IPERF3
 from ..tools.registry import PYTHON3
+from ..tools.sockets import check_answers, check_ports_free
 from ..topology import Topology, TopologyBuilder
 from .base import Citation, Requirements, RunData, Study
 from .parameters import Parameters, param
@@ -86,11 +91,10 @@ NPTCP_PORT = 6000
 FA_PORTS = [PROXY_PORT + a + b for a in (0, SOCAT_OFFSET) for b in (0, IPERF_OFFSET)]
 FB_PORTS = [SRD_PORT + a + b for a in (0, SOCAT_OFFSET) for b in (0, IPERF_OFFSET)]
 B1_PORTS = [SERVER_PORT, IPERF_PORT, NPTCP_PORT]
-SOCAT = "socat -b 262144 TCP-LISTEN:{port},bind={host},fork,reuseaddr,nodelay TCP:{target},nodelay"
+PORTS_USER = f"study S0 uses ports {sorted(set(FA_PORTS + FB_PORTS + B1_PORTS))}"
 
 METHODS = ("direct", "proxies", "nat_srd")
 LABELS = {"direct": "1) direct", "proxies": "2) two proxies", "nat_srd": "3) NAT + SRD"}
-BENCH_PATHS = ("direct", "nat_socat", "nat_srd", "proxies_socat", "proxies_srd")
 MAX_SIZE = 1 << 20
 POW2 = tuple(1 << i for i in range(21))  # 1 B .. 1 MiB; holds the paper's 1-32 KB, 128 KB-1 MB
 
@@ -268,29 +272,6 @@ def check_fronts(bed) -> None:
                     f"are: {', '.join(f'{d} {a}' for d, a in sorted(have)) or 'none'}")
 
 
-def listening_ports(node: Node) -> dict[int, str]:
-    """{port: ss line} of the TCP sockets listening on ``node``."""
-    out = node.run(["ss", "-Hltnp"], check=False, timeout=10).stdout
-    ports: dict[int, str] = {}
-    for line in out.splitlines():
-        cols = line.split()
-        if len(cols) >= 4 and ":" in cols[3]:
-            try:
-                ports[int(cols[3].rsplit(":", 1)[1])] = line.strip()
-            except ValueError:
-                continue
-    return ports
-
-
-def check_ports_free(node: Node, ports: list[int]) -> None:
-    taken = listening_ports(node)
-    for port in ports:
-        if port in taken:
-            raise SpecError(f"port {port} is in use on {node.name}: {taken[port]}",
-                            "stop that program or run the study where the port is free "
-                            f"(study S0 uses ports {sorted(set(FA_PORTS + FB_PORTS + B1_PORTS))})")
-
-
 def check_tools(bed, bench: bool) -> None:
     need = {"fa": ["conntrack", "nft"], "fb": [], "a1": [], "b1": []}
     if bench:
@@ -304,87 +285,15 @@ def check_tools(bed, bench: bool) -> None:
                                         f"apt-get install {tool}")
 
 
-def check_answers(journal: Journal, node: Node, host: str, port: int, what: str) -> None:
-    error = pingpong.answers(journal, node, host, port)
-    if error is not None:
-        raise HarnessError(f"{what}: {host}:{port} does not answer from {node.name} ({error})",
-                           "check that its server runs and that routes (and NAT) lead there; "
-                           "nothing was measured")
-
-
-# -- relays ----------------------------------------------------------------------------------
-
-@dataclass
-class Relay:
-    kind: str  # "srd" or "socat"
-    node: Node
-    listen: str
-    target: str
-    process: object  # the journal's Process; its pid is the relay's process group
-    handle: object = None  # RelayHandle for srd
-    exit_status: int | None = None
-
-    @property
-    def pgid(self) -> int:
-        return self.process.pid
-
-    def running(self) -> bool:
-        return self.handle.running() if self.handle is not None else self.process.poll() is None
-
-    def record(self) -> dict:
-        return {"kind": self.kind, "node": self.node.name, "listen": self.listen,
-                "target": self.target, "exit_status": self.exit_status}
-
-
-@contextmanager
-def relay(journal: Journal, node: Node, kind: str, listen: str, target: str,
-          check_target: bool = True) -> Iterator[Relay]:
-    """A relay (srd or socat) on ``node`` from ``listen`` to ``target`` for the block."""
-    host, port = target.rsplit(":", 1)
-    if check_target:
-        check_answers(journal, node, host, int(port), f"relay target of {kind} on {node.name}")
-    if kind == "srd":
-        with run_relay(journal, node, RelaySpec.parse(listen, target)) as handle:
-            ref = Relay(kind, node, listen, target, handle.process, handle)
-            try:
-                yield ref
-            finally:
-                ref.exit_status = handle.stop()
-        return
-    lhost, lport = listen.rsplit(":", 1)
-    cmd = "exec " + SOCAT.format(port=lport, host=lhost, target=target)
-    with journal.process(node, cmd) as proc:
-        if not wait_until(lambda: proc.poll() is not None or int(lport) in listening_ports(node),
-                          10) or proc.poll() is not None:
-            raise HarnessError(f"socat on {node.name} did not listen on {listen}: "
-                               f"{proc.output().strip()[-300:]}")
-        ref = Relay(kind, node, listen, target, proc)
-        yield ref
-        ref.exit_status = proc.poll()
-
-
-def group_cpu_seconds(node: Node, pgid: int) -> float:
-    """CPU seconds of a process group (live members + children they reaped), via /proc."""
-    machine = machine_of(node)
-    out = machine.run("cat /proc/[0-9]*/stat 2>/dev/null; getconf CLK_TCK", check=False,
-                      timeout=20).stdout.splitlines()
-    hz = int(out[-1]) if out and out[-1].isdigit() else 100
-    ticks = 0
-    for line in out[:-1]:
-        try:
-            fields = line.rsplit(")", 1)[1].split()
-            if int(fields[2]) == pgid:
-                ticks += sum(int(f) for f in fields[11:15])
-        except (IndexError, ValueError):
-            continue
-    return ticks / hz
-
-
-# -- the three methods -----------------------------------------------------------------------
+# -- what measuring on one testbed works with -------------------------------------------------
 
 @dataclass
 class Measurement:
-    """What one measurement phase needs: session, testbed, plan, and collected evidence."""
+    """What measuring on one testbed needs: session, testbed, plan, and collected evidence.
+
+    The main sweep and the benchmark each get one (the benchmark may have a lab of its
+    own); both add to the same NAT records, which the run archives once.
+    """
 
     session: Session
     bed: object
@@ -400,364 +309,13 @@ class Measurement:
         return self.bed.node(name)
 
 
-@dataclass
-class Way:
-    """Where a1 connects for one method, and the NAT table if the method uses one."""
-
-    host: str
-    port: int
-    table: nat.NatTable | None = None
-
-
-@contextmanager
-def method_path(run: Measurement, method: str) -> Iterator[Way]:
-    """Make ``method`` the way from a1 to b1's server (the NAT table exists only inside)."""
-    p = run.plan
-    if method == "direct":
-        yield Way(p.b1, SERVER_PORT)
-    elif method == "proxies":
-        yield Way(p.fa_priv, PROXY_PORT)
-    elif method == "nat_srd":
-        fa = run.node("fa")
-        with nat.nat_applied(run.journal, fa, p.nat_spec(), "s0", run.nat_records) as table:
-            yield Way(p.fb_pub, SRD_PORT, table)
-    else:
-        raise SpecError(f"unknown method {method!r}", f"use one of {METHODS}")
-
-
-def nat_evidence(run: Measurement, table: nat.NatTable, tag: str, client: str) -> dict:
-    """Proof that ``client``'s connection was translated: NAT counters and fa's conntrack.
-
-    ``client`` is the ip:port a1 connected from. Its conntrack entry must show
-    the reply going to fa's public address; the table's counters show the
-    translating rule was hit and how many bytes of translated connections fa
-    forwarded. conntrack text and the table listing are archived raw.
-    """
-    p, fa = run.plan, run.node("fa")
-    counters = table.counters()
-    text = nat.conntrack_text(fa)
-    ip, port = client.rsplit(":", 1)
-    entries = [e for e in nat.parse_conntrack(text)
-               if e.original.src == ip and e.original.sport == int(port)
-               and e.original.dst == p.fb_pub and e.original.dport == SRD_PORT]
-    translated = [e for e in entries if e.source_translated and e.reply.dst == p.fa_pub]
-    run.session.raw(f"nat-{tag}-conntrack.txt", text)
-    run.session.raw(f"nat-{tag}-table.txt", table.text())
-    snat = next((v for k, v in counters.items() if k.startswith("snat")), {"packets": 0})
-    fwd = counters.get(nat.TRANSLATED_COUNTER, {"packets": 0, "bytes": 0})
-    return {"phase": tag, "table": table.name, "client": client,
-            "rule_packets": snat["packets"], "translated_packets": fwd["packets"],
-            "translated_bytes": fwd["bytes"], "conntrack_entries": len(entries),
-            "conntrack_translated": len(translated),
-            "translated_to": translated[0].reply.dst if translated else None}
-
-
-def sweep(run: Measurement, params: Params) -> list[dict]:
-    """Ping-pong latency and streaming bandwidth per size, the three methods interleaved.
-
-    One client run per repetition holds a connection for each method and
-    measures them size by size in rotated order, so the load of a shared
-    machine falls on all three alike. fa's NAT table exists during the whole
-    repetition: it masquerades only cluster A's traffic to the public segment,
-    so the direct connection (to B's private prefix) is tracked by conntrack
-    but not translated.
-    """
-    a1 = run.node("a1")
-    rows = []
-    for rep in range(1, params.repetitions + 1):
-        started = time.monotonic()
-        ways: dict[str, Way] = {}
-        with ExitStack() as stack:
-            for method in METHODS:
-                ways[method] = stack.enter_context(method_path(run, method))
-            result = pingpong.client(run.journal, a1,
-                                     {m: (w.host, w.port) for m, w in ways.items()},
-                                     list(params.sizes), params.latency_budget_s,
-                                     params.stream_budget_s)
-            for way in ways.values():
-                if way.table is not None:
-                    run.nat_rows.append(nat_evidence(
-                        run, way.table, f"r{rep}", result["targets"]["nat_srd"]["local"]))
-            direct_local = result["targets"]["direct"]["local"]
-            run.nat_rows[-1]["direct_translated"] = any(
-                e.source_translated for e in nat.conntrack_entries(run.node("fa"))
-                if f"{e.original.src}:{e.original.sport}" == direct_local)
-        wall = time.monotonic() - started
-        run.session.raw(f"pingpong-r{rep}.json", json.dumps(result, indent=1))
-        for method, target in result["targets"].items():
-            for point in target["points"]:
-                lat, st = point["latency"], point.get("stream") or {}
-                rows.append({
-                    "method": method, "label": LABELS[method], "repetition": rep,
-                    "order": point["order"], "size": point["size"],
-                    "half_rtt_us": lat["median_us"], "half_rtt_mean_us": lat["mean_us"],
-                    "half_rtt_p10_us": lat["p10_us"], "half_rtt_p90_us": lat["p90_us"],
-                    "half_rtt_min_us": lat["min_us"], "iterations": lat["n"],
-                    "pingpong_mbit": lat["pingpong_mbit"], "stream_mbit": st.get("mbit"),
-                    "stream_bytes": st.get("bytes"), "stream_s": st.get("seconds"),
-                    "stream_messages": st.get("messages"), "client": target["local"],
-                    "wall_s": wall,
-                })
-        settle(0.1)
-    return rows
-
-
-def ss_established(node: Node) -> list[tuple[str, int, str, int]]:
-    """(local ip, local port, peer ip, peer port) of established TCP connections."""
-    out = node.run(["ss", "-Htn", "state", "established"], timeout=10).stdout
-    conns = []
-    for line in out.splitlines():
-        cols = line.split()
-        if len(cols) < 4:
-            continue
-        try:
-            (lip, lport), (pip, pport) = (c.rsplit(":", 1) for c in cols[2:4])
-            conns.append((lip.strip("[]"), int(lport), pip.strip("[]"), int(pport)))
-        except ValueError:
-            continue
-    return conns
-
-
-def count_connections(run: Measurement, params: Params) -> list[dict]:
-    """Hold ``flows`` connections per method open and count where TCP connections end.
-
-    The paper's Table 1 counts connections between the front nodes; here every
-    established connection on fa, fb and b1 that belongs to the study's ports
-    is counted while the flows are open, and fa's conntrack says which ones
-    were translated.
-    """
-    p = run.plan
-    rows = []
-    for method in METHODS:
-        with method_path(run, method) as path:
-            with pingpong.hold_connections(run.journal, run.node("a1"), path.host, path.port,
-                                           params.flows):
-                seen = {n: ss_established(run.node(n)) for n in ("fa", "fb", "b1")}
-                snat = 0
-                if method == "nat_srd":
-                    snat = sum(1 for e in nat.conntrack_entries(run.node("fa"))
-                               if e.state == "ESTABLISHED" and e.original.dst == p.fb_pub
-                               and e.reply.dst == p.fa_pub and e.original.src != p.fa_pub)
-        run.session.raw(f"connections-{method}.json", json.dumps(seen, indent=1))
-        fa_in = sum(1 for c in seen["fa"] if c[1] == PROXY_PORT)
-        fa_out = sum(1 for c in seen["fa"] if c[3] == SRD_PORT and c[2] == p.fb_pub)
-        fb_in = [c for c in seen["fb"] if c[1] == SRD_PORT]
-        fb_out = sum(1 for c in seen["fb"] if c[3] == SERVER_PORT)
-        b1_in = [c for c in seen["b1"] if c[1] == SERVER_PORT]
-        a_net = ipaddress.ip_network(p.a_private)
-        b1_from_a = sum(1 for c in b1_in if ipaddress.ip_address(c[2]) in a_net)
-        fb_from_public = sum(1 for c in fb_in if c[2] == p.fa_pub)
-        fb_from_private_a = sum(1 for c in fb_in if ipaddress.ip_address(c[2]) in a_net)
-        total = fa_in + len(fb_in) + len(b1_in)
-        rows.append({
-            "method": method, "label": LABELS[method], "flows": params.flows,
-            # connections whose packets cross the public segment between the fronts
-            "public_segment_connections": fb_from_public + fb_from_private_a + b1_from_a,
-            "front_to_front_connections": fa_out + fb_from_public,
-            "terminated_at_fa": fa_in, "opened_by_fa": fa_out,
-            "terminated_at_fb": len(fb_in), "opened_by_fb": fb_out,
-            "b1_peers_in_cluster_a": b1_from_a, "fb_peers_fa_public": fb_from_public,
-            "fb_peers_in_cluster_a": fb_from_private_a, "snat_entries_fa": snat,
-            "tcp_connections_per_flow": total / params.flows,
-            "user_space_relays_per_flow": (fa_in + len(fb_in)) / params.flows,
-        })
-    return rows
-
-
-# -- the unshaped relay benchmark --------------------------------------------------------------
-
-BENCH_ROUTES = {  # path -> (where a1 connects, ping-pong/iperf3 port offset, NAT on fa)
-    "direct": ("b1", None, False),
-    "nat_srd": ("fb_pub", 0, True), "nat_socat": ("fb_pub", SOCAT_OFFSET, True),
-    "proxies_srd": ("fa_priv", 0, False), "proxies_socat": ("fa_priv", SOCAT_OFFSET, False),
-}
-
-
-@contextmanager
-def bench_relays(run: Measurement) -> Iterator[dict[tuple[str, str], Relay]]:
-    """srd and socat on both fronts at once, for ping-pong and iperf3: eight relays.
-
-    Keys are (node, listen port). Started once, they let the benchmark
-    interleave its paths; an idle relay waits in epoll/accept and costs nothing.
-    """
-    p, j = run.plan, run.journal
-    relays: dict[tuple[str, str], Relay] = {}
-    with ExitStack() as stack:
-        for kind, extra in (("srd", 0), ("socat", SOCAT_OFFSET)):
-            for offset, server_port in ((0, SERVER_PORT), (IPERF_OFFSET, IPERF_PORT)):
-                # check the ping-pong targets (iperf3 would log a refused control connection)
-                check = offset == 0
-                port_b = SRD_PORT + extra + offset
-                relays[("fb", str(port_b))] = stack.enter_context(relay(
-                    j, run.node("fb"), kind, f"{p.fb_pub}:{port_b}", f"{p.b1}:{server_port}",
-                    check))
-                port_a = PROXY_PORT + extra + offset
-                relays[("fa", str(port_a))] = stack.enter_context(relay(
-                    j, run.node("fa"), kind, f"{p.fa_priv}:{port_a}", f"{p.fb_pub}:{port_b}",
-                    check))
-        yield relays
-        for r in relays.values():  # a crash would show as a dead relay here
-            if not r.running():
-                raise HarnessError(f"{r.kind} relay on {r.node.name} ({r.listen}) died during "
-                                   f"the benchmark: {r.process.output()[-300:]}")
-
-
-def bench_endpoint(run: Measurement, path: str, iperf: bool) -> tuple[str, int]:
-    where, offset, _nat = BENCH_ROUTES[path]
-    host = getattr(run.plan, where)
-    if offset is None:
-        return host, IPERF_PORT if iperf else SERVER_PORT
-    base = SRD_PORT if where == "fb_pub" else PROXY_PORT
-    return host, base + offset + (IPERF_OFFSET if iperf else 0)
-
-
-def bench_groups(run: Measurement, path: str, relays) -> list[Relay]:
-    """The relays an iperf3 test on ``path`` goes through."""
-    _where, offset, _nat = BENCH_ROUTES[path]
-    if offset is None:
-        return []
-    out = [relays[("fb", str(SRD_PORT + offset + IPERF_OFFSET))]]
-    if path.startswith("proxies"):
-        out.append(relays[("fa", str(PROXY_PORT + offset + IPERF_OFFSET))])
-    return out
-
-
-def nptcp_half_rtt_us(run: Measurement, host: str, iterations: int = 2000) -> float | None:
-    """NetPIPE's 1 B half round trip on a path (cross-check of the ping-pong tool)."""
-    a1, b1 = run.node("a1"), run.node("b1")
-    if not (a1.has_command("NPtcp") and b1.has_command("NPtcp")):
-        return None
-    import secrets
-
-    common = f"-l 1 -u 1 -n {iterations} -p 0"
-    dirs = []
-    for node in (a1, b1):
-        path = f"/tmp/harness-nptcp-{secrets.token_hex(4)}"
-        dirs.append((run.journal.record("file", machine_of(node), path=path), path))
-        node.run(["mkdir", path], timeout=10)
-    try:
-        receiver = f"cd {dirs[1][1]} && exec NPtcp -P {NPTCP_PORT} {common}"
-        with run.journal.process(b1, receiver):
-            wait_until(lambda: NPTCP_PORT in listening_ports(b1), 10)
-            out = a1.run(f"cd {dirs[0][1]} && NPtcp -h {host} -P {NPTCP_PORT} {common} "
-                         f"-o np.out >/dev/null 2>&1; cat np.out", check=False, timeout=60)
-        cols = out.stdout.split()
-        return float(cols[2]) * 1e6 if len(cols) >= 3 else None
-    finally:
-        for entry, _ in dirs:
-            run.journal.undo(entry)
-
-
-def bench(run: Measurement, params: Params) -> list[dict]:
-    """Kernel forwarding, socat and srd side by side: iperf3, relay CPU, 1 B / 64 KB half-RTT.
-
-    Per repetition: one ping-pong client measures all five paths interleaved
-    (fa's NAT table up, as for the sweep); then iperf3 runs path by path, with
-    the NAT table only for the NAT paths, so kernel forwarding is measured
-    without connection tracking.
-    """
-    j, a1 = run.journal, run.node("a1")
-    rows = []
-    with pingpong.server(j, run.node("b1"), run.plan.b1, SERVER_PORT), \
-            iperf3_server(j, run.node("b1"), run.plan.b1, IPERF_PORT), \
-            bench_relays(run) as relays:
-        for rep in range(1, params.bench_repetitions + 1):
-            with nat.nat_applied(j, run.node("fa"), run.plan.nat_spec(), "s0b", run.nat_records):
-                shift = (rep - 1) % len(BENCH_PATHS)
-                order = BENCH_PATHS[shift:] + BENCH_PATHS[:shift]
-                lat = pingpong.client(j, a1, {path: bench_endpoint(run, path, False)
-                                              for path in order},
-                                      [1, 65536], 0.2, 0, stream=False, warmup=200)
-            run.session.raw(f"bench-pingpong-r{rep}.json", json.dumps(lat, indent=1))
-            nat_first = [pth for pth in order if BENCH_ROUTES[pth][2]] + \
-                [pth for pth in order if not BENCH_ROUTES[pth][2]]
-            for path in nat_first:
-                with ExitStack() as stack:
-                    if BENCH_ROUTES[path][2]:
-                        stack.enter_context(nat.nat_applied(j, run.node("fa"),
-                                                            run.plan.nat_spec(), "s0b",
-                                                            run.nat_records))
-                    host, port = bench_endpoint(run, path, True)
-                    groups = bench_groups(run, path, relays)
-                    cpu0 = sum(group_cpu_seconds(r.node, r.pgid) for r in groups)
-                    t0 = time.monotonic()
-                    tput = iperf3_client(a1, host, port, seconds=params.bench_seconds)
-                    elapsed = time.monotonic() - t0
-                    cpu = sum(group_cpu_seconds(r.node, r.pgid) for r in groups) - cpu0
-                run.session.raw(f"bench-{path}-r{rep}-iperf3.json", json.dumps(tput.raw))
-                by_size = {pt["size"]: pt["latency"] for pt in lat["targets"][path]["points"]}
-                gbytes = tput.bytes_received / 1e9
-                rows.append({
-                    "path": path, "relay": path.split("_")[1] if "_" in path else "kernel",
-                    "hops": 0 if path == "direct" else 2 if path.startswith("proxies") else 1,
-                    "nat": BENCH_ROUTES[path][2], "repetition": rep,
-                    "iperf_mbit": tput.received_bps / 1e6, "retransmits": tput.retransmits,
-                    "relay_cpu_s": cpu if groups else None,
-                    "relay_cpu_cores": cpu / elapsed if groups else None,
-                    "relay_cpu_s_per_gb": cpu / gbytes if groups and gbytes else None,
-                    "half_rtt_1b_us": by_size[1]["median_us"],
-                    "half_rtt_1b_p90_us": by_size[1]["p90_us"],
-                    "half_rtt_64k_us": by_size[65536]["median_us"],
-                })
-                settle(0.1)
-    return rows
-
-
 # -- the whole measurement -------------------------------------------------------------------
-
-@contextmanager
-def main_relays(run: Measurement) -> Iterator[dict[str, Relay]]:
-    """Ping-pong server on b1, the SRD on fb, the relay (proxy) on fa: for the whole sweep."""
-    p, j = run.plan, run.journal
-    with pingpong.server(j, run.node("b1"), p.b1, SERVER_PORT), \
-            relay(j, run.node("fb"), "srd", f"{p.fb_pub}:{SRD_PORT}",
-                  f"{p.b1}:{SERVER_PORT}") as srd, \
-            relay(j, run.node("fa"), "srd", f"{p.fa_priv}:{PROXY_PORT}",
-                  f"{p.fb_pub}:{SRD_PORT}") as proxy:
-        yield {"fb_srd": srd, "fa_proxy": proxy}
-
-
-def srd_clients(relay_ref: Relay) -> dict:
-    """Who the SRD saw connecting (client addresses) and how its streams ended."""
-    events = relay_ref.handle.events()
-    clients: dict[str, int] = {}
-    reasons: dict[str, int] = {}
-    for e in events:
-        if e.name == "accept":
-            ip = e.get("client", "?").rsplit(":", 1)[0]
-            clients[ip] = clients.get(ip, 0) + 1
-        elif e.name == "close":
-            reasons[e.get("reason", "?")] = reasons.get(e.get("reason", "?"), 0) + 1
-    return {"accepts_by_client_ip": clients, "close_reasons": reasons,
-            "errors": [e.fields for e in events if e.name in ("error", "target-failed")]}
-
-
-def machine_load(node: Node) -> float:
-    """1-minute load average of the machine under ``node`` (the machine is shared: noise)."""
-    return float(machine_of(node).read_text("/proc/loadavg").split()[0])
-
 
 def prepare_inventory(session: Session, bed) -> None:
     """Real front nodes must forward (methods 1 and 3): set it, recorded and restored."""
     if isinstance(bed, InventoryTestbed):
         for front in ("fa", "fb"):
             session.apply(Sysctl(bed.node(front), "net.ipv4.ip_forward", 1))
-
-
-def build_bench_bed(session: Session, stack: ExitStack, params: Params, main_bed):
-    """The unshaped lab for the benchmark: the main one if already unshaped, else a new one."""
-    if isinstance(main_bed, InventoryTestbed) or not params.rate_mbit:
-        return main_bed, "main testbed (" + ("inventory" if isinstance(main_bed, InventoryTestbed)
-                                             else "unshaped lab") + ")"
-    from ..lab import Lab
-    from ..testbed import LabTestbed
-
-    # on the machine that holds the main lab (this host, or the VM placement chose)
-    main = main_bed.lab
-    topo = topology(params, unshaped=True, name="s0-relay-bench")
-    lab = stack.enter_context(Lab(topo, session.journal, main.host,
-                                  capabilities=main.capabilities))
-    return LabTestbed(lab), "second namespace lab, unshaped"
 
 
 class S0(Study):
@@ -784,25 +342,29 @@ class S0(Study):
         check_fronts(bed)
         check_tools(bed, params.bench)
         for name, ports in (("fa", FA_PORTS), ("fb", FB_PORTS), ("b1", B1_PORTS)):
-            check_ports_free(bed.node(name), ports)
+            check_ports_free(bed.node(name), ports, PORTS_USER)
 
     def configure(self, session: Session, bed, params: Params) -> None:
         prepare_inventory(session, bed)
 
     def measure(self, session: Session, bed, params: Params, configured: None) -> None:
         """The three methods (latency, streaming, connections), then the relay benchmark."""
+        # imported here, not above: both build on this module's ports, plan and Measurement
+        from .s0_bench import measure_bench
+        from .s0_methods import count_connections, main_relays, sweep
+
         timings: dict[str, float] = {"setup_s": session.timings.get("testbed_s", 0.0)
                                      + session.timings.get("verify_s", 0.0)}
         loadavg = {"start": machine_load(bed.node("a1"))}
-        run = Measurement(session, bed, Plan.of(bed))
+        meas = Measurement(session, bed, Plan.of(bed))
         t = time.monotonic()
-        with main_relays(run) as relays:
-            check_answers(run.journal, run.node("a1"), run.plan.b1, SERVER_PORT,
+        with main_relays(meas) as relays:
+            check_answers(meas.journal, meas.node("a1"), meas.plan.b1, SERVER_PORT,
                           "direct path (needs routes between the private prefixes)")
-            rows = sweep(run, params)
+            rows = sweep(meas, params)
             timings["sweep_s"] = time.monotonic() - t
             t = time.monotonic()
-            connections = count_connections(run, params)
+            connections = count_connections(meas, params)
             timings["connections_s"] = time.monotonic() - t
             alive = {name: r.handle.running() for name, r in relays.items()}
             srd_seen = srd_clients(relays["fb_srd"])
@@ -810,31 +372,24 @@ class S0(Study):
         loadavg["after_sweep"] = machine_load(bed.node("a1"))
         session.results(pd.DataFrame(rows))
         session.results(pd.DataFrame(connections), "connections")
-        bench_rows: list[dict] = []
         bench_where = nptcp_us = None
         if params.bench:
             t = time.monotonic()
-            with ExitStack() as stack:
-                bench_bed, bench_where = build_bench_bed(session, stack, params, bed)
-                bench_run = Measurement(session, bench_bed, Plan.of(bench_bed),
-                                        nat_records=run.nat_records)
-                if bench_bed is not bed:
-                    session.note(bench_testbed=bench_bed.record())
-                bench_rows = bench(bench_run, params)
-                nptcp_us = nptcp_half_rtt_us(bench_run, bench_run.plan.b1)
+            bench_rows, bench_where, nptcp_us = measure_bench(session, params, bed,
+                                                              meas.nat_records)
             timings["bench_s"] = time.monotonic() - t
             loadavg["after_bench"] = machine_load(bed.node("a1"))
             session.results(pd.DataFrame(bench_rows), "bench")
-        session.results(pd.DataFrame(run.nat_rows), "nat")
+        session.results(pd.DataFrame(meas.nat_rows), "nat")
         session.note(s0={
             "methods": {
                 "direct": "a1 -> b1 private address; fa and fb forward in the kernel (routes to "
                           "the other cluster's private prefix); no relay, not translated (fa's "
                           "NAT table, present for method 3, only tracks it)",
-                "proxies": f"a1 -> fa {run.plan.fa_priv}:{PROXY_PORT} (srd) -> fb "
-                           f"{run.plan.fb_pub}:{SRD_PORT} (srd) -> b1",
-                "nat_srd": f"a1 -> fb {run.plan.fb_pub}:{SRD_PORT}, routed by fa and masqueraded "
-                           f"to {run.plan.fa_pub} (nftables); SRD on fb -> b1",
+                "proxies": f"a1 -> fa {meas.plan.fa_priv}:{PROXY_PORT} (srd) -> fb "
+                           f"{meas.plan.fb_pub}:{SRD_PORT} (srd) -> b1",
+                "nat_srd": f"a1 -> fb {meas.plan.fb_pub}:{SRD_PORT}, routed by fa and masqueraded "
+                           f"to {meas.plan.fa_pub} (nftables); SRD on fb -> b1",
             },
             "relays": relay_records, "relays_alive_after_sweep": alive,
             "srd_on_fb": srd_seen, "bench_where": bench_where, "timings": timings,

@@ -29,6 +29,7 @@ import pandas as pd
 from .. import fanin
 from ..config import tipc
 from ..errors import SpecError
+from ..nodes import procfs
 from ..session import Session
 from ..tools.iperf3 import IPERF3
 from ..tools.registry import TC
@@ -202,12 +203,12 @@ def snapshot_command(switch, fleet: fanin.MapperFleet) -> str:
     if not (len(groups) == 1 and groups[0][0] is switch.machine):
         return ""
     return (switch.command_on_machine(["tc", "-s", "qdisc", "show", "dev", "red"])
-            + "; echo @@stat; " + fanin.run.stat_command(groups[0][1]))
+            + "; echo @@stat; " + procfs.stat_command(groups[0][1]))
 
 
 def parse_snapshot(text: str) -> tuple[dict, int]:
     qdisc, _, stat = text.partition("@@stat")
-    return parse_qdisc(qdisc), fanin.run.sum_ticks(stat)
+    return parse_qdisc(qdisc), procfs.cpu_ticks(stat)
 
 
 def snapshot(switch, fleet: fanin.MapperFleet) -> tuple[dict, int]:

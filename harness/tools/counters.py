@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 
 from ..nodes import Node
+from ..nodes.facts import NETSTAT_PATH, netstat_group
 
 
 def interface_bytes(node: Node, devices: list[str]) -> dict[str, dict[str, int]]:
@@ -32,27 +33,10 @@ def parse_interface_bytes(text: str, devices: list[str], node: str = "node") -> 
 def interface_bytes_and_netstat(node: Node, devices: list[str], prefix: str
                                 ) -> tuple[dict[str, dict[str, int]], dict[str, int]]:
     """Both readings in ONE command (half the cost per measurement point)."""
-    res = node.run("ip -s -j link show && echo NETSTAT && cat /proc/net/netstat", timeout=10)
+    res = node.run(f"ip -s -j link show && echo NETSTAT && cat {NETSTAT_PATH}", timeout=10)
     links, _, netstat_text = res.stdout.partition("NETSTAT\n")
-    return parse_interface_bytes(links, devices, node.name), parse_netstat(netstat_text, prefix)
-
-
-def parse_netstat(text: str, prefix: str) -> dict[str, int]:
-    """Counters of one group (e.g. "MPTcpExt", "TcpExt") from /proc/net/netstat text.
-
-    The file alternates a header line and a value line per group.
-    """
-    lines = text.splitlines()
-    counters: dict[str, int] = {}
-    for header, values in zip(lines[::2], lines[1::2]):
-        names, nums = header.split(), values.split()
-        if names and names[0] == f"{prefix}:" and nums and nums[0] == f"{prefix}:":
-            counters.update({n: int(v) for n, v in zip(names[1:], nums[1:])})
-    return counters
-
-
-def netstat(node: Node, prefix: str = "MPTcpExt") -> dict[str, int]:
-    return parse_netstat(node.read_text("/proc/net/netstat"), prefix)
+    return (parse_interface_bytes(links, devices, node.name),
+            netstat_group(netstat_text, prefix))
 
 
 def delta(after: dict[str, int], before: dict[str, int]) -> dict[str, int]:

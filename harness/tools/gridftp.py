@@ -75,6 +75,7 @@ from ipaddress import ip_address
 from ..errors import CapabilityMissing, NodeError, SpecError
 from ..journal import Journal
 from ..nodes.base import Node, Process, command_text
+from ..nodes.facts import is_listening, netstat
 from ..nodes.local import in_cgroup
 from .registry import Tool
 
@@ -201,15 +202,6 @@ def parse_transfer_stats(log: str) -> list[ServerTransferStats]:
     return stats
 
 
-def parse_netstat(text: str, prefix: str = "MPTcpExt") -> dict[str, int]:
-    """Counters of one section of /proc/net/netstat (header line + value line)."""
-    lines = [line.split() for line in text.splitlines() if line.startswith(prefix + ":")]
-    counters: dict[str, int] = {}
-    for names, values in zip(lines[0::2], lines[1::2]):
-        counters.update({n: int(v) for n, v in zip(names[1:], values[1:])})
-    return counters
-
-
 # -- validation and capabilities ----------------------------------------------------------
 
 
@@ -282,7 +274,7 @@ def mptcp_wrapper(node: Node) -> list[str]:
 
 def mptcp_counters(node: Node) -> dict[str, int]:
     """MPTcpExt* counters of the node's network namespace (no nstat history file)."""
-    return parse_netstat(node.read_text("/proc/net/netstat"))
+    return netstat(node, "MPTcpExt")
 
 
 def _url(address: str, port: int, path: str) -> str:
@@ -310,11 +302,6 @@ def server_command(program: str, address: str, port: int, log_path: str) -> list
     ]  # fmt: skip
 
 
-def _listening(node: Node, port: int) -> bool:
-    result = node.run(["ss", "-Hltn", "sport", "=", f":{port}"], check=False, timeout=10)
-    return result.ok and bool(result.stdout.strip())
-
-
 def _wait_ready(server: GridFTPServer, timeout: float) -> None:
     deadline = time.monotonic() + timeout
     while True:
@@ -326,7 +313,7 @@ def _wait_ready(server: GridFTPServer, timeout: float) -> None:
                 f"{_tail(server.log() + server.process.output())}",
                 "is the port already in use in that namespace? the log above says why",
             )
-        if _READY_LINE in server.log() and _listening(server.node, server.port):
+        if _READY_LINE in server.log() and is_listening(server.node, server.port):
             return
         if time.monotonic() >= deadline:
             raise NodeError(

@@ -16,6 +16,7 @@ from ..errors import CommandFailed, HarnessError, SpecError
 from ..journal import Journal
 from ..nodes import Node
 from ..nodes.base import command_text
+from ..nodes.facts import wait_listening
 from ..nodes.local import in_cgroup
 from .registry import Tool
 
@@ -80,14 +81,6 @@ def iperf3_server(journal: Journal, node: Node, bind: str, port: int = 5201,
                 "is the port in use, or the address not on this node?",
             )
         yield
-
-
-def wait_listening(node: Node, port: int, timeout: float) -> bool:
-    """Wait, on the node itself (one command, not one round trip per poll), for a TCP listener."""
-    polls = max(1, int(timeout / 0.05))
-    res = node.run(f"for i in $(seq {polls}); do ss -Hltn 'sport = :{port}' | grep -q . && exit 0;"
-                   f" sleep 0.05; done; exit 1", check=False, timeout=timeout + 30)
-    return res.ok
 
 
 def iperf3_client_argv(server: str, port: int, seconds: float, streams: int,

@@ -17,10 +17,13 @@ from conftest import group_alive, needs_root, needs_tools, netns_names
 
 from harness.errors import HarnessError, SpecError
 from harness.lab import Lab
+from harness.nodes.facts import listening_ports
 from harness.relay.line import netns_socket
-from harness.studies import s0
+from harness.relay.process import relay
+from harness.studies import s0, s0_bench
 from harness.testbed import LabTestbed
 from harness.tools import pingpong
+from harness.tools.sockets import check_ports_free
 
 pytestmark = [pytest.mark.integration, needs_root,
               needs_tools("iperf3", "nft", "conntrack", "socat", "gcc")]
@@ -77,7 +80,7 @@ def test_s0_small_run_has_three_methods_translation_and_leaves_nothing(tmp_path)
     assert (conns.public_segment_connections == 3).all()
 
     bench = pd.read_parquet(run_dir / "bench.parquet")
-    assert set(bench.path) == set(s0.BENCH_PATHS)
+    assert set(bench.path) == set(s0_bench.BENCH_PATHS)
     assert (bench.iperf_mbit > 0).all()
     srd = bench[bench.relay == "srd"]
     assert (srd.relay_cpu_s > 0).all()
@@ -123,14 +126,14 @@ def test_fronts_ports_and_targets_are_checked_before_relays_start(journal, bed):
     # a port in use on a front
     with journal.process(fb, ["socat", "TCP-LISTEN:7100,bind=198.18.0.2,reuseaddr", "-"]):
         deadline = time.monotonic() + 10
-        while 7100 not in s0.listening_ports(fb) and time.monotonic() < deadline:
+        while 7100 not in listening_ports(fb) and time.monotonic() < deadline:
             time.sleep(0.05)
         with pytest.raises(SpecError, match="port 7100 is in use on fb"):
-            s0.check_ports_free(fb, s0.FB_PORTS)
+            check_ports_free(fb, s0.FB_PORTS, s0.PORTS_USER)
     # a relay target that does not answer: refused before any relay process starts
     started = len([e for e in journal.entries() if e.kind == "process"])
     with pytest.raises(HarnessError, match="does not answer"):
-        with s0.relay(journal, fb, "srd", "198.18.0.2:7100", "10.2.0.2:7000"):
+        with relay(journal, fb, "srd", "198.18.0.2:7100", "10.2.0.2:7000"):
             pass
     assert len([e for e in journal.entries() if e.kind == "process"]) == started
     # a front without its public interface address
@@ -143,8 +146,8 @@ def test_fronts_ports_and_targets_are_checked_before_relays_start(journal, bed):
 def test_srd_survives_peers_that_disconnect_mid_stream(journal, bed):
     plan = s0.Plan.of(bed)
     with pingpong.server(journal, bed.node("b1"), plan.b1, s0.SERVER_PORT), \
-            s0.relay(journal, bed.node("fb"), "srd", f"{plan.fb_pub}:{s0.SRD_PORT}",
-                     f"{plan.b1}:{s0.SERVER_PORT}") as srd:
+            relay(journal, bed.node("fb"), "srd", f"{plan.fb_pub}:{s0.SRD_PORT}",
+                  f"{plan.b1}:{s0.SERVER_PORT}") as srd:
         for _ in range(3):  # a client that resets in the middle of a 1 MB ping-pong
             sock = netns_socket(bed.node("a1"))
             sock.connect((plan.fb_pub, s0.SRD_PORT))

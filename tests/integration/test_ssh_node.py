@@ -28,14 +28,10 @@ import pytest
 from harness.errors import CommandFailed, CommandTimeout, NodeError
 from harness.journal import Journal
 from harness.nodes import LocalNode, node_from_description
+from harness.nodes.hostkeys import fingerprint
 from harness.nodes.local import process_start_ticks, wait_until
-from harness.nodes.ssh import (
-    ShellProcess,
-    SSHNode,
-    fingerprint,
-    remote_command,
-    split_marker,
-)
+from harness.nodes.remote_process import ShellProcess
+from harness.nodes.ssh import SSHNode, remote_command, split_marker
 
 try:  # as a package (tests/integration/__init__.py) or as a rootdir-relative module
     from .sshd_fixture import in_sshd_netns, sshd_server
@@ -623,3 +619,21 @@ def test_connection_lost_mid_command_is_a_node_error(make_node):
         timer.cancel()
     assert "not retried" in err.value.hint
     assert node.run("echo reconnected").stdout == "reconnected\n"
+
+
+@integration
+def test_group_is_one_session_per_machine_over_ssh(make_node, monkeypatch):
+    from harness.nodes.group import Call, run_group
+
+    node = make_node()
+    sessions: list[int] = []
+    real = node._open_channel
+    monkeypatch.setattr(node, "_open_channel", lambda: sessions.append(1) or real())
+    local = LocalNode()
+    results = run_group([Call(node, "echo a"), Call(local, "echo b"),
+                         Call(node, ["sh", "-c", "echo c >&2; printf x; exit 4"]),
+                         Call(node, "echo d", exclusive=True)])
+    assert len(sessions) == 1
+    assert [(r.node, r.stdout, r.stderr, r.exit_status) for r in results] == [
+        ("sshlab", "a\n", "", 0), ("local", "b\n", "", 0), ("sshlab", "x", "c\n", 4),
+        ("sshlab", "d\n", "", 0)]

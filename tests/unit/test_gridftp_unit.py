@@ -14,7 +14,6 @@ from harness.tools.gridftp import (
     client_command,
     gridftp_server,
     gridftp_transfer,
-    parse_netstat,
     parse_transfer_stats,
     parse_verbose_perf,
     server_command,
@@ -188,15 +187,6 @@ def test_parse_transfer_stats():
 def test_daemon_pid_from_log():
     match = gridftp._DAEMON_PID_RE.search(SERVER_LOG)
     assert match and match.group(1) == "367"
-
-
-def test_parse_netstat_reads_only_the_named_section():
-    text = (
-        "TcpExt: SyncookiesSent MPCapableSYNRX\nTcpExt: 7 99\n"
-        "MPTcpExt: MPCapableSYNRX MPCapableSYNTX MPCapableACKRX\nMPTcpExt: 5 0 5\n"
-    )
-    assert parse_netstat(text) == {"MPCapableSYNRX": 5, "MPCapableSYNTX": 0, "MPCapableACKRX": 5}
-    assert parse_netstat("TcpExt: A\nTcpExt: 1\n") == {}
 
 
 def test_transfer_result_throughput():

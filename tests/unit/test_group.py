@@ -156,3 +156,12 @@ def test_launchers_one_per_machine_each_call_in_its_node():
     assert lines[0] == "trap 'wait; exit 0' TERM INT" and lines[-1] == "wait"
     assert lines[1] == "LAYER=a sh -c 'prog 1' &"
     assert not m1.executed  # nothing started: the caller journals and starts them
+
+
+def test_a_timed_out_round_trip_leaves_no_work_directory(tmp_path, monkeypatch):
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    m = CountingMachine("m")
+    with pytest.raises(MachineFailed, match="timeout"):
+        run_group([Call(m, "sleep 30")], timeout=0.5)
+    assert list(tmp_path.iterdir()) == []
+    assert len(m.executed) == 2  # the script, then the removal of its directory

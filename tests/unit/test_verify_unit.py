@@ -6,17 +6,20 @@ import pytest
 
 from harness.journal import Journal, batch_undo_handler, undo_handler
 from harness.lab import delay_trim_us
-from harness.nodes import LocalNode
+from harness.nodes import LocalNode, NamespaceNode
+from harness.nodes.group import machine_script
+from harness.nodes.result import Result
 from harness.shaping import plan_egress
 from harness.topology import Endpoint, Link
 from harness.verify import (
     Direction,
     check_direction,
+    collect,
     parse_ping_ms,
-    parse_script_output,
+    parse_samples,
     rtt_ok,
     steady_rate_bps,
-    verification_script,
+    verification_calls,
 )
 
 PING = """PING 198.18.0.2 (198.18.0.2) from 198.18.0.1 : 56(84) bytes of data.
@@ -36,7 +39,16 @@ def link(**kw) -> Link:
 
 
 def direction(lnk: Link, index: int = 0) -> Direction:
-    return Direction(index, lnk, lnk.a, lnk.b, "x-a", "x-b")
+    return Direction(index, lnk, lnk.a, lnk.b, NamespaceNode("x-a"), NamespaceNode("x-b"))
+
+
+def measured(lnk: Link, samples: str = "", client: str = "", status: int = 0,
+             ping: str = PING):
+    """What the group runner returns for one shaped direction: its rate test and its ping."""
+    d = direction(lnk)
+    kinds = [("rate", d, None), ("ping", d, None)]
+    return collect(kinds, [Result("x-a", "rate", client, samples, status, 2.0),
+                           Result("x-a", "ping", ping, "", 0, 0.5)])
 
 
 def test_ping_parsing_drops_the_arp_reply_only_when_asked():
@@ -53,50 +65,60 @@ def test_rtt_judgement_allows_five_percent_plus_slack():
 
 
 def test_samples_are_stamped_at_the_midpoint_of_their_clock_bracket():
-    text = ("SAMPLE 3 10.0 10.4 0\nSAMPLE 3 11.0 11.2 1000\n"
-            "RATE-STATUS 3 0\nCLIENT-BEGIN 3\n{\"x\": 1}\n\nCLIENT-END 3\n"
-            "PING-BEGIN 3\n" + PING + "PING-END 3\n")
-    out = parse_script_output(text)
-    assert out.samples[3] == [(0, 10.2), (1000, 11.1)]
-    assert out.status == {3: 0}
-    assert out.client[3].strip() == '{"x": 1}'
-    assert parse_ping_ms(out.pings[3]) == [20.1, 20.3, 19.9]
+    text = "SAMPLE 10.0 10.4 0\nbash: some warning\nSAMPLE 11.0 11.2 1000\n"
+    assert parse_samples(text) == [(0, 10.2), (1000, 11.1)]
+    out = measured(link(rate_mbit=50), samples=text, client='{"x": 1}\n')
+    assert out.samples[0] == [(0, 10.2), (1000, 11.1)]
+    assert out.status == {0: 0}
+    assert out.client[0].strip() == '{"x": 1}'
+    assert out.stderr == "bash: some warning\n"  # what was not a sample is kept
+    assert parse_ping_ms(out.pings[0]) == [20.1, 20.3, 19.9]
 
 
 def test_check_direction_compares_counter_rate_and_ping_with_the_spec():
     lnk = link(rate_mbit=50, delay_ms=10)
     # 6.25 MB per second at the shaper's counter = 50 Mbit/s.
-    samples = "".join(f"SAMPLE 0 {t}.0 {t}.0 {t * 6_250_000}\n" for t in range(6))
-    text = (samples + "RATE-STATUS 0 0\nCLIENT-BEGIN 0\n" + IPERF + "\nCLIENT-END 0\n"
-            "PING-BEGIN 0\n" + PING + "PING-END 0\n")
-    check = check_direction(direction(lnk), parse_script_output(text))
+    samples = "".join(f"SAMPLE {t}.0 {t}.0 {t * 6_250_000}\n" for t in range(6))
+    check = check_direction(direction(lnk), measured(lnk, samples, IPERF))
     assert check.link_layer_mbit == pytest.approx(50.0)
     assert check.rate_ok and check.rtt_ok and check.samples == 6
     assert check.goodput_mbit == pytest.approx(48.0)
     assert check.rtt_ms == pytest.approx(20.1)
     # a shaper that gives 80 %
-    text = text.replace(samples, "".join(f"SAMPLE 0 {t}.0 {t}.0 {t * 5_000_000}\n"
-                                         for t in range(6)))
-    check = check_direction(direction(lnk), parse_script_output(text))
+    samples = "".join(f"SAMPLE {t}.0 {t}.0 {t * 5_000_000}\n" for t in range(6))
+    check = check_direction(direction(lnk), measured(lnk, samples, IPERF))
     assert check.rate_ratio == pytest.approx(0.8) and not check.ok
 
 
 def test_failed_rate_test_is_an_error_not_a_zero():
     from harness.errors import HarnessError
 
-    out = parse_script_output("RATE-STATUS 0 1\nCLIENT-BEGIN 0\nerror - unable to connect\n"
-                              "CLIENT-END 0\n")
+    out = measured(link(rate_mbit=50), client="error - unable to connect\n", status=1)
     with pytest.raises(HarnessError, match="iperf3 client failed with status 1"):
         check_direction(direction(link(rate_mbit=50)), out)
 
 
-def test_script_rate_tests_only_shaped_links_and_pings_delayed_links_alone():
-    shaped, plain = link(rate_mbit=50, delay_ms=10), link()
-    script = verification_script([direction(shaped, 0), direction(plain, 1)], seconds=3)
-    assert script.count("\nrate_test ") == 1 and "rate_test 0 x-a x-b" in script
-    assert "ping_test 0 x-a 198.18.0.1 198.18.0.2 10\n" in script  # foreground: timed alone
-    assert "ping_test 1 x-a 198.18.0.1 198.18.0.2 3 &" in script  # background batch, fewer
-    assert script.rstrip().endswith("show_pings 0 1")
+def test_rate_tests_alone_then_delayed_pings_alone_then_plain_pings_in_batches():
+    shaped, plain, delayed = link(rate_mbit=50, delay_ms=10), link(), link(delay_ms=5)
+    kinds = verification_calls([direction(shaped, 0), direction(plain, 1),
+                                direction(delayed, 2), direction(plain, 3)], seconds=3)
+    assert [(k, d.index, c.exclusive) for k, d, c in kinds] == [
+        ("rate", 0, True), ("ping", 0, True), ("ping", 2, True),
+        ("ping", 1, False), ("ping", 3, False)]
+    rate = kinds[0][2]
+    assert rate.node.name == "x-a" and rate.command[:2] == ["bash", "--norc"]
+    server, ready, client, counter, interval = rate.command[-5:]
+    assert server.startswith("nsenter --net=/run/netns/x-b -- iperf3 -s -1 -B 198.18.0.2")
+    assert "ss -Hltn" in ready and "x-b" in ready
+    assert client.startswith("iperf3 -c 198.18.0.2 -B 198.18.0.1") and "-t 3" in client
+    assert counter == "tc -s class show dev eth1 classid 1:1" and interval == "0.1"
+    timed, untimed = kinds[1][2].command, kinds[3][2].command
+    assert timed[:3] == ["ping", "-n", "-c"] and timed[3] == "11"  # timed: 10 + 1 for ARP
+    assert untimed[3] == "4"  # recorded only: fewer
+    lines = machine_script([c for _k, _d, c in kinds], "T", jobs=16).splitlines()
+    runs = [line.split(" ", 2)[1] + ("&" if line.endswith("&") else "")
+            for line in lines if line.startswith("__hg_run ")]
+    assert runs == ["0", "1", "2", "3&", "4&"]
 
 
 def test_steady_rate_ignores_ramp_and_tail():

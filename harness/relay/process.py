@@ -1,0 +1,97 @@
+"""A relay of either kind -- our srd or socat -- running on a node for a block, behind one record.
+
+Study S0 compares the two relays on the same paths, so both are started,
+checked and measured the same way: the target must answer before the relay
+starts (a relay to nowhere would only show as an empty result later), the
+relay must listen before the block runs, and its process group is what its
+CPU time is read from. srd runs through :func:`harness.relay.run_relay`
+(journalled, stopped by SIGTERM with its exit status kept); socat through
+``journal.process``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from ..errors import HarnessError
+from ..journal import Journal
+from ..nodes import Node
+from ..nodes.facts import listening_ports
+from ..nodes.local import wait_until
+from ..tools.registry import Tool
+from ..tools.sockets import check_answers
+from .daemon import run_relay
+from .spec import RelaySpec
+
+SOCAT_TOOL = Tool("socat", "socat -V | grep 'socat version'", "socat")
+SOCAT = "socat -b 262144 TCP-LISTEN:{port},bind={host},fork,reuseaddr,nodelay TCP:{target},nodelay"
+
+
+@dataclass
+class Relay:
+    kind: str  # "srd" or "socat"
+    node: Node
+    listen: str
+    target: str
+    process: object  # the journal's Process; its pid is the relay's process group
+    handle: object = None  # RelayHandle for srd
+    exit_status: int | None = None
+
+    @property
+    def pgid(self) -> int:
+        return self.process.pid
+
+    def running(self) -> bool:
+        return self.handle.running() if self.handle is not None else self.process.poll() is None
+
+    def record(self) -> dict:
+        return {"kind": self.kind, "node": self.node.name, "listen": self.listen,
+                "target": self.target, "exit_status": self.exit_status}
+
+
+@contextmanager
+def relay(journal: Journal, node: Node, kind: str, listen: str, target: str,
+          check_target: bool = True) -> Iterator[Relay]:
+    """A relay (srd or socat) on ``node`` from ``listen`` to ``target`` for the block."""
+    host, port = target.rsplit(":", 1)
+    if check_target:
+        check_answers(journal, node, host, int(port), f"relay target of {kind} on {node.name}")
+    if kind == "srd":
+        with run_relay(journal, node, RelaySpec.parse(listen, target)) as handle:
+            ref = Relay(kind, node, listen, target, handle.process, handle)
+            try:
+                yield ref
+            finally:
+                ref.exit_status = handle.stop()
+        return
+    lhost, lport = listen.rsplit(":", 1)
+    cmd = "exec " + SOCAT.format(port=lport, host=lhost, target=target)
+    with journal.process(node, cmd) as proc:
+        if not wait_until(lambda: proc.poll() is not None or int(lport) in listening_ports(node),
+                          10) or proc.poll() is not None:
+            raise HarnessError(f"socat on {node.name} did not listen on {listen}: "
+                               f"{proc.output().strip()[-300:]}")
+        ref = Relay(kind, node, listen, target, proc)
+        yield ref
+        ref.exit_status = proc.poll()
+
+
+def srd_clients(relay_ref: Relay) -> dict:
+    """Who the SRD saw connecting (client addresses) and how its streams ended.
+
+    Evidence of the path a method took: behind NAT the SRD sees the front's
+    public address, behind a proxy the proxy's, directly the client's own.
+    """
+    events = relay_ref.handle.events()
+    clients: dict[str, int] = {}
+    reasons: dict[str, int] = {}
+    for e in events:
+        if e.name == "accept":
+            ip = e.get("client", "?").rsplit(":", 1)[0]
+            clients[ip] = clients.get(ip, 0) + 1
+        elif e.name == "close":
+            reasons[e.get("reason", "?")] = reasons.get(e.get("reason", "?"), 0) + 1
+    return {"accepts_by_client_ip": clients, "close_reasons": reasons,
+            "errors": [e.fields for e in events if e.name in ("error", "target-failed")]}
