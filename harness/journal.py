@@ -419,14 +419,6 @@ def remove_process_log(node: Node, log: str) -> None:
         node.run(["rm", "-f", log, f"{log}.status"], check=False, timeout=10)
 
 
-def machine_of(node: Node) -> Node:
-    """Deprecated spelling of :attr:`Node.machine`, kept only for ``harness.studies.s0``.
-
-    s0.py is being split in another branch, which switches to ``node.machine``;
-    delete this then. Nothing else may call it.
-    """
-    return node.machine
-
 
 # Stop process group $1 if its leader is still the process that started at tick $2
 # (field 22 of /proc/PID/stat), then remove its log files. One command: each is a
