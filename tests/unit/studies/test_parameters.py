@@ -8,7 +8,7 @@ from typing import ClassVar
 import pytest
 
 from harness.errors import SpecError
-from harness.studies.parameters import Parameters, format_parameters, param
+from harness.studies.parameters import Parameters, format_parameters, int_list, param
 
 
 def sizes(_name, value):
@@ -108,3 +108,11 @@ def test_the_parameter_table_shows_profiles_ranges_units_and_help():
     assert "0: unshaped" in rate and "Mbit/s" in rate
     assert "one of tcp, sctp, tipc" in text
     assert lines[-1].startswith("set by the harness: run_dir")
+
+
+def test_stream_lists_accept_ranges_and_refuse_nonsense():
+    assert int_list("streams", "1-3,10", 1, 128) == (1, 2, 3, 10)
+    assert int_list("streams", 4, 1, 128) == (4,)
+    for bad in ("0", "1,x", "", [1, 200], True):
+        with pytest.raises(SpecError):
+            int_list("streams", bad, 1, 128)

@@ -33,7 +33,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.vm]
 
 RATE_MBIT = 50.0
 DELAY_MS = 10.0  # one way, each direction: RTT ~ 20 ms
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 def _require_vm_host() -> None:

@@ -19,7 +19,7 @@ import pytest
 
 from tests.conftest import needs_root, needs_tools
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 STUDY_DIR = ROOT / "tests" / "studies"
 NOTEBOOK = STUDY_DIR / "ping_study.ipynb"
 

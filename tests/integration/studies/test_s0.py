@@ -28,7 +28,7 @@ from harness.tools.sockets import check_ports_free
 pytestmark = [pytest.mark.integration, needs_root,
               needs_tools("iperf3", "nft", "conntrack", "socat", "gcc")]
 
-NOTEBOOK = Path(__file__).resolve().parents[2] / "notebooks" / "s0_relay.ipynb"
+NOTEBOOK = Path(__file__).resolve().parents[3] / "notebooks" / "s0_relay.ipynb"
 
 
 def harness(*args, data, cache):

@@ -14,7 +14,7 @@ from conftest import needs_root, needs_tools, netns_names
 pytestmark = [pytest.mark.integration, needs_root,
               needs_tools("iperf3", "mptcpize", "globus-url-copy", "globus-gridftp-server")]
 
-NOTEBOOK = Path(__file__).resolve().parents[2] / "notebooks" / "s4_mptcp.ipynb"
+NOTEBOOK = Path(__file__).resolve().parents[3] / "notebooks" / "s4_mptcp.ipynb"
 
 
 def harness(*args, data):

@@ -19,7 +19,7 @@ from conftest import needs_root, netns_names
 
 pytestmark = [pytest.mark.integration, pytest.mark.vm, needs_root]
 
-NOTEBOOK = Path(__file__).resolve().parents[2] / "notebooks" / "s3_tipc.ipynb"
+NOTEBOOK = Path(__file__).resolve().parents[3] / "notebooks" / "s3_tipc.ipynb"
 
 
 def harness(*args, data, timeout=2400):

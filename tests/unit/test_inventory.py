@@ -1,0 +1,64 @@
+"""Inventories of real machines: bad input gets one clear error."""
+
+import pytest
+
+from harness.errors import SpecError
+from harness.inventory import Inventory
+from harness.studies import s4
+
+GOOD_INVENTORY = {
+    "ssh": {"user": "root", "key": "~/.ssh/id_ed25519"},
+    "nodes": {
+        "client": {"host": "client.example.org", "interfaces": {
+            "eth0": {"device": "enp1s0", "address": "192.0.2.10/24"},
+            "eth1": {"device": "enp2s0", "address": "198.51.100.10/24"}}},
+        "server": {"host": "server.example.org", "port": 2222, "interfaces": {
+            "eth0": {"device": "ens3", "address": "203.0.113.5/24"}}},
+    },
+}
+
+
+def test_inventory_covers_s4_without_its_router():
+    inv = Inventory.from_dict(GOOD_INVENTORY)
+    inv.check_covers(s4.topology(s4.Params.resolve()))
+    assert inv.hosts["server"].port == 2222 and inv.hosts["client"].user == "root"
+    assert inv.hosts["client"].accept_unknown_hosts is False
+
+
+@pytest.mark.parametrize("mutate, message", [
+    (lambda d: d.pop("nodes"), "non-empty mapping"),
+    (lambda d: d["nodes"]["client"].pop("host"), "needs a 'host'"),
+    (lambda d: d["nodes"]["client"].update(passwd="x"), "unknown keys"),
+    (lambda d: d["nodes"]["server"].update(port=70000), "out of range"),
+    (lambda d: d["nodes"]["server"]["interfaces"]["eth0"].pop("device"), "needs 'device'"),
+    (lambda d: d["nodes"]["server"]["interfaces"]["eth0"].update(address="x"), "invalid address"),
+    (lambda d: d["ssh"].update(accept_unknown_hosts="yes"), "true or false"),
+    (lambda d: d["ssh"].update(password="hunter2"), "unknown keys under 'ssh'"),
+])
+
+
+def test_malformed_inventories(mutate, message):
+    import copy
+
+    data = copy.deepcopy(GOOD_INVENTORY)
+    mutate(data)
+    with pytest.raises(SpecError, match=message):
+        Inventory.from_dict(data)
+
+
+def test_inventory_missing_an_interface_is_refused():
+    import copy
+
+    data = copy.deepcopy(GOOD_INVENTORY)
+    del data["nodes"]["client"]["interfaces"]["eth1"]
+    with pytest.raises(SpecError, match="lacks interface 'eth1'"):
+        Inventory.from_dict(data).check_covers(s4.topology(s4.Params.resolve()))
+
+
+def test_inventory_file_errors(tmp_path):
+    with pytest.raises(SpecError, match="does not exist"):
+        Inventory.load(tmp_path / "missing.yaml")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("nodes: [unclosed")
+    with pytest.raises(SpecError, match="not valid YAML"):
+        Inventory.load(bad)
