@@ -16,8 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-
-from tests.conftest import needs_root, needs_tools
+from conftest import needs_root, needs_tools
 
 ROOT = Path(__file__).resolve().parents[3]
 STUDY_DIR = ROOT / "tests" / "studies"
@@ -94,7 +93,7 @@ def test_run_archives_and_reports_the_new_study(data_root):
 
 @needs_root
 def test_dry_run_prints_the_new_studys_changes_and_makes_none(data_root):
-    from tests.conftest import netns_names
+    from conftest import netns_names
 
     out = harness("run", str(NOTEBOOK), "--dry-run", "-p", "rate_mbit", "50").stdout
     assert out.startswith("dry run of ping-demo: placement host")
