@@ -91,6 +91,27 @@ def test_qdisc_counters_read_the_fifo():
     assert out == {"fifo_dropped": 5, "fifo_sent_pkts": 1004, "htb_overlimits": 62}
 
 
+def test_snapshot_is_one_command_when_the_mappers_share_the_switch_machine():
+    from harness.fanin.run import MapperFleet
+    from harness.nodes import LocalNode, NamespaceNode
+    from harness.nodes.ssh import SSHNode
+
+    vm, other = SSHNode("vm", "192.0.2.1"), LocalNode()
+    switch = NamespaceNode("lab-switch", vm)
+    fleet = MapperFleet("tcp", ["198.18.1.2:1", "198.18.2.2:1"], [(vm, None, 2)],
+                        pids={"198.18.1.2:1": 41, "198.18.2.2:1": 42},
+                        _listens_of={id(vm): ["198.18.1.2:1", "198.18.2.2:1"]})
+    assert s3.snapshot_command(switch, fleet) == (
+        "nsenter --net=/run/netns/lab-switch -- tc -s qdisc show dev red; echo @@stat; "
+        "cat /proc/41/stat /proc/42/stat 2>/dev/null")
+    elsewhere = MapperFleet("tcp", ["x:1"], [(other, None, 1)], pids={"x:1": 7},
+                            _listens_of={id(other): ["x:1"]})
+    assert s3.snapshot_command(switch, elsewhere) == ""
+    stat = "41 (fanin) S 1 41 41 0 -1 0 0 0 0 0 30 12 0 0 20 0 1 0 900 0 0\n"
+    assert s3.parse_snapshot(TC + "@@stat\n" + stat) == (
+        {"fifo_dropped": 5, "fifo_sent_pkts": 1004, "htb_overlimits": 62}, 42)
+
+
 @pytest.mark.parametrize("text, identity", [
     ("Node Identity                    Hash\n                                 00000000\n", ""),
     ("Node Identity                    Hash\ns3-reducer                       00000000\n",
