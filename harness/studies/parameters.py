@@ -40,6 +40,7 @@ class ParamSpec:
     zero: str = ""  # what 0 means when 0 is allowed below ``low`` ("unshaped", "no limit")
     above: str = ""  # why ``high`` is the limit, said when a value exceeds it
     parse: Callable[[str, Any], Any] | None = None  # custom reader: (name, raw) -> value
+    item: str = "value"  # what one item of a list is called in errors ("protocol")
 
     def range_text(self) -> str:
         parts = []
@@ -56,10 +57,11 @@ class ParamSpec:
 
 def param(default: Any, help: str, *, unit: str = "", low: float | None = None,
           high: float | None = None, choices: Iterable | None = None, zero: str = "",
-          above: str = "", parse: Callable[[str, Any], Any] | None = None) -> Any:
+          above: str = "", parse: Callable[[str, Any], Any] | None = None,
+          item: str = "value") -> Any:
     """A dataclass field with its rules (see :class:`ParamSpec`)."""
     spec = ParamSpec(help, unit, low, high, tuple(choices) if choices is not None else None,
-                     zero, above, parse)
+                     zero, above, parse, item)
     return field(default=default, metadata={META_KEY: spec})
 
 
@@ -132,7 +134,7 @@ def flag(name: str, value, allow_none: bool = False) -> bool | None:
                     + (", or leave it empty for the default" if allow_none else ""))
 
 
-def name_list(name: str, value, choices: tuple | None) -> tuple[str, ...]:
+def name_list(name: str, value, choices: tuple | None, item: str = "value") -> tuple[str, ...]:
     """Names as "a,b" or a list; each one of ``choices`` when given."""
     items = value.split(",") if isinstance(value, str) else list(value)
     items = [str(item).strip() for item in items if str(item).strip()]
@@ -140,7 +142,7 @@ def name_list(name: str, value, choices: tuple | None) -> tuple[str, ...]:
         raise SpecError(f"parameter {name} is empty", "give at least one name")
     bad = [item for item in items if choices is not None and item not in choices]
     if bad:
-        raise SpecError(f"parameter {name} has unknown value(s) {', '.join(bad)}",
+        raise SpecError(f"parameter {name} has unknown {item}(s) {', '.join(bad)}",
                         f"use some of {', '.join(map(str, choices))}")
     return tuple(items)
 
@@ -162,7 +164,7 @@ def _read(name: str, kind, spec: ParamSpec, value):
         item = typing.get_args(base)[0]
         if item is int:
             return int_list(name, value, spec.low, spec.high, spec.above)
-        return name_list(name, value, spec.choices)
+        return name_list(name, value, spec.choices, spec.item)
     if base is str:
         if spec.choices is not None and value not in spec.choices:
             raise SpecError(f"parameter {name}={value!r} is not one of the choices",

@@ -66,7 +66,7 @@ PROFILES = {
 class Params(Parameters):
     profiles: ClassVar[dict[str, dict]] = PROFILES
     protocols: tuple[str, ...] = param(("tcp-cubic", "sctp", "tipc"), "protocols to compare",
-                                       choices=VARIANTS)
+                                       choices=VARIANTS, item="protocol")
     mappers: tuple[int, ...] = param(PROFILES["quick"]["mappers"], "fan-in values (1:N)",
                                      low=1, high=MAX_MAPPERS, above="the lab holds (each "
                                      "mapper is a namespace with its own link; 48 is the "

@@ -23,7 +23,7 @@ def test_quick_profile_resolves():
     (dict(cpu_mappers=50), "more than the lab holds"),
     (dict(sizes_kb="0,4"), "out of range"),
     (dict(sizes_kb="128"), "out of range"),
-    (dict(protocols="tcp,udp"), "unknown value.*udp"),
+    (dict(protocols="tcp,udp"), "unknown protocol.*udp"),
     (dict(protocols=""), None),  # empty: the default protocols
     (dict(profile="huge"), "unknown profile"),
     (dict(queue_packets=0), "out of range"),
