@@ -1,62 +1,225 @@
-"""The paper's claims beside our numbers, each with a one-line verdict."""
+"""The paper's claims beside our measurements, each judged by its interval.
+
+A :class:`Claim` is what the paper says (or, with ``source=TARGET``, an
+engineering target of ours, never shown as the paper's), with an acceptance
+:class:`Region` whose bounds come from the paper's own precision and are
+justified in words beside it. :func:`judge` compares our
+:class:`~harness.intervals.Estimate` with the region:
+
+- **reproduced**: the whole 95 % interval lies inside the region;
+- **not reproduced**: the whole interval lies outside it;
+- **inconclusive**: it straddles a bound (or there is one sample, hence no
+  interval); the verdict says roughly how many samples would decide it;
+- **not testable here**: the lab cannot produce the quantity, with the reason.
+
+The tolerance never decides: a point estimate inside the region with an
+interval that leaves it is inconclusive, not reproduced.
+"""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+import math
+from dataclasses import dataclass
 
 import pandas as pd
 
+from .intervals import Estimate
+
 REPRODUCED = "reproduced"
 NOT_REPRODUCED = "not reproduced"
-PARTLY = "partly"
-NO_DATA = "no data"
+INCONCLUSIVE = "inconclusive"
+NOT_TESTABLE = "not testable here"
+OUTCOMES = (REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE, NOT_TESTABLE)
+
+PAPER = "paper"
+TARGET = "target"  # an engineering target of ours, not a claim of the paper
+
+COLUMNS = ["claim_id", "source", "claim", "paper", "region", "ours", "value", "low", "high",
+           "unit", "n", "units", "interval", "outcome", "reason", "more_needed", "note"]
+
+
+@dataclass(frozen=True)
+class Region:
+    """Values that count as the claim holding, with why these bounds (the paper's precision)."""
+
+    low: float = -math.inf
+    high: float = math.inf
+    why: str = ""
+
+    @classmethod
+    def about(cls, value: float, step: float, quote: str) -> Region:
+        """A value the paper states approximately: one unit of its last stated digit either way.
+
+        "about 2.1x" is given to a tenth and hedged, so 2.0..2.2 all read as "about
+        2.1x"; it is not "2.10x".
+        """
+        return cls(value - step, value + step,
+                   f"the paper: {quote}; stated to {step:g} and hedged 'about': "
+                   f"{value:g} ± {step:g}")
+
+    @classmethod
+    def stated(cls, value: float, step: float, quote: str) -> Region:
+        """A value the paper states plainly: exact to half a unit of its last stated digit."""
+        return cls(value - step / 2, value + step / 2,
+                   f"the paper: {quote}; stated to {step:g}: {value:g} ± {step / 2:g}")
+
+    @classmethod
+    def between(cls, low: float, high: float, why: str) -> Region:
+        return cls(low, high, why)
+
+    @classmethod
+    def below(cls, high: float, why: str) -> Region:
+        return cls(-math.inf, high, why)
+
+    @classmethod
+    def above(cls, low: float, why: str) -> Region:
+        return cls(low, math.inf, why)
+
+    def text(self, unit: str = "") -> str:
+        u = "" if unit in ("", "x", "%") else f" {unit}"
+        sfx = unit if unit in ("x", "%") else ""
+        if math.isinf(self.low):
+            return f"<= {self.high:.4g}{sfx}{u}"
+        if math.isinf(self.high):
+            return f">= {self.low:.4g}{sfx}{u}"
+        return f"{self.low:.4g}..{self.high:.4g}{sfx}{u}"
+
+    def holds_all(self, low: float, high: float) -> bool:
+        return self.low <= low and high <= self.high
+
+    def misses_all(self, low: float, high: float) -> bool:
+        return high < self.low or low > self.high
 
 
 @dataclass(frozen=True)
 class Claim:
-    claim: str
+    """One statement to test: stable id, words, the paper's value as stated, its region."""
+
+    id: str
+    text: str
     paper: str
-    ours: str
-    verdict: str
-    why: str = ""
-
-    def to_dict(self) -> dict:
-        return asdict(self)
+    region: Region
+    unit: str = ""
+    source: str = PAPER
 
 
-def within(ours: float, paper: float, rel_tol: float) -> bool:
-    return abs(ours - paper) <= rel_tol * abs(paper)
+@dataclass(frozen=True)
+class Verdict:
+    """A claim judged: our estimate, the outcome, and why."""
+
+    claim: Claim
+    estimate: Estimate | None
+    outcome: str
+    reason: str
+    more_needed: int | None = None  # about this many samples in all would decide it
+    note: str = ""  # context: what differs from the paper's setting, with its number
+
+    def row(self) -> dict:
+        c, e = self.claim, self.estimate
+        return {
+            "claim_id": c.id, "source": c.source, "claim": c.text, "paper": c.paper,
+            "region": c.region.text(c.unit), "ours": e.text() if e else "-",
+            "value": e.value if e else math.nan,
+            "low": e.low if e and e.low is not None else math.nan,
+            "high": e.high if e and e.high is not None else math.nan,
+            "unit": c.unit, "n": e.n if e else 0, "units": e.units if e else "",
+            "interval": e.method if e else "", "outcome": self.outcome, "reason": self.reason,
+            "more_needed": self.more_needed, "note": self.note,
+        }
 
 
-def value_claim(claim: str, paper: float, ours: float | None, unit: str, rel_tol: float,
-                spread: float | None = None, why: str = "") -> Claim:
-    """A number the paper reports, reproduced when ours is within ``rel_tol`` of it."""
-    if ours is None or pd.isna(ours):
-        return Claim(claim, f"{paper:g} {unit}", "-", NO_DATA, why)
-    ours_text = f"{ours:.0f} {unit}" if abs(ours) >= 10 else f"{ours:.2f} {unit}"
-    if spread is not None and not pd.isna(spread):
-        ours_text += f" (sd {spread:.1f})"
-    verdict = REPRODUCED if within(ours, paper, rel_tol) else NOT_REPRODUCED
-    return Claim(claim, f"{paper:g} {unit}", ours_text,
-                 f"{verdict} (tolerance ±{rel_tol:.0%})", why)
+def samples_to_decide(estimate: Estimate, region: Region) -> int | None:
+    """About how many samples would shrink the interval off the bound it straddles.
+
+    The half-width of a mean's interval falls like 1/sqrt(n); the side of the
+    interval that crosses a bound must shrink to the distance between the estimate
+    and that bound. None when the estimate sits on the bound (no n decides it).
+    """
+    if not estimate.has_interval:
+        return None
+    v, lo, hi = estimate.value, estimate.low, estimate.high
+    inside = region.low <= v <= region.high
+    needs = []
+    for bound in (region.low, region.high):
+        if math.isinf(bound) or not lo < bound < hi:
+            continue
+        half = (hi - v) if bound > v else (v - lo)
+        distance = abs(v - bound)
+        if distance == 0 or half <= 0:
+            return None
+        needs.append(estimate.n * (half / distance) ** 2)
+    if not needs:
+        return None
+    # outside: one bound to clear; inside: both crossed bounds must be cleared
+    need = max(needs) if inside else min(needs)
+    return max(estimate.n + 1, math.ceil(need))
 
 
-def change_claim(claim: str, paper_pct: float, ours_pct: float | None, abs_tol_pp: float,
-                 why: str = "") -> Claim:
-    """A relative change in percent, reproduced within ``abs_tol_pp`` percentage points."""
-    if ours_pct is None or pd.isna(ours_pct):
-        return Claim(claim, f"{paper_pct:+.0f}%", "-", NO_DATA, why)
-    ok = abs(ours_pct - paper_pct) <= abs_tol_pp
-    return Claim(claim, f"{paper_pct:+.0f}%", f"{ours_pct:+.1f}%",
-                 f"{REPRODUCED if ok else NOT_REPRODUCED} (tolerance ±{abs_tol_pp:g} pp)", why)
+def judge(claim: Claim, estimate: Estimate | None, note: str = "") -> Verdict:
+    """The outcome decided by the interval (see the module's docstring)."""
+    if estimate is None or not math.isfinite(estimate.value):
+        return Verdict(claim, None, NOT_TESTABLE, "no measurement of this quantity in the run",
+                       note=note)
+    region = claim.region
+    if not estimate.has_interval:
+        return Verdict(claim, estimate, INCONCLUSIVE,
+                       f"one {estimate.units[:-1]}: no interval; at least 2 are needed "
+                       "(profile=verdict)", None, note)
+    lo, hi = estimate.low, estimate.high
+    if region.holds_all(lo, hi):
+        return Verdict(claim, estimate, REPRODUCED,
+                       f"the interval lies inside {region.text(claim.unit)}", None, note)
+    if region.misses_all(lo, hi):
+        return Verdict(claim, estimate, NOT_REPRODUCED,
+                       f"the interval lies outside {region.text(claim.unit)}", None, note)
+    more = samples_to_decide(estimate, region)
+    hint = (f"about {more} {estimate.units} would decide it" if more
+            else "the estimate sits on the bound")
+    return Verdict(claim, estimate, INCONCLUSIVE,
+                   f"the interval straddles {region.text(claim.unit)}; {hint}", more, note)
 
 
-def threshold_claim(claim: str, paper: str, ours: float | None, ours_text: str, holds: bool,
-                    why: str = "") -> Claim:
-    if ours is None or pd.isna(ours):
-        return Claim(claim, paper, "-", NO_DATA, why)
-    return Claim(claim, paper, ours_text, REPRODUCED if holds else NOT_REPRODUCED, why)
+def not_testable(claim: Claim, reason: str, note: str = "") -> Verdict:
+    return Verdict(claim, None, NOT_TESTABLE, reason, note=note)
 
 
-def table(claims: list[Claim]) -> pd.DataFrame:
-    return pd.DataFrame([c.to_dict() for c in claims])
+def table(verdicts: list[Verdict]) -> pd.DataFrame:
+    """The archived form: one row per claim, :data:`COLUMNS` in order."""
+    frame = pd.DataFrame([v.row() for v in verdicts], columns=COLUMNS)
+    frame["more_needed"] = frame["more_needed"].astype("Int64")
+    return frame
+
+
+def show(frame: pd.DataFrame, source: str | None = None) -> pd.DataFrame:
+    """The columns a reader wants, for a report: claim, paper, region, ours, outcome, reason."""
+    if source is not None:
+        frame = frame[frame.source == source]
+    cols = ["claim", "paper", "region", "ours", "outcome", "reason", "note"]
+    return frame[[c for c in cols if c in frame]].reset_index(drop=True)
+
+
+def summary(frame: pd.DataFrame) -> str:
+    """'3 reproduced, 1 not reproduced, 2 inconclusive' for the paper's claims of a run."""
+    paper = frame[frame.source == PAPER] if "source" in frame else frame
+    counts = paper.outcome.value_counts()
+    return ", ".join(f"{int(counts[o])} {o}" for o in OUTCOMES if o in counts) or "no claims"
+
+
+def display(frame: pd.DataFrame, profile: str = "") -> None:
+    """A notebook's claims section: the paper's claims, then our targets, then the methods."""
+    from IPython.display import Markdown
+    from IPython.display import display as show_in_notebook
+
+    lines = [f"**Verdicts on the paper's claims:** {summary(frame)}."]
+    if profile == "quick":
+        lines.append("The quick profile's verdicts are *indicative*: few repetitions give wide "
+                     "intervals. `profile=verdict` measures enough to decide most claims.")
+    methods = sorted({m for m in frame.interval if m})
+    if methods:
+        lines.append("Intervals: " + "; ".join(methods) + ".")
+    show_in_notebook(Markdown("\n\n".join(lines)))
+    show_in_notebook(show(frame, PAPER))
+    targets = show(frame, TARGET)
+    if not targets.empty:
+        show_in_notebook(Markdown("**Our engineering targets** (not claims of the paper):"))
+        show_in_notebook(targets)

@@ -143,8 +143,22 @@ def cmd_runs(args) -> int:
     for run in list_runs(args.study):
         meta = run.meta
         print(f"{meta['status']:10s} {run.path}  {meta.get('started')}  "
+              f"{meta.get('parameters', {}).get('profile') or '':8s} "
+              f"{verdict_summary(run.path) if meta['status'] == 'complete' else ''}"
               f"{meta.get('error') or ''}")
     return 0
+
+
+def verdict_summary(run_path) -> str:
+    """'2 reproduced, 3 not reproduced, 1 inconclusive' from a run's archived claims table."""
+    from pathlib import Path
+
+    import pandas as pd
+
+    from .claims import summary
+
+    path = Path(run_path) / "claims.csv"
+    return summary(pd.read_csv(path)) if path.exists() else "(no claims table)"
 
 
 def parser() -> argparse.ArgumentParser:

@@ -164,7 +164,22 @@ class Study(ABC):
             configured = self.configure(session, bed, params)
             session.verify(getattr(params, "verify_seconds", 2))
             self.measure(session, bed, params, configured)
+            self._archive_claims(session)
             return str(session.run.path)
+
+    def _archive_claims(self, session: Session) -> None:
+        """The verdicts as a table beside the results (``claims.parquet`` and ``.csv``).
+
+        Computed from the tables just archived, so runs can be compared claim by claim
+        without parsing reports. An analysis error does not lose the measurement: the
+        run stays complete, run.json says why it has no claims table.
+        """
+        try:
+            frame = self.claims(self.load(session.run.path))
+        except Exception as exc:  # noqa: BLE001 -- the data is archived; say what failed
+            session.note(claims_error=f"{type(exc).__name__}: {exc}")
+            return
+        session.results(frame, "claims")
 
     def dry_run(self, params: Parameters, inventory: str = "") -> str:
         """Every change a run would make (the lab's build plan, then :meth:`configure`'s

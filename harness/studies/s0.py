@@ -74,6 +74,7 @@ from ..tools.registry import PYTHON3
 from ..tools.sockets import check_answers, check_ports_free
 from ..topology import Topology, TopologyBuilder
 from .base import Citation, Requirements, RunData, Study
+from .order import MeasuringOrder
 from .parameters import Parameters, param
 
 STUDY = "s0"
@@ -102,6 +103,9 @@ PROFILES = {
     # quick: the notebook's defaults (about 2-3 minutes on a shared 2-core machine)
     "quick": dict(sizes=POW2, repetitions=2, latency_budget_s=0.05, stream_budget_s=0.1,
                   bench_repetitions=2, bench_seconds=2),
+    # verdict: the quick budgets, repeated until the claims' intervals are narrow (~6 min)
+    "verdict": dict(sizes=POW2, repetitions=12, latency_budget_s=0.05, stream_budget_s=0.1,
+                    bench_repetitions=10, bench_seconds=2),
     # paper: the same sizes with longer budgets and more repetitions
     "paper": dict(sizes=POW2, repetitions=5, latency_budget_s=0.3, stream_budget_s=0.5,
                   bench_repetitions=5, bench_seconds=5),
@@ -159,7 +163,10 @@ class Params(Parameters):
     sizes: tuple[int, ...] = param(POW2, 'message sizes, e.g. "1..1M" (every power of two) or '
                                    '"1,1K,64K"', unit="B", low=1, high=MAX_SIZE,
                                    parse=lambda _name, value: message_sizes(value))
-    repetitions: int = param(2, "repetitions of every method", low=1, high=100)
+    repetitions: int = param(2, "repetitions of every method (the claims' samples)", low=1,
+                             high=100)
+    seed: int = param(0, "seed of the randomised order of the methods per size and repetition",
+                      low=0, high=2**31 - 1, zero="a fresh seed, recorded in run.json")
     rate_mbit: float = param(100.0, "rate of every link", unit="Mbit/s", low=1, high=40_000,
                              zero="unshaped links")
     latency_budget_s: float = param(0.05, "ping-pong time per size, method and repetition",
@@ -300,6 +307,7 @@ class Measurement:
     plan: Plan
     nat_rows: list[dict] = field(default_factory=list)
     nat_records: list = field(default_factory=list)
+    order: MeasuringOrder = field(default_factory=MeasuringOrder)
 
     @property
     def journal(self) -> Journal:
@@ -356,7 +364,7 @@ class S0(Study):
         timings: dict[str, float] = {"setup_s": session.timings.get("testbed_s", 0.0)
                                      + session.timings.get("verify_s", 0.0)}
         loadavg = {"start": machine_load(bed.node("a1"))}
-        meas = Measurement(session, bed, Plan.of(bed))
+        meas = Measurement(session, bed, Plan.of(bed), order=MeasuringOrder(params.seed))
         t = time.monotonic()
         with main_relays(meas) as relays:
             check_answers(meas.journal, meas.node("a1"), meas.plan.b1, SERVER_PORT,
@@ -376,7 +384,7 @@ class S0(Study):
         if params.bench:
             t = time.monotonic()
             bench_rows, bench_where, nptcp_us = measure_bench(session, params, bed,
-                                                              meas.nat_records)
+                                                              meas.nat_records, meas.order)
             timings["bench_s"] = time.monotonic() - t
             loadavg["after_bench"] = machine_load(bed.node("a1"))
             session.results(pd.DataFrame(bench_rows), "bench")
@@ -394,6 +402,7 @@ class S0(Study):
             "relays": relay_records, "relays_alive_after_sweep": alive,
             "srd_on_fb": srd_seen, "bench_where": bench_where, "timings": timings,
             "nptcp_direct_half_rtt_1b_us": nptcp_us, "loadavg": loadavg,
+            "order": meas.order.record(),
             "tool": "harness.tools.pingpong (TCP_NODELAY, per-size budgets)",
         })
 

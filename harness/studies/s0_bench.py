@@ -29,6 +29,7 @@ from ..tools import pingpong
 from ..tools.cpu import group_cpu_seconds
 from ..tools.iperf3 import iperf3_client, iperf3_server, settle
 from ..tools.registry import Tool
+from .order import MeasuringOrder
 from .s0 import (
     IPERF_OFFSET,
     IPERF_PORT,
@@ -53,12 +54,13 @@ BENCH_ROUTES = {  # path -> (where a1 connects, ping-pong/iperf3 port offset, NA
 }
 
 
-def measure_bench(session: Session, params: Params, main_bed,
-                  nat_records: list) -> tuple[list[dict], str, float | None]:
+def measure_bench(session: Session, params: Params, main_bed, nat_records: list,
+                  order: MeasuringOrder) -> tuple[list[dict], str, float | None]:
     """The benchmark on its testbed: (rows, where it ran, NPtcp's direct 1 B half-RTT in us)."""
     with ExitStack() as stack:
         bench_bed, where = build_bench_bed(session, stack, params, main_bed)
-        meas = Measurement(session, bench_bed, Plan.of(bench_bed), nat_records=nat_records)
+        meas = Measurement(session, bench_bed, Plan.of(bench_bed), nat_records=nat_records,
+                           order=order)
         if bench_bed is not main_bed:
             session.note(bench_testbed=bench_bed.record())
         rows = bench(meas, params)
@@ -173,11 +175,11 @@ def bench(meas: Measurement, params: Params) -> list[dict]:
             bench_relays(meas) as relays:
         for rep in range(1, params.bench_repetitions + 1):
             with nat.nat_applied(j, meas.node("fa"), meas.plan.nat_spec(), "s0b", meas.nat_records):
-                shift = (rep - 1) % len(BENCH_PATHS)
-                order = BENCH_PATHS[shift:] + BENCH_PATHS[:shift]
+                order = meas.order.shuffle(BENCH_PATHS)
                 lat = pingpong.client(j, a1, {path: bench_destination(meas, path, False)
                                               for path in order},
-                                      [1, 65536], 0.2, 0, stream=False, warmup=200)
+                                      [1, 65536], 0.2, 0, stream=False, warmup=200,
+                                      seed=meas.order.draw_seed())
             meas.session.raw(f"bench-pingpong-r{rep}.json", json.dumps(lat, indent=1))
             nat_first = [pth for pth in order if BENCH_ROUTES[pth][2]] + \
                 [pth for pth in order if not BENCH_ROUTES[pth][2]]

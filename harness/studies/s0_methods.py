@@ -94,7 +94,7 @@ def sweep(meas: Measurement, params: Params) -> list[dict]:
     """Ping-pong latency and streaming bandwidth per size, the three methods interleaved.
 
     One client run per repetition holds a connection for each method and
-    measures them size by size in rotated order, so the load of a shared
+    measures them size by size in a shuffled order (seeded, recorded), so the load of a shared
     machine falls on all three alike. fa's NAT table exists during the whole
     repetition: it masquerades only cluster A's traffic to the public segment,
     so the direct connection (to B's private prefix) is tracked by conntrack
@@ -111,7 +111,7 @@ def sweep(meas: Measurement, params: Params) -> list[dict]:
             result = pingpong.client(meas.journal, a1,
                                      {m: (w.host, w.port) for m, w in ways.items()},
                                      list(params.sizes), params.latency_budget_s,
-                                     params.stream_budget_s)
+                                     params.stream_budget_s, seed=meas.order.draw_seed())
             for way in ways.values():
                 if way.table is not None:
                     meas.nat_rows.append(nat_evidence(

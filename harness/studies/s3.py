@@ -35,6 +35,7 @@ from ..tools.iperf3 import IPERF3
 from ..tools.registry import TC
 from ..topology import Topology, TopologyBuilder
 from .base import Citation, Requirements, RunData, Study
+from .order import MeasuringOrder
 from .parameters import Parameters, param
 
 STUDY = "s3"
@@ -56,6 +57,9 @@ PROFILES = {
     "quick": dict(mappers=(8, 48), sizes_kb=(1, 4, 16, 64), rounds=10, warmup=2,
                   cpu_periods_ms=(250, 500), cpu_sizes_kb=(4, 16), cpu_rounds=6),
     # paper: the paper's grid (sizes 1-64 KB, fan-in up to 48, 1000 rounds per point)
+    # verdict: the quick grid with enough rounds, and repetitions for the CPU claim (~30 min)
+    "verdict": dict(mappers=(8, 48), sizes_kb=(1, 4, 8, 16, 64), rounds=40, warmup=2,
+                    cpu_periods_ms=(250,), cpu_sizes_kb=(4, 16), cpu_rounds=6, repetitions=3),
     "paper": dict(mappers=(1, 8, 16, 24, 32, 40, 48), sizes_kb=(1, 2, 4, 8, 16, 32, 64),
                   rounds=1000, warmup=20, cpu_periods_ms=(250, 500, 1000),
                   cpu_sizes_kb=(1, 2, 4, 8, 16, 32, 64), cpu_rounds=200),
@@ -75,7 +79,10 @@ class Params(Parameters):
                                       unit="KB", low=1, high=64)
     rounds: int = param(10, "measured rounds per point", low=1, high=100_000)
     warmup: int = param(2, "unmeasured rounds before each point", low=0, high=10_000)
-    repetitions: int = param(1, "repetitions of the whole sweep", low=1, high=100)
+    repetitions: int = param(1, "repetitions of the whole sweep, protocols in a shuffled order "
+                             "in each", low=1, high=100)
+    seed: int = param(0, "seed of the randomised order of the protocols in each repetition",
+                      low=0, high=2**31 - 1, zero="a fresh seed, recorded in run.json")
     port_rate_mbit: float = param(100.0, "the reducer's switch port (the paper: 1 Gbit/s)",
                                   unit="Mbit/s", low=1, high=10_000)
     mapper_rate_mbit: float = param(0.0, "rate of each mapper link", unit="Mbit/s", low=1,
@@ -374,14 +381,17 @@ class S3(Study):
         mapper_nodes = [bed.node(mapper_name(i)) for i in range(n_lab)]
         rows, rounds = [], []
         timings = {}
-        for variant in params.protocols:
-            t0 = time.monotonic()
-            fleet_rows, fleet_rounds, output = measure_protocol(session, bed, params, variant,
-                                                               mapper_nodes, binary)
-            rows += fleet_rows
-            rounds += fleet_rounds
-            session.raw(f"mappers-{variant}.jsonl", output)
-            timings[variant] = round(time.monotonic() - t0, 1)
+        order = MeasuringOrder(params.seed)
+        for rep in range(1, params.repetitions + 1):
+            for position, variant in enumerate(order.shuffle(params.protocols)):
+                t0 = time.monotonic()
+                fleet_rows, fleet_rounds, output = measure_protocol(
+                    session, bed, params, variant, mapper_nodes, binary, rep)
+                rows += [{**row, "order": position} for row in fleet_rows]
+                rounds += fleet_rounds
+                session.raw(f"mappers-{variant}-r{rep}.jsonl", output)
+                timings[variant] = round(timings.get(variant, 0.0) + time.monotonic() - t0, 1)
+        notes["order"] = order.record()
         if "tipc" in params.protocols:
             stat = reducer.run(["tipc", "link", "stat", "show"], check=False, timeout=60)
             session.raw("tipc-link-stat.txt", stat.stdout + stat.stderr)
@@ -402,7 +412,8 @@ class S3(Study):
 
         params = data.meta["parameters"]
         period_scale = (min(params["cpu_periods_ms"]) / 25) if params.get("cpu_rounds") else 1.0
-        return s3_analysis.claims(data.results, period_scale=period_scale)
+        return s3_analysis.claims(data.results, data.tables.get("rounds"),
+                                  period_scale=period_scale)
 
     def figures(self, data: RunData) -> dict:
         from . import s3_analysis
@@ -412,8 +423,9 @@ class S3(Study):
 
 
 def measure_protocol(session: Session, bed, params: Params, variant: str, mapper_nodes: list,
-                     binary: str) -> tuple[list[dict], list[dict], str]:
-    """One protocol over the whole grid with one mapper fleet: (rows, rounds, mapper output)."""
+                     binary: str, rep: int = 1) -> tuple[list[dict], list[dict], str]:
+    """One protocol over the whole grid, repetition ``rep``, with one mapper fleet:
+    (rows, rounds, mapper output)."""
     proto, cc = VARIANTS[variant]
     n_lab = len(mapper_nodes)
     listens = [fanin.mapper_address(proto, mapper_ip(i), PORT, i) for i in range(n_lab)]
@@ -422,23 +434,22 @@ def measure_protocol(session: Session, bed, params: Params, variant: str, mapper
     with fanin.mapper_fleet(session.journal, mapper_nodes, listens, proto, binary,
                             sockets) as fleet:
         last = None  # counters after the previous point of this fleet
-        for rep in range(1, params.repetitions + 1):
-            for n in params.mappers:
-                for size_kb in params.sizes_kb:
+        for n in params.mappers:
+            for size_kb in params.sizes_kb:
+                row, per_round, last = run_point(
+                    session, bed, fleet, binary, variant, n, size_kb * 1024,
+                    params.rounds, params.warmup, 0, "rate", rep, params, last)
+                rows.append(row)
+                rounds += per_round
+        if params.cpu_rounds:
+            for period in params.cpu_periods_ms:
+                for size_kb in params.cpu_sizes_kb:
                     row, per_round, last = run_point(
-                        session, bed, fleet, binary, variant, n, size_kb * 1024,
-                        params.rounds, params.warmup, 0, "rate", rep, params, last)
+                        session, bed, fleet, binary, variant, params.cpu_mappers,
+                        size_kb * 1024, params.cpu_rounds, 1, period * 1000, "cpu",
+                        rep, params, last)
                     rows.append(row)
                     rounds += per_round
-            if params.cpu_rounds:
-                for period in params.cpu_periods_ms:
-                    for size_kb in params.cpu_sizes_kb:
-                        row, per_round, last = run_point(
-                            session, bed, fleet, binary, variant, params.cpu_mappers,
-                            size_kb * 1024, params.cpu_rounds, 1, period * 1000, "cpu",
-                            rep, params, last)
-                        rows.append(row)
-                        rounds += per_round
     return rows, rounds, fleet.output
 
 

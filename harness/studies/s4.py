@@ -29,6 +29,7 @@ from ..tools.gridftp import GLOBUS_URL_COPY, GRIDFTP_SERVER
 from ..tools.iperf3 import IPERF3, MPTCPIZE, iperf3_client, iperf3_server, settle
 from ..topology import Topology, TopologyBuilder
 from .base import Citation, Requirements, RunData, Study
+from .order import MeasuringOrder
 from .parameters import Parameters, param
 
 STUDY = "s4"
@@ -41,8 +42,11 @@ LAB_PREFIX = "198.18.0.0/15"  # RFC 2544 benchmarking range
 
 PROFILES = {
     # quick: the notebook's defaults; minutes on a laptop
-    "quick": dict(streams=(1, 2, 4, 10), repetitions=1, duration_s=4,
+    "quick": dict(streams=(1, 2, 4, 10), repetitions=2, duration_s=4,
                   gridftp_streams=(1, 4, 10), gridftp_mbytes=64),
+    # verdict: the quick sweep repeated until every claim's interval is narrow (~12 min)
+    "verdict": dict(streams=(1, 2, 4, 10), repetitions=10, duration_s=4,
+                    gridftp_streams=(1, 4, 10), gridftp_mbytes=64),
     # paper: the paper's sweep, 1..10 streams, repeated
     "paper": dict(streams=tuple(range(1, 11)), repetitions=3, duration_s=8,
                   gridftp_streams=tuple(range(1, 11)), gridftp_mbytes=192),
@@ -54,7 +58,10 @@ class Params(Parameters):
     profiles: ClassVar[dict[str, dict]] = PROFILES
     streams: tuple[int, ...] = param(PROFILES["quick"]["streams"], "parallel streams per point",
                                      low=1, high=128)
-    repetitions: int = param(1, "repetitions of the whole sweep", low=1, high=100)
+    repetitions: int = param(2, "repetitions of the whole sweep (the claims' samples)", low=1,
+                             high=100)
+    seed: int = param(0, "seed of the randomised order of TCP and MPTCP in each repetition",
+                      low=0, high=2**31 - 1, zero="a fresh seed, recorded in run.json")
     duration_s: int = param(4, "seconds per iperf3 point", unit="s", low=1, high=600)
     path_rate_mbit: float = param(500.0, "rate of each client path (the paper: 500)",
                                   unit="Mbit/s", low=1, high=40_000)
@@ -159,9 +166,11 @@ class S4(Study):
 
     def measure(self, session: Session, bed, params: Params, cpu_cgroup: str | None) -> None:
         """Sweep streams x transports with iperf3, then with GridFTP; archive one table."""
-        rows = sweep_iperf3(session, bed, params, cpu_cgroup)
+        order = MeasuringOrder(params.seed)
+        rows = sweep_iperf3(session, bed, params, cpu_cgroup, order)
         if params.gridftp:
-            rows += sweep_gridftp(session, bed, params, cpu_cgroup)
+            rows += sweep_gridftp(session, bed, params, cpu_cgroup, order)
+        session.note(order=order.record())
         session.results(pd.DataFrame(rows))
         session.note(controllers={
             "tcp": CONGESTION,
@@ -173,7 +182,7 @@ class S4(Study):
     def claims(self, data: RunData) -> pd.DataFrame:
         from . import s4_analysis
 
-        return s4_analysis.all_claims(data.results)
+        return s4_analysis.claims(data.results)
 
     def figures(self, data: RunData) -> dict:
         from . import s4_analysis
@@ -186,7 +195,8 @@ def measure(params: Params, run_dir: str = "", inventory: str = "") -> str:
     return S4().run(params, run_dir, inventory)
 
 
-def sweep_iperf3(session: Session, bed, params: Params, cpu_cgroup: str | None) -> list[dict]:
+def sweep_iperf3(session: Session, bed, params: Params, cpu_cgroup: str | None,
+                 order: MeasuringOrder) -> list[dict]:
     j = session.journal
     server, client = bed.node("server"), bed.node("client")
     server_ip = bed.address("server", "eth0")
@@ -196,7 +206,7 @@ def sweep_iperf3(session: Session, bed, params: Params, cpu_cgroup: str | None) 
             iperf3_server(j, server, server_ip, IPERF_PORT_MPTCP, mptcp=True):
         for rep in range(1, params.repetitions + 1):
             for streams in params.streams:
-                for transport in ("tcp", "mptcp"):
+                for position, transport in enumerate(order.shuffle(("tcp", "mptcp"))):
                     is_mptcp = transport == "mptcp"
                     started = time.monotonic()
                     before = PathCounters.read(bed)
@@ -213,7 +223,8 @@ def sweep_iperf3(session: Session, bed, params: Params, cpu_cgroup: str | None) 
                                 _json(result.raw))
                     rows.append({
                         "tool": "iperf3", "transport": transport, "streams": streams,
-                        "repetition": rep, "goodput_mbit": result.received_bps / 1e6,
+                        "repetition": rep, "order": position,
+                        "goodput_mbit": result.received_bps / 1e6,
                         "sent_mbit": result.sent_bps / 1e6, "retransmits": result.retransmits,
                         "congestion": result.congestion, "bytes": result.bytes_received,
                         "measure_s": result.seconds, "tool_s": result.process_s,
@@ -223,7 +234,8 @@ def sweep_iperf3(session: Session, bed, params: Params, cpu_cgroup: str | None) 
     return rows
 
 
-def sweep_gridftp(session: Session, bed, params: Params, cpu_cgroup: str | None) -> list[dict]:
+def sweep_gridftp(session: Session, bed, params: Params, cpu_cgroup: str | None,
+                 order: MeasuringOrder) -> list[dict]:
     from ..tools.gridftp import gridftp_server, gridftp_transfer
 
     j = session.journal
@@ -235,7 +247,7 @@ def sweep_gridftp(session: Session, bed, params: Params, cpu_cgroup: str | None)
             gridftp_server(j, server, server_ip, GRIDFTP_PORT_MPTCP, mptcp=True):
         for rep in range(1, params.repetitions + 1):
             for streams in params.gridftp_streams:
-                for transport in ("tcp", "mptcp"):
+                for position, transport in enumerate(order.shuffle(("tcp", "mptcp"))):
                     is_mptcp = transport == "mptcp"
                     started = time.monotonic()
                     before = PathCounters.read(bed)
@@ -248,7 +260,8 @@ def sweep_gridftp(session: Session, bed, params: Params, cpu_cgroup: str | None)
                     session.raw(f"gridftp-{transport}-p{streams:02d}-r{rep}.txt", result.output)
                     rows.append({
                         "tool": "gridftp", "transport": transport, "streams": streams,
-                        "repetition": rep, "goodput_mbit": result.mbit_per_s,
+                        "repetition": rep, "order": position,
+                        "goodput_mbit": result.mbit_per_s,
                         "sent_mbit": None, "retransmits": None, "congestion": None,
                         "bytes": result.bytes, "measure_s": result.seconds,
                         "tool_s": result.seconds, "wall_s": wall,

@@ -43,6 +43,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import random
 import socket
 import statistics
 import struct
@@ -211,8 +212,9 @@ def stream(sock: socket.socket, size: int, budget_s: float, max_bytes: int) -> d
 
 def run_client(targets: list[tuple[str, str, int]], sizes: list[int], latency_budget: float,
                stream_budget: float, min_iters: int, max_iters: int, warmup: int,
-               stream_max_bytes: int, no_stream: bool) -> dict:
-    """Measure every size on every target, interleaved: size by size, targets in rotated order.
+               stream_max_bytes: int, no_stream: bool, seed: int = 0) -> dict:
+    """Measure every size on every target, interleaved: size by size, targets in rotated order,
+    or, with a ``seed``, in an order shuffled per size by a generator seeded with it.
 
     Interleaving puts every target under the same background load (a shared
     machine's other jobs come and go over seconds), so their differences are
@@ -228,9 +230,13 @@ def run_client(targets: list[tuple[str, str, int]], sizes: list[int], latency_bu
             out[name] = {"host": host, "port": port, "local": f"{local[0]}:{local[1]}",
                          "connect_s": time.monotonic() - started, "points": []}
         names = [t[0] for t in targets]
+        shuffler = random.Random(seed) if seed else None
         for index, size in enumerate(sizes):
             shift = index % len(names)
-            for position, name in enumerate(names[shift:] + names[:shift]):
+            order = names[shift:] + names[:shift]
+            if shuffler:
+                shuffler.shuffle(order)
+            for position, name in enumerate(order):
                 sock = socks[name]
                 big = size >= 256 * 1024
                 point: dict = {"size": size, "order": position}
@@ -245,7 +251,8 @@ def run_client(targets: list[tuple[str, str, int]], sizes: list[int], latency_bu
     finally:
         for sock in socks.values():
             sock.close()
-    return {"tool": "pingpong", "version": 2, "seconds": time.monotonic() - t0, "targets": out}
+    return {"tool": "pingpong", "version": 2, "seconds": time.monotonic() - t0, "seed": seed,
+            "targets": out}
 
 
 def parse_target(text: str) -> tuple[str, str, int]:
@@ -307,6 +314,8 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("--warmup", type=int, default=20)
     c.add_argument("--stream-max-bytes", type=int, default=1 << 32)
     c.add_argument("--no-stream", action="store_true")
+    c.add_argument("--seed", type=int, default=0,
+                   help="shuffle the targets' order per size with this seed (0: rotate)")
     h = sub.add_parser("hold")
     h.add_argument("--host", required=True)
     h.add_argument("--port", type=int, required=True)
@@ -322,7 +331,7 @@ def main(argv: list[str] | None = None) -> int:
     elif args.mode == "client":
         result = run_client(args.target, parse_sizes(args.sizes), args.latency_budget,
                             args.stream_budget, args.min_iters, args.max_iters, args.warmup,
-                            args.stream_max_bytes, args.no_stream)
+                            args.stream_max_bytes, args.no_stream, args.seed)
         print(json.dumps(result))
     elif args.mode == "hold":
         hold(args.host, args.port, args.flows, args.seconds)
@@ -379,8 +388,9 @@ def server(journal, node, bind: str, port: int, timeout: float = 10.0):
 
 def client(journal, node, targets: dict[str, tuple[str, int]], sizes: list[int],
            latency_budget: float, stream_budget: float, stream: bool = True, min_iters: int = 5,
-           warmup: int = 20, timeout: float | None = None) -> dict:
-    """Run the client on ``node`` against every target (name -> (host, port)), interleaved."""
+           warmup: int = 20, timeout: float | None = None, seed: int = 0) -> dict:
+    """Run the client on ``node`` against every target (name -> (host, port)), interleaved
+    (shuffled per size when ``seed`` is given, see :func:`run_client`)."""
     from ..errors import HarnessError
 
     argv = [*program(journal, node), "client"]
@@ -391,6 +401,8 @@ def client(journal, node, targets: dict[str, tuple[str, int]], sizes: list[int],
              "--min-iters", str(min_iters), "--warmup", str(warmup)]
     if not stream:
         argv.append("--no-stream")
+    if seed:
+        argv += ["--seed", str(seed)]
     limit = timeout or 60 + len(targets) * len(sizes) * (latency_budget + stream_budget) * 20
     res = node.run(argv, timeout=limit, check=False)
     if not res.ok:

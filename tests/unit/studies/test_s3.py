@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import pytest
 
+from harness.claims import NOT_TESTABLE
 from harness.config import apply, operation, tipc
 from harness.errors import SpecError
 from harness.studies import s3, s3_analysis
@@ -178,92 +180,126 @@ def test_tipc_node_is_one_change_and_one_undo_kind(journal, one_call_at_a_time):
                                             "media udp name s3 localip 198.18.0.2")
 
 
-def _frame(tipc_small=1.12, tipc_big=0.3, cpu_tipc=0.9):
+NOISE = np.array([-1.0, 1.0, -0.5, 0.5, 0.0, 0.25, -0.25, 0.75, -0.75, 0.1])  # mean 0.01
+
+
+def _frame(tipc_small=1.12, tipc_big=0.3, cpu_tipc=0.9, reps=1):
     rows = []
-    for proto in ("tipc", "tcp-cubic", "sctp"):
-        for n in (8, 48):
-            for size in (1, 4, 8, 16, 64):
-                rate = 50.0
-                if proto == "tipc":
-                    rate *= tipc_small if size <= 8 else (tipc_big if n == 48 else 1.1)
-                if proto == "sctp":
-                    rate *= 0.9
-                rows.append(dict(experiment="rate", protocol=proto, mappers=n, size_kb=size,
-                                 period_ms=0.0, rate_mbit_mean=rate, rate_mbit_p5=rate,
-                                 round_ms_mean=1.0, queue_drops=0, ok=True))
-        for size in (4, 16, 64):
-            cpu = 20.0 * (cpu_tipc if proto == "tipc" else 1.0)
-            rows.append(dict(experiment="cpu", protocol=proto, mappers=48, size_kb=size,
-                             period_ms=250.0, reducer_cpu_pct=cpu, mapper_cpu_pct=1.0,
-                             system_busy_pct=cpu, overruns=0, round_ms_mean=1.0, ok=True))
+    for rep in range(1, reps + 1):
+        for proto in ("tipc", "tcp-cubic", "sctp"):
+            for n in (8, 48):
+                for size in (1, 4, 8, 16, 64):
+                    rate = _rate(proto, n, size, tipc_small, tipc_big)
+                    rows.append(dict(experiment="rate", protocol=proto, mappers=n, size_kb=size,
+                                     period_ms=0.0, rate_mbit_mean=rate, rate_mbit_p5=rate,
+                                     round_ms_mean=1.0, queue_drops=0, ok=True, repetition=rep,
+                                     rounds=len(NOISE), rounds_asked=len(NOISE)))
+            for size in (4, 16, 64):
+                cpu = 20.0 * (cpu_tipc if proto == "tipc" else 1.0) * (1 + 0.002 * rep)
+                rows.append(dict(experiment="cpu", protocol=proto, mappers=48, size_kb=size,
+                                 period_ms=250.0, reducer_cpu_pct=cpu, mapper_cpu_pct=1.0,
+                                 system_busy_pct=cpu, overruns=0, round_ms_mean=1.0, ok=True,
+                                 repetition=rep, rounds=6, rounds_asked=6))
     return pd.DataFrame(rows)
 
 
+def _rate(proto, n, size, tipc_small, tipc_big):
+    rate = 50.0
+    if proto == "tipc":
+        rate *= tipc_small if size <= 8 else (tipc_big if n == 48 else 1.1)
+    if proto == "sctp":
+        rate *= 0.9
+    return rate
+
+
+def _rounds(frame, spread=0.01):
+    """Ten rounds per rate point around its mean, +-``spread`` (relative), known pattern."""
+    rows = [dict(experiment="rate", protocol=r.protocol, mappers=r.mappers, size_kb=r.size_kb,
+                 repetition=r.repetition, round=i,
+                 rate_mbit=r.rate_mbit_mean * (1 + spread * NOISE[i]))
+            for r in frame[frame.experiment == "rate"].itertuples() for i in range(len(NOISE))]
+    return pd.DataFrame(rows)
+
+
+def _claims(frame, spread=0.01, **kw):
+    return s3_analysis.claims(frame, _rounds(frame, spread), **kw).set_index("claim_id")
+
+
 def test_claims_reproduced_on_paper_like_numbers():
-    claims = s3_analysis.claims(_frame())
-    assert list(claims.columns) == ["claim", "paper", "ours", "verdict", "why"]
-    verdicts = list(claims.verdict)
-    assert verdicts[0] == "reproduced"  # TIPC best at most points
-    assert verdicts[1].startswith("reproduced")  # +12% average
-    assert verdicts[2].startswith("reproduced")  # max +12% vs 16 within 5 pp
-    assert verdicts[3] == "reproduced"  # 0.3 of TCP at 16/64 KB, N=48
-    assert verdicts[4] == "reproduced"  # -10% CPU
-    assert "+12.0%" in claims.ours[1]
+    frame = _frame(tipc_small=1.10, cpu_tipc=0.9, reps=3)
+    claims = _claims(frame, spread=0.002)
+    assert dict(claims.outcome) == {
+        "s3.tipc_best_most": "reproduced", "s3.tipc_gain_avg": "reproduced",
+        "s3.tipc_gain_max": "not reproduced",  # +10 % everywhere: the best case is not +16 %
+        "s3.tipc_collapse": "reproduced", "s3.tipc_cpu_saving": "reproduced"}
+    assert claims.loc["s3.tipc_gain_avg", "value"] == pytest.approx(10.0, abs=0.1)
+    assert claims.loc["s3.tipc_gain_avg", "n"] == 30  # rounds per point, 3 repetitions pooled
+    assert "bootstrap" in claims.loc["s3.tipc_gain_avg", "interval"]
+
+
+def test_few_noisy_rounds_leave_a_close_gain_inconclusive():
+    claims = _claims(_frame(tipc_small=1.10), spread=0.2)
+    row = claims.loc["s3.tipc_gain_avg"]
+    assert row.outcome == "inconclusive" and row.low < 9.5 and row.high > 10.5
+    assert row.more_needed > 10
 
 
 def test_claims_not_reproduced_when_tipc_does_not_collapse():
-    claims = s3_analysis.claims(_frame(tipc_small=1.0, tipc_big=1.2, cpu_tipc=1.05))
-    assert list(claims.verdict[3:]) == ["not reproduced", "not reproduced"]
-    assert claims.verdict[1].startswith("not reproduced")
+    claims = _claims(_frame(tipc_small=1.0, tipc_big=1.2, cpu_tipc=1.05, reps=3))
+    assert claims.loc["s3.tipc_collapse", "outcome"] == "not reproduced"
+    assert claims.loc["s3.tipc_cpu_saving", "outcome"] == "not reproduced"
+    assert claims.loc["s3.tipc_gain_avg", "outcome"] == "not reproduced"
 
 
 def test_a_tipc_point_that_completed_no_round_is_a_collapse():
     frame = _frame(tipc_big=1.2)  # TIPC keeps up everywhere ...
-    frame["rounds"] = 10
     dead = (frame.protocol == "tipc") & (frame.mappers == 48) & (frame.size_kb == 64) \
         & (frame.experiment == "rate")
+    rounds = _rounds(frame)
     # ... except one point whose links reset and took every connection: no rate at all
     frame.loc[dead, ["rounds", "rate_mbit_mean", "ok"]] = [0, float("nan"), False]
+    rounds = rounds[~((rounds.protocol == "tipc") & (rounds.mappers == 48)
+                      & (rounds.size_kb == 64))]
     summary = s3_analysis.rate_summary(frame)
     row = summary[(summary.protocol == "tipc") & (summary.mappers == 48) & (summary.size_kb == 64)]
     assert row.rate_mbit.item() == 0.0 and row.failed.item() == 1
-    claims = s3_analysis.claims(frame)
-    assert claims.verdict[3] == "reproduced"
-    assert "no TIPC round completed at 1:48 x 64 KB" in claims.ours[3]
+    claims = s3_analysis.claims(frame, rounds).set_index("claim_id")
+    assert claims.loc["s3.tipc_collapse", "outcome"] == "reproduced"
+    assert "no TIPC round completed at 1:48 x 64 KB" in claims.loc["s3.tipc_collapse", "note"]
 
 
-def test_claims_without_tipc_say_no_data():
+def test_claims_without_tipc_are_not_testable():
     frame = _frame()
-    claims = s3_analysis.claims(frame[frame.protocol != "tipc"])
-    assert set(claims.verdict) == {"no data"}
+    claims = _claims(frame[frame.protocol != "tipc"])
+    assert set(claims.outcome) == {NOT_TESTABLE}
 
 
 def test_tipc_bypassing_the_switch_makes_its_claims_not_testable():
     frame = _frame()
     frame["wire_share"] = frame.protocol.map({"tipc": 0.05, "tcp-cubic": 1.4, "sctp": 1.5})
-    claims = s3_analysis.claims(frame)
-    assert set(claims.verdict) == {s3_analysis.NOT_TESTABLE}
-    assert "5%" in claims.why[0] and "one kernel" in claims.why[0]
+    claims = _claims(frame)
+    assert set(claims.outcome) == {NOT_TESTABLE}
+    assert "5%" in claims.reason.iloc[0] and "one kernel" in claims.reason.iloc[0]
     frame["wire_share"] = 1.2
-    assert s3_analysis.claims(frame).verdict[0] == "reproduced"
+    assert _claims(frame).outcome.iloc[0] == "reproduced"
 
 
 def test_cpu_claim_compares_cpu_per_round_also_where_rounds_overran():
-    frame = _frame(cpu_tipc=0.9)
+    frame = _frame(cpu_tipc=0.9, reps=3)
     frame["reducer_cpu_ms_per_round"] = frame.reducer_cpu_pct / 10  # -10 % at every size ...
     slow = (frame.experiment == "cpu") & (frame.protocol == "tipc") & (frame.size_kb == 16)
     # ... and at 16 KB TIPC's rounds overran (collapse): its CPU share fell, because the
     # same work was spread over more time; its CPU time per round did not
     frame.loc[slow, ["reducer_cpu_pct", "overruns"]] = [2.0, 5]
-    claims = s3_analysis.claims(frame)
-    assert claims.ours[4] == "-10.0%" and claims.verdict[4] == "reproduced"
-    assert "CPU time per round" in claims.why[4]
-    assert "overran the period at 16 KB" in claims.why[4]
+    cpu = _claims(frame).loc["s3.tipc_cpu_saving"]
+    assert cpu.value == pytest.approx(-10.0) and cpu.outcome == "reproduced"
+    assert "CPU time per round" in cpu.note and "overran the period at 16 KB" in cpu.note
     frame.loc[slow, "reducer_cpu_ms_per_round"] = 4.0  # a costlier collapse shows as such
-    assert s3_analysis.claims(frame).ours[4] == "+45.0%"  # mean of -10 % and +100 %
+    # per repetition the mean over sizes of 0.9 and 2.0: +45 %
+    assert _claims(frame).loc["s3.tipc_cpu_saving", "value"] == pytest.approx(45.0, abs=0.5)
     # an archived run from before the per-round column: the CPU share, named as such
-    old = s3_analysis.claims(frame.drop(columns="reducer_cpu_ms_per_round"))
-    assert "CPU share" in old.why[4] and old.ours[4] == "-50.0%"
+    old = _claims(frame.drop(columns="reducer_cpu_ms_per_round")).loc["s3.tipc_cpu_saving"]
+    assert "CPU share" in old.note
 
 
 def test_figures_have_a_panel_per_fanin_and_per_period_and_measure():

@@ -1,0 +1,101 @@
+"""Outcomes decided by intervals: inside, outside, straddling, untestable."""
+
+import math
+
+import pandas as pd
+import pytest
+
+from harness.claims import (
+    COLUMNS,
+    INCONCLUSIVE,
+    NOT_REPRODUCED,
+    NOT_TESTABLE,
+    PAPER,
+    REPRODUCED,
+    TARGET,
+    Claim,
+    Region,
+    judge,
+    not_testable,
+    samples_to_decide,
+    summary,
+    table,
+)
+from harness.intervals import Estimate, mean_estimate
+
+ABOUT_2_1 = Claim("t.ratio", "two proxies / direct", "about 2.1x",
+                  Region.about(2.1, 0.1, "'about 2.1x'"), "x")
+
+
+def test_about_a_value_means_one_unit_of_its_last_digit_and_says_so():
+    region = Region.about(2.1, 0.1, "'2.1배 정도'")
+    assert (region.low, region.high) == pytest.approx((2.0, 2.2))
+    assert "2.1배 정도" in region.why and "± 0.1" in region.why
+    plain = Region.stated(934, 1, "'934Mbps'")
+    assert (plain.low, plain.high) == (933.5, 934.5)
+
+
+def test_an_interval_clearly_inside_is_reproduced():
+    v = judge(ABOUT_2_1, Estimate(2.1, 2.05, 2.15, 12, "x"))
+    assert v.outcome == REPRODUCED and v.more_needed is None
+
+
+def test_an_interval_clearly_outside_is_not_reproduced():
+    v = judge(ABOUT_2_1, Estimate(1.5, 1.4, 1.6, 12, "x"))
+    assert v.outcome == NOT_REPRODUCED
+    v = judge(ABOUT_2_1, Estimate(3.0, 2.8, 3.2, 12, "x"))
+    assert v.outcome == NOT_REPRODUCED
+
+
+def test_a_straddling_interval_is_inconclusive_with_a_sample_estimate():
+    v = judge(ABOUT_2_1, Estimate(2.15, 2.05, 2.25, 4, "x"))
+    assert v.outcome == INCONCLUSIVE
+    # the upper half-width 0.10 must shrink to 0.05 (distance to 2.2): 4 x (0.10/0.05)^2
+    assert v.more_needed == 16 and "16 repetitions" in v.reason
+
+
+def test_a_point_estimate_inside_does_not_decide_by_itself():
+    """The tolerance never decides: ours 2.1 exactly, but a wide interval."""
+    v = judge(ABOUT_2_1, mean_estimate([1.5, 2.9], "x"))
+    assert v.estimate.value == pytest.approx(2.2, abs=0.11) and v.outcome == INCONCLUSIVE
+
+
+def test_one_sample_is_inconclusive_and_says_why():
+    v = judge(ABOUT_2_1, mean_estimate([2.1], "x"))
+    assert v.outcome == INCONCLUSIVE and "no interval" in v.reason
+
+
+def test_no_measurement_is_not_testable_and_a_reason_is_kept():
+    assert judge(ABOUT_2_1, None).outcome == NOT_TESTABLE
+    v = not_testable(ABOUT_2_1, "TIPC bypasses the switch in one kernel")
+    assert v.outcome == NOT_TESTABLE and "bypasses" in v.reason
+
+
+def test_one_sided_regions():
+    below = Claim("t.half", "at most half", "half or less", Region.below(0.5, "'절반 이하'"), "x")
+    assert judge(below, Estimate(0.3, 0.25, 0.35, 5, "x")).outcome == REPRODUCED
+    assert judge(below, Estimate(1.0, 0.98, 1.02, 5, "x")).outcome == NOT_REPRODUCED
+    assert judge(below, Estimate(0.5, 0.45, 0.55, 5, "x")).outcome == INCONCLUSIVE
+    assert Region.below(0.5, "").text("x") == "<= 0.5x"
+
+
+def test_samples_to_decide_is_none_on_the_bound_or_without_interval():
+    assert samples_to_decide(Estimate(2.2, 2.1, 2.3, 5), ABOUT_2_1.region) is None
+    assert samples_to_decide(Estimate(2.2, None, None, 1), ABOUT_2_1.region) is None
+
+
+def test_table_has_the_archived_columns_and_summary_counts_paper_claims_only():
+    target = Claim("t.hop", "hop <= 30 us", "-", Region.below(30, "ours"), "us", TARGET)
+    frame = table([judge(ABOUT_2_1, Estimate(2.1, 2.05, 2.15, 12, "x")),
+                   judge(ABOUT_2_1, Estimate(3.0, 2.9, 3.1, 12, "x")),
+                   judge(ABOUT_2_1, Estimate(2.2, 2.0, 2.4, 3, "x")),
+                   judge(target, Estimate(40, 35, 45, 3, "us"))])
+    assert list(frame.columns) == COLUMNS
+    assert list(frame.source) == [PAPER, PAPER, PAPER, TARGET]
+    assert summary(frame) == "1 reproduced, 1 not reproduced, 1 inconclusive"
+    row = frame.iloc[0]
+    assert row.n == 12 and row.low == 2.05 and row.region == "2..2.2x"
+    assert math.isnan(frame.iloc[3].value) is False
+    # round trip through the CSV a run archives
+    back = pd.read_csv(pd.io.common.StringIO(frame.to_csv(index=False)))
+    assert summary(back) == summary(frame)
