@@ -1,6 +1,6 @@
 """The VMs of one lab: one per machine label of a topology, wired where links cross them.
 
-A topology whose nodes sit in separate kernels (``NodeSpec.machine``) gets a
+A topology whose nodes sit in separate kernels (``TopologyNode.machine``) gets a
 VM per machine label; each link between two machines becomes a wire -- a NIC
 in each VM whose frames QEMU carries as UDP datagrams between two loopback
 ports. The VMs boot at once (one thread each); every one that came up is

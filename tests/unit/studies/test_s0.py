@@ -77,7 +77,7 @@ def test_topology_has_lab_prefixes_only_and_fronts_with_two_interfaces():
     topo = s0.topology(s0.Params.resolve())
     public = ipaddress.ip_network(s0.LAB_PUBLIC)
     private = [ipaddress.ip_network(s0.A_PRIVATE), ipaddress.ip_network(s0.B_PRIVATE)]
-    for end in topo.endpoints():
+    for end in topo.link_ends():
         ip = ipaddress.ip_address(end.ip)
         assert ip in public or any(ip in net for net in private), end
     for route in topo.routes:
@@ -85,7 +85,7 @@ def test_topology_has_lab_prefixes_only_and_fronts_with_two_interfaces():
         assert ipaddress.ip_network(route.destination).prefixlen >= 15
     for front in ("fa", "fb"):
         assert topo.node(front).forwarding
-        assert {e.ifname for e in topo.endpoints(front)} == {"priv", "pub"}
+        assert {e.ifname for e in topo.link_ends(front)} == {"priv", "pub"}
     assert [n.name for n in topo.nodes if not n.forwarding] == ["a1", "b1"]
 
 
