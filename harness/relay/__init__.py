@@ -17,19 +17,19 @@ study S0's comparison of the two.
 from .build import BuildFailed, build_local, build_on
 from .daemon import RelayHandle, RelayStartError, run_relay, start_relay
 from .events import RelayEvent, parse_events
-from .spec import Endpoint, RelaySpec, parse_endpoint
+from .spec import HostPort, RelaySpec, parse_host_port
 
 __all__ = [
     "BuildFailed",
-    "Endpoint",
+    "HostPort",
     "RelayEvent",
     "RelayHandle",
     "RelaySpec",
     "RelayStartError",
     "build_local",
     "build_on",
-    "parse_endpoint",
     "parse_events",
+    "parse_host_port",
     "run_relay",
     "start_relay",
 ]
