@@ -92,30 +92,30 @@ def test_topology_has_lab_prefixes_only_and_fronts_with_two_interfaces():
 # -- NAT rules and parsers --------------------------------------------------------------------
 
 def test_nat_ruleset_is_one_table_with_counted_restricted_masquerade():
-    spec = nat.NatSpec(masquerade=(nat.Masquerade("10.1.0.0/24", "pub", "198.18.0.0/24"),),
-                       forwards=(nat.PortForward("pub", 8080, "10.1.0.2", 80),))
-    text = spec.ruleset("harness_t_abc123")
+    rules = nat.NatRules(masquerade=(nat.Masquerade("10.1.0.0/24", "pub", "198.18.0.0/24"),),
+                         forwards=(nat.PortForward("pub", 8080, "10.1.0.2", 80),))
+    text = rules.ruleset("harness_t_abc123")
     assert text.startswith("table ip harness_t_abc123 {")
     assert text.count("table ") == 1
     assert 'ip saddr 10.1.0.0/24 ip daddr 198.18.0.0/24 oifname "pub" counter masquerade' in text
     assert 'iifname "pub" tcp dport 8080 counter dnat to 10.1.0.2:80' in text
     assert "ct status snat counter" in text and "policy accept" in text
     assert "drop" not in text
-    fixed = nat.NatSpec(masquerade=(nat.Masquerade("10.1.0.0/24", "pub", to_address="198.18.0.1"),))
+    fixed = nat.NatRules(masquerade=(nat.Masquerade("10.1.0.0/24", "pub", to_address="198.18.0.1"),))
     assert "snat to 198.18.0.1" in fixed.ruleset("t")
 
 
-@pytest.mark.parametrize("spec, message", [
-    (nat.NatSpec(), "at least one"),
-    (nat.NatSpec(masquerade=(nat.Masquerade("10.1.0.0/33", "pub"),)), "not an IPv4 prefix"),
-    (nat.NatSpec(masquerade=(nat.Masquerade("10.1.0.0/24", 'pub" accept'),)), "not valid"),
-    (nat.NatSpec(masquerade=(nat.Masquerade("10.1.0.0/24", "pub", to_address="x"),)),
+@pytest.mark.parametrize("rules, message", [
+    (nat.NatRules(), "at least one"),
+    (nat.NatRules(masquerade=(nat.Masquerade("10.1.0.0/33", "pub"),)), "not an IPv4 prefix"),
+    (nat.NatRules(masquerade=(nat.Masquerade("10.1.0.0/24", 'pub" accept'),)), "not valid"),
+    (nat.NatRules(masquerade=(nat.Masquerade("10.1.0.0/24", "pub", to_address="x"),)),
      "not an IPv4 address"),
-    (nat.NatSpec(forwards=(nat.PortForward("pub", 0, "10.1.0.2"),)), "not a TCP port"),
+    (nat.NatRules(forwards=(nat.PortForward("pub", 0, "10.1.0.2"),)), "not a TCP port"),
 ])
-def test_nat_spec_errors(spec, message):
+def test_nat_rules_errors(rules, message):
     with pytest.raises(SpecError, match=message):
-        spec.validate()
+        rules.validate()
 
 
 CONNTRACK = """\
