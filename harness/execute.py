@@ -59,7 +59,7 @@ def check_parameters(notebook: Path, given: dict) -> tuple[Study, object]:
     reserved = sorted(set(given) & {"run_dir"})
     if reserved:
         raise SpecError("run_dir is set by `harness run` itself", "leave it out")
-    strays = sorted(set(declared) - set(study.Params.specs()) - set(HARNESS_PARAMETERS))
+    strays = sorted(set(declared) - set(study.Params.rules()) - set(HARNESS_PARAMETERS))
     if strays:
         raise SpecError(f"{notebook.name} declares parameter(s) {', '.join(strays)} that study "
                         f"{study.name} does not know",
