@@ -77,11 +77,11 @@ def check_parameters(notebook: Path, given: dict) -> tuple[Study, object]:
 
 def notebook_defaults(notebook: Path) -> dict:
     """The values of the notebook's parameters cell, as Python values."""
-    return {name: _default(spec) for name, spec in notebook_parameters(notebook).items()}
+    return {name: _default(info) for name, info in notebook_parameters(notebook).items()}
 
 
-def _default(spec) -> object:
-    text = spec.get("default") if isinstance(spec, dict) else None
+def _default(info) -> object:
+    text = info.get("default") if isinstance(info, dict) else None
     if text is None:
         return None
     try:

@@ -117,8 +117,8 @@ def _handler_modules() -> list[str]:
             if info.ispkg:
                 walk([os.path.join(info.module_finder.path, info.name)], name + ".")
                 continue
-            spec = info.module_finder.find_spec(name.rsplit(".", 1)[-1], None)
-            origin = spec.origin if spec else None
+            module_spec = info.module_finder.find_spec(name.rsplit(".", 1)[-1], None)
+            origin = module_spec.origin if module_spec else None
             try:
                 text = Path(origin).read_text() if origin else ""
             except OSError:
