@@ -17,8 +17,8 @@ from ..journal import Journal
 from ..placement import EXTRA_VM_MEMORY_MIB, vm_cpus, vm_memory_mib
 from ..topology import Topology
 from .boot import VMNode, boot_vm
+from .machine import VM, Wire
 from .qemu import free_udp_ports
-from .spec import VM, Wire
 
 
 def boot_lab_vms(topology: Topology, study: str, journal: Journal,

@@ -27,7 +27,7 @@ from harness.nodes.ssh import SSHNode
 from harness.vm import VM, VMBootError, boot_vm, checks
 from harness.vm.accel import probe_boot
 from harness.vm.kimage import bootable_kernel
-from harness.vm.spec import require_programs, resolve_kernel
+from harness.vm.machine import require_programs, resolve_kernel
 
 pytestmark = [pytest.mark.integration, pytest.mark.vm]
 
