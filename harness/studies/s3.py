@@ -240,7 +240,7 @@ def parse_qdisc(text: str) -> dict:
 
 
 def _cpu_from_samples(cpu: list[dict], clk_tck: int) -> dict:
-    """System-wide busy share over the reducer run, from its first and last /proc/stat."""
+    """System-wide busy share while the reducer ran, from its first and last /proc/stat."""
     if len(cpu) < 2:
         return {"system_busy_pct": None}
     a, b = cpu[0]["stat"], cpu[-1]["stat"]
