@@ -55,7 +55,7 @@ def pid_alive(pid: int) -> bool:
     return True
 
 
-def run(args: argparse.Namespace) -> dict:
+def benchmark(args: argparse.Namespace) -> dict:
     out: dict = {"args": vars(args), "steps": {}}
     steps = out["steps"]
     workdir = tempfile.mkdtemp(prefix="harness-vm-bench-")
@@ -123,7 +123,7 @@ def main() -> int:
     parser.add_argument("--seconds", type=int, default=10, help="iperf3 duration")
     parser.add_argument("--json", help="also write the result here")
     args = parser.parse_args()
-    result = run(args)
+    result = benchmark(args)
     text = json.dumps(result, indent=1)
     print(text)
     if args.json:

@@ -73,7 +73,7 @@ def undo_handler(kind: str, gone_with_namespace: bool = True) -> Callable[[UndoF
 def batch_undo_handler(kind: str) -> Callable[[BatchUndoFn], BatchUndoFn]:
     """Register a function that undoes several changes of ``kind`` on one node at once.
 
-    Undo uses it for runs of consecutive entries of that kind on the same node
+    Undo uses it for sequences of consecutive entries of that kind on the same node
     (e.g. the namespaces of a lab): one command instead of one per entry, which
     matters when each command is a round trip to an emulated VM. The kind also
     needs its single-entry :func:`undo_handler`.

@@ -53,7 +53,7 @@ PARALLEL_PINGS = 16  # links without delay are pinged this many at a time
 def steady_rate_bps(samples: list[tuple[int, float]]) -> float:
     """Rate over the busy stretch of a byte-counter series, without its ramp-up and tail.
 
-    The busy stretch is the longest run of intervals above 80 % of the typical
+    The busy stretch is the longest sequence of intervals above 80 % of the typical
     (upper-half median) interval rate; its first and last interval are dropped, and the rate is the
     least-squares slope of bytes over time across it.
     """

@@ -9,13 +9,13 @@ the client -- middle -- server lab that its tests and benchmark use;
 study S0's comparison of the two.
 
     spec = RelaySpec.parse("198.18.0.2:5201", "198.18.1.2:5201")
-    with run_relay(journal, middle, spec) as relay:
+    with running_relay(journal, middle, spec) as relay:
         ...                      # clients connect to 198.18.0.2:5201
     relay.exit_status            # 0 after a clean SIGTERM shutdown
 """
 
 from .build import BuildFailed, build_local, build_on
-from .daemon import RelayHandle, RelayStartError, run_relay, start_relay
+from .daemon import RelayHandle, RelayStartError, running_relay, start_relay
 from .events import RelayEvent, parse_events
 from .spec import HostPort, RelaySpec, parse_host_port
 
@@ -30,6 +30,6 @@ __all__ = [
     "build_on",
     "parse_events",
     "parse_host_port",
-    "run_relay",
+    "running_relay",
     "start_relay",
 ]

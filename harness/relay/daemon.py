@@ -1,4 +1,4 @@
-"""Run the relay daemon on a node, tracked by the journal, and know when it listens.
+"""Start the relay daemon on a node, tracked by the journal, and know when it listens.
 
 ``start_relay`` validates the spec, compiles the daemon if needed, starts it
 through ``journal.start`` (so a crash of the harness still leaves a record that
@@ -180,7 +180,7 @@ def _start_ticks(node: Node, pid: int) -> int:
 
 
 @contextmanager
-def run_relay(
+def running_relay(
     journal: Journal, node: Node, spec: RelaySpec, *, ready_timeout: float = READY_TIMEOUT
 ) -> Iterator[RelayHandle]:
     """``start_relay`` as a context manager: the relay is stopped on exit, also on error."""

@@ -251,10 +251,10 @@ def _cpu_from_samples(cpu: list[dict], clk_tck: int) -> dict:
             else None}
 
 
-def run_point(session: Session, bed, fleet: fanin.MapperFleet, binary: str, variant: str,
-              n: int, size: int, rounds: int, warmup: int, period_us: int, experiment: str,
-              repetition: int, params: Params,
-              before: tuple[dict, int] | None = None) -> tuple[dict, list[dict], tuple[dict, int]]:
+def measure_point(session: Session, bed, fleet: fanin.MapperFleet, binary: str, variant: str,
+                  n: int, size: int, rounds: int, warmup: int, period_us: int, experiment: str,
+                  repetition: int, params: Params, before: tuple[dict, int] | None = None
+                  ) -> tuple[dict, list[dict], tuple[dict, int]]:
     """One point. Returns its row, its rounds, and the counters read after it.
 
     Counters (bottleneck qdisc, mappers' CPU ticks) are read inside the reducer's
@@ -425,7 +425,7 @@ def measure_protocol(session: Session, bed, params: Params, variant: str, mapper
         for rep in range(1, params.repetitions + 1):
             for n in params.mappers:
                 for size_kb in params.sizes_kb:
-                    row, per_round, last = run_point(
+                    row, per_round, last = measure_point(
                         session, bed, fleet, binary, variant, n, size_kb * 1024,
                         params.rounds, params.warmup, 0, "rate", rep, params, last)
                     rows.append(row)
@@ -433,7 +433,7 @@ def measure_protocol(session: Session, bed, params: Params, variant: str, mapper
             if params.cpu_rounds:
                 for period in params.cpu_periods_ms:
                     for size_kb in params.cpu_sizes_kb:
-                        row, per_round, last = run_point(
+                        row, per_round, last = measure_point(
                             session, bed, fleet, binary, variant, params.cpu_mappers,
                             size_kb * 1024, params.cpu_rounds, 1, period * 1000, "cpu",
                             rep, params, last)

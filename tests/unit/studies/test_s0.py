@@ -162,8 +162,8 @@ def test_pingpong_measures_every_target_and_size_over_loopback():
     threading.Thread(target=pingpong.serve, args=("127.0.0.1", port), daemon=True).start()
     # a refused connect returns at once: wait by the clock, not by a count of tries
     assert wait_until(lambda: pingpong.probe("127.0.0.1", port, 0.2) == 0, 10, 0.05)
-    result = pingpong.run_client([("a", "127.0.0.1", port), ("b", "127.0.0.1", port)],
-                                 [1, 4096, 65536], 0.01, 0.02, 3, 1000, 2, 1 << 30, False)
+    result = pingpong.measure_targets([("a", "127.0.0.1", port), ("b", "127.0.0.1", port)],
+                                      [1, 4096, 65536], 0.01, 0.02, 3, 1000, 2, 1 << 30, False)
     assert set(result["targets"]) == {"a", "b"}
     for target in result["targets"].values():
         assert [p["size"] for p in target["points"]] == [1, 4096, 65536]
