@@ -1,10 +1,10 @@
-"""A write-ahead record of every change the harness makes, and its exact undo.
+"""A write-ahead log of every change the harness makes, and its exact undo.
 
 Each change is appended to a JSON-lines file *before* it is made (so a crash
-between the two still leaves a record), with what is needed to undo it. Undo
+between the two still leaves its entry), with what is needed to undo it. Undo
 runs in reverse order and tolerates things that are already gone. Because the
-record is on disk, ``harness lab clean`` can finish the undo of a run that
-crashed or was killed, from that run's own records and never by name pattern.
+journal is on disk, ``harness lab clean`` can finish the undo of a run that
+crashed or was killed, from that run's own journal and never by name pattern.
 
 Undo handlers are registered per kind with :func:`undo_handler`; each takes
 the node (rebuilt from its description) and the entry's data. Each entry names
