@@ -144,7 +144,7 @@ class Bench:
     @contextmanager
     def path(self, name: str, server_port: int) -> Iterator[tuple[str, int]]:
         """Make ``name`` the way from client to ``server_port``; yield where the client connects."""
-        from harness.relay import RelaySpec, run_relay
+        from harness.relay import RelaySpec, running_relay
 
         line = self.line
         self.relay_group = None
@@ -162,7 +162,7 @@ class Bench:
                 yield MIDDLE_LEFT_IP, port
             return
         spec = RelaySpec.parse(f"{MIDDLE_LEFT_IP}:{port}", f"{SERVER_IP}:{server_port}")
-        with run_relay(self.journal, middle, spec) as relay:
+        with running_relay(self.journal, middle, spec) as relay:
             self.relay_group = relay.process.pid
             yield MIDDLE_LEFT_IP, port
         if relay.exit_status != 0:
@@ -331,7 +331,7 @@ def preflight() -> None:
                  " apt-get install iproute2 iperf3 socat")
 
 
-def run(args) -> dict:
+def benchmark(args) -> dict:
     from harness.journal import Journal
     from harness.lab import Lab
     from harness.relay import build_local
@@ -418,7 +418,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.runs < 1 or args.duration < 1 or args.iters < 100:
         parser.error("--runs >= 1, --duration >= 1 and --iters >= 100")
-    report = run(args)
+    report = benchmark(args)
     print_table(report["summary"])
     with open(args.out, "w") as fh:
         json.dump(report, fh, indent=2)

@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from harness.journal import Journal  # noqa: E402
 from harness.lab import Lab  # noqa: E402
-from harness.topology import Endpoint, Link, NodeSpec, Topology  # noqa: E402
+from harness.topology import Link, LinkEnd, Topology, TopologyNode  # noqa: E402
 from harness.verify import verify_lab  # noqa: E402
 from harness.vm import (  # noqa: E402
     VM,
@@ -41,8 +41,8 @@ from harness.vm import (  # noqa: E402
 def two_node_topology(rate_mbit: float, delay_ms: float) -> Topology:
     return Topology(
         name="vm-bench",
-        nodes=(NodeSpec("a"), NodeSpec("b")),
-        links=(Link(Endpoint("a", "eth1", "198.18.0.1/24"), Endpoint("b", "eth1", "198.18.0.2/24"),
+        nodes=(TopologyNode("a"), TopologyNode("b")),
+        links=(Link(LinkEnd("a", "eth1", "198.18.0.1/24"), LinkEnd("b", "eth1", "198.18.0.2/24"),
                     rate_mbit=rate_mbit, delay_ms=delay_ms),),
     )
 
@@ -55,7 +55,7 @@ def pid_alive(pid: int) -> bool:
     return True
 
 
-def run(args: argparse.Namespace) -> dict:
+def benchmark(args: argparse.Namespace) -> dict:
     out: dict = {"args": vars(args), "steps": {}}
     steps = out["steps"]
     workdir = tempfile.mkdtemp(prefix="harness-vm-bench-")
@@ -123,7 +123,7 @@ def main() -> int:
     parser.add_argument("--seconds", type=int, default=10, help="iperf3 duration")
     parser.add_argument("--json", help="also write the result here")
     args = parser.parse_args()
-    result = run(args)
+    result = benchmark(args)
     text = json.dumps(result, indent=1)
     print(text)
     if args.json:

@@ -13,7 +13,8 @@ class HarnessError(Exception):
 
 
 class SpecError(HarnessError):
-    """A topology, parameter, inventory or sweep file is invalid."""
+    """Invalid input, found before anything changes: a spec, topology, parameter, inventory,
+    sweep file or configuration operation that cannot be done as asked."""
 
 
 class CapabilityMissing(HarnessError):

@@ -59,7 +59,7 @@ def check_parameters(notebook: Path, given: dict) -> tuple[Study, object]:
     reserved = sorted(set(given) & {"run_dir"})
     if reserved:
         raise SpecError("run_dir is set by `harness run` itself", "leave it out")
-    strays = sorted(set(declared) - set(study.Params.specs()) - set(HARNESS_PARAMETERS))
+    strays = sorted(set(declared) - set(study.Params.rules()) - set(HARNESS_PARAMETERS))
     if strays:
         raise SpecError(f"{notebook.name} declares parameter(s) {', '.join(strays)} that study "
                         f"{study.name} does not know",
@@ -77,11 +77,11 @@ def check_parameters(notebook: Path, given: dict) -> tuple[Study, object]:
 
 def notebook_defaults(notebook: Path) -> dict:
     """The values of the notebook's parameters cell, as Python values."""
-    return {name: _default(spec) for name, spec in notebook_parameters(notebook).items()}
+    return {name: _default(info) for name, info in notebook_parameters(notebook).items()}
 
 
-def _default(spec) -> object:
-    text = spec.get("default") if isinstance(spec, dict) else None
+def _default(info) -> object:
+    text = info.get("default") if isinstance(info, dict) else None
     if text is None:
         return None
     try:

@@ -94,25 +94,25 @@ class Inventory:
         if unknown:
             raise bad(f"unknown keys under 'ssh': {sorted(unknown)}")
         hosts = {}
-        for name, spec in data["nodes"].items():
-            if not isinstance(spec, dict) or not spec.get("host"):
+        for name, entry in data["nodes"].items():
+            if not isinstance(entry, dict) or not entry.get("host"):
                 raise bad(f"node {name!r} needs a 'host'")
-            unknown = set(spec) - {"host", "port", "user", "key", "known_hosts",
-                                   "accept_unknown_hosts", "interfaces"}
+            unknown = set(entry) - {"host", "port", "user", "key", "known_hosts",
+                                    "accept_unknown_hosts", "interfaces"}
             if unknown:
                 raise bad(f"node {name!r} has unknown keys {sorted(unknown)}")
-            merged = {**defaults, **spec}
+            merged = {**defaults, **entry}
             interfaces = {}
-            for ifname, ifspec in (spec.get("interfaces") or {}).items():
-                if not isinstance(ifspec, dict) or "device" not in ifspec or "address" not in ifspec:
+            for ifname, iface in (entry.get("interfaces") or {}).items():
+                if not isinstance(iface, dict) or "device" not in iface or "address" not in iface:
                     raise bad(f"interface {name}:{ifname} needs 'device' and 'address'")
                 try:
-                    ipaddress.ip_interface(ifspec["address"])
+                    ipaddress.ip_interface(iface["address"])
                 except ValueError:
                     raise bad(f"interface {name}:{ifname} has an invalid address "
-                              f"{ifspec['address']!r}") from None
-                interfaces[ifname] = InventoryInterface(str(ifspec["device"]),
-                                                        str(ifspec["address"]))
+                              f"{iface['address']!r}") from None
+                interfaces[ifname] = InventoryInterface(str(iface["device"]),
+                                                        str(iface["address"]))
             try:
                 port = int(merged.get("port", 22))
             except (TypeError, ValueError):
@@ -132,19 +132,19 @@ class Inventory:
 
     def check_covers(self, topology: Topology) -> None:
         """Every non-router node and each of its interfaces must be in the inventory."""
-        for spec in topology.nodes:
-            if spec.name not in self.hosts:
-                if spec.forwarding:
+        for node in topology.nodes:
+            if node.name not in self.hosts:
+                if node.forwarding:
                     continue
-                raise SpecError(f"inventory {self.path} has no node {spec.name!r}, which study "
+                raise SpecError(f"inventory {self.path} has no node {node.name!r}, which study "
                                 f"topology {topology.name!r} needs",
-                                f"add nodes.{spec.name} with its host and interfaces")
-            host = self.hosts[spec.name]
-            for end in topology.endpoints(spec.name):
+                                f"add nodes.{node.name} with its host and interfaces")
+            host = self.hosts[node.name]
+            for end in topology.link_ends(node.name):
                 if end.ifname not in host.interfaces:
                     raise SpecError(
-                        f"inventory node {spec.name!r} lacks interface {end.ifname!r}",
-                        f"map it to a real device: nodes.{spec.name}.interfaces.{end.ifname}: "
+                        f"inventory node {node.name!r} lacks interface {end.ifname!r}",
+                        f"map it to a real device: nodes.{node.name}.interfaces.{end.ifname}: "
                         "{device: ..., address: ...}")
 
     def connect(self, name: str) -> Node:

@@ -1,10 +1,10 @@
-"""A write-ahead record of every change the harness makes, and its exact undo.
+"""A write-ahead log of every change the harness makes, and its exact undo.
 
 Each change is appended to a JSON-lines file *before* it is made (so a crash
-between the two still leaves a record), with what is needed to undo it. Undo
+between the two still leaves its entry), with what is needed to undo it. Undo
 runs in reverse order and tolerates things that are already gone. Because the
-record is on disk, ``harness lab clean`` can finish the undo of a run that
-crashed or was killed, from that run's own records and never by name pattern.
+journal is on disk, ``harness lab clean`` can finish the undo of a run that
+crashed or was killed, from that run's own journal and never by name pattern.
 
 Undo handlers are registered per kind with :func:`undo_handler`; each takes
 the node (rebuilt from its description) and the entry's data. Each entry names
@@ -73,7 +73,7 @@ def undo_handler(kind: str, gone_with_namespace: bool = True) -> Callable[[UndoF
 def batch_undo_handler(kind: str) -> Callable[[BatchUndoFn], BatchUndoFn]:
     """Register a function that undoes several changes of ``kind`` on one node at once.
 
-    Undo uses it for runs of consecutive entries of that kind on the same node
+    Undo uses it for sequences of consecutive entries of that kind on the same node
     (e.g. the namespaces of a lab): one command instead of one per entry, which
     matters when each command is a round trip to an emulated VM. The kind also
     needs its single-entry :func:`undo_handler`.
@@ -117,8 +117,8 @@ def _handler_modules() -> list[str]:
             if info.ispkg:
                 walk([os.path.join(info.module_finder.path, info.name)], name + ".")
                 continue
-            spec = info.module_finder.find_spec(name.rsplit(".", 1)[-1], None)
-            origin = spec.origin if spec else None
+            module_spec = info.module_finder.find_spec(name.rsplit(".", 1)[-1], None)
+            origin = module_spec.origin if module_spec else None
             try:
                 text = Path(origin).read_text() if origin else ""
             except OSError:

@@ -118,9 +118,9 @@ class Lab:
         if not self.prefix:
             self.prefix = f"h{secrets.token_hex(3)}"
         self.nodes: dict[str, NamespaceNode] = {
-            spec.name: NamespaceNode(self.netns_name(spec.name), self.hosts[spec.machine],
-                                     spec.name)
-            for spec in self.topology.nodes
+            node.name: NamespaceNode(self.netns_name(node.name), self.hosts[node.machine],
+                                     node.name)
+            for node in self.topology.nodes
         }
         self.plans: dict[str, dict] = {}
         self.timings = LabTimings()
@@ -243,8 +243,8 @@ class Lab:
         planned nodes).
         """
         nodes = self.nodes if nodes is None else nodes
-        return [Sysctl(nodes[spec.name], "net.ipv4.ip_forward", 1)
-                for spec in self.topology.nodes if spec.forwarding]
+        return [Sysctl(nodes[node.name], "net.ipv4.ip_forward", 1)
+                for node in self.topology.nodes if node.forwarding]
 
     def plan(self) -> list[ChangeRecord]:
         """What :meth:`build` would create, as records (a dry run prints them; nothing runs).

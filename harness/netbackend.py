@@ -102,14 +102,14 @@ class Pyroute2Backend:
             ipr.tc("add", plan.fifo, index=idx, handle="10:", limit=plan.fifo_limit, **where)
 
     def add_route(self, ns: str, route: Route) -> None:
-        spec: dict = {"dst": "0.0.0.0/0" if route.destination == "default" else route.destination}
+        args: dict = {"dst": "0.0.0.0/0" if route.destination == "default" else route.destination}
         if route.via:
-            spec["gateway"] = route.via
+            args["gateway"] = route.via
         if route.dev:
-            spec["oif"] = self._index(ns, route.dev)
+            args["oif"] = self._index(ns, route.dev)
         if route.table:
-            spec["table"] = route.table
-        self._ipr(ns).route("add", **spec)
+            args["table"] = route.table
+        self._ipr(ns).route("add", **args)
 
     def add_rule(self, ns: str, rule: Rule) -> None:
         src, _, plen = rule.source.partition("/")

@@ -58,7 +58,7 @@ class VMOffer:
 def vm_offer() -> VMOffer:
     """What a VM node could offer on this machine, without booting one."""
     try:
-        from .vm.spec import require_programs, resolve_kernel
+        from .vm.machine import require_programs, resolve_kernel
 
         require_programs()
         kernel, version = resolve_kernel()
@@ -227,7 +227,7 @@ EXTRA_VM_MEMORY_MIB = 768  # a VM that holds one or a few nodes of a multi-machi
 def vm_memory_mib(extra_vms: int = 0) -> int:
     """Guest memory: enough for dozens of namespaces, bounded by what the host has free
     (after ``extra_vms`` smaller VMs of the same lab)."""
-    from .vm.spec import QEMU_OVERHEAD_MIB, mem_available_mib
+    from .vm.machine import QEMU_OVERHEAD_MIB, mem_available_mib
 
     spare = mem_available_mib() - extra_vms * (EXTRA_VM_MEMORY_MIB + QEMU_OVERHEAD_MIB)
     return max(512, min(2048, spare - QEMU_OVERHEAD_MIB - 512))

@@ -9,8 +9,8 @@ A sweep file::
       sender_cpus: [0.0, 0.5]
       path_rate_mbit: [100, 500]
 
-Each point is one archived run. A rerun skips points that already have a
-complete run of the same notebook with the same parameters, so an
+Each point is one archived run. Running the sweep again skips points that already
+have a complete run of the same notebook with the same parameters, so an
 interrupted batch resumes where it stopped.
 """
 

@@ -21,7 +21,7 @@ NODENAME = re.compile(r"^[a-z][a-z0-9]{0,11}$")
 
 
 @dataclass(frozen=True)
-class Endpoint:
+class LinkEnd:
     """One end of a link: an interface of a node with an address in CIDR form."""
 
     node: str
@@ -48,8 +48,8 @@ class Link:
         direction (a switch-port buffer); None keeps the kernel default.
     """
 
-    a: Endpoint
-    b: Endpoint
+    a: LinkEnd
+    b: LinkEnd
     rate_mbit: float | None = None
     delay_ms: float = 0.0
     loss_pct: float = 0.0
@@ -92,7 +92,7 @@ class Rule:
 
 
 @dataclass(frozen=True)
-class NodeSpec:
+class TopologyNode:
     """A lab node. ``machine``: nodes with the same label share one kernel ("" = the lab's
     main machine); a link between nodes on different machines is a wire between them --
     for traffic that must not be short-cut inside one kernel (TIPC between namespaces)."""
@@ -105,33 +105,33 @@ class NodeSpec:
 @dataclass(frozen=True)
 class Topology:
     name: str
-    nodes: tuple[NodeSpec, ...]
+    nodes: tuple[TopologyNode, ...]
     links: tuple[Link, ...]
     routes: tuple[Route, ...] = ()
     rules: tuple[Rule, ...] = ()
     notes: str = ""
 
     # -- queries -------------------------------------------------------------
-    def node(self, name: str) -> NodeSpec:
-        for spec in self.nodes:
-            if spec.name == name:
-                return spec
+    def node(self, name: str) -> TopologyNode:
+        for node in self.nodes:
+            if node.name == name:
+                return node
         raise SpecError(
             f"topology {self.name!r} has no node {name!r}",
             f"use one of: {', '.join(n.name for n in self.nodes)}",
         )
 
-    def endpoints(self, node: str | None = None) -> list[Endpoint]:
+    def link_ends(self, node: str | None = None) -> list[LinkEnd]:
         ends = [e for link in self.links for e in (link.a, link.b)]
         return [e for e in ends if node is None or e.node == node]
 
-    def interface(self, node: str, ifname: str) -> Endpoint:
-        for end in self.endpoints(node):
+    def interface(self, node: str, ifname: str) -> LinkEnd:
+        for end in self.link_ends(node):
             if end.ifname == ifname:
                 return end
         raise SpecError(
             f"node {node!r} of topology {self.name!r} has no interface {ifname!r}",
-            f"its interfaces are: {', '.join(e.ifname for e in self.endpoints(node)) or 'none'}",
+            f"its interfaces are: {', '.join(e.ifname for e in self.link_ends(node)) or 'none'}",
         )
 
     def machines(self) -> list[str]:
@@ -169,9 +169,9 @@ class Topology:
                 )
         if len(set(names)) != len(names):
             raise SpecError(f"topology {self.name!r} declares a node twice: {names}")
-        for spec in self.nodes:
-            if spec.machine and not NODENAME.match(spec.machine):
-                raise SpecError(f"machine label {spec.machine!r} of node {spec.name} is not valid",
+        for node in self.nodes:
+            if node.machine and not NODENAME.match(node.machine):
+                raise SpecError(f"machine label {node.machine!r} of node {node.name} is not valid",
                                 "use 1-12 lower-case letters and digits, starting with a letter")
         seen_if: set[tuple[str, str]] = set()
         seen_ip: set[str] = set()
@@ -252,9 +252,9 @@ class Topology:
         try:
             return cls(
                 name=data["name"],
-                nodes=tuple(NodeSpec(**n) for n in data["nodes"]),
+                nodes=tuple(TopologyNode(**n) for n in data["nodes"]),
                 links=tuple(
-                    Link(**{**ln, "a": Endpoint(**ln["a"]), "b": Endpoint(**ln["b"])})
+                    Link(**{**ln, "a": LinkEnd(**ln["a"]), "b": LinkEnd(**ln["b"])})
                     for ln in data["links"]
                 ),
                 routes=tuple(Route(**r) for r in data.get("routes", ())),
@@ -273,7 +273,7 @@ class Topology:
         lines = [f"topology {self.name}: {len(self.nodes)} nodes, {len(self.links)} links"]
         for node in self.nodes:
             role = " (router)" if node.forwarding else ""
-            ifs = ", ".join(f"{e.ifname} {e.address}" for e in self.endpoints(node.name))
+            ifs = ", ".join(f"{e.ifname} {e.address}" for e in self.link_ends(node.name))
             lines.append(f"  node {node.name}{role}: {ifs}")
         for link in self.links:
             props = [f"{link.rate_mbit:g} Mbit/s" if link.shaped else "unshaped"]
@@ -303,17 +303,17 @@ class TopologyBuilder:
     """Small helper to declare topologies in study code without repetition."""
 
     name: str
-    nodes: list[NodeSpec] = field(default_factory=list)
+    nodes: list[TopologyNode] = field(default_factory=list)
     links: list[Link] = field(default_factory=list)
     routes: list[Route] = field(default_factory=list)
     rules: list[Rule] = field(default_factory=list)
 
     def node(self, name: str, forwarding: bool = False, machine: str = "") -> TopologyBuilder:
-        self.nodes.append(NodeSpec(name, forwarding, machine))
+        self.nodes.append(TopologyNode(name, forwarding, machine))
         return self
 
     def link(self, a: tuple[str, str, str], b: tuple[str, str, str], **props) -> TopologyBuilder:
-        self.links.append(Link(Endpoint(*a), Endpoint(*b), **props))
+        self.links.append(Link(LinkEnd(*a), LinkEnd(*b), **props))
         return self
 
     def route(self, node: str, destination: str, via: str | None = None,

@@ -1,4 +1,4 @@
-"""Measure that each link of a lab does what its spec says, in ONE round trip per machine.
+"""Measure that each link of a lab does what its topology declares, in ONE round trip per machine.
 
 Rate: one iperf3 stream saturates the link while the byte counter of the
 sender's shaping class (htb 1:1) is sampled over the steady part of the test.
@@ -36,7 +36,7 @@ from .nodes.group import Call, run_group
 from .nodes.result import Result
 from .tools.iperf3 import parse_iperf3_json
 from .tools.ping import PING_COUNT, parse_ping_ms, ping_argv
-from .topology import Endpoint, Link
+from .topology import Link, LinkEnd
 
 if TYPE_CHECKING:
     from .lab import Lab
@@ -53,7 +53,7 @@ PARALLEL_PINGS = 16  # links without delay are pinged this many at a time
 def steady_rate_bps(samples: list[tuple[int, float]]) -> float:
     """Rate over the busy stretch of a byte-counter series, without its ramp-up and tail.
 
-    The busy stretch is the longest run of intervals above 80 % of the typical
+    The busy stretch is the longest sequence of intervals above 80 % of the typical
     (upper-half median) interval rate; its first and last interval are dropped, and the rate is the
     least-squares slope of bytes over time across it.
     """
@@ -126,8 +126,8 @@ class Direction:
 
     index: int
     link: Link
-    src: Endpoint
-    dst: Endpoint
+    src: LinkEnd
+    dst: LinkEnd
     src_node: Node
     dst_node: Node
 

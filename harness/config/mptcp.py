@@ -90,8 +90,9 @@ def read_endpoints(node: Node) -> list[dict]:
 
 
 @dataclass
-class Endpoint(Operation):
-    """Announce ``address`` on ``dev`` to the path manager (e.g. as a subflow source).
+class MptcpEndpoint(Operation):
+    """An MPTCP endpoint (the kernel's word, ``ip mptcp endpoint``): announce ``address`` on
+    ``dev`` to the path manager (e.g. as a subflow source).
 
     An endpoint for the address that exists already was not made by this run:
     refused, never taken over (its removal would change someone else's setup).

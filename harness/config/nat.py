@@ -81,13 +81,15 @@ class PortForward:
 
 
 @dataclass(frozen=True)
-class NatSpec:
+class NatRules:
+    """The rules of one NAT table of ours: source NAT (masquerade) and port forwards."""
+
     masquerade: tuple[Masquerade, ...] = ()
     forwards: tuple[PortForward, ...] = ()
 
-    def validate(self) -> NatSpec:
+    def validate(self) -> NatRules:
         if not self.masquerade and not self.forwards:
-            raise SpecError("a NAT spec needs at least one masquerade or port-forward rule")
+            raise SpecError("NAT rules need at least one masquerade or port-forward rule")
         for rule in self.masquerade:
             _network(rule.source, "NAT source")
             if rule.destination is not None:
@@ -207,10 +209,10 @@ def probe_nat(node: Node) -> NatProbe:
 
 @dataclass
 class Nat(Operation):
-    """``spec``'s rules in a new table of our own on ``node`` (name in :attr:`table`)."""
+    """``rules`` in a new table of our own on ``node`` (name in :attr:`table`)."""
 
     node: Node
-    spec: NatSpec
+    rules: NatRules
     label: str = "nat"
     table: str = ""
 
@@ -218,7 +220,7 @@ class Nat(Operation):
         if not _LABEL.match(self.label):
             raise SpecError(f"NAT label {self.label!r} is not valid",
                             "use 1-16 lower-case letters/digits")
-        self.spec.validate()
+        self.rules.validate()
 
     def facts(self) -> dict[str, Fact]:
         return {"nat": nat_fact(self.node)}
@@ -227,7 +229,7 @@ class Nat(Operation):
         probe = facts["nat"]
         existing: set[str] = set()
         if probe is not UNKNOWN:
-            missing = sorted(self.spec.devices() - set(probe.devices))
+            missing = sorted(self.rules.devices() - set(probe.devices))
             if missing:
                 raise SpecError(f"{self.node.name} has no interface {', '.join(missing)} for the "
                                 f"NAT rules", f"its interfaces are: {', '.join(probe.devices)}")
@@ -236,10 +238,10 @@ class Nat(Operation):
         while name in existing:  # never take over a table that is not ours
             name = f"harness_{self.label}_{secrets.token_hex(3)}"
         self.table = name
-        summary = "; ".join([m.counter for m in self.spec.masquerade]
-                            + [f.counter for f in self.spec.forwards])
+        summary = "; ".join([m.counter for m in self.rules.masquerade]
+                            + [f.counter for f in self.rules.forwards])
         # nft -f creates the whole table in one transaction: all or nothing.
-        command = f"nft -f - <<'HARNESS_NFT'\n{self.spec.ruleset(name)}HARNESS_NFT"
+        command = f"nft -f - <<'HARNESS_NFT'\n{self.rules.ruleset(name)}HARNESS_NFT"
         return [Change(self.node, "nat-table", f"{FAMILY} {name}", None, summary,
                        command=command, undo={"family": FAMILY, "table": name})]
 
@@ -250,7 +252,7 @@ class NatTable:
 
     node: Node
     name: str
-    spec: NatSpec
+    rules: NatRules
     entry: Entry = field(repr=False)
     family: str = FAMILY
 
@@ -284,14 +286,14 @@ def parse_counters(listing: dict) -> dict[str, dict[str, int]]:
     return out
 
 
-def apply_nat(journal: Journal, node: Node, spec: NatSpec, label: str = "nat"
+def apply_nat(journal: Journal, node: Node, rules: NatRules, label: str = "nat"
               ) -> tuple[NatTable, ChangeRecord]:
-    """Create a table of our own with ``spec``'s rules on ``node``; record it first."""
-    op = Nat(node, spec, label)
+    """Create a table of our own with ``rules`` on ``node``; record it first."""
+    op = Nat(node, rules, label)
     (record,) = apply(journal, [op])
     entry = next(e for e in reversed(journal.entries())
                  if e.kind == "nat-table" and e.data["table"] == op.table)
-    return NatTable(node, op.table, spec, entry), record
+    return NatTable(node, op.table, rules, entry), record
 
 
 def remove_nat(journal: Journal, table: NatTable) -> None:
@@ -300,10 +302,10 @@ def remove_nat(journal: Journal, table: NatTable) -> None:
 
 
 @contextmanager
-def nat_applied(journal: Journal, node: Node, spec: NatSpec, label: str = "nat",
+def nat_applied(journal: Journal, node: Node, rules: NatRules, label: str = "nat",
                 records: list[ChangeRecord] | None = None) -> Iterator[NatTable]:
     """:func:`apply_nat` for the block's duration; removed on exit, also on error."""
-    table, record = apply_nat(journal, node, spec, label)
+    table, record = apply_nat(journal, node, rules, label)
     if records is not None:
         records.append(record)
     try:

@@ -1,7 +1,7 @@
 """The fan-in traffic generator of study S3: one reducer pulls from N mappers at once.
 
 ``fanin.c`` is the program (built on first use by ``build``); ``spec``
-checks what it is asked to do and parses its JSON-lines output; ``run``
+checks what it is asked to do and parses its JSON-lines output; ``reducer``
 starts the mappers under the journal and runs the reducer::
 
     binary = build_on(reducer_node)
@@ -12,7 +12,14 @@ starts the mappers under the journal and runs the reducer::
 """
 
 from .build import BuildFailed, build_local, build_on
-from .run import FaninError, MapperFleet, ReduceResult, mapper_cpu_ticks, mapper_fleet, run_reducer
+from .reducer import (
+    FaninError,
+    MapperFleet,
+    ReduceResult,
+    mapper_cpu_ticks,
+    mapper_fleet,
+    run_reducer,
+)
 from .spec import (
     FEATURES,
     PROTOCOLS,

@@ -79,7 +79,7 @@ class SocketOptions:
 
 @dataclass(frozen=True)
 class ReduceSpec:
-    """One reducer run: ``rounds`` measured rounds (after ``warmup``) of ``size`` bytes per mapper.
+    """One reducer: ``rounds`` measured rounds (after ``warmup``) of ``size`` bytes per mapper.
 
     period_us: 0 = rounds back to back (transfer-rate experiment); else rounds
     start every period_us on a CLOCK_MONOTONIC grid (CPU experiment).
@@ -123,7 +123,7 @@ class ReduceSpec:
                 "--round-timeout", f"{self.round_timeout_s:g}"]
 
     def time_bound_s(self) -> float:
-        """An upper bound on the run's duration: every round may take its timeout."""
+        """An upper bound on the reducer's duration: every round may take its timeout."""
         rounds = self.rounds + self.warmup
         return self.connect_timeout_s + rounds * (self.period_us / 1e6 + self.round_timeout_s) + 60
 
@@ -139,7 +139,7 @@ def serve_argv(binary: str, proto: str, listen: str, sockets: SocketOptions) -> 
 
 @dataclass
 class FaninOutput:
-    """The parsed JSON lines of one reducer run."""
+    """The parsed JSON lines of one reducer process."""
 
     start: dict | None
     rounds: list[dict]

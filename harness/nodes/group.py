@@ -268,8 +268,8 @@ class Launcher:
     """One background shell per machine that starts its calls inside their nodes and waits.
 
     Started as one process (``journal.start(launcher.machine, launcher.script)``):
-    one round trip and one journal record per machine, whatever the number of
-    calls, and stopping that record stops them all (they share its process
+    one round trip and one journal entry per machine, whatever the number of
+    calls, and stopping that entry's process stops them all (they share its process
     group). On SIGTERM the launcher waits for its children, so their last
     words reach the log (a caught signal is reset to default in the children,
     unlike an ignored one).

@@ -9,27 +9,27 @@ the client -- middle -- server lab that its tests and benchmark use;
 study S0's comparison of the two.
 
     spec = RelaySpec.parse("198.18.0.2:5201", "198.18.1.2:5201")
-    with run_relay(journal, middle, spec) as relay:
+    with running_relay(journal, middle, spec) as relay:
         ...                      # clients connect to 198.18.0.2:5201
     relay.exit_status            # 0 after a clean SIGTERM shutdown
 """
 
 from .build import BuildFailed, build_local, build_on
-from .daemon import RelayHandle, RelayStartError, run_relay, start_relay
+from .daemon import RelayHandle, RelayStartError, running_relay, start_relay
 from .events import RelayEvent, parse_events
-from .spec import Endpoint, RelaySpec, parse_endpoint
+from .spec import HostPort, RelaySpec, parse_host_port
 
 __all__ = [
     "BuildFailed",
-    "Endpoint",
+    "HostPort",
     "RelayEvent",
     "RelayHandle",
     "RelaySpec",
     "RelayStartError",
     "build_local",
     "build_on",
-    "parse_endpoint",
     "parse_events",
-    "run_relay",
+    "parse_host_port",
+    "running_relay",
     "start_relay",
 ]

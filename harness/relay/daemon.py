@@ -1,8 +1,8 @@
-"""Run the relay daemon on a node, tracked by the journal, and know when it listens.
+"""Start the relay daemon on a node, tracked by the journal, and know when it listens.
 
 ``start_relay`` validates the spec, compiles the daemon if needed, starts it
-through ``journal.start`` (so a crash of the harness still leaves a record that
-stops it), and waits for its ``event=listening`` line: after that the port
+through ``journal.start`` (so a crash of the harness still leaves a journal entry
+that stops it), and waits for its ``event=listening`` line: after that the port
 accepts connections. If the daemon exits first (port in use, bad address), its
 own error message is raised as :class:`RelayStartError`.
 
@@ -180,7 +180,7 @@ def _start_ticks(node: Node, pid: int) -> int:
 
 
 @contextmanager
-def run_relay(
+def running_relay(
     journal: Journal, node: Node, spec: RelaySpec, *, ready_timeout: float = READY_TIMEOUT
 ) -> Iterator[RelayHandle]:
     """``start_relay`` as a context manager: the relay is stopped on exit, also on error."""

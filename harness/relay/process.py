@@ -4,7 +4,7 @@ Study S0 compares the two relays on the same paths, so both are started,
 checked and measured the same way: the target must answer before the relay
 starts (a relay to nowhere would only show as an empty result later), the
 relay must listen before the block runs, and its process group is what its
-CPU time is read from. srd runs through :func:`harness.relay.run_relay`
+CPU time is read from. srd runs through :func:`harness.relay.running_relay`
 (journalled, stopped by SIGTERM with its exit status kept); socat through
 ``journal.process``.
 """
@@ -22,7 +22,7 @@ from ..nodes.facts import listening_ports
 from ..nodes.local import wait_until
 from ..tools.registry import Tool
 from ..tools.sockets import check_answers
-from .daemon import run_relay
+from .daemon import running_relay
 from .spec import RelaySpec
 
 SOCAT_TOOL = Tool("socat", "socat -V | grep 'socat version'", "socat")
@@ -59,7 +59,7 @@ def relay(journal: Journal, node: Node, kind: str, listen: str, target: str,
     if check_target:
         check_answers(journal, node, host, int(port), f"relay target of {kind} on {node.name}")
     if kind == "srd":
-        with run_relay(journal, node, RelaySpec.parse(listen, target)) as handle:
+        with running_relay(journal, node, RelaySpec.parse(listen, target)) as handle:
             ref = Relay(kind, node, listen, target, handle.process, handle)
             try:
                 yield ref

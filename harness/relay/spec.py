@@ -20,7 +20,7 @@ MAX_PIPE_SIZE = 1 << 30
 
 
 @dataclass(frozen=True)
-class Endpoint:
+class HostPort:
     """A host (name or IP address) and a TCP port."""
 
     host: str
@@ -69,7 +69,7 @@ def check_host(host: object, what: str, *, numeric: bool) -> str:
     return host
 
 
-def parse_endpoint(text: object, what: str, *, numeric: bool = False) -> Endpoint:
+def parse_host_port(text: object, what: str, *, numeric: bool = False) -> HostPort:
     """Parse ``host:port`` or ``[ipv6]:port`` (the forms the daemon accepts)."""
     if not isinstance(text, str):
         raise SpecError(f"{what}: expected 'HOST:PORT', got {text!r}", "e.g. 198.18.1.2:5201")
@@ -99,7 +99,7 @@ def parse_endpoint(text: object, what: str, *, numeric: bool = False) -> Endpoin
             f"{what}: port must be a number in 1..65535, got {port_text!r}",
             "write HOST:PORT, e.g. 198.18.1.2:5201",
         )
-    return Endpoint(host, check_port(int(port_text), what))
+    return HostPort(host, check_port(int(port_text), what))
 
 
 @dataclass(frozen=True)
@@ -112,8 +112,8 @@ class RelaySpec:
     may go on after SIGTERM before they are cut.
     """
 
-    listen: Endpoint
-    target: Endpoint
+    listen: HostPort
+    target: HostPort
     pipe_size: int = 1 << 20
     connect_timeout: float = 5.0
     max_streams: int = 1024
@@ -127,15 +127,15 @@ class RelaySpec:
     def parse(cls, listen: str, target: str, **options) -> RelaySpec:
         """Build from 'ADDR:PORT' and 'HOST:PORT' texts (as a user would write them)."""
         return cls(
-            parse_endpoint(listen, "relay listen address", numeric=True),
-            parse_endpoint(target, "relay target"),
+            parse_host_port(listen, "relay listen address", numeric=True),
+            parse_host_port(target, "relay target"),
             **options,
         )
 
     def validate(self) -> None:
-        if not isinstance(self.listen, Endpoint) or not isinstance(self.target, Endpoint):
+        if not isinstance(self.listen, HostPort) or not isinstance(self.target, HostPort):
             raise SpecError(
-                "relay listen and target must be Endpoint(host, port) values",
+                "relay listen and target must be HostPort(host, port) values",
                 "use RelaySpec.parse('0.0.0.0:5201', '198.18.1.2:5201')",
             )
         check_host(self.listen.host, "relay listen address", numeric=True)

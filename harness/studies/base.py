@@ -109,7 +109,7 @@ class Study(ABC):
     # -- what the study is ------------------------------------------------------------------
     def parameters(self, namespace: dict | None = None, **given) -> Parameters:
         """Resolved parameters: from a notebook's namespace (``globals()``) and/or keywords."""
-        values = {name: namespace[name] for name in self.Params.specs()
+        values = {name: namespace[name] for name in self.Params.rules()
                   if namespace is not None and name in namespace}
         return self.Params.resolve(**{**values, **given})
 

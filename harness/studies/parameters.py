@@ -1,6 +1,6 @@
 """A study's parameters, declared once: a frozen dataclass whose fields carry their rules.
 
-Each field is made with :func:`param`, which puts a :class:`ParamSpec` (help
+Each field is made with :func:`param`, which puts a :class:`ParamRules` (help
 text, unit, range, choices, a custom parser) in the field's metadata. The
 field's type says how a value is read: ``int`` and ``float`` are numbers in
 ``[low, high]``, ``bool`` is true/false (``bool | None`` also takes "empty:
@@ -29,7 +29,7 @@ META_KEY = "harness"
 
 
 @dataclass(frozen=True)
-class ParamSpec:
+class ParamRules:
     """The rules and the documentation of one parameter."""
 
     help: str
@@ -59,10 +59,10 @@ def param(default: Any, help: str, *, unit: str = "", low: float | None = None,
           high: float | None = None, choices: Iterable | None = None, zero: str = "",
           above: str = "", parse: Callable[[str, Any], Any] | None = None,
           item: str = "value") -> Any:
-    """A dataclass field with its rules (see :class:`ParamSpec`)."""
-    spec = ParamSpec(help, unit, low, high, tuple(choices) if choices is not None else None,
-                     zero, above, parse, item)
-    return field(default=default, metadata={META_KEY: spec})
+    """A dataclass field with its rules (see :class:`ParamRules`)."""
+    rules = ParamRules(help, unit, low, high, tuple(choices) if choices is not None else None,
+                       zero, above, parse, item)
+    return field(default=default, metadata={META_KEY: rules})
 
 
 # -- readers for each kind of value ---------------------------------------------------------
@@ -147,10 +147,10 @@ def name_list(name: str, value, choices: tuple | None, item: str = "value") -> t
     return tuple(items)
 
 
-def _read(name: str, kind, spec: ParamSpec, value):
-    """One value, read and checked according to the field's type and spec."""
-    if spec.parse is not None:
-        return spec.parse(name, value)
+def _read(name: str, kind, rules: ParamRules, value):
+    """One value, read and checked according to the field's type and rules."""
+    if rules.parse is not None:
+        return rules.parse(name, value)
     optional = isinstance(kind, UnionType) and NoneType in typing.get_args(kind)
     base = next((k for k in typing.get_args(kind) if k is not NoneType), kind) if optional else kind
     if base is bool:
@@ -158,17 +158,17 @@ def _read(name: str, kind, spec: ParamSpec, value):
     if optional and value is None:
         return None
     if base is int or base is float:
-        return number(name, value, spec.low, spec.high, integer=base is int, zero=spec.zero,
-                      above=spec.above)
+        return number(name, value, rules.low, rules.high, integer=base is int, zero=rules.zero,
+                      above=rules.above)
     if typing.get_origin(base) is tuple:
         item = typing.get_args(base)[0]
         if item is int:
-            return int_list(name, value, spec.low, spec.high, spec.above)
-        return name_list(name, value, spec.choices, spec.item)
+            return int_list(name, value, rules.low, rules.high, rules.above)
+        return name_list(name, value, rules.choices, rules.item)
     if base is str:
-        if spec.choices is not None and value not in spec.choices:
+        if rules.choices is not None and value not in rules.choices:
             raise SpecError(f"parameter {name}={value!r} is not one of the choices",
-                            f"use one of {', '.join(map(str, spec.choices))}")
+                            f"use one of {', '.join(map(str, rules.choices))}")
         if not isinstance(value, str):
             raise SpecError(f"parameter {name}={value!r} is not text", "give a string")
         return value
@@ -190,15 +190,15 @@ class Parameters:
                                   "(quick: minutes; paper: the paper's scale)")
 
     @classmethod
-    def specs(cls) -> dict[str, tuple[Any, ParamSpec]]:
-        """Every field's (type, spec), in declaration order."""
+    def rules(cls) -> dict[str, tuple[Any, ParamRules]]:
+        """Every field's (type, rules), in declaration order."""
         hints = typing.get_type_hints(cls)
         out = {}
         for f in fields(cls):
-            spec = f.metadata.get(META_KEY)
-            if spec is None:
+            rules = f.metadata.get(META_KEY)
+            if rules is None:
                 raise TypeError(f"{cls.__name__}.{f.name} is not declared with param(...)")
-            out[f.name] = (hints[f.name], spec)
+            out[f.name] = (hints[f.name], rules)
         return out
 
     @classmethod
@@ -208,19 +208,19 @@ class Parameters:
     @classmethod
     def resolve(cls, **given) -> Parameters:
         """Check names and values; a profile supplies what is given empty (None or "")."""
-        specs = cls.specs()
-        unknown = sorted(set(given) - set(specs))
+        declared = cls.rules()
+        unknown = sorted(set(given) - set(declared))
         if unknown:
             raise SpecError(f"unknown parameter(s) {', '.join(unknown)} for {cls.__qualname__}",
-                            f"known parameters: {', '.join(specs)}")
+                            f"known parameters: {', '.join(declared)}")
         profile = given.get("profile") or "quick"
         if profile not in cls.profiles:
             raise SpecError(f"unknown profile {profile!r}",
                             f"use one of {', '.join(cls.profiles)}")
         values = {**cls.defaults(), **cls.profiles[profile], "profile": profile}
         values.update({k: v for k, v in given.items() if v is not None and v != ""})
-        checked = {name: _read(name, kind, spec, values[name])
-                   for name, (kind, spec) in specs.items() if name != "profile"}
+        checked = {name: _read(name, kind, rules, values[name])
+                   for name, (kind, rules) in declared.items() if name != "profile"}
         params = cls(profile=profile, **checked)
         params.check()
         return params
@@ -228,7 +228,7 @@ class Parameters:
     @classmethod
     def from_namespace(cls, namespace: Mapping[str, Any]) -> Parameters:
         """The parameters from a notebook's namespace (``globals()``): every field found there."""
-        return cls.resolve(**{name: namespace[name] for name in cls.specs() if name in namespace})
+        return cls.resolve(**{name: namespace[name] for name in cls.rules() if name in namespace})
 
     def check(self) -> None:
         """Rules that involve several fields; raise SpecError. Override where needed."""
@@ -240,15 +240,15 @@ class Parameters:
     def table(cls, notebook_defaults: Mapping[str, Any] | None = None) -> list[dict]:
         """One row per parameter: name, type, default, each profile's value, range, unit, help."""
         rows = []
-        for name, (kind, spec) in cls.specs().items():
+        for name, (kind, rules) in cls.rules().items():
             row = {"name": name, "type": _type_text(kind),
                    "default": cls.defaults().get(name)}
             if notebook_defaults is not None and name in notebook_defaults:
                 row["notebook"] = notebook_defaults[name]
             for profile, values in cls.profiles.items():
                 row[profile] = values.get(name, row["default"]) if name != "profile" else profile
-            row.update(range=spec.range_text() if name != "profile"
-                       else ", ".join(cls.profiles), unit=spec.unit, help=spec.help)
+            row.update(range=rules.range_text() if name != "profile"
+                       else ", ".join(cls.profiles), unit=rules.unit, help=rules.help)
             rows.append(row)
         return rows
 

@@ -55,11 +55,11 @@ def import_file(path: Path) -> None:
     if not path.is_file():
         raise SpecError(f"study module {path} does not exist",
                         "check the notebook's metadata harness.module or $HARNESS_STUDY_PATH")
-    spec = importlib.util.spec_from_file_location(module_name, path)
-    module = importlib.util.module_from_spec(spec)
+    module_spec = importlib.util.spec_from_file_location(module_name, path)
+    module = importlib.util.module_from_spec(module_spec)
     sys.modules[module_name] = module
     try:
-        spec.loader.exec_module(module)
+        module_spec.loader.exec_module(module)
     except BaseException:
         del sys.modules[module_name]
         raise

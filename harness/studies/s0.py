@@ -230,12 +230,12 @@ class Plan:
             a_private=_network(bed, "a1", "eth0"), public=_network(bed, "fa", "pub"),
         )
 
-    def nat_spec(self) -> nat.NatSpec:
+    def nat_rules(self) -> nat.NatRules:
         """Masquerade cluster A's private hosts towards the public segment only.
 
         Routed traffic to B's private prefix (method 1) stays untranslated.
         """
-        return nat.NatSpec(masquerade=(nat.Masquerade(
+        return nat.NatRules(masquerade=(nat.Masquerade(
             source=self.a_private, out_dev=self.fa_pub_dev, destination=self.public),))
 
 

@@ -174,7 +174,7 @@ def bench(meas: Measurement, params: Params) -> list[dict]:
             iperf3_server(j, meas.node("b1"), meas.plan.b1, IPERF_PORT), \
             bench_relays(meas) as relays:
         for rep in range(1, params.bench_repetitions + 1):
-            with nat.nat_applied(j, meas.node("fa"), meas.plan.nat_spec(), "s0b", meas.nat_records):
+            with nat.nat_applied(j, meas.node("fa"), meas.plan.nat_rules(), "s0b", meas.nat_records):
                 order = meas.order.shuffle(BENCH_PATHS)
                 lat = pingpong.client(j, a1, {path: bench_destination(meas, path, False)
                                               for path in order},
@@ -187,7 +187,7 @@ def bench(meas: Measurement, params: Params) -> list[dict]:
                 with ExitStack() as stack:
                     if BENCH_ROUTES[path][2]:
                         stack.enter_context(nat.nat_applied(j, meas.node("fa"),
-                                                            meas.plan.nat_spec(), "s0b",
+                                                            meas.plan.nat_rules(), "s0b",
                                                             meas.nat_records))
                     host, port = bench_destination(meas, path, True)
                     groups = relays_on_path(meas, path, relays)

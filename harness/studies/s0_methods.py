@@ -57,7 +57,7 @@ def method_path(meas: Measurement, method: str) -> Iterator[Way]:
         yield Way(p.fa_priv, PROXY_PORT)
     elif method == "nat_srd":
         fa = meas.node("fa")
-        with nat.nat_applied(meas.journal, fa, p.nat_spec(), "s0", meas.nat_records) as table:
+        with nat.nat_applied(meas.journal, fa, p.nat_rules(), "s0", meas.nat_records) as table:
             yield Way(p.fb_pub, SRD_PORT, table)
     else:
         raise SpecError(f"unknown method {method!r}", f"use one of {METHODS}")

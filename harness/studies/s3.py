@@ -247,7 +247,7 @@ def parse_qdisc(text: str) -> dict:
 
 
 def _cpu_from_samples(cpu: list[dict], clk_tck: int) -> dict:
-    """System-wide busy share over the reducer run, from its first and last /proc/stat."""
+    """System-wide busy share while the reducer ran, from its first and last /proc/stat."""
     if len(cpu) < 2:
         return {"system_busy_pct": None}
     a, b = cpu[0]["stat"], cpu[-1]["stat"]
@@ -258,10 +258,10 @@ def _cpu_from_samples(cpu: list[dict], clk_tck: int) -> dict:
             else None}
 
 
-def run_point(session: Session, bed, fleet: fanin.MapperFleet, binary: str, variant: str,
-              n: int, size: int, rounds: int, warmup: int, period_us: int, experiment: str,
-              repetition: int, params: Params,
-              before: tuple[dict, int] | None = None) -> tuple[dict, list[dict], tuple[dict, int]]:
+def measure_point(session: Session, bed, fleet: fanin.MapperFleet, binary: str, variant: str,
+                  n: int, size: int, rounds: int, warmup: int, period_us: int, experiment: str,
+                  repetition: int, params: Params, before: tuple[dict, int] | None = None
+                  ) -> tuple[dict, list[dict], tuple[dict, int]]:
     """One point. Returns its row, its rounds, and the counters read after it.
 
     Counters (bottleneck qdisc, mappers' CPU ticks) are read inside the reducer's
@@ -436,7 +436,7 @@ def measure_protocol(session: Session, bed, params: Params, variant: str, mapper
         last = None  # counters after the previous point of this fleet
         for n in params.mappers:
             for size_kb in params.sizes_kb:
-                row, per_round, last = run_point(
+                row, per_round, last = measure_point(
                     session, bed, fleet, binary, variant, n, size_kb * 1024,
                     params.rounds, params.warmup, 0, "rate", rep, params, last)
                 rows.append(row)
@@ -444,7 +444,7 @@ def measure_protocol(session: Session, bed, params: Params, variant: str, mapper
         if params.cpu_rounds:
             for period in params.cpu_periods_ms:
                 for size_kb in params.cpu_sizes_kb:
-                    row, per_round, last = run_point(
+                    row, per_round, last = measure_point(
                         session, bed, fleet, binary, variant, params.cpu_mappers,
                         size_kb * 1024, params.cpu_rounds, 1, period * 1000, "cpu",
                         rep, params, last)

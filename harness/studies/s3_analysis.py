@@ -51,7 +51,7 @@ def rate_summary(frame: pd.DataFrame) -> pd.DataFrame:
     out = rate.groupby(["protocol", "mappers", "size_kb"]).agg(
         rate_mbit=("rate_mbit_mean", "mean"), sd_mbit=("rate_mbit_mean", "std"),
         p5_mbit=("rate_mbit_p5", "mean"), round_ms=("round_ms_mean", "mean"),
-        queue_drops=("queue_drops", "sum"), ok=("ok", "all"), runs=("ok", "size"),
+        queue_drops=("queue_drops", "sum"), ok=("ok", "all"), repetitions=("ok", "size"),
         failed=("failed", "sum"))
     return out.reset_index()
 

@@ -109,8 +109,8 @@ def configure_mptcp(session: Session, bed) -> None:
         session.apply(mptcp.enable(node), DefaultCongestion(node, CONGESTION))
     session.apply(mptcp.Limits(client, subflows=2, add_addr_accepted=0),
                   mptcp.Limits(server, subflows=2, add_addr_accepted=0),
-                  mptcp.Endpoint(client, bed.address("client", "eth1"),
-                                 bed.device("client", "eth1"), ("subflow",)))
+                  mptcp.MptcpEndpoint(client, bed.address("client", "eth1"),
+                                      bed.device("client", "eth1"), ("subflow",)))
 
 
 @dataclass

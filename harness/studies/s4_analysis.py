@@ -48,7 +48,7 @@ def path_usage(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def overhead(frame: pd.DataFrame) -> pd.DataFrame:
-    """Harness time per point beyond the measuring tool's own run time."""
+    """Harness time per point beyond the measuring tool's own duration."""
     out = frame[["tool", "transport", "streams", "repetition", "tool_s", "wall_s"]].copy()
     out["harness_s"] = out["wall_s"] - out["tool_s"]
     out["harness_share"] = out["harness_s"] / out["wall_s"]

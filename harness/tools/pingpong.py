@@ -7,10 +7,10 @@ cross-check of this tool in study S0's unshaped benchmark):
   perturbations) and reports only the best of its trials per size; a study
   needs chosen sizes, every round trip kept, and the spread across them.
 * NPtcp's "bandwidth" is size / half round trip, i.e. derived from the same
-  ping-pong; streaming (its ``-s``) is a separate, one-size-at-a-time run.
+  ping-pong; streaming (its ``-s``) is a separate, one-size-at-a-time invocation.
   This tool measures both per size over one connection, and also reports the
   ping-pong-derived figure, so both definitions are available.
-* Its run time is not bounded: each size takes as long as its repetitions
+* Its duration is not bounded: each size takes as long as its repetitions
   do (a 1 MB ping-pong at 100 Mbit/s takes ~0.2 s per round trip). Here every
   size has a time budget with a minimum number of samples.
 * One program with three modes that runs through any node (namespace, VM,
@@ -21,7 +21,7 @@ Python adds a constant few microseconds per round trip on both ends; it is
 the same for every path, so differences between paths are the network's.
 The unshaped benchmark of S0 measures it against NPtcp on the same path.
 
-Protocol (client -> server, one connection for a whole run): a 9-byte header
+Protocol (client -> server, one connection per client invocation): a 9-byte header
 ``op size count`` (network order), then
   ``P``: ``count`` round trips of ``size`` bytes each way (ping-pong),
   ``S``: ``count`` messages of ``size`` bytes to the server, which answers one
@@ -210,9 +210,9 @@ def stream(sock: socket.socket, size: int, budget_s: float, max_bytes: int) -> d
             "mbit": count * size * 8 / seconds / 1e6}
 
 
-def run_client(targets: list[tuple[str, str, int]], sizes: list[int], latency_budget: float,
-               stream_budget: float, min_iters: int, max_iters: int, warmup: int,
-               stream_max_bytes: int, no_stream: bool, seed: int = 0) -> dict:
+def measure_targets(targets: list[tuple[str, str, int]], sizes: list[int],
+                    latency_budget: float, stream_budget: float, min_iters: int, max_iters: int,
+                    warmup: int, stream_max_bytes: int, no_stream: bool, seed: int = 0) -> dict:
     """Measure every size on every target, interleaved: size by size, targets in rotated order,
     or, with a ``seed``, in an order shuffled per size by a generator seeded with it.
 
@@ -329,9 +329,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.mode == "serve":
         serve(args.bind, args.port)
     elif args.mode == "client":
-        result = run_client(args.target, parse_sizes(args.sizes), args.latency_budget,
-                            args.stream_budget, args.min_iters, args.max_iters, args.warmup,
-                            args.stream_max_bytes, args.no_stream, args.seed)
+        result = measure_targets(args.target, parse_sizes(args.sizes), args.latency_budget,
+                                 args.stream_budget, args.min_iters, args.max_iters, args.warmup,
+                                 args.stream_max_bytes, args.no_stream, args.seed)
         print(json.dumps(result))
     elif args.mode == "hold":
         hold(args.host, args.port, args.flows, args.seconds)
@@ -354,7 +354,7 @@ def program(journal, node) -> list[str]:
         return [sys.executable, os.path.abspath(__file__)]
     machine = node.machine
     key = (str(journal.path), json.dumps(machine.describe(), sort_keys=True))
-    if key not in _REMOTE_COPIES:  # one copy per machine and run, removed by the journal
+    if key not in _REMOTE_COPIES:  # one copy per (journal, machine); the journal removes it
         path = f"/tmp/harness-pingpong-{_secrets.token_hex(4)}.py"
         journal.record("file", machine, path=path)
         machine.put(os.path.abspath(__file__), path)
@@ -390,7 +390,7 @@ def client(journal, node, targets: dict[str, tuple[str, int]], sizes: list[int],
            latency_budget: float, stream_budget: float, stream: bool = True, min_iters: int = 5,
            warmup: int = 20, timeout: float | None = None, seed: int = 0) -> dict:
     """Run the client on ``node`` against every target (name -> (host, port)), interleaved
-    (shuffled per size when ``seed`` is given, see :func:`run_client`)."""
+    (shuffled per size when ``seed`` is given, see :func:`measure_targets`)."""
     from ..errors import HarnessError
 
     argv = [*program(journal, node), "client"]

@@ -49,7 +49,7 @@ from .boot import (
     forget_changes_in_vms,
     forget_guest_changes,
 )
-from .spec import VM, resolve_kernel
+from .machine import VM, resolve_kernel
 
 __all__ = [
     "VM",

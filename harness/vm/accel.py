@@ -84,7 +84,7 @@ def probe_boot(
     ``finished`` is true when the kernel reached its root-mount panic and QEMU
     exited by itself within ``timeout_s``. The QEMU process is always gone on
     return (killed by its pid on timeout, error or Ctrl-C); with a journal it
-    is also recorded, so a crash of the harness leaves an undo record.
+    is also recorded, so a crash of the harness leaves a journal entry to undo.
     """
     argv = [
         qemu, "-no-user-config", "-nodefaults", "-no-reboot",

@@ -45,8 +45,8 @@ from ..nodes.ssh import SSHNode
 from . import guest
 from .accel import AccelVerdict, probe_accel
 from .kimage import bootable_kernel
+from .machine import VM, require_memory, require_programs, resolve_kernel
 from .qemu import HOSTFWD_FAILED, QemuLaunch, free_loopback_port, qemu_command
-from .spec import VM, require_memory, require_programs, resolve_kernel
 
 log = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 """The VMs of one lab: one per machine label of a topology, wired where links cross them.
 
-A topology whose nodes sit in separate kernels (``NodeSpec.machine``) gets a
+A topology whose nodes sit in separate kernels (``TopologyNode.machine``) gets a
 VM per machine label; each link between two machines becomes a wire -- a NIC
 in each VM whose frames QEMU carries as UDP datagrams between two loopback
 ports. The VMs boot at once (one thread each); every one that came up is
@@ -17,8 +17,8 @@ from ..journal import Journal
 from ..placement import EXTRA_VM_MEMORY_MIB, vm_cpus, vm_memory_mib
 from ..topology import Topology
 from .boot import VMNode, boot_vm
+from .machine import VM, Wire
 from .qemu import free_udp_ports
-from .spec import VM, Wire
 
 
 def boot_lab_vms(topology: Topology, study: str, journal: Journal,

@@ -20,7 +20,7 @@ Devices:
 * user-mode networking (slirp) with ``restrict=on``: the guest can reach
   nothing outside the VM, and the only way in is a forward of one port on
   127.0.0.1 to guest port 22. No tap device, no bridge, no host routes.
-* optional lab NICs ("wires", see spec.Wire): virtio-net devices on QEMU's
+* optional lab NICs ("wires", see machine.Wire): virtio-net devices on QEMU's
   ``dgram`` netdev, each sending its frames as UDP datagrams between two
   loopback ports -- straight to the NIC of a peer VM.
 * the serial console goes to a file in the per-boot directory (boot
@@ -58,7 +58,7 @@ class QemuLaunch:
     boot_dir: str
     console_log: str
     ssh_port: int
-    wires: tuple = ()  # spec.Wire
+    wires: tuple = ()  # machine.Wire
 
 
 def accel_args(accel: str) -> list[str]:

@@ -2,7 +2,7 @@ import pytest
 
 from harness.errors import SpecError
 from harness.shaping import plan_egress
-from harness.topology import Endpoint, Link, Topology, TopologyBuilder
+from harness.topology import Link, LinkEnd, Topology, TopologyBuilder
 
 
 def two_nodes(**link):
@@ -75,18 +75,18 @@ def test_malformed_dict_gives_spec_error():
 
 
 def test_egress_plan_burst_covers_two_ms_at_rate():
-    plan = plan_egress(Link(Endpoint("a", "e", "10.0.0.1/24"), Endpoint("b", "e", "10.0.0.2/24"),
+    plan = plan_egress(Link(LinkEnd("a", "e", "10.0.0.1/24"), LinkEnd("b", "e", "10.0.0.2/24"),
                             rate_mbit=1000))
     assert plan.rate_bit == 1_000_000_000
     assert plan.burst_bytes == 250_000  # 1 Gbit/s x 2 ms
     assert not plan.netem and plan.fifo is None
-    small = plan_egress(Link(Endpoint("a", "e", "10.0.0.1/24"), Endpoint("b", "e", "10.0.0.2/24"),
+    small = plan_egress(Link(LinkEnd("a", "e", "10.0.0.1/24"), LinkEnd("b", "e", "10.0.0.2/24"),
                              rate_mbit=1))
     assert small.burst_bytes == 32 * 1024  # never below the floor
 
 
 def test_netem_plan_holds_a_bdp_and_tc_commands_match():
-    link = Link(Endpoint("a", "e", "10.0.0.1/24"), Endpoint("b", "e", "10.0.0.2/24"),
+    link = Link(LinkEnd("a", "e", "10.0.0.1/24"), LinkEnd("b", "e", "10.0.0.2/24"),
                 rate_mbit=1000, delay_ms=50)
     plan = plan_egress(link)
     # 1 Gbit/s x 50 ms = 6.25 MB = 4167 packets of 1500 B; twice that
@@ -99,7 +99,7 @@ def test_netem_plan_holds_a_bdp_and_tc_commands_match():
 
 
 def test_queue_limit_becomes_a_fifo_under_the_shaper():
-    link = Link(Endpoint("a", "e", "10.0.0.1/24"), Endpoint("b", "e", "10.0.0.2/24"),
+    link = Link(LinkEnd("a", "e", "10.0.0.1/24"), LinkEnd("b", "e", "10.0.0.2/24"),
                 rate_mbit=100, queue_bytes=64000)
     plan = plan_egress(link)
     assert (plan.fifo, plan.fifo_limit) == ("bfifo", 64000)

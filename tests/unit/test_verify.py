@@ -10,7 +10,7 @@ from harness.nodes import LocalNode, NamespaceNode
 from harness.nodes.group import machine_script
 from harness.nodes.result import Result
 from harness.shaping import plan_egress
-from harness.topology import Endpoint, Link
+from harness.topology import Link, LinkEnd
 from harness.verify import (
     Direction,
     check_direction,
@@ -35,7 +35,7 @@ IPERF = ('{"start": {}, "end": {"sum_sent": {"bits_per_second": 4.9e7, "retransm
 
 
 def link(**kw) -> Link:
-    return Link(Endpoint("a", "eth1", "198.18.0.1/24"), Endpoint("b", "eth1", "198.18.0.2/24"),
+    return Link(LinkEnd("a", "eth1", "198.18.0.1/24"), LinkEnd("b", "eth1", "198.18.0.2/24"),
                 **kw)
 
 

@@ -22,7 +22,7 @@ from harness.topology import TopologyBuilder
 
 pytestmark = [pytest.mark.integration, needs_root, needs_tools("nft", "conntrack")]
 
-SPEC = nat.NatSpec(masquerade=(nat.Masquerade("10.9.0.0/24", "out", "198.18.5.0/24"),))
+RULES = nat.NatRules(masquerade=(nat.Masquerade("10.9.0.0/24", "out", "198.18.5.0/24"),))
 
 
 @pytest.fixture
@@ -75,7 +75,7 @@ def test_masquerade_translates_counts_and_is_removed_exactly(journal, lab):
     router.run(["nft", "add", "table", "ip", "someone_else"], timeout=10)
     assert exchange(lab, timeout=1.0) is None  # no route back without NAT
     records: list = []
-    with nat.nat_applied(journal, router, SPEC, "test", records) as table:
+    with nat.nat_applied(journal, router, RULES, "test", records) as table:
         assert ("ip", table.name) in tables(router)
         assert table.name.startswith("harness_test_")
         # journalled before it was created, with what the undo needs
@@ -83,7 +83,7 @@ def test_masquerade_translates_counts_and_is_removed_exactly(journal, lab):
         assert entry.data == {"family": "ip", "table": table.name}
         assert exchange(lab) == "198.18.5.1"  # the server saw the router's public address
         counters = table.counters()
-        snat = counters[SPEC.masquerade[0].counter]
+        snat = counters[RULES.masquerade[0].counter]
         assert snat["packets"] == 1  # the first packet of the one connection
         assert counters[nat.TRANSLATED_COUNTER]["bytes"] > 65536
         translated = [e for e in nat.conntrack_entries(router)
@@ -98,7 +98,7 @@ def test_masquerade_translates_counts_and_is_removed_exactly(journal, lab):
 
 def test_undo_from_the_journal_alone_removes_the_table(journal, lab):
     router = lab.node("r")
-    table, _record = nat.apply_nat(journal, router, SPEC, "crash")
+    table, _record = nat.apply_nat(journal, router, RULES, "crash")
     assert table.exists()
     journal.undo_all(after_seq=table.entry.seq - 1)  # as `harness lab clean` would
     assert not table.exists()
@@ -108,7 +108,7 @@ def test_undo_from_the_journal_alone_removes_the_table(journal, lab):
 def test_missing_device_is_refused_before_any_change(journal, lab):
     router = lab.node("r")
     before = tables(router)
-    bad = nat.NatSpec(masquerade=(nat.Masquerade("10.9.0.0/24", "wan0"),))
+    bad = nat.NatRules(masquerade=(nat.Masquerade("10.9.0.0/24", "wan0"),))
     with pytest.raises(SpecError, match="no interface wan0"):
         nat.apply_nat(journal, router, bad, "bad")
     assert tables(router) == before

@@ -58,11 +58,11 @@ def test_mptcp_endpoint_and_limits_are_restored(journal, lab):
     limits = mptcp.read_limits(node)
     with journal.scope():
         apply(journal, [mptcp.enable(node), mptcp.Limits(node, subflows=4, add_addr_accepted=3),
-                        mptcp.Endpoint(node, "198.18.1.2", "eth0", ("subflow",))])
+                        mptcp.MptcpEndpoint(node, "198.18.1.2", "eth0", ("subflow",))])
         assert mptcp.read_limits(node) == {"subflows": 4, "add_addr_accepted": 3}
         assert [ep["address"] for ep in mptcp.read_endpoints(node)] == ["198.18.1.2"]
         with pytest.raises(SpecError, match="already has an MPTCP endpoint"):
-            apply(journal, [mptcp.Endpoint(node, "198.18.1.2", "eth0")])
+            apply(journal, [mptcp.MptcpEndpoint(node, "198.18.1.2", "eth0")])
     assert mptcp.read_limits(node) == limits
     assert mptcp.read_endpoints(node) == []
 

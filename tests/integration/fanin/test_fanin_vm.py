@@ -27,7 +27,7 @@ def vm_lab(tmp_path_factory):
     from harness.errors import CapabilityMissing
     from harness.journal import Journal
     from harness.vm import VM, boot_vm, checks
-    from harness.vm.spec import require_programs, resolve_kernel
+    from harness.vm.machine import require_programs, resolve_kernel
 
     try:
         require_programs()

@@ -24,7 +24,7 @@ import pytest
 
 from harness.journal import Journal
 from harness.lab import Lab
-from harness.relay import RelaySpec, RelayStartError, build_local, run_relay, start_relay
+from harness.relay import RelaySpec, RelayStartError, build_local, running_relay, start_relay
 from harness.relay.line import MIDDLE_LEFT_IP, SERVER_IP, line_topology, netns_socket
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
@@ -185,7 +185,7 @@ def test_bytes_relayed_intact_both_directions_at_once(lab, journal, tmp_path):
     sport, rport = next_port(), next_port()
     log = tmp_path / "srd.log"
     with Server(lab, sport, handler) as server, \
-            run_relay(journal, lab.node("middle"), relay_spec(rport, sport, log_path=str(log))) \
+            running_relay(journal, lab.node("middle"), relay_spec(rport, sport, log_path=str(log))) \
             as relay:
         with connect(lab, rport) as sock:
             received: list[bytes] = []
@@ -237,7 +237,7 @@ def test_many_concurrent_streams(lab, journal):
 
     sport, rport = next_port(), next_port()
     with Server(lab, sport, echo) as server, \
-            run_relay(journal, lab.node("middle"), relay_spec(rport, sport)) as relay:
+            running_relay(journal, lab.node("middle"), relay_spec(rport, sport)) as relay:
         threads = [threading.Thread(target=client, args=(i,)) for i in range(streams)]
         for t in threads:
             t.start()
@@ -267,7 +267,7 @@ def test_half_close_client_first(lab, journal):
 
     sport, rport = next_port(), next_port()
     with Server(lab, sport, handler) as server, \
-            run_relay(journal, lab.node("middle"), relay_spec(rport, sport)) as relay:
+            running_relay(journal, lab.node("middle"), relay_spec(rport, sport)) as relay:
         with connect(lab, rport) as sock:
             sock.sendall(request)
             sock.shutdown(socket.SHUT_WR)
@@ -290,7 +290,7 @@ def test_half_close_server_first(lab, journal):
 
     sport, rport = next_port(), next_port()
     with Server(lab, sport, handler) as server, \
-            run_relay(journal, lab.node("middle"), relay_spec(rport, sport)):
+            running_relay(journal, lab.node("middle"), relay_spec(rport, sport)):
         with connect(lab, rport) as sock:
             assert read_all(sock) == greeting  # EOF seen by the client...
             sock.sendall(upload)  # ...and it can still send
@@ -340,7 +340,7 @@ def test_resets_mid_stream_are_passed_on_and_the_relay_keeps_serving(lab, journa
 
     sport, rport = next_port(), next_port()
     with Server(lab, sport, handler) as server, \
-            run_relay(journal, lab.node("middle"), relay_spec(rport, sport)) as relay:
+            running_relay(journal, lab.node("middle"), relay_spec(rport, sport)) as relay:
         # 1. The client resets mid-stream.
         sock = connect(lab, rport)
         sock.sendall(b"c" + os.urandom(1 << 20))
@@ -383,7 +383,7 @@ def test_resets_mid_stream_are_passed_on_and_the_relay_keeps_serving(lab, journa
 def test_unreachable_target_closes_the_client_cleanly(lab, journal, target, error, talk):
     rport = next_port()
     spec = RelaySpec.parse(f"{MIDDLE_LEFT_IP}:{rport}", target, connect_timeout=1.0)
-    with run_relay(journal, lab.node("middle"), spec) as relay:
+    with running_relay(journal, lab.node("middle"), spec) as relay:
         started = time.monotonic()
         with connect(lab, rport) as sock:
             if talk:  # data sent while the relay waits for the target is discarded, not reset
@@ -400,7 +400,7 @@ def test_unreachable_target_closes_the_client_cleanly(lab, journal, target, erro
 def test_port_in_use_is_a_clear_start_error(lab, journal):
     rport = next_port()
     middle = lab.node("middle")
-    with run_relay(journal, middle, relay_spec(rport, 9)) as first:
+    with running_relay(journal, middle, relay_spec(rport, 9)) as first:
         before = len(journal.pending())
         with pytest.raises(RelayStartError) as err:
             start_relay(journal, middle, relay_spec(rport, 9))
@@ -506,7 +506,7 @@ def test_memory_stays_bounded_with_a_slow_reader(lab, journal):
     assert bound < total, "the kernel's buffers are too big for this test to tell"
     sport, rport = next_port(), next_port()
     with Server(lab, sport, handler), \
-            run_relay(journal, lab.node("middle"), relay_spec(rport, sport, pipe_size=pipe)) \
+            running_relay(journal, lab.node("middle"), relay_spec(rport, sport, pipe_size=pipe)) \
             as relay:
         sock = connect(lab, rport)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 256 << 10)
@@ -540,7 +540,7 @@ def test_small_writes_are_not_delayed(lab, journal):
 
     sport, rport = next_port(), next_port()
     with Server(lab, sport, handler), \
-            run_relay(journal, lab.node("middle"), relay_spec(rport, sport)), \
+            running_relay(journal, lab.node("middle"), relay_spec(rport, sport)), \
             connect(lab, rport) as sock:
         times = []
         for _ in range(60):  # long enough to leave TCP's initial quick-ACK mode
@@ -561,7 +561,7 @@ def test_streams_over_the_limit_are_refused_and_logged(lab, journal):
 
     sport, rport = next_port(), next_port()
     with Server(lab, sport, handler) as server, \
-            run_relay(journal, lab.node("middle"), relay_spec(rport, sport, max_streams=2)) \
+            running_relay(journal, lab.node("middle"), relay_spec(rport, sport, max_streams=2)) \
             as relay:
         held = [connect(lab, rport) for _ in range(2)]
         wait_for(lambda: len(relay.events("connected")) == 2, what="2 streams")

@@ -27,7 +27,7 @@ from harness.nodes.ssh import SSHNode
 from harness.vm import VM, VMBootError, boot_vm, checks
 from harness.vm.accel import probe_boot
 from harness.vm.kimage import bootable_kernel
-from harness.vm.spec import require_programs, resolve_kernel
+from harness.vm.machine import require_programs, resolve_kernel
 
 pytestmark = [pytest.mark.integration, pytest.mark.vm]
 
@@ -151,14 +151,14 @@ def test_study_modules_load(vm):
 @pytest.fixture(scope="module")
 def lab(vm_env):
     from harness.lab import Lab
-    from harness.topology import Endpoint, Link, NodeSpec, Topology
+    from harness.topology import Link, LinkEnd, Topology, TopologyNode
 
     vm, journal = vm_env
     topo = Topology(
         name="vm-netem",
-        nodes=(NodeSpec("a"), NodeSpec("b")),
-        links=(Link(Endpoint("a", "eth1", "198.18.0.1/24"),
-                    Endpoint("b", "eth1", "198.18.0.2/24"),
+        nodes=(TopologyNode("a"), TopologyNode("b")),
+        links=(Link(LinkEnd("a", "eth1", "198.18.0.1/24"),
+                    LinkEnd("b", "eth1", "198.18.0.2/24"),
                     rate_mbit=RATE_MBIT, delay_ms=DELAY_MS),),
     )
     with Lab(topo, journal, host=vm, prefix=f"vt{os.getpid() % 100000}") as built:

@@ -14,7 +14,7 @@ from harness.errors import SpecError
 from harness.journal import Journal
 from harness.nodes.base import Node
 from harness.nodes.local import LocalNode
-from harness.relay import Endpoint, RelaySpec, build, parse_endpoint, parse_events, start_relay
+from harness.relay import HostPort, RelaySpec, build, parse_events, parse_host_port, start_relay
 from harness.relay.events import error_lines, parse_line
 
 needs_cc = pytest.mark.skipif(
@@ -22,7 +22,7 @@ needs_cc = pytest.mark.skipif(
 )
 
 
-# -- endpoints -------------------------------------------------------------------------------
+# -- host:port -------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("text, host, port", [
     ("198.18.1.2:5201", "198.18.1.2", 5201),
@@ -30,8 +30,8 @@ needs_cc = pytest.mark.skipif(
     ("[fd00::2]:65535", "fd00::2", 65535),
     ("server-1.example:80", "server-1.example", 80),
 ])
-def test_parse_endpoint_accepts(text, host, port):
-    assert parse_endpoint(text, "t") == Endpoint(host, port)
+def test_parse_host_port_accepts(text, host, port):
+    assert parse_host_port(text, "t") == HostPort(host, port)
 
 
 @pytest.mark.parametrize("text, fragment", [
@@ -49,9 +49,9 @@ def test_parse_endpoint_accepts(text, host, port):
     ("-lead.example:1", "neither an IP address"),
     (5201, "expected 'HOST:PORT'"),
 ])
-def test_parse_endpoint_rejects_with_reason(text, fragment):
+def test_parse_host_port_rejects_with_reason(text, fragment):
     with pytest.raises(SpecError) as err:
-        parse_endpoint(text, "relay target")
+        parse_host_port(text, "relay target")
     assert fragment in str(err.value)
     assert err.value.hint  # every error says how to fix it
 
@@ -81,9 +81,9 @@ def test_spec_rejects_bad_options(field, value):
 
 
 @pytest.mark.parametrize("port", [0, 65536, -5, True, "5201", 52.0])
-def test_endpoint_ports_are_checked_in_spec(port):
+def test_ports_are_checked_in_spec(port):
     with pytest.raises(SpecError):
-        RelaySpec(Endpoint("198.18.0.2", port), Endpoint("198.18.1.2", 5201))
+        RelaySpec(HostPort("198.18.0.2", port), HostPort("198.18.1.2", 5201))
 
 
 def test_argv_is_what_the_daemon_parses():
@@ -124,7 +124,7 @@ def test_start_relay_validates_before_anything_starts(tmp_path):
     broken = RelaySpec.__new__(RelaySpec)
     for f in dataclasses.fields(RelaySpec):
         object.__setattr__(broken, f.name, getattr(good, f.name))
-    object.__setattr__(broken, "listen", Endpoint("198.18.0.2", 70000))
+    object.__setattr__(broken, "listen", HostPort("198.18.0.2", 70000))
     journal = Journal(tmp_path / "j.jsonl")
     with pytest.raises(SpecError, match="70000"):
         start_relay(journal, ExplodingNode(), broken)

@@ -31,7 +31,7 @@ def test_each_notebooks_parameters_cell_matches_its_study(notebook):
     must name the same parameters (a typo on either side is caught here)."""
     study = study_of_notebook(notebook)
     declared = set(notebook_parameters(notebook))
-    assert declared - set(HARNESS_PARAMETERS) == set(study.Params.specs())
+    assert declared - set(HARNESS_PARAMETERS) == set(study.Params.rules())
     assert set(HARNESS_PARAMETERS) <= declared
 
 

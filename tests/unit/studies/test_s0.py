@@ -77,7 +77,7 @@ def test_topology_has_lab_prefixes_only_and_fronts_with_two_interfaces():
     topo = s0.topology(s0.Params.resolve())
     public = ipaddress.ip_network(s0.LAB_PUBLIC)
     private = [ipaddress.ip_network(s0.A_PRIVATE), ipaddress.ip_network(s0.B_PRIVATE)]
-    for end in topo.endpoints():
+    for end in topo.link_ends():
         ip = ipaddress.ip_address(end.ip)
         assert ip in public or any(ip in net for net in private), end
     for route in topo.routes:
@@ -85,37 +85,37 @@ def test_topology_has_lab_prefixes_only_and_fronts_with_two_interfaces():
         assert ipaddress.ip_network(route.destination).prefixlen >= 15
     for front in ("fa", "fb"):
         assert topo.node(front).forwarding
-        assert {e.ifname for e in topo.endpoints(front)} == {"priv", "pub"}
+        assert {e.ifname for e in topo.link_ends(front)} == {"priv", "pub"}
     assert [n.name for n in topo.nodes if not n.forwarding] == ["a1", "b1"]
 
 
 # -- NAT rules and parsers --------------------------------------------------------------------
 
 def test_nat_ruleset_is_one_table_with_counted_restricted_masquerade():
-    spec = nat.NatSpec(masquerade=(nat.Masquerade("10.1.0.0/24", "pub", "198.18.0.0/24"),),
-                       forwards=(nat.PortForward("pub", 8080, "10.1.0.2", 80),))
-    text = spec.ruleset("harness_t_abc123")
+    rules = nat.NatRules(masquerade=(nat.Masquerade("10.1.0.0/24", "pub", "198.18.0.0/24"),),
+                         forwards=(nat.PortForward("pub", 8080, "10.1.0.2", 80),))
+    text = rules.ruleset("harness_t_abc123")
     assert text.startswith("table ip harness_t_abc123 {")
     assert text.count("table ") == 1
     assert 'ip saddr 10.1.0.0/24 ip daddr 198.18.0.0/24 oifname "pub" counter masquerade' in text
     assert 'iifname "pub" tcp dport 8080 counter dnat to 10.1.0.2:80' in text
     assert "ct status snat counter" in text and "policy accept" in text
     assert "drop" not in text
-    fixed = nat.NatSpec(masquerade=(nat.Masquerade("10.1.0.0/24", "pub", to_address="198.18.0.1"),))
+    fixed = nat.NatRules(masquerade=(nat.Masquerade("10.1.0.0/24", "pub", to_address="198.18.0.1"),))
     assert "snat to 198.18.0.1" in fixed.ruleset("t")
 
 
-@pytest.mark.parametrize("spec, message", [
-    (nat.NatSpec(), "at least one"),
-    (nat.NatSpec(masquerade=(nat.Masquerade("10.1.0.0/33", "pub"),)), "not an IPv4 prefix"),
-    (nat.NatSpec(masquerade=(nat.Masquerade("10.1.0.0/24", 'pub" accept'),)), "not valid"),
-    (nat.NatSpec(masquerade=(nat.Masquerade("10.1.0.0/24", "pub", to_address="x"),)),
+@pytest.mark.parametrize("rules, message", [
+    (nat.NatRules(), "at least one"),
+    (nat.NatRules(masquerade=(nat.Masquerade("10.1.0.0/33", "pub"),)), "not an IPv4 prefix"),
+    (nat.NatRules(masquerade=(nat.Masquerade("10.1.0.0/24", 'pub" accept'),)), "not valid"),
+    (nat.NatRules(masquerade=(nat.Masquerade("10.1.0.0/24", "pub", to_address="x"),)),
      "not an IPv4 address"),
-    (nat.NatSpec(forwards=(nat.PortForward("pub", 0, "10.1.0.2"),)), "not a TCP port"),
+    (nat.NatRules(forwards=(nat.PortForward("pub", 0, "10.1.0.2"),)), "not a TCP port"),
 ])
-def test_nat_spec_errors(spec, message):
+def test_nat_rules_errors(rules, message):
     with pytest.raises(SpecError, match=message):
-        spec.validate()
+        rules.validate()
 
 
 CONNTRACK = """\
@@ -162,8 +162,8 @@ def test_pingpong_measures_every_target_and_size_over_loopback():
     threading.Thread(target=pingpong.serve, args=("127.0.0.1", port), daemon=True).start()
     # a refused connect returns at once: wait by the clock, not by a count of tries
     assert wait_until(lambda: pingpong.probe("127.0.0.1", port, 0.2) == 0, 10, 0.05)
-    result = pingpong.run_client([("a", "127.0.0.1", port), ("b", "127.0.0.1", port)],
-                                 [1, 4096, 65536], 0.01, 0.02, 3, 1000, 2, 1 << 30, False)
+    result = pingpong.measure_targets([("a", "127.0.0.1", port), ("b", "127.0.0.1", port)],
+                                      [1, 4096, 65536], 0.01, 0.02, 3, 1000, 2, 1 << 30, False)
     assert set(result["targets"]) == {"a", "b"}
     for target in result["targets"].values():
         assert [p["size"] for p in target["points"]] == [1, 4096, 65536]

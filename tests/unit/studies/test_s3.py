@@ -94,7 +94,7 @@ def test_qdisc_counters_read_the_fifo():
 
 
 def test_snapshot_is_one_command_when_the_mappers_share_the_switch_machine():
-    from harness.fanin.run import MapperFleet
+    from harness.fanin.reducer import MapperFleet
     from harness.nodes import LocalNode, NamespaceNode
     from harness.nodes.ssh import SSHNode
 

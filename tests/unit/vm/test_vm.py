@@ -21,10 +21,10 @@ from harness.errors import CapabilityMissing, SpecError
 from harness.journal import Journal
 from harness.nodes import LocalNode, NamespaceNode
 from harness.nodes.ssh import SSHNode
-from harness.vm import VM, accel, boot_vm, guest, kimage, qemu, spec
+from harness.vm import VM, accel, boot_vm, guest, kimage, machine, qemu
 from harness.vm.boot import _ssh_banner, console_summary, forget_guest_changes
 
-# -- spec ---------------------------------------------------------------------------------
+# -- machine: the VM spec and host checks -------------------------------------------
 
 
 @pytest.mark.parametrize("bad, match", [
@@ -44,14 +44,14 @@ def test_spec_defaults_are_valid():
 
 
 def test_kernel_version_from_debian_name():
-    assert spec.kernel_version("/boot/vmlinuz-6.1.0-56-amd64") == "6.1.0-56-amd64"
+    assert machine.kernel_version("/boot/vmlinuz-6.1.0-56-amd64") == "6.1.0-56-amd64"
     with pytest.raises(SpecError, match="vmlinuz-<version>"):
-        spec.kernel_version("/boot/bzImage")
+        machine.kernel_version("/boot/bzImage")
 
 
 def test_missing_kernel_names_the_debian_package(tmp_path):
     with pytest.raises(CapabilityMissing, match="does not exist") as info:
-        spec.resolve_kernel(str(tmp_path / "vmlinuz-9.9.9-none"))
+        machine.resolve_kernel(str(tmp_path / "vmlinuz-9.9.9-none"))
     assert "linux-image-amd64" in info.value.hint
 
 
@@ -59,14 +59,14 @@ def test_kernel_without_matching_modules_is_refused(tmp_path):
     image = tmp_path / "vmlinuz-9.9.9-harness-test"
     image.write_bytes(b"not a kernel")
     with pytest.raises(CapabilityMissing, match="/lib/modules/9.9.9-harness-test") as info:
-        spec.resolve_kernel(str(image))
+        machine.resolve_kernel(str(image))
     assert "linux-image-amd64" in info.value.hint
 
 
 def test_missing_qemu_names_the_debian_package(monkeypatch, tmp_path):
     monkeypatch.setenv("PATH", str(tmp_path))  # an empty directory: nothing is found
     with pytest.raises(CapabilityMissing, match="qemu-system-x86_64") as info:
-        spec.require_programs()
+        machine.require_programs()
     assert info.value.hint == "apt-get install qemu-system-x86"
 
 
@@ -79,10 +79,10 @@ def _meminfo(tmp_path, available_kib: int) -> str:
 def test_memory_check_uses_memavailable(tmp_path):
     vm = VM(memory_mib=2048)
     with pytest.raises(CapabilityMissing, match="only 1000 MiB are available") as info:
-        spec.require_memory(vm, _meminfo(tmp_path, 1000 * 1024))
+        machine.require_memory(vm, _meminfo(tmp_path, 1000 * 1024))
     assert "memory_mib" in info.value.hint
-    need = 2048 + spec.QEMU_OVERHEAD_MIB
-    assert spec.require_memory(vm, _meminfo(tmp_path, need * 1024)) == need
+    need = 2048 + machine.QEMU_OVERHEAD_MIB
+    assert machine.require_memory(vm, _meminfo(tmp_path, need * 1024)) == need
 
 
 def test_boot_refuses_too_much_memory_before_changing_anything(tmp_path):
@@ -114,7 +114,7 @@ def test_network_is_user_mode_loopback_only():
 
 
 def test_wires_are_loopback_datagram_sockets_with_their_own_mac():
-    from harness.vm.spec import VM, Wire
+    from harness.vm.machine import VM, Wire
 
     wire = Wire("52:54:00:5e:00:01", 41000, 41001)
     argv = qemu.qemu_argv(_launch(wires=(wire,)))

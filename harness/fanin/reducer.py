@@ -1,4 +1,4 @@
-"""Run the mappers (background, journalled) and the reducer (foreground) on lab nodes.
+"""Start the mappers (background, journalled) and run the reducer (foreground) on lab nodes.
 
 Mappers in namespaces of one machine are started as ONE background process
 on that machine (a :class:`~harness.nodes.group.Launcher`: a shell that starts
@@ -27,7 +27,7 @@ READY_TIMEOUT = 120.0
 
 
 class FaninError(HarnessError):
-    """A mapper did not start, or a reducer run failed."""
+    """A mapper did not start, or a reducer failed."""
 
 
 @dataclass
@@ -150,7 +150,7 @@ def run_reducer(node: Node, binary: str, spec: ReduceSpec, targets: list[str],
     """Run one reducer to completion on ``node``; its JSON lines are parsed.
 
     ``bracket``: a shell command for the reducer's machine, run right before and
-    right after the reducer *in the same command* -- counters read around a run
+    right after the reducer *in the same command* -- counters read around the reducer
     without two extra round trips to a slow (TCG) VM. Its two outputs are in ``result.bracket``.
     """
     argv = spec.argv(binary, targets)
