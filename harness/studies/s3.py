@@ -418,8 +418,10 @@ class S3(Study):
     def figures(self, data: RunData) -> dict:
         from . import s3_analysis
 
-        return {"fig7": s3_analysis.figure_rate(data.results),
-                "fig8": s3_analysis.figure_cpu(data.results)}
+        rounds = data.tables.get("rounds")
+        return {"fig7": s3_analysis.figure_rate(data.results, rounds),
+                "fig8": s3_analysis.figure_cpu(data.results),
+                "paper": s3_analysis.figure_paper(data.results, rounds)}
 
 
 def measure_protocol(session: Session, bed, params: Params, variant: str, mapper_nodes: list,

@@ -6,9 +6,11 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import seaborn as sns
+from matplotlib.ticker import ScalarFormatter
 
 from ..claims import NOT_TESTABLE, Claim, Region, Verdict, judge, not_testable, table
 from ..intervals import bootstrap_groups, mean_estimate
@@ -82,14 +84,23 @@ def _size_axis(grid, sizes) -> None:
         ax.set_xlabel("partition size per mapper (KB)")
 
 
-def figure_rate(frame: pd.DataFrame):
-    """Fig. 7 mirror: average transfer rate against partition size, one panel per fan-in."""
+def figure_rate(frame: pd.DataFrame, rounds: pd.DataFrame | None = None):
+    """Fig. 7 mirror: average transfer rate against partition size, one panel per fan-in.
+
+    With the rounds table, each point is the mean over its rounds with a 95 % bootstrap
+    interval as error bar; without it, the per-point means (no bars).
+    """
     summ = rate_summary(frame)
     if summ.empty:
         return None
-    grid = sns.relplot(data=summ, x="size_kb", y="rate_mbit", hue="protocol", col="mappers",
+    data, bars = summ, None
+    if rounds is not None and not rounds.empty:
+        data = rounds[rounds.experiment == "rate"]
+        bars = ("ci", 95)
+    grid = sns.relplot(data=data, x="size_kb", y="rate_mbit", hue="protocol", col="mappers",
                        kind="line", marker="o", hue_order=_order(summ), height=3.2, aspect=1.0,
-                       col_wrap=min(4, summ.mappers.nunique()))
+                       col_wrap=min(4, summ.mappers.nunique()), errorbar=bars,
+                       err_style="bars", n_boot=500, seed=1)
     grid.set(ylabel="average transfer rate (Mbit/s)")
     _size_axis(grid, summ.size_kb.unique())
     grid.figure.suptitle("Reducer transfer rate, 1:N fan-in (mirror of the paper's Fig. 7)",
@@ -125,6 +136,70 @@ def figure_cpu(frame: pd.DataFrame):
     _size_axis(grid, summ.size_kb.unique())
     grid.figure.suptitle("CPU use by period and size (mirror of the paper's Fig. 8)", y=1.03)
     return grid.figure
+
+
+def figure_paper(frame: pd.DataFrame, rounds: pd.DataFrame | None = None):
+    """Ours against the paper's numbers: TIPC over TCP per size (rate at the largest fan-in,
+    reducer CPU per round at the shortest period), 95 % intervals, the paper's values drawn."""
+    ref = tcp_reference(frame)
+    if not ref or "tipc" not in set(frame.protocol):
+        return None
+    groups = round_rates(rounds if rounds is not None else pd.DataFrame(), frame)
+    big_n = max((k[1] for k in groups), default=None)
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4))
+    ax = axes[0]
+    rows = []
+    for (proto, n, size), tipc in sorted(groups.items()):
+        if proto != "tipc" or n != big_n or (ref, n, size) not in groups:
+            continue
+        est = bootstrap_groups({"t": tipc, "r": groups[(ref, n, size)]},
+                               lambda d: 100 * (d["t"].mean() / d["r"].mean() - 1)
+                               if d["r"].mean() > 0 else float("nan"), "%")
+        if est:
+            rows.append((size, est))
+    if rows:
+        x = [r[0] for r in rows]
+        y = [r[1].value for r in rows]
+        err = [[r[1].value - (r[1].low if r[1].has_interval else r[1].value) for r in rows],
+               [(r[1].high if r[1].has_interval else r[1].value) - r[1].value for r in rows]]
+        ax.errorbar(x, y, yerr=err, marker="o", capsize=3, label=f"ours, 1:{big_n} (95 % CI)")
+    ax.axhline(PAPER["tipc_gain_small_avg_pct"], color="C2", ls=":",
+               label="paper: +10 % on average, <= 8 KB")
+    ax.axhline(PAPER["tipc_gain_small_max_pct"], color="C2", ls="--",
+               label="paper: up to +16 %, <= 8 KB")
+    ax.axvspan(PAPER["collapse_size_kb"], 64 * 1.2, color="C3", alpha=0.08,
+               label="paper: TIPC 'very low' from 16 KB")
+    ax.axhline(0, color="grey", lw=0.8)
+    ax.set_xscale("log", base=2)
+    ax.xaxis.set_major_formatter(ScalarFormatter())
+    ax.set_xlabel("partition size per mapper (KB)")
+    ax.set_ylabel(f"TIPC rate over {ref} (%)")
+    ax.set_title(f"rate, 1:{big_n} fan-in (Fig. 7)")
+    ax.legend(fontsize=7)
+    ax = axes[1]
+    cpu = frame[frame.experiment == "cpu"]
+    metric = "reducer_cpu_ms_per_round" if "reducer_cpu_ms_per_round" in cpu else \
+        "reducer_cpu_pct"
+    if not cpu.empty and {"tipc", ref} <= set(cpu.protocol):
+        period = cpu.period_ms.min()
+        w = cpu[cpu.period_ms == period].pivot_table(
+            index=["repetition", "size_kb"] if "repetition" in cpu else ["size_kb"],
+            columns="protocol", values=metric)
+        diff = (100 * (w["tipc"] / w[ref] - 1)).rename("pct").reset_index()
+        sns.lineplot(data=diff, x="size_kb", y="pct", marker="o", errorbar=("ci", 95),
+                     err_style="bars", ax=ax, label=f"ours, period {period:g} ms", n_boot=500,
+                     seed=1)
+        ax.set_xscale("log", base=2)
+        ax.xaxis.set_major_formatter(ScalarFormatter())
+    low, high = PAPER["tipc_cpu_saving_pct"]
+    ax.axhspan(-high, -low, xmax=1, color="C2", alpha=0.2, label="paper: -15..-7 %, <= 16 KB")
+    ax.axhline(0, color="grey", lw=0.8)
+    ax.set_xlabel("partition size per mapper (KB)")
+    ax.set_ylabel(f"TIPC reducer CPU over {ref} (%)")
+    ax.set_title("CPU per round (Fig. 8), error bars over repetitions")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    return fig
 
 
 def _pct(a: float, b: float) -> float | None:
