@@ -34,6 +34,8 @@ OUTCOMES = (REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE, NOT_TESTABLE)
 PAPER = "paper"
 TARGET = "target"  # an engineering target of ours, not a claim of the paper
 
+IMPRACTICAL = 100  # more than this many times the samples we have: say so, not "run more"
+
 COLUMNS = ["claim_id", "source", "claim", "paper", "region", "ours", "value", "low", "high",
            "unit", "n", "units", "interval", "outcome", "reason", "more_needed", "note"]
 
@@ -141,7 +143,7 @@ def samples_to_decide(estimate: Estimate, region: Region) -> int | None:
     inside = region.low <= v <= region.high
     needs = []
     for bound in (region.low, region.high):
-        if math.isinf(bound) or not lo < bound < hi:
+        if math.isinf(bound) or not lo <= bound <= hi:
             continue
         half = (hi - v) if bound > v else (v - lo)
         distance = abs(v - bound)
@@ -173,8 +175,13 @@ def judge(claim: Claim, estimate: Estimate | None, note: str = "") -> Verdict:
         return Verdict(claim, estimate, NOT_REPRODUCED,
                        f"the interval lies outside {region.text(claim.unit)}", None, note)
     more = samples_to_decide(estimate, region)
-    hint = (f"about {more} {estimate.units} would decide it" if more
-            else "the estimate sits on the bound")
+    if more is None:
+        hint = "the estimate sits on the bound: no number of samples decides it"
+    elif more > IMPRACTICAL * estimate.n:
+        hint = (f"the estimate is too close to the bound: about {more} {estimate.units} "
+                "would be needed")
+    else:
+        hint = f"about {more} {estimate.units} would decide it"
     return Verdict(claim, estimate, INCONCLUSIVE,
                    f"the interval straddles {region.text(claim.unit)}; {hint}", more, note)
 

@@ -99,3 +99,15 @@ def test_table_has_the_archived_columns_and_summary_counts_paper_claims_only():
     # round trip through the CSV a run archives
     back = pd.read_csv(pd.io.common.StringIO(frame.to_csv(index=False)))
     assert summary(back) == summary(frame)
+
+
+def test_an_interval_touching_the_bound_from_outside_is_inconclusive_with_a_count():
+    most = Claim("t.most", "most points", "most", Region.above(0.5, "more than half"), "")
+    v = judge(most, Estimate(0.38, 0.38, 0.5, 10))
+    assert v.outcome == INCONCLUSIVE and v.more_needed is not None
+
+
+def test_an_estimate_too_close_to_the_bound_says_so():
+    at_least = Claim("t.ge", "srd >= socat", "-", Region.above(1.0, "ours"), "x", TARGET)
+    v = judge(at_least, Estimate(0.99, 0.56, 1.75, 2, "x"))
+    assert v.outcome == INCONCLUSIVE and "too close to the bound" in v.reason
