@@ -400,37 +400,64 @@ def figure(frame: pd.DataFrame, title: str = "S0: latency and bandwidth per mess
     return fig
 
 
+def ratios_per_repetition(frame: pd.DataFrame) -> pd.DataFrame:
+    """Per repetition and size: the paired ratios behind the claims (long form, for plots)."""
+    out = []
+    for metric in ("half_rtt_us", "stream_mbit", "pingpong_mbit"):
+        w = per_repetition(frame, metric)
+        if not set(METHODS) <= set(w.columns):
+            continue
+        out.append(pd.DataFrame({"proxies_x": w.proxies / w.direct,
+                                 "nat_x": w.nat_srd / w.direct,
+                                 "nat_vs_proxies_pct": (w.nat_srd / w.proxies - 1) * 100,
+                                 "metric": metric}).reset_index())
+    return pd.concat(out, ignore_index=True) if out else pd.DataFrame()
+
+
+def _ci_line(ax, data, y, **kw) -> None:
+    sns.lineplot(data=data, x="size", y=y, errorbar=("ci", 95), err_style="band", n_boot=500,
+                 seed=1, ax=ax, **kw)
+
+
 def ratio_figure(frame: pd.DataFrame):
-    """Ratios to direct, and NAT + SRD against two proxies, with the paper's numbers drawn in."""
-    r = ratios(frame)
+    """Ratios to direct, and NAT + SRD against two proxies, with the paper's numbers drawn in.
+
+    Lines: mean over repetitions of each repetition's paired ratio; bands: 95 % bootstrap
+    intervals over the repetitions.
+    """
+    r = ratios_per_repetition(frame)
     fig, axes = plt.subplots(1, 3, figsize=(17, 4.6))
     ax = axes[0]
-    ax.plot(r["size"], r.proxies_latency_x, marker="o", color=COLORS["proxies"],
-            label="two proxies / direct")
-    ax.plot(r["size"], r.nat_latency_x, marker="s", color=COLORS["nat_srd"],
-            label="NAT + SRD / direct")
-    ax.axhline(PAPER["proxies_latency_x"], color=COLORS["proxies"], ls=":",
-               label="paper: two proxies 2.1x")
-    ax.axhline(PAPER["nat_latency_x"], color=COLORS["nat_srd"], ls=":",
-               label="paper: NAT + SRD 1.5x")
+    lat = r[r.metric == "half_rtt_us"]
+    _ci_line(ax, lat, "proxies_x", marker="o", color=COLORS["proxies"],
+             label="two proxies / direct")
+    _ci_line(ax, lat, "nat_x", marker="s", color=COLORS["nat_srd"], label="NAT + SRD / direct")
+    ax.axhspan(2.0, 2.2, color=COLORS["proxies"], alpha=0.12,
+               label="paper: two proxies about 2.1x")
+    ax.axhspan(1.4, 1.6, color=COLORS["nat_srd"], alpha=0.12,
+               label="paper: NAT + SRD about 1.5x")
     ax.axhline(1, color="grey", lw=0.8)
     ax.set_ylabel("latency / direct latency")
     ax.set_title("latency relative to direct")
     ax = axes[1]
-    for metric, ls, name in (("stream", "-", "streaming"), ("pingpong", "--", "ping-pong")):
-        ax.plot(r["size"], r[f"proxies_{metric}_x"], ls=ls, marker="o", color=COLORS["proxies"],
-                label=f"two proxies ({name})")
-        ax.plot(r["size"], r[f"nat_{metric}_x"], ls=ls, marker="s", color=COLORS["nat_srd"],
-                label=f"NAT + SRD ({name})")
-    ax.axhspan(0, 0.5, color="grey", alpha=0.12, label="paper: both below 0.5x")
-    ax.set_ylim(0, max(1.3, float(np.nanmax(r.filter(like="_x").to_numpy())) * 1.05)
-                if len(r) else 1.3)
+    for metric, ls, name in (("stream_mbit", "-", "streaming"), ("pingpong_mbit", "--",
+                                                                  "ping-pong")):
+        part = r[r.metric == metric]
+        _ci_line(ax, part, "proxies_x", linestyle=ls, marker="o", color=COLORS["proxies"],
+                 label=f"two proxies ({name})")
+        _ci_line(ax, part, "nat_x", linestyle=ls, marker="s", color=COLORS["nat_srd"],
+                 label=f"NAT + SRD ({name})")
+    ax.axhspan(0, 0.5, color="grey", alpha=0.12, label="paper: both at most 0.5x")
+    top = float(np.nanmax(r[r.metric != "half_rtt_us"][["proxies_x", "nat_x"]].to_numpy())) \
+        if len(r) else 1.3
+    ax.set_ylim(0, max(1.3, top * 1.05))
     ax.set_ylabel("bandwidth / direct bandwidth")
     ax.set_title("bandwidth relative to direct")
     ax = axes[2]
-    ax.plot(r["size"], r.nat_vs_proxies_stream_pct, marker="o", color="C1", label="streaming")
-    ax.plot(r["size"], r.nat_vs_proxies_pingpong_pct, marker="s", ls="--", color="C4",
-            label="ping-pong")
+    _ci_line(ax, r[r.metric == "stream_mbit"], "nat_vs_proxies_pct", marker="o", color="C1",
+             label="streaming")
+    _ci_line(ax, r[r.metric == "pingpong_mbit"], "nat_vs_proxies_pct", marker="s",
+             linestyle="--", color="C4", label="ping-pong")
     ax.fill_between([KB, 32 * KB], *PAPER["gain_1k_32k_pct"], color="C2", alpha=0.25,
                     label="paper: +18..27% (1-32 KB)")
     ax.fill_between([128 * KB, 1 << 20], *PAPER["gain_128k_1m_pct"], color="C2", alpha=0.45,
