@@ -36,7 +36,7 @@ TARGET = "target"  # an engineering target of ours, not a claim of the paper
 
 IMPRACTICAL = 100  # more than this many times the samples we have: say so, not "run more"
 
-COLUMNS = ["claim_id", "source", "claim", "paper", "region", "ours", "value", "low", "high",
+COLUMNS = ["claim_id", "source", "claim", "paper", "region", "region_why", "ours", "value", "low", "high",
            "unit", "n", "units", "interval", "outcome", "reason", "more_needed", "note"]
 
 
@@ -120,7 +120,8 @@ class Verdict:
         c, e = self.claim, self.estimate
         return {
             "claim_id": c.id, "source": c.source, "claim": c.text, "paper": c.paper,
-            "region": c.region.text(c.unit), "ours": e.text() if e else "-",
+            "region": c.region.text(c.unit), "region_why": c.region.why,
+            "ours": e.text() if e else "-",
             "value": e.value if e else math.nan,
             "low": e.low if e and e.low is not None else math.nan,
             "high": e.high if e and e.high is not None else math.nan,
@@ -230,3 +231,7 @@ def display(frame: pd.DataFrame, profile: str = "") -> None:
     if not targets.empty:
         show_in_notebook(Markdown("**Our engineering targets** (not claims of the paper):"))
         show_in_notebook(targets)
+    if "region_why" in frame:
+        show_in_notebook(Markdown("**Why each region is what it is:**\n\n" + "\n".join(
+            f"* {row.claim}: {row.region} -- {row.region_why}"
+            for row in frame.drop_duplicates("claim").itertuples() if row.region_why)))
