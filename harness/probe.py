@@ -30,6 +30,10 @@ FEATURES: dict[str, tuple[str, str]] = {
     "rdma_rxe": ("Soft-RoCE (rdma_rxe)", "the rdma_rxe kernel module and rdma-core"),
     "nfsd": ("kernel NFS server", "the nfsd kernel module and nfs-kernel-server"),
     "nat": ("nftables NAT", "a kernel with nf_tables + nf_nat, and the nftables package"),
+    # Not a kernel feature: tested outside the throw-away namespace (mmlscluster needs the
+    # cluster's network), by harness.config.gpfs.gpfs_member.
+    "gpfs": ("IBM Storage Scale (GPFS) cluster membership", "IBM Storage Scale installed "
+             "(/usr/lpp/mmfs/bin) and the node in an active cluster: real machines only"),
 }
 
 
@@ -126,6 +130,9 @@ def probe(node: Node, timeout: float = 30.0, tools: Iterable[Tool] | None = None
     )
     data.pop("machine", None)
     caps.features = {k: bool(v) for k, v in data.items()}
+    from .config.gpfs import gpfs_member
+
+    caps.features["gpfs"] = gpfs_member(node)
     caps.tools = tool_versions(node, tools)
     return caps
 
@@ -133,7 +140,8 @@ def probe(node: Node, timeout: float = 30.0, tools: Iterable[Tool] | None = None
 def tool_versions(node: Node, tools: Iterable[Tool] | None = None) -> dict[str, str | None]:
     """Each tool's version on ``node`` (None: not installed), in one command."""
     wanted = {t.name: t for t in (all_tools().values() if tools is None else tools)}
-    script = "; ".join(
+    extra = sorted({t.path for t in wanted.values() if t.path})
+    script = (f'PATH="$PATH:{":".join(extra)}"; ' if extra else "") + "; ".join(
         f"if command -v {tool.name} >/dev/null 2>&1; then echo \"{tool.name}=$({tool.version} 2>&1 | head -n1)\";"
         f" else echo '{tool.name}='; fi"
         for tool in wanted.values()

@@ -19,6 +19,7 @@ class Tool:
     name: str  # the program, as found on $PATH
     version: str  # shell command whose first output line is the version
     package: str  # the Debian package that installs it
+    path: str = ""  # a directory to look in besides $PATH (IBM Storage Scale: /usr/lpp/mmfs/bin)
 
     def __post_init__(self) -> None:
         known = _TOOLS.get(self.name)
