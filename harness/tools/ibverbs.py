@@ -40,8 +40,18 @@ class VerbsPort:
     max_mtu: int
     active_mtu: int  # RoCE: the largest IB MTU below the netdev's (1500 -> 1024)
     link_layer: str  # Ethernet (RoCE, iWARP) or InfiniBand
-    gids: tuple[str, ...] = ()  # "0000:...:c0a8:0101, RoCE v2"
+    gids: dict[int, str] = field(default_factory=dict)  # index -> "0000:...:0a00:0101, RoCE v2"
     fields: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
+
+    def ipv4_gid_index(self, version: str = "RoCE v2") -> int | None:
+        """The GID index of the port's IPv4 address (an IPv4-mapped GID, ``::ffff:a.b.c.d``):
+        what perftest's ``-x`` needs for RoCE over IPv4 (its default, 0, is the link-local
+        IPv6 GID)."""
+        for index, gid in sorted(self.gids.items()):
+            address, _, kind = gid.partition(", ")
+            if address.startswith("0000:0000:0000:0000:0000:ffff:") and kind == version:
+                return index
+        return None
 
 
 @dataclass(frozen=True)
@@ -89,11 +99,11 @@ def parse_devinfo(text: str) -> list[VerbsDevice]:
             continue
         elif key == "port":
             blocks[-1]["ports"].append({"port": value, "fields": {}, "lists": {}, "list": None,
-                                        "gids": []})
+                                        "gids": {}})
         else:
             target = blocks[-1]["ports"][-1] if blocks[-1]["ports"] else blocks[-1]
             if key.startswith("GID["):
-                target["gids"].append(value)
+                target["gids"][int(key[4:].rstrip("]"))] = value
             target["fields"][key] = value
             target["list"] = key if value == "" or "cap_flags" in key else None
     return [_device(b) for b in blocks]
@@ -104,7 +114,7 @@ def _device(block: dict) -> VerbsDevice:
     ports = tuple(VerbsPort(_int(p["port"]), _CODE.sub("", p["fields"].get("state", "")),
                             _int(p["fields"].get("max_mtu", "0")),
                             _int(p["fields"].get("active_mtu", "0")),
-                            p["fields"].get("link_layer", ""), tuple(p["gids"]), p["fields"])
+                            p["fields"].get("link_layer", ""), p["gids"], p["fields"])
                   for p in block["ports"])
     return VerbsDevice(block["name"], _CODE.sub("", f.get("transport", "")),
                        _int(f.get("max_qp", "0")), _int(f.get("max_cq", "0")),
@@ -175,7 +185,7 @@ def device_column(device: VerbsDevice, port: int = 1, label: str = "") -> Featur
     roce = device.transport == "InfiniBand" and found.link_layer == "Ethernet"
     transport = "InfiniBand verbs over RoCE" if roce else f"{device.transport} verbs"
     if roce and found.gids:
-        versions = sorted({g.rsplit(", ", 1)[1] for g in found.gids if ", " in g})
+        versions = sorted({g.rsplit(", ", 1)[1] for g in found.gids.values() if ", " in g})
         transport += f" ({', '.join(versions)})" if versions else ""
     return FeatureColumn(label or device.name, transport, found.link_layer, found.active_mtu,
                          found.max_mtu, device.qp_types, True, device.max_qp_rd_atom > 0,

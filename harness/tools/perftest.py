@@ -64,7 +64,7 @@ class PerftestRun:
     events: bool = False  # -e: sleep on completion events instead of polling the CQ
     device: str | None = None  # -d, e.g. rxe0 (default: the first device found)
     ib_port: int = 1  # -i
-    gid_index: int | None = None  # -x: RoCE needs the GID of the netdev's IP (rxe: 1 for IPv4)
+    gid_index: int | None = None  # -x: RoCE over IPv4 (ibverbs.VerbsPort.ipv4_gid_index)
     port: int = DEFAULT_PORT  # -p: TCP port for the exchange of QP numbers
     connection: str = "RC"  # -c
     mtu: int | None = None  # -m: the port's active MTU if None

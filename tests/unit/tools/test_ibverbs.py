@@ -137,6 +137,7 @@ def test_rxe_device_and_port():
     assert (port.port, port.state, port.link_layer) == (1, "PORT_ACTIVE", "Ethernet")
     assert (port.active_mtu, port.max_mtu) == (1024, 4096)
     assert port.gids[1] == "0000:0000:0000:0000:0000:ffff:0a00:0101, RoCE v2"
+    assert port.ipv4_gid_index() == 1 and port.ipv4_gid_index("RoCE v1") is None
     assert port.fields["active_speed"] == "2.5 Gbps (1)"
 
 
