@@ -5,10 +5,11 @@ Results come from the table perftest prints on stdout, archived as it is.
 Its ``--out_json`` file is not used as the source, for two reasons found in
 Debian 12's perftest (package 4.5+0.17, ``-V`` says 6.06): the file it writes
 is not JSON (``MsgSize: 2,``, ``Link_type: Ethernet,``: keys and strings
-unquoted, trailing commas; later releases quote them), and it is opened with
-O_TRUNC for every report, so after an ``-a`` sweep it holds the last size
-only. ``json_file`` still asks for it (one size per invocation), e.g. to
-archive beside stdout; :func:`parse_json_report` reads both dialects.
+unquoted, trailing commas: the format strings in its binaries; later releases
+quote them), and perftest's source opens it with O_TRUNC for every report, so
+after an ``-a`` sweep it would hold the last size only. ``json_file`` still
+asks for it (one size per invocation), e.g. to archive beside stdout;
+:func:`parse_json_report` reads both dialects.
 
 perftest wants the same options at both ends; :class:`PerftestRun` holds them
 once. Each end runs under ``prlimit --memlock=unlimited``
