@@ -1,4 +1,5 @@
-"""Ping-pong latency and streaming bandwidth per message size (NetPIPE-style), over TCP_NODELAY.
+"""Ping-pong latency and streaming bandwidth per message size (NetPIPE-style), over TCP_NODELAY
+(or, asked for, with Nagle's algorithm on).
 
 Why our own tool and not NetPIPE (``NPtcp``, installed and used as a
 cross-check of this tool in study S0's unshaped benchmark):
@@ -26,14 +27,21 @@ Protocol (client -> server, one connection per client invocation): a 9-byte head
   ``P``: ``count`` round trips of ``size`` bytes each way (ping-pong),
   ``S``: ``count`` messages of ``size`` bytes to the server, which answers one
          byte after the last (streaming; the clock stops at that answer),
+  ``N``: Nagle on (``size`` and ``count`` 0): the server clears TCP_NODELAY on
+         this connection; sent first by a client run with ``--nagle``,
   ``Q``: end.
 Every socket sets TCP_NODELAY: without it Nagle and delayed ACKs stall
-multi-segment messages for ~40 ms (PLATFORM.md).
+multi-segment messages for ~40 ms (PLATFORM.md). That stall is itself a result
+when a study compares TCP with and without Nagle (S1: the paper's irregular
+small-message TCP curve): ``client --nagle`` leaves Nagle on at both ends of
+its connections, the server's end switched by the ``N`` message, so one server
+serves both variants.
 
 Modes::
 
     pingpong.py serve --bind ADDR --port P
-    pingpong.py client --target NAME=H:P [--target ...] --sizes 1,2,4 [--latency-budget S] ...
+    pingpong.py client --target NAME=H:P [--target ...] --sizes 1,2,4 [--latency-budget S]
+                       [--nagle] ...
     pingpong.py hold --host H --port P --flows N     # N open connections, for counting
     pingpong.py probe --host H --port P              # does anything answer there?
 """
@@ -59,8 +67,9 @@ CHUNK = 1 << 20
 
 # -- both ends -----------------------------------------------------------------------------------
 
-def _nodelay(sock: socket.socket) -> None:
-    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+def _nodelay(sock: socket.socket, on: bool = True) -> None:
+    """TCP_NODELAY on (the default here) or off (Nagle's algorithm, the kernel's default)."""
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1 if on else 0)
 
 
 def _recv_exact(sock: socket.socket, view: memoryview, size: int) -> None:
@@ -99,6 +108,9 @@ def serve_connection(conn: socket.socket) -> None:
             op, size, count = HEADER.unpack(head)
             if op == b"Q" or size > MAX_SIZE or count > MAX_COUNT:
                 return
+            if op == b"N":
+                _nodelay(conn, on=False)
+                continue
             try:
                 if op == b"P":
                     msg = view[:size]
@@ -127,10 +139,13 @@ def serve(bind: str, port: int) -> None:
 
 # -- client --------------------------------------------------------------------------------------
 
-def connect(host: str, port: int, timeout: float = 10.0) -> socket.socket:
+def connect(host: str, port: int, timeout: float = 10.0, nagle: bool = False) -> socket.socket:
+    """A connection with TCP_NODELAY at both ends, or with Nagle on at both ends (``nagle``)."""
     sock = socket.create_connection((host, port), timeout=timeout)
     sock.settimeout(None)  # a timeout would add a poll() to every recv
-    _nodelay(sock)
+    _nodelay(sock, on=not nagle)
+    if nagle:
+        sock.sendall(HEADER.pack(b"N", 0, 0))
     return sock
 
 
@@ -212,9 +227,11 @@ def stream(sock: socket.socket, size: int, budget_s: float, max_bytes: int) -> d
 
 def measure_targets(targets: list[tuple[str, str, int]], sizes: list[int],
                     latency_budget: float, stream_budget: float, min_iters: int, max_iters: int,
-                    warmup: int, stream_max_bytes: int, no_stream: bool, seed: int = 0) -> dict:
+                    warmup: int, stream_max_bytes: int, no_stream: bool, seed: int = 0,
+                    nagle: bool = False) -> dict:
     """Measure every size on every target, interleaved: size by size, targets in rotated order,
     or, with a ``seed``, in an order shuffled per size by a generator seeded with it.
+    ``nagle``: every connection keeps Nagle's algorithm on at both ends (no TCP_NODELAY).
 
     Interleaving puts every target under the same background load (a shared
     machine's other jobs come and go over seconds), so their differences are
@@ -225,7 +242,7 @@ def measure_targets(targets: list[tuple[str, str, int]], sizes: list[int],
     try:
         for name, host, port in targets:
             started = time.monotonic()
-            socks[name] = connect(host, port)
+            socks[name] = connect(host, port, nagle=nagle)
             local = socks[name].getsockname()
             out[name] = {"host": host, "port": port, "local": f"{local[0]}:{local[1]}",
                          "connect_s": time.monotonic() - started, "points": []}
@@ -252,7 +269,7 @@ def measure_targets(targets: list[tuple[str, str, int]], sizes: list[int],
         for sock in socks.values():
             sock.close()
     return {"tool": "pingpong", "version": 2, "seconds": time.monotonic() - t0, "seed": seed,
-            "targets": out}
+            "nodelay": not nagle, "targets": out}
 
 
 def parse_target(text: str) -> tuple[str, str, int]:
@@ -316,6 +333,8 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("--no-stream", action="store_true")
     c.add_argument("--seed", type=int, default=0,
                    help="shuffle the targets' order per size with this seed (0: rotate)")
+    c.add_argument("--nagle", action="store_true",
+                   help="leave Nagle's algorithm on at both ends (no TCP_NODELAY)")
     h = sub.add_parser("hold")
     h.add_argument("--host", required=True)
     h.add_argument("--port", type=int, required=True)
@@ -331,7 +350,7 @@ def main(argv: list[str] | None = None) -> int:
     elif args.mode == "client":
         result = measure_targets(args.target, parse_sizes(args.sizes), args.latency_budget,
                                  args.stream_budget, args.min_iters, args.max_iters, args.warmup,
-                                 args.stream_max_bytes, args.no_stream, args.seed)
+                                 args.stream_max_bytes, args.no_stream, args.seed, args.nagle)
         print(json.dumps(result))
     elif args.mode == "hold":
         hold(args.host, args.port, args.flows, args.seconds)
@@ -388,9 +407,11 @@ def server(journal, node, bind: str, port: int, timeout: float = 10.0):
 
 def client(journal, node, targets: dict[str, tuple[str, int]], sizes: list[int],
            latency_budget: float, stream_budget: float, stream: bool = True, min_iters: int = 5,
-           warmup: int = 20, timeout: float | None = None, seed: int = 0) -> dict:
+           warmup: int = 20, timeout: float | None = None, seed: int = 0,
+           nagle: bool = False) -> dict:
     """Run the client on ``node`` against every target (name -> (host, port)), interleaved
-    (shuffled per size when ``seed`` is given, see :func:`measure_targets`)."""
+    (shuffled per size when ``seed`` is given, see :func:`measure_targets`); ``nagle``
+    leaves Nagle's algorithm on at both ends of every connection."""
     from ..errors import HarnessError
 
     argv = [*program(journal, node), "client"]
@@ -403,6 +424,8 @@ def client(journal, node, targets: dict[str, tuple[str, int]], sizes: list[int],
         argv.append("--no-stream")
     if seed:
         argv += ["--seed", str(seed)]
+    if nagle:
+        argv.append("--nagle")
     limit = timeout or 60 + len(targets) * len(sizes) * (latency_budget + stream_budget) * 20
     res = node.run(argv, timeout=limit, check=False)
     if not res.ok:

@@ -1,0 +1,281 @@
+"""perftest's verbs benchmarks (``ib_send_lat``, ``ib_write_lat``, ``ib_send_bw``,
+``ib_write_bw``): command lines for both ends, and their reports as tidy rows.
+
+Results come from the table perftest prints on stdout, archived as it is.
+Its ``--out_json`` file is not used as the source, for two reasons found in
+Debian 12's perftest (package 4.5+0.17, ``-V`` says 6.06): the file it writes
+is not JSON (``MsgSize: 2,``, ``Link_type: Ethernet,``: keys and strings
+unquoted, trailing commas: the format strings in its binaries; later releases
+quote them), and perftest's source opens it with O_TRUNC for every report, so
+after an ``-a`` sweep it would hold the last size only. ``json_file`` still
+asks for it (one size per invocation), e.g. to archive beside stdout;
+:func:`parse_json_report` reads both dialects.
+
+perftest wants the same options at both ends; :class:`PerftestRun` holds them
+once. Each end runs under ``prlimit --memlock=unlimited``
+(:func:`harness.config.rdma.with_memlock`: registered memory is locked memory),
+and inside a shell that prints, after the tool exits, the CPU time the tool
+used (its ``cutime``/``cstime`` in ``/proc/$$/stat``): busy polling against
+sleeping on completion events (``-e``) is a claim about CPU time, so it is
+measured per process rather than inferred.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+
+from ..config.rdma import with_memlock
+from ..errors import HarnessError, SpecError
+from ..journal import Journal
+from ..nodes import Node
+from ..nodes.facts import wait_listening
+from .registry import Tool
+
+IB_SEND_LAT = Tool("ib_send_lat", "ib_send_lat --version", "perftest")
+IB_WRITE_LAT = Tool("ib_write_lat", "ib_write_lat --version", "perftest")
+IB_SEND_BW = Tool("ib_send_bw", "ib_send_bw --version", "perftest")
+IB_WRITE_BW = Tool("ib_write_bw", "ib_write_bw --version", "perftest")
+LATENCY_TOOLS = ("ib_send_lat", "ib_write_lat")
+BANDWIDTH_TOOLS = ("ib_send_bw", "ib_write_bw")
+# RDMA write completes at the writer only: the write tools have no -e (their --help has none).
+EVENT_TOOLS = ("ib_send_lat", "ib_send_bw")
+CONNECTIONS = ("RC", "UC", "UD")
+MAX_SIZE = 1 << 23  # -a sweeps 2 .. 2^23
+MIN_ITERATIONS = 5  # "-n ... at least 5"
+DEFAULT_PORT = 18515
+# Runs "$@" and then prints the CPU seconds it used, as ticks: "@cpu USER SYSTEM HZ".
+_CPU_WRAPPER = ('"$@"; s=$?; echo "@cpu $(cut -d")" -f2- /proc/$$/stat | '
+                'cut -d" " -f15,16) $(getconf CLK_TCK)"; exit $s')
+
+
+@dataclass(frozen=True)
+class PerftestRun:
+    """One perftest invocation, the same at both ends (the client adds the server's address).
+
+    ``size`` None sweeps every power of two with ``-a`` (2 B .. 8 MiB); a size
+    runs that size alone (``-s``): a study's sizes, bounded time per size.
+    """
+
+    tool: str
+    size: int | None = None
+    iterations: int = 1000
+    events: bool = False  # -e: sleep on completion events instead of polling the CQ
+    device: str | None = None  # -d, e.g. rxe0 (default: the first device found)
+    ib_port: int = 1  # -i
+    gid_index: int | None = None  # -x: RoCE over IPv4 (ibverbs.VerbsPort.ipv4_gid_index)
+    port: int = DEFAULT_PORT  # -p: TCP port for the exchange of QP numbers
+    connection: str = "RC"  # -c
+    mtu: int | None = None  # -m: the port's active MTU if None
+
+    def check(self) -> None:
+        """Refuse what the tool would refuse, before anything starts (SpecError)."""
+        if self.tool not in LATENCY_TOOLS + BANDWIDTH_TOOLS:
+            raise SpecError(f"unknown perftest tool {self.tool!r}",
+                            f"use one of {', '.join(LATENCY_TOOLS + BANDWIDTH_TOOLS)}")
+        if self.events and self.tool not in EVENT_TOOLS:
+            raise SpecError(f"{self.tool} has no completion events (-e)",
+                            "RDMA write completes at the writer only: compare polling and "
+                            f"events with {' or '.join(EVENT_TOOLS)}")
+        if self.size is not None and not 1 <= self.size <= MAX_SIZE:
+            raise SpecError(f"perftest message size {self.size} is out of range",
+                            f"use 1..{MAX_SIZE} bytes, or None for the -a sweep")
+        if self.iterations < MIN_ITERATIONS:
+            raise SpecError(f"perftest needs at least {MIN_ITERATIONS} iterations, "
+                            f"got {self.iterations}")
+        if self.connection not in CONNECTIONS:
+            raise SpecError(f"connection type {self.connection!r} is not supported",
+                            f"use one of {CONNECTIONS}")
+        if self.mtu is not None and self.mtu not in (256, 512, 1024, 2048, 4096):
+            raise SpecError(f"RDMA MTU {self.mtu} is not valid", "use 256, 512, 1024, 2048 "
+                            "or 4096 (or None: the port's active MTU)")
+        if not 1 <= self.port <= 65535 or self.ib_port < 1 or (self.gid_index or 0) < 0:
+            raise SpecError(f"perftest port {self.port}, device port {self.ib_port} or GID "
+                            f"index {self.gid_index} is out of range")
+
+    def options(self, json_file: str | None = None) -> list[str]:
+        """The options both ends get. ``-F``: no CPU-frequency warning (a VM's is meaningless)."""
+        self.check()
+        argv = [self.tool, "-F", "-n", str(self.iterations), "-p", str(self.port),
+                "-c", self.connection, "-i", str(self.ib_port)]
+        argv += ["-a"] if self.size is None else ["-s", str(self.size)]
+        if self.events:
+            argv.append("-e")
+        if self.device:
+            argv += ["-d", self.device]
+        if self.gid_index is not None:
+            argv += ["-x", str(self.gid_index)]
+        if self.mtu:
+            argv += ["-m", str(self.mtu)]
+        if json_file:
+            if self.size is None:
+                raise SpecError("perftest's JSON file keeps the last size of an -a sweep only",
+                                "give one size per invocation with a JSON file")
+            argv += ["--out_json", f"--out_json_file={json_file}"]
+        return argv
+
+    def server_argv(self, json_file: str | None = None) -> list[str]:
+        return _measured(with_memlock(self.options(json_file)))
+
+    def client_argv(self, server: str, json_file: str | None = None) -> list[str]:
+        return _measured(with_memlock([*self.options(json_file), server]))
+
+
+def _measured(argv: list[str]) -> list[str]:
+    return ["sh", "-c", _CPU_WRAPPER, "perftest", *argv]
+
+
+@dataclass(frozen=True)
+class LatencyRow:
+    """One size of a latency test: half round trips (send/recv or write ping-pong), in us."""
+
+    size: int
+    iterations: int
+    t_min_us: float
+    t_max_us: float
+    t_typical_us: float  # the median
+    t_avg_us: float
+    t_stdev_us: float
+    t_p99_us: float
+    t_p999_us: float
+
+
+@dataclass(frozen=True)
+class BandwidthRow:
+    """One size of a bandwidth test. perftest's "MB/sec" is MiB/s (it divides by 2^20)."""
+
+    size: int
+    iterations: int
+    bw_peak_mib_s: float
+    bw_avg_mib_s: float
+    msg_rate_mpps: float
+
+    @property
+    def bw_avg_mbit_s(self) -> float:
+        """Average bandwidth in decimal Mbit/s, the unit of the TCP tools."""
+        return self.bw_avg_mib_s * (1 << 20) * 8 / 1e6
+
+
+@dataclass
+class PerftestReport:
+    """A perftest report: its rows, the settings it printed (device, MTU, link...), CPU used."""
+
+    tool: str
+    rows: list[LatencyRow | BandwidthRow]
+    info: dict[str, str] = field(default_factory=dict)
+    cpu_user_s: float | None = None
+    cpu_system_s: float | None = None
+    raw: str = field(default="", repr=False)
+
+    @property
+    def events(self) -> bool:
+        return "events" in self.info
+
+    def tidy(self) -> list[dict]:
+        """One dict per size, with the run's context: ready for a DataFrame."""
+        context = {"tool": self.tool, "events": self.events,
+                   "device": self.info.get("device", ""), "mtu": self.info.get("mtu", ""),
+                   "link_type": self.info.get("link_type", "")}
+        return [{**context, **asdict(row)} for row in self.rows]
+
+
+_NUMBER = re.compile(r"^-?\d+(\.\d+)?$")
+_INFO = re.compile(r"^\s*([A-Za-z][A-Za-z0-9*. -]*?)\s*:\s*(\S.*?)\s*$")
+
+
+def _info_key(key: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "_", key.lower()).strip("_")
+
+
+def parse_output(tool: str, text: str) -> PerftestReport:
+    """A report from perftest's stdout (either end); HarnessError if it has no results table."""
+    info: dict[str, str] = {}
+    rows: list = []
+    header = ""
+    cpu = None
+    rules = 0  # the settings are printed between the first two rules of dashes
+    for line in text.splitlines():
+        words = line.split()
+        rules += line.startswith("-----")
+        if line.startswith("@cpu") and len(words) == 4 and all(w.isdigit() for w in words[1:]):
+            cpu = [int(w) for w in words[1:]]
+        elif "#bytes" in line:
+            header = line
+            if "[cycles]" in header:
+                raise HarnessError(f"{tool} reported cycles (-C): times in us are needed")
+        elif header and words and all(_NUMBER.match(w) for w in words):
+            rows.append(_row(tool, header, words))
+        elif rules == 1 and "Test with events" in line:
+            info["events"] = line.strip()
+        elif rules == 1:
+            for part in re.split(r"\t+", line):
+                match = _INFO.match(part)
+                if match:
+                    info[_info_key(match.group(1))] = match.group(2).removesuffix("[B]")
+    if not rows:
+        tail = "\n".join(text.strip().splitlines()[-5:])
+        raise HarnessError(f"{tool} printed no results table: {tail or '(no output)'}",
+                           "is the RDMA device up (`rdma link show`, `ibv_devinfo`) and the same "
+                           "options given to both ends?")
+    report = PerftestReport(tool, rows, info, raw=text)
+    if cpu:
+        report.cpu_user_s, report.cpu_system_s = cpu[0] / cpu[2], cpu[1] / cpu[2]
+    return report
+
+
+def _row(tool: str, header: str, words: list[str]) -> LatencyRow | BandwidthRow:
+    size, iterations, values = int(words[0]), int(words[1]), [float(w) for w in words[2:]]
+    if "t_min" in header and len(values) >= 7:
+        return LatencyRow(size, iterations, *values[:7])
+    if "BW peak" in header and len(values) >= 3:
+        factor = 1e9 / 8 / (1 << 20) if "[Gb/sec]" in header else 1.0
+        return BandwidthRow(size, iterations, values[0] * factor, values[1] * factor, values[2])
+    raise HarnessError(f"{tool}: a results table this parser does not know: {header.strip()!r}",
+                       "run latency tests without -D (duration mode prints averages only)")
+
+
+def parse_json_report(text: str) -> dict:
+    """perftest's ``--out_json`` file as a flat dict: quoted (newer releases) or not (6.06).
+
+    Each ``key: value`` line becomes an item (sections such as ``results`` are
+    flattened); numbers become floats.
+    """
+    out: dict = {}
+    for line in text.splitlines():
+        key, sep, value = line.strip().rstrip(",").partition(":")
+        value = value.strip().strip('"')
+        if not sep or not value or value == "{":
+            continue
+        key = key.strip().strip('"')
+        out[key] = float(value) if _NUMBER.match(value) else value
+    return out
+
+
+@contextmanager
+def server(journal: Journal, node: Node, run: PerftestRun, timeout: float = 15.0
+           ) -> Iterator[object]:
+    """A perftest server on ``node`` for the block: it serves one client, then exits.
+
+    Yields the process: its output (:func:`parse_output`) is the server's report.
+    """
+    with journal.process(node, run.server_argv()) as proc:
+        if not wait_listening(node, run.port, timeout) or proc.poll() is not None:
+            raise HarnessError(f"{run.tool} server on {node.name} did not listen on port "
+                               f"{run.port}: {proc.output().strip()[-400:]}",
+                               "is the RDMA device there (`ibv_devinfo`), the port free?")
+        yield proc
+
+
+def client(node: Node, run: PerftestRun, server_host: str, timeout: float = 300.0
+           ) -> PerftestReport:
+    """Run the client end against ``server_host`` and return its report (the measured one)."""
+    res = node.run(run.client_argv(server_host), timeout=timeout, check=False)
+    if not res.ok:
+        raise HarnessError(f"{run.tool} client on {node.name} failed (exit {res.exit_status}): "
+                           f"{(res.stderr or res.stdout).strip()[-600:]}",
+                           "see the server's output too; are both ends using the same options?")
+    report = parse_output(run.tool, res.stdout)
+    report.raw = res.stdout + (f"\n[stderr]\n{res.stderr}" if res.stderr.strip() else "")
+    return report

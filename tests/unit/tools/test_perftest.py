@@ -1,0 +1,176 @@
+"""perftest command lines and reports.
+
+No RDMA device here to capture output from: the samples are modelled on
+Debian 12's perftest (4.5+0.17, ``-V`` 6.06) -- the banner, table header
+and row lines are rendered with the format strings inside its binaries
+(``strings /usr/bin/ib_send_lat``), with made-up Soft-RoCE-like values.
+"""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+from harness.errors import HarnessError, SpecError
+from harness.nodes.result import Result
+from harness.tools import perftest
+from harness.tools.perftest import BandwidthRow, LatencyRow, PerftestRun
+
+BANNER = """\
+---------------------------------------------------------------------------------------
+                    Send Latency Test
+ Dual-port       : OFF\t\tDevice         : rxe0
+ Number of qps   : 1\t\tTransport type : IB
+ Connection type : RC\t\tUsing SRQ      : OFF
+ PCIe relax order: OFF
+ ibv_wr* API     : OFF
+ TX depth        : 1
+ Mtu             : 1024[B]
+ Link type       : Ethernet
+ GID index       : 1
+ Max inline data : 236[B]
+ rdma_cm QPs\t : OFF
+ Data ex. method : Ethernet
+---------------------------------------------------------------------------------------
+ local address: LID 0000 QPN 0x0011 PSN 0x8e3b07
+ GID: 00:00:00:00:00:00:00:00:00:00:255:255:10:00:01:01
+ remote address: LID 0000 QPN 0x0012 PSN 0x1b2c4d
+ GID: 00:00:00:00:00:00:00:00:00:00:255:255:10:00:01:02
+---------------------------------------------------------------------------------------
+"""
+SEND_LAT = BANNER + (
+    " #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    "
+    "t_stdev[usec]   99% percentile[usec]   99.9% percentile[usec] \n"
+    "Conflicting CPU frequency values detected: 2394.454000 != 2394.460000. "
+    "CPU Frequency is not max.\n"
+    " 2       1000          38.47          412.85       45.10    \t       47.92       \t12.31  "
+    "\t\t98.66   \t\t412.85 \n"
+    " 1024    1000          41.02          380.11       48.87    \t       51.30       \t11.04  "
+    "\t\t101.52  \t\t380.11 \n"
+    " 65536   1000          612.40         2890.55      655.18   \t       690.73      \t88.20  "
+    "\t\t1102.47 \t\t2890.55\n"
+    "---------------------------------------------------------------------------------------\n"
+    "@cpu 231 57 100\n")
+WRITE_BW = BANNER.replace("Send Latency", "RDMA_Write BW") + (
+    " #bytes     #iterations    BW peak[MB/sec]    BW average[MB/sec]   MsgRate[Mpps]\n"
+    " 2          5000             1.36               1.21   \t\t   0.634410\n"
+    " 65536      5000             118.42             112.37 \t\t   0.001798\n"
+    "---------------------------------------------------------------------------------------\n")
+
+
+def test_latency_report_rows_settings_and_cpu():
+    report = perftest.parse_output("ib_send_lat", SEND_LAT)
+    assert [r.size for r in report.rows] == [2, 1024, 65536]
+    assert report.rows[0] == LatencyRow(2, 1000, 38.47, 412.85, 45.10, 47.92, 12.31, 98.66,
+                                        412.85)
+    assert report.info["device"] == "rxe0" and report.info["mtu"] == "1024"
+    assert report.info["link_type"] == "Ethernet" and report.info["gid_index"] == "1"
+    assert report.info["transport_type"] == "IB" and report.info["connection_type"] == "RC"
+    assert not report.events and "gid" not in report.info  # the GIDs are not settings
+    assert (report.cpu_user_s, report.cpu_system_s) == (2.31, 0.57)
+    tidy = report.tidy()
+    assert tidy[1]["tool"] == "ib_send_lat" and tidy[1]["size"] == 1024
+    assert tidy[1]["t_typical_us"] == 48.87 and tidy[1]["mtu"] == "1024"
+
+
+def test_events_are_read_from_the_banner():
+    text = SEND_LAT.replace(" Dual-port", " Test with events. Using rxe0_comp0\n Dual-port", 1)
+    assert perftest.parse_output("ib_send_lat", text).tidy()[0]["events"] is True
+
+
+def test_bandwidth_report_in_mib_and_in_gbit():
+    report = perftest.parse_output("ib_write_bw", WRITE_BW)
+    assert report.rows == [BandwidthRow(2, 5000, 1.36, 1.21, 0.634410),
+                           BandwidthRow(65536, 5000, 118.42, 112.37, 0.001798)]
+    assert report.rows[1].bw_avg_mbit_s == pytest.approx(112.37 * 8.388608)
+    gbits = WRITE_BW.replace("[MB/sec]", "[Gb/sec]").replace("118.42", "0.99").replace(
+        "112.37", "0.94")
+    row = perftest.parse_output("ib_write_bw", gbits).rows[1]
+    assert row.bw_avg_mbit_s == pytest.approx(940.0)
+
+
+def test_no_table_is_an_error_that_shows_the_tool_output():
+    text = BANNER.split("----\n local")[0] + " Couldn't connect to 10.0.1.2:18515\n"
+    with pytest.raises(HarnessError, match="Couldn't connect to 10.0.1.2:18515"):
+        perftest.parse_output("ib_send_lat", text)
+    with pytest.raises(HarnessError, match="cycles"):
+        perftest.parse_output("ib_send_lat", SEND_LAT.replace("[usec]", "[cycles]"))
+
+
+def test_both_ends_get_the_same_options_under_a_memlock_limit_and_a_cpu_clock():
+    run = PerftestRun("ib_send_lat", size=64, iterations=200, events=True, device="rxe0",
+                      gid_index=1)
+    server, client = run.server_argv(), run.client_argv("10.0.1.1")
+    assert server[:4] == ["sh", "-c", perftest._CPU_WRAPPER, "perftest"]
+    assert server[4:6] == ["prlimit", "--memlock=unlimited"]
+    assert client == [*server, "10.0.1.1"]
+    options = server[6:]
+    assert options[0] == "ib_send_lat" and "-F" in options and "-e" in options
+    for flag, value in (("-s", "64"), ("-n", "200"), ("-d", "rxe0"), ("-x", "1"),
+                        ("-p", "18515"), ("-c", "RC")):
+        assert options[options.index(flag) + 1] == value
+    sweep = PerftestRun("ib_write_bw").options()
+    assert "-a" in sweep and "-s" not in sweep and "-e" not in sweep and "-x" not in sweep
+    assert PerftestRun("ib_send_lat", size=2).options("/tmp/r.json")[-2:] == [
+        "--out_json", "--out_json_file=/tmp/r.json"]
+
+
+@pytest.mark.parametrize("run, match", [
+    (PerftestRun("ib_write_lat", events=True), "no completion events"),
+    (PerftestRun("ib_read_lat"), "unknown perftest tool"),
+    (PerftestRun("ib_send_lat", size=0), "size 0 is out of range"),
+    (PerftestRun("ib_send_lat", size=1 << 24), "out of range"),
+    (PerftestRun("ib_send_lat", iterations=4), "at least 5"),
+    (PerftestRun("ib_send_lat", connection="XRC"), "connection type"),
+    (PerftestRun("ib_send_lat", mtu=1500), "RDMA MTU 1500"),
+    (PerftestRun("ib_send_lat", gid_index=-1), "out of range"),
+])
+def test_bad_runs_are_refused(run, match):
+    with pytest.raises(SpecError, match=match):
+        run.options()
+
+
+def test_a_json_file_needs_one_size_per_invocation():
+    with pytest.raises(SpecError, match="last size"):
+        PerftestRun("ib_send_lat").options("/tmp/r.json")
+
+
+def test_json_report_in_the_6_06_dialect_and_in_real_json():
+    # 6.06: keys and most strings unquoted, trailing commas (format strings in the binary)
+    old = ("{\ntest_info: {\ntest: Send_Latency_Test,\nDual_port: OFF,\nDevice: \"rxe0\",\n"
+           "Mtu: 1024,\nLink_type: Ethernet,\n},\nresults: {\nMsgSize: 2,\n"
+           "n_iterations: 1000,\nt_min: 38.47,\nt_typical: 45.10,\npercentile_99.9: 412.85,\n}\n}\n")
+    new = old.replace("test: Send_Latency_Test", '"test": "Send_Latency_Test"').replace(
+        "MsgSize: 2", '"MsgSize": 2').replace("Link_type: Ethernet", '"Link_type": "Ethernet"')
+    for text in (old, new):
+        data = perftest.parse_json_report(text)
+        assert data["Device"] == "rxe0" and data["Link_type"] == "Ethernet"
+        assert data["MsgSize"] == 2 and data["t_typical"] == 45.10
+        assert data["percentile_99.9"] == 412.85 and data["test"] == "Send_Latency_Test"
+
+
+def test_the_cpu_wrapper_keeps_the_exit_status_and_reports_ticks():
+    res = subprocess.run(perftest._measured(["sh", "-c", "echo hello; exit 3"]),
+                         capture_output=True, text=True, timeout=30)
+    assert res.returncode == 3
+    hello, cpu = res.stdout.splitlines()
+    assert hello == "hello" and cpu.startswith("@cpu ") and len(cpu.split()) == 4
+
+
+def test_the_client_returns_the_report_or_says_why_it_failed():
+    class Node:
+        name = "vm2"
+
+        def __init__(self, status, out, err=""):
+            self.result = (status, out, err)
+
+        def run(self, argv, **_kw):
+            return Result(self.name, " ".join(argv), self.result[1], self.result[2],
+                          self.result[0], 1.0)
+
+    run = PerftestRun("ib_send_lat", size=2)
+    report = perftest.client(Node(0, SEND_LAT), run, "10.0.1.1")
+    assert report.rows[0].size == 2 and "t_typical" in report.raw
+    with pytest.raises(HarnessError, match="exit 1.*Couldn't connect"):
+        perftest.client(Node(1, "", " Couldn't connect to 10.0.1.1:18515"), run, "10.0.1.1")
