@@ -111,8 +111,7 @@ class Capabilities:
                      f"(default {self.congestion_default})")
         known = registered()
         for tool, version in sorted(self.tools.items()):
-            package = known[tool].package if tool in known else tool
-            lines.append(f"  {tool:24s} {version or 'MISSING (apt-get install ' + package + ')'}")
+            lines.append(f"  {tool:24s} {version or 'MISSING (' + install_hint(known.get(tool), tool) + ')'}")
         return "\n".join(lines)
 
 
@@ -169,8 +168,17 @@ def require(caps: Capabilities, features: set[str] | list[str] = (),
     wanted = [tool if isinstance(tool, Tool) else lookup(tool) for tool in tools]
     absent = [t for t in wanted if not caps.tools.get(t.name)]
     if absent:
-        pkgs = " ".join(sorted({t.package for t in absent}))
         raise CapabilityMissing(
             f"{caps.node} lacks the programs {', '.join(t.name for t in absent)} needed by {purpose}",
-            f"install them: apt-get install {pkgs} (env/setup does this on the local machine)",
+            "install them: " + "; ".join(sorted({install_hint(t, t.name) for t in absent}))
+            + " (env/setup installs the Debian ones on the local machine)",
         )
+
+
+def install_hint(tool: Tool | None, name: str) -> str:
+    """How to get a program: apt for Debian's packages, the vendor's package otherwise."""
+    if tool is None:
+        return f"apt-get install {name}"
+    if tool.vendor:
+        return f"{tool.package} from {tool.vendor}"
+    return f"apt-get install {tool.package}"

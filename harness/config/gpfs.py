@@ -53,7 +53,7 @@ MMFS_BIN = "/usr/lpp/mmfs/bin"
 # (one line in `harness probe`, not one per mm command).
 MMLSCLUSTER = Tool("mmlscluster", "dpkg-query -W -f='${Version}\\n' gpfs.base 2>/dev/null"
                    " || rpm -q --qf '%{VERSION}-%{RELEASE}\\n' gpfs.base", "gpfs.base",
-                   path=MMFS_BIN)
+                   path=MMFS_BIN, vendor="IBM")
 # Changes of one apply round may run side by side on one machine (harness.nodes.group):
 # GPFS admin commands of this harness take this lock, so they run one at a time.
 LOCK = "/var/lock/harness-gpfs.lock"

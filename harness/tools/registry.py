@@ -9,7 +9,8 @@ study lists its tools as objects: there is no table of names to keep in step.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import sys
+from dataclasses import dataclass, field
 
 _TOOLS: dict[str, Tool] = {}
 
@@ -18,10 +19,14 @@ _TOOLS: dict[str, Tool] = {}
 class Tool:
     name: str  # the program, as found on $PATH
     version: str  # shell command whose first output line is the version
-    package: str  # the Debian package that installs it
+    package: str  # the package that installs it (Debian's, unless ``vendor`` says otherwise)
     path: str = ""  # a directory to look in besides $PATH (IBM Storage Scale: /usr/lpp/mmfs/bin)
+    vendor: str = ""  # who ships ``package`` when it is not Debian (e.g. "IBM")
+    module: str = field(default="", compare=False)  # where it was declared (filled in)
 
     def __post_init__(self) -> None:
+        if not self.module:  # the module whose code created this Tool
+            object.__setattr__(self, "module", sys._getframe(2).f_globals.get("__name__", ""))
         known = _TOOLS.get(self.name)
         if known is not None and known != self:
             raise ValueError(f"tool {self.name!r} is declared twice, differently: {known} and {self}")
