@@ -87,8 +87,11 @@ def test_run_archives_and_reports_the_new_study(data_root):
     assert "4 packets transmitted" in (run / "raw" / "ping.txt").read_text()
     report = (run / "report.html").read_text()
     assert "a veth pair answers within 1 ms" in report
+    claims = pd.read_csv(run / "claims.csv")  # the verdicts, archived beside the results
+    assert list(claims.claim_id) == ["ping.veth_rtt"] and claims.n[0] == 4
+    assert claims.outcome[0] == "reproduced" and claims.high[0] < 1.0
     listed = harness("runs", "ping-demo").stdout
-    assert str(run) in listed and "complete" in listed
+    assert str(run) in listed and "complete" in listed and "1 reproduced" in listed
 
 
 @needs_root
