@@ -159,17 +159,24 @@ def latency(sock: socket.socket, size: int, budget_s: float, min_iters: int, max
     return latency_interleaved({"_": sock}, size, budget_s, min_iters, max_iters, warmup)["_"]
 
 
-def latency_interleaved(socks: dict[str, socket.socket], size: int, budget_s: float,
-                        min_iters: int, max_iters: int, warmup: int) -> dict[str, dict]:
-    """Half round trips on several connections, alternating message by message.
+BLOCK = 16  # ping-pongs per connection in a row before the next connection's turn
 
-    Iteration i sends one ping-pong on every connection, in an order rotated by i,
-    so the methods' samples are taken within microseconds of each other: a
-    background job, a CPU-frequency change or an emulator hiccup lasting
-    milliseconds falls on all of them alike and cancels in their ratios. (Measured
-    one after another, 0.05 s each, the direct path's 1 B median moved between 12
-    and 55 us from one repetition to the next on this 2-core machine.) The budget
-    is per connection, as if each had been measured on its own.
+
+def latency_interleaved(socks: dict[str, socket.socket], size: int, budget_s: float,
+                        min_iters: int, max_iters: int, warmup: int,
+                        block: int = BLOCK) -> dict[str, dict]:
+    """Half round trips on several connections, alternating in short blocks.
+
+    Each round gives every connection one block of ``block`` back-to-back
+    ping-pongs, in an order rotated per round; the first ping-pong of a block is
+    not kept (it wakes the path up after the others' turns). Back to back within
+    a block, a path is measured hot, as NetPIPE measures one method at a time;
+    alternating blocks of a millisecond or so pairs the methods in time, so a
+    slow moment of a shared machine falls on all of them. Measured one method
+    after another for 0.05 s each, the direct path's 1 B median moved between 12
+    and 55 us from one repetition to the next on this 2-core machine; alternating
+    single messages instead measures every relay cold (two proxies 2.7-3.1x
+    direct at 1 B, against 1.9-2.3x hot). ``budget_s`` is per connection.
     """
     msg = b"x" * size
     buf = bytearray(size)
@@ -178,30 +185,31 @@ def latency_interleaved(socks: dict[str, socket.socket], size: int, budget_s: fl
     names = list(socks)
     samples: dict[str, list[float]] = {name: [] for name in names}
 
-    def batch(count: int, keep: bool, start: int) -> None:
-        for sock in socks.values():
-            sock.sendall(HEADER.pack(b"P", size, count))
+    def one_block(name: str, count: int, keep: bool) -> None:
+        sock = socks[name]
+        sock.sendall(HEADER.pack(b"P", size, count))
         for i in range(count):
-            shift = (start + i) % len(names)
-            for name in names[shift:] + names[:shift]:
-                sock = socks[name]
-                t0 = clock()
-                sock.sendall(msg)
-                _recv_exact(sock, view, size)
-                if keep:
-                    samples[name].append((clock() - t0) / 2000.0)
+            t0 = clock()
+            sock.sendall(msg)
+            _recv_exact(sock, view, size)
+            if keep and i > 0:
+                samples[name].append((clock() - t0) / 2000.0)
 
-    if warmup:
-        batch(warmup, keep=False, start=0)
+    for name in names:
+        if warmup:
+            one_block(name, warmup, keep=False)
+    per_block = max(2, block)
     started = time.monotonic()
     budget = budget_s * len(names)
-    count = max(1, min_iters)
-    done = 0
-    while done < max_iters and (done < min_iters or time.monotonic() - started < budget):
-        step = min(count, max_iters - done)
-        batch(step, keep=True, start=done)
-        done += step
-        count *= 2
+    rounds = 0
+    while True:
+        kept = min(len(v) for v in samples.values())
+        if kept >= max_iters or (kept >= min_iters and time.monotonic() - started >= budget):
+            break
+        shift = rounds % len(names)
+        for name in names[shift:] + names[:shift]:
+            one_block(name, per_block, keep=True)
+        rounds += 1
     seconds = time.monotonic() - started
     return {name: _latency_stats(samples[name], size, seconds) for name in names}
 
