@@ -103,8 +103,8 @@ PROFILES = {
     # quick: the notebook's defaults (about 2-3 minutes on a shared 2-core machine)
     "quick": dict(sizes=POW2, repetitions=2, latency_budget_s=0.05, stream_budget_s=0.1,
                   bench_repetitions=3, bench_seconds=2),
-    # verdict: the quick budgets, repeated until the claims' intervals are narrow (~6 min)
-    "verdict": dict(sizes=POW2, repetitions=12, latency_budget_s=0.05, stream_budget_s=0.1,
+    # verdict: the quick budgets, repeated so the claims' intervals are narrow (~13 min)
+    "verdict": dict(sizes=POW2, repetitions=30, latency_budget_s=0.05, stream_budget_s=0.1,
                     bench_repetitions=10, bench_seconds=2),
     # paper: the same sizes with longer budgets and more repetitions
     "paper": dict(sizes=POW2, repetitions=5, latency_budget_s=0.3, stream_budget_s=0.5,

@@ -155,66 +155,30 @@ def _quantile(sorted_values: list[float], q: float) -> float:
 
 def latency(sock: socket.socket, size: int, budget_s: float, min_iters: int, max_iters: int,
             warmup: int) -> dict:
-    """Half round-trip times of ``size``-byte ping-pongs on one connection, in microseconds."""
-    return latency_interleaved({"_": sock}, size, budget_s, min_iters, max_iters, warmup)["_"]
-
-
-BLOCK = 16  # ping-pongs per connection in a row before the next connection's turn
-
-
-def latency_interleaved(socks: dict[str, socket.socket], size: int, budget_s: float,
-                        min_iters: int, max_iters: int, warmup: int,
-                        block: int = BLOCK) -> dict[str, dict]:
-    """Half round trips on several connections, alternating in short blocks.
-
-    Each round gives every connection one block of ``block`` back-to-back
-    ping-pongs, in an order rotated per round; the first ping-pong of a block is
-    not kept (it wakes the path up after the others' turns). Back to back within
-    a block, a path is measured hot, as NetPIPE measures one method at a time;
-    alternating blocks of a millisecond or so pairs the methods in time, so a
-    slow moment of a shared machine falls on all of them. Measured one method
-    after another for 0.05 s each, the direct path's 1 B median moved between 12
-    and 55 us from one repetition to the next on this 2-core machine; alternating
-    single messages instead measures every relay cold (two proxies 2.7-3.1x
-    direct at 1 B, against 1.9-2.3x hot). ``budget_s`` is per connection.
-    """
+    """Half round-trip times of ``size``-byte ping-pongs, in microseconds."""
     msg = b"x" * size
     buf = bytearray(size)
     view = memoryview(buf)
     clock = time.perf_counter_ns
-    names = list(socks)
-    samples: dict[str, list[float]] = {name: [] for name in names}
+    samples: list[float] = []
 
-    def one_block(name: str, count: int, keep: bool) -> None:
-        sock = socks[name]
+    def batch(count: int, keep: bool) -> None:
         sock.sendall(HEADER.pack(b"P", size, count))
-        for i in range(count):
+        for _ in range(count):
             t0 = clock()
             sock.sendall(msg)
             _recv_exact(sock, view, size)
-            if keep and i > 0:
-                samples[name].append((clock() - t0) / 2000.0)
+            if keep:
+                samples.append((clock() - t0) / 2000.0)
 
-    for name in names:
-        if warmup:
-            one_block(name, warmup, keep=False)
-    per_block = max(2, block)
+    if warmup:
+        batch(warmup, keep=False)
     started = time.monotonic()
-    budget = budget_s * len(names)
-    rounds = 0
-    while True:
-        kept = min(len(v) for v in samples.values())
-        if kept >= max_iters or (kept >= min_iters and time.monotonic() - started >= budget):
-            break
-        shift = rounds % len(names)
-        for name in names[shift:] + names[:shift]:
-            one_block(name, per_block, keep=True)
-        rounds += 1
-    seconds = time.monotonic() - started
-    return {name: _latency_stats(samples[name], size, seconds) for name in names}
-
-
-def _latency_stats(samples: list[float], size: int, seconds: float) -> dict:
+    count = max(1, min_iters)
+    while len(samples) < max_iters and (len(samples) < min_iters
+                                        or time.monotonic() - started < budget_s):
+        batch(min(count, max_iters - len(samples)), keep=True)
+        count *= 2
     ordered = sorted(samples)
     median = statistics.median(ordered)
     return {
@@ -223,7 +187,7 @@ def _latency_stats(samples: list[float], size: int, seconds: float) -> dict:
         "min_us": ordered[0], "p10_us": _quantile(ordered, 0.10),
         "p90_us": _quantile(ordered, 0.90), "max_us": ordered[-1],
         "pingpong_mbit": size * 8 / median if median > 0 else None,  # bits per us = Mbit/s
-        "seconds": seconds,
+        "seconds": time.monotonic() - started,
     }
 
 
@@ -266,9 +230,7 @@ def measure_targets(targets: list[tuple[str, str, int]], sizes: list[int],
                     warmup: int, stream_max_bytes: int, no_stream: bool, seed: int = 0,
                     nagle: bool = False) -> dict:
     """Measure every size on every target, interleaved: size by size, targets in rotated order,
-    or, with a ``seed``, in an order shuffled per size by a generator seeded with it; the
-    latency of a size alternates between the targets message by message
-    (:func:`latency_interleaved`), streaming runs target after target.
+    or, with a ``seed``, in an order shuffled per size by a generator seeded with it.
     ``nagle``: every connection keeps Nagle's algorithm on at both ends (no TCP_NODELAY).
 
     Interleaving puts every target under the same background load (a shared
@@ -291,22 +253,22 @@ def measure_targets(targets: list[tuple[str, str, int]], sizes: list[int],
             order = names[shift:] + names[:shift]
             if shuffler:
                 shuffler.shuffle(order)
-            big = size >= 256 * 1024
-            lat = latency_interleaved({name: socks[name] for name in order}, size,
-                                      latency_budget,
-                                      min_iters if not big else max(2, min_iters // 2),
-                                      max_iters, warmup if not big else 1)
             for position, name in enumerate(order):
-                point: dict = {"size": size, "order": position, "latency": lat[name]}
+                sock = socks[name]
+                big = size >= 256 * 1024
+                point: dict = {"size": size, "order": position}
+                point["latency"] = latency(sock, size, latency_budget,
+                                           min_iters if not big else max(2, min_iters // 2),
+                                           max_iters, warmup if not big else 1)
                 if not no_stream:
-                    point["stream"] = stream(socks[name], size, stream_budget, stream_max_bytes)
+                    point["stream"] = stream(sock, size, stream_budget, stream_max_bytes)
                 out[name]["points"].append(point)
         for sock in socks.values():
             sock.sendall(HEADER.pack(b"Q", 0, 0))
     finally:
         for sock in socks.values():
             sock.close()
-    return {"tool": "pingpong", "version": 3, "seconds": time.monotonic() - t0, "seed": seed,
+    return {"tool": "pingpong", "version": 2, "seconds": time.monotonic() - t0, "seed": seed,
             "nodelay": not nagle, "targets": out}
 
 
