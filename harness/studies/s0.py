@@ -102,7 +102,7 @@ POW2 = tuple(1 << i for i in range(21))  # 1 B .. 1 MiB; holds the paper's 1-32 
 PROFILES = {
     # quick: the notebook's defaults (about 2-3 minutes on a shared 2-core machine)
     "quick": dict(sizes=POW2, repetitions=2, latency_budget_s=0.05, stream_budget_s=0.1,
-                  bench_repetitions=3, bench_seconds=2),
+                  bench_repetitions=2, bench_seconds=2),
     # verdict: the quick budgets, repeated so the claims' intervals are narrow (~13 min)
     "verdict": dict(sizes=POW2, repetitions=30, latency_budget_s=0.05, stream_budget_s=0.1,
                     bench_repetitions=10, bench_seconds=2),
@@ -176,7 +176,7 @@ class Params(Parameters):
     flows: int = param(4, "concurrent flows when counting front-to-front connections (Table 1)",
                        low=1, high=64)
     bench: bool = param(True, "the unshaped relay benchmark: kernel forwarding, socat, srd")
-    bench_repetitions: int = param(3, "repetitions of the benchmark (the targets' samples)",
+    bench_repetitions: int = param(2, "repetitions of the benchmark (the targets' samples)",
                                    low=1, high=100)
     bench_seconds: int = param(2, "iperf3 seconds per benchmark path", unit="s", low=1,
                                high=600)
