@@ -58,3 +58,20 @@ def group_alive(pgid: int) -> bool:
         if int(fields[2]) == pgid and fields[0] != "Z":
             return True
     return False
+
+
+from harness.nodes import Node  # noqa: E402 -- the fakes' base, below the fixtures' imports
+
+
+class CommandOnlyNode(Node):
+    """Base of the unit tests' fake nodes: they answer commands (``_exec``) and nothing else;
+    starting a process or copying a file is a test failure."""
+
+    def spawn(self, cmd, *, cgroup=None):
+        raise AssertionError(f"nothing may be started: {cmd}")
+
+    def put(self, local_path, remote_path):
+        raise AssertionError(f"nothing may be copied: {local_path}")
+
+    def get(self, remote_path, local_path):
+        raise AssertionError(f"nothing may be copied: {remote_path}")

@@ -13,6 +13,7 @@ import json
 import shlex
 
 import pytest
+from conftest import CommandOnlyNode
 
 from harness.config import operation
 from harness.config.gpfs import (
@@ -40,7 +41,6 @@ from harness.config.gpfs_remote import (
 from harness.config.operation import UNKNOWN, ApplyFailed, apply, describe, plan
 from harness.errors import CapabilityMissing, SpecError
 from harness.journal import Journal
-from harness.nodes import Node
 from harness.probe import FEATURES, tool_versions
 
 # -- fixtures modelled on the documentation ------------------------------------------------------
@@ -177,7 +177,7 @@ def test_values_are_checked_with_their_units_before_anything_runs():
 
 # -- a fake cluster -----------------------------------------------------------------------------
 
-class FakeGpfs(Node):
+class FakeGpfs(CommandOnlyNode):
     """An admin node of a GPFS cluster whose state is plain data.
 
     Reads answer in the -Y formats above, rendered from the state (``answers``
@@ -205,14 +205,6 @@ class FakeGpfs(Node):
     def describe(self) -> dict:
         return {"type": "local", "name": self.name}
 
-    def spawn(self, cmd, *, cgroup=None):
-        raise AssertionError(f"nothing may be started: {cmd}")
-
-    def put(self, local_path, remote_path):
-        raise AssertionError
-
-    def get(self, remote_path, local_path):
-        raise AssertionError
 
     @property
     def changes(self) -> list[str]:

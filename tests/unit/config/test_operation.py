@@ -9,6 +9,7 @@ import sys
 from dataclasses import dataclass
 
 import pytest
+from conftest import CommandOnlyNode
 
 from harness.config import operation
 from harness.config.operation import (
@@ -26,7 +27,7 @@ from harness.journal import Journal, undo_handler
 from harness.nodes import Node
 
 
-class KeyValueNode(Node):
+class KeyValueNode(CommandOnlyNode):
     """A machine whose state is a dict, changed by `set K V` and read by `get K`.
 
     ``journal``: when set, every `set` first checks that the journal file
@@ -53,14 +54,6 @@ class KeyValueNode(Node):
         self.state[key] = rest[0]
         return 0, "", ""
 
-    def spawn(self, cmd, *, cgroup=None):
-        raise NotImplementedError
-
-    def put(self, local_path, remote_path):
-        raise NotImplementedError
-
-    def get(self, remote_path, local_path):
-        raise NotImplementedError
 
 
 @undo_handler("test-kv", gone_with_namespace=False)

@@ -7,12 +7,12 @@ import re
 import shlex
 
 import pytest
+from conftest import CommandOnlyNode
 
 from harness.config import operation, rdma
 from harness.config.operation import UNKNOWN, apply, plan
 from harness.errors import CapabilityMissing, SpecError
 from harness.journal import Journal
-from harness.nodes import Node
 
 # Captured: `modprobe -S 6.1.0-56-amd64 --show-depends rdma_rxe` on Debian 12 (each line
 # ends in a space).
@@ -26,7 +26,7 @@ LINKS_JSON = ('[{"ifindex":1,"ifname":"mlx5_0","port":1,"state":"ACTIVE",'
               '"physical_state":"LINK_UP","netdev":"enp1s0f0","netdev_index":4}]')
 
 
-class RdmaMachine(Node):
+class RdmaMachine(CommandOnlyNode):
     """A machine whose kernel state is a set of loaded modules and a list of RDMA links.
 
     It answers the operation's probe, ``ip -j link show``, ``modprobe``, ``rdma link
@@ -84,14 +84,6 @@ class RdmaMachine(Node):
             return 0, "", ""
         raise AssertionError(f"unexpected command {cmd!r}")
 
-    def spawn(self, cmd, *, cgroup=None):
-        raise NotImplementedError
-
-    def put(self, local_path, remote_path):
-        raise NotImplementedError
-
-    def get(self, remote_path, local_path):
-        raise NotImplementedError
 
 
 @pytest.fixture(autouse=True)

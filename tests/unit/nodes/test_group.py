@@ -6,6 +6,7 @@ import shlex
 import threading
 
 import pytest
+from conftest import CommandOnlyNode
 
 from harness.errors import CommandFailed, NodeError
 from harness.nodes.base import Command, Node, command_text
@@ -40,7 +41,7 @@ class CountingMachine(LocalNode):
         return super()._execute(cmd, timeout, stdin)
 
 
-class Layer(Node):
+class Layer(CommandOnlyNode):
     """A fake namespace: commands run on its machine with LAYER set (no root needed)."""
 
     def __init__(self, name: str, parent: Node):
@@ -61,14 +62,6 @@ class Layer(Node):
     def _execute(self, cmd, timeout, stdin):
         return self.parent._execute(self.command_on_machine(cmd), timeout, stdin)
 
-    def spawn(self, cmd, *, cgroup=None):
-        raise NotImplementedError
-
-    def put(self, local_path, remote_path):
-        raise NotImplementedError
-
-    def get(self, remote_path, local_path):
-        raise NotImplementedError
 
 
 def test_one_round_trip_per_machine_and_results_in_input_order():

@@ -5,10 +5,10 @@ from __future__ import annotations
 from datetime import datetime
 
 import pytest
+from conftest import CommandOnlyNode
 
 from harness.errors import CapabilityMissing, SpecError
 from harness.journal import Journal
-from harness.nodes.base import Node
 from harness.tools import gridftp
 from harness.tools.gridftp import (
     client_command,
@@ -20,7 +20,7 @@ from harness.tools.gridftp import (
 )
 
 
-class FakeNode(Node):
+class FakeNode(CommandOnlyNode):
     """Answers shell commands from a table; records every command it was asked to run."""
 
     def __init__(self, answers: dict[str, tuple[int, str]] | None = None):
@@ -38,14 +38,6 @@ class FakeNode(Node):
                 return status, out, ""
         return 1, "", "not found"
 
-    def spawn(self, cmd, *, cgroup=None):
-        raise AssertionError(f"nothing may be started: {cmd}")
-
-    def put(self, local_path, remote_path):
-        raise AssertionError
-
-    def get(self, remote_path, local_path):
-        raise AssertionError
 
 
 @pytest.mark.parametrize(
