@@ -326,3 +326,18 @@ def test_evidence_note_says_how_many_rounds_and_flags_few():
     assert "indicative" not in s3_analysis.evidence_note(frame)
     frame["rounds"] = 0
     assert s3_analysis.evidence_note(frame) == "no rate point completed a round"
+
+
+def test_tipc_best_at_exactly_half_the_points_is_not_most():
+    # TIPC is best at 8 of 10 points (all but 1:48 x 16 and 64 KB) ...
+    frame = _frame(tipc_small=1.12, tipc_big=0.3)
+    claims = _claims(frame, spread=0.002)
+    assert claims.loc["s3.tipc_best_most", "value"] == pytest.approx(0.8)
+    assert claims.loc["s3.tipc_best_most", "outcome"] == "reproduced"
+    assert claims.loc["s3.tipc_best_most", "region"] == ">= 0.6"  # 6 of 10 is "most"
+    # ... then slower at 8 KB everywhere and at 1:48 x 4 KB: best at exactly half
+    slow = (frame.protocol == "tipc") & ((frame.size_kb == 8)
+                                         | ((frame.size_kb == 4) & (frame.mappers == 48)))
+    frame.loc[slow, "rate_mbit_mean"] = 40.0
+    half = _claims(frame, spread=0.002).loc["s3.tipc_best_most"]
+    assert half.value == pytest.approx(0.5) and half.outcome == "not reproduced"
