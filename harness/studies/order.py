@@ -34,6 +34,6 @@ class MeasuringOrder:
         """A seed for a measuring tool's own shuffle (e.g. the ping-pong client's)."""
         return self._rng.randrange(1, 2**31)
 
-    def record(self) -> dict:
-        return {"seed": self.seed, "design": "compared methods interleaved within each "
-                "repetition, in an order shuffled per repetition and point"}
+    def record(self, design: str) -> dict:
+        """What run.json keeps: the seed, and in words what was shuffled and how often."""
+        return {"seed": self.seed, "design": design}

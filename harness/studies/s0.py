@@ -404,7 +404,9 @@ class S0(Study):
             "relays": relay_records, "relays_alive_after_sweep": alive,
             "srd_on_fb": srd_seen, "bench_where": bench_where, "timings": timings,
             "nptcp_direct_half_rtt_1b_us": nptcp_us, "loadavg": loadavg,
-            "order": meas.order.record(),
+            "order": meas.order.record(
+                "the three methods size by size, in an order shuffled per size and "
+                "repetition; the benchmark's paths in an order shuffled per repetition"),
             "tool": "harness.tools.pingpong (TCP_NODELAY, per-size budgets)",
         })
 

@@ -391,7 +391,9 @@ class S3(Study):
                 rounds += fleet_rounds
                 session.raw(f"mappers-{variant}-r{rep}.jsonl", output)
                 timings[variant] = round(timings.get(variant, 0.0) + time.monotonic() - t0, 1)
-        notes["order"] = order.record()
+        notes["order"] = order.record(
+            "the protocols one after another (a mapper fleet serves one protocol), in an "
+            "order shuffled per repetition")
         if "tipc" in params.protocols:
             stat = reducer.run(["tipc", "link", "stat", "show"], check=False, timeout=60)
             session.raw("tipc-link-stat.txt", stat.stdout + stat.stderr)

@@ -170,7 +170,9 @@ class S4(Study):
         rows = sweep_iperf3(session, bed, params, cpu_cgroup, order)
         if params.gridftp:
             rows += sweep_gridftp(session, bed, params, cpu_cgroup, order)
-        session.note(order=order.record())
+        session.note(order=order.record(
+            "TCP and MPTCP back to back per stream count, in an order shuffled per stream "
+            "count and repetition"))
         session.results(pd.DataFrame(rows))
         session.note(controllers={
             "tcp": CONGESTION,
