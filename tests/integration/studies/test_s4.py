@@ -25,6 +25,7 @@ def harness(*args, data):
 
 def test_s4_small_sweep_reproduces_the_aggregation(tmp_path):
     out = harness("run", "-q", str(NOTEBOOK), "-p", "streams", "1,2", "-p", "duration_s", "2",
+                  "-p", "repetitions", "1",
                   "-p", "gridftp_streams", "2", "-p", "gridftp_mbytes", "16",
                   "-p", "verify_seconds", "1", data=tmp_path)
     assert out.returncode == 0, out.stderr[-3000:]
@@ -46,6 +47,9 @@ def test_s4_small_sweep_reproduces_the_aggregation(tmp_path):
     tcp = frame[(frame.tool == "iperf3") & (frame.transport == "tcp")]
     assert (tcp.path2_tx_bytes < 0.01 * tcp.path1_tx_bytes).all()  # single path really is
     assert len(frame[frame.tool == "gridftp"]) == 2
+    claims = pd.read_csv(run_dir / "claims.csv")  # one repetition: no interval, so no verdict
+    assert set(claims.outcome) <= {"inconclusive", "not testable here"}
+    assert "no interval" in claims.set_index("claim_id").loc["s4.tcp_peak", "reason"]
     assert sorted(p.name for p in (run_dir / "raw").iterdir())[0].startswith("gridftp-")
     prefix = meta["testbed"]["prefix"]
     assert not [n for n in netns_names() if n.startswith(prefix)]
