@@ -75,3 +75,15 @@ class CommandOnlyNode(Node):
 
     def get(self, remote_path, local_path):
         raise AssertionError(f"nothing may be copied: {remote_path}")
+
+
+def interruptible() -> None:
+    """``preexec_fn`` for a child that a test interrupts with SIGINT: the default action.
+
+    A test runner started in the background by a non-interactive shell (``cmd &``)
+    ignores SIGINT, and children inherit that; Python then installs no
+    KeyboardInterrupt handler, so the child would never see the test's Ctrl-C.
+    """
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)

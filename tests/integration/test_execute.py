@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import group_alive, needs_root, needs_tools, netns_names
+from conftest import group_alive, interruptible, needs_root, needs_tools, netns_names
 
 from harness.journal import Journal
 
@@ -26,7 +26,8 @@ def test_ctrl_c_mid_measurement_marks_incomplete_and_leaves_nothing(tmp_path):
         [sys.executable, "-m", "harness", "run", "-q", str(NOTEBOOK), "-p", "streams", "2",
          "-p", "duration_s", "60", "-p", "gridftp", "false", "-p", "verify_seconds", "1"],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        start_new_session=True)  # its own group, like a shell job: Ctrl-C reaches all of it
+        start_new_session=True,  # its own group, like a shell job: Ctrl-C reaches all of it
+        preexec_fn=interruptible)
     try:
         run_dir = None
         deadline = time.monotonic() + 180

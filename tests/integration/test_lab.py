@@ -10,7 +10,7 @@ import sys
 import time
 
 import pytest
-from conftest import group_alive, needs_root, needs_tools, netns_names
+from conftest import group_alive, interruptible, needs_root, needs_tools, netns_names
 
 from harness.errors import CapabilityMissing
 from harness.journal import Journal
@@ -121,7 +121,8 @@ def test_signal_mid_measurement_leaves_nothing(tmp_path, sig):
     journal = tmp_path / "j.jsonl"
     code = CHILD.format(tests=os.path.dirname(os.path.dirname(__file__)), journal=str(journal),
                         prefix=prefix)
-    child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
+                             preexec_fn=interruptible)
     line = child.stdout.readline()
     assert line.startswith("measuring"), line
     client_pid = int(line.split()[1])

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import paramiko
 import pytest
+from conftest import interruptible
 
 from harness.errors import CapabilityMissing, NodeError
 from harness.journal import Journal
@@ -257,7 +258,8 @@ def test_sigint_during_boot_stops_qemu_and_cleans_up(tmp_path):
     _require_vm_host()
     path = tmp_path / "journal.jsonl"
     child = subprocess.Popen([sys.executable, "-c", _CHILD, str(path)], cwd=REPO,
-                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                             preexec_fn=interruptible)
     try:
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:  # wait until QEMU is running
