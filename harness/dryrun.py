@@ -79,6 +79,7 @@ class PlannedTestbed:
         self.placement = placement
         self.changes = changes
         self.nodes = {name: PlannedNamespace(n.netns, n.parent, n.name)
+                      if isinstance(n, NamespaceNode) else n  # a whole planned machine
                       for name, n in lab.nodes.items()}
 
     def node(self, name: str) -> Node:

@@ -12,6 +12,12 @@ wire -- an existing NIC on each side (found by MAC, ``nics``), moved into the
 node's namespace under the link's interface name and configured like a veth
 end. When the namespace is deleted the kernel hands the NIC back to its root
 namespace.
+
+A node that takes its whole machine (``TopologyNode.whole_machine``) gets no
+namespace: it is the machine's initial namespace (:class:`MachineRootNode`),
+its wire NIC is renamed there and configured like any other end, and the undo
+takes the addresses off and gives the NIC back its name and MTU. The lab
+refuses to do that to this host (placement puts such labs in VMs).
 """
 
 from __future__ import annotations
@@ -29,7 +35,7 @@ from .config.sysctl import Sysctl
 from .errors import SpecError
 from .journal import Journal
 from .netbackend import CommandBackend, NetBackend, Pyroute2Backend
-from .nodes import LocalNode, NamespaceNode, Node
+from .nodes import LocalNode, MachineRootNode, NamespaceNode, Node
 from .nodes.group import Call, run_group
 from .probe import Capabilities, probe, require
 from .shaping import EgressPlan, plan_egress
@@ -117,11 +123,18 @@ class Lab:
                                     "pass nics={(node, ifname): mac} for both ends of a wire")
         if not self.prefix:
             self.prefix = f"h{secrets.token_hex(3)}"
-        self.nodes: dict[str, NamespaceNode] = {
-            node.name: NamespaceNode(self.netns_name(node.name), self.hosts[node.machine],
-                                     node.name)
+        self.whole = set(self.topology.whole_machine_nodes())
+        for name in sorted(self.whole):
+            if self.hosts[self.topology.machine_of(name)].is_local:
+                raise SpecError(f"node {name} takes its machine's initial network namespace, "
+                                "and its machine is this host", "never this host's own network "
+                                "stack: let the placement put the lab in VMs")
+        self.nodes: dict[str, NamespaceNode | MachineRootNode] = {
+            node.name: MachineRootNode(self.hosts[node.machine], node.name) if node.whole_machine
+            else NamespaceNode(self.netns_name(node.name), self.hosts[node.machine], node.name)
             for node in self.topology.nodes
         }
+        self._root_nics: dict[tuple[str, str], tuple[str, int]] = {}  # -> (name, mtu) before
         self.plans: dict[str, dict] = {}
         self.timings = LabTimings()
         self.delay_calibration: list[dict] = []
@@ -131,7 +144,11 @@ class Lab:
     def netns_name(self, node: str) -> str:
         return f"{self.prefix}-{node}"
 
-    def node(self, name: str) -> NamespaceNode:
+    def _ns(self, node: str) -> str:
+        """The namespace a node's interfaces are in: "" for a whole-machine node."""
+        return "" if node in self.whole else self.netns_name(node)
+
+    def node(self, name: str) -> NamespaceNode | MachineRootNode:
         if name not in self.nodes:
             raise SpecError(f"lab {self.topology.name!r} has no node {name!r}",
                             f"use one of: {', '.join(self.nodes)}")
@@ -166,12 +183,14 @@ class Lab:
         # One command per machine for all names: each is a round trip to a VM or remote host.
         for label in self.topology.machines():
             host = self.hosts[label]
-            paths = " ".join(n.netns_path for n in self.nodes.values() if n.machine is host)
+            paths = " ".join(n.netns_path for n in self.nodes.values()
+                             if n.machine is host and n.netns_path)
             taken = host.run(f"for p in {paths}; do [ -e $p ] && echo ${{p##*/}}; done; true",
-                             timeout=30).stdout.split()
+                             timeout=30).stdout.split() if paths else []
             if taken:
                 raise SpecError(f"namespace(s) {', '.join(taken)} already exist on {host.name}",
                                 "choose another lab prefix")
+        self._read_root_nics()
         started = time.monotonic()
         self._scope_start = max((e.seq for e in self.journal.entries()), default=0)
         try:
@@ -182,6 +201,24 @@ class Lab:
             raise
         self._built = True
         self.timings.build_s = time.monotonic() - started
+
+    def _read_root_nics(self) -> None:
+        """Name and MTU of every wire NIC a whole-machine node renames, for the undo."""
+        for link in self.topology.wires():
+            for end in (link.a, link.b):
+                if end.node not in self.whole:
+                    continue
+                mac = self.nics[(end.node, end.ifname)]
+                listing = self.host_of(end.node).run(
+                    "for d in /sys/class/net/*; do echo ${d##*/} $(cat $d/address) "
+                    "$(cat $d/mtu); done", timeout=30).stdout
+                found = [line.split() for line in listing.splitlines()
+                         if len(line.split()) == 3 and line.split()[1] == mac.lower()]
+                if not found:
+                    raise SpecError(f"no NIC with MAC {mac} in the initial namespace of "
+                                    f"{self.host_of(end.node).name} (node {end.node})",
+                                    "is it still in a namespace of an earlier lab?")
+                self._root_nics[(end.node, end.ifname)] = (found[0][0], int(found[0][2]))
 
     def _build_with_new_backend(self) -> None:
         backends = {label: self._backend(host) for label, host in self.hosts.items()
@@ -199,6 +236,8 @@ class Lab:
             return backends[topo.machine_of(node)]
 
         for name, node in self.nodes.items():
+            if name in self.whole:
+                continue
             journal.record("netns", node.parent, name=node.netns)
             backend(name).create_netns(node.netns)
             backend(name).loopback_up(node.netns)
@@ -206,6 +245,12 @@ class Lab:
             if topo.is_wire(link):
                 for end in (link.a, link.b):
                     mac = self.nics[(end.node, end.ifname)]
+                    if end.node in self.whole:
+                        was, mtu = self._root_nics[(end.node, end.ifname)]
+                        journal.record("root-nic", self.nodes[end.node], ifname=end.ifname,
+                                       mac=mac, name=was, mtu=mtu)
+                        backend(end.node).rename_nic(mac, end.ifname)
+                        continue
                     journal.record("nic", self.nodes[end.node], ifname=end.ifname, mac=mac)
                     backend(end.node).adopt_nic(self.netns_name(end.node), mac, end.ifname)
             else:
@@ -216,20 +261,20 @@ class Lab:
             plan = plan_egress(link)
             for end in (link.a, link.b):
                 node = self.nodes[end.node]
-                backend(end.node).configure_interface(node.netns, end.ifname, end.address,
-                                                      link.mtu)
+                backend(end.node).configure_interface(self._ns(end.node), end.ifname,
+                                                      end.address, link.mtu)
                 if not plan.empty:
                     journal.record("qdisc", node, ifname=end.ifname)
-                    backend(end.node).apply_egress(node.netns, end.ifname, plan)
+                    backend(end.node).apply_egress(self._ns(end.node), end.ifname, plan)
                 self.plans[f"{end.node}:{end.ifname}"] = plan.to_dict()
         for route in topo.routes:
             journal.record("route", self.nodes[route.node], destination=route.destination,
                            table=route.table)
-            backend(route.node).add_route(self.netns_name(route.node), route)
+            backend(route.node).add_route(self._ns(route.node), route)
         for rule in topo.rules:
             journal.record("rule", self.nodes[rule.node], source=rule.source, table=rule.table,
                            priority=rule.priority)
-            backend(rule.node).add_rule(self.netns_name(rule.node), rule)
+            backend(rule.node).add_rule(self._ns(rule.node), rule)
         for b in backends.values():  # sysctls below go through the node: the lab must exist
             flush = getattr(b, "flush", None)
             if flush:
@@ -261,11 +306,14 @@ class Lab:
             out.append(ChangeRecord(node, kind, target, None, after, True))
 
         for name, node in self.nodes.items():
-            add(node.parent.name, "netns", node.netns, f"namespace for node {name}")
+            if name not in self.whole:
+                add(node.parent.name, "netns", node.netns, f"namespace for node {name}")
         for link in topo.links:
             if topo.is_wire(link):
                 for end in (link.a, link.b):
                     add(end.node, "nic", end.ifname,
+                        f"the VM's NIC for link {link.name}, renamed in the VM's initial "
+                        "namespace" if end.node in self.whole else
                         f"the VM's NIC for link {link.name}, moved into the namespace")
             else:
                 add(link.a.node, "veth", link.a.ifname, f"veth pair to {link.b.node}:"
@@ -318,8 +366,9 @@ class Lab:
                 plan = replace(EgressPlan(**self.plans[key]), delay_trim_us=trim_us)
                 self.plans[key] = plan.to_dict()
                 host = self.host_of(end.node)
+                ns = self._ns(end.node)
                 changes.setdefault(id(host), (host, []))[1].append(
-                    shlex.join(["tc", "-n", self.netns_name(end.node),
+                    shlex.join(["tc", *(["-n", ns] if ns else []),
                                 *plan.netem_change_command(end.ifname)]))
         for host, lines in changes.values():
             host.run("set -e\n" + "\n".join(lines), timeout=30 + len(lines))
@@ -364,7 +413,8 @@ class Lab:
                          if label in self.topology.machines()},
             "wires": {f"{n}:{i}": mac for (n, i), mac in self.nics.items()},
             "prefix": self.prefix,
-            "namespaces": {name: node.netns for name, node in self.nodes.items()},
+            "namespaces": {name: getattr(node, "netns", None) for name, node in self.nodes.items()},
+            "whole_machine_nodes": sorted(self.whole),
             "topology": self.topology.to_dict(),
             "egress_plans": self.plans,
             "delay_calibration": self.delay_calibration,

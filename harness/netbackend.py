@@ -27,6 +27,7 @@ class NetBackend(Protocol):
     def create_netns(self, name: str) -> None: ...
     def add_veth(self, ns_a: str, if_a: str, ns_b: str, if_b: str) -> None: ...
     def adopt_nic(self, ns: str, mac: str, ifname: str) -> None: ...
+    def rename_nic(self, mac: str, ifname: str) -> None: ...
     def configure_interface(self, ns: str, ifname: str, address: str, mtu: int) -> None: ...
     def loopback_up(self, ns: str) -> None: ...
     def apply_egress(self, ns: str, ifname: str, plan: EgressPlan) -> None: ...
@@ -68,6 +69,12 @@ class Pyroute2Backend:
 
         raise SpecError("a lab on this host cannot take a NIC for a wire between machines",
                         "wires join VMs: place the study in VM labs")
+
+    def rename_nic(self, mac: str, ifname: str) -> None:
+        from .errors import SpecError
+
+        raise SpecError("a lab on this host cannot rename one of its NICs",
+                        "whole-machine nodes are VMs: place the study in VM labs")
 
     def configure_interface(self, ns: str, ifname: str, address: str, mtu: int) -> None:
         ipr = self._ipr(ns)
@@ -130,6 +137,14 @@ done
 [ -n "$dev" ] || {{ echo "no NIC with MAC "{mac}" in the root namespace" >&2; exit 1; }}
 ip link set dev "$dev" netns {ns} name {ifname}"""
 
+# Rename the root namespace's NIC with this MAC (a whole-machine node's wire end).
+RENAME_NIC = """dev=
+for d in /sys/class/net/*; do
+  [ "$(cat "$d/address" 2>/dev/null)" = {mac} ] && dev=${{d##*/}}
+done
+[ -n "$dev" ] || {{ echo "no NIC with MAC "{mac}" in the root namespace" >&2; exit 1; }}
+[ "$dev" = {ifname} ] || {{ ip link set dev "$dev" down && ip link set dev "$dev" name {ifname}; }}"""
+
 
 class CommandBackend:
     """The same changes as iproute2 commands on ``host`` (a VM or remote machine).
@@ -158,6 +173,7 @@ class CommandBackend:
         self._ip: dict[str, list[list[str]]] = {}  # per namespace, in order
         self._tc: dict[str, list[list[str]]] = {}
         self._nics: list[tuple[str, str, str]] = []  # (netns, mac, ifname) to move in
+        self._renames: list[tuple[str, str]] = []  # (mac, ifname) renamed in the root namespace
 
     def _ns_ip(self, ns: str, *args: str) -> None:
         self._ip.setdefault(ns, []).append(list(args))
@@ -167,6 +183,8 @@ class CommandBackend:
         parts: list[str] = []
 
         def batch(argv: list[str], lines: list[list[str]]) -> None:
+            if argv[1:2] == ["-n"] and argv[2] == "":  # the root namespace's own batch
+                argv = [argv[0], *argv[3:]]
             if lines:
                 body = "\n".join(shlex.join(line) for line in lines)
                 parts.append(f"{shlex.join(argv)} <<'HARNESS_BATCH'\n{body}\nHARNESS_BATCH")
@@ -175,6 +193,8 @@ class CommandBackend:
         for ns, mac, ifname in self._nics:
             parts.append(ADOPT_NIC.format(mac=shlex.quote(mac), ns=shlex.quote(ns),
                                           ifname=shlex.quote(ifname)))
+        for mac, ifname in self._renames:
+            parts.append(RENAME_NIC.format(mac=shlex.quote(mac), ifname=shlex.quote(ifname)))
         order, cyclic = self._creation_order()
         for ns in cyclic:  # veths among namespaces that create into each other: first
             batch(["ip", "-n", ns, "-batch", "-"], self._veth.get(ns, []))
@@ -206,7 +226,7 @@ class CommandBackend:
     def flush(self) -> None:
         script = self.script()
         self._root, self._veth, self._peers, self._ip, self._tc = [], {}, {}, {}, {}
-        self._nics = []
+        self._nics, self._renames = [], []
         if script:
             self.host.run(script, timeout=300)
 
@@ -220,6 +240,9 @@ class CommandBackend:
 
     def adopt_nic(self, ns: str, mac: str, ifname: str) -> None:
         self._nics.append((ns, mac, ifname))
+
+    def rename_nic(self, mac: str, ifname: str) -> None:
+        self._renames.append((mac, ifname))
 
     def configure_interface(self, ns: str, ifname: str, address: str, mtu: int) -> None:
         self._ns_ip(ns, "link", "set", ifname, "mtu", str(mtu))
@@ -273,6 +296,15 @@ def _undo_nic(node: Node, data: dict) -> None:
     """Hand an adopted NIC back to the root namespace (namespace deletion would too)."""
     node.run(f"ip link set dev {shlex.quote(data['ifname'])} netns 1 2>/dev/null || true",
              timeout=30)
+
+
+@undo_handler("root-nic")
+def _undo_root_nic(node: Node, data: dict) -> None:
+    """A whole-machine node's wire NIC: addresses off, down, its name and MTU as before."""
+    dev, name, mtu = (shlex.quote(str(data[k])) for k in ("ifname", "name", "mtu"))
+    node.run(f"if ip link show dev {dev} >/dev/null 2>&1; then ip addr flush dev {dev}; "
+             f"ip link set dev {dev} down; ip link set dev {dev} mtu {mtu}; "
+             f"[ {dev} = {name} ] || ip link set dev {dev} name {name}; fi", timeout=30)
 
 
 @undo_handler("veth")

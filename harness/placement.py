@@ -84,23 +84,26 @@ class Decision:
 
 
 def decide(needed: set[str], host: Capabilities, offer: VMOffer, purpose: str,
-           machines: int = 1) -> Decision:
+           machines: int = 1, whole_machines: bool = False) -> Decision:
     """Host if it suffices, else a VM that has everything, else stop naming what is missing.
 
     ``machines`` > 1: the topology keeps nodes in that many separate kernels,
-    which one host kernel cannot be: one VM per machine.
+    which one host kernel cannot be: one VM per machine. ``whole_machines``: some
+    node is its machine's initial namespace (:class:`~harness.topology.TopologyNode`),
+    which this host's must never be: VMs too.
     """
     unknown = sorted(f for f in needed if f not in FEATURES)
     if unknown:
         raise HarnessError(f"{purpose} asks for unknown features {unknown}",
                            f"known features: {', '.join(sorted(FEATURES))}")
     missing = host.missing(needed)
-    if not missing and machines == 1:
+    if not missing and machines == 1 and not whole_machines:
         return Decision("host", f"the host kernel ({host.kernel}) has every feature needed: "
                                 f"{', '.join(sorted(needed))}")
     if not offer.available:
         why = (f"needs {', '.join(missing)}, which this host's kernel ({host.kernel}) lacks"
-               if missing else f"keeps its nodes in {machines} separate kernels")
+               if missing else f"keeps its nodes in {machines} separate kernels"
+               if machines > 1 else "has a node that takes a whole machine's network stack")
         raise CapabilityMissing(
             f"{purpose} {why}, and no VM can be booted: {offer.reason}",
             "install the VM tools (bash env/setup), or run on machines from an inventory")
@@ -120,6 +123,9 @@ def decide(needed: set[str], host: Capabilities, offer: VMOffer, purpose: str,
     if machines > 1:
         reason += (f"; the topology keeps its nodes in {machines} separate kernels: one VM "
                    "each, joined by wires")
+    if whole_machines:
+        reason += ("; a node takes its machine's initial network namespace: a VM's, never "
+                   "this host's")
     return Decision("vm", reason, tuple(missing), modules, machines)
 
 

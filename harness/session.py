@@ -152,9 +152,11 @@ class Session:
             need |= set(extra)
         purpose = f"study {self.study}"
         machines = topology.machines()
-        offer = (vm_offer() if caps.missing(need) or len(machines) > 1
+        whole = bool(topology.whole_machine_nodes())
+        offer = (vm_offer() if caps.missing(need) or len(machines) > 1 or whole
                  else VMOffer(False, reason="not needed"))
-        decision = decide(need, caps, offer, purpose, machines=len(machines))
+        decision = decide(need, caps, offer, purpose, machines=len(machines),
+                          whole_machines=whole)
         self._placement = decision.to_dict()
         if decision.where == "host":
             require(caps, need, tools, purpose=f"{purpose} in a namespace lab")

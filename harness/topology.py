@@ -95,11 +95,18 @@ class Rule:
 class TopologyNode:
     """A lab node. ``machine``: nodes with the same label share one kernel ("" = the lab's
     main machine); a link between nodes on different machines is a wire between them --
-    for traffic that must not be short-cut inside one kernel (TIPC between namespaces)."""
+    for traffic that must not be short-cut inside one kernel (TIPC between namespaces).
+
+    ``whole_machine``: the node is its machine's initial network namespace, not a
+    namespace of its own -- for kernel facilities that live only there (Soft-RoCE's
+    UDP socket on Linux 6.x). Such a node is alone on its machine, and a lab that
+    has one is never built on this host (it would reconfigure the host's own
+    network stack): it goes into VMs, one per machine."""
 
     name: str
     forwarding: bool = False  # acts as an IP router
     machine: str = ""
+    whole_machine: bool = False
 
 
 @dataclass(frozen=True)
@@ -141,6 +148,10 @@ class Topology:
     def machine_of(self, node: str) -> str:
         return self.node(node).machine
 
+    def whole_machine_nodes(self) -> list[str]:
+        """Nodes that are their machine's initial namespace (see :class:`TopologyNode`)."""
+        return [n.name for n in self.nodes if n.whole_machine]
+
     def is_wire(self, link: Link) -> bool:
         """A link between two machines (not a veth inside one)."""
         return self.machine_of(link.a.node) != self.machine_of(link.b.node)
@@ -173,6 +184,12 @@ class Topology:
             if node.machine and not NODENAME.match(node.machine):
                 raise SpecError(f"machine label {node.machine!r} of node {node.name} is not valid",
                                 "use 1-12 lower-case letters and digits, starting with a letter")
+            sharing = [n.name for n in self.nodes if n.machine == node.machine and n is not node]
+            if node.whole_machine and sharing:
+                raise SpecError(f"node {node.name} takes its whole machine "
+                                f"({node.machine or 'the main one'}) but {', '.join(sharing)} "
+                                "is there too", "give every whole-machine node a machine label "
+                                "of its own")
         seen_if: set[tuple[str, str]] = set()
         seen_ip: set[str] = set()
         for link in self.links:
@@ -273,6 +290,7 @@ class Topology:
         lines = [f"topology {self.name}: {len(self.nodes)} nodes, {len(self.links)} links"]
         for node in self.nodes:
             role = " (router)" if node.forwarding else ""
+            role += " (a whole machine: its initial namespace)" if node.whole_machine else ""
             ifs = ", ".join(f"{e.ifname} {e.address}" for e in self.link_ends(node.name))
             lines.append(f"  node {node.name}{role}: {ifs}")
         for link in self.links:
@@ -308,8 +326,9 @@ class TopologyBuilder:
     routes: list[Route] = field(default_factory=list)
     rules: list[Rule] = field(default_factory=list)
 
-    def node(self, name: str, forwarding: bool = False, machine: str = "") -> TopologyBuilder:
-        self.nodes.append(TopologyNode(name, forwarding, machine))
+    def node(self, name: str, forwarding: bool = False, machine: str = "",
+             whole_machine: bool = False) -> TopologyBuilder:
+        self.nodes.append(TopologyNode(name, forwarding, machine, whole_machine))
         return self
 
     def link(self, a: tuple[str, str, str], b: tuple[str, str, str], **props) -> TopologyBuilder:

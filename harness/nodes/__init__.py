@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from .base import DEFAULT_TIMEOUT, Node, Process, ProcessInfo
 from .local import LocalNode
-from .netns import NamespaceNode
+from .netns import MachineRootNode, NamespaceNode
 from .result import Result
 
 __all__ = [
     "DEFAULT_TIMEOUT",
     "LocalNode",
+    "MachineRootNode",
     "NamespaceNode",
     "Node",
     "Process",
@@ -26,6 +27,8 @@ def node_from_description(desc: dict) -> Node:
         return LocalNode(desc.get("name", "local"))
     if kind == "netns":
         return NamespaceNode(desc["netns"], node_from_description(desc["parent"]), desc.get("name"))
+    if kind == "machine-root":
+        return MachineRootNode(node_from_description(desc["parent"]), desc.get("name"))
     if kind == "ssh":
         from .ssh import SSHNode
 
