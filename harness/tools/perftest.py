@@ -23,9 +23,10 @@ measured per process rather than inferred.
 from __future__ import annotations
 
 import re
+import shlex
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 from ..config.rdma import with_memlock
 from ..errors import HarnessError, SpecError
@@ -279,3 +280,102 @@ def client(node: Node, run: PerftestRun, server_host: str, timeout: float = 300.
     report = parse_output(run.tool, res.stdout)
     report.raw = res.stdout + (f"\n[stderr]\n{res.stderr}" if res.stderr.strip() else "")
     return report
+
+
+# -- a sweep: one process per end for many sizes ----------------------------------------------
+
+SIZE_MARK = "@size"
+
+
+@dataclass(frozen=True)
+class PerftestSweep:
+    """``run`` at each of ``sizes``, one invocation per size, all in ONE command per end.
+
+    A perftest server serves one client and exits, and ``-a`` cannot stop below
+    8 MiB; so a study's sizes are separate invocations. Starting each as a
+    command of its own costs round trips to the machine (~0.5 s each into an
+    emulated VM); here each end runs one shell script: the server invocations
+    one after another, and the client's, each retried while the server of that
+    size is not listening yet (perftest's client exits at once when it cannot
+    connect). ``@size N`` lines separate the sizes in both outputs.
+    """
+
+    run: PerftestRun
+    sizes: tuple[int, ...]
+    retries: int = 200  # connection attempts per size, ``retry_s`` apart
+    retry_s: float = 0.1
+
+    def check(self) -> None:
+        if not self.sizes:
+            raise SpecError("a perftest sweep needs at least one size")
+        for size in self.sizes:
+            replace(self.run, size=size).check()
+
+    def server_command(self) -> str:
+        self.check()
+        return "\n".join(f"echo {SIZE_MARK} {size}; "
+                         + shlex.join(replace(self.run, size=size).server_argv())
+                         for size in self.sizes)
+
+    def client_command(self, server: str) -> str:
+        self.check()
+        lines = []
+        for size in self.sizes:
+            argv = shlex.join(replace(self.run, size=size).client_argv(server))
+            lines.append(f"echo {SIZE_MARK} {size}; n=0; until {argv}; do n=$((n+1)); "
+                         f"[ $n -ge {self.retries} ] && exit 1; sleep {self.retry_s:g}; done")
+        return "\n".join(lines)
+
+
+def split_sizes(text: str) -> dict[int, str]:
+    """A sweep's output, by size (the text after each ``@size N`` line)."""
+    out: dict[int, list[str]] = {}
+    current = None
+    for line in text.splitlines():
+        words = line.split()
+        if words[:1] == [SIZE_MARK] and len(words) == 2 and words[1].isdigit():
+            current = int(words[1])
+            out[current] = []
+        elif current is not None:
+            out[current].append(line)
+    return {size: "\n".join(lines) for size, lines in out.items()}
+
+
+def parse_sweep(tool: str, text: str) -> list[PerftestReport]:
+    """One report per size of a sweep's client output (the last attempt's table and CPU).
+
+    A size whose output has no table raises :class:`HarnessError` naming it.
+    """
+    reports = []
+    for size, part in split_sizes(text).items():
+        try:
+            report = parse_output(tool, part)
+        except HarnessError as exc:
+            raise HarnessError(f"{tool} at {size} B: {exc.message}", exc.hint) from None
+        report.rows = [row for row in report.rows if row.size == size] or report.rows[-1:]
+        report.raw = part
+        reports.append(report)
+    if not reports:
+        raise HarnessError(f"{tool} sweep printed no size at all: {text.strip()[-300:]!r}")
+    return reports
+
+
+def sweep(journal: Journal, server_node: Node, client_node: Node, plan: PerftestSweep,
+          server_host: str, timeout: float = 600.0) -> tuple[list[PerftestReport], str, str]:
+    """Run a sweep: the server script in the background on ``server_node``, the client's in
+    the foreground on ``client_node``. Returns (client reports by size, client output,
+    server output)."""
+    with journal.process(server_node, ["sh", "-c", plan.server_command()]) as proc:
+        res = client_node.run(["sh", "-c", plan.client_command(server_host)], timeout=timeout,
+                              check=False)
+        try:
+            proc.wait(30)
+        except HarnessError:
+            pass  # still running: stopped (and recorded as stopped) when the block ends
+        served = proc.output()
+    text = res.stdout + (f"\n[stderr]\n{res.stderr}" if res.stderr.strip() else "")
+    if not res.ok:
+        raise HarnessError(f"{plan.run.tool} sweep client on {client_node.name} failed (exit "
+                           f"{res.exit_status}): {(res.stderr or res.stdout).strip()[-600:]}",
+                           f"the server said: {served.strip()[-300:]}")
+    return parse_sweep(plan.run.tool, res.stdout), text, served

@@ -174,3 +174,49 @@ def test_the_client_returns_the_report_or_says_why_it_failed():
     assert report.rows[0].size == 2 and "t_typical" in report.raw
     with pytest.raises(HarnessError, match="exit 1.*Couldn't connect"):
         perftest.client(Node(1, "", " Couldn't connect to 10.0.1.1:18515"), run, "10.0.1.1")
+
+
+# -- sweeps: many sizes, one command per end -----------------------------------------------------
+
+def one_size(size: int, t: float) -> str:
+    return BANNER + (
+        " #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    "
+        "t_stdev[usec]   99% percentile[usec]   99.9% percentile[usec] \n"
+        f" {size}       200          {t}          412.85       {t}    \t       {t}       \t12.31"
+        "  \t\t98.66   \t\t412.85 \n"
+        "---------------------------------------------------------------------------------------\n"
+        "@cpu 20 5 100\n")
+
+
+def test_sweep_commands_run_every_size_with_retries_at_the_client():
+    plan = perftest.PerftestSweep(PerftestRun("ib_send_lat", iterations=200, device="rxe0",
+                                              gid_index=1), (1, 64, 4096))
+    server = plan.server_command()
+    client = plan.client_command("198.18.1.2")
+    assert server.count("ib_send_lat -F -n 200") == 3 and "-s 4096" in server
+    assert "@size 64" in server and "198.18.1.2" not in server
+    assert client.count("until ") == 3 and client.count("198.18.1.2") == 3
+    assert "prlimit --memlock=unlimited" in client and "exit 1" in client
+    with pytest.raises(SpecError, match="has no completion events"):
+        perftest.PerftestSweep(PerftestRun("ib_write_lat", events=True), (2,)).server_command()
+    with pytest.raises(SpecError, match="at least one size"):
+        perftest.PerftestSweep(PerftestRun("ib_send_lat"), ()).client_command("x")
+
+
+def test_sweep_output_is_split_by_size_failed_attempts_ignored():
+    text = ("@size 1\n Couldn't connect to 198.18.1.2:18515\n@cpu 0 0 100\n"
+            + one_size(1, 40.5) + "@size 64\n" + one_size(64, 44.25))
+    reports = perftest.parse_sweep("ib_send_lat", text)
+    assert [r.rows[0].size for r in reports] == [1, 64]
+    assert reports[1].rows[0].t_typical_us == 44.25
+    assert reports[0].cpu_user_s == 0.2 and reports[0].cpu_system_s == 0.05
+    with pytest.raises(HarnessError, match="at 64 B"):
+        perftest.parse_sweep("ib_send_lat", text.split("@size 64")[0] + "@size 64\nfailed\n")
+    with pytest.raises(HarnessError, match="no size"):
+        perftest.parse_sweep("ib_send_lat", "nothing")
+
+
+def test_sweep_commands_are_valid_shell():
+    plan = perftest.PerftestSweep(PerftestRun("ib_write_bw", iterations=100), (2, 1024))
+    for script in (plan.server_command(), plan.client_command("10.0.0.1")):
+        assert subprocess.run(["sh", "-n", "-c", script]).returncode == 0
