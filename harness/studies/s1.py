@@ -1,0 +1,352 @@
+"""S1 -- user-level messaging (RDMA verbs, the heir of VIA) against kernel TCP (seed 001).
+
+Paper (Kim, Kim, Kim, ETRI, ~2001): VIA implementations on Linux 2.2 --
+M-VIA (VIA emulated in software over Fast Ethernet), Berkeley VIA (Myrinet
+firmware) and Giganet cLAN (hardware VIA) -- against TCP/IP. On the same
+eepro/100 NIC M-VIA has the lower latency at every size (4 B: ~42 us against
+~58 us); TCP's small-message bandwidth is irregular with Nagle's algorithm and
+regular with TCP_NODELAY; M-VIA's bandwidth is better up to 512 B and slightly
+better for large messages; polling for completion lowers latency at a CPU cost;
+cLAN is lowest everywhere (~10 us at 4 B).
+
+Here: Soft-RoCE (``rdma_rxe``, verbs emulated by the kernel over an ordinary
+Ethernet NIC) plays M-VIA, against kernel TCP over the same wire. Two nodes,
+each the initial network namespace of a VM of its own (rxe's UDP socket lives
+only there on Linux 6.x: see :class:`harness.topology.TopologyNode`), joined by
+a wire. Verbs: perftest (``ib_send_lat``, ``ib_write_lat``, ``ib_send_lat -e``,
+``ib_send_bw``, ``ib_write_bw``), each end's CPU time per process; TCP: the
+harness's ping-pong and streaming tool with TCP_NODELAY and with Nagle on;
+one qperf point as a cross-check (C on both sides: rc_lat against tcp_lat);
+``ibv_devinfo -v`` archived and the paper's Table 1 rebuilt from it.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import ClassVar
+
+import pandas as pd
+
+from ..config.interface import Mtu
+from ..config.rdma import PRLIMIT, RDMA, RxeLink
+from ..errors import HarnessError, SpecError
+from ..session import Session
+from ..tools import ibverbs, perftest, pingpong, qperf
+from ..topology import Topology, TopologyBuilder
+from .base import Citation, Requirements, RunData, Study
+from .order import MeasuringOrder
+from .parameters import Parameters, param
+
+STUDY = "s1"
+WIRE = "wire"  # the interface name of the wire at both nodes
+ADDRESSES = {"a": "198.18.1.1/24", "b": "198.18.1.2/24"}  # RFC 2544 benchmarking range
+RXE = "rxe0"
+TCP_PORT = 47100
+PERFTEST_PORT = 18515
+QPERF_PORT = 19765
+MAX_SIZE = 1 << 20  # the paper's figures end at 1 MB (issue 11: "up to 1 MB")
+
+# The compared methods: (family, kind, tool, completion, nagle)
+METHODS = {
+    "verbs-send": ("verbs", "latency", "ib_send_lat", "polling", None),
+    "verbs-write": ("verbs", "latency", "ib_write_lat", "polling", None),
+    "verbs-send-events": ("verbs", "latency", "ib_send_lat", "events", None),
+    "verbs-send-bw": ("verbs", "bandwidth", "ib_send_bw", "polling", None),
+    "verbs-write-bw": ("verbs", "bandwidth", "ib_write_bw", "polling", None),
+    "tcp-nodelay": ("tcp", "both", "pingpong", None, False),
+    "tcp-nagle": ("tcp", "both", "pingpong", None, True),
+}
+
+
+def powers_of_two(top: int) -> tuple[int, ...]:
+    return tuple(1 << i for i in range(top.bit_length()) if 1 << i <= top)
+
+
+PROFILES = {
+    # quick: every power of two 1 B..64 KB, 2 repetitions (indicative verdicts), few iterations
+    "quick": dict(sizes=powers_of_two(1 << 16), repetitions=2, iterations=100,
+                  bw_iterations=100, tcp_budget_s=0.05),
+    # verdict: the quick grid, enough repetitions for the intervals to decide
+    "verdict": dict(sizes=powers_of_two(1 << 16), repetitions=6, iterations=300,
+                    bw_iterations=300, tcp_budget_s=0.1),
+    # paper: the paper's sizes up to 1 MB, perftest's default 1000 iterations
+    "paper": dict(sizes=powers_of_two(MAX_SIZE), repetitions=10, iterations=1000,
+                  bw_iterations=1000, tcp_budget_s=0.2),
+}
+
+
+@dataclass(frozen=True)
+class Params(Parameters):
+    profiles: ClassVar[dict[str, dict]] = PROFILES
+    sizes: tuple[int, ...] = param(PROFILES["quick"]["sizes"], "message sizes", unit="B",
+                                   low=1, high=MAX_SIZE, above="the paper's largest size (1 MB)")
+    repetitions: int = param(2, "repetitions: every method over every size, methods in a "
+                             "shuffled order in each (the claims' samples)", low=1, high=100)
+    iterations: int = param(100, "perftest round trips per latency point (-n)",
+                            low=perftest.MIN_ITERATIONS, high=1_000_000)
+    bw_iterations: int = param(100, "perftest messages per bandwidth point (-n)",
+                               low=perftest.MIN_ITERATIONS, high=1_000_000)
+    tcp_budget_s: float = param(0.05, "seconds per size for the TCP ping-pong and again for "
+                                "TCP streaming (at least 5 round trips)", unit="s", low=0.01,
+                                high=60)
+    mtu: int = param(1500, "the wire's MTU (RoCE's active MTU follows: 1500 gives 1024, "
+                     "9000 gives 4096)", unit="B", choices=(1500, 9000))
+    completion: tuple[str, ...] = param(("polling", "events"), "completion modes of "
+                                        "ib_send_lat: polling the CQ, sleeping on events (-e)",
+                                        choices=("polling", "events"), item="mode")
+    qperf_size: int = param(64, "the qperf cross-check point (rc_lat, rc_bw, tcp_lat, tcp_bw)",
+                            unit="B", low=1, high=MAX_SIZE, zero="no qperf cross-check")
+    qperf_seconds: int = param(1, "seconds per qperf test", unit="s", low=1, high=60)
+    seed: int = param(0, "seed of the randomised order of the methods in each repetition",
+                      low=0, high=2**31 - 1, zero="a fresh seed, recorded in run.json")
+    verify_seconds: int = param(1, "seconds per link direction when verifying the lab",
+                                unit="s", low=1, high=60)
+
+    def check(self) -> None:
+        if self.mtu not in (1500, 9000):
+            raise SpecError(f"parameter mtu={self.mtu} is not one of the choices",
+                            "use 1500 or 9000 (RoCE's active MTU then is 1024 or 4096)")
+        if "polling" not in self.completion:
+            raise SpecError("completion must include polling",
+                            "polling is the verbs baseline every claim compares with; add "
+                            "events to compare the two")
+        if len(set(self.sizes)) != len(self.sizes):
+            raise SpecError(f"parameter sizes={self.sizes} repeats a size", "give each once")
+
+    @property
+    def methods(self) -> tuple[str, ...]:
+        return tuple(m for m in METHODS
+                     if m != "verbs-send-events" or "events" in self.completion)
+
+
+def topology(params: Params) -> Topology:
+    """Two nodes, each a whole VM (its initial namespace: Soft-RoCE's home), one wire."""
+    b = (TopologyBuilder("s1-pair").node("a", whole_machine=True)
+         .node("b", machine="b", whole_machine=True))
+    b.link(("a", WIRE, ADDRESSES["a"]), ("b", WIRE, ADDRESSES["b"]))
+    return b.build(notes=f"S1: two kernels joined by one wire, Soft-RoCE ({RXE}) over it at "
+                         f"MTU {params.mtu}, kernel TCP over the same wire")
+
+
+def tools(params: Params) -> tuple:
+    out = (RDMA, PRLIMIT, ibverbs.IBV_DEVINFO, perftest.IB_SEND_LAT, perftest.IB_WRITE_LAT,
+           perftest.IB_SEND_BW, perftest.IB_WRITE_BW)
+    return out + ((qperf.QPERF,) if params.qperf_size else ())
+
+
+# -- measurement --------------------------------------------------------------------------------
+
+def latency_rows(reports: list[perftest.PerftestReport]) -> list[dict]:
+    """perftest latency reports as rows: median half round trip, CPU per round trip."""
+    rows = []
+    for report in reports:
+        for row in report.rows:
+            cpu = (report.cpu_user_s or 0) + (report.cpu_system_s or 0) \
+                if report.cpu_user_s is not None else None
+            rows.append({"size": row.size, "latency_us": row.t_typical_us,
+                         "latency_mean_us": row.t_avg_us, "latency_p99_us": row.t_p99_us,
+                         "iterations": row.iterations, "cpu_s": cpu,
+                         # CPU per round trip (one round trip is two half round trips)
+                         "cpu_us_per_rt": None if cpu is None else 1e6 * cpu / row.iterations,
+                         "wall_us_per_rt": 2 * row.t_avg_us})
+    return rows
+
+
+def bandwidth_rows(reports: list[perftest.PerftestReport]) -> list[dict]:
+    rows = []
+    for report in reports:
+        for row in report.rows:
+            cpu = (report.cpu_user_s or 0) + (report.cpu_system_s or 0) \
+                if report.cpu_user_s is not None else None
+            rows.append({"size": row.size, "bw_mbit": row.bw_avg_mbit_s,
+                         "bw_peak_mbit": row.bw_peak_mib_s * (1 << 20) * 8 / 1e6,
+                         "msg_rate_mpps": row.msg_rate_mpps, "iterations": row.iterations,
+                         "cpu_s": cpu})
+    return rows
+
+
+def tcp_rows(result: dict) -> list[dict]:
+    """The ping-pong tool's output as rows: median half round trip, streaming Mbit/s."""
+    (target,) = result["targets"].values()
+    rows = []
+    for point in target["points"]:
+        lat, stream = point["latency"], point.get("stream") or {}
+        rows.append({"size": point["size"], "latency_us": lat["median_us"],
+                     "latency_mean_us": lat["mean_us"], "latency_p99_us": None,
+                     "iterations": lat["n"], "bw_mbit": stream.get("mbit"),
+                     "pingpong_mbit": lat.get("pingpong_mbit"),
+                     "stream_messages": stream.get("messages")})
+    return rows
+
+
+@dataclass
+class Pair:
+    """The two ends: the client (a) measures against the server (b)."""
+
+    client: object
+    server: object
+    server_ip: str
+    gid_index: int | None
+
+
+def measure_method(session: Session, pair: Pair, params: Params, method: str, rep: int
+                   ) -> list[dict]:
+    """One method over every size: one sweep (verbs) or one ping-pong client run (TCP)."""
+    family, kind, tool, completion, nagle = METHODS[method]
+    sizes = tuple(sorted(params.sizes))
+    started = time.monotonic()
+    if family == "verbs":
+        run = perftest.PerftestRun(tool, iterations=params.iterations if kind == "latency"
+                                   else params.bw_iterations, events=completion == "events",
+                                   device=RXE, gid_index=pair.gid_index, port=PERFTEST_PORT)
+        plan = perftest.PerftestSweep(run, sizes)
+        budget = 120 + len(sizes) * (10 + run.iterations * 0.05)
+        reports, client_out, server_out = perftest.sweep(
+            session.journal, pair.server, pair.client, plan, pair.server_ip, timeout=budget)
+        session.raw(f"{method}-r{rep}.client.txt", client_out)
+        session.raw(f"{method}-r{rep}.server.txt", server_out)
+        rows = latency_rows(reports) if kind == "latency" else bandwidth_rows(reports)
+        info = reports[0].info
+        extra = {"rdma_mtu": info.get("mtu"), "link_type": info.get("link_type")}
+    else:
+        result = pingpong.client(session.journal, pair.client,
+                                 {"tcp": (pair.server_ip, TCP_PORT)}, list(sizes),
+                                 params.tcp_budget_s, params.tcp_budget_s, stream=True,
+                                 warmup=5, nagle=bool(nagle),
+                                 timeout=120 + len(sizes) * params.tcp_budget_s * 2 * 40)
+        session.raw(f"{method}-r{rep}.json", _json(result))
+        rows = tcp_rows(result)
+        extra = {}
+    seconds = time.monotonic() - started
+    return [{"repetition": rep, "method": method, "family": family, "kind": kind,
+             "tool": tool, "completion": completion, "nagle": nagle, **row, **extra,
+             "method_s": seconds} for row in rows]
+
+
+def _json(value) -> str:
+    import json
+
+    return json.dumps(value, indent=1)
+
+
+def read_devices(session: Session, node, label: str) -> list[ibverbs.VerbsDevice]:
+    """``ibv_devinfo -v`` of the node's RXE device, archived as it is."""
+    res = node.run(["ibv_devinfo", "-v", "-d", RXE], check=False, timeout=60)
+    session.raw(f"ibv_devinfo-{label}.txt", res.stdout + res.stderr)
+    devices = ibverbs.parse_devinfo(res.stdout) if res.ok else []
+    if not devices:
+        raise HarnessError(f"{node.name}: ibv_devinfo shows no {RXE}: "
+                           f"{(res.stderr or res.stdout).strip()[-300:]}",
+                           "is the Soft-RoCE link up (`rdma link show`)?")
+    return devices
+
+
+def wait_active(node, timeout: float = 30.0) -> str:
+    """Wait until the RXE port is ACTIVE (it follows the netdev's carrier)."""
+    deadline = time.monotonic() + timeout
+    state = ""
+    while time.monotonic() < deadline:
+        res = node.run(["rdma", "link", "show", f"{RXE}/1"], check=False, timeout=30)
+        state = res.stdout.strip()
+        if " ACTIVE " in f" {state} ":
+            return state
+        time.sleep(0.5)
+    raise HarnessError(f"{node.name}: {RXE} did not become ACTIVE: {state[-200:]}",
+                       f"is the wire up (`ip link show {WIRE}`)?")
+
+
+def measure_qperf(session: Session, pair: Pair, params: Params) -> list[dict]:
+    """One cross-check point: qperf's rc_lat, rc_bw, tcp_lat, tcp_bw at ``qperf_size``."""
+    run = qperf.QperfRun(("rc_lat", "rc_bw", "tcp_lat", "tcp_bw"), params.qperf_size,
+                         params.qperf_seconds, QPERF_PORT, device=RXE)
+    with qperf.server(session.journal, pair.server, QPERF_PORT, timeout=30):
+        res = pair.client.run(run.client_argv(pair.server_ip), check=False,
+                              timeout=120 + 4 * (params.qperf_seconds + 20))
+    session.raw("qperf.txt", res.stdout + res.stderr)
+    if not res.ok:
+        raise HarnessError(f"qperf failed (exit {res.exit_status}): "
+                           f"{(res.stderr or res.stdout).strip()[-300:]}")
+    return [r.row() for r in qperf.parse_output(res.stdout)]
+
+
+class S1(Study):
+    name = STUDY
+    title = "User-level messaging (RDMA verbs over Soft-RoCE, VIA's heir) against kernel TCP"
+    citation = Citation("Kangho Kim, Jin-Soo Kim, Haejin Kim",
+                        "A Comparison of VIA Implementations on Linux (리눅스 상의 VIA 구현 비교)",
+                        "ETRI Linux Research Team, KIISE", 2001, "001_b632ab557478d51e.txt")
+    Params = Params
+
+    def topology(self, params: Params) -> Topology:
+        return topology(params)
+
+    def requirements(self, params: Params) -> Requirements:
+        return Requirements(features=frozenset({"rdma_rxe"}), tools=tools(params))
+
+    def configure(self, session: Session, bed, params: Params) -> dict:
+        """The wire's MTU and a Soft-RoCE link over it, on both machines (recorded, undone)."""
+        ops = []
+        for name in ("a", "b"):
+            node, dev = bed.node(name), bed.device(name, WIRE)
+            ops += [Mtu(node, dev, params.mtu), RxeLink(node, RXE, dev)]
+        session.apply(*ops)
+        if session.dry_run:
+            return {}
+        return {name: wait_active(bed.node(name)) for name in ("a", "b")}
+
+    def measure(self, session: Session, bed, params: Params, configured: dict) -> None:
+        started = time.monotonic()
+        a, b = bed.node("a"), bed.node("b")
+        devices = {label: read_devices(session, node, label) for label, node in
+                   (("a", a), ("b", b))}
+        port_a = devices["a"][0].ports[0]
+        gid_a, gid_b = port_a.ipv4_gid_index(), devices["b"][0].ports[0].ipv4_gid_index()
+        if gid_a != gid_b:
+            raise HarnessError(f"the two ends' IPv4 RoCE v2 GIDs have different indexes "
+                               f"({gid_a}, {gid_b}); perftest takes one -x for both")
+        facts = ibverbs.read_socket_facts(a, bed.device("a", WIRE))
+        columns = [ibverbs.device_column(devices["a"][0], label=f"Soft-RoCE ({RXE})"),
+                   ibverbs.tcp_column(facts)]
+        session.results(pd.DataFrame(ibverbs.table1(columns)), "table1")
+        server_ip = bed.address("b", WIRE)
+        pair = Pair(a, b, server_ip, gid_a)
+        order = MeasuringOrder(params.seed)
+        rows: list[dict] = []
+        timings: dict[str, float] = {}
+        with pingpong.server(session.journal, b, server_ip, TCP_PORT, timeout=60):
+            for rep in range(1, params.repetitions + 1):
+                for position, method in enumerate(order.shuffle(params.methods)):
+                    t0 = time.monotonic()
+                    rows += [{**row, "order": position}
+                             for row in measure_method(session, pair, params, method, rep)]
+                    timings[method] = round(timings.get(method, 0.0) + time.monotonic() - t0, 1)
+        session.results(pd.DataFrame(rows))
+        notes: dict = {"order": order.record(), "method_seconds": timings,
+                       "rdma": {"device": RXE, "gid_index": gid_a,
+                                "active_mtu": port_a.active_mtu,
+                                "links": configured},
+                       "wire_mtu": params.mtu, "socket_facts": vars(facts)}
+        if params.qperf_size:
+            try:
+                session.results(pd.DataFrame(measure_qperf(session, pair, params)), "qperf")
+            except HarnessError as exc:  # a cross-check: its failure is said, not fatal
+                notes["qperf_error"] = exc.message
+        notes["measure_s"] = round(time.monotonic() - started, 1)
+        session.note(s1=notes)
+
+    def claims(self, data: RunData) -> pd.DataFrame:
+        from . import s1_analysis
+
+        return s1_analysis.claims(data.results, data.meta)
+
+    def figures(self, data: RunData) -> dict:
+        from . import s1_analysis
+
+        return {"latency": s1_analysis.figure_latency(data.results),
+                "bandwidth": s1_analysis.figure_bandwidth(data.results)}
+
+
+def measure(params: Params, run_dir: str = "", inventory: str = "") -> str:
+    """The study run end to end (see :meth:`Study.run`); returns the run folder."""
+    return S1().run(params, run_dir, inventory)

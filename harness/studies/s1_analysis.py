@@ -1,0 +1,337 @@
+"""S1 analysis: latency and bandwidth against size (the paper's figures), claims, Table 1.
+
+Every claim rests on repetitions: one repetition measures every method over
+every size, the methods in a shuffled order, so a repetition's values are
+paired and a ratio of two methods is taken within it. Ratios are averaged on a
+log scale (geometric mean) with a Student t or bootstrap interval over the
+repetitions (:func:`harness.intervals.mean_estimate`).
+
+Under TCG every instruction of both guests is emulated, so absolute times are
+many times those of real hardware and are no claim about it. What the ratios
+can show is how the two software stacks compare when both pay the same
+emulation tax per instruction: Soft-RoCE's kernel path against the socket path
+over one and the same emulated NIC and wire.
+"""
+
+from __future__ import annotations
+
+import math
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+from ..claims import Claim, Region, judge, not_testable, table
+from ..intervals import T975, mean_estimate
+
+# The paper's numbers, read from its text (section 3, Fig. 2 and Fig. 4).
+PAPER = {"mvia_4b_us": 42.0, "tcp_4b_us": 58.0, "clan_4b_us": 10.0}
+SMALL_MAX = 1024  # "small messages": one Ethernet frame at MTU 1500 (powers of two <= 1460 B)
+BW_SMALL_MAX = 512  # the paper: "512바이트 이하" (512 bytes and below)
+LARGE_MIN = 8192  # "large messages": several frames even at MTU 9000
+IRREGULAR_RATIO = 2.0
+
+LABELS = {
+    "verbs-send": "verbs send/recv (Soft-RoCE, polling)",
+    "verbs-write": "verbs RDMA write (Soft-RoCE, polling)",
+    "verbs-send-events": "verbs send/recv (Soft-RoCE, events)",
+    "verbs-send-bw": "verbs send/recv (Soft-RoCE)",
+    "verbs-write-bw": "verbs RDMA write (Soft-RoCE)",
+    "tcp-nodelay": "TCP, TCP_NODELAY",
+    "tcp-nagle": "TCP, Nagle on",
+}
+HARDWARE = ("needs a hardware RDMA device (InfiniBand, RoCE or iWARP NIC), which plays cLAN's "
+            "part; this lab has Soft-RoCE between two emulated machines only. On machines from "
+            "an inventory with such a NIC the same notebook measures it")
+
+CLAIMS = {
+    "latency_4b": Claim(
+        "s1.latency_tcp_over_verbs_4b",
+        "TCP / software verbs latency at 4 B (half round trip; M-VIA's heir: Soft-RoCE "
+        "send/recv, polling)", "58/42 us, TCP ~1.4x",
+        Region.about(1.4, 0.1, "M-VIA 'about 42 us', TCP 'about 58 us' at 4 B: 58/42 = 1.38, "
+                               "i.e. TCP about 1.4x"), "x"),
+    "latency_every_size": Claim(
+        "s1.verbs_below_tcp_every_size",
+        "software verbs latency below TCP at every size (smallest TCP/verbs ratio over the "
+        "sizes)", "lower at every size",
+        Region.above(1.0, "the paper: '모든 메시지 크기에서 M-VIA가 TCP/IP보다 작은 지연시간' "
+                          "(M-VIA lower at every size): the smallest ratio above 1"), "x"),
+    "nagle_irregular": Claim(
+        "s1.tcp_nagle_irregular",
+        "TCP small-message bandwidth irregular with Nagle, regular with TCP_NODELAY "
+        "(irregularity Nagle / TCP_NODELAY)", "irregular vs regular",
+        Region.above(IRREGULAR_RATIO, "the paper says it in words only ('불규칙한 성능' "
+                     "irregular; with TCP_NODELAY '불규칙성이 사라진다' the irregularity "
+                     "disappears); we read that as the Nagle curve at least twice as rough as "
+                     "the TCP_NODELAY curve (roughness: RMS second difference of log2 bandwidth "
+                     f"over sizes <= {SMALL_MAX} B)"), "x"),
+    "bw_small": Claim(
+        "s1.verbs_bw_better_small",
+        f"software verbs / TCP bandwidth at <= {BW_SMALL_MAX} B (geometric mean over sizes)",
+        "better <= 512 B",
+        Region.above(1.0, "the paper: '512바이트 이하의 메시지에 대해 M-VIA의 대역폭이 우수' "
+                          "(M-VIA's bandwidth better at 512 B and below): above 1"), "x"),
+    "bw_large": Claim(
+        "s1.verbs_bw_large",
+        f"software verbs / TCP bandwidth at >= {LARGE_MIN} B (geometric mean over sizes)",
+        "slightly better for large",
+        Region.between(1.0, 1.25, "the paper: '큰 메시지의 경우에도 다소 우수' (for large "
+                                  "messages too, somewhat better): above 1, and 'somewhat' "
+                                  "read as less than a quarter better (about equal, as the "
+                                  "issue puts it, but not below)"), "x"),
+    "polling_latency": Claim(
+        "s1.polling_lowers_latency",
+        f"events / polling latency, verbs send/recv, sizes <= {SMALL_MAX} B", "polling lower",
+        Region.above(1.0, "the paper: polling '지연시간을 줄일 수 있다' (can reduce latency): "
+                          "events slower, ratio above 1"), "x"),
+    "polling_cpu": Claim(
+        "s1.polling_costs_cpu",
+        "polling / events CPU time per round trip (the client's process, measured)",
+        "polling costs CPU",
+        Region.above(1.0, "the paper: polling 'CPU를 사용하기 때문에' (uses the CPU while it "
+                          "polls): more CPU per round trip than events, ratio above 1"), "x"),
+    "hw_latency": Claim(
+        "s1.hardware_latency_4b", "hardware VIA/RDMA latency at 4 B, against software verbs",
+        "cLAN ~10 us, ~4x below M-VIA",
+        Region.about(4.2, 0.1, "42/10 = 4.2: cLAN 'about 10 us' against M-VIA 'about 42 us'"),
+        "x"),
+    "hw_bandwidth": Claim(
+        "s1.hardware_bandwidth", "hardware VIA/RDMA bandwidth far above firmware/software VIA",
+        "cLAN far above B-VIA", Region.above(1.0, "the paper: '월등히 우수' (far better)"),
+        "x"),
+}
+
+
+# -- tidy views -------------------------------------------------------------------------------
+
+def per_repetition(frame: pd.DataFrame, value: str) -> pd.DataFrame:
+    """``value`` per repetition (rows) and (method, size) (columns)."""
+    sub = frame[frame[value].notna()] if value in frame else frame.iloc[0:0]
+    if sub.empty:
+        return pd.DataFrame()
+    return sub.pivot_table(index="repetition", columns=["method", "size"], values=value)
+
+
+def summary(frame: pd.DataFrame) -> pd.DataFrame:
+    """Per method and size: mean latency and bandwidth over the repetitions, spread, n."""
+    spec = {name: (column, how) for name, column, how in (
+        ("latency_us", "latency_us", "mean"), ("latency_sd", "latency_us", "std"),
+        ("bw_mbit", "bw_mbit", "mean"), ("bw_sd", "bw_mbit", "std"),
+        ("cpu_us_per_rt", "cpu_us_per_rt", "mean")) if column in frame}
+    return frame.groupby(["method", "size"]).agg(**spec, n=("repetition", "nunique")) \
+        .reset_index()
+
+
+def _ratio(wide: pd.DataFrame, top: str, bottom: str, sizes) -> pd.DataFrame:
+    """top/bottom per repetition (rows) and size (columns), for sizes both have."""
+    if wide.empty or top not in wide.columns.get_level_values(0) \
+            or bottom not in wide.columns.get_level_values(0):
+        return pd.DataFrame()
+    common = [s for s in sizes if s in wide[top].columns and s in wide[bottom].columns]
+    return wide[top][common] / wide[bottom][common]
+
+
+def _geomean_rows(ratio: pd.DataFrame) -> pd.Series:
+    """The geometric mean across sizes, per repetition."""
+    return np.exp(np.log(ratio.where(ratio > 0)).mean(axis=1, skipna=True))
+
+
+def irregularity(bandwidth: pd.Series) -> float:
+    """How rough a bandwidth-against-size curve is: the RMS second difference of log2 bandwidth
+    over consecutive sizes (sorted), in doublings.
+
+    A regular curve bends slowly on a log-log plot (per-message cost giving way to the
+    wire), so each point lies near the line through its neighbours: a few tenths of a
+    doubling. A stall at some sizes (Nagle's algorithm holding a partial segment for the
+    peer's delayed ACK, ~40 ms) puts points far off that line. NaN with fewer than 3 sizes.
+    """
+    values = bandwidth.dropna().sort_index()
+    values = values[values > 0]
+    if len(values) < 3:
+        return math.nan
+    second = np.diff(np.log2(values.to_numpy()), 2)
+    return float(np.sqrt(np.mean(second ** 2)))
+
+
+def irregularity_table(frame: pd.DataFrame, top: int = SMALL_MAX) -> pd.DataFrame:
+    """Irregularity of each TCP streaming curve (sizes <= ``top``) per repetition."""
+    sub = frame[(frame.family == "tcp") & (frame["size"] <= top)]
+    rows = []
+    for (method, rep), group in sub.groupby(["method", "repetition"]):
+        rows.append({"method": method, "repetition": rep,
+                     "irregularity": irregularity(group.set_index("size").bw_mbit)})
+    return pd.DataFrame(rows, columns=["method", "repetition", "irregularity"])
+
+
+# -- claims -------------------------------------------------------------------------------------
+
+def claims(frame: pd.DataFrame, meta: dict | None = None) -> pd.DataFrame:
+    """The paper's claims judged on the repetitions' intervals (ratios on a log scale)."""
+    lat = per_repetition(frame, "latency_us")
+    bw = per_repetition(frame, "bw_mbit")
+    sizes = sorted(frame["size"].unique()) if "size" in frame else []
+    tcg = _tcg_note(meta)
+    verdicts = []
+
+    ratio = _ratio(lat, "tcp-nodelay", "verbs-send", [4])
+    if ratio.empty or 4 not in ratio.columns:
+        verdicts.append(not_testable(CLAIMS["latency_4b"], "4 B was not measured (sizes)"))
+    else:
+        verdicts.append(judge(CLAIMS["latency_4b"], mean_estimate(ratio[4], "x", log=True),
+                              "paired per repetition; medians of half round trips; TCP: the "
+                              "harness's Python ping-pong (see the qperf cross-check)" + tcg))
+
+    ratio = _ratio(lat, "tcp-nodelay", "verbs-send", sizes)
+    if ratio.empty:
+        verdicts.append(not_testable(CLAIMS["latency_every_size"], "needs TCP and verbs latency"))
+    else:
+        worst = ratio.min(axis=1)
+        at = ratio.mean().idxmin()
+        verdicts.append(judge(CLAIMS["latency_every_size"], mean_estimate(worst, "x", log=True),
+                              f"{len(ratio.columns)} sizes; the smallest ratio is mostly at "
+                              f"{int(at)} B" + tcg))
+
+    irr = irregularity_table(frame)
+    wide = irr.pivot_table(index="repetition", columns="method", values="irregularity") \
+        if not irr.empty else pd.DataFrame()
+    if wide.empty or not {"tcp-nagle", "tcp-nodelay"} <= set(wide.columns):
+        verdicts.append(not_testable(CLAIMS["nagle_irregular"],
+                                     "needs TCP streaming with and without Nagle at >= 3 sizes"))
+    else:
+        est = mean_estimate(wide["tcp-nagle"] / wide["tcp-nodelay"], "x", log=True)
+        verdicts.append(judge(CLAIMS["nagle_irregular"], est,
+                              f"irregularity (doublings): Nagle {wide['tcp-nagle'].mean():.2f}, "
+                              f"TCP_NODELAY {wide['tcp-nodelay'].mean():.2f}; streaming, "
+                              "one connection per run"))
+
+    for key, picked in (("bw_small", [s for s in sizes if s <= BW_SMALL_MAX]),
+                        ("bw_large", [s for s in sizes if s >= LARGE_MIN])):
+        ratio = _ratio(bw, "verbs-send-bw", "tcp-nodelay", picked)
+        if ratio.empty or ratio.columns.empty:
+            verdicts.append(not_testable(CLAIMS[key], "no size in this range has both verbs and "
+                                         "TCP bandwidth"))
+            continue
+        verdicts.append(judge(CLAIMS[key], mean_estimate(_geomean_rows(ratio), "x", log=True),
+                              f"ib_send_bw against TCP streaming with TCP_NODELAY, sizes "
+                              f"{int(min(ratio.columns))}..{int(max(ratio.columns))} B" + tcg))
+
+    small = [s for s in sizes if s <= SMALL_MAX]
+    ratio = _ratio(lat, "verbs-send-events", "verbs-send", small)
+    if ratio.empty or ratio.columns.empty:
+        verdicts.append(not_testable(CLAIMS["polling_latency"], "events were not measured "
+                                     "(completion=polling only)"))
+    else:
+        verdicts.append(judge(CLAIMS["polling_latency"],
+                              mean_estimate(_geomean_rows(ratio), "x", log=True),
+                              "ib_send_lat -e against ib_send_lat, paired per repetition"))
+    cpu = per_repetition(frame, "cpu_us_per_rt")
+    ratio = _ratio(cpu, "verbs-send", "verbs-send-events", sizes)
+    if ratio.empty or ratio.columns.empty:
+        verdicts.append(not_testable(CLAIMS["polling_cpu"], "no CPU time of both modes"))
+    else:
+        verdicts.append(judge(CLAIMS["polling_cpu"],
+                              mean_estimate(_geomean_rows(ratio), "x", log=True),
+                              "user + system time of the client's perftest process (its "
+                              "/proc cutime/cstime) per round trip, all sizes"))
+    verdicts.append(not_testable(CLAIMS["hw_latency"], HARDWARE))
+    verdicts.append(not_testable(CLAIMS["hw_bandwidth"], HARDWARE))
+    return table(verdicts)
+
+
+def _tcg_note(meta: dict | None) -> str:
+    placement = (meta or {}).get("placement") or {}
+    accel = ((placement.get("vm") or {}).get("accel") or "")
+    if placement.get("where") == "vm" and accel != "kvm":
+        return "; both ends emulated (TCG): ratios, not absolute times, carry the claim"
+    return ""
+
+
+# -- figures ------------------------------------------------------------------------------------
+
+def _mean_ci(values: pd.Series) -> tuple[float, float]:
+    """Mean and the half-width of its 95 % t interval (0 with one repetition)."""
+    v = values.dropna()
+    if len(v) < 2:
+        return (float(v.mean()) if len(v) else math.nan), 0.0
+    t = T975.get(len(v) - 1, 1.96)
+    return float(v.mean()), float(t * v.std(ddof=1) / math.sqrt(len(v)))
+
+
+def _curves(ax, frame: pd.DataFrame, methods: list[str], value: str) -> None:
+    for i, method in enumerate(methods):
+        sub = frame[(frame.method == method) & frame[value].notna()]
+        if sub.empty:
+            continue
+        points = [(size, *_mean_ci(group[value])) for size, group in sub.groupby("size")]
+        x, y, err = zip(*points)
+        ax.errorbar(x, y, yerr=err, marker="o", markersize=3, capsize=2, color=f"C{i}",
+                    label=LABELS.get(method, method))
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.grid(alpha=0.3, which="both")
+    ax.set_xlabel("message size (bytes)")
+
+
+def figure_latency(frame: pd.DataFrame, title: str = "S1: latency against message size"):
+    """Mirror of the paper's Fig. 2/4: half round-trip latency against size, 95 % intervals
+    over the repetitions, the paper's 4-byte points (2001 hardware) beside ours."""
+    fig, ax = plt.subplots(figsize=(8, 5))
+    _curves(ax, frame, ["verbs-send", "verbs-write", "verbs-send-events", "tcp-nodelay",
+                        "tcp-nagle"], "latency_us")
+    for (key, label), marker in zip((("mvia_4b_us", "paper: M-VIA 4 B"),
+                                     ("tcp_4b_us", "paper: TCP/IP 4 B"),
+                                     ("clan_4b_us", "paper: cLAN 4 B (hardware)")), "xD*"):
+        ax.plot([4], [PAPER[key]], marker=marker, linestyle="none", color="k", label=label)
+    ax.set_ylabel("latency, half round trip (us)")
+    ax.set_title(title)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
+def figure_bandwidth(frame: pd.DataFrame, title: str = "S1: bandwidth against message size"):
+    """Mirror of the paper's bandwidth figure: verbs and TCP (Nagle on and off), 95 % intervals."""
+    fig, ax = plt.subplots(figsize=(8, 5))
+    _curves(ax, frame, ["verbs-send-bw", "verbs-write-bw", "tcp-nodelay", "tcp-nagle"],
+            "bw_mbit")
+    ax.axvline(BW_SMALL_MAX, color="grey", linestyle=":", linewidth=1)
+    ax.text(BW_SMALL_MAX, ax.get_ylim()[0], " 512 B (paper)", fontsize=7, color="grey",
+            va="bottom")
+    ax.set_ylabel("bandwidth (Mbit/s)")
+    ax.set_title(title)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
+def polling_table(frame: pd.DataFrame) -> pd.DataFrame:
+    """Polling against events per size: latency and the client's CPU time per round trip."""
+    sub = frame[frame.method.isin(["verbs-send", "verbs-send-events"])]
+    if sub.empty:
+        return pd.DataFrame()
+    values = [v for v in ("latency_us", "cpu_us_per_rt", "wall_us_per_rt") if v in sub]
+    out = sub.pivot_table(index="size", columns="completion", values=values)
+    out.columns = [f"{value}_{mode}" for value, mode in out.columns]
+    return out.reset_index()
+
+
+def qperf_check(frame: pd.DataFrame, qperf: pd.DataFrame | None) -> pd.DataFrame:
+    """qperf's point beside perftest's and the ping-pong's at the same size (means over
+    repetitions): C against C for verbs and TCP, and how much the Python ping-pong adds."""
+    if qperf is None or qperf.empty:
+        return pd.DataFrame()
+    size = int(qperf.msg_size.dropna().iloc[0]) if qperf.msg_size.notna().any() else None
+    rows = []
+    for test, method, value in (("rc_lat", "verbs-send", "latency_us"),
+                                ("tcp_lat", "tcp-nodelay", "latency_us"),
+                                ("rc_bw", "verbs-send-bw", "bw_mbit"),
+                                ("tcp_bw", "tcp-nodelay", "bw_mbit")):
+        got = qperf[qperf.test == test]
+        ours = frame[(frame.method == method) & (frame["size"] == size)][value]
+        q = got["latency_us" if value == "latency_us" else "bw_mbit_s"]
+        rows.append({"qperf test": test, "size": size,
+                     "qperf": float(q.iloc[0]) if len(q) else math.nan,
+                     "ours": float(ours.mean()) if len(ours) else math.nan,
+                     "ours (method)": method, "unit": "us" if value == "latency_us" else "Mbit/s"})
+    return pd.DataFrame(rows)

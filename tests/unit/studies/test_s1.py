@@ -1,0 +1,256 @@
+"""S1 parameters, topology, requirements, rows from the tools, claims on synthetic runs, Table 1."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from harness.claims import INCONCLUSIVE, NOT_REPRODUCED, NOT_TESTABLE, REPRODUCED
+from harness.errors import SpecError
+from harness.placement import VMOffer, decide
+from harness.probe import Capabilities
+from harness.studies import s1, s1_analysis
+from harness.studies.registry import get_study
+from harness.tools import ibverbs, perftest
+from harness.tools.perftest import LatencyRow, PerftestReport
+
+# -- parameters ----------------------------------------------------------------------------------
+
+def test_profiles_resolve_with_the_papers_sizes():
+    quick = s1.Params.resolve()
+    assert quick.sizes[0] == 1 and quick.sizes[-1] == 65536 and len(quick.sizes) == 17
+    assert quick.repetitions >= 2 and quick.mtu == 1500
+    assert s1.Params.resolve(profile="paper").sizes[-1] == 1 << 20
+    assert s1.Params.resolve(profile="verdict").repetitions > quick.repetitions
+    assert "verbs-send-events" in quick.methods
+    assert "verbs-send-events" not in s1.Params.resolve(completion="polling").methods
+    assert s1.Params.resolve(sizes="4,64", mtu=9000).sizes == (4, 64)
+
+
+@pytest.mark.parametrize("given, message", [
+    (dict(sizes="0,4"), "out of range"),
+    (dict(sizes=str(2 << 20)), "more than the paper's largest size"),
+    (dict(sizes="4,4"), "repeats a size"),
+    (dict(mtu=4000), "not one of the choices"),
+    (dict(completion="events"), "must include polling"),
+    (dict(completion="polling,busy"), "unknown mode"),
+    (dict(iterations=2), "out of range"),
+    (dict(repetitions=0), "out of range"),
+    (dict(profile="huge"), "unknown profile"),
+    (dict(size=4), "unknown parameter"),
+])
+def test_bad_parameters_fail_before_anything(given, message):
+    with pytest.raises(SpecError, match=message):
+        s1.Params.resolve(**given)
+
+
+def test_the_study_is_registered_with_its_paper():
+    study = get_study("s1")
+    assert study.citation.seed.startswith("001_")
+    assert "Soft-RoCE" in study.title
+
+
+# -- topology and requirements ------------------------------------------------------------------
+
+def test_two_whole_machines_joined_by_one_wire():
+    topo = s1.topology(s1.Params.resolve())
+    assert topo.whole_machine_nodes() == ["a", "b"]
+    assert topo.machines() == ["", "b"] and len(topo.wires()) == 1
+    assert topo.interface("b", s1.WIRE).ip == "198.18.1.2"
+
+
+def test_placement_puts_both_nodes_in_vms_even_on_a_host_with_rxe():
+    host = Capabilities("local", "6.18", {"netns": True, "veth": True, "rdma_rxe": True})
+    offer = VMOffer(True, "k", "6.1.0-56-amd64", {"netns", "veth", "rdma_rxe"})
+    topo = s1.topology(s1.Params.resolve())
+    need = {"rdma_rxe"} | topo.required_features()
+    d = decide(need, host, offer, "study s1", machines=len(topo.machines()),
+               whole_machines=True)
+    assert d.where == "vm" and d.machines == 2 and "rdma_rxe" in d.modules
+
+
+def test_requirements_name_every_tool():
+    names = s1.S1().requirements(s1.Params.resolve()).tool_names()
+    assert {"rdma", "prlimit", "ibv_devinfo", "ib_send_lat", "ib_write_lat", "ib_send_bw",
+            "ib_write_bw", "qperf"} <= names
+    assert "qperf" not in s1.S1().requirements(s1.Params.resolve(qperf_size=0)).tool_names()
+    assert s1.S1().requirements(s1.Params.resolve()).features == {"rdma_rxe"}
+
+
+# -- rows from the tools ------------------------------------------------------------------------
+
+def test_latency_rows_carry_cpu_per_round_trip():
+    report = PerftestReport("ib_send_lat", [LatencyRow(4, 200, 30, 90, 40, 42, 5, 80, 90)],
+                            cpu_user_s=0.006, cpu_system_s=0.002)
+    (row,) = s1.latency_rows([report])
+    assert row["latency_us"] == 40 and row["cpu_us_per_rt"] == pytest.approx(40.0)
+    assert row["wall_us_per_rt"] == 84
+
+
+def test_bandwidth_rows_in_decimal_mbit():
+    report = PerftestReport("ib_send_bw", [perftest.BandwidthRow(1024, 100, 12.0, 10.0, 0.01)])
+    (row,) = s1.bandwidth_rows([report])
+    assert row["bw_mbit"] == pytest.approx(10 * 1048576 * 8 / 1e6)
+
+
+def test_tcp_rows_from_the_pingpong_output():
+    result = {"targets": {"tcp": {"points": [
+        {"size": 4, "latency": {"median_us": 60.0, "mean_us": 61.0, "n": 50,
+                                "pingpong_mbit": 0.5},
+         "stream": {"mbit": 3.0, "messages": 1000}}]}}}
+    (row,) = s1.tcp_rows(result)
+    assert row["latency_us"] == 60.0 and row["bw_mbit"] == 3.0
+
+
+# -- claims on synthetic runs --------------------------------------------------------------------
+
+def synthetic(reps=4, tcp_ratio=1.4, noise=0.02, nagle_rough=1.0, events=1.3, cpu=3.0,
+              small_bw=1.5, large_bw=1.1, seed=1) -> pd.DataFrame:
+    """A run as S1 archives it: latency grows with size, bandwidth saturates."""
+    rng = np.random.default_rng(seed)
+    sizes = [1 << i for i in range(17)]
+    rows = []
+    for rep in range(1, reps + 1):
+        def jitter():
+            return math.exp(rng.normal(0, noise))
+
+        for size in sizes:
+            base = 40 + size / 10  # verbs send latency, us
+            lat = {"verbs-send": base, "verbs-write": base * 0.9,
+                   "verbs-send-events": base * events, "tcp-nodelay": base * tcp_ratio,
+                   "tcp-nagle": base * tcp_ratio}
+            for method, value in lat.items():
+                family = "tcp" if method.startswith("tcp") else "verbs"
+                row = {"repetition": rep, "method": method, "family": family,
+                       "kind": "latency", "size": size, "latency_us": value * jitter(),
+                       "completion": "events" if method.endswith("events") else "polling",
+                       "bw_mbit": None, "cpu_us_per_rt": None}
+                if method == "verbs-send":
+                    row["cpu_us_per_rt"] = 2 * value * jitter()
+                if method == "verbs-send-events":
+                    row["cpu_us_per_rt"] = 2 * base / cpu * jitter()
+                if family == "tcp":
+                    tcp_bw = 400 * size / (size + 2000)
+                    wobble = 2 ** (nagle_rough * (1 if (size.bit_length() % 2) else -1)) \
+                        if method == "tcp-nagle" and size <= 1024 else 1.0
+                    row["bw_mbit"] = tcp_bw * wobble * jitter()
+                rows.append(row)
+            tcp_bw = 400 * size / (size + 2000)
+            factor = small_bw if size <= 512 else large_bw if size >= 8192 else 1.2
+            for method in ("verbs-send-bw", "verbs-write-bw"):
+                rows.append({"repetition": rep, "method": method, "family": "verbs",
+                             "kind": "bandwidth", "size": size, "latency_us": None,
+                             "completion": "polling", "bw_mbit": tcp_bw * factor * jitter(),
+                             "cpu_us_per_rt": None})
+    return pd.DataFrame(rows)
+
+
+def outcomes(frame) -> dict:
+    table = s1_analysis.claims(frame)
+    return dict(zip(table.claim_id, table.outcome))
+
+
+def test_claims_reproduced_on_a_run_like_the_paper():
+    got = outcomes(synthetic())
+    assert got["s1.latency_tcp_over_verbs_4b"] == REPRODUCED
+    assert got["s1.verbs_below_tcp_every_size"] == REPRODUCED
+    assert got["s1.tcp_nagle_irregular"] == REPRODUCED
+    assert got["s1.verbs_bw_better_small"] == REPRODUCED
+    assert got["s1.verbs_bw_large"] == REPRODUCED
+    assert got["s1.polling_lowers_latency"] == REPRODUCED
+    assert got["s1.polling_costs_cpu"] == REPRODUCED
+    assert got["s1.hardware_latency_4b"] == NOT_TESTABLE
+    assert got["s1.hardware_bandwidth"] == NOT_TESTABLE
+
+
+def test_claims_not_reproduced_when_the_stacks_swap():
+    got = outcomes(synthetic(tcp_ratio=0.8, nagle_rough=0.0, events=0.9, cpu=0.5,
+                             small_bw=0.7, large_bw=0.6))
+    for claim in ("latency_tcp_over_verbs_4b", "verbs_below_tcp_every_size",
+                  "tcp_nagle_irregular", "verbs_bw_better_small", "verbs_bw_large",
+                  "polling_lowers_latency", "polling_costs_cpu"):
+        assert got[f"s1.{claim}"] == NOT_REPRODUCED, claim
+
+
+def test_claims_inconclusive_with_noise_near_a_bound_and_with_one_repetition():
+    noisy = outcomes(synthetic(reps=3, tcp_ratio=1.5, noise=0.2, seed=3))
+    assert noisy["s1.latency_tcp_over_verbs_4b"] == INCONCLUSIVE
+    one = outcomes(synthetic(reps=1))
+    assert one["s1.latency_tcp_over_verbs_4b"] == INCONCLUSIVE  # no interval from one
+
+
+def test_claims_not_testable_without_the_data():
+    frame = synthetic()
+    frame = frame[(frame["size"] != 4) & (frame.method != "verbs-send-events")]
+    got = outcomes(frame)
+    assert got["s1.latency_tcp_over_verbs_4b"] == NOT_TESTABLE
+    assert got["s1.polling_lowers_latency"] == NOT_TESTABLE
+    assert got["s1.polling_costs_cpu"] == NOT_TESTABLE
+
+
+def test_irregularity_is_small_for_a_smooth_curve_and_large_for_a_jagged_one():
+    sizes = [1 << i for i in range(11)]
+    smooth = pd.Series([400 * s / (s + 2000) for s in sizes], index=sizes)
+    jagged = smooth * [8 if i % 3 == 0 else 1 for i in range(len(sizes))]
+    assert s1_analysis.irregularity(smooth) < 0.2
+    assert s1_analysis.irregularity(jagged) > 1.5
+    assert math.isnan(s1_analysis.irregularity(smooth.iloc[:2]))
+
+
+def test_tcg_is_said_when_the_vms_were_emulated():
+    frame = synthetic()
+    meta = {"placement": {"where": "vm", "vm": {"accel": "tcg"}}}
+    table = s1_analysis.claims(frame, meta)
+    assert table.note.str.contains("TCG").any()
+
+
+def test_figures_and_tables_render():
+    frame = synthetic(reps=2)
+    assert s1_analysis.figure_latency(frame).axes
+    assert s1_analysis.figure_bandwidth(frame).axes
+    polling = s1_analysis.polling_table(frame)
+    assert {"latency_us_polling", "latency_us_events"} <= set(polling.columns)
+    assert not s1_analysis.summary(frame).empty
+    qperf = pd.DataFrame([{"test": "rc_lat", "msg_size": 64, "latency_us": 50.0,
+                           "bw_mbit_s": None}, {"test": "tcp_lat", "msg_size": 64,
+                                                "latency_us": 70.0, "bw_mbit_s": None}])
+    check = s1_analysis.qperf_check(frame, qperf)
+    assert check.loc[0, "qperf"] == 50.0 and not math.isnan(check.loc[0, "ours"])
+
+
+# -- Table 1 ---------------------------------------------------------------------------------
+
+DEVINFO = """\
+hca_id:\trxe0
+\ttransport:\t\t\tInfiniBand (0)
+\tfw_ver:\t\t\t\t0.0.0
+\tmax_qp:\t\t\t\t1048560
+\tmax_cq:\t\t\t\t1048576
+\tmax_mr:\t\t\t\t524287
+\tmax_qp_rd_atom:\t\t\t128
+\tatomic_cap:\t\t\tATOMIC_HCA (1)
+\tdevice_cap_flags:\t\t0x00213e16
+\t\t\t\t\tBAD_PKEY_CNTR
+\t\tport:\t1
+\t\t\tstate:\t\t\tPORT_ACTIVE (4)
+\t\t\tmax_mtu:\t\t4096 (5)
+\t\t\tactive_mtu:\t\t1024 (3)
+\t\t\tlink_layer:\t\tEthernet
+\t\t\tGID[  0]:\t\tfe80:0000:0000:0000:5054:00ff:fe5e:0001, RoCE v2
+\t\t\tGID[  1]:\t\t0000:0000:0000:0000:0000:ffff:c612:0101, RoCE v2
+"""
+
+
+def test_table1_from_the_device_and_the_socket_facts():
+    (device,) = ibverbs.parse_devinfo(DEVINFO)
+    assert device.ports[0].ipv4_gid_index() == 1
+    rows = ibverbs.table1([ibverbs.device_column(device, label="Soft-RoCE (rxe0)"),
+                           ibverbs.tcp_column(ibverbs.SocketFacts(1500, "Ethernet", 1024))])
+    table = {row["Feature"]: row for row in rows}
+    assert table["MTU (bytes)"]["Soft-RoCE (rxe0)"] == "1024 (max 4096)"
+    assert table["RDMA write"]["TCP"] == "no"
+    assert "RC, UC, UD" in table["Queue-pair types"]["Soft-RoCE (rxe0)"]
+    assert table["Atomics"]["Soft-RoCE (rxe0)"] == "ATOMIC_HCA"
