@@ -1,0 +1,76 @@
+"""Study S1 end to end through `harness run` (papermill): two whole-machine VMs on this host.
+
+Small: four sizes, two repetitions, few iterations. Checks the placement (two
+VMs, each node its VM's initial namespace), the Soft-RoCE configuration and its
+undo, every method's rows, Table 1, the claims table, and that nothing is left
+running.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from conftest import needs_root
+
+pytestmark = [pytest.mark.integration, pytest.mark.vm, needs_root]
+
+NOTEBOOK = Path(__file__).resolve().parents[3] / "notebooks" / "s1_via.ipynb"
+
+
+def harness(*args, data, timeout=1800):
+    return subprocess.run([sys.executable, "-m", "harness", *args], capture_output=True,
+                          text=True, timeout=timeout, env={**os.environ, "HARNESS_DATA": str(data)})
+
+
+def _qemu_pids() -> set[int]:
+    # the run's own VMs by their process names (assertion only; nothing is killed by name)
+    out = subprocess.run(["pgrep", "-f", "harness-vm-s1-"], capture_output=True, text=True)
+    return {int(p) for p in out.stdout.split()}
+
+
+def test_s1_small_run_in_two_vms(tmp_path):
+    before = _qemu_pids()
+    out = harness("run", "-q", str(NOTEBOOK), "-p", "sizes", "4,64,1024,16384",
+                  "-p", "repetitions", "2", "-p", "iterations", "50", "-p", "bw_iterations",
+                  "50", "-p", "tcp_budget_s", "0.03", "-p", "seed", "7", data=tmp_path)
+    assert out.returncode == 0, out.stderr[-3000:]
+    (run_dir,) = list((tmp_path / "runs" / "s1").iterdir())
+    meta = json.loads((run_dir / "run.json").read_text())
+    assert meta["status"] == "complete", meta.get("measurement_error")
+    assert meta["placement"]["where"] == "vm" and meta["placement"]["machines"] == 2
+    assert meta["testbed"]["whole_machine_nodes"] == ["a", "b"]
+    kinds = [c["kind"] for c in meta["configuration"]]
+    assert kinds.count("rdma-link") == 2 and "root-nic" in kinds
+    assert meta["s1"]["rdma"]["active_mtu"] == 1024 and meta["s1"]["rdma"]["gid_index"] is not None
+    frame = pd.read_parquet(run_dir / "results.parquet")
+    assert set(frame.method) == {"verbs-send", "verbs-write", "verbs-send-events",
+                                 "verbs-send-bw", "verbs-write-bw", "tcp-nodelay", "tcp-nagle"}
+    assert set(frame["size"]) == {4, 64, 1024, 16384} and set(frame.repetition) == {1, 2}
+    lat = frame[frame.kind != "bandwidth"]
+    assert (lat.latency_us > 0).all()
+    assert frame[frame.method == "verbs-send"].cpu_us_per_rt.notna().all()
+    assert (frame[frame.kind != "latency"].bw_mbit > 0).all()
+    table1 = pd.read_parquet(run_dir / "table1.parquet")
+    assert "Soft-RoCE (rxe0)" in table1.columns and "TCP" in table1.columns
+    claims = pd.read_parquet(run_dir / "claims.parquet")
+    assert len(claims) == 9 and "not testable here" in set(claims.outcome)
+    assert (run_dir / "raw" / "ibv_devinfo-a.txt").exists()
+    assert (run_dir / "report.html").stat().st_size > 10_000
+    assert not (_qemu_pids() - before), "a QEMU of this run survived"
+
+
+@pytest.mark.parametrize("args, message", [
+    (["-p", "sizes", "4,2097152"], "more than the paper's largest size"),
+    (["-p", "mtu", "4000"], "not one of the choices"),
+    (["-p", "completion", "events"], "must include polling"),
+])
+def test_s1_bad_input_fails_before_any_change(tmp_path, args, message):
+    out = harness("run", "-q", str(NOTEBOOK), *args, data=tmp_path, timeout=300)
+    assert out.returncode != 0
+    assert message in out.stderr + out.stdout
