@@ -297,31 +297,38 @@ class PerftestSweep:
     emulated VM); here each end runs one shell script: the server invocations
     one after another, and the client's, each retried while the server of that
     size is not listening yet (perftest's client exits at once when it cannot
-    connect). ``@size N`` lines separate the sizes in both outputs.
+    connect). ``@size N`` lines separate the sizes in both outputs. Each size
+    has a TCP port of its own (``run.port`` + its index): a client can never
+    reach the previous size's server, and no bind waits for a port in TIME_WAIT.
     """
 
     run: PerftestRun
     sizes: tuple[int, ...]
-    retries: int = 200  # connection attempts per size, ``retry_s`` apart
+    retries: int = 100  # connection attempts per size, ``retry_s`` apart
     retry_s: float = 0.1
 
     def check(self) -> None:
         if not self.sizes:
             raise SpecError("a perftest sweep needs at least one size")
-        for size in self.sizes:
-            replace(self.run, size=size).check()
+        for run in self.runs():
+            run.check()
+
+    def runs(self) -> list[PerftestRun]:
+        """One invocation per size, each on its own port."""
+        return [replace(self.run, size=size, port=self.run.port + i)
+                for i, size in enumerate(self.sizes)]
 
     def server_command(self) -> str:
         self.check()
-        return "\n".join(f"echo {SIZE_MARK} {size}; "
-                         + shlex.join(replace(self.run, size=size).server_argv())
-                         for size in self.sizes)
+        return "\n".join(f"echo {SIZE_MARK} {run.size}; " + shlex.join(run.server_argv())
+                         for run in self.runs())
 
     def client_command(self, server: str) -> str:
         self.check()
         lines = []
-        for size in self.sizes:
-            argv = shlex.join(replace(self.run, size=size).client_argv(server))
+        for run in self.runs():
+            size = run.size
+            argv = shlex.join(run.client_argv(server))
             lines.append(f"echo {SIZE_MARK} {size}; n=0; until {argv}; do n=$((n+1)); "
                          f"[ $n -ge {self.retries} ] && exit 1; sleep {self.retry_s:g}; done")
         return "\n".join(lines)

@@ -254,3 +254,136 @@ def test_table1_from_the_device_and_the_socket_facts():
     assert table["RDMA write"]["TCP"] == "no"
     assert "RC, UC, UD" in table["Queue-pair types"]["Soft-RoCE (rxe0)"]
     assert table["Atomics"]["Soft-RoCE (rxe0)"] == "ATOMIC_HCA"
+
+
+# -- the measurement's glue, with the tools faked -------------------------------------------------
+
+class FakeNode:
+    def __init__(self, name):
+        self.name = name
+        self.commands = []
+
+    def run(self, cmd, timeout=60, check=True):
+        from harness.nodes.result import Result
+
+        text = " ".join(cmd) if isinstance(cmd, list) else cmd
+        self.commands.append(text)
+        out = ""
+        if text.startswith("ibv_devinfo"):
+            out = DEVINFO
+        elif text.startswith("rdma link show"):
+            out = "link rxe0/1 state ACTIVE physical_state LINK_UP netdev wire"
+        elif "qperf" in text:
+            out = ("rc_lat:\n    latency  =  50000 ns\n    msg_size  =  64 bytes\n"
+                   "tcp_lat:\n    latency  =  70000 ns\n    msg_size  =  64 bytes\n"
+                   "rc_bw:\n    bw  =  10000000 B/sec\n    msg_size  =  64 bytes\n"
+                   "tcp_bw:\n    bw  =  8000000 B/sec\n    msg_size  =  64 bytes\n")
+        return Result(self.name, text, out, "", 0, 0.01)
+
+
+class FakeBed:
+    def __init__(self):
+        self.nodes = {"a": FakeNode("a"), "b": FakeNode("b")}
+
+    def node(self, name):
+        return self.nodes[name]
+
+    def device(self, node, ifname):
+        return ifname
+
+    def address(self, node, ifname):
+        return s1.ADDRESSES[node].split("/")[0]
+
+
+class FakeSession:
+    dry_run = False
+    journal = None
+
+    def __init__(self):
+        self.raws, self.tables, self.notes, self.applied = {}, {}, {}, []
+
+    def raw(self, name, content):
+        assert name not in self.raws
+        self.raws[name] = content
+
+    def results(self, frame, name="results"):
+        self.tables[name] = frame
+
+    def note(self, **fields):
+        self.notes.update(fields)
+
+    def apply(self, *ops):
+        self.applied += ops
+
+
+def test_measure_runs_every_method_in_a_shuffled_order_and_archives_everything(monkeypatch):
+    from contextlib import nullcontext
+
+    from harness.tools import pingpong, qperf
+
+    calls = []
+
+    def fake_sweep(journal, server, client, plan, host, timeout):
+        calls.append(plan.run.tool + ("-e" if plan.run.events else ""))
+        assert host == "198.18.1.2" and plan.run.gid_index == 1 and plan.run.device == "rxe0"
+        text = "".join(f"@size {s}\n" + (one_size_bw(s) if "bw" in plan.run.tool
+                                          else one_size_lat(s)) for s in plan.sizes)
+        return perftest.parse_sweep(plan.run.tool, text), text, "server"
+
+    def fake_client(journal, node, targets, sizes, lat_budget, stream_budget, stream=True,
+                    warmup=5, nagle=False, timeout=None):
+        calls.append("tcp-nagle" if nagle else "tcp-nodelay")
+        return {"targets": {"tcp": {"points": [
+            {"size": s, "latency": {"median_us": 60.0 + s, "mean_us": 61.0 + s, "n": 9,
+                                    "pingpong_mbit": 1.0}, "stream": {"mbit": 10.0 + s,
+                                                                      "messages": 9}}
+            for s in sizes]}}}
+
+    monkeypatch.setattr(perftest, "sweep", fake_sweep)
+    monkeypatch.setattr(pingpong, "client", fake_client)
+    monkeypatch.setattr(pingpong, "server", lambda *a, **k: nullcontext())
+    monkeypatch.setattr(qperf, "server", lambda *a, **k: nullcontext())
+    monkeypatch.setattr(ibverbs, "read_socket_facts",
+                        lambda node, dev: ibverbs.SocketFacts(1500, "Ethernet", 1024))
+    session, bed = FakeSession(), FakeBed()
+    params = s1.Params.resolve(sizes="4,64", repetitions=2, seed=5)
+    study = s1.S1()
+    configured = study.configure(session, bed, params)
+    assert [type(op).__name__ for op in session.applied] == ["Mtu", "RxeLink"] * 2
+    assert configured["a"].startswith("link rxe0/1 state ACTIVE")
+    study.measure(session, bed, params, configured)
+    assert len(calls) == 14 and calls[:7] != calls[7:]  # shuffled per repetition (seed 5)
+    frame = session.tables["results"]
+    assert set(frame.method) == set(s1.METHODS) and len(frame) == 2 * 7 * 2
+    assert set(frame.order) == set(range(7))
+    assert frame[frame.method == "verbs-send"].cpu_us_per_rt.notna().all()
+    assert "Soft-RoCE (rxe0)" in session.tables["table1"].columns
+    assert "qperf_error" not in session.notes["s1"], session.notes["s1"].get("qperf_error")
+    assert set(session.tables["qperf"].test) == {"rc_lat", "tcp_lat", "rc_bw", "tcp_bw"}
+    assert "verbs-send-r1.client.txt" in session.raws and "ibv_devinfo-b.txt" in session.raws
+    notes = session.notes["s1"]
+    assert notes["order"]["seed"] == 5 and notes["rdma"]["active_mtu"] == 1024
+    table = s1_analysis.claims(frame)
+    assert len(table) == 9
+
+
+def one_size_lat(size):
+    return one_size(size, 40.0 + size)
+
+
+def one_size_bw(size):
+    return (perftest_banner() + " #bytes     #iterations    BW peak[MB/sec]    "
+            "BW average[MB/sec]   MsgRate[Mpps]\n"
+            f" {size}          100             1.36               1.21   \t\t   0.634410\n")
+
+
+def perftest_banner():
+    from tests.unit.tools.test_perftest import BANNER
+
+    return BANNER
+
+
+def one_size(size, t):
+    from tests.unit.tools.test_perftest import one_size as render
+
+    return render(size, t)

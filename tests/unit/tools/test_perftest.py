@@ -195,6 +195,7 @@ def test_sweep_commands_run_every_size_with_retries_at_the_client():
     client = plan.client_command("198.18.1.2")
     assert server.count("ib_send_lat -F -n 200") == 3 and "-s 4096" in server
     assert "@size 64" in server and "198.18.1.2" not in server
+    assert "-p 18515 " in server and "-p 18517 " in server and "-p 18517 " in client
     assert client.count("until ") == 3 and client.count("198.18.1.2") == 3
     assert "prlimit --memlock=unlimited" in client and "exit 1" in client
     with pytest.raises(SpecError, match="has no completion events"):
