@@ -158,8 +158,12 @@ def _read(name: str, kind, rules: ParamRules, value):
     if optional and value is None:
         return None
     if base is int or base is float:
-        return number(name, value, rules.low, rules.high, integer=base is int, zero=rules.zero,
+        read = number(name, value, rules.low, rules.high, integer=base is int, zero=rules.zero,
                       above=rules.above)
+        if rules.choices is not None and read not in rules.choices:
+            raise SpecError(f"parameter {name}={value!r} is not one of the choices",
+                            f"use one of {', '.join(map(str, rules.choices))}")
+        return read
     if typing.get_origin(base) is tuple:
         item = typing.get_args(base)[0]
         if item is int:

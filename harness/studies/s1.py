@@ -104,9 +104,6 @@ class Params(Parameters):
                                 unit="s", low=1, high=60)
 
     def check(self) -> None:
-        if self.mtu not in (1500, 9000):
-            raise SpecError(f"parameter mtu={self.mtu} is not one of the choices",
-                            "use 1500 or 9000 (RoCE's active MTU then is 1024 or 4096)")
         if "polling" not in self.completion:
             raise SpecError("completion must include polling",
                             "polling is the verbs baseline every claim compares with; add "
@@ -262,7 +259,7 @@ def measure_qperf(session: Session, pair: Pair, params: Params) -> list[dict]:
                          params.qperf_seconds, QPERF_PORT, device=RXE)
     with qperf.server(session.journal, pair.server, QPERF_PORT, timeout=30):
         res = pair.client.run(run.client_argv(pair.server_ip), check=False,
-                              timeout=120 + 4 * (params.qperf_seconds + 20))
+                              timeout=60 + 4 * (params.qperf_seconds + 10))
     session.raw("qperf.txt", res.stdout + res.stderr)
     if not res.ok:
         raise HarnessError(f"qperf failed (exit {res.exit_status}): "

@@ -31,6 +31,7 @@ class Demo(Parameters):
     own_kernel: bool | None = param(None, "a second VM; empty: the study decides")
     sizes: tuple[int, ...] = param((1,), "sizes", parse=sizes)
     mode: str = param("fast", "how", choices=("fast", "slow"))
+    mtu: int = param(1500, "MTU", choices=(1500, 9000))
 
     def check(self) -> None:
         if self.mode == "slow" and self.rounds > 500:
@@ -52,6 +53,7 @@ def test_each_kind_of_value_is_read_by_its_type():
     assert (p.bench, p.own_kernel, p.sizes, p.mode) == (False, True, (1, 4), "slow")
     assert isinstance(p.rounds, int) and isinstance(p.rate_mbit, float)
     assert Demo.resolve(own_kernel=None).own_kernel is None
+    assert Demo.resolve(mtu=9000).mtu == 9000
 
 
 @pytest.mark.parametrize("given, message", [
@@ -67,6 +69,7 @@ def test_each_kind_of_value_is_read_by_its_type():
     ({"own_kernel": "maybe"}, "true or false, or empty"),
     ({"sizes": "bad"}, "sizes: bad"),
     ({"mode": "medium"}, "not one of the choices"),
+    ({"mtu": 4000}, "mtu=4000 is not one of the choices"),
     ({"mode": "slow", "rounds": 600}, "takes days"),
     ({"nope": 1}, "unknown parameter.*nope"),
     ({"profile": "huge"}, "unknown profile"),
