@@ -17,6 +17,7 @@ of its entries were inferred from the transport rather than read.
 
 from __future__ import annotations
 
+import ipaddress
 import re
 import shlex
 from dataclasses import dataclass, field
@@ -49,7 +50,11 @@ class VerbsPort:
         IPv6 GID)."""
         for index, gid in sorted(self.gids.items()):
             address, _, kind = gid.partition(", ")
-            if address.startswith("0000:0000:0000:0000:0000:ffff:") and kind == version:
+            try:  # rdma-core 44 prints "::ffff:198.18.1.1"; older ones every group in hex
+                mapped = ipaddress.IPv6Address(address.strip()).ipv4_mapped
+            except ValueError:
+                continue
+            if mapped is not None and kind == version:
                 return index
         return None
 

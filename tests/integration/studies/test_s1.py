@@ -38,7 +38,8 @@ def test_s1_small_run_in_two_vms(tmp_path):
     before = _qemu_pids()
     out = harness("run", "-q", str(NOTEBOOK), "-p", "sizes", "4,64,1024,16384",
                   "-p", "repetitions", "2", "-p", "iterations", "50", "-p", "bw_iterations",
-                  "50", "-p", "tcp_budget_s", "0.03", "-p", "seed", "7", data=tmp_path)
+                  "50", "-p", "tcp_budget_s", "0.03", "-p", "seed", "7", "-p", "rdma_write",
+                  "true", data=tmp_path)
     assert out.returncode == 0, out.stderr[-3000:]
     (run_dir,) = list((tmp_path / "runs" / "s1").iterdir())
     meta = json.loads((run_dir / "run.json").read_text())

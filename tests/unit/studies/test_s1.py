@@ -21,10 +21,13 @@ from harness.tools.perftest import LatencyRow, PerftestReport
 
 def test_profiles_resolve_with_the_papers_sizes():
     quick = s1.Params.resolve()
-    assert quick.sizes[0] == 1 and quick.sizes[-1] == 65536 and len(quick.sizes) == 17
+    assert 4 in quick.sizes and 512 in quick.sizes and max(quick.sizes) >= 8192
     assert quick.repetitions >= 2 and quick.mtu == 1500
+    assert "verbs-write" not in quick.methods  # the quick profile's time: no claim needs it
+    verdict = s1.Params.resolve(profile="verdict")
+    assert verdict.sizes[0] == 1 and verdict.sizes[-1] == 65536 and len(verdict.sizes) == 17
+    assert verdict.repetitions > quick.repetitions and len(verdict.methods) == 7
     assert s1.Params.resolve(profile="paper").sizes[-1] == 1 << 20
-    assert s1.Params.resolve(profile="verdict").repetitions > quick.repetitions
     assert "verbs-send-events" in quick.methods
     assert "verbs-send-events" not in s1.Params.resolve(completion="polling").methods
     assert s1.Params.resolve(sizes="4,64", mtu=9000).sizes == (4, 64)
@@ -87,6 +90,10 @@ def test_latency_rows_carry_cpu_per_round_trip():
                             cpu_user_s=0.006, cpu_system_s=0.002)
     (row,) = s1.latency_rows([report])
     assert row["latency_us"] == 40 and row["cpu_us_per_rt"] == pytest.approx(40.0)
+    floor = PerftestReport("ib_send_lat", [LatencyRow(4, 5, 30, 90, 40, 42, 5, 80, 90)],
+                           cpu_user_s=0.002, cpu_system_s=0.001)
+    (row,) = s1.latency_rows([report], floor)
+    assert row["cpu_us_per_rt"] == pytest.approx(1e6 * 0.005 / 195)
     assert row["wall_us_per_rt"] == 84
 
 
@@ -328,6 +335,7 @@ def test_measure_runs_every_method_in_a_shuffled_order_and_archives_everything(m
         assert host == "198.18.1.2" and plan.run.gid_index == 1 and plan.run.device == "rxe0"
         text = "".join(f"@size {s}\n" + (one_size_bw(s) if "bw" in plan.run.tool
                                           else one_size_lat(s)) for s in plan.sizes)
+        text = text.replace("       200  ", f"       {plan.run.iterations}  ")
         return perftest.parse_sweep(plan.run.tool, text), text, "server"
 
     def fake_client(journal, node, targets, sizes, lat_budget, stream_budget, stream=True,
@@ -346,13 +354,14 @@ def test_measure_runs_every_method_in_a_shuffled_order_and_archives_everything(m
     monkeypatch.setattr(ibverbs, "read_socket_facts",
                         lambda node, dev: ibverbs.SocketFacts(1500, "Ethernet", 1024))
     session, bed = FakeSession(), FakeBed()
-    params = s1.Params.resolve(sizes="4,64", repetitions=2, seed=5)
+    params = s1.Params.resolve(sizes="4,64", repetitions=2, seed=5, rdma_write=True)
     study = s1.S1()
     configured = study.configure(session, bed, params)
     assert [type(op).__name__ for op in session.applied] == ["Mtu", "RxeLink"] * 2
     assert configured["a"].startswith("link rxe0/1 state ACTIVE")
     study.measure(session, bed, params, configured)
-    assert len(calls) == 14 and calls[:7] != calls[7:]  # shuffled per repetition (seed 5)
+    # 7 methods, and a CPU floor run per latency method, in each of 2 repetitions
+    assert len(calls) == 20 and calls[:10] != calls[10:]  # shuffled per repetition (seed 5)
     frame = session.tables["results"]
     assert set(frame.method) == set(s1.METHODS) and len(frame) == 2 * 7 * 2
     assert set(frame.order) == set(range(7))

@@ -138,6 +138,10 @@ def test_rxe_device_and_port():
     assert (port.active_mtu, port.max_mtu) == (1024, 4096)
     assert port.gids[1] == "0000:0000:0000:0000:0000:ffff:0a00:0101, RoCE v2"
     assert port.ipv4_gid_index() == 1 and port.ipv4_gid_index("RoCE v1") is None
+    # rdma-core 44 (Debian 12), seen in the S1 VMs: compressed, the IPv4 in dotted form
+    seen = ibverbs.VerbsPort(1, "PORT_ACTIVE", 4096, 1024, "Ethernet", {
+        0: "fe80::5054:ff:fe5e:1, RoCE v2", 1: "::ffff:198.18.1.1, RoCE v2"})
+    assert seen.ipv4_gid_index() == 1
     assert port.fields["active_speed"] == "2.5 Gbps (1)"
 
 
