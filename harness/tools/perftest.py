@@ -182,7 +182,9 @@ class PerftestReport:
         return [{**context, **asdict(row)} for row in self.rows]
 
 
-_NUMBER = re.compile(r"^-?\d+(\.\d+)?$")
+# perftest prints "-nan" for a standard deviation it could not compute (seen under TCG with
+# a spread of 200 us .. 107 ms): a number too, read as NaN
+_NUMBER = re.compile(r"^-?(\d+(\.\d+)?|nan|inf)$", re.IGNORECASE)
 _INFO = re.compile(r"^\s*([A-Za-z][A-Za-z0-9*. -]*?)\s*:\s*(\S.*?)\s*$")
 
 

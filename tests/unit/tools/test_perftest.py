@@ -221,3 +221,10 @@ def test_sweep_commands_are_valid_shell():
     plan = perftest.PerftestSweep(PerftestRun("ib_write_bw", iterations=100), (2, 1024))
     for script in (plan.server_command(), plan.client_command("10.0.0.1")):
         assert subprocess.run(["sh", "-n", "-c", script]).returncode == 0
+
+
+def test_a_nan_standard_deviation_is_still_a_row():
+    # seen in the S1 VMs: ` 64  50  218.62  107454.92  1296.74  12387.08  -nan  107454.92 ...`
+    text = one_size(64, 1296.74).replace("\t12.31", "\t-nan")
+    (row,) = perftest.parse_output("ib_send_lat", text).rows
+    assert row.t_typical_us == 1296.74 and row.t_stdev_us != row.t_stdev_us  # NaN
