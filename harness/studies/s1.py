@@ -22,6 +22,7 @@ one qperf point as a cross-check (C on both sides: rc_lat against tcp_lat);
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass
 from typing import ClassVar
@@ -141,6 +142,11 @@ def tools(params: Params) -> tuple:
 
 # -- measurement --------------------------------------------------------------------------------
 
+def _finite(value: float) -> float | None:
+    """perftest prints inf/-nan when its clock arithmetic fails (seen under TCG): missing."""
+    return value if math.isfinite(value) else None
+
+
 def _cpu(report: perftest.PerftestReport) -> float | None:
     if report.cpu_user_s is None:
         return None
@@ -164,11 +170,14 @@ def latency_rows(reports: list[perftest.PerftestReport],
             per_rt = None
             if cpu is not None and row.iterations > base_n:
                 per_rt = 1e6 * max(0.0, cpu - (base or 0.0)) / (row.iterations - base_n)
-            rows.append({"size": row.size, "latency_us": row.t_typical_us,
-                         "latency_mean_us": row.t_avg_us, "latency_p99_us": row.t_p99_us,
+            rows.append({"size": row.size, "latency_us": _finite(row.t_typical_us),
+                         "latency_mean_us": _finite(row.t_avg_us),
+                         "latency_p99_us": _finite(row.t_p99_us),
                          "iterations": row.iterations, "cpu_s": cpu, "cpu_floor_s": base,
+                         "cpu_net_s": None if cpu is None else max(0.0, cpu - (base or 0.0)),
                          # CPU per round trip (one round trip is two half round trips)
-                         "cpu_us_per_rt": per_rt, "wall_us_per_rt": 2 * row.t_avg_us})
+                         "cpu_us_per_rt": per_rt,
+                         "wall_us_per_rt": _finite(2 * row.t_avg_us)})
     return rows
 
 

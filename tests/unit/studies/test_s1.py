@@ -135,10 +135,11 @@ def synthetic(reps=4, tcp_ratio=1.4, noise=0.02, nagle_rough=1.0, events=1.3, cp
                        "kind": "latency", "size": size, "latency_us": value * jitter(),
                        "completion": "events" if method.endswith("events") else "polling",
                        "bw_mbit": None, "cpu_us_per_rt": None}
-                if method == "verbs-send":
-                    row["cpu_us_per_rt"] = 2 * value * jitter()
-                if method == "verbs-send-events":
-                    row["cpu_us_per_rt"] = 2 * base / cpu * jitter()
+                if method.startswith("verbs-send"):
+                    row["wall_us_per_rt"], row["iterations"] = 2 * value, 100
+                    share = 0.9 if method == "verbs-send" else 0.9 / cpu
+                    row["cpu_net_s"] = share * 2 * value * 100 / 1e6 * jitter()
+                    row["cpu_us_per_rt"] = 1e6 * row["cpu_net_s"] / 100
                 if family == "tcp":
                     tcp_bw = 400 * size / (size + 2000)
                     wobble = 2 ** (nagle_rough * (1 if (size.bit_length() % 2) else -1)) \
