@@ -47,7 +47,12 @@ def test_s1_small_run_in_two_vms(tmp_path):
     assert meta["placement"]["where"] == "vm" and meta["placement"]["machines"] == 2
     assert meta["testbed"]["whole_machine_nodes"] == ["a", "b"]
     kinds = [c["kind"] for c in meta["configuration"]]
-    assert kinds.count("rdma-link") == 2 and "root-nic" in kinds
+    assert kinds.count("rdma-link") == 2 and kinds.count("mtu") == 2
+    lines = [json.loads(line) for line in (run_dir / "journal.jsonl").read_text().splitlines()]
+    journalled = {e["seq"]: e["kind"] for e in lines if "kind" in e and "seq" in e}
+    undone = {e["seq"] for e in lines if e.get("op") == "undone"}
+    assert list(journalled.values()).count("root-nic") == 2  # each wire end renamed in place
+    assert set(journalled) <= undone, "every change of the run was undone"
     assert meta["s1"]["rdma"]["active_mtu"] == 1024 and meta["s1"]["rdma"]["gid_index"] is not None
     frame = pd.read_parquet(run_dir / "results.parquet")
     assert set(frame.method) == {"verbs-send", "verbs-write", "verbs-send-events",
