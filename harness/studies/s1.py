@@ -371,7 +371,9 @@ class S1(Study):
                              for row in measure_method(session, pair, params, method, rep)]
                     timings[method] = round(timings.get(method, 0.0) + time.monotonic() - t0, 1)
         session.results(pd.DataFrame(rows))
-        notes: dict = {"order": order.record(), "method_seconds": timings,
+        notes: dict = {"order": order.record(
+                           "the methods, in a new random order in each repetition"),
+                       "method_seconds": timings,
                        "rdma": {"device": RXE, "gid_index": gid_a,
                                 "active_mtu": port_a.active_mtu,
                                 "links": configured},
