@@ -111,7 +111,12 @@ class Study(ABC):
         """Resolved parameters: from a notebook's namespace (``globals()``) and/or keywords."""
         values = {name: namespace[name] for name in self.Params.rules()
                   if namespace is not None and name in namespace}
-        return self.Params.resolve(**{**values, **given})
+        params = self.Params.resolve(**{**values, **given})
+        if namespace is not None:  # a notebook: record its outputs from here on (see run())
+            from ..notebook_run import record
+
+            record()
+        return params
 
     @abstractmethod
     def topology(self, params: Parameters) -> Topology:
@@ -152,12 +157,19 @@ class Study(ABC):
     def run(self, params: Parameters, run_dir: str = "", inventory: str = "") -> str:
         """Check, build or reach the testbed, configure, verify, measure, archive; undo all.
 
-        Returns the run folder. With an empty ``run_dir`` the run folder is made
-        here (a notebook run from JupyterLab); ``harness run`` passes its own.
+        Returns the run folder. ``harness run`` passes its own ``run_dir``. With an
+        empty one the run folder is made here; in a notebook's kernel (JupyterLab,
+        papermill, nbclient) the run then stays incomplete until the notebook's last
+        cell has run, and its executed notebook and report are archived with it
+        (:mod:`harness.notebook_run`).
         """
+        from ..notebook_run import begin
         from ..session import open_session
 
         self.prepare(params, inventory)
+        if not run_dir:
+            notebook_run = begin(self.name, params.to_dict())
+            run_dir = str(notebook_run.path) if notebook_run else ""
         with open_session(self.name, params.to_dict(), run_dir, inventory) as session:
             bed = self._testbed(session, params)
             self.check_testbed(session, bed, params)

@@ -1,0 +1,181 @@
+"""What an IPython kernel executed, recorded inside the kernel: the notebook of a notebook run.
+
+A notebook run from JupyterLab, plain papermill or nbclient has no executed notebook
+that the kernel can read: JupyterLab keeps outputs in the browser until the user
+saves, nbclient keeps them in its own process's memory, and papermill tells the
+kernel no output path. The kernel itself, though, sends every output: each
+message on the IOPub channel (``execute_input``, ``stream``, ``display_data``,
+``execute_result``, ``error``, ``clear_output``, ``update_display_data``) passes
+through its ``Session.send``. :class:`Recorder` wraps that one method and keeps
+the messages per executed cell, exactly the messages a front end turns into
+outputs, so the notebook it builds is the same whichever front end drove the
+kernel.
+
+:func:`executed_notebook` lays the recorded cells over the source notebook:
+markdown and metadata from the file, each code cell's outputs from its latest
+execution, cells the file does not have (papermill's injected parameters) after
+the cell that ran just before them.
+"""
+
+from __future__ import annotations
+
+import copy
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nbformat
+from nbformat import NotebookNode
+
+OUTPUT_TYPES = ("stream", "display_data", "execute_result", "error")
+
+
+@dataclass
+class ExecutedCell:
+    """One execution of a cell, in execution order."""
+
+    source: str
+    execution_count: int | None
+    outputs: list[dict] = field(default_factory=list)
+    clear_on_next: bool = False
+
+    def add(self, output: dict) -> None:
+        if self.clear_on_next:
+            self.outputs.clear()
+            self.clear_on_next = False
+        if (output["output_type"] == "stream" and self.outputs
+                and self.outputs[-1]["output_type"] == "stream"
+                and self.outputs[-1]["name"] == output["name"]):
+            self.outputs[-1]["text"] += output["text"]
+            return
+        self.outputs.append(output)
+
+
+def _norm(source: str) -> str:
+    return "\n".join(line.rstrip() for line in source.strip().splitlines())
+
+
+def _carriage_returns(text: str) -> str:
+    """A terminal's view of a stream: each line as its last ``\\r`` left it (progress bars)."""
+    return "\n".join(line.rsplit("\r", 1)[-1] for line in text.split("\n"))
+
+
+class Recorder:
+    """Every output a kernel sends, per executed cell, from the moment it is installed."""
+
+    def __init__(self, shell) -> None:
+        self.shell = shell
+        self.cells: list[ExecutedCell] = []
+        self._by_request: dict[str, ExecutedCell] = {}
+        self._displays: dict[str, list[dict]] = {}
+        self._lock = threading.Lock()
+        self._earlier_cells()
+        session = shell.kernel.session
+        original = session.send
+
+        def send(stream, msg_or_type, content=None, parent=None, *args, **kwargs):
+            msg = original(stream, msg_or_type, content, parent, *args, **kwargs)
+            try:
+                if isinstance(msg, dict):
+                    self.see(msg)
+            except Exception:  # noqa: BLE001 -- recording must never break the kernel
+                pass
+            return msg
+
+        session.send = send
+
+    def _earlier_cells(self) -> None:
+        """Cells run before the recorder existed: their sources from the kernel's history
+        (their outputs were sent already); the running cell's outputs are recorded from now."""
+        inputs = list(self.shell.user_ns.get("In", []))
+        for count, source in enumerate(inputs[1:], start=1):
+            self.cells.append(ExecutedCell(source, count))
+        parent = self.shell.kernel.get_parent("shell") if hasattr(self.shell, "kernel") else {}
+        request = (parent or {}).get("header", {}).get("msg_id")
+        if request and self.cells:
+            self._by_request[request] = self.cells[-1]
+
+    def see(self, msg: dict) -> None:
+        kind = msg["header"]["msg_type"]
+        request = (msg.get("parent_header") or {}).get("msg_id")
+        content = msg.get("content") or {}
+        with self._lock:
+            if kind == "execute_input":
+                cell = ExecutedCell(content.get("code", ""), content.get("execution_count"))
+                self.cells.append(cell)
+                self._by_request[request] = cell
+                return
+            cell = self._by_request.get(request)
+            if cell is None:
+                return
+            if kind == "clear_output":
+                if content.get("wait"):
+                    cell.clear_on_next = True
+                else:
+                    cell.outputs.clear()
+            elif kind == "update_display_data":
+                for output in self._displays.get((content.get("transient") or {})
+                                                 .get("display_id"), []):
+                    output["data"] = content.get("data", {})
+                    output["metadata"] = content.get("metadata", {})
+            elif kind in OUTPUT_TYPES:
+                output = nbformat.v4.output_from_msg(msg)
+                display_id = (content.get("transient") or {}).get("display_id")
+                if display_id:
+                    self._displays.setdefault(display_id, []).append(output)
+                cell.add(output)
+
+    def snapshot(self) -> list[ExecutedCell]:
+        with self._lock:
+            return copy.deepcopy(self.cells)
+
+
+def executed_notebook(cells: list[ExecutedCell], source: Path | None) -> NotebookNode:
+    """The executed notebook: ``source``'s cells with the recorded outputs (see module doc)."""
+    for cell in cells:
+        for output in cell.outputs:
+            if output["output_type"] == "stream":
+                output["text"] = _carriage_returns(output["text"])
+    if source is None:
+        nb = nbformat.v4.new_notebook()
+        nb.cells = [_code_cell(c) for c in cells]
+        return nb
+    nb = nbformat.read(str(source), as_version=4)
+    known = {_norm(c.source) for c in nb.cells if c.cell_type == "code"}
+    latest = {_norm(c.source): c for c in cells}
+    after: dict[str | None, dict[str, ExecutedCell]] = {}
+    previous = None
+    for cell in cells:
+        text = _norm(cell.source)
+        if text in known:
+            previous = text
+        elif text:
+            after.setdefault(previous, {})[text] = cell  # a re-execution replaces the older
+    merged = [_code_cell(c) for c in after.get(None, {}).values()]
+    for cell in nb.cells:
+        merged.append(cell)
+        if cell.cell_type != "code":
+            continue
+        text = _norm(cell.source)
+        ran = latest.get(text)
+        cell.outputs = [nbformat.from_dict(o) for o in ran.outputs] if ran else []
+        cell.execution_count = ran.execution_count if ran else None
+        merged += [_code_cell(c) for c in after.get(text, {}).values()]
+    nb.cells = merged
+    return nb
+
+
+def _code_cell(cell: ExecutedCell) -> NotebookNode:
+    return nbformat.v4.new_code_cell(cell.source, execution_count=cell.execution_count,
+                                     outputs=[nbformat.from_dict(o) for o in cell.outputs])
+
+
+def last_code_source(source: Path) -> str | None:
+    """The normalised source of the notebook's last non-empty code cell."""
+    nb = nbformat.read(str(source), as_version=4)
+    code = [c.source for c in nb.cells if c.cell_type == "code" and c.source.strip()]
+    return _norm(code[-1]) if code else None
+
+
+def same_source(a: str, b: str | None) -> bool:
+    return b is not None and _norm(a) == b

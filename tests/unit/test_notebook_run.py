@@ -1,0 +1,126 @@
+"""A run begun by a notebook's own kernel (nbclient here, as papermill and JupyterLab drive it):
+complete only after its last cell, with the executed notebook and report; incomplete when a
+cell fails or the kernel dies. A real kernel, no namespaces: the run is begun directly."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+from nbclient.exceptions import CellExecutionError, DeadKernelError
+
+from harness.kernel_record import ExecutedCell, executed_notebook
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def notebook(tmp_path: Path, middle: str) -> Path:
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["harness"] = {"study": "nbrun-demo"}
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
+                                 "language": "python"}
+    params = nbformat.v4.new_code_cell("x = 3")
+    params.metadata["tags"] = ["parameters"]
+    nb.cells = [
+        nbformat.v4.new_markdown_cell("# A demo\nprose the kernel never sees"),
+        params,
+        nbformat.v4.new_code_cell("from harness.notebook_run import begin, record\nrecord()\n"
+                                  "print('before the run')"),
+        nbformat.v4.new_code_cell("run = begin('nbrun-demo', {'x': x})\nprint('measured', x)"),
+        nbformat.v4.new_code_cell(middle),
+        nbformat.v4.new_code_cell("print('the end', x * 2)"),
+    ]
+    path = tmp_path / "demo.ipynb"
+    nbformat.write(nb, str(path))
+    return path
+
+
+def execute(path: Path, data: Path, monkeypatch) -> nbformat.NotebookNode:
+    monkeypatch.setenv("HARNESS_DATA", str(data))
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))
+    nb = nbformat.read(str(path), as_version=4)
+    NotebookClient(nb, timeout=60, kernel_name="python3",
+                   resources={"metadata": {"path": str(path.parent)}}).execute()
+    return nb
+
+
+def only_run(data: Path) -> Path:
+    runs = list((data / "runs" / "nbrun-demo").iterdir())
+    assert len(runs) == 1
+    return runs[0]
+
+
+def test_a_notebook_run_is_complete_after_its_last_cell_with_notebook_and_report(
+        tmp_path, monkeypatch):
+    path = notebook(tmp_path, "from IPython.display import display, HTML\n"
+                              "display(HTML('<b>a figure stand-in</b>'))\n42")
+    execute(path, tmp_path / "data", monkeypatch)
+    run = only_run(tmp_path / "data")
+    meta = json.loads((run / "run.json").read_text())
+    assert meta["status"] == "complete" and meta["error"] is None and meta["ended"]
+    assert meta["notebook"] == str(path.resolve())
+    assert meta["parameters"] == {"x": 3}
+    archived = nbformat.read(str(run / "notebook.ipynb"), as_version=4)
+    assert archived.cells[0].cell_type == "markdown"  # the source notebook's prose
+    texts = ["".join(o.get("text", "") for o in c.get("outputs", [])) for c in archived.cells]
+    assert "measured 3" in texts[3]
+    assert "the end 6" in texts[-1]  # the last cell's own output is in
+    middle = archived.cells[4].outputs
+    assert [o.output_type for o in middle] == ["display_data", "execute_result"]
+    assert middle[1].data["text/plain"] == "42"
+    report = (run / "report.html").read_text()
+    assert "a figure stand-in" in report and "the end 6" in report
+    assert not (run / "run.json").stat().st_mode & stat.S_IWUSR  # frozen
+
+
+def test_a_failing_cell_leaves_the_run_incomplete_with_its_notebook(tmp_path, monkeypatch):
+    path = notebook(tmp_path, "raise RuntimeError('analysis broke')")
+    with pytest.raises(CellExecutionError):
+        execute(path, tmp_path / "data", monkeypatch)
+    run = only_run(tmp_path / "data")
+    meta = json.loads((run / "run.json").read_text())
+    assert meta["status"] == "incomplete"
+    assert "analysis broke" in meta["error"]
+    archived = nbformat.read(str(run / "notebook.ipynb"), as_version=4)
+    assert archived.cells[4].outputs[0].output_type == "error"
+    assert (run / "report.html").exists()
+
+
+def test_a_dead_kernel_leaves_the_run_incomplete(tmp_path, monkeypatch):
+    path = notebook(tmp_path, "import os\nos._exit(1)")
+    with pytest.raises(DeadKernelError):
+        execute(path, tmp_path / "data", monkeypatch)
+    run = only_run(tmp_path / "data")
+    meta = json.loads((run / "run.json").read_text())
+    assert meta["status"] == "incomplete" and meta["ended"] is None
+    assert "last code cell" in meta["finish"]
+    assert not (run / "notebook.ipynb").exists()
+
+
+def test_outside_a_kernel_begin_makes_no_run(tmp_path, monkeypatch):
+    from harness.notebook_run import begin
+
+    monkeypatch.setenv("HARNESS_DATA", str(tmp_path))
+    assert begin("nbrun-demo", {}) is None
+    assert not (tmp_path / "runs").exists()
+
+
+def test_recorded_cells_are_laid_over_the_source(tmp_path):
+    source = nbformat.v4.new_notebook()
+    source.cells = [nbformat.v4.new_markdown_cell("prose"), nbformat.v4.new_code_cell("a = 1"),
+                    nbformat.v4.new_code_cell("print(a)")]
+    path = tmp_path / "s.ipynb"
+    nbformat.write(source, str(path))
+    out = {"output_type": "stream", "name": "stdout", "text": "10%\r50%\r100%\n1\n"}
+    cells = [ExecutedCell("a = 1", 1), ExecutedCell("# Parameters\na = 2", 2),
+             ExecutedCell("print(a)", 3, [out])]
+    nb = executed_notebook(cells, path)
+    assert [c.source for c in nb.cells] == ["prose", "a = 1", "# Parameters\na = 2", "print(a)"]
+    assert nb.cells[3].outputs[0]["text"] == "100%\n1\n"  # progress reduced to its last state
+    assert nb.cells[3].execution_count == 3
+    assert os.path.exists(path)
