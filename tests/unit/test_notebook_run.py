@@ -55,6 +55,14 @@ def only_run(data: Path) -> Path:
     return runs[0]
 
 
+def failed_run(tmp_path, monkeypatch, middle: str, error) -> tuple[Path, dict]:
+    path = notebook(tmp_path, middle)
+    with pytest.raises(error):
+        execute(path, tmp_path / "data", monkeypatch)
+    run = only_run(tmp_path / "data")
+    return run, json.loads((run / "run.json").read_text())
+
+
 def test_a_notebook_run_is_complete_after_its_last_cell_with_notebook_and_report(
         tmp_path, monkeypatch):
     path = notebook(tmp_path, "from IPython.display import display, HTML\n"
@@ -79,11 +87,8 @@ def test_a_notebook_run_is_complete_after_its_last_cell_with_notebook_and_report
 
 
 def test_a_failing_cell_leaves_the_run_incomplete_with_its_notebook(tmp_path, monkeypatch):
-    path = notebook(tmp_path, "raise RuntimeError('analysis broke')")
-    with pytest.raises(CellExecutionError):
-        execute(path, tmp_path / "data", monkeypatch)
-    run = only_run(tmp_path / "data")
-    meta = json.loads((run / "run.json").read_text())
+    run, meta = failed_run(tmp_path, monkeypatch, "raise RuntimeError('analysis broke')",
+                           CellExecutionError)
     assert meta["status"] == "incomplete"
     assert "analysis broke" in meta["error"]
     archived = nbformat.read(str(run / "notebook.ipynb"), as_version=4)
@@ -92,11 +97,7 @@ def test_a_failing_cell_leaves_the_run_incomplete_with_its_notebook(tmp_path, mo
 
 
 def test_a_dead_kernel_leaves_the_run_incomplete(tmp_path, monkeypatch):
-    path = notebook(tmp_path, "import os\nos._exit(1)")
-    with pytest.raises(DeadKernelError):
-        execute(path, tmp_path / "data", monkeypatch)
-    run = only_run(tmp_path / "data")
-    meta = json.loads((run / "run.json").read_text())
+    run, meta = failed_run(tmp_path, monkeypatch, "import os\nos._exit(1)", DeadKernelError)
     assert meta["status"] == "incomplete" and meta["ended"] is None
     assert "last code cell" in meta["finish"]
     assert not (run / "notebook.ipynb").exists()
