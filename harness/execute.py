@@ -10,6 +10,7 @@ or incomplete, with the error, if anything went wrong or Ctrl-C came.
 
 from __future__ import annotations
 
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -118,8 +119,11 @@ def run_notebook(notebook: str | Path, parameters: dict | None = None,
             pm.execute_notebook(
                 str(notebook), str(executed),
                 parameters={**given, "run_dir": str(run.path)},
-                kernel_name="python3", progress_bar=progress, cwd=str(notebook.parent),
-                report_mode=False,
+                kernel_name="python3", cwd=str(notebook.parent), report_mode=False,
+                # the measurement's own progress line (harness.progress) is on the kernel's
+                # stderr: shown here, rather than papermill's count of cells
+                progress_bar=False, stderr_file=sys.stderr if progress else None,
+                coalesce_streams=True,  # the archived notebook keeps a progress line's last state
             )
         except BaseException as exc:  # includes KeyboardInterrupt: mark, clean, re-raise
             error = exc

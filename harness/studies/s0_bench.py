@@ -22,6 +22,7 @@ from contextlib import ExitStack, contextmanager
 from ..config import nat
 from ..errors import HarnessError
 from ..nodes.facts import wait_listening
+from ..progress import progress
 from ..relay.process import Relay, relay
 from ..session import Session
 from ..testbed import InventoryTestbed
@@ -172,7 +173,8 @@ def bench(meas: Measurement, params: Params) -> list[dict]:
     rows = []
     with pingpong.server(j, meas.node("b1"), meas.plan.b1, SERVER_PORT), \
             iperf3_server(j, meas.node("b1"), meas.plan.b1, IPERF_PORT), \
-            bench_relays(meas) as relays:
+            bench_relays(meas) as relays, \
+            progress(params.bench_repetitions, "s0 benchmark", unit="repetition") as bar:
         for rep in range(1, params.bench_repetitions + 1):
             with nat.nat_applied(j, meas.node("fa"), meas.plan.nat_rules(), "s0b", meas.nat_records):
                 order = meas.order.shuffle(BENCH_PATHS)
@@ -212,4 +214,5 @@ def bench(meas: Measurement, params: Params) -> list[dict]:
                     "half_rtt_64k_us": by_size[65536]["median_us"],
                 })
                 settle(0.1)
+            bar.step(f"repetition {rep}")
     return rows

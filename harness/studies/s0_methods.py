@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from ..config import nat
 from ..errors import SpecError
+from ..progress import progress
 from ..relay.process import Relay, relay
 from ..tools import pingpong
 from ..tools.iperf3 import settle
@@ -102,41 +103,50 @@ def sweep(meas: Measurement, params: Params) -> list[dict]:
     """
     a1 = meas.node("a1")
     rows = []
-    for rep in range(1, params.repetitions + 1):
-        started = time.monotonic()
-        ways: dict[str, Way] = {}
-        with ExitStack() as stack:
-            for method in METHODS:
-                ways[method] = stack.enter_context(method_path(meas, method))
-            result = pingpong.client(meas.journal, a1,
-                                     {m: (w.host, w.port) for m, w in ways.items()},
-                                     list(params.sizes), params.latency_budget_s,
-                                     params.stream_budget_s, seed=meas.order.draw_seed())
-            for way in ways.values():
-                if way.table is not None:
-                    meas.nat_rows.append(nat_evidence(
-                        meas, way.table, f"r{rep}", result["targets"]["nat_srd"]["local"]))
-            direct_local = result["targets"]["direct"]["local"]
-            meas.nat_rows[-1]["direct_translated"] = any(
-                e.source_translated for e in nat.conntrack_entries(meas.node("fa"))
-                if f"{e.original.src}:{e.original.sport}" == direct_local)
-        wall = time.monotonic() - started
-        meas.session.raw(f"pingpong-r{rep}.json", json.dumps(result, indent=1))
-        for method, target in result["targets"].items():
-            for point in target["points"]:
-                lat, st = point["latency"], point.get("stream") or {}
-                rows.append({
-                    "method": method, "label": LABELS[method], "repetition": rep,
-                    "order": point["order"], "size": point["size"],
-                    "half_rtt_us": lat["median_us"], "half_rtt_mean_us": lat["mean_us"],
-                    "half_rtt_p10_us": lat["p10_us"], "half_rtt_p90_us": lat["p90_us"],
-                    "half_rtt_min_us": lat["min_us"], "iterations": lat["n"],
-                    "pingpong_mbit": lat["pingpong_mbit"], "stream_mbit": st.get("mbit"),
-                    "stream_bytes": st.get("bytes"), "stream_s": st.get("seconds"),
-                    "stream_messages": st.get("messages"), "client": target["local"],
-                    "wall_s": wall,
-                })
-        settle(0.1)
+    with progress(params.repetitions, "s0 sizes x methods", unit="repetition") as bar:
+        for rep in range(1, params.repetitions + 1):
+            rows += sweep_repetition(meas, params, a1, rep)
+            bar.step(f"repetition {rep}")
+    return rows
+
+
+def sweep_repetition(meas: Measurement, params: Params, a1, rep: int) -> list[dict]:
+    """One repetition of :func:`sweep`: every size, the three methods in a shuffled order."""
+    rows = []
+    started = time.monotonic()
+    ways: dict[str, Way] = {}
+    with ExitStack() as stack:
+        for method in METHODS:
+            ways[method] = stack.enter_context(method_path(meas, method))
+        result = pingpong.client(meas.journal, a1,
+                                 {m: (w.host, w.port) for m, w in ways.items()},
+                                 list(params.sizes), params.latency_budget_s,
+                                 params.stream_budget_s, seed=meas.order.draw_seed())
+        for way in ways.values():
+            if way.table is not None:
+                meas.nat_rows.append(nat_evidence(
+                    meas, way.table, f"r{rep}", result["targets"]["nat_srd"]["local"]))
+        direct_local = result["targets"]["direct"]["local"]
+        meas.nat_rows[-1]["direct_translated"] = any(
+            e.source_translated for e in nat.conntrack_entries(meas.node("fa"))
+            if f"{e.original.src}:{e.original.sport}" == direct_local)
+    wall = time.monotonic() - started
+    meas.session.raw(f"pingpong-r{rep}.json", json.dumps(result, indent=1))
+    for method, target in result["targets"].items():
+        for point in target["points"]:
+            lat, st = point["latency"], point.get("stream") or {}
+            rows.append({
+                "method": method, "label": LABELS[method], "repetition": rep,
+                "order": point["order"], "size": point["size"],
+                "half_rtt_us": lat["median_us"], "half_rtt_mean_us": lat["mean_us"],
+                "half_rtt_p10_us": lat["p10_us"], "half_rtt_p90_us": lat["p90_us"],
+                "half_rtt_min_us": lat["min_us"], "iterations": lat["n"],
+                "pingpong_mbit": lat["pingpong_mbit"], "stream_mbit": st.get("mbit"),
+                "stream_bytes": st.get("bytes"), "stream_s": st.get("seconds"),
+                "stream_messages": st.get("messages"), "client": target["local"],
+                "wall_s": wall,
+            })
+    settle(0.1)
     return rows
 
 

@@ -32,6 +32,7 @@ import pandas as pd
 from ..config.interface import Mtu
 from ..config.rdma import PRLIMIT, RDMA, RxeLink
 from ..errors import HarnessError, SpecError
+from ..progress import progress
 from ..session import Session
 from ..tools import ibverbs, perftest, pingpong, qperf
 from ..topology import Topology, TopologyBuilder
@@ -363,13 +364,15 @@ class S1(Study):
         order = MeasuringOrder(params.seed)
         rows: list[dict] = []
         timings: dict[str, float] = {}
-        with pingpong.server(session.journal, b, server_ip, TCP_PORT, timeout=60):
+        with pingpong.server(session.journal, b, server_ip, TCP_PORT, timeout=60), \
+                progress(params.repetitions * len(params.methods), "s1 methods") as bar:
             for rep in range(1, params.repetitions + 1):
                 for position, method in enumerate(order.shuffle(params.methods)):
                     t0 = time.monotonic()
                     rows += [{**row, "order": position}
                              for row in measure_method(session, pair, params, method, rep)]
                     timings[method] = round(timings.get(method, 0.0) + time.monotonic() - t0, 1)
+                    bar.step(f"{method}, repetition {rep}")
         session.results(pd.DataFrame(rows))
         notes: dict = {"order": order.record(
                            "the methods, in a new random order in each repetition"),

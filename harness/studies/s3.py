@@ -30,6 +30,7 @@ from .. import fanin
 from ..config import tipc
 from ..errors import SpecError
 from ..nodes import procfs
+from ..progress import Progress, progress
 from ..session import Session
 from ..tools.iperf3 import IPERF3
 from ..tools.registry import TC
@@ -382,15 +383,20 @@ class S3(Study):
         rows, rounds = [], []
         timings = {}
         order = MeasuringOrder(params.seed)
-        for rep in range(1, params.repetitions + 1):
-            for position, variant in enumerate(order.shuffle(params.protocols)):
-                t0 = time.monotonic()
-                fleet_rows, fleet_rounds, output = measure_protocol(
-                    session, bed, params, variant, mapper_nodes, binary, rep)
-                rows += [{**row, "order": position} for row in fleet_rows]
-                rounds += fleet_rounds
-                session.raw(f"mappers-{variant}-r{rep}.jsonl", output)
-                timings[variant] = round(timings.get(variant, 0.0) + time.monotonic() - t0, 1)
+        per_protocol = len(params.mappers) * len(params.sizes_kb) + (
+            len(params.cpu_periods_ms) * len(params.cpu_sizes_kb) if params.cpu_rounds else 0)
+        with progress(params.repetitions * len(params.protocols) * per_protocol,
+                      "s3 fan-in") as points:
+            for rep in range(1, params.repetitions + 1):
+                for position, variant in enumerate(order.shuffle(params.protocols)):
+                    t0 = time.monotonic()
+                    fleet_rows, fleet_rounds, output = measure_protocol(
+                        session, bed, params, variant, mapper_nodes, binary, rep, points)
+                    rows += [{**row, "order": position} for row in fleet_rows]
+                    rounds += fleet_rounds
+                    session.raw(f"mappers-{variant}-r{rep}.jsonl", output)
+                    timings[variant] = round(timings.get(variant, 0.0) + time.monotonic() - t0,
+                                             1)
         notes["order"] = order.record(
             "the protocols one after another (a mapper fleet serves one protocol), in an "
             "order shuffled per repetition")
@@ -427,9 +433,10 @@ class S3(Study):
 
 
 def measure_protocol(session: Session, bed, params: Params, variant: str, mapper_nodes: list,
-                     binary: str, rep: int = 1) -> tuple[list[dict], list[dict], str]:
+                     binary: str, rep: int = 1, points: Progress | None = None
+                     ) -> tuple[list[dict], list[dict], str]:
     """One protocol over the whole grid, repetition ``rep``, with one mapper fleet:
-    (rows, rounds, mapper output)."""
+    (rows, rounds, mapper output); each point done is a step of ``points``."""
     proto, cc = VARIANTS[variant]
     n_lab = len(mapper_nodes)
     listens = [fanin.mapper_address(proto, mapper_ip(i), PORT, i) for i in range(n_lab)]
@@ -445,6 +452,8 @@ def measure_protocol(session: Session, bed, params: Params, variant: str, mapper
                     params.rounds, params.warmup, 0, "rate", rep, params, last)
                 rows.append(row)
                 rounds += per_round
+                if points:
+                    points.step(f"{variant} 1:{n} {size_kb} KB, repetition {rep}")
         if params.cpu_rounds:
             for period in params.cpu_periods_ms:
                 for size_kb in params.cpu_sizes_kb:
@@ -454,6 +463,8 @@ def measure_protocol(session: Session, bed, params: Params, variant: str, mapper
                         rep, params, last)
                     rows.append(row)
                     rounds += per_round
+                    if points:
+                        points.step(f"{variant} CPU {period} ms {size_kb} KB, repetition {rep}")
     return rows, rounds, fleet.output
 
 

@@ -23,6 +23,7 @@ import pandas as pd
 
 from ..config import cgroup, mptcp
 from ..config.congestion import DefaultCongestion
+from ..progress import progress
 from ..session import Session
 from ..tools import counters
 from ..tools.gridftp import GLOBUS_URL_COPY, GRIDFTP_SERVER
@@ -205,7 +206,8 @@ def sweep_iperf3(session: Session, bed, params: Params, cpu_cgroup: str | None,
     path1_ip = bed.address("client", "eth0")
     rows = []
     with iperf3_server(j, server, server_ip, IPERF_PORT_TCP), \
-            iperf3_server(j, server, server_ip, IPERF_PORT_MPTCP, mptcp=True):
+            iperf3_server(j, server, server_ip, IPERF_PORT_MPTCP, mptcp=True), \
+            progress(params.repetitions * len(params.streams) * 2, "s4 iperf3") as bar:
         for rep in range(1, params.repetitions + 1):
             for streams in params.streams:
                 for position, transport in enumerate(order.shuffle(("tcp", "mptcp"))):
@@ -232,6 +234,7 @@ def sweep_iperf3(session: Session, bed, params: Params, cpu_cgroup: str | None,
                         "measure_s": result.seconds, "tool_s": result.process_s,
                         "wall_s": wall, **paths,
                     })
+                    bar.step(f"{transport} {streams} streams, repetition {rep}")
                     settle()
     return rows
 
@@ -246,7 +249,8 @@ def sweep_gridftp(session: Session, bed, params: Params, cpu_cgroup: str | None,
     size = params.gridftp_mbytes * 2**20
     rows = []
     with gridftp_server(j, server, server_ip, GRIDFTP_PORT_TCP, mptcp=False), \
-            gridftp_server(j, server, server_ip, GRIDFTP_PORT_MPTCP, mptcp=True):
+            gridftp_server(j, server, server_ip, GRIDFTP_PORT_MPTCP, mptcp=True), \
+            progress(params.repetitions * len(params.gridftp_streams) * 2, "s4 GridFTP") as bar:
         for rep in range(1, params.repetitions + 1):
             for streams in params.gridftp_streams:
                 for position, transport in enumerate(order.shuffle(("tcp", "mptcp"))):
@@ -269,6 +273,7 @@ def sweep_gridftp(session: Session, bed, params: Params, cpu_cgroup: str | None,
                         "tool_s": result.seconds, "wall_s": wall,
                         **paths,
                     })
+                    bar.step(f"{transport} {streams} streams, repetition {rep}")
                     settle()
     return rows
 
