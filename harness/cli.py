@@ -1,4 +1,5 @@
-"""The ``harness`` command: probe, params, run, batch, lab show/clean, runs."""
+"""The ``harness`` command: probe, params, run, batch, lab show/clean, runs, index, compare,
+rerun."""
 
 from __future__ import annotations
 
@@ -33,9 +34,11 @@ def cmd_probe(args) -> int:
 
 
 def cmd_run(args) -> int:
-    from .execute import parse_value, run_notebook
+    from .execute import parameters_file, parse_value, run_notebook
+    from .index import refresh
 
-    params = {name: parse_value(value) for name, value in args.parameter or []}
+    params = {**(parameters_file(args.file) if args.file else {}),
+              **{name: parse_value(value) for name, value in args.parameter or []}}
     if args.inventory:
         params["inventory"] = args.inventory
     if args.dry_run:
@@ -46,6 +49,7 @@ def cmd_run(args) -> int:
         return 0
     result = run_notebook(args.notebook, params, progress=not args.quiet)
     print(f"run {result.run.path}: {result.status} in {result.seconds:.1f}s")
+    refresh()
     if result.report:
         print(f"report {result.report}")
     if result.error:
@@ -55,6 +59,8 @@ def cmd_run(args) -> int:
 
 
 def cmd_batch(args) -> int:
+    from .compare import sweep_summary
+    from .index import refresh
     from .sweep import run_sweep
 
     outcomes = run_sweep(args.sweep, progress=not args.quiet)
@@ -62,6 +68,9 @@ def cmd_batch(args) -> int:
     for status, point, path in outcomes:
         print(f"{status:10s} {point} {path or ''}")
         failed += status == "incomplete"
+    refresh()
+    if failed < len(outcomes):
+        print(f"summary {sweep_summary(args.sweep)[1]}")
     return 1 if failed else 0
 
 
@@ -173,6 +182,7 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("notebook")
     run.add_argument("-p", "--parameter", nargs=2, action="append", metavar=("NAME", "VALUE"),
                      help="set a notebook parameter (value parsed as YAML)")
+    run.add_argument("-f", "--file", help="parameters from a YAML file (-p overrides it)")
     run.add_argument("--inventory", help="run on the real machines of this inventory")
     run.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     run.add_argument("--dry-run", action="store_true",
@@ -202,6 +212,10 @@ def parser() -> argparse.ArgumentParser:
     runs = sub.add_parser("runs", help="list archived runs")
     runs.add_argument("study", nargs="?")
     runs.set_defaults(func=cmd_runs)
+
+    from .cli_runs import add_commands
+
+    add_commands(sub)  # index, compare, rerun
     return p
 
 

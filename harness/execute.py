@@ -101,8 +101,27 @@ def render_html(notebook: Path, target: Path) -> Path:
     return target
 
 
+def parameters_file(path: str | Path) -> dict:
+    """Parameters from a YAML file of ``name: value`` lines (``harness run -f``, as papermill's)."""
+    path = Path(path)
+    if not path.is_file():
+        raise SpecError(f"parameters file {path} does not exist", "give a YAML file of name: value")
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        raise SpecError(f"parameters file {path} is not valid YAML: {exc}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict) or not all(isinstance(k, str) for k in data):
+        raise SpecError(f"parameters file {path} must be a mapping of parameter names to values",
+                        "write one `name: value` per line, e.g. `streams: 1-10`")
+    return data
+
+
 def run_notebook(notebook: str | Path, parameters: dict | None = None,
-                 root: Path | None = None, progress: bool = False) -> NotebookRun:
+                 root: Path | None = None, progress: bool = False,
+                 note: dict | None = None) -> NotebookRun:
+    """Execute ``notebook`` into a new run; ``note``: extra run.json fields (``rerun_of``)."""
     import papermill as pm
 
     notebook = Path(notebook).resolve()
@@ -111,6 +130,8 @@ def run_notebook(notebook: str | Path, parameters: dict | None = None,
     run = Run.create(study.name, {**params.to_dict(), **{k: v for k, v in given.items()
                                                     if k in HARNESS_PARAMETERS}},
                      root, notebook=str(notebook))
+    if note:
+        run.update(**note)
     executed = run.path / "notebook.ipynb"
     started = time.monotonic()
     error: BaseException | None = None

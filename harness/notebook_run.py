@@ -138,6 +138,9 @@ def _finalise(status: str, error: str | None) -> None:
         status, error = INCOMPLETE, error or f"archiving the notebook: {format_error(exc)}"
     run.update(finish=None)
     run.finish(status, error)
+    from .index import refresh
+
+    refresh(run.path.parents[2])
 
 
 def _archive_notebook(run: Run, nb) -> None:

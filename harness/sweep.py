@@ -22,7 +22,7 @@ from pathlib import Path
 
 import yaml
 
-from .archive import COMPLETE, list_runs
+from .archive import COMPLETE, Run, list_runs
 from .errors import SpecError
 
 
@@ -69,13 +69,33 @@ class Sweep:
                 for combo in itertools.product(*(self.axes[n] for n in names))]
 
 
+def completed_runs(study: str, notebook: Path, root: Path | None = None) -> list[Run]:
+    """Complete runs of ``study`` from ``notebook``, oldest first: by ``harness run``, or by the
+    notebook itself in JupyterLab, papermill or nbclient (run.json names its source notebook)."""
+    return [run for run in list_runs(study, root, COMPLETE)
+            if Path(run.meta.get("notebook") or "").resolve() == notebook]
+
+
 def completed_parameters(study: str, notebook: Path, root: Path | None = None) -> list[dict]:
-    done = []
-    for run in list_runs(study, root, COMPLETE):
-        meta = run.meta
-        if Path(meta.get("notebook") or "").resolve() == notebook:
-            done.append(meta.get("parameters", {}))
-    return done
+    return [run.meta.get("parameters", {}) for run in completed_runs(study, notebook, root)]
+
+
+def point_runs(sweep: Sweep, root: Path | None = None) -> list[tuple[dict, Run | None]]:
+    """Each point of the sweep with its newest complete run (None: not run yet)."""
+    from .execute import check_parameters
+
+    out = []
+    for point in sweep.points():
+        study, params = check_parameters(sweep.notebook, point)
+        wanted = _wanted(params, point)
+        done = [run for run in completed_runs(study.name, sweep.notebook, root)
+                if _same(run.meta.get("parameters", {}), wanted)]
+        out.append((point, done[-1] if done else None))
+    return out
+
+
+def _wanted(params, point: dict) -> dict:
+    return {**params.to_dict(), **{k: v for k, v in point.items() if k == "inventory"}}
 
 
 def run_sweep(path: str | Path, root: Path | None = None, progress: bool = True) -> list:
@@ -93,7 +113,7 @@ def run_sweep(path: str | Path, root: Path | None = None, progress: bool = True)
     bar = tqdm(total=len(points), desc=f"batch {Path(path).name}", unit="run",
                disable=not progress)
     for point, study, params in resolved:
-        wanted = {**params.to_dict(), **{k: v for k, v in point.items() if k == "inventory"}}
+        wanted = _wanted(params, point)
         if any(_same(done, wanted) for done in completed_parameters(study.name, sweep.notebook, root)):
             outcomes.append(("skipped", point, None))
             bar.update(1)

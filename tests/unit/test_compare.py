@@ -1,0 +1,81 @@
+"""`harness compare`: names what differs (a sysctl, a parameter, the commit), puts results side
+by side, in the terminal and as a page under data/compare/; nothing archived changes."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from harness.cli import main
+from harness.compare import Comparison
+from unit.archived import fingerprint, make_run
+
+
+def test_compare_names_a_changed_sysctl_and_a_changed_parameter(data_root, capsys):
+    a = make_run(data_root, {"count": 5, "rate_mbit": 100.0}, sysctl="1", rtt=0.05)
+    b = make_run(data_root, {"count": 9, "rate_mbit": 100.0}, sysctl="0", commit="beef",
+                 rtt=0.2, outcome="inconclusive")
+    before = fingerprint(data_root / "runs")
+    assert main(["compare", a.run_id, str(b.path)]) == 0
+    out = capsys.readouterr().out
+    assert fingerprint(data_root / "runs") == before  # nothing archived changed
+    params = out.split("== parameters")[1].split("==")[0]
+    assert "count" in params and "rate_mbit" not in params.split("the same")[1]
+    config = out.split("== configuration")[1].split("==")[0]
+    assert "a sysctl net.ipv4.ip_forward" in config
+    assert "0 -> 1" in config and "0 -> 0" in config
+    assert "c0ffee" in out and "beef" in out
+    claims = out.split("== claims")[1].split("==")[0]
+    assert "reproduced (0.100 ms)" in claims and "inconclusive (0.400 ms)" in claims
+    page = data_root / "compare" / f"{a.run_id}__{b.run_id}.html"
+    assert f"page {page}" in out
+    text = page.read_text()
+    assert "net.ipv4.ip_forward" in text and "inconclusive (0.400 ms)" in text
+    assert not list((data_root / "runs").rglob("*.html"))  # never inside a run folder
+
+
+def test_the_same_runs_differ_in_nothing_but_results(data_root):
+    a = make_run(data_root, {"count": 5})
+    b = make_run(data_root, {"count": 5}, rtt=0.07)
+    comp = Comparison.of([a, b])
+    assert comp.differences["parameters"].empty and comp.same["parameters"] == 1
+    assert comp.differences["configuration"].empty
+    assert list(comp.differences["link verification"].index) == ["a:eth0--b:eth0 a->b"]
+    assert comp.results.loc["rtt_ms"].tolist() == ["0.1", "0.14"]  # the mean of each run
+
+
+def test_compare_needs_two_runs_and_names_unknown_ones(data_root, capsys):
+    a = make_run(data_root, {"count": 5})
+    assert main(["compare", a.run_id]) == 2
+    assert "two runs" in capsys.readouterr().err
+    assert main(["compare", a.run_id, "20990101T000000Z-ffffff"]) == 2
+    assert "no run '20990101T000000Z-ffffff'" in capsys.readouterr().err
+
+
+@pytest.fixture
+def sweep_file(tmp_path):
+    from unit.archived import NOTEBOOK
+
+    path = tmp_path / "counts.yaml"
+    path.write_text(f"notebook: {NOTEBOOK}\nparameters: {{profile: quick}}\n"
+                    "sweep:\n  count: [5, 7, 9]\n")
+    return path
+
+
+def test_a_sweep_summary_compares_its_points_across_a_figure(data_root, sweep_file, capsys):
+    from harness.studies import study_of_notebook
+    from unit.archived import NOTEBOOK
+
+    study = study_of_notebook(NOTEBOOK)
+    for count, rtt in ((5, 0.05), (9, 0.3)):  # point count=7 not run yet
+        make_run(data_root, study.parameters(profile="quick", count=count).to_dict(), rtt=rtt)
+    make_run(data_root, study.parameters(profile="quick", count=5).to_dict(), complete=False)
+    assert main(["compare", "--sweep", str(sweep_file)]) == 0
+    out = capsys.readouterr().out
+    assert "count=5" in out and "count=9" in out and "count=7" not in out
+    page = (data_root / "compare" / "sweep-counts.html").read_text()
+    assert "2 of 3 points" in page
+    assert 'src="data:image/png;base64,' in page  # the claims across the points, inline
+    params = json.dumps(page.split("<h2>parameters</h2>")[1].split("<h2>")[0])
+    assert "count" in params
