@@ -113,6 +113,7 @@ th, td {{ border-bottom: 1px solid #ddd; padding: 0.3em 0.6em; text-align: left;
 tr.incomplete td.status {{ color: #b00; }}
 tr.complete td.status {{ color: #070; }}
 td.params, td.note {{ max-width: 28em; font-size: 0.85em; }}
+td.nowrap {{ white-space: nowrap; }}
 </style></head><body>
 <h1>Archived runs</h1>
 <p>{len(runs)} run(s) under <code>runs/</code>. Compare runs with
@@ -152,9 +153,10 @@ def _row(run: RunSummary, base: Path) -> str:
     links = " ".join(f'<a href="{e((rel / name).as_posix())}">{e(name)}</a>'
                      for name in FILES if (run.path / name).exists())
     return (f'<tr class="{e(run.status)}" data-study="{e(run.study)}" '
-            f'data-status="{e(run.status)}"><td>{e(run.study)}</td><td>{e(run.run_id)}</td>'
-            f'<td class="status">{e(run.status)}</td><td>{e(run.started.replace("+00:00", ""))}'
-            f'</td><td class="params">{e(run.key_parameters())}</td><td>{e(run.placement)}</td>'
+            f'data-status="{e(run.status)}"><td class="nowrap">{e(run.study)}</td>'
+            f'<td class="nowrap">{e(run.run_id)}</td><td class="status">{e(run.status)}</td>'
+            f'<td class="nowrap">{e(run.started.replace("+00:00", ""))}</td>'
+            f'<td class="params">{e(run.key_parameters())}</td><td>{e(run.placement)}</td>'
             f'<td>{e(run.verdict_text())}</td><td>{links}</td>'
             f'<td class="note">{e(run.note)}</td></tr>')
 

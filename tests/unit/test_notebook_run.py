@@ -125,3 +125,19 @@ def test_recorded_cells_are_laid_over_the_source(tmp_path):
     assert nb.cells[3].outputs[0]["text"] == "100%\n1\n"  # progress reduced to its last state
     assert nb.cells[3].execution_count == 3
     assert os.path.exists(path)
+
+
+def test_the_index_lists_a_complete_and_a_failed_notebook_run(tmp_path, monkeypatch):
+    data = tmp_path / "data"
+    (tmp_path / "ok").mkdir()
+    execute(notebook(tmp_path / "ok", "1"), data, monkeypatch)
+    (tmp_path / "bad").mkdir()
+    with pytest.raises(CellExecutionError):
+        execute(notebook(tmp_path / "bad", "1 / 0"), data, monkeypatch)
+    page = (data / "index.html").read_text()  # refreshed as each run finished
+    statuses = {json.loads((run / "run.json").read_text())["status"]: run.name
+                for run in (data / "runs" / "nbrun-demo").iterdir()}
+    assert set(statuses) == {"complete", "incomplete"}
+    for run_id in statuses.values():
+        assert run_id in page
+    assert "ZeroDivisionError" in page
