@@ -141,3 +141,17 @@ def test_the_index_lists_a_complete_and_a_failed_notebook_run(tmp_path, monkeypa
     for run_id in statuses.values():
         assert run_id in page
     assert "ZeroDivisionError" in page
+
+
+def test_jupyterlab_names_the_notebook_through_its_session(tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    from harness.notebook_run import find_source
+
+    lab = tmp_path / "lab.ipynb"
+    nbformat.write(nbformat.v4.new_notebook(), str(lab))
+    monkeypatch.chdir(tmp_path)
+    shell = SimpleNamespace(user_ns={"__session__": str(lab)})
+    assert find_source(shell, "nbrun-demo") == lab.resolve()
+    relative = SimpleNamespace(user_ns={"__session__": "some/folder/lab.ipynb"})
+    assert find_source(relative, "nbrun-demo") == lab.resolve()  # Lab's path is root-relative
