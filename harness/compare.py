@@ -251,6 +251,10 @@ def sweep_summary(path: str | Path, root: Path | None = None) -> tuple[Compariso
     if not found:
         raise SpecError(f"no point of sweep {path} has a complete run yet",
                         f"run it first: harness batch {path}")
+    try:  # the points in the order of their swept values (a numeric axis reads left to right)
+        found.sort(key=lambda pr: tuple(pr[0][k] for k in sweep.axes))
+    except TypeError:
+        pass
     labels = [", ".join(f"{k}={point[k]}" for k in sweep.axes) for point, _run in found]
     comparison = Comparison.of([run for _point, run in found], labels)
     figure = claims_figure(comparison, ", ".join(sweep.axes))

@@ -15,8 +15,8 @@ NOTEBOOK = Path(__file__).resolve().parents[1] / "studies" / "ping_study.ipynb"
 
 def make_run(root: Path, parameters: dict, *, sysctl: str = "1", commit: str = "c0ffee",
              outcome: str = "reproduced", rtt: float = 0.05, complete: bool = True,
-             notebook: Path | None = NOTEBOOK) -> Run:
-    run = Run.create("ping-demo", parameters, root, notebook=str(notebook) if notebook else None)
+             notebook: Path | None = NOTEBOOK, study: str = "ping-demo") -> Run:
+    run = Run.create(study, parameters, root, notebook=str(notebook) if notebook else None)
     run.update(
         provenance={"git": {"commit": commit, "dirty": False, "changed_files": []},
                     "python": "3.11.7", "packages": {"pandas": "2.2.0"},

@@ -4,6 +4,7 @@ by side, in the terminal and as a page under data/compare/; nothing archived cha
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -79,3 +80,24 @@ def test_a_sweep_summary_compares_its_points_across_a_figure(data_root, sweep_fi
     assert 'src="data:image/png;base64,' in page  # the claims across the points, inline
     params = json.dumps(page.split("<h2>parameters</h2>")[1].split("<h2>")[0])
     assert "count" in params
+
+
+def test_the_s4_cpu_limit_sweep_gets_a_table_and_figure_across_its_points(data_root):
+    from harness.compare import sweep_summary
+    from harness.studies import study_of_notebook
+
+    root = Path(__file__).resolve().parents[2]
+    sweep = root / "notebooks" / "sweeps" / "s4_cpu_limit.yaml"
+    notebook = root / "notebooks" / "s4_mptcp.ipynb"
+    study = study_of_notebook(notebook)
+    for cpus, rtt in ((0.0, 0.1), (0.5, 0.2), (0.25, 0.4)):
+        make_run(data_root, study.parameters(profile="quick", sender_cpus=cpus).to_dict(),
+                 rtt=rtt, notebook=notebook, study="s4")
+    comparison, page = sweep_summary(sweep)
+    assert comparison.labels == ["sender_cpus=0.0", "sender_cpus=0.25", "sender_cpus=0.5"]
+    assert list(comparison.differences["parameters"].index) == ["sender_cpus"]
+    assert comparison.claims.loc["ping.veth_rtt"].tolist() == [
+        "reproduced (0.200 ms)", "reproduced (0.800 ms)", "reproduced (0.400 ms)"]
+    assert page == data_root / "compare" / "sweep-s4_cpu_limit.html"
+    text = page.read_text()
+    assert "3 of 3 points" in text and 'src="data:image/png;base64,' in text
