@@ -202,7 +202,13 @@ def compare_page(comparison: Comparison, name: str, title: str, figure: str = ""
 
 
 def page_name(runs: list[Run]) -> str:
-    return "__".join(r.run_id for r in runs)
+    """The runs' ids joined; past a file name's length, the first id, the count and a hash."""
+    name = "__".join(r.run_id for r in runs)
+    if len(name) <= 200:
+        return name
+    import hashlib
+
+    return f"{runs[0].run_id}__and-{len(runs) - 1}-more-{hashlib.sha256(name.encode()).hexdigest()[:8]}"
 
 
 def claims_figure(comparison: Comparison, axis: str) -> str:

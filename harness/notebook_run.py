@@ -141,6 +141,9 @@ def _finalise(status: str, error: str | None) -> None:
     from .index import refresh
 
     refresh(run.path.parents[2])
+    report = run.path / "report.html"
+    print(f"harness: run {run.path} {status}" + (f" ({error})" if error else "")
+          + (f"; report {report}" if report.exists() else ""))
 
 
 def _archive_notebook(run: Run, nb) -> None:
