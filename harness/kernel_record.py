@@ -170,12 +170,20 @@ def _code_cell(cell: ExecutedCell) -> NotebookNode:
                                      outputs=[nbformat.from_dict(o) for o in cell.outputs])
 
 
-def last_code_source(source: Path) -> str | None:
-    """The normalised source of the notebook's last non-empty code cell."""
-    nb = nbformat.read(str(source), as_version=4)
-    code = [c.source for c in nb.cells if c.cell_type == "code" and c.source.strip()]
-    return _norm(code[-1]) if code else None
+@dataclass(frozen=True)
+class LastCell:
+    """A notebook's last non-empty code cell: its id (nbformat >= 4.5) and normalised source."""
 
+    cell_id: str | None
+    source: str
 
-def same_source(a: str, b: str | None) -> bool:
-    return b is not None and _norm(a) == b
+    @classmethod
+    def of(cls, notebook: Path) -> LastCell | None:
+        nb = nbformat.read(str(notebook), as_version=4)
+        code = [c for c in nb.cells if c.cell_type == "code" and c.source.strip()]
+        return cls(code[-1].get("id"), _norm(code[-1].source)) if code else None
+
+    def ran(self, source: str, cell_id: str | None) -> bool:
+        """Whether an executed cell is this one: JupyterLab sends the cell's id; papermill and
+        nbclient send only its source."""
+        return (cell_id is not None and cell_id == self.cell_id) or _norm(source) == self.source

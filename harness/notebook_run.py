@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .archive import COMPLETE, INCOMPLETE, Run, project_root
-from .kernel_record import Recorder, executed_notebook, last_code_source, same_source
+from .kernel_record import LastCell, Recorder, executed_notebook
 
 WAITING = "the notebook's last code cell (or harness.notebook_run.finish()) in its kernel"
 
@@ -39,7 +39,7 @@ WAITING = "the notebook's last code cell (or harness.notebook_run.finish()) in i
 class PendingRun:
     run: Run
     source: Path | None
-    last_cell: str | None
+    last_cell: LastCell | None
     finish_requested: bool = False
 
 
@@ -79,7 +79,7 @@ def begin(study: str, parameters: dict, root: Path | None = None) -> Run | None:
         _finalise(INCOMPLETE, "the notebook began another run before reaching its last cell")
     source = find_source(shell, study)
     run = Run.create(study, parameters, root, notebook=str(source) if source else None)
-    last = last_code_source(source) if source else None
+    last = LastCell.of(source) if source else None
     run.update(finish=WAITING if last else
                "harness.notebook_run.finish() in the notebook's last cell (its source "
                "notebook was not found: see README, 'Using it')")
@@ -115,7 +115,9 @@ def _after_cell(result) -> None:
         _finalise(INCOMPLETE, f"cell [{result.execution_count}] failed: {format_error(error)}")
         return
     info = result.info
-    if _pending.finish_requested or same_source(info.raw_cell or "", _pending.last_cell):
+    last = _pending.last_cell
+    if _pending.finish_requested or (last and last.ran(info.raw_cell or "",
+                                                       getattr(info, "cell_id", None))):
         _finalise(COMPLETE, None)
 
 

@@ -155,3 +155,17 @@ def test_jupyterlab_names_the_notebook_through_its_session(tmp_path, monkeypatch
     assert find_source(shell, "nbrun-demo") == lab.resolve()
     relative = SimpleNamespace(user_ns={"__session__": "some/folder/lab.ipynb"})
     assert find_source(relative, "nbrun-demo") == lab.resolve()  # Lab's path is root-relative
+
+
+def test_the_last_cell_is_known_by_its_id_or_its_source(tmp_path):
+    from harness.kernel_record import LastCell
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("a = 1"), nbformat.v4.new_code_cell("print(a)  \n"),
+                nbformat.v4.new_markdown_cell("the end"), nbformat.v4.new_code_cell("")]
+    path = tmp_path / "n.ipynb"
+    nbformat.write(nb, str(path))
+    last = LastCell.of(path)
+    assert last.ran("print(a)", None)  # papermill, nbclient: the source, blanks aside
+    assert last.ran("print(a, 'edited in JupyterLab')", nb.cells[1].id)  # Lab: the cell's id
+    assert not last.ran("a = 1", nb.cells[0].id)
