@@ -151,8 +151,12 @@ def executed_notebook(cells: list[ExecutedCell], source: Path | None) -> Noteboo
             previous = text
         elif text:
             after.setdefault(previous, {})[text] = cell  # a re-execution replaces the older
-    merged = [_code_cell(c) for c in after.get(None, {}).values()]
+    merged = []
+    leading = [_code_cell(c) for c in after.get(None, {}).values()]  # before the first code cell
     for cell in nb.cells:
+        if cell.cell_type == "code" and leading:
+            merged += leading
+            leading = []
         merged.append(cell)
         if cell.cell_type != "code":
             continue
@@ -161,7 +165,7 @@ def executed_notebook(cells: list[ExecutedCell], source: Path | None) -> Noteboo
         cell.outputs = [nbformat.from_dict(o) for o in ran.outputs] if ran else []
         cell.execution_count = ran.execution_count if ran else None
         merged += [_code_cell(c) for c in after.get(text, {}).values()]
-    nb.cells = merged
+    nb.cells = merged + leading
     return nb
 
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import signal
 import stat
 import subprocess
 import sys
@@ -33,11 +35,16 @@ def kernel_env(data_root, monkeypatch):
     return data_root
 
 
-def client(count: int) -> NotebookClient:
+def client(count: int, folder: Path) -> tuple[NotebookClient, Path]:
+    """The ping study's notebook saved with ``count`` into ``folder`` (beside its module), as
+    a user edits and saves it, and a client to execute it there."""
+    folder.mkdir()
     nb = nbformat.read(str(NOTEBOOK), as_version=4)
     nb.cells[1].source = nb.cells[1].source.replace("count = None", f"count = {count}")
+    nbformat.write(nb, str(folder / NOTEBOOK.name))
+    shutil.copy(NOTEBOOK.with_name("ping_study.py"), folder)
     return NotebookClient(nb, timeout=240, kernel_name="python3",
-                          resources={"metadata": {"path": str(NOTEBOOK.parent)}})
+                          resources={"metadata": {"path": str(folder)}}), folder / NOTEBOOK.name
 
 
 def runs(data: Path) -> dict[str, dict]:
@@ -45,15 +52,16 @@ def runs(data: Path) -> dict[str, dict]:
             for p in sorted((data / "runs" / "ping-demo").iterdir())}
 
 
-def interrupt_when_measuring(nbclient: NotebookClient, data: Path) -> threading.Thread:
-    """Interrupt the kernel once the run's links are verified (the measurement is next)."""
+def interrupt_when_measuring(data: Path, skip: str) -> threading.Thread:
+    """Interrupt the kernel (SIGINT, as JupyterLab's interrupt does) once the new run's links
+    are verified: the measurement is next."""
     def watch():
         deadline = time.monotonic() + 180
         while time.monotonic() < deadline:
-            for meta in runs(data).values() if (data / "runs" / "ping-demo").exists() else ():
-                if meta.get("link_verification"):
+            for run_id, meta in runs(data).items():
+                if run_id != skip and meta.get("link_verification"):
                     time.sleep(1.5)
-                    nbclient.km.interrupt_kernel()
+                    os.kill(meta["owner_pid"], signal.SIGINT)  # the kernel made the run
                     return
             time.sleep(0.2)
 
@@ -62,16 +70,17 @@ def interrupt_when_measuring(nbclient: NotebookClient, data: Path) -> threading.
     return thread
 
 
-def test_notebook_runs_outside_harness_run_are_archived_and_indexed(kernel_env):
+def test_notebook_runs_outside_harness_run_are_archived_and_indexed(kernel_env, tmp_path):
     data = kernel_env
-    done = client(4)
+    done, path = client(4, tmp_path / "done")
     done.execute()
     (complete_id, meta), = runs(data).items()
     run = data / "runs" / "ping-demo" / complete_id
     assert meta["status"] == "complete" and meta["error"] is None
-    assert meta["notebook"] == str(NOTEBOOK)
+    assert meta["notebook"] == str(path)
     assert meta["parameters"]["count"] == 4
     archived = nbformat.read(str(run / "notebook.ipynb"), as_version=4)
+    assert [c.source for c in archived.cells] == [c.source for c in done.nb.cells]
     assert archived.cells[0].cell_type == "markdown"
     assert any("ping.veth_rtt" in json.dumps(o) for o in archived.cells[-1].outputs)
     report = (run / "report.html").read_text()
@@ -79,8 +88,8 @@ def test_notebook_runs_outside_harness_run_are_archived_and_indexed(kernel_env):
     assert (run / "claims.csv").exists()
     assert all(not p.stat().st_mode & stat.S_IWUSR for p in run.rglob("*") if p.is_file())
 
-    stopped = client(60)  # 12 s of pings, interrupted after a second or two
-    watcher = interrupt_when_measuring(stopped, data)
+    stopped, _path = client(60, tmp_path / "stopped")  # 12 s of pings, interrupted early
+    watcher = interrupt_when_measuring(data, complete_id)
     with pytest.raises(CellExecutionError):
         stopped.execute()
     watcher.join()
