@@ -178,13 +178,14 @@ def results_summary(runs: list[Run], labels: list[str]) -> pd.DataFrame | None:
         frame = _table(run, "results")
         if frame is None or frame.empty:
             continue
-        groups = [c for c in frame.columns if frame[c].dtype == object
+        groups = [c for c in frame.columns if (pd.api.types.is_string_dtype(frame[c])
+                                               or frame[c].dtype == object)
                   and 1 < frame[c].nunique() <= 8]
         values = [c for c in frame.columns if pd.api.types.is_float_dtype(frame[c])
                   and c not in ID_COLUMNS][:8]
         if not values:
             continue
-        cols[label] = (frame.groupby(groups)[values].mean().stack() if groups
+        cols[label] = (frame.groupby(groups, dropna=False)[values].mean().stack() if groups
                        else frame[values].mean())
         cols[label].index = [" ".join(str(p) for p in (k if isinstance(k, tuple) else (k,)))
                              for k in cols[label].index]

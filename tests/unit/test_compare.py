@@ -101,3 +101,17 @@ def test_the_s4_cpu_limit_sweep_gets_a_table_and_figure_across_its_points(data_r
     assert page == data_root / "compare" / "sweep-s4_cpu_limit.html"
     text = page.read_text()
     assert "3 of 3 points" in text and 'src="data:image/png;base64,' in text
+
+
+def test_results_are_summarised_per_group_of_categorical_columns(data_root):
+    import pandas as pd
+
+    from harness.archive import Run
+    from harness.compare import results_summary
+
+    run = Run.create("s4", {}, data_root)
+    run.write_table(pd.DataFrame({"tool": ["iperf3"] * 4, "transport": ["tcp", "mptcp"] * 2,
+                                  "goodput_mbit": [450.0, 830.0, 460.0, 840.0],
+                                  "repetition": [1, 1, 2, 2]}))
+    summary = results_summary([run], ["a"])
+    assert summary["a"].to_dict() == {"mptcp goodput_mbit": "835", "tcp goodput_mbit": "455"}
