@@ -35,3 +35,15 @@ def test_malformed_sweeps(tmp_path, text, message):
 def test_completed_point_matching_ignores_tuple_list_and_empty_values():
     assert _same({"streams": [1, 2], "inventory": None}, {"streams": (1, 2)})
     assert not _same({"streams": [1, 2]}, {"streams": (1, 3)})
+
+
+def test_batch_resume_counts_a_run_its_notebook_made_outside_harness_run(data_root, tmp_path):
+    from harness.studies import study_of_notebook
+    from harness.sweep import run_sweep
+    from unit.archived import NOTEBOOK, make_run
+
+    study = study_of_notebook(NOTEBOOK)
+    make_run(data_root, study.parameters(profile="quick", count=5).to_dict())  # notebook named
+    sweep = tmp_path / "s.yaml"
+    sweep.write_text(f"notebook: {NOTEBOOK}\nparameters: {{profile: quick}}\nsweep: {{count: [5]}}\n")
+    assert run_sweep(sweep, progress=False) == [("skipped", {"profile": "quick", "count": 5}, None)]
