@@ -70,7 +70,9 @@ def render_report(notebook: Path, target: Path, meta: dict | None = None, study=
     describe_figures(nb)
     nb.cells.insert(0, _html_cell(sections.banner(meta, citation)))
     nb.cells.append(_html_cell(sections.reference_section(notebook.parent, meta, reference_root)))
-    nb.cells.append(_html_cell(sections.provenance_section(meta, citation)))
+    kernel = " ".join(filter(None, (nb.metadata.get("kernelspec", {}).get("display_name"),
+                                    nb.metadata.get("language_info", {}).get("version"))))
+    nb.cells.append(_html_cell(sections.provenance_section(meta, citation, kernel)))
     body = export_html(nb, notebook.parent)
     fetched = external_fetches(body)
     if fetched:

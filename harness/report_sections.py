@@ -71,15 +71,17 @@ def reference_section(run_path: Path, meta: dict, root: Path | None = None) -> s
         return _section("Beside the reference run", REFERENCE_ID, body)
     ours_path = run_path / "claims.csv"
     ours = pd.read_csv(ours_path) if ours_path.exists() else None
-    frame = compare_claims(ours, ref.claims())
+    theirs = ref.claims()
+    frame = compare_claims(ours, theirs)
     same = (frame["same outcome"] == "yes").sum()
     judged = (frame["same outcome"] != "").sum()
     intro = (f"<p>Reference run <code>{escape(ref.run_id)}</code> (profile "
              f"{escape(ref.profile or '—')}, commit {escape(_text(_git(ref.meta).get('commit')))}); "
              f"this run's profile: {escape(profile or '—')}. Same outcome for {same} of {judged} "
              "claims both runs judged.</p>")
-    if ours is None:
-        intro += "<p>This run has no claims table (see run.json's <code>claims_error</code>).</p>"
+    for name, table in (("This run", ours), ("The reference run", theirs)):
+        if table is None:
+            intro += f"<p>{name} has no claims table (run.json's <code>claims_error</code> says why).</p>"
     table = frame.to_html(index=False, escape=True, border=0, classes="harness-compare")
     return _section("Beside the reference run", REFERENCE_ID, intro + table)
 
@@ -88,8 +90,9 @@ def _git(meta: dict) -> dict:
     return (meta.get("provenance") or {}).get("git") or {}
 
 
-def provenance_section(meta: dict, citation: str) -> str:
-    """Where the run came from, read from run.json: code, machine, placement, tools, parameters."""
+def provenance_section(meta: dict, citation: str, notebook_kernel: str = "") -> str:
+    """Where the run came from, read from run.json: code, machine, placement, tools, parameters
+    (and the notebook's Jupyter kernel, from the executed notebook)."""
     prov = meta.get("provenance") or {}
     git = _git(meta)
     controller = prov.get("controller") or {}
@@ -106,7 +109,8 @@ def provenance_section(meta: dict, citation: str) -> str:
                                  "kernel": " ".join(filter(None, (controller.get("kernel"),
                                                                   controller.get("kernel_version")))),
                                  "CPUs": controller.get("cpus"), "machine": controller.get("machine"),
-                                 "Python": prov.get("python")}),
+                                 "Python": prov.get("python"),
+                                 "notebook kernel": notebook_kernel or None}),
         ("Placement", meta.get("placement") or {"where": None}),
         ("Kernels of the nodes", {node: caps.get("kernel") for node, caps in capabilities.items()}),
         ("Tool versions", _tool_versions(capabilities)),

@@ -42,6 +42,8 @@ def run_meta(run_id="20261125T010203Z-abcdef", **extra) -> dict:
 
 def executed_notebook(folder: Path, extra_outputs: list | None = None) -> Path:
     nb = nbformat.v4.new_notebook()
+    nb.metadata.update(kernelspec={"name": "python3", "display_name": "Python 3", "language": "python"},
+                       language_info={"name": "python", "version": "3.11.7"})
     (folder / "figure.png").write_bytes(base64.b64decode(PNG))
     nb.cells = [
         nbformat.v4.new_markdown_cell("# Demo\nThe paper's numbers beside ours.\n\n![a figure](figure.png)"),

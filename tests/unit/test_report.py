@@ -68,7 +68,8 @@ def test_banner_and_provenance_come_from_run_json(report):
     for fact in ("0123abcd" * 5, "dirty (uncommitted changes)", "6.1.0-host #1 SMP", "6.1.0-28-amd64",
                  "the host kernel lacks tipc", "iperf 3.12", "iperf 3.16", "papermill", "2.7.0",
                  "rate_mbit", "100.0", "2026-11-25T01:02:03+00:00", "2026-11-25T01:04:05+00:00",
-                 "complete", "A. Author, B. Author. “A Paper.” Journal of Tests 1(2), 1999."):
+                 "complete", "A. Author, B. Author. “A Paper.” Journal of Tests 1(2), 1999.",
+                 "Python 3 3.11.7"):
         assert fact in provenance, fact
     assert text.index("A. Author, B. Author") < text.index("The paper's numbers beside ours.")  # banner
 
@@ -80,6 +81,17 @@ def test_the_run_is_shown_beside_the_reference_run(report):
     assert "Same outcome for 1 of 2 claims" in section
     for cell in ("2.0x [1, 3] (n=2)", "2.1x [1, 3] (n=2)", "not reproduced", "inconclusive"):
         assert cell in section
+
+
+def test_a_reference_run_without_claims_is_named_as_such(tmp_path):
+    run = write_run(tmp_path / "runs" / "demo" / "20261125T010203Z-abcdef", run_meta(),
+                    {"demo.a": ("2.0x", "reproduced")})
+    reference = write_run(tmp_path / "reference" / "demo" / "20261101T000000Z-111111",
+                          run_meta("20261101T000000Z-111111"), {})
+    (reference / "claims.csv").unlink()
+    html = render_report(executed_notebook(run), run / "report.html",
+                         reference_root=tmp_path / "reference").read_text()
+    assert "The reference run has no claims table" in html and "2.0x [1, 3] (n=2)" in html
 
 
 def test_without_a_reference_run_the_report_says_so(tmp_path):
