@@ -44,7 +44,11 @@ OFFLINE_TEMPLATE = """{%- extends 'index.html.j2' -%}
 {%- block data_jpg scoped -%}
 {{ super() | replace('<img ', '<img alt="' ~ (output.metadata.get('alt', '') | escape_html) ~ '" ', 1) }}
 {%- endblock data_jpg -%}
+{%- block data_svg scoped -%}
+{{ super() | replace('<img ', '<img alt="' ~ (output.metadata.get('alt', '') | escape_html) ~ '" ', 1) }}
+{%- endblock data_svg -%}
 """
+FIGURE_TYPES = frozenset({"image/png", "image/jpeg", "image/svg+xml"})
 TEMPLATE_NAME = "harness_report.html.j2"
 
 
@@ -90,7 +94,7 @@ def describe_figures(nb) -> None:
             found = re.findall(r"^#+\s+(.+?)\s*$", cell.source, re.MULTILINE)
             heading = found[-1] if found else heading
         for output in cell.get("outputs", []):
-            if {"image/png", "image/jpeg"} & set(output.get("data", {})):
+            if FIGURE_TYPES & set(output.get("data", {})):
                 output.setdefault("metadata", {})["alt"] = f"Figure: {heading}"
 
 

@@ -140,8 +140,12 @@ def _tool_versions(capabilities: dict) -> dict:
 
 STYLE = """
 .harness-banner, .harness-section { margin: 1em 0; }
-.harness-kv th { text-align: left; padding-right: 1em; vertical-align: top; white-space: nowrap; }
-.harness-kv td { font-family: var(--jp-code-font-family, monospace); word-break: break-word; }
-.harness-compare { border-collapse: collapse; }
-.harness-compare th, .harness-compare td { border: 1px solid #ccc; padding: 2px 6px; vertical-align: top; }
+.jp-RenderedHTMLCommon table.harness-kv th, .jp-RenderedHTMLCommon table.harness-kv td,
+.jp-RenderedHTMLCommon table.harness-compare th, .jp-RenderedHTMLCommon table.harness-compare td {
+  text-align: left; vertical-align: top; }
+.jp-RenderedHTMLCommon table.harness-kv th { padding-right: 1em; white-space: nowrap; }
+.jp-RenderedHTMLCommon table.harness-kv td {
+  font-family: var(--jp-code-font-family, monospace); word-break: break-word; }
+.jp-RenderedHTMLCommon table.harness-compare th, .jp-RenderedHTMLCommon table.harness-compare td {
+  border: 1px solid #ccc; padding: 2px 6px; }
 """

@@ -66,8 +66,13 @@ def matplotlib_figures() -> list:
 
 
 def open_offline(page: Path, work: Path) -> tuple[dict, list[str]]:
-    """The probe's counts and every URL Chromium requested, opened with no network."""
-    netlog = work / "netlog.json"
+    """The probe's counts and every URL the page requested, opened with no network.
+
+    The NetLog also holds the browser's own background requests (component updates, time
+    queries); they have no web origin as initiator ("not an origin"), the page's do (a
+    file:// page's origin is "null").
+    """
+    netlog = work / f"{page.stem}.netlog.json"
     out = subprocess.run(
         ["unshare", "-n", "--", CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu",
          "--no-first-run", "--disable-background-networking", "--disable-component-update",
@@ -77,22 +82,32 @@ def open_offline(page: Path, work: Path) -> tuple[dict, list[str]]:
     assert out.returncode == 0, out.stderr[-2000:]
     (probe,) = re.findall(r'data-probe="([^"]*)"', out.stdout)
     log = json.loads(netlog.read_text())
-    urls = sorted({str(event["params"]["url"]) for event in log["events"]
-                   if "url" in (event.get("params") or {})})
+    urls = sorted({str(params["url"]) for event in log["events"]
+                   if "url" in (params := event.get("params") or {})
+                   and params.get("initiator") not in (None, "not an origin")})
     return json.loads(unescape(probe)), urls
 
 
-def test_a_report_opened_offline_requests_nothing_and_draws_every_figure(tmp_path):
+def with_probe(html: str, page: Path) -> Path:
+    page.write_text(html.replace("</body>", PROBE + "</body>"))
+    return page
+
+
+def test_a_report_opened_offline_requests_nothing_and_draws_every_figure(tmp_path, caplog):
     run = write_run(tmp_path / "runs" / "demo" / "20261125T010203Z-abcdef", run_meta(),
                     {"demo.a": ("2.0x", "reproduced")})
     notebook = executed_notebook(run, matplotlib_figures())
     report = render_report(notebook, run / "report.html", study=FakeStudy(), reference_root=tmp_path)
-    page = tmp_path / "probe.html"
-    page.write_text(report.read_text().replace("</body>", PROBE + "</body>"))
+    assert [r.getMessage() for r in caplog.records if r.levelname == "WARNING"] == []  # e.g. alt text
+    # the control: the same check sees a page's request for a remote figure, and its failure
+    control, control_urls = open_offline(with_probe(
+        '<html><body><img alt="remote" src="https://figures.example.org/f.png"></body></html>',
+        tmp_path / "control.html"), tmp_path)
+    assert control_urls == ["https://figures.example.org/f.png"]
+    assert control == {"images": 1, "broken": ["remote"], "svgs": 0, "flat": 0}
 
-    probe, urls = open_offline(page, tmp_path)
+    probe, urls = open_offline(with_probe(report.read_text(), tmp_path / "report.html"), tmp_path)
 
-    assert [url for url in urls if not url.startswith(("file:", "data:"))] == []
-    assert page.as_uri() in urls  # the log did record the requests made
-    # the figure cell's 1x1 PNG, the markdown image, and matplotlib's PNG; its SVG inline
-    assert probe == {"images": 3, "broken": [], "svgs": 1, "flat": 0}
+    assert urls == []
+    # the figure cell's 1x1 PNG, the markdown image, matplotlib's PNG and its SVG (as an image)
+    assert probe == {"images": 4, "broken": [], "svgs": 0, "flat": 0}
