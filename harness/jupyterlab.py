@@ -48,8 +48,16 @@ class LabServer:
             f"  on this machine, open:   {self.url}",
             "  from another machine, forward the port first, then open the same URL there:",
             f"    ssh -N -L {self.port}:{LOOPBACK}:{self.port} {user}@{host}",
+            f"  (use the address by which that machine reaches this one if not {host})",
             "  stop it with Ctrl-C.",
         ])
+
+
+def host_name() -> str:
+    """This machine's name for the ``ssh -L`` line: its FQDN when it has a real one (on many
+    machines ``getfqdn`` answers ``localhost`` from /etc/hosts), else its host name."""
+    fqdn = socket.getfqdn()
+    return fqdn if "." in fqdn and not fqdn.startswith("localhost") else socket.gethostname()
 
 
 def free_port(first: int = 8888, tries: int = 50) -> int:
@@ -76,7 +84,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--root-dir", type=Path, help="folder JupyterLab shows (default: notebooks/)")
     args = parser.parse_args(argv)
     lab = server(args.port, args.root_dir)
-    print(lab.instructions(getpass.getuser(), socket.getfqdn()), flush=True)
+    print(lab.instructions(getpass.getuser(), host_name()), flush=True)
     os.execv(sys.executable, lab.argv())
 
 

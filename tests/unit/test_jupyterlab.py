@@ -43,3 +43,11 @@ def test_defaults_are_the_notebooks_a_fresh_token_and_roots_own_flag(monkeypatch
     one, two = jupyterlab.server(8891), jupyterlab.server(8891)
     assert one.root_dir == ROOT / "notebooks" and one.as_root
     assert one.token != two.token and len(one.token) >= 32
+
+
+def test_the_ssh_line_never_names_localhost(monkeypatch):
+    monkeypatch.setattr(jupyterlab.socket, "getfqdn", lambda: "localhost")
+    monkeypatch.setattr(jupyterlab.socket, "gethostname", lambda: "lab1")
+    assert jupyterlab.host_name() == "lab1"
+    monkeypatch.setattr(jupyterlab.socket, "getfqdn", lambda: "lab1.example.org")
+    assert jupyterlab.host_name() == "lab1.example.org"
