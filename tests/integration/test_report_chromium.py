@@ -28,6 +28,7 @@ from harness.report import render_report
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 pytestmark = [
+    pytest.mark.integration,
     pytest.mark.skipif(CHROMIUM is None, reason="no chromium on this machine (env/system-packages.txt "
                                                 "lists it; `bash env/setup` installs it)"),
     pytest.mark.skipif(os.geteuid() != 0 or shutil.which("unshare") is None,
