@@ -19,7 +19,6 @@ import yaml
 from .archive import COMPLETE, INCOMPLETE, Run, now_iso
 from .errors import HarnessError, SpecError
 from .kernels import ipc_kernel
-from .report import render_report
 from .session import format_error, sigterm_as_interrupt
 from .studies import Study, study_of_notebook
 
@@ -97,6 +96,8 @@ def _default(info) -> object:
 def run_notebook(notebook: str | Path, parameters: dict | None = None,
                  root: Path | None = None, progress: bool = False) -> NotebookRun:
     import papermill as pm
+
+    from .report import render_report  # pandas and nbconvert: only when a run renders
 
     notebook = Path(notebook).resolve()
     given = dict(parameters or {})

@@ -67,29 +67,21 @@ def find_reference(study: str, profile: str = "", root: Path | None = None,
     return candidates[-1] if candidates else None  # run ids start with their UTC time
 
 
+def _side(frame: pd.DataFrame | None, who: str) -> pd.DataFrame:
+    keep = (pd.DataFrame() if frame is None else frame).reindex(columns=[*CLAIM_KEYS, *RUN_COLUMNS]).astype(object)
+    return keep.rename(columns={col: f"{who}: {col}" for col in RUN_COLUMNS})
+
+
 def compare_claims(ours: pd.DataFrame | None, reference: pd.DataFrame | None) -> pd.DataFrame:
     """One row per claim of either run: the claim, the paper's value, then each run's estimate
     and outcome (``this run: ours``, ``this run: outcome``, ``reference: ...``) and whether the
     outcomes agree; a claim only one run has shows empty cells for the other."""
-    columns = [*CLAIM_KEYS, *(f"{who}: {col}" for who in ("this run", "reference") for col in RUN_COLUMNS)]
-    tables = []
-    for who, frame in (("this run", ours), ("reference", reference)):
-        if frame is None or frame.empty:
-            tables.append(pd.DataFrame(columns=[*CLAIM_KEYS, *(f"{who}: {c}" for c in RUN_COLUMNS)]))
-            continue
-        keep = frame.reindex(columns=[*CLAIM_KEYS, *RUN_COLUMNS])
-        tables.append(keep.rename(columns={c: f"{who}: {c}" for c in RUN_COLUMNS}))
-    mine, theirs = tables
-    theirs = theirs.drop(columns=[k for k in CLAIM_KEYS if k != "claim_id"])
-    merged = mine.merge(theirs, on="claim_id", how="outer", sort=False)
-    missing = merged["claim"].isna()
-    if missing.any() and reference is not None:  # claims only the reference has: its own words
-        ref = reference.set_index("claim_id")
-        for key in ("source", "claim", "paper"):
-            merged.loc[missing, key] = merged.loc[missing, "claim_id"].map(ref[key])
-    merged = merged.reindex(columns=columns).fillna("")
-    both = (merged["this run: outcome"] != "") & (merged["reference: outcome"] != "")
-    merged["same outcome"] = ""
-    merged.loc[both, "same outcome"] = (merged["this run: outcome"] == merged["reference: outcome"])[both].map(
-        {True: "yes", False: "no"})
+    merged = _side(ours, "this run").merge(_side(reference, "reference"), on="claim_id", how="outer",
+                                           suffixes=("", " (reference)"), sort=False)
+    for key in CLAIM_KEYS[1:]:  # a claim only the reference has: in the reference's words
+        merged[key] = merged[key].fillna(merged.pop(f"{key} (reference)"))
+    merged = merged.fillna("")
+    mine, theirs = merged["this run: outcome"], merged["reference: outcome"]
+    merged["same outcome"] = (mine == theirs).map({True: "yes", False: "no"}).where(
+        (mine != "") & (theirs != ""), "")
     return merged
