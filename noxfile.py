@@ -1,4 +1,4 @@
-"""Tasks: `nox -s tests`, `nox -s reproduce`, `nox -s lint` (see README.md)."""
+"""Tasks: `nox -s tests`, `nox -s reproduce`, `nox -s lab`, `nox -s lint` (see README.md)."""
 
 from __future__ import annotations
 
@@ -62,6 +62,13 @@ def reproduce(session: nox.Session) -> None:
     for notebook, _meta in study_notebooks():
         session.run("harness", "run", notebook, "-p", "profile", profile)
     session.run("harness", "runs")
+
+
+@nox.session
+def lab(session: nox.Session) -> None:
+    """JupyterLab on notebooks/ at 127.0.0.1 with a token (root too); prints the URL and `ssh -L` line."""
+    install(session)
+    session.run("python", "-m", "harness.jupyterlab", *session.posargs)
 
 
 @nox.session

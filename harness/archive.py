@@ -169,13 +169,13 @@ class Run:
         frame.to_csv(self.path / f"{name}.csv", index=False)
         return parquet
 
-    def finish(self, status: str, error: str | None = None) -> None:
+    def finish(self, status: str, error: str | None = None, ended: str | None = None) -> None:
         if status not in (COMPLETE, INCOMPLETE):
             raise ValueError(status)
         if os.getpid() != self.meta.get("owner_pid", os.getpid()):
             return  # a forked child unwinding a copy of the owner's stack
         self._check_open()
-        self.update(status=status, ended=now_iso(), error=error)
+        self.update(status=status, ended=ended or now_iso(), error=error)
         if status == COMPLETE:
             self._freeze()
 

@@ -17,8 +17,9 @@ from pathlib import Path
 
 import yaml
 
-from .archive import COMPLETE, INCOMPLETE, Run
+from .archive import COMPLETE, INCOMPLETE, Run, now_iso
 from .errors import HarnessError, SpecError
+from .kernels import ipc_kernel
 from .session import format_error, sigterm_as_interrupt
 from .studies import Study, study_of_notebook
 
@@ -93,14 +94,6 @@ def _default(info) -> object:
         return text
 
 
-def render_html(notebook: Path, target: Path) -> Path:
-    from nbconvert import HTMLExporter
-
-    body, _ = HTMLExporter(template_name="lab").from_filename(str(notebook))
-    target.write_text(body)
-    return target
-
-
 def parameters_file(path: str | Path) -> dict:
     """Parameters from a YAML file of ``name: value`` lines (``harness run -f``, as papermill's)."""
     path = Path(path)
@@ -124,6 +117,8 @@ def run_notebook(notebook: str | Path, parameters: dict | None = None,
     """Execute ``notebook`` into a new run; ``note``: extra run.json fields (``rerun_of``)."""
     import papermill as pm
 
+    from .report import render_report  # pandas and nbconvert: only when a run renders
+
     notebook = Path(notebook).resolve()
     given = dict(parameters or {})
     study, params = check_parameters(notebook, given)
@@ -137,36 +132,38 @@ def run_notebook(notebook: str | Path, parameters: dict | None = None,
     error: BaseException | None = None
     with sigterm_as_interrupt():
         try:
-            pm.execute_notebook(
-                str(notebook), str(executed),
-                parameters={**given, "run_dir": str(run.path)},
-                kernel_name="python3", cwd=str(notebook.parent), report_mode=False,
-                # the measurement's own progress line (harness.progress) is on the kernel's
-                # stderr: shown here, rather than papermill's count of cells
-                progress_bar=False, stderr_file=sys.stderr if progress else None,
-                coalesce_streams=True,  # the archived notebook keeps a progress line's last state
-            )
+            with ipc_kernel() as kernel:
+                pm.execute_notebook(
+                    str(notebook), str(executed),
+                    parameters={**given, "run_dir": str(run.path)},
+                    kernel_name="python3", cwd=str(notebook.parent), report_mode=False,
+                    # the measurement's own progress line (harness.progress) is on the kernel's
+                    # stderr: shown here, rather than papermill's count of cells
+                    progress_bar=False, stderr_file=sys.stderr if progress else None,
+                    coalesce_streams=True,  # the archived notebook keeps a progress line's last
+                    **kernel,               # state
+                )
         except BaseException as exc:  # includes KeyboardInterrupt: mark, clean, re-raise
             error = exc
         finally:
             leftovers = run.journal.pending()
-            undo_error = None
             try:
                 run.journal.undo_all()
             except HarnessError as exc:
-                undo_error = exc
-            report = None
-            if executed.exists():
-                try:
-                    report = render_html(executed, run.path / "report.html")
-                except Exception as exc:  # a report failure must not hide the run's outcome
-                    error = error or exc
+                error = error or exc
             if leftovers:
                 run.update(cleanup_after_kernel=[f"{e.kind} {e.data}" for e in leftovers])
-            if undo_error is not None:
-                error = error or undo_error
+            report, ended = None, now_iso()
+            if executed.exists():  # the report shows the status the run is about to get
+                outcome = {"status": COMPLETE if error is None else INCOMPLETE, "ended": ended,
+                           "error": None if error is None else format_error(error)}
+                try:
+                    report = render_report(executed, run.path / "report.html", {**run.meta, **outcome},
+                                           study)
+                except Exception as exc:  # a report failure must not hide the run's outcome
+                    error = error or exc
             status = COMPLETE if error is None else INCOMPLETE
-            run.finish(status, None if error is None else format_error(error))
+            run.finish(status, None if error is None else format_error(error), ended)
     seconds = time.monotonic() - started
     if isinstance(error, KeyboardInterrupt):
         raise error

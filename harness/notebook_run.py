@@ -29,7 +29,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from .archive import COMPLETE, INCOMPLETE, Run, project_root
+from .archive import COMPLETE, INCOMPLETE, Run, now_iso, project_root
 from .kernel_record import LastCell, Recorder, executed_notebook
 
 WAITING = "the notebook's last code cell (or harness.notebook_run.finish()) in its kernel"
@@ -128,18 +128,23 @@ def _finalise(status: str, error: str | None) -> None:
     for stream in (sys.stdout, sys.stderr):
         stream.flush()
     run = pending.run
+    ended = now_iso()
     try:
         nb = executed_notebook(_recorder.snapshot(), pending.source)
         _archive_notebook(run, nb)
-        from .execute import render_html
+        from .report import render_report
+        from .studies.registry import get_study
 
-        render_html(run.path / "notebook.ipynb", run.path / "report.html")
+        # the report shows the status the run is about to get, as under `harness run`
+        render_report(run.path / "notebook.ipynb", run.path / "report.html",
+                      {**run.meta, "status": status, "ended": ended, "error": error},
+                      get_study(run.meta["study"]))
     except Exception as exc:  # noqa: BLE001 -- as harness run: a report failure fails the run
         from .session import format_error
 
         status, error = INCOMPLETE, error or f"archiving the notebook: {format_error(exc)}"
     run.update(finish=None)
-    run.finish(status, error)
+    run.finish(status, error, ended)
     from .index import refresh
 
     refresh(run.path.parents[2])  # nothing printed: nbval compares the last cell's output

@@ -59,16 +59,19 @@ class Requirements:
 
 @dataclass(frozen=True)
 class Citation:
-    """The paper a study re-runs."""
+    """The paper a study re-runs. ``note`` says where a fact comes from when the original
+    does not print it (e.g. a venue known from another paper's reference list)."""
 
     authors: str
     title: str
     venue: str
     year: int
     seed: str = ""  # the original's file under ../shared/seeds/
+    note: str = ""
 
     def text(self) -> str:
-        return f"{self.authors}. {self.title}. {self.venue}, {self.year}."
+        text = f"{self.authors}. \u201c{self.title}.\u201d {self.venue}, {self.year}."
+        return f"{text} [{self.note}]" if self.note else text
 
 
 @dataclass

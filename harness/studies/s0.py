@@ -334,8 +334,13 @@ class S0(Study):
     citation = Citation(
         "Siyoul Choi, Kumrye Park, Sungyong Park, Ohyoung Kwon, Hyoungwoo Park",
         "High Performance Communication Relay method for Clusters that use Private IPs in "
-        "GRID environment", "Sogang University, KUT and KISTI", 2004,
-        "000_092c15c31e73f5b4.txt")
+        "GRID environment (그리드 환경에서 사설 IP 클러스터간의 통신을 위한 고성능 중계기법)",
+        "Korean-language conference paper of Sogang University, KUT and KISTI; its English "
+        "version: S. Choi et al., \u201cAn NAT-Based Communication Relay Scheme for "
+        "Private-IP-Enabled MPI over Grid Environments\u201d, Proc. ICCS 2004, LNCS 3036, "
+        "pp. 499-502, Springer", 2004, "000_092c15c31e73f5b4.txt",
+        note="the seed prints neither venue nor year; 2004 is the English version's, and the "
+             "seed's newest reference is from 2003")
     Params = Params
 
     def topology(self, params: Params) -> Topology:

@@ -325,7 +325,10 @@ class S1(Study):
     title = "User-level messaging (RDMA verbs over Soft-RoCE, VIA's heir) against kernel TCP"
     citation = Citation("Kangho Kim, Jin-Soo Kim, Haejin Kim",
                         "A Comparison of VIA Implementations on Linux (리눅스 상의 VIA 구현 비교)",
-                        "ETRI Linux Research Team, KIISE", 2001, "001_b632ab557478d51e.txt")
+                        "Proceedings of the KIISE Fall Conference (한국정보과학회 학술발표논문집) "
+                        "27(2), pp. 627-629, October", 2000, "001_b632ab557478d51e.txt",
+                        note="the seed prints no venue; venue, pages and date as cited by "
+                             "S. Lee et al., J. KICS 27(4C), 2002, reference 1")
     Params = Params
 
     def topology(self, params: Params) -> Topology:

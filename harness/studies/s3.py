@@ -346,7 +346,8 @@ class S3(Study):
         "Dae Hyun Yoo, Sang Hwa Chung, Tae Hun Kim",
         "Applying TIPC Protocol for Increasing Network Performance in Hadoop-based Distributed "
         "Computing Environment",
-        "Journal of KIISE: Computer Systems and Theory 36(5)", 2009, "003_4846a53aaad56b29.txt")
+        "Journal of KIISE: Computer Systems and Theory (정보과학회논문지: 시스템 및 이론) 36(5), "
+        "October", 2009, "003_4846a53aaad56b29.txt")
     Params = Params
 
     def topology(self, params: Params) -> Topology:

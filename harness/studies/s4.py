@@ -143,10 +143,12 @@ class S4(Study):
     name = STUDY
     title = "MPTCP versus TCP for Globus/GridFTP-style parallel transfers"
     citation = Citation(
-        "Wontaek Hong (KISTI)",
-        "Monitoring of Parallel Transfer Performance for MPTCP-based Globus Service",
-        "KISTI (Korea Institute of Science and Technology Information) report", 2021,
-        "004_d6ca26a4142f3e16.txt")
+        "Wontaek Hong",
+        "Monitoring of Parallel Transfer Performance for MPTCP-based Globus Service "
+        "(MPTCP기반 Globus 서비스 적용을 위한 병렬 전송성능 모니터링)",
+        "Korean conference proceedings, published 3 October 2021 (KoreaScience record "
+        "CFKO202132348529237); author at KISTI", 2021, "004_d6ca26a4142f3e16.txt",
+        note="the seed prints no venue; the record names the date but not the conference")
     Params = Params
 
     def topology(self, params: Params) -> Topology:

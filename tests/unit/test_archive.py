@@ -56,3 +56,9 @@ def test_listing_and_latest_skip_incomplete_runs(tmp_path):
 def test_open_refuses_a_folder_that_is_not_a_run(tmp_path):
     with pytest.raises(ArchiveError, match="not a run folder"):
         Run.open(tmp_path)
+
+
+def test_finish_records_the_end_time_the_report_already_shows(tmp_path):
+    run = Run.create("s4", {}, tmp_path)
+    run.finish(COMPLETE, None, "2026-11-25T04:34:28+00:00")
+    assert run.meta["ended"] == "2026-11-25T04:34:28+00:00" and run.status == COMPLETE

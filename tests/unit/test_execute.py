@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
 
 from harness.errors import SpecError
-from harness.execute import check_parameters, notebook_defaults, parse_value, render_html
+from harness.execute import check_parameters, notebook_defaults, parse_value
 from harness.studies.s4 import S4
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -62,9 +61,3 @@ def test_a_missing_notebook_is_refused(tmp_path):
     with pytest.raises(SpecError, match="does not exist"):
         check_parameters(tmp_path / "none.ipynb", {})
 
-
-def test_report_is_rendered_from_the_executed_notebook(tmp_path):
-    notebook = tmp_path / "n.ipynb"
-    shutil.copy(ROOT / "tests" / "studies" / "ping_study.ipynb", notebook)
-    html = render_html(notebook, tmp_path / "report.html").read_text()
-    assert "<html" in html and "Ping demo" in html

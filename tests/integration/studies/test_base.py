@@ -18,6 +18,8 @@ import pandas as pd
 import pytest
 from conftest import needs_root, needs_tools
 
+from harness.report import external_fetches
+
 ROOT = Path(__file__).resolve().parents[3]
 STUDY_DIR = ROOT / "tests" / "studies"
 NOTEBOOK = STUDY_DIR / "ping_study.ipynb"
@@ -87,6 +89,11 @@ def test_run_archives_and_reports_the_new_study(data_root):
     assert "4 packets transmitted" in (run / "raw" / "ping.txt").read_text()
     report = (run / "report.html").read_text()
     assert "a veth pair answers within 1 ms" in report
+    assert f"<title>ping-demo run {run.name} — " in report and external_fetches(report) == []
+    assert 'id="provenance"' in report and meta["ended"] in report
+    assert "study.run(params" not in report  # code hidden; kept in the archived notebook
+    assert "study.run(params" in (run / "notebook.ipynb").read_text()
+    assert "WARNING" not in res.stderr and "Warning" not in res.stderr, res.stderr  # e.g. the kernel's TCP one
     claims = pd.read_csv(run / "claims.csv")  # the verdicts, archived beside the results
     assert list(claims.claim_id) == ["ping.veth_rtt"] and claims.n[0] == 4
     assert claims.outcome[0] == "reproduced" and claims.high[0] < 1.0

@@ -1,0 +1,151 @@
+"""The parts every report gets from the harness, as HTML: a banner, the reference comparison
+and the provenance section.
+
+They are built from the run's ``run.json`` (and ``claims.csv``) and the study, never from
+the notebook's code, so every study's report carries them without a line in its notebook.
+Everything is escaped; nothing refers to anything outside the page.
+"""
+
+from __future__ import annotations
+
+import json
+from html import escape
+from pathlib import Path
+
+import pandas as pd
+
+from .reference import compare_claims, find_reference
+
+PROVENANCE_ID = "provenance"
+REFERENCE_ID = "reference-run"
+
+
+def _table(rows: dict, cls: str = "harness-kv") -> str:
+    body = "".join(f"<tr><th>{escape(str(key))}</th><td>{escape(_text(value))}</td></tr>"
+                   for key, value in rows.items())
+    return f'<table class="{cls}"><tbody>{body}</tbody></table>'
+
+
+def _text(value) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, list | tuple):
+        return ", ".join(_text(v) for v in value) if value else "—"
+    if isinstance(value, dict):
+        return json.dumps(value, sort_keys=True, default=str)
+    return str(value)
+
+
+def _section(title: str, anchor: str, body: str) -> str:
+    return f'<section id="{anchor}" class="harness-section"><h2>{escape(title)}</h2>{body}</section>'
+
+
+def title(meta: dict, study_title: str = "") -> str:
+    """The report's title: study and run id (and the study's own title when known)."""
+    head = f"{meta.get('study', '?')} run {meta.get('run_id', '?')}"
+    return f"{head} — {study_title}" if study_title else head
+
+
+def banner(meta: dict, citation: str) -> str:
+    """What a reader needs before anything else: which run this is, how it ended, which paper."""
+    rows = {"study": meta.get("study"), "run": meta.get("run_id"), "status": meta.get("status"),
+            "started": meta.get("started"), "ended": meta.get("ended"), "paper": citation or None}
+    if meta.get("error"):
+        rows["error"] = meta["error"]
+    links = (f'<p>Where this run came from: <a href="#{PROVENANCE_ID}">provenance</a>; '
+             f'beside the reference run: <a href="#{REFERENCE_ID}">reference run</a>. The code of '
+             "every cell is in <code>notebook.ipynb</code> beside this report.</p>")
+    return f'<div class="harness-banner">{_table(rows)}{links}</div>'
+
+
+def reference_section(run_path: Path, meta: dict, root: Path | None = None) -> str:
+    """This run's headline outcomes beside the study's committed reference run, if there is one."""
+    study = str(meta.get("study", ""))
+    profile = str((meta.get("parameters") or {}).get("profile") or "")
+    ref = find_reference(study, profile, root, exclude=run_path)
+    if ref is None:
+        body = (f"<p>No reference run of study {escape(study)} is committed "
+                f"(<code>data/reference/{escape(study)}/</code>), so this run stands alone.</p>")
+        return _section("Beside the reference run", REFERENCE_ID, body)
+    ours_path = run_path / "claims.csv"
+    ours = pd.read_csv(ours_path) if ours_path.exists() else None
+    theirs = ref.claims()
+    frame = compare_claims(ours, theirs)
+    same = (frame["same outcome"] == "yes").sum()
+    judged = (frame["same outcome"] != "").sum()
+    intro = (f"<p>Reference run <code>{escape(ref.run_id)}</code> (profile "
+             f"{escape(ref.profile or '—')}, commit {escape(_text(_git(ref.meta).get('commit')))}); "
+             f"this run's profile: {escape(profile or '—')}. Same outcome for {same} of {judged} "
+             "claims both runs judged.</p>")
+    for name, table in (("This run", ours), ("The reference run", theirs)):
+        if table is None:
+            intro += f"<p>{name} has no claims table (run.json's <code>claims_error</code> says why).</p>"
+    table = frame.to_html(index=False, escape=True, border=0, classes="harness-compare")
+    return _section("Beside the reference run", REFERENCE_ID, intro + table)
+
+
+def _git(meta: dict) -> dict:
+    return (meta.get("provenance") or {}).get("git") or {}
+
+
+def provenance_section(meta: dict, citation: str, notebook_kernel: str = "") -> str:
+    """Where the run came from, read from run.json: code, machine, placement, tools, parameters
+    (and the notebook's Jupyter kernel, from the executed notebook)."""
+    prov = meta.get("provenance") or {}
+    git = _git(meta)
+    controller = prov.get("controller") or {}
+    capabilities = meta.get("capabilities") or {}
+    parts = [
+        ("Run", {"study": meta.get("study"), "run id": meta.get("run_id"),
+                 "status": meta.get("status"), "error": meta.get("error"),
+                 "started": meta.get("started"), "ended": meta.get("ended"),
+                 "notebook": meta.get("notebook"), "inventory": meta.get("inventory"),
+                 "paper": citation or None}),
+        ("Code", {"git commit": git.get("commit"), "dirty (uncommitted changes)": git.get("dirty"),
+                  "changed files": git.get("changed_files"), "branch": git.get("branch")}),
+        ("Controlling machine", {"host": controller.get("hostname"),
+                                 "kernel": " ".join(filter(None, (controller.get("kernel"),
+                                                                  controller.get("kernel_version")))),
+                                 "CPUs": controller.get("cpus"), "machine": controller.get("machine"),
+                                 "Python": prov.get("python"),
+                                 "notebook kernel": notebook_kernel or None}),
+        ("Placement", meta.get("placement") or {"where": None}),
+        ("Kernels of the nodes", {node: caps.get("kernel") for node, caps in capabilities.items()}),
+        ("Tool versions", _tool_versions(capabilities)),
+        ("Python packages", prov.get("packages") or {}),
+        ("Parameters", meta.get("parameters") or {}),
+    ]
+    body = "".join(f"<h3>{escape(name)}</h3>{_table(rows)}" for name, rows in parts)
+    return _section("Provenance", PROVENANCE_ID, body)
+
+
+def _tool_versions(capabilities: dict) -> dict:
+    """Each program's version; one row when every node has the same, else one per node."""
+    seen: dict[str, dict[str, str | None]] = {}
+    for node, caps in capabilities.items():
+        for tool, version in (caps.get("tools") or {}).items():
+            seen.setdefault(tool, {})[node] = version
+    rows = {}
+    for tool in sorted(seen):
+        versions = seen[tool]
+        if len(set(versions.values())) == 1:
+            rows[tool] = next(iter(versions.values())) or "not installed"
+        else:
+            for node, version in versions.items():
+                rows[f"{tool} ({node})"] = version or "not installed"
+    return rows
+
+
+STYLE = """
+.harness-banner, .harness-section { margin: 1em 0; }
+.jp-RenderedHTMLCommon table.harness-kv th, .jp-RenderedHTMLCommon table.harness-kv td,
+.jp-RenderedHTMLCommon table.harness-compare th, .jp-RenderedHTMLCommon table.harness-compare td {
+  text-align: left; vertical-align: top; }
+.jp-RenderedHTMLCommon table.harness-kv th { padding-right: 1em; white-space: nowrap; }
+.jp-RenderedHTMLCommon table.harness-kv td {
+  font-family: var(--jp-code-font-family, monospace); word-break: break-word; }
+.jp-RenderedHTMLCommon table.harness-compare th, .jp-RenderedHTMLCommon table.harness-compare td {
+  border: 1px solid #ccc; padding: 2px 6px; }
+"""
