@@ -41,6 +41,7 @@ class PendingRun:
     source: Path | None
     last_cell: LastCell | None
     finish_requested: bool = False
+    study: object = None  # the Study (its title and citation head the report)
 
 
 _recorder: Recorder | None = None
@@ -68,8 +69,10 @@ def record() -> Recorder | None:
     return _recorder
 
 
-def begin(study: str, parameters: dict, root: Path | None = None) -> Run | None:
-    """A new run finished by this kernel's notebook; None outside a kernel."""
+def begin(study: str, parameters: dict, root: Path | None = None,
+          study_object: object = None) -> Run | None:
+    """A new run finished by this kernel's notebook; None outside a kernel.
+    ``study_object``: the Study itself, for the report's title and citation."""
     global _pending
     shell = kernel_shell()
     if shell is None:
@@ -83,7 +86,7 @@ def begin(study: str, parameters: dict, root: Path | None = None) -> Run | None:
     run.update(finish=WAITING if last else
                "harness.notebook_run.finish() in the notebook's last cell (its source "
                "notebook was not found: see README, 'Using it')")
-    _pending = PendingRun(run, source, last)
+    _pending = PendingRun(run, source, last, study=study_object)
     if _after_cell not in shell.events.callbacks["post_run_cell"]:
         shell.events.register("post_run_cell", _after_cell)
     return run
@@ -133,12 +136,11 @@ def _finalise(status: str, error: str | None) -> None:
         nb = executed_notebook(_recorder.snapshot(), pending.source)
         _archive_notebook(run, nb)
         from .report import render_report
-        from .studies.registry import get_study
 
         # the report shows the status the run is about to get, as under `harness run`
         render_report(run.path / "notebook.ipynb", run.path / "report.html",
                       {**run.meta, "status": status, "ended": ended, "error": error},
-                      get_study(run.meta["study"]))
+                      pending.study)
     except Exception as exc:  # noqa: BLE001 -- as harness run: a report failure fails the run
         from .session import format_error
 

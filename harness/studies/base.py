@@ -171,7 +171,7 @@ class Study(ABC):
 
         self.prepare(params, inventory)
         if not run_dir:
-            notebook_run = begin(self.name, params.to_dict())
+            notebook_run = begin(self.name, params.to_dict(), study_object=self)
             run_dir = str(notebook_run.path) if notebook_run else ""
         with open_session(self.name, params.to_dict(), run_dir, inventory) as session:
             bed = self._testbed(session, params)
