@@ -193,6 +193,9 @@ class Journal:
         """Pids of the processes that recorded changes in this journal."""
         return set(self._writers)
 
+    def entry(self, seq: int) -> Entry:
+        return self._entries[seq]
+
     def entries(self) -> list[Entry]:
         return sorted(self._entries.values(), key=lambda e: e.seq)
 
@@ -365,16 +368,20 @@ class Journal:
         finally:
             self.stop(proc)
 
-    def start(self, node: Node, cmd: Command, *, cgroup: str | None = None) -> Process:
+    def start(self, node: Node, cmd: Command, *, cgroup: str | None = None,
+              record: dict | None = None) -> Process:
+        """Start ``cmd`` in the background and journal it (``record``: a configuration
+        change's record, for a daemon that is one -- see :class:`harness.config.Change`)."""
         # Ctrl-C between the start and the record would leak the process: hold it.
         with signals_deferred():
             proc = node.spawn(cmd, cgroup=cgroup)
             # Recorded against the machine that owns the process: a namespace can
             # vanish while its processes live on.
-            entry = self.record(
-                "process", node.machine, pid=proc.info.pid,
-                start_ticks=proc.info.start_ticks, command=proc.info.command, log=proc.info.log,
-                host=proc.info.node,
+            entry = self.record_change(
+                "process", node.machine,
+                {"pid": proc.info.pid, "start_ticks": proc.info.start_ticks,
+                 "command": proc.info.command, "log": proc.info.log, "host": proc.info.node},
+                record,
             )
         proc.info.extra["journal_seq"] = entry.seq
         return proc

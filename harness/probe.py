@@ -29,6 +29,12 @@ FEATURES: dict[str, tuple[str, str]] = {
     "sctp": ("SCTP sockets", "the sctp kernel module (Debian's stock kernel: modprobe sctp)"),
     "rdma_rxe": ("Soft-RoCE (rdma_rxe)", "the rdma_rxe kernel module and rdma-core"),
     "nfsd": ("kernel NFS server", "the nfsd kernel module and nfs-kernel-server"),
+    "nfs": ("NFSv4 server and client (harness.config.nfs)", "the nfsd and nfsv4 kernel modules "
+            "(Debian's stock kernel: run the study in the VM lab) and apt-get install "
+            "nfs-kernel-server nfs-common (rpc.nfsd, rpc.mountd, exportfs, mount.nfs4)"),
+    "glusterfs": ("GlusterFS server and FUSE client (harness.config.glusterfs)", "apt-get "
+                  "install glusterfs-server glusterfs-client (glusterd, gluster, "
+                  "mount.glusterfs) and a kernel with fuse"),
     "nat": ("nftables NAT", "a kernel with nf_tables + nf_nat, and the nftables package"),
     # Not a kernel feature: tested outside the throw-away namespace (mmlscluster needs the
     # cluster's network), by harness.config.gpfs.gpfs_member.
@@ -39,7 +45,7 @@ FEATURES: dict[str, tuple[str, str]] = {
 
 # Runs inside `unshare --net`: a private, empty network namespace.
 _FEATURE_SCRIPT = r"""
-import json, os, socket, subprocess
+import json, os, shutil, socket, subprocess
 out = {}
 def sh(cmd):
     return subprocess.run(cmd, shell=True, capture_output=True).returncode == 0
@@ -70,6 +76,13 @@ def module(name):
     return sh(f"modprobe -n {name}")
 out["rdma_rxe"] = module("rdma_rxe")
 out["nfsd"] = module("nfsd") or "nfsd" in open("/proc/filesystems").read()
+def programs(*names):
+    return all(shutil.which(n, path=os.environ.get("PATH", "") + ":/usr/sbin:/sbin")
+               for n in names)
+out["nfs"] = (out["nfsd"] and module("nfsv4")
+              and programs("rpc.nfsd", "rpc.mountd", "exportfs", "mount.nfs4"))
+out["glusterfs"] = ((module("fuse") or "fuse" in open("/proc/filesystems").read())
+                    and programs("glusterd", "gluster", "mount.glusterfs"))
 def read(path):
     try:
         return open(path).read().split()

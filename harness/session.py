@@ -198,7 +198,7 @@ class Session:
         if decision.where == "host":
             lab_host: Node = host
         else:
-            from .vm.fleet import boot_lab_vms
+            from .vm.fleet import boot_lab_vms, cap_disks
 
             vms, nics = boot_lab_vms(topology, self.study, self.journal, self.stack)
             lab_host = vms[""]
@@ -230,6 +230,9 @@ class Session:
                 wire_ceiling_mbit=min(wire_ceilings.values()) if wire_ceilings else None)
             self.scaling = scaling
             self._placement["scaling"] = scaling.to_dict()
+            disks = cap_disks(topology, vms, scaling.factor)
+            if disks:
+                self._placement["disks"] = disks
             hosts = {label: vm for label, vm in vms.items() if label}
         lab = Lab(topology, self.journal, lab_host, capabilities=caps, hosts=hosts, nics=nics)
         self.stack.enter_context(lab)

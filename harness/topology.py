@@ -91,6 +91,46 @@ class Rule:
     priority: int
 
 
+DISKNAME = re.compile(r"^[a-z][a-z0-9-]{0,19}$")
+
+
+@dataclass(frozen=True)
+class DataDisk:
+    """A block device of its own for a whole-machine node: in a VM lab, an emulated disk
+    (virtio, found in the guest by its serial ``harness-<name>``) whose throughput is
+    capped at the rates given -- a server's storage, so that "limited by the disk" can
+    show. Rates are in MB/s (10^6 bytes) at the paper's scale; a VM lab scales them
+    with the links (:class:`harness.placement.Scaling`), so the disk keeps its ratio
+    to the network. ``None``: uncapped (as fast as the emulation goes)."""
+
+    name: str
+    size_mib: int = 1024
+    read_mbyte_s: float | None = None
+    write_mbyte_s: float | None = None
+
+    @property
+    def serial(self) -> str:
+        return f"harness-{self.name}"
+
+    def validate(self, node: str) -> None:
+        if not DISKNAME.match(self.name):
+            raise SpecError(f"disk name {self.name!r} of node {node} is not valid",
+                            "use 1-20 lower-case letters, digits and '-', starting with a letter")
+        if not 64 <= self.size_mib <= 1 << 20:
+            raise SpecError(f"disk {self.name} of node {node}: size_mib={self.size_mib} is out "
+                            "of range", "use 64..1048576 MiB (the file is sparse)")
+        for what, rate in (("read", self.read_mbyte_s), ("write", self.write_mbyte_s)):
+            if rate is not None and not 0.1 <= rate <= 100_000:
+                raise SpecError(f"disk {self.name} of node {node}: {what} rate {rate} MB/s is "
+                                "out of range", "use 0.1..100000 MB/s, or None for uncapped")
+
+    def scaled(self, factor: float) -> DataDisk:
+        """The same disk with its rates multiplied by ``factor`` (a lab's link scaling)."""
+        return DataDisk(self.name, self.size_mib,
+                        None if self.read_mbyte_s is None else self.read_mbyte_s * factor,
+                        None if self.write_mbyte_s is None else self.write_mbyte_s * factor)
+
+
 @dataclass(frozen=True)
 class TopologyNode:
     """A lab node. ``machine``: nodes with the same label share one kernel ("" = the lab's
@@ -101,12 +141,16 @@ class TopologyNode:
     namespace of its own -- for kernel facilities that live only there (Soft-RoCE's
     UDP socket on Linux 6.x). Such a node is alone on its machine, and a lab that
     has one is never built on this host (it would reconfigure the host's own
-    network stack): it goes into VMs, one per machine."""
+    network stack): it goes into VMs, one per machine.
+
+    ``disks``: block devices of its own (:class:`DataDisk`); only a whole-machine node
+    has them (a namespace shares its machine's disks)."""
 
     name: str
     forwarding: bool = False  # acts as an IP router
     machine: str = ""
     whole_machine: bool = False
+    disks: tuple[DataDisk, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -184,6 +228,13 @@ class Topology:
             if node.machine and not NODENAME.match(node.machine):
                 raise SpecError(f"machine label {node.machine!r} of node {node.name} is not valid",
                                 "use 1-12 lower-case letters and digits, starting with a letter")
+            for disk in node.disks:
+                disk.validate(node.name)
+            if node.disks and not node.whole_machine:
+                raise SpecError(f"node {node.name} has disks but is a namespace of a machine "
+                                "it shares", "give it whole_machine=True (a machine of its own)")
+            if len({d.name for d in node.disks}) != len(node.disks):
+                raise SpecError(f"node {node.name} names a disk twice", "give each disk its own name")
             sharing = [n.name for n in self.nodes if n.machine == node.machine and n is not node]
             if node.whole_machine and sharing:
                 raise SpecError(f"node {node.name} takes its whole machine "
@@ -269,7 +320,8 @@ class Topology:
         try:
             return cls(
                 name=data["name"],
-                nodes=tuple(TopologyNode(**n) for n in data["nodes"]),
+                nodes=tuple(TopologyNode(**{**n, "disks": tuple(
+                    DataDisk(**d) for d in n.get("disks", ()))}) for n in data["nodes"]),
                 links=tuple(
                     Link(**{**ln, "a": LinkEnd(**ln["a"]), "b": LinkEnd(**ln["b"])})
                     for ln in data["links"]
@@ -293,6 +345,11 @@ class Topology:
             role += " (a whole machine: its initial namespace)" if node.whole_machine else ""
             ifs = ", ".join(f"{e.ifname} {e.address}" for e in self.link_ends(node.name))
             lines.append(f"  node {node.name}{role}: {ifs}")
+            for disk in node.disks:
+                rates = ", ".join(f"{what} {rate:g} MB/s" for what, rate in
+                                  (("read", disk.read_mbyte_s), ("write", disk.write_mbyte_s))
+                                  if rate is not None) or "uncapped"
+                lines.append(f"    disk {disk.name}: {disk.size_mib} MiB, {rates}")
         for link in self.links:
             props = [f"{link.rate_mbit:g} Mbit/s" if link.shaped else "unshaped"]
             if link.delay_ms:
@@ -327,8 +384,8 @@ class TopologyBuilder:
     rules: list[Rule] = field(default_factory=list)
 
     def node(self, name: str, forwarding: bool = False, machine: str = "",
-             whole_machine: bool = False) -> TopologyBuilder:
-        self.nodes.append(TopologyNode(name, forwarding, machine, whole_machine))
+             whole_machine: bool = False, disks: tuple[DataDisk, ...] = ()) -> TopologyBuilder:
+        self.nodes.append(TopologyNode(name, forwarding, machine, whole_machine, tuple(disks)))
         return self
 
     def link(self, a: tuple[str, str, str], b: tuple[str, str, str], **props) -> TopologyBuilder:

@@ -41,6 +41,15 @@ def netns_names() -> set[str]:
     return {line.split()[0] for line in out.splitlines() if line.strip()}
 
 
+def alive(pid: int) -> bool:
+    """Running (not gone, not a zombie waiting for its new parent to reap it)."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
 def group_alive(pgid: int) -> bool:
     """True if any process of process group ``pgid`` is running.
 

@@ -81,6 +81,14 @@ class Change:
     ``undo_kind``/``undo`` are the journal entry's kind and data, from which
     that kind's undo handler restores ``before``. ``kind`` is the record's kind
     (usually the same).
+
+    ``background``: ``command`` is a daemon kept in the foreground (``glusterd
+    -N``, ``rpc.mountd -F``), started by :meth:`Journal.start` -- its journal
+    entry is a ``process`` (pid and start time) carrying this change's record,
+    and its undo stops exactly that process -- instead of run to completion;
+    ``undo_kind``/``undo`` are not used. ``ready`` is then a command that
+    succeeds once the daemon serves (it may wait; it runs with the apply
+    timeout); a failed ``ready`` or a daemon that has exited fails the change.
     """
 
     node: Node
@@ -91,6 +99,8 @@ class Change:
     command: str | None = None
     undo_kind: str = ""
     undo: dict = field(default_factory=dict)
+    background: bool = False
+    ready: str | None = None
 
     @property
     def changed(self) -> bool:
@@ -191,24 +201,45 @@ def apply(journal: Journal, ops: Iterable[Operation]) -> list[ChangeRecord]:
     for k in range(max((len(c) for c in per_op), default=0)):
         calls: list[tuple[Node, str]] = []
         entries = []
+        daemons: list[tuple[Change, dict]] = []
         for change in (changes[k] for changes in per_op if len(changes) > k):
             rec = asdict(change.record())
             rec.pop("changed")
             records.append(change.record())
             if not change.changed:
                 journal.note(change.node, rec)
-                continue
-            entries.append(journal.record_change(change.undo_kind or change.kind, change.node,
-                                                 change.undo, rec))
-            calls.append((change.node, change.command))
+            elif change.background:
+                daemons.append((change, rec))
+            else:
+                entries.append(journal.record_change(change.undo_kind or change.kind,
+                                                     change.node, change.undo, rec))
+                calls.append((change.node, change.command))
         failures = []
-        for entry, result in zip(entries, run_calls(calls, APPLY_TIMEOUT)):
-            if not result.ok:
-                message = (result.stderr or result.stdout).strip()[-300:] or \
-                    f"exit status {result.exit_status}"
-                journal.failed(entry, message)
-                failures.append(f"{entry.record['node']}: {entry.record['kind']} "
-                                f"{entry.record['target']}: {message}")
+        results = run_calls(calls, APPLY_TIMEOUT)
+        started = [(journal.start(change.node, change.command, record=rec), change)
+                   for change, rec in daemons]
+        checks = iter(run_calls([(change.node, change.ready) for _p, change in started
+                                 if change.ready], APPLY_TIMEOUT))
+        for proc, change in started:
+            result = next(checks) if change.ready else None
+            if (result is None or result.ok) and proc.poll() is not None:
+                result = Result(change.node.name, change.command, "", "it exited at start",
+                                proc.poll() or 1, 0.0)
+            if result is not None:
+                entries.append(journal.entry(proc.info.extra["journal_seq"]))
+                results.append(result)
+        for entry, result in zip(entries, results):
+            if result.ok:
+                continue
+            message = (result.stderr or result.stdout).strip()[-300:] or \
+                f"exit status {result.exit_status}"
+            if entry.kind == "process":  # the daemon's own words say more than its probe's
+                proc = next(p for p, _c in started if p.info.extra["journal_seq"] == entry.seq)
+                message += f"; the daemon {'exited, ' if proc.poll() is not None else ''}" \
+                    f"said: {proc.output().strip()[-300:] or '(nothing)'}"
+            journal.failed(entry, message)
+            failures.append(f"{entry.record['node']}: {entry.record['kind']} "
+                            f"{entry.record['target']}: {message}")
         if failures:
             raise ApplyFailed("configuration failed:\n  " + "\n  ".join(failures),
                               "the run's configuration records say what was applied; the "

@@ -52,6 +52,7 @@ from ..journal import undo_handler
 from ..nodes import Node
 from ..tools.registry import Tool
 from .interface import mtu_fact
+from .kmod import load_chain, sections  # kmod also registers the kernel-module undo
 from .operation import UNKNOWN, Change, Fact, Operation
 
 RDMA = Tool("rdma", "rdma -V", "iproute2")
@@ -101,26 +102,6 @@ class RxeState:
         return next((link for link in self.links if link.name == name), None)
 
 
-_SECTION = re.compile(r"^@(loaded|builtin|chain|links)$")
-
-
-def _sections(text: str) -> dict[str, list[str]]:
-    out: dict[str, list[str]] = {}
-    current = None
-    for line in text.splitlines():
-        match = _SECTION.match(line.strip())
-        if match:
-            current = out.setdefault(match.group(1), [])
-        elif current is not None:
-            current.append(line)
-    return out
-
-
-def _module_name(path: str) -> str:
-    """``/lib/modules/6.1.0-56-amd64/kernel/.../ip6_udp_tunnel.ko.xz`` -> ``ip6_udp_tunnel``."""
-    return path.rsplit("/", 1)[-1].split(".ko", 1)[0].replace("-", "_")
-
-
 def parse_links(text: str) -> tuple[RdmaLink, ...]:
     """``rdma -j link show`` (iproute2 >= 5.x): a JSON list, one object per device port."""
     text = text.strip()
@@ -136,10 +117,9 @@ def parse_rxe_state(node_name: str, text: str) -> RxeState:
     if "@notool" in text:
         raise CapabilityMissing(f"{node_name}: no `rdma` command",
                                 f"install it: apt-get install {RDMA.package} (it ships `rdma`)")
-    parts = _sections(text)
+    parts = sections(text)
     loaded = {line.strip() for line in parts.get("loaded", []) if line.strip()}
-    chain = [_module_name(line.split()[1]) for line in parts.get("chain", [])
-             if line.startswith("insmod ") and len(line.split()) >= 2]
+    chain = load_chain(parts.get("chain", []))
     if MODULE in loaded:
         module = "loaded"
     elif MODULE in (line.strip() for line in parts.get("builtin", [])):
@@ -244,23 +224,3 @@ def _delete_link(node: Node, data: dict) -> None:
     name = shlex.quote(data["name"])
     node.run(f"if rdma link show {name}/1 >/dev/null 2>&1; then rdma link delete {name}; fi",
              timeout=30)
-
-
-@undo_handler("kernel-module", gone_with_namespace=False)
-def _unload_modules(node: Node, data: dict) -> None:
-    """Unload the modules this run loaded, last loaded first, each only if still loaded.
-
-    ``rdma_rxe`` itself must go: if another user started to use it since, the
-    failure is reported (UndoFailed) rather than the module left silently. A
-    dependency this run loaded that another module uses by now (a reference
-    count above 0 in /proc/modules) has become someone else's and stays.
-    """
-    steps = []
-    for module in reversed(data["modules"]):
-        m = shlex.quote(module)
-        if module == MODULE:
-            steps.append(f"if grep -q '^{m} ' /proc/modules; then rmmod {m} || exit 1; fi")
-        else:
-            steps.append(f"if [ \"$(awk '$1 == \"{m}\" {{print $3}}' /proc/modules)\" = 0 ]; "
-                         f"then rmmod {m} || true; fi")
-    node.run("; ".join(steps), timeout=60)

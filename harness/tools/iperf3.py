@@ -85,7 +85,8 @@ def iperf3_server(journal: Journal, node: Node, bind: str, port: int = 5201,
 
 def iperf3_client_argv(server: str, port: int, seconds: float, streams: int,
                        congestion: str | None, bind: str | None, mptcp: bool,
-                       omit: float = 0.0) -> list[str]:
+                       omit: float = 0.0, window: int | None = None,
+                       reverse: bool = False) -> list[str]:
     if streams < 1 or streams > MAX_STREAMS:
         raise SpecError(f"iperf3 stream count {streams} is out of range",
                         f"use 1..{MAX_STREAMS} parallel streams")
@@ -94,6 +95,14 @@ def iperf3_client_argv(server: str, port: int, seconds: float, streams: int,
         raise SpecError(f"iperf3 duration {seconds} s must be a whole number of seconds >= 1")
     argv = ["iperf3", "-c", server, "-p", str(port), "-t", str(int(seconds)), "-P", str(streams),
             "-J", "--connect-timeout", "3000"]
+    if window is not None:
+        if not 1024 <= window <= 1 << 30:
+            raise SpecError(f"iperf3 window {window} B is out of range",
+                            "use 1 KiB..1 GiB (the socket buffer iperf3 asks for; the kernel "
+                            "caps it at net.core.rmem_max / wmem_max)")
+        argv += ["-w", str(window)]
+    if reverse:
+        argv += ["-R"]
     if omit:
         argv += ["-O", f"{omit:g}"]
     if congestion:
@@ -105,13 +114,15 @@ def iperf3_client_argv(server: str, port: int, seconds: float, streams: int,
 
 def iperf3_client(node: Node, server: str, port: int = 5201, seconds: float = 5.0,
                   streams: int = 1, congestion: str | None = None, bind: str | None = None,
-                  mptcp: bool = False, omit: float = 0.0, cgroup: str | None = None
-                  ) -> Iperf3Result:
+                  mptcp: bool = False, omit: float = 0.0, cgroup: str | None = None,
+                  window: int | None = None, reverse: bool = False) -> Iperf3Result:
     """Run one iperf3 test from ``node`` to ``server``; raise on failure.
 
-    ``cgroup`` starts the client inside that cgroup (e.g. a CPU limit).
+    ``cgroup`` starts the client inside that cgroup (e.g. a CPU limit); ``window`` asks
+    both ends for that socket buffer (``-w``); ``reverse``: the server sends (``-R``).
     """
-    argv = iperf3_client_argv(server, port, seconds, streams, congestion, bind, mptcp, omit)
+    argv = iperf3_client_argv(server, port, seconds, streams, congestion, bind, mptcp, omit,
+                              window, reverse)
     for attempt in range(1, BUSY_RETRIES + 1):
         res = node.run(in_cgroup(command_text(argv), cgroup), timeout=seconds + omit + 30,
                        check=False)

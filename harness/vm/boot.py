@@ -80,6 +80,8 @@ class VMNode(SSHNode):
     """An SSH node that is a VM booted by :func:`boot_vm`; ``boot`` says how."""
 
     boot: BootRecord
+    qmp_socket: str = ""  # QEMU's QMP socket ("" when the VM has no disks)
+    disks: dict[str, str]  # DataDisk name -> QEMU device id, set by boot_vm
 
     def __repr__(self) -> str:
         return f"<VMNode {self.name} {self.boot.accel} 127.0.0.1:{self.port}>"
@@ -293,6 +295,12 @@ def boot_vm(spec: VM, journal: Journal, *, refresh_accel: bool = False) -> Itera
             boot_dir, spec.name, version, spec.root_cache, programs["busybox"]
         )
         append = guest.kernel_append(files)
+        disks = tuple((disk, os.path.join(boot_dir, f"disk-{disk.name}.raw"))
+                      for disk in spec.disks)
+        for _disk, path in disks:  # sparse: blocks are allocated as the guest writes them
+            with open(path, "xb") as backing:
+                backing.truncate(_disk.size_mib << 20)
+        qmp_socket = os.path.join(boot_dir, "qmp.sock") if disks else ""
         started = time.monotonic()
         for attempt in range(1, PORT_ATTEMPTS + 1):
             port = free_loopback_port()
@@ -301,7 +309,7 @@ def boot_vm(spec: VM, journal: Journal, *, refresh_accel: bool = False) -> Itera
                 qemu=qemu, name=spec.name, accel=accel.accel, cpus=spec.cpus,
                 memory_mib=spec.memory_mib, kernel=image, initrd=files.initrd, append=append,
                 boot_dir=boot_dir, console_log=files.console_log, ssh_port=port,
-                wires=spec.wires,
+                wires=spec.wires, disks=disks, qmp_socket=qmp_socket,
             )
             try:
                 proc = _start_qemu(journal, launch)
@@ -320,6 +328,8 @@ def boot_vm(spec: VM, journal: Journal, *, refresh_accel: bool = False) -> Itera
         uptime = _wait_for_ssh(
             node, proc, files, version, started + spec.boot_timeout_s, spec, accel
         )
+        node.qmp_socket = qmp_socket
+        node.disks = {disk.name: f"vdisk{i}" for i, (disk, _path) in enumerate(disks)}
         node.boot = BootRecord(
             name=spec.name, accel=accel.accel, accel_reason=accel.reason,
             boot_s=round(time.monotonic() - started, 3), prepare_s=round(started - called, 3),

@@ -43,8 +43,9 @@ def boot_lab_vms(topology: Topology, study: str, journal: Journal,
     for label in machines:
         name = f"{study}-lab" if not label else f"{study}-{label}"
         memory = vm_memory_mib(extra_vms=extra) if not label else EXTRA_VM_MEMORY_MIB
+        disks = tuple(d for n in topology.nodes if n.machine == label for d in n.disks)
         specs[label] = VM(name=name, cpus=vm_cpus(), memory_mib=memory,
-                          wires=tuple(wires[label]))
+                          wires=tuple(wires[label]), disks=disks)
     return boot_together(specs, journal, stack), nics
 
 
@@ -80,3 +81,22 @@ def boot_together(specs: dict[str, VM], journal: Journal, stack: ExitStack) -> d
     if interrupted:
         raise KeyboardInterrupt
     return {label: booted[label][1] for label in specs}
+
+
+def cap_disks(topology: Topology, vms: dict[str, VMNode], factor: float) -> dict[str, dict]:
+    """Cap every node's disks at their rates times ``factor`` (the links' scaling), so a disk
+    keeps its ratio to the network; what was set, by node and disk, for the run record."""
+    from .qmp import set_disk_rates
+
+    out: dict[str, dict] = {}
+    for node in topology.nodes:
+        if not node.disks:
+            continue
+        vm = vms[node.machine]
+        scaled = {disk.name: disk.scaled(factor) for disk in node.disks}
+        set_disk_rates(vm.qmp_socket, {vm.disks[name]: (d.read_mbyte_s, d.write_mbyte_s)
+                                       for name, d in scaled.items()})
+        out[node.name] = {name: {"serial": d.serial, "size_mib": d.size_mib,
+                                 "read_mbyte_s": d.read_mbyte_s, "write_mbyte_s": d.write_mbyte_s,
+                                 "scaled_by": factor} for name, d in scaled.items()}
+    return out

@@ -104,7 +104,20 @@ $BB sed 's/^root:![^:]*:/root:*:/' /etc/shadow > /run/shadow \
 $BB sed 's|^\(root:[^:]*:[^:]*:[^:]*:[^:]*:[^:]*:\).*$|\1/bin/sh|' /etc/passwd > /run/passwd \
     && $BB mount -n --bind /run/passwd /etc/passwd
 
+# No name server is reachable from the guest (QEMU's user network is restricted), yet the
+# host's resolv.conf names one: every lookup of a name not in /etc/hosts waited for DNS
+# time-outs (glusterd and rpc.mountd look up the guest's own name: seconds to minutes under
+# TCG). An empty resolv.conf fails at once, and /etc/hosts gains the guest's name.
+echo "# harness VM {name}: no name server" > /run/resolv.conf \
+    && $BB mount -n --bind /run/resolv.conf /etc/resolv.conf
+{{ $BB cat /etc/hosts; echo "127.0.1.1 {name}"; }} > /run/hosts \
+    && $BB mount -n --bind /run/hosts /etc/hosts
+
 $BB modprobe virtio_net || /sbin/modprobe virtio_net || fail "modprobe virtio_net"
+# a lab data disk (virtio-blk, PCI ids 1af4:1001 / 1af4:1042) needs its driver too
+if $BB grep -qsx -e 0x1001 -e 0x1042 /sys/bus/pci/devices/*/device; then
+    $BB modprobe virtio_blk || /sbin/modprobe virtio_blk || fail "modprobe virtio_blk"
+fi
 $BB ip link set lo up
 IF=
 for i in $($BB seq 50); do

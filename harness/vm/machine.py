@@ -13,6 +13,7 @@ import shutil
 from dataclasses import dataclass
 
 from ..errors import CapabilityMissing, SpecError
+from ..topology import DataDisk
 
 #: Memory QEMU itself needs beyond the guest RAM: the process (~100 MiB) plus
 #: the TCG translation cache, which we bound with ``tb-size`` (see qemu.py).
@@ -69,6 +70,7 @@ class VM:
     boot_timeout_s: float = 90.0
     root_cache: str = "loose"
     wires: tuple[Wire, ...] = ()
+    disks: tuple[DataDisk, ...] = ()  # emulated disks, rates capped by QEMU (see qemu.py)
 
     def validate(self) -> None:
         if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,62}", self.name):
@@ -91,6 +93,10 @@ class VM:
             )
         for wire in self.wires:
             wire.validate(self.name)
+        for disk in self.disks:
+            disk.validate(self.name)
+        if len({d.name for d in self.disks}) != len(self.disks):
+            raise SpecError(f"VM {self.name}: two disks share a name", "name each disk once")
         if len({w.mac for w in self.wires}) != len(self.wires):
             raise SpecError(f"VM {self.name}: two wires share a MAC address",
                             "give every wire NIC its own MAC")

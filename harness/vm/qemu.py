@@ -59,6 +59,23 @@ class QemuLaunch:
     console_log: str
     ssh_port: int
     wires: tuple = ()  # machine.Wire
+    disks: tuple = ()  # (topology.DataDisk, backing file path)
+    qmp_socket: str = ""  # QEMU's machine protocol (QMP) on a Unix socket: disk rates
+
+
+def disk_args(disks) -> list[str]:
+    """A virtio disk per ``(DataDisk, path)``: a sparse raw file, its rates capped by QEMU's
+    block throttling (``throttling.bps-read``/``-write``, bytes/s; changed at run time over
+    QMP by :func:`harness.vm.qmp.set_disk_rates`). The guest finds it by its serial."""
+    args: list[str] = []
+    for i, (disk, path) in enumerate(disks):
+        limits = "".join(f",throttling.bps-{what}={int(rate * 1e6)}" for what, rate in
+                         (("read", disk.read_mbyte_s), ("write", disk.write_mbyte_s))
+                         if rate is not None)
+        args += ["-drive", f"file={path},if=none,id=disk{i},format=raw,cache=writeback,"
+                           f"aio=threads,discard=unmap{limits}",
+                 "-device", f"virtio-blk-pci,drive=disk{i},id=vdisk{i},serial={disk.serial}"]
+    return args
 
 
 def accel_args(accel: str) -> list[str]:
@@ -95,6 +112,8 @@ def qemu_argv(launch: QemuLaunch) -> list[str]:
         f"hostfwd=tcp:127.0.0.1:{launch.ssh_port}-{GUEST_ADDR}:22",
         "-device", f"virtio-net-pci,netdev=net0,mac={MANAGEMENT_MAC},romfile=",
         *wire_args(launch.wires),
+        *disk_args(launch.disks),
+        *(["-qmp", f"unix:{launch.qmp_socket},server=on,wait=off"] if launch.qmp_socket else []),
         "-kernel", launch.kernel,
         "-initrd", launch.initrd,
         "-append", launch.append,

@@ -4,6 +4,7 @@ import subprocess
 import sys
 
 import pytest
+from conftest import alive
 
 from harness.journal import Journal, UndoFailed, undo_handler
 from harness.nodes import LocalNode
@@ -103,15 +104,6 @@ def test_crashed_owner_process_is_stopped_from_the_journal_alone(tmp_path):
     assert alive(pid)  # nobody stopped it
     Journal(path).undo_all()
     assert not alive(pid)
-
-
-def alive(pid: int) -> bool:
-    """Running (not gone, not a zombie waiting for its new parent to reap it)."""
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
 
 
 def test_reused_pid_is_not_killed(journal):

@@ -9,7 +9,7 @@ import sys
 from dataclasses import dataclass
 
 import pytest
-from conftest import CommandOnlyNode
+from conftest import CommandOnlyNode, alive
 
 from harness.config import operation
 from harness.config.operation import (
@@ -188,3 +188,53 @@ def test_an_old_journal_without_modules_finds_every_handler():
     kinds = set(out.split())
     assert {"sysctl", "mtu", "offload", "nat-table", "tipc-bearer", "cgroup", "netns", "qdisc",
             "process", "file"} <= kinds
+
+
+@dataclass
+class Daemon(Operation):
+    """A daemon (``sleep``, or a command that exits) started by apply as a background change."""
+
+    node: Node
+    command: str
+    ready: str | None = None
+
+    def facts(self) -> dict[str, Fact]:
+        return {}
+
+    def diff(self, facts: dict) -> list[Change]:
+        return [Change(self.node, "test-daemon", "d", None, "running", command=self.command,
+                       background=True, ready=self.ready)]
+
+
+def test_a_background_change_is_a_journalled_process_with_its_record(journal):
+    from harness.nodes.local import LocalNode
+
+    records = apply(journal, [Daemon(LocalNode(), "exec sleep 60", ready="true")])
+    assert [(r.kind, r.after, r.changed) for r in records] == [("test-daemon", "running", True)]
+    (entry,) = journal.pending()
+    assert entry.kind == "process" and entry.record["kind"] == "test-daemon"
+    assert "sleep 60" in entry.data["command"] and alive(entry.data["pid"])
+    assert [c["kind"] for c in journal.configuration()] == ["test-daemon"]
+    journal.undo_all()
+    assert not alive(entry.data["pid"]) and journal.pending() == []
+
+
+def test_a_daemon_that_is_not_ready_fails_the_change_with_its_own_words(journal):
+    from harness.nodes.local import LocalNode
+
+    with pytest.raises(ApplyFailed, match="not ready yet.*said: (?s:.*)bad config"):
+        apply(journal, [Daemon(LocalNode(), "echo bad config; exec sleep 60",
+                               ready="echo not ready yet >&2; exit 1")])
+    (entry,) = journal.pending()
+    assert journal.configuration()[0]["error"].startswith("not ready yet")
+    journal.undo_all()
+    assert not alive(entry.data["pid"])
+
+
+def test_a_daemon_that_exits_at_once_fails_the_change(journal):
+    from harness.nodes.local import LocalNode
+
+    with pytest.raises(ApplyFailed, match="exited, said: no such option"):
+        apply(journal, [Daemon(LocalNode(), "echo no such option; exit 2",
+                               ready="sleep 0.5; true")])
+    journal.undo_all()

@@ -1,0 +1,133 @@
+"""S2's file systems: the server's disks, NFS and the parallel file system, and fio over them.
+
+Everything here goes through recorded operations (:mod:`harness.config.labdisk`,
+:mod:`harness.config.nfs`, :mod:`harness.config.glusterfs`) and journaled
+processes, so it is undone after the run, an error or Ctrl-C. Files the run
+writes live only on the lab's own disks (formatted fresh by this run, gone with
+the VM), or on the client's mounts of them.
+
+Why GlusterFS plays GPFS: of the parallel/cluster file systems Debian packages,
+it is the one that, like GPFS, serves a POSIX file system from servers' local
+disks to clients over TCP with a client of its own (FUSE here, GPFS's mmfsd
+there) and its own network and caching layer in between, and that a single
+server can run (the paper's testbed 1 had one GPFS server, an X4500); CephFS
+needs monitors and OSD daemons that do not fit two emulated CPUs, and OrangeFS /
+Lustre / BeeGFS are not in Debian 12.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from ..config.labdisk import LabDiskFs
+from ..errors import HarnessError
+from ..nodes import Node
+from ..session import Session
+from ..tools import fio as fio_tool
+
+ROOT = "/run/s2"
+DISKS = {"nfs": "nfs", "pfs": "pfs"}  # file system -> the server disk it lives on
+VOLUME = "s2vol"
+
+
+def disk_dir(fs: str) -> str:
+    return f"{ROOT}/disk-{DISKS[fs]}"
+
+
+def tools(file_systems) -> tuple:
+    from ..config import glusterfs, nfs
+
+    out = [fio_tool.FIO]
+    if "nfs" in file_systems:
+        out += [nfs.RPC_NFSD, nfs.RPC_MOUNTD, nfs.EXPORTFS, nfs.MOUNT_NFS4]
+    if "pfs" in file_systems:
+        out += [glusterfs.GLUSTERD, glusterfs.GLUSTER, glusterfs.MOUNT_GLUSTERFS]
+    return tuple(out)
+
+
+def serve(session: Session, bed, file_systems, addresses: dict) -> dict[str, dict]:
+    """Format and mount both server disks (recorded); serve NFS from one and the parallel file
+    system from the other. Returns, per file system, where its disk and export are."""
+    from ..config import glusterfs, nfs
+
+    server = bed.node("server")
+    session.apply(*(LabDiskFs(server, f"harness-{DISKS[fs]}", disk_dir(fs))
+                    for fs in file_systems))
+    out: dict[str, dict] = {}
+    if session.dry_run:
+        return {fs: {"disk_dir": disk_dir(fs)} for fs in file_systems}
+    for fs in file_systems:  # the run's own directories on its own fresh disks (the brick
+        # directory is glusterd's to make)
+        made = "raw data" if fs == "nfs" else "raw"
+        server.run(" && ".join(f"mkdir -p {shlex.quote(disk_dir(fs) + '/' + d)}"
+                               for d in made.split()), timeout=30)
+        out[fs] = {"disk_dir": f"{disk_dir(fs)}/raw",
+                   "data_dir": f"{disk_dir(fs)}/{'data' if fs == 'nfs' else 'brick'}"}
+    clients = [addresses[("client", path)].split("/")[0] for path in ("lan", "wan")]
+    if "nfs" in file_systems:
+        session.apply(nfs.NfsServer(server))
+        # fsid=0: the export is the NFSv4 root itself, so clients need no pseudo file system
+        # walked down from / -- which in a lab VM is the host's root over 9p, not exportable
+        session.apply(*(nfs.NfsExport(server, out["nfs"]["data_dir"], client,
+                                      ("rw", "sync", "no_subtree_check", "no_root_squash",
+                                       "fsid=0"))
+                        for client in clients))
+        out["nfs"]["export"] = "/"
+    if "pfs" in file_systems:
+        session.apply(glusterfs.GlusterDaemon(server))
+        brick_host = addresses[("server", "lan")].split("/")[0]
+        session.apply(glusterfs.GlusterVolume(server, VOLUME,
+                                              ((brick_host, out["pfs"]["data_dir"]),)))
+        out["pfs"]["volume"] = VOLUME
+    return out
+
+
+@contextmanager
+def mounted(session: Session, client: Node, fs: str, server_ip: str,
+            conf: dict) -> Iterator[str]:
+    """The file system ``fs`` mounted on ``client`` from ``server_ip`` for the block."""
+    from ..config import glusterfs, nfs
+
+    mountpoint = f"/run/s2-{fs}-{server_ip.replace('.', '-')}"
+    with session.journal.scope():
+        if fs == "nfs":
+            session.apply(nfs.NfsMount(client, server_ip, conf["export"], mountpoint))
+        else:
+            # the FUSE client logs under /var/log/glusterfs, read-only in a lab VM: to
+            # /dev/null instead, so the mount creates no file that would outlive it
+            session.apply(glusterfs.GlusterMount(client, server_ip, conf["volume"], mountpoint,
+                                                 ("log-file=/dev/null",)))
+        yield mountpoint
+
+
+def drop_caches(nodes) -> None:
+    """Write dirty pages and drop the page caches, so the next read comes from the disk.
+
+    Nothing to restore: the caches refill as files are read."""
+    for node in nodes:
+        node.run("sync && echo 3 > /proc/sys/vm/drop_caches", timeout=120)
+
+
+def fio(session: Session, node: Node, directory: str, rw: str, numjobs: int, block: int,
+        file_bytes: int, name: str, cold: bool, others) -> dict:
+    """One fio point on ``node`` in ``directory``: ``numjobs`` tasks each writing or reading
+    its own ``file_bytes`` file sequentially in ``block``-byte requests; its JSON archived.
+    ``cold``: the page caches of ``node`` and ``others`` are dropped first."""
+    if cold:
+        drop_caches((node, *others))
+    job = fio_tool.FioJob(name=name.replace(".", "_"), directory=directory, rw=rw,
+                          block_size=block, size=file_bytes, numjobs=numjobs,
+                          direct=False, end_fsync=rw == "write")
+    res = node.run(shlex.join(job.argv()), timeout=600 + file_bytes * numjobs / 1e5,
+                   check=False)
+    session.raw(f"fio-{name}-{rw}.json", res.stdout)
+    if not res.ok:
+        raise HarnessError(f"fio {rw} on {node.name} in {directory} failed (exit "
+                           f"{res.exit_status}): {(res.stderr or res.stdout).strip()[-300:]}")
+    results = fio_tool.parse_fio_json(res.stdout)
+    total = sum(r.bytes for r in results)
+    seconds = max(r.runtime_s for r in results)
+    return {"mbyte_s": total / seconds / 1e6 if seconds else float("nan"),
+            "seconds": seconds, "bytes": total, "process_s": res.duration}

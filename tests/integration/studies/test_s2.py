@@ -1,0 +1,80 @@
+"""Study S2 end to end through `harness run` (papermill): a client VM and a file-server VM.
+
+Small: two windows, one and two client tasks, small files, one repetition. Checks
+the placement (two VMs, the WAN scaled with its BDP kept), the server's capped
+disks, every kind of row, the claims table, that every change was undone and that
+no VM is left running.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from conftest import needs_root
+
+pytestmark = [pytest.mark.integration, pytest.mark.vm, needs_root]
+
+NOTEBOOK = Path(__file__).resolve().parents[3] / "notebooks" / "s2_wan_fs.ipynb"
+
+
+def harness(*args, data, timeout=1800):
+    return subprocess.run([sys.executable, "-m", "harness", *args], capture_output=True,
+                          text=True, timeout=timeout, env={**os.environ, "HARNESS_DATA": str(data)})
+
+
+def _qemu_pids() -> set[int]:
+    # the run's own VMs by their process names (assertion only; nothing is killed by name)
+    out = subprocess.run(["pgrep", "-f", "harness-vm-s2-"], capture_output=True, text=True)
+    return {int(p) for p in out.stdout.split()}
+
+
+def test_s2_small_run_in_two_vms(tmp_path):
+    before = _qemu_pids()
+    out = harness("run", "-q", str(NOTEBOOK), "-p", "windows_kib", "64,1024",
+                  "-p", "window_seconds", "2", "-p", "clients", "1,2", "-p", "point_seconds", "2",
+                  "-p", "repetitions", "1", "-p", "seed", "7", data=tmp_path)
+    assert out.returncode == 0, out.stderr[-3000:]
+    (run_dir,) = list((tmp_path / "runs" / "s2").iterdir())
+    meta = json.loads((run_dir / "run.json").read_text())
+    assert meta["status"] == "complete", meta.get("measurement_error")
+    placement = meta["placement"]
+    assert placement["where"] == "vm" and placement["machines"] == 2
+    factor = placement["scaling"]["factor"]
+    disks = placement["disks"]["server"]
+    assert disks["nfs"]["write_mbyte_s"] == pytest.approx(30 * factor)
+    assert disks["pfs"]["read_mbyte_s"] == pytest.approx(500 * factor)
+    kinds = [c["kind"] for c in meta["configuration"]]
+    assert kinds.count("lab-disk") == 2 and kinds.count("sysctl") >= 8
+    lines = [json.loads(line) for line in (run_dir / "journal.jsonl").read_text().splitlines()]
+    journalled = {e["seq"] for e in lines if "kind" in e and "seq" in e}
+    undone = {e["seq"] for e in lines if e.get("op") == "undone"}
+    assert journalled <= undone, "every change of the run was undone"
+    frame = pd.read_parquet(run_dir / "results.parquet")
+    assert set(frame.kind) == {"window", "flows", "mtu", "disk", "fs"}
+    fs = frame[frame.kind == "fs"]
+    assert set(fs.fs) == {"nfs", "pfs"} and set(fs.path) == {"lan", "wan"}
+    assert set(fs[fs.tuning == "tuned"].clients) == {1, 2} and (fs.mbyte_s > 0).all()
+    windows = frame[frame.kind == "window"]
+    assert set(windows.window_kib) == {0, 64, 1024} and set(windows.tuning) == {"era", "tuned"}
+    claims = pd.read_parquet(run_dir / "claims.parquet")
+    assert len(claims) == 14 and "not testable here" in set(claims.outcome)
+    assert list((run_dir / "raw").glob("fio-*.json"))
+    assert (run_dir / "report.html").stat().st_size > 10_000
+    assert not (_qemu_pids() - before), "a QEMU of this run survived"
+
+
+@pytest.mark.parametrize("args, message", [
+    (["-p", "mtus", "1500,4000"], "compares 1500 and 9000 only"),
+    (["-p", "tunings", "era"], "must include tuned"),
+    (["-p", "file_systems", "nfs,gpfs"], "unknown file system"),
+])
+def test_s2_bad_input_fails_before_any_change(tmp_path, args, message):
+    out = harness("run", "-q", str(NOTEBOOK), *args, data=tmp_path, timeout=300)
+    assert out.returncode != 0
+    assert message in out.stderr + out.stdout

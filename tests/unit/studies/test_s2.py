@@ -1,0 +1,206 @@
+"""S2 parameters, topology, the lab disk operation, and claims on synthetic runs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from harness.claims import INCONCLUSIVE, NOT_REPRODUCED, NOT_TESTABLE, REPRODUCED
+from harness.config.labdisk import LabDiskFs, parse_disk_state
+from harness.errors import SpecError
+from harness.nodes import Result
+from harness.studies import s2, s2_analysis
+from harness.studies.base import RunData
+from harness.studies.registry import get_study
+
+from conftest import CommandOnlyNode
+
+
+def test_profiles_and_the_papers_link():
+    quick = s2.Params.resolve()
+    assert quick.wan_rate_mbit == 1000 and quick.wan_rtt_ms == 4.8
+    assert quick.bdp_bytes == pytest.approx(600_000)
+    assert 1024 in quick.windows_kib and quick.tunings == ("era", "tuned")
+    verdict = s2.Params.resolve(profile="verdict")
+    assert verdict.repetitions >= 5 and len(verdict.block_sizes_kib) >= 2
+    assert max(s2.Params.resolve(profile="paper").wan_clients) == 5
+    assert get_study("s2").citation.seed.startswith("002_")
+
+
+@pytest.mark.parametrize("given, message", [
+    (dict(windows_kib="64,64"), "repeats a value"),
+    (dict(tunings="era"), "must include tuned"),
+    (dict(file_systems="nfs,gpfs"), "unknown file system"),
+    (dict(mtus="1500,4000"), "compares 1500 and 9000 only"),
+    (dict(clients="0"), "out of range"),
+    (dict(wan_rtt_ms=0), "out of range"),
+])
+def test_bad_parameters_fail_before_anything(given, message):
+    with pytest.raises(SpecError, match=message):
+        s2.Params.resolve(**given)
+
+
+def test_topology_keeps_the_papers_link_and_disks():
+    topo = s2.topology(s2.Params.resolve())
+    wan = next(link for link in topo.links if link.a.ifname == "wan")
+    lan = next(link for link in topo.links if link.a.ifname == "lan")
+    assert wan.rate_mbit == 1000 and wan.delay_ms == pytest.approx(2.4) and wan.mtu == 9000
+    assert lan.rate_mbit is None and lan.delay_ms == 0
+    disks = {d.name: d for d in topo.node("server").disks}
+    assert (disks["nfs"].write_mbyte_s, disks["nfs"].read_mbyte_s) == (30, 110)
+    assert disks["pfs"].write_mbyte_s == 500
+    assert topo.machine_of("client") != topo.machine_of("server")
+
+
+# -- the lab disk operation ------------------------------------------------------------------
+
+class DiskNode(CommandOnlyNode):
+    def __init__(self, listing: str):
+        self.name, self.listing, self.commands = "server", listing, []
+
+    def describe(self) -> dict:
+        return {"type": "local", "name": self.name}
+
+    def _execute(self, cmd, timeout, stdin):
+        self.commands.append(cmd)
+        return 0, self.listing, ""
+
+
+FRESH = "@dev /dev/vdb 0 0\n@mounts\nproc /proc proc rw 0 0\n"
+
+
+def diff(listing: str, op: LabDiskFs | None = None):
+    """The operation's changes given what its fact command printed."""
+    op = op or LabDiskFs(DiskNode(listing), "harness-nfs", "/run/s2/disk-nfs")
+    op.check()
+    fact = op.facts()["disk"]
+    return op.diff({"disk": fact.parse(Result("server", fact.command, listing, "", 0, 0.0))})
+
+
+def test_a_fresh_lab_disk_is_formatted_and_mounted():
+    changes = diff(FRESH)
+    assert len(changes) == 1
+    cmd = changes[0].command
+    assert cmd.startswith("mkdir -p /run/s2/disk-nfs && mkfs.ext4 -q -F")
+    assert cmd.endswith("/dev/vdb && mount /dev/vdb /run/s2/disk-nfs")
+    assert changes[0].undo == {"mountpoint": "/run/s2/disk-nfs", "made": True}
+
+
+@pytest.mark.parametrize("listing, words", [
+    ("@mounts\n", "no disk with serial harness-nfs"),
+    ("@dev /dev/vdb 0 0\n@mounts\n/dev/vdb /srv ext4 rw 0 0\n", "is in use"),
+    ("@dev /dev/vdb 1 0\n@mounts\n", "is in use"),
+    ("@dev /dev/vdb 0 0\n@mounts\ntmpfs /run/s2/disk-nfs tmpfs rw 0 0\n", "is in use"),
+])
+def test_a_disk_that_is_not_fresh_or_not_there_is_never_formatted(listing, words):
+    with pytest.raises(SpecError, match=words):
+        diff(listing)
+
+
+@pytest.mark.parametrize("op, words", [
+    (dict(serial="sda"), "not a lab disk"),
+    (dict(fstype="btrfs"), "not supported"),
+    (dict(mountpoint="/srv/x"), "not under /run"),
+    (dict(mountpoint="/run/../etc"), "not under /run"),
+])
+def test_bad_lab_disk_arguments(op, words):
+    args = dict(serial="harness-nfs", mountpoint="/run/s2/d", fstype="ext4") | op
+    with pytest.raises(SpecError, match=words):
+        LabDiskFs(DiskNode(FRESH), **args).check()
+
+
+def test_disk_state_reads_partitions_and_mounts():
+    res = Result("n", "", "@dev /dev/vdc 2 1\n@mounts\n/dev/vdc /a ext4 rw 0 0\n@exists\n", "", 0,
+                 0.0)
+    state = parse_disk_state("n", "harness-x", "/run/x", res)
+    assert state.device == "/dev/vdc" and state.holders == 3 and state.mounted_at == ("/a",)
+    assert state.mountpoint_exists
+
+
+# -- claims on synthetic runs ---------------------------------------------------------------
+
+LINE = 78.0  # the lab's WAN after scaling (factor 0.078)
+FACTOR = LINE / 1000
+
+
+def synthetic_run(reps: int = 5, noise: float = 0.01, nfs_era_mbyte: float = 1.2,
+                  mtu_gain: float = 1.10, pfs_wan: float = 0.95, seed: int = 1) -> RunData:
+    """A run whose numbers follow the paper's claims (or not, as asked), with small noise."""
+    rng = np.random.default_rng(seed)
+    goodput = LINE * s2_analysis.GOODPUT_PER_WIRE
+    rtt = 4.8e-3 / FACTOR
+
+    def n(x):
+        return x * (1 + rng.normal(0, noise))
+
+    rows = []
+    for rep in range(1, reps + 1):
+        for tuning in ("era", "tuned"):
+            for k in (0, 64, 256, 1024, 4096):
+                cap = 87 if tuning == "era" and k == 0 else (128 if tuning == "era" else k or 4096)
+                ideal = min(cap * 1024 * 8 / rtt / 1e6, goodput)
+                rows.append(dict(kind="window", tuning=tuning, repetition=rep, window_kib=k,
+                                 mbit_s=n(ideal)))
+            rows.append(dict(kind="fs", fs="nfs", path="wan", tuning=tuning, repetition=rep,
+                             rw="write", clients=1, block_kib=1024,
+                             mbyte_s=n(nfs_era_mbyte if tuning == "era" else 0.65 * 2.34)))
+        for mtu, f in ((1500, 1.0), (9000, mtu_gain)):
+            rows.append(dict(kind="mtu", tuning="tuned", repetition=rep, mtu=mtu,
+                             mbit_s=n(goodput * 0.8 * f)))
+        for d in ("client->server", "server->client"):
+            rows.append(dict(kind="flows", tuning="tuned", repetition=rep, direction=d,
+                             mbit_s=n(goodput * 0.97)))
+        for fs, w in (("nfs", 2.34), ("pfs", 39.0)):
+            rows.append(dict(kind="disk", fs=fs, path="local", repetition=rep, rw="write",
+                             clients=1, block_kib=1024, mbyte_s=n(w)))
+        for c, nfs, pfs in ((1, 2.0, 10.0), (3, 1.5, 14.0)):
+            for fs, v in (("nfs", nfs), ("pfs", pfs)):
+                rows.append(dict(kind="fs", fs=fs, path="lan", tuning="tuned", repetition=rep,
+                                 rw="write", clients=c, block_kib=1024,
+                                 mbyte_s=n(v if fs == "nfs" else 0.6 * 39 * pfs / 14)))
+        rows.append(dict(kind="fs", fs="pfs", path="wan", tuning="tuned", repetition=rep,
+                         rw="write", clients=1, block_kib=1024,
+                         mbyte_s=n(pfs_wan * goodput / 8)))
+    meta = {"parameters": {"wan_rate_mbit": 1000.0, "wan_rtt_ms": 4.8},
+            "placement": {"scaling": {"factor": FACTOR}}}
+    return RunData(Path("."), meta, {"results": pd.DataFrame(rows)})
+
+
+def outcomes(data: RunData) -> dict[str, str]:
+    frame = s2_analysis.claims(data)
+    return dict(zip(frame.claim_id, frame.outcome, strict=True))
+
+
+def test_claims_reproduced_on_a_run_like_the_paper():
+    got = outcomes(synthetic_run())
+    for cid in ("window_line_rate", "window_over_rtt", "era_cap", "nfs_untuned_capped",
+                "nfs_tuned_disk", "mtu_gain", "network_fine", "pfs_lan_below_disk",
+                "pfs_wan_full_link", "nfs_falls", "pfs_scales"):
+        assert got[cid] == REPRODUCED, cid
+    assert got["block_size"] == NOT_TESTABLE  # one block size
+    assert got["lan_saturation"] == NOT_TESTABLE and got["gpfs_bimodal"] == NOT_TESTABLE
+
+
+def test_claims_not_reproduced_when_the_data_disagrees():
+    got = outcomes(synthetic_run(nfs_era_mbyte=8.0, mtu_gain=1.0, pfs_wan=0.5))
+    assert got["nfs_untuned_capped"] == NOT_REPRODUCED  # NFS beat the usable bandwidth
+    assert got["mtu_gain"] == NOT_REPRODUCED
+    assert got["pfs_wan_full_link"] == NOT_REPRODUCED
+
+
+def test_claims_inconclusive_with_one_repetition_or_noise_at_a_bound():
+    got = outcomes(synthetic_run(reps=1))
+    assert got["mtu_gain"] == INCONCLUSIVE and got["window_line_rate"] == INCONCLUSIVE
+    got = outcomes(synthetic_run(reps=4, noise=0.2, mtu_gain=1.05))
+    assert got["mtu_gain"] == INCONCLUSIVE
+
+
+def test_figures_render():
+    data = synthetic_run()
+    figs = s2_analysis.figures(data)
+    assert set(figs) == {"fig2_1", "clients"}
+    ax = figs["fig2_1"].axes[0]
+    assert ax.get_xscale() == "log" and "BDP" in ax.get_xlabel()
