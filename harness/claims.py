@@ -141,7 +141,6 @@ def samples_to_decide(estimate: Estimate, region: Region) -> int | None:
     if not estimate.has_interval:
         return None
     v, lo, hi = estimate.value, estimate.low, estimate.high
-    inside = region.low <= v <= region.high
     needs = []
     for bound in (region.low, region.high):
         if math.isinf(bound) or not lo <= bound <= hi:
@@ -153,9 +152,10 @@ def samples_to_decide(estimate: Estimate, region: Region) -> int | None:
         needs.append(estimate.n * (half / distance) ** 2)
     if not needs:
         return None
-    # outside: one bound to clear; inside: both crossed bounds must be cleared
-    need = max(needs) if inside else min(needs)
-    return max(estimate.n + 1, math.ceil(need))
+    # Inside, every crossed bound must be cleared. Outside, only the bound between
+    # the estimate and the region decides, and it is the nearer one: the largest need
+    # (a wide interval may also cross the far bound, which would need fewer samples).
+    return max(estimate.n + 1, math.ceil(max(needs)))
 
 
 def judge(claim: Claim, estimate: Estimate | None, note: str = "") -> Verdict:

@@ -84,6 +84,13 @@ def test_samples_to_decide_is_none_on_the_bound_or_without_interval():
     assert samples_to_decide(Estimate(2.2, None, None, 1), ABOUT_2_1.region) is None
 
 
+def test_an_outside_estimate_whose_interval_crosses_both_bounds_needs_the_near_one_cleared():
+    # ours 3.0, interval 1.5..4.5 crosses 2.0 and 2.2; deciding "not reproduced" needs the
+    # lower half-width 1.5 to shrink to 0.8 (distance to 2.2): 5 x (1.5/0.8)^2 = 17.6 -> 18,
+    # not the 5 x (1.5/1.0)^2 = 11.25 -> 12 that clearing the far bound 2.0 would take
+    assert samples_to_decide(Estimate(3.0, 1.5, 4.5, 5), ABOUT_2_1.region) == 18
+
+
 def test_table_has_the_archived_columns_and_summary_counts_paper_claims_only():
     target = Claim("t.hop", "hop <= 30 us", "-", Region.below(30, "ours"), "us", TARGET)
     frame = table([judge(ABOUT_2_1, Estimate(2.1, 2.05, 2.15, 12, "x")),
