@@ -165,10 +165,12 @@ def topology(params: Params) -> Topology:
 class S2(Study):
     name = STUDY
     title = "A shared file system over a long fat link: TCP window tuning, NFS and a parallel FS"
-    citation = Citation("Woo Jun (KISTI)",
-                        "Global shared file system (GPFS) I/O performance over a WAN between "
-                        "KISTI and PNU", "KISTI technical report", 2007,
-                        "002_f8e0015e89fa5cdf.txt")
+    citation = Citation("Woo Jun (우 준), KISTI",
+                        "Global shared file system I/O performance analysis report "
+                        "(글로벌공유파일시스템 I/O 성능 분석 보고서)",
+                        "KISTI technical report", 2007, "002_f8e0015e89fa5cdf.txt",
+                        note="the seed prints no date or report number; the year is estimated "
+                             "from its testbed (Sun X4500, Red Hat Enterprise Linux 4)")
     Params = Params
 
     def topology(self, params: Params) -> Topology:
