@@ -20,6 +20,7 @@ from .base import RunData
 
 GOODPUT_PER_WIRE = 1448 / 1514  # TCP payload per Ethernet frame at MTU 1500 (timestamps on)
 KIB = 1024
+ERA_PAPER_MBIT = 160.74  # the paper's usable bandwidth before tuning (Fig. 2-1, section 2)
 
 CLAIMS = {
     "window_line_rate": Claim(
@@ -243,9 +244,18 @@ def figure_windows(frame: pd.DataFrame, meta: dict):
         ax.plot(xs, [min(x, 1.0 / GOODPUT_PER_WIRE) * GOODPUT_PER_WIRE for x in xs], "k:",
                 label="min(window / RTT, line)")
     ax.axvline(2, color="grey", lw=0.8, ls="--", label="the paper's 2 x BDP (1.2 MB)")
+    # autotuning (no -w): what the file systems get, per tuning, as horizontal lines
+    auto = frame[(frame.kind == "window") & (frame.window_kib == 0)]
+    colours = dict(zip(sorted(win.tuning.unique()), sns.color_palette()))
+    for i, (tuning, rows) in enumerate(auto.groupby("tuning")):
+        colour = colours.get(tuning, sns.color_palette()[len(colours) + i])
+        ax.axhline(rows.mbit_s.mean() / w["line_mbit"], color=colour, ls="-.", lw=1,
+                   label=f"autotuning, {tuning} buffers (n={len(rows)})")
+    ax.axhline(ERA_PAPER_MBIT / 1000, color="k", lw=0.8, ls="--",
+               label=f"the paper, untuned: {ERA_PAPER_MBIT} Mbit/s of 1 Gbit/s")
     ax.set(xscale="log", xlabel="TCP window asked for (-w), in BDPs (0.6 MB)",
            ylabel="goodput / line rate", title="S2, Fig. 2-1: bandwidth against the window")
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=7, loc="lower right")
     fig.tight_layout()
     return fig
 
