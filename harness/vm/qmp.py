@@ -60,7 +60,8 @@ def throttle_arguments(device_id: str, read_bytes_s: int, write_bytes_s: int) ->
 
     ``id`` names the guest device; for a ``virtio-blk-pci`` that is the virtio device
     inside the PCI proxy (the proxy itself has no block backend), by its QOM path."""
-    return {"id": f"/machine/peripheral/{device_id}/virtio-backend", "bps": 0, "bps_rd": int(read_bytes_s), "bps_wr": int(write_bytes_s),
+    return {"id": f"/machine/peripheral/{device_id}/virtio-backend",
+            "bps": 0, "bps_rd": int(read_bytes_s), "bps_wr": int(write_bytes_s),
             "iops": 0, "iops_rd": 0, "iops_wr": 0}
 
 

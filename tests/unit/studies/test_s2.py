@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import CommandOnlyNode
 
 from harness.claims import INCONCLUSIVE, NOT_REPRODUCED, NOT_TESTABLE, REPRODUCED
 from harness.config.labdisk import LabDiskFs, parse_disk_state
@@ -15,8 +16,6 @@ from harness.nodes import Result
 from harness.studies import s2, s2_analysis
 from harness.studies.base import RunData
 from harness.studies.registry import get_study
-
-from conftest import CommandOnlyNode
 
 
 def test_profiles_and_the_papers_link():
