@@ -23,7 +23,9 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from .intervals import Estimate
+from .intervals import BOOTSTRAP_FROM, T975, Estimate
+
+Z975 = 1.96  # the normal quantile a bootstrap interval of many units approaches
 
 REPRODUCED = "reproduced"
 NOT_REPRODUCED = "not reproduced"
@@ -131,10 +133,19 @@ class Verdict:
         }
 
 
+def _critical(n: int, t_interval: bool) -> float:
+    """The factor between a mean's standard error and its interval's half-width at n units."""
+    if t_interval and n < BOOTSTRAP_FROM:
+        return T975[n - 1]
+    return Z975
+
+
 def samples_to_decide(estimate: Estimate, region: Region) -> int | None:
     """About how many samples would shrink the interval off the bound it straddles.
 
-    The half-width of a mean's interval falls like 1/sqrt(n); the side of the
+    The half-width of a mean's interval is a critical value times sd / sqrt(n): it
+    falls like 1/sqrt(n), and faster while a Student t interval's critical value
+    (12.7 at 2 units, 2.3 at 9) falls towards the normal 1.96. The side of the
     interval that crosses a bound must shrink to the distance between the estimate
     and that bound. None when the estimate sits on the bound (no n decides it).
     """
@@ -149,13 +160,20 @@ def samples_to_decide(estimate: Estimate, region: Region) -> int | None:
         distance = abs(v - bound)
         if distance == 0 or half <= 0:
             return None
-        needs.append(estimate.n * (half / distance) ** 2)
+        needs.append(half / distance)
     if not needs:
         return None
     # Inside, every crossed bound must be cleared. Outside, only the bound between
     # the estimate and the region decides, and it is the nearer one: the largest need
     # (a wide interval may also cross the far bound, which would need fewer samples).
-    return max(estimate.n + 1, math.ceil(max(needs)))
+    shrink = max(needs)  # the half-width must fall by this factor
+    n = estimate.n
+    t_interval = "Student t" in estimate.method
+    spread = _critical(n, t_interval) / math.sqrt(n)  # half-width per unit of sd now
+    for m in range(n + 1, BOOTSTRAP_FROM):  # where the t critical value still moves
+        if _critical(m, t_interval) / math.sqrt(m) * shrink <= spread:
+            return m
+    return max(n + 1, math.ceil(n * (shrink * Z975 / _critical(n, t_interval)) ** 2))
 
 
 def judge(claim: Claim, estimate: Estimate | None, note: str = "") -> Verdict:

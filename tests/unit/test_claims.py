@@ -91,6 +91,16 @@ def test_an_outside_estimate_whose_interval_crosses_both_bounds_needs_the_near_o
     assert samples_to_decide(Estimate(3.0, 1.5, 4.5, 5), ABOUT_2_1.region) == 18
 
 
+def test_samples_to_decide_a_t_interval_counts_its_falling_critical_value():
+    t2 = "mean, 95 % Student t interval over 2 repetitions"
+    # half-width 0.10 must halve; with 2 units t = 12.7, with 3 t = 4.3: one more repetition
+    # shrinks it by 12.7/sqrt(2) / (4.3/sqrt(3)) = 3.6x, where 1/sqrt(n) alone would ask for 8
+    assert samples_to_decide(Estimate(2.15, 2.05, 2.25, 2, method=t2), ABOUT_2_1.region) == 3
+    # a 20x shrink is beyond the t range: sd/sqrt(N) x 1.96 must reach 1/20 of 12.7 sd/sqrt(2)
+    far = Estimate(2.1975, 2.1475, 2.2475, 2, method=t2)  # half 0.05, distance 0.0025
+    assert samples_to_decide(far, ABOUT_2_1.region) == 20
+
+
 def test_table_has_the_archived_columns_and_summary_counts_paper_claims_only():
     target = Claim("t.hop", "hop <= 30 us", "-", Region.below(30, "ours"), "us", TARGET)
     frame = table([judge(ABOUT_2_1, Estimate(2.1, 2.05, 2.15, 12, "x")),
