@@ -61,15 +61,20 @@ VARIANTS = {
 
 PROFILES = {
     # quick: minutes in a TCG VM; few rounds, fan-in 8 and 48, four sizes
+    # (the CPU phase at one period: each CPU repetition starts a fleet of 48 mappers per
+    # protocol, ~7-20 s each here, so a second period would add ~45 s quiet, ~2 min loaded)
     "quick": dict(mappers=(8, 48), sizes_kb=(1, 4, 16, 64), rounds=10, warmup=2,
-                  cpu_periods_ms=(250, 500), cpu_sizes_kb=(4, 16), cpu_rounds=6,
+                  cpu_periods_ms=(250,), cpu_sizes_kb=(4, 16), cpu_rounds=6,
                   cpu_repetitions=2),
     # paper: the paper's grid (sizes 1-64 KB, fan-in up to 48, 1000 rounds per point)
-    # verdict: the quick grid with enough rounds, and CPU repetitions for the CPU claim
-    # (~30 min in all)
+    # verdict: the quick grid with enough rounds, and CPU repetitions for the CPU claim.
+    # Estimated from per-point times measured here (README): ~28 min in all on a quiet
+    # machine (rate sweep ~13 min, lab ~1.5 min, 24 CPU repetitions x ~35 s); under a load
+    # of 5-7 from other jobs the same profile takes ~75 min (rate sweep ~33 min, ~100 s
+    # per CPU repetition).
     "verdict": dict(mappers=(8, 48), sizes_kb=(1, 4, 8, 16, 64), rounds=40, warmup=2,
                     cpu_periods_ms=(250,), cpu_sizes_kb=(4, 16), cpu_rounds=6, repetitions=3,
-                    cpu_repetitions=10),
+                    cpu_repetitions=24),
     "paper": dict(mappers=(1, 8, 16, 24, 32, 40, 48), sizes_kb=(1, 2, 4, 8, 16, 32, 64),
                   rounds=1000, warmup=20, cpu_periods_ms=(250, 500, 1000),
                   cpu_sizes_kb=(1, 2, 4, 8, 16, 32, 64), cpu_rounds=200, cpu_repetitions=2),

@@ -355,8 +355,9 @@ def test_cpu_phase_parameters_and_profiles():
     assert s3.Params.resolve(cpu_protocols="tcp-cubic,sctp").cpu_protocols == ("tcp-cubic",
                                                                                  "sctp")
     points = s3.cpu_points(quick)
-    assert [(p.period_ms, p.size_kb) for p in points] == [(250, 4), (250, 16), (500, 4),
-                                                          (500, 16)]
+    assert [(p.period_ms, p.size_kb) for p in points] == [(250, 4), (250, 16)]
+    paper = s3.cpu_points(s3.Params.resolve(profile="paper"))
+    assert len(paper) == 3 * 7 and {p.rounds for p in paper} == {200}
     assert {(p.experiment, p.mappers, p.rounds, p.warmup) for p in points} == {("cpu", 48, 6, 1)}
     assert s3.cpu_points(s3.Params.resolve(cpu_rounds=0)) == []
 
