@@ -402,7 +402,8 @@ class S3(Study):
         return None
 
     def measure(self, session: Session, bed, params: Params, tipc_notes: dict | None) -> None:
-        """Every protocol over the whole grid, one mapper fleet per protocol; archive."""
+        """The rate sweep, then the CPU phase, a fresh mapper fleet per protocol and
+        repetition of each; archive."""
         started = time.monotonic()
         reducer = bed.node("reducer")
         binary = fanin.build_on(reducer)
@@ -418,31 +419,26 @@ class S3(Study):
             notes["tipc"] = tipc_notes
         mapper_nodes = [bed.node(mapper_name(i)) for i in range(n_lab)]
         rows, rounds, fleets = [], [], []
+        # the rate sweep (every lab mapper), then the CPU phase (cpu_mappers); each repetition
+        # starts a fresh fleet per protocol, the protocols in an order shuffled per repetition
         order = MeasuringOrder(params.seed)
-        rate, cpu = rate_points(params), cpu_points(params)
-        total = (params.repetitions * len(params.protocols) * len(rate)
-                 + (params.cpu_repetitions * len(params.cpu_protocols) * len(cpu) if cpu else 0))
+        rate_orders = [order.shuffle(params.protocols) for _ in range(params.repetitions)]
+        cpu = cpu_points(params)
+        cpu_orders = [order.shuffle(params.cpu_protocols)
+                      for _ in range(params.cpu_repetitions)] if cpu else []
+        phases = [(rate_points(params), mapper_nodes, rate_orders),
+                  (cpu, mapper_nodes[:params.cpu_mappers], cpu_orders)]
+        total = sum(len(points) * len(sequence) for points, _nodes, orders in phases
+                    for sequence in orders)
         with progress(total, "s3 fan-in") as bar:
-            # the rate sweep: every protocol over the grid, one fleet per protocol and repetition
-            rate_orders = [order.shuffle(params.protocols) for _ in range(params.repetitions)]
-            for rep, sequence in enumerate(rate_orders, 1):
-                for position, variant in enumerate(sequence):
-                    fleet_rows, fleet_rounds, record = measure_fleet(
-                        session, bed, params, variant, mapper_nodes, binary, rate, rep, bar)
-                    rows += [{**row, "order": position} for row in fleet_rows]
-                    rounds += fleet_rounds
-                    fleets.append(record)
-            # the CPU phase: independent passes, a fresh fleet per protocol in each
-            cpu_orders = [order.shuffle(params.cpu_protocols)
-                          for _ in range(params.cpu_repetitions)] if cpu else []
-            for rep, sequence in enumerate(cpu_orders, 1):
-                for position, variant in enumerate(sequence):
-                    fleet_rows, fleet_rounds, record = measure_fleet(
-                        session, bed, params, variant, mapper_nodes[:params.cpu_mappers], binary,
-                        cpu, rep, bar)
-                    rows += [{**row, "order": position} for row in fleet_rows]
-                    rounds += fleet_rounds
-                    fleets.append(record)
+            for points, nodes, orders in phases:
+                for rep, sequence in enumerate(orders, 1):
+                    for position, variant in enumerate(sequence):
+                        fleet_rows, fleet_rounds, record = measure_fleet(
+                            session, bed, params, variant, nodes, binary, points, rep, bar)
+                        rows += [{**row, "order": position} for row in fleet_rows]
+                        rounds += fleet_rounds
+                        fleets.append(record)
         notes["order"] = {**order.record(
             "the protocols one after another (a mapper fleet serves one protocol), in an "
             "order shuffled per repetition: the rate sweep's repetitions first, then the CPU "
