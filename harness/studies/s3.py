@@ -7,6 +7,12 @@ from N mappers at once (1:N fan-in). On 51 Opteron nodes, GbE through one
 at >= 16 KB with many senders (static link window under incast), and at a
 25 ms period and <= 16 KB 7-15% less CPU for TIPC than TCP.
 
+The CPU claim is measured in a phase of its own after the rate sweep:
+``cpu_repetitions`` independent passes, each booting a fresh mapper fleet per
+protocol of ``cpu_protocols`` in an order shuffled per pass, so its interval
+rests on passes whose differences are paired per pass (the rate sweep's
+repetitions are few and long).
+
 Here: one reducer and N mapper namespaces joined by a "switch" namespace
 that routes; the switch's port toward the reducer is the bottleneck (htb at
 ``port_rate_mbit``) with a small FIFO (``queue_packets``, the switch-port
@@ -22,7 +28,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, NamedTuple
 
 import pandas as pd
 
@@ -55,15 +61,23 @@ VARIANTS = {
 
 PROFILES = {
     # quick: minutes in a TCG VM; few rounds, fan-in 8 and 48, four sizes
+    # (the CPU phase at one period: each CPU repetition starts a fleet of 48 mappers per
+    # protocol, ~7-20 s each here, so a second period would add ~45 s quiet, ~2 min loaded)
     "quick": dict(mappers=(8, 48), sizes_kb=(1, 4, 16, 64), rounds=10, warmup=2,
-                  cpu_periods_ms=(250, 500), cpu_sizes_kb=(4, 16), cpu_rounds=6),
+                  cpu_periods_ms=(250,), cpu_sizes_kb=(4, 16), cpu_rounds=6,
+                  cpu_repetitions=2),
     # paper: the paper's grid (sizes 1-64 KB, fan-in up to 48, 1000 rounds per point)
-    # verdict: the quick grid with enough rounds, and repetitions for the CPU claim (~30 min)
+    # verdict: the quick grid with enough rounds, and CPU repetitions for the CPU claim.
+    # Estimated from per-point times measured here (README): ~28 min in all on a quiet
+    # machine (rate sweep ~13 min, lab ~1.5 min, 24 CPU repetitions x ~35 s); under a load
+    # of 5-7 from other jobs the same profile takes ~75 min (rate sweep ~33 min, ~100 s
+    # per CPU repetition).
     "verdict": dict(mappers=(8, 48), sizes_kb=(1, 4, 8, 16, 64), rounds=40, warmup=2,
-                    cpu_periods_ms=(250,), cpu_sizes_kb=(4, 16), cpu_rounds=6, repetitions=3),
+                    cpu_periods_ms=(250,), cpu_sizes_kb=(4, 16), cpu_rounds=6, repetitions=3,
+                    cpu_repetitions=24),
     "paper": dict(mappers=(1, 8, 16, 24, 32, 40, 48), sizes_kb=(1, 2, 4, 8, 16, 32, 64),
                   rounds=1000, warmup=20, cpu_periods_ms=(250, 500, 1000),
-                  cpu_sizes_kb=(1, 2, 4, 8, 16, 32, 64), cpu_rounds=200),
+                  cpu_sizes_kb=(1, 2, 4, 8, 16, 32, 64), cpu_rounds=200, cpu_repetitions=2),
 }
 
 
@@ -80,9 +94,10 @@ class Params(Parameters):
                                       unit="KB", low=1, high=64)
     rounds: int = param(10, "measured rounds per point", low=1, high=100_000)
     warmup: int = param(2, "unmeasured rounds before each point", low=0, high=10_000)
-    repetitions: int = param(1, "repetitions of the whole sweep, protocols in a shuffled order "
+    repetitions: int = param(1, "repetitions of the rate sweep, protocols in a shuffled order "
                              "in each", low=1, high=100)
-    seed: int = param(0, "seed of the randomised order of the protocols in each repetition",
+    seed: int = param(0, "seed of the randomised order of the protocols in each repetition "
+                      "(rate sweep and CPU phase)",
                       low=0, high=2**31 - 1, zero="a fresh seed, recorded in run.json")
     port_rate_mbit: float = param(100.0, "the reducer's switch port (the paper: 1 Gbit/s)",
                                   unit="Mbit/s", low=1, high=10_000)
@@ -100,6 +115,12 @@ class Params(Parameters):
                             high=100_000)
     cpu_mappers: int = param(48, "CPU experiment: fan-in (the paper: 1:50)", low=1,
                              high=MAX_MAPPERS, above="the lab holds")
+    cpu_repetitions: int = param(2, "CPU experiment: independent repetitions, each a fresh "
+                                 "mapper fleet per protocol, protocols in a shuffled order "
+                                 "(the CPU claim's samples)", low=1, high=1000)
+    cpu_protocols: tuple[str, ...] = param(("tipc", "tcp-cubic"), "CPU experiment: protocols "
+                                           "compared (some of `protocols`)", choices=VARIANTS,
+                                           item="protocol")
     sndbuf: int = param(0, "SO_SNDBUF for every protocol", unit="B", low=4096, high=1 << 30,
                         zero="kernel default")
     rcvbuf: int = param(0, "SO_RCVBUF for every protocol", unit="B", low=4096, high=1 << 30,
@@ -114,6 +135,21 @@ class Params(Parameters):
     # TIPC messages over directly and they never cross the lab's network.
     reducer_own_kernel: bool | None = param(None, "the reducer in a second VM; empty: yes "
                                             "when TIPC is measured")
+
+    def check(self) -> None:
+        """The CPU phase measures protocols the lab is configured for: some of ``protocols``."""
+        if not self.cpu_rounds:
+            return
+        twice = sorted({p for p in self.cpu_protocols if self.cpu_protocols.count(p) > 1})
+        if twice:
+            raise SpecError(f"parameter cpu_protocols names {', '.join(twice)} twice",
+                            "name each protocol once")
+        missing = [p for p in self.cpu_protocols if p not in self.protocols]
+        if missing:
+            raise SpecError(f"parameter cpu_protocols has protocol(s) {', '.join(missing)} that "
+                            f"are not in protocols ({', '.join(self.protocols)})",
+                            "add them to protocols, choose cpu_protocols among protocols, or "
+                            "set cpu_rounds=0 to skip the CPU experiment")
 
     @property
     def split_kernels(self) -> bool:
@@ -366,7 +402,8 @@ class S3(Study):
         return None
 
     def measure(self, session: Session, bed, params: Params, tipc_notes: dict | None) -> None:
-        """Every protocol over the whole grid, one mapper fleet per protocol; archive."""
+        """The rate sweep, then the CPU phase, a fresh mapper fleet per protocol and
+        repetition of each; archive."""
         started = time.monotonic()
         reducer = bed.node("reducer")
         binary = fanin.build_on(reducer)
@@ -381,32 +418,40 @@ class S3(Study):
         if tipc_notes is not None:
             notes["tipc"] = tipc_notes
         mapper_nodes = [bed.node(mapper_name(i)) for i in range(n_lab)]
-        rows, rounds = [], []
-        timings = {}
+        rows, rounds, fleets = [], [], []
+        # the rate sweep (every lab mapper), then the CPU phase (cpu_mappers); each repetition
+        # starts a fresh fleet per protocol, the protocols in an order shuffled per repetition
         order = MeasuringOrder(params.seed)
-        per_protocol = len(params.mappers) * len(params.sizes_kb) + (
-            len(params.cpu_periods_ms) * len(params.cpu_sizes_kb) if params.cpu_rounds else 0)
-        with progress(params.repetitions * len(params.protocols) * per_protocol,
-                      "s3 fan-in") as points:
-            for rep in range(1, params.repetitions + 1):
-                for position, variant in enumerate(order.shuffle(params.protocols)):
-                    t0 = time.monotonic()
-                    fleet_rows, fleet_rounds, output = measure_protocol(
-                        session, bed, params, variant, mapper_nodes, binary, rep, points)
-                    rows += [{**row, "order": position} for row in fleet_rows]
-                    rounds += fleet_rounds
-                    session.raw(f"mappers-{variant}-r{rep}.jsonl", output)
-                    timings[variant] = round(timings.get(variant, 0.0) + time.monotonic() - t0,
-                                             1)
-        notes["order"] = order.record(
+        rate_orders = [order.shuffle(params.protocols) for _ in range(params.repetitions)]
+        cpu = cpu_points(params)
+        cpu_orders = [order.shuffle(params.cpu_protocols)
+                      for _ in range(params.cpu_repetitions)] if cpu else []
+        phases = [(rate_points(params), mapper_nodes, rate_orders),
+                  (cpu, mapper_nodes[:params.cpu_mappers], cpu_orders)]
+        total = sum(len(points) * len(sequence) for points, _nodes, orders in phases
+                    for sequence in orders)
+        with progress(total, "s3 fan-in") as bar:
+            for points, nodes, orders in phases:
+                for rep, sequence in enumerate(orders, 1):
+                    for position, variant in enumerate(sequence):
+                        fleet_rows, fleet_rounds, record = measure_fleet(
+                            session, bed, params, variant, nodes, binary, points, rep, bar)
+                        rows += [{**row, "order": position} for row in fleet_rows]
+                        rounds += fleet_rounds
+                        fleets.append(record)
+        notes["order"] = {**order.record(
             "the protocols one after another (a mapper fleet serves one protocol), in an "
-            "order shuffled per repetition")
+            "order shuffled per repetition: the rate sweep's repetitions first, then the CPU "
+            "phase's, each of these with a fresh fleet per protocol of cpu_protocols"),
+            "rate": rate_orders, "cpu": cpu_orders}
         if "tipc" in params.protocols:
             stat = reducer.run(["tipc", "link", "stat", "show"], check=False, timeout=60)
             session.raw("tipc-link-stat.txt", stat.stdout + stat.stderr)
         session.results(pd.DataFrame(rows))
         session.results(pd.DataFrame(rounds), "rounds")
-        notes["protocol_seconds"] = timings
+        notes["fleets"] = fleets
+        notes["protocol_seconds"] = phase_seconds(fleets, "rate")
+        notes["cpu_protocol_seconds"] = phase_seconds(fleets, "cpu")
         notes["measure_s"] = round(time.monotonic() - started, 1)
         notes["process_model"] = ("reducer: one thread per mapper connection, pthread barrier "
                                   "releases all requests at once, CLOCK_MONOTONIC; mapper: one "
@@ -433,40 +478,76 @@ class S3(Study):
                 "paper": s3_analysis.figure_paper(data.results, rounds)}
 
 
-def measure_protocol(session: Session, bed, params: Params, variant: str, mapper_nodes: list,
-                     binary: str, rep: int = 1, points: Progress | None = None
-                     ) -> tuple[list[dict], list[dict], str]:
-    """One protocol over the whole grid, repetition ``rep``, with one mapper fleet:
-    (rows, rounds, mapper output); each point done is a step of ``points``."""
+class Point(NamedTuple):
+    """One point of a fleet's grid: the reducer asks ``mappers`` mappers for ``size_kb`` each,
+    ``rounds`` times after ``warmup`` rounds; every ``period_ms`` (0: back to back)."""
+
+    experiment: str  # "rate" or "cpu"
+    mappers: int
+    size_kb: int
+    rounds: int
+    warmup: int
+    period_ms: int = 0
+
+    def label(self, variant: str, rep: int) -> str:
+        if self.experiment == "cpu":
+            return f"{variant} CPU {self.period_ms} ms {self.size_kb} KB, CPU repetition {rep}"
+        return f"{variant} 1:{self.mappers} {self.size_kb} KB, repetition {rep}"
+
+
+def rate_points(params: Params) -> list[Point]:
+    return [Point("rate", n, size, params.rounds, params.warmup)
+            for n in params.mappers for size in params.sizes_kb]
+
+
+def cpu_points(params: Params) -> list[Point]:
+    """The CPU phase's grid (one warm-up round, to start on the period); empty: no CPU phase."""
+    if not params.cpu_rounds:
+        return []
+    return [Point("cpu", params.cpu_mappers, size, params.cpu_rounds, 1, period)
+            for period in params.cpu_periods_ms for size in params.cpu_sizes_kb]
+
+
+def phase_seconds(fleets: list[dict], experiment: str) -> dict[str, float]:
+    """Seconds per protocol in one phase, fleet starts included, over its repetitions."""
+    out: dict[str, float] = {}
+    for fleet in fleets:
+        if fleet["experiment"] == experiment:
+            out[fleet["protocol"]] = round(out.get(fleet["protocol"], 0.0) + fleet["seconds"], 1)
+    return out
+
+
+def measure_fleet(session: Session, bed, params: Params, variant: str, mapper_nodes: list,
+                  binary: str, points: list[Point], rep: int = 1, bar: Progress | None = None
+                  ) -> tuple[list[dict], list[dict], dict]:
+    """``points`` for one protocol, repetition ``rep``, with a mapper fleet started for them
+    on ``mapper_nodes``: (rows, rounds, the fleet's record); each point is a step of ``bar``."""
     proto, cc = VARIANTS[variant]
-    n_lab = len(mapper_nodes)
-    listens = [fanin.mapper_address(proto, mapper_ip(i), PORT, i) for i in range(n_lab)]
+    experiment = points[0].experiment
+    listens = [fanin.mapper_address(proto, mapper_ip(i), PORT, i)
+               for i in range(len(mapper_nodes))]
     sockets = fanin.SocketOptions(params.sndbuf, params.rcvbuf, cc)
     rows, rounds = [], []
+    started = time.monotonic()
     with fanin.mapper_fleet(session.journal, mapper_nodes, listens, proto, binary,
                             sockets) as fleet:
+        start_s = time.monotonic() - started
         last = None  # counters after the previous point of this fleet
-        for n in params.mappers:
-            for size_kb in params.sizes_kb:
-                row, per_round, last = measure_point(
-                    session, bed, fleet, binary, variant, n, size_kb * 1024,
-                    params.rounds, params.warmup, 0, "rate", rep, params, last)
-                rows.append(row)
-                rounds += per_round
-                if points:
-                    points.step(f"{variant} 1:{n} {size_kb} KB, repetition {rep}")
-        if params.cpu_rounds:
-            for period in params.cpu_periods_ms:
-                for size_kb in params.cpu_sizes_kb:
-                    row, per_round, last = measure_point(
-                        session, bed, fleet, binary, variant, params.cpu_mappers,
-                        size_kb * 1024, params.cpu_rounds, 1, period * 1000, "cpu",
-                        rep, params, last)
-                    rows.append(row)
-                    rounds += per_round
-                    if points:
-                        points.step(f"{variant} CPU {period} ms {size_kb} KB, repetition {rep}")
-    return rows, rounds, fleet.output
+        for point in points:
+            row, per_round, last = measure_point(
+                session, bed, fleet, binary, variant, point.mappers, point.size_kb * 1024,
+                point.rounds, point.warmup, point.period_ms * 1000, point.experiment, rep,
+                params, last)
+            rows.append(row)
+            rounds += per_round
+            if bar:
+                bar.step(point.label(variant, rep))
+    name = "mappers" if experiment == "rate" else "mappers-cpu"
+    session.raw(f"{name}-{variant}-r{rep}.jsonl", fleet.output)
+    record = {"experiment": experiment, "repetition": rep, "protocol": variant,
+              "mappers": len(mapper_nodes), "start_s": round(start_s, 1),
+              "seconds": round(time.monotonic() - started, 1)}
+    return rows, rounds, record
 
 
 def measure(params: Params, run_dir: str = "", inventory: str = "") -> str:

@@ -1,6 +1,7 @@
 """Study S3 end to end through `harness run` (papermill): placed in a VM lab on this host.
 
-Small: 1:4 fan-in, two sizes, a few rounds, all three protocols. Checks the
+Small: 1:4 fan-in, two sizes, a few rounds, all three protocols; a CPU phase
+of two repetitions (TIPC and TCP CUBIC, a fresh mapper fleet each). Checks the
 archive (both figures' data, verdict table), the placement and that nothing
 is left running.
 """
@@ -38,7 +39,8 @@ def test_s3_small_run_in_vm_lab(tmp_path):
     out = harness("run", "-q", str(NOTEBOOK), "-p", "mappers", "4", "-p", "sizes_kb", "1,16",
                   "-p", "rounds", "5", "-p", "warmup", "1", "-p", "cpu_mappers", "4",
                   "-p", "cpu_periods_ms", "250", "-p", "cpu_sizes_kb", "4",
-                  "-p", "cpu_rounds", "3", "-p", "verify_seconds", "1", data=tmp_path)
+                  "-p", "cpu_rounds", "3", "-p", "cpu_repetitions", "2",
+                  "-p", "verify_seconds", "1", data=tmp_path)
     assert out.returncode == 0, out.stderr[-3000:]
     (run_dir,) = list((tmp_path / "runs" / "s3").iterdir())
     meta = json.loads((run_dir / "run.json").read_text())
@@ -62,7 +64,19 @@ def test_s3_small_run_in_vm_lab(tmp_path):
     # has a kernel of its own (in one kernel TIPC short-cuts: wire share ~0.02-0.2)
     share = frame[frame.experiment == "rate"].groupby("protocol").wire_share.median()
     assert (share > 0.8).all(), share.to_dict()
-    assert frame[frame.experiment == "cpu"].reducer_cpu_pct.notna().all()
+    cpu = frame[frame.experiment == "cpu"]
+    assert cpu.reducer_cpu_pct.notna().all() and (cpu.reducer_cpu_ms_per_round > 0).all()
+    # the CPU phase: 2 repetitions x the CPU protocols, each pass's order recorded
+    assert set(cpu.protocol) == {"tipc", "tcp-cubic"} and len(cpu) == 4
+    assert sorted(cpu.repetition) == [1, 1, 2, 2]
+    orders = meta["s3"]["order"]["cpu"]
+    assert len(orders) == 2 and all(sorted(o) == ["tcp-cubic", "tipc"] for o in orders)
+    assert [f["protocol"] for f in meta["s3"]["fleets"] if f["experiment"] == "cpu"] == [
+        p for o in orders for p in o]
+    claims = pd.read_csv(run_dir / "claims.csv").set_index("claim_id")
+    cpu_claim = claims.loc["s3.tipc_cpu_saving"]
+    assert cpu_claim.n == 2 and "2 of 2 repetitions paired" in cpu_claim.note
+    assert cpu_claim.outcome in ("reproduced", "not reproduced", "inconclusive")
     assert (run_dir / "report.html").stat().st_size > 10_000
     assert not (_qemu_pids() - before), "a QEMU of this run survived"
     assert not [n for n in netns_names() if n.startswith(meta["testbed"]["prefix"])]
@@ -72,6 +86,8 @@ def test_s3_small_run_in_vm_lab(tmp_path):
     (["-p", "mappers", "49"], "more than the lab holds"),
     (["-p", "sizes_kb", "128"], "out of range"),
     (["-p", "protocols", "tcp,quic"], "unknown protocol"),
+    (["-p", "cpu_protocols", "tipc,quic"], "unknown protocol"),
+    (["-p", "protocols", "tcp-cubic,sctp"], "not in protocols"),
 ])
 def test_s3_bad_input_fails_before_any_change(tmp_path, args, message):
     out = harness("run", "-q", str(NOTEBOOK), *args, data=tmp_path, timeout=300)
