@@ -40,6 +40,8 @@ from .errors import Interrupted, SpecError
 from .inventory import Inventory
 from .journal import Journal
 from .lab import Lab
+from .machinelock import LocalLock, remote_lock, sharing_requested, this_process
+from .machinewatch import MachineWatch
 from .nodes import LocalNode, Node
 from .placement import (
     Scaling,
@@ -72,6 +74,9 @@ class Session:
     scaling: Scaling | None = None
     _placement: dict = field(default_factory=dict)
     _planned: list[ChangeRecord] = field(default_factory=list)
+    machine_locks: dict[str, dict] = field(default_factory=dict)  # machine -> lock record
+    _lock: LocalLock | None = None
+    _watch: MachineWatch | None = None
 
     def __post_init__(self) -> None:
         if not self.study:
@@ -127,6 +132,8 @@ class Session:
             bed = InventoryTestbed(topology, Inventory.load(self.inventory))
             self.stack.callback(bed.close)
             bed.connect()
+            if not self.dry_run:
+                self._take_inventory_machines(bed)
             for name, node in bed.nodes.items():
                 caps = self.capabilities[name] = probe(node)
                 need = set(features) | (node_features or {}).get(name, set())
@@ -235,6 +242,43 @@ class Session:
         self.stack.enter_context(lab)
         return LabTestbed(lab)
 
+    # -- one measuring run per machine (harness.machinelock, harness.machinewatch) ---------
+    def take_machine(self) -> None:
+        """Take this machine's lock (or join its holder when sharing was asked) and start
+        watching its load; refused with one error, before any change, when it is taken."""
+        share = sharing_requested()
+        lock = LocalLock()
+        owner = this_process(self.run.run_id, self.study, str(self.run.path), share)
+        self.machine_locks["local"] = lock.acquire(owner, share)
+        self._lock = lock
+        self.run.update(machine_lock=self.machine_locks)
+        self._watch = MachineWatch(lock).start()
+
+    def _take_inventory_machines(self, bed: InventoryTestbed) -> None:
+        """The same lock on every inventory machine, held by a journalled process there."""
+        owner = self._lock.owner if self._lock else this_process(
+            self.run.run_id, self.study, str(self.run.path))
+        for name, node in bed.nodes.items():
+            self.machine_locks[name] = remote_lock(self.journal, node, owner,
+                                                   sharing_requested())
+        self.run.update(machine_lock=self.machine_locks)
+
+    def mark(self, phase: str) -> None:
+        """Samples of the machine's load from now on belong to ``phase`` (e.g. ``measure``)."""
+        if self._watch is not None:
+            self._watch.mark(phase)
+
+    def give_back_machine(self) -> None:
+        """Stop watching and release the lock; the watch's summary goes to run.json."""
+        try:
+            if self._watch is not None:
+                self.run.update(machine_activity=self._watch.stop())
+                self._watch = None
+        finally:
+            if self._lock is not None:
+                self._lock.release()
+                self._lock = None
+
     def placement(self) -> dict:
         if self.inventory:
             return {"where": "inventory", "reason": f"machines from {self.inventory}"}
@@ -332,15 +376,21 @@ def open_session(study: str, parameters: dict, run_dir: str = "", inventory: str
     error: BaseException | None = None
     with sigterm_as_interrupt():
         try:
+            session.take_machine()
             yield session
         except BaseException as exc:
             error = exc
             raise
         finally:
-            session.close(error)
-            if owner:
-                run.finish(COMPLETE if error is None else INCOMPLETE,
-                           None if error is None else format_error(error))
+            try:
+                session.close(error)
+            finally:
+                try:
+                    session.give_back_machine()
+                finally:
+                    if owner:
+                        run.finish(COMPLETE if error is None else INCOMPLETE,
+                                   None if error is None else format_error(error))
 
 
 __all__ = ["Session", "open_session", "summarise", "Interrupted", "Node"]
