@@ -56,6 +56,7 @@ from .placement import (
 from .probe import Capabilities, probe, require
 from .testbed import InventoryTestbed, LabTestbed
 from .topology import Topology
+from .tracked import journalled
 from .verify import LinkCheck, summarise
 
 
@@ -377,7 +378,8 @@ def open_session(study: str, parameters: dict, run_dir: str = "", inventory: str
     with sigterm_as_interrupt():
         try:
             session.take_machine()
-            yield session
+            with journalled(session.journal):
+                yield session
         except BaseException as exc:
             error = exc
             raise
