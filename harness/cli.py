@@ -135,6 +135,11 @@ def cmd_lab_clean(args) -> int:
             print(f"  {entry.kind} {entry.data}")
         journal.undo_all()
         cleaned += 1
+    from .machinelock import clear_stale
+
+    for run_id in clear_stale():
+        print(f"released this machine's lock left by run {run_id}, whose process is gone")
+        cleaned += 1
     print(f"cleaned {cleaned} run(s)" if cleaned else "nothing to clean")
     return 0
 

@@ -243,6 +243,40 @@ class LocalLock:
                     pass  # other sharers are still there
 
 
+def clear_stale(directory: Path | None = None) -> list[str]:
+    """Remove lock and sharer files of this machine whose owners are gone (``harness lab
+    clean``); a lock some live process holds is left alone. Returns the run ids freed."""
+    folder = Path(directory) if directory else lock_dir()
+    if not folder.is_dir():
+        return []
+    freed = []
+    lock = LocalLock(directory=folder)
+    with lock._guard():
+        for path in sorted(folder.glob("*.lock")):
+            fd = os.open(path, os.O_RDWR | os.O_CLOEXEC)
+            try:
+                owner = Owner.from_text(_read_fd(fd))
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    continue  # held: by its owner, or by a leftover that the next run replaces
+                if owner is None or not owner.alive():
+                    path.unlink(missing_ok=True)
+                    freed.append(owner.run_id if owner else path.name)
+            finally:
+                os.close(fd)
+        for share in sorted(folder.glob("*.share/*.json")):
+            owner = Owner.from_text(share.read_text())
+            if owner is None or not owner.alive():
+                share.unlink(missing_ok=True)
+                freed.append(owner.run_id if owner else share.name)
+                try:
+                    share.parent.rmdir()
+                except OSError:
+                    pass
+    return freed
+
+
 def _read_fd(fd: int) -> str:
     return os.pread(fd, 65536, 0).decode(errors="replace")
 

@@ -316,11 +316,15 @@ class Session:
                 self.journal.undo_all()  # anything recorded outside the lab's scope
             finally:
                 lab_record = self.bed.record() if self.bed else None
+                left = [f"{e.kind} on {e.node.get('name')}: {e.data}"
+                        for e in self.journal.pending()]
                 self.run.update(
                     configuration=self.journal.configuration(),
                     testbed=lab_record,
                     session_timings=self.timings,
                     measurement_error=None if error is None else format_error(error),
+                    # what could not be undone (a node lost, ...): `harness lab clean` retries
+                    not_undone=left or None,
                 )
 
 
@@ -384,15 +388,26 @@ def open_session(study: str, parameters: dict, run_dir: str = "", inventory: str
             error = exc
             raise
         finally:
-            try:
-                session.close(error)
-            finally:
+            # Every step runs whatever the others did; the first failure decides the outcome,
+            # and the block's own error, if any, stays the one raised (the rest become notes).
+            problems: list[BaseException] = []
+            for step in (lambda: session.close(error), session.give_back_machine):
                 try:
-                    session.give_back_machine()
-                finally:
-                    if owner:
-                        run.finish(COMPLETE if error is None else INCOMPLETE,
-                                   None if error is None else format_error(error))
+                    step()
+                except BaseException as exc:  # noqa: BLE001 -- kept, see below
+                    problems.append(exc)
+            failure = error or (problems[0] if problems else None)
+            if owner:
+                try:
+                    run.finish(COMPLETE if failure is None else INCOMPLETE,
+                               None if failure is None else format_error(failure))
+                except BaseException as exc:  # noqa: BLE001 -- e.g. the disk is full
+                    problems.append(exc)
+            if error is not None:
+                for exc in problems:
+                    error.add_note(f"and then: {format_error(exc)}")
+            elif problems:
+                raise problems[0]
 
 
 __all__ = ["Session", "open_session", "summarise", "Interrupted", "Node"]

@@ -140,3 +140,15 @@ def test_sessions_take_the_machine_and_a_second_is_refused_before_anything(tmp_p
     theirs = runs[sharer_id]
     assert theirs["machine_lock"]["local"]["mode"] == "shared"
     assert theirs["machine_lock"]["local"]["holder"]["run_id"] == first.run.run_id
+
+
+def test_lab_clean_frees_only_locks_whose_owner_is_gone(lock_folder, other_process):
+    from harness.machinelock import clear_stale
+
+    lock_folder.mkdir()
+    (lock_folder / "local.lock").write_text(json.dumps(dead_owner("RUN-DEAD").to_dict()))
+    assert clear_stale() == ["RUN-DEAD"] and not (lock_folder / "local.lock").exists()
+    live = LocalLock()
+    live.acquire(owner_of(other_process, "RUN-LIVE"))
+    assert clear_stale() == [] and LocalLock().holder().run_id == "RUN-LIVE"
+    live.release()
