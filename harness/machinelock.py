@@ -345,6 +345,10 @@ def remote_lock(journal, node, owner: Owner, share: bool = False,
                                    f"{lock_dir()}")
             if holder is None:
                 holder = Owner(0, 0, "(unknown)", "(unknown)")
+            if (holder.run_id, holder.pid) == (owner.run_id, owner.pid):
+                # two inventory nodes on one machine: this run holds it already
+                return {"machine": machine.name, "mode": "exclusive", "holder": owner.to_dict(),
+                        "took_over": [], "same_machine_as_another_node": True}
             if not share:
                 raise busy_error(machine.name, holder)
             return {"machine": machine.name, "mode": "shared", "holder": holder.to_dict(),

@@ -316,7 +316,7 @@ class Session:
                 self.journal.undo_all()  # anything recorded outside the lab's scope
             finally:
                 lab_record = self.bed.record() if self.bed else None
-                left = [f"{e.kind} on {e.node.get('name')}: {e.data}"
+                left = [f"{e.kind} on {e.node.get('name')}: {_short(e.data)}"
                         for e in self.journal.pending()]
                 self.run.update(
                     configuration=self.journal.configuration(),
@@ -326,6 +326,11 @@ class Session:
                     # what could not be undone (a node lost, ...): `harness lab clean` retries
                     not_undone=left or None,
                 )
+
+
+def _short(data: dict, limit: int = 160) -> str:
+    text = ", ".join(f"{k}={v}" for k, v in data.items())
+    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 def format_error(error: BaseException) -> str:
