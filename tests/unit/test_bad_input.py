@@ -17,20 +17,13 @@ import yaml
 
 from harness.cli import main
 
+from .test_inventory import GOOD_INVENTORY
+
 ROOT = Path(__file__).resolve().parents[2]
 S4 = ROOT / "notebooks" / "s4_mptcp.ipynb"
 S3 = ROOT / "notebooks" / "s3_tipc.ipynb"
 
-GOOD = {
-    "ssh": {"user": "root", "key": "~/.ssh/id_ed25519", "known_hosts": "~/.ssh/known_hosts"},
-    "nodes": {
-        "client": {"host": "client.example.org", "interfaces": {
-            "eth0": {"device": "enp1s0", "address": "192.0.2.10/24"},
-            "eth1": {"device": "enp2s0", "address": "198.51.100.10/24"}}},
-        "server": {"host": "server.example.org", "port": 2222, "interfaces": {
-            "eth0": {"device": "ens3", "address": "203.0.113.5/24"}}},
-    },
-}
+GOOD = {**GOOD_INVENTORY, "ssh": {**GOOD_INVENTORY["ssh"], "known_hosts": "~/.ssh/known_hosts"}}
 
 
 def _set(path: str, value):
