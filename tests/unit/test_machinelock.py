@@ -152,3 +152,34 @@ def test_lab_clean_frees_only_locks_whose_owner_is_gone(lock_folder, other_proce
     live.acquire(owner_of(other_process, "RUN-LIVE"))
     assert clear_stale() == [] and LocalLock().holder().run_id == "RUN-LIVE"
     live.release()
+
+
+def test_harness_run_refuses_before_making_a_run_folder_unless_sharing(other_process,
+                                                                      monkeypatch):
+    from harness.execute import refuse_if_machine_taken
+
+    holder = LocalLock()
+    holder.acquire(owner_of(other_process, "RUN-A"))
+    with pytest.raises(MachineBusy, match="RUN-A"):
+        refuse_if_machine_taken()
+    monkeypatch.setenv(SHARE_ENV, "1")
+    refuse_if_machine_taken()
+    holder.release()
+
+
+def test_both_reports_say_the_machine_was_shared():
+    from harness.report_sections import machine_rows
+
+    holder = {"run_id": "RUN-A", "study": "s4"}
+    sharer_meta = {"machine_lock": {"local": {"machine": "local", "mode": "shared",
+                                              "holder": holder}}}
+    assert "SHARED with run RUN-A (s4)" in machine_rows(sharer_meta)["lock"]
+    holder_meta = {"machine_lock": {"local": {"machine": "local", "mode": "exclusive",
+                                              "holder": holder}},
+                   "machine_activity": {"cpus": 2, "interval_s": 5, "other_runs": [
+                       {"run_id": "RUN-B", "study": "s0", "pid": 7}], "phases": {}}}
+    rows = machine_rows(holder_meta)
+    assert "SHARED" in rows["lock"] and "RUN-B (s0, pid 7)" in rows["other runs on the machine"]
+    alone = machine_rows({"machine_lock": {"local": {"machine": "local", "mode": "exclusive"}},
+                          "machine_activity": {"other_runs": [], "phases": {}}})
+    assert alone["lock"].startswith("exclusive")
