@@ -183,6 +183,10 @@ class LocalLock:
                                             "file"})
                     self.path.unlink(missing_ok=True)
                     continue
+                sharers = [o for o in self._sharers() if o.alive()]
+                if sharers and not share:  # the holder ended, a run that shared still measures
+                    os.close(fd)
+                    raise busy_error(self.machine, sharers[0])
                 previous = Owner.from_text(_read_fd(fd))
                 if previous is not None and previous != owner:
                     stale.append({"owner": previous.to_dict(),
@@ -202,23 +206,28 @@ class LocalLock:
         path.write_text(json.dumps(owner.to_dict(), sort_keys=True))
         self._share_file = path
 
+    def _sharers(self) -> list[Owner]:
+        out = []
+        try:
+            files = sorted(self.shares.iterdir())
+        except FileNotFoundError:
+            return out
+        for path in files:
+            try:
+                sharer = Owner.from_text(path.read_text())
+            except FileNotFoundError:
+                continue
+            if sharer is not None:
+                out.append(sharer)
+        return out
+
     def others(self) -> list[Owner]:
         """Other live runs on this machine now: the holder and every sharer, not ourselves."""
         found = []
         holder = self.holder()
         if holder is not None:
             found.append(holder)
-        try:
-            files = sorted(self.shares.iterdir())
-        except FileNotFoundError:
-            files = []
-        for path in files:
-            try:
-                sharer = Owner.from_text(path.read_text())
-            except FileNotFoundError:
-                continue
-            if sharer is not None and sharer.alive() and sharer not in found:
-                found.append(sharer)
+        found += [o for o in self._sharers() if o.alive() and o not in found]
         me = self.owner
         return [o for o in found if me is None or
                 (o.pid, o.start_ticks, o.run_id) != (me.pid, me.start_ticks, me.run_id)]

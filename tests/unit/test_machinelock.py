@@ -183,3 +183,15 @@ def test_both_reports_say_the_machine_was_shared():
     alone = machine_rows({"machine_lock": {"local": {"machine": "local", "mode": "exclusive"}},
                           "machine_activity": {"other_runs": [], "phases": {}}})
     assert alone["lock"].startswith("exclusive")
+
+
+def test_a_run_that_shared_still_holds_the_machine_after_the_holder_ends(other_process):
+    holder = LocalLock()
+    holder.acquire(this_process("RUN-A", "s4"))
+    sharer = LocalLock()
+    sharer.acquire(owner_of(other_process, "RUN-B", "s0"), share=True)
+    holder.release()
+    with pytest.raises(MachineBusy, match="RUN-B"):
+        LocalLock().acquire(this_process("RUN-C", "s3"))
+    sharer.release()
+    assert LocalLock().acquire(this_process("RUN-C", "s3"))["mode"] == "exclusive"
