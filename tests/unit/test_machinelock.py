@@ -195,3 +195,17 @@ def test_a_run_that_shared_still_holds_the_machine_after_the_holder_ends(other_p
         LocalLock().acquire(this_process("RUN-C", "s3"))
     sharer.release()
     assert LocalLock().acquire(this_process("RUN-C", "s3"))["mode"] == "exclusive"
+
+
+def test_share_machine_flag_reaches_the_kernels_environment(monkeypatch):
+    import os
+
+    from harness.cli import parser, share_machine
+
+    for argv in (["run", "nb.ipynb", "--share-machine"], ["batch", "s.yaml", "--share-machine"]):
+        monkeypatch.delenv(SHARE_ENV, raising=False)
+        share_machine(parser().parse_args(argv))
+        assert os.environ[SHARE_ENV] == "1"
+    monkeypatch.delenv(SHARE_ENV, raising=False)
+    share_machine(parser().parse_args(["run", "nb.ipynb"]))
+    assert SHARE_ENV not in os.environ
