@@ -37,16 +37,17 @@ from .nodes.result import Result
 PREFIX = "harness-tracked-"
 
 # sh -c TRACK harness-tracked NAME COMMAND: "<pid> <start ticks> <pgrp>" of this shell into
-# $TMPDIR/NAME, the command in a subshell (an `exit` in it still returns here), the file
-# removed, the command's status passed on. /proc/$$/stat is read with the `read` builtin
-# (fields 22 and 5 counted after the last ")", as procfs.PROC_STAT_SH does): under TCG
-# every process started costs ~0.2 s, so the wrapper starts only `rm`.
+# $TMPDIR/NAME, the command run by `sh -c` exactly as an untracked node.run runs it (not in a
+# subshell: there `$$` would name this wrapper, and `echo $$ > cgroup.procs` would put the
+# wrapper, not the tool, in a CPU-limited cgroup), the file removed, the command's status
+# passed on. /proc/$$/stat is read with the `read` builtin (fields 22 and 5 counted after
+# the last ")", as procfs.PROC_STAT_SH does): under TCG every process started costs ~0.2 s.
 TRACK = r"""__hf="${TMPDIR:-/tmp}/$1" __hc=$2
 if read -r __hs </proc/$$/stat; then
   set -- ${__hs##*)}
   printf '%s %s %s\n' "$$" "${20}" "$3" >"$__hf"
 fi
-( unset __hf __hs; set --; eval "$__hc" )
+sh -c "$__hc"
 __hs=$?
 rm -f "$__hf"
 exit $__hs

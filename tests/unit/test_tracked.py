@@ -109,3 +109,12 @@ def test_a_reused_pid_is_never_signalled(journal, own_tmpdir):
     finally:
         bystander.kill()
         bystander.wait()
+
+
+def test_the_command_is_its_own_shell_as_untracked(journal):
+    """`$$` names the shell running the command (in_cgroup writes it to cgroup.procs and
+    then execs the tool: a wrapper's pid there would leave the tool outside the cgroup)."""
+    res = run_tracked(journal, LocalNode(), "echo $$; exec cat /proc/self/stat")
+    shell_pid, stat = res.stdout.split("\n", 1)
+    assert int(stat.split()[0]) == int(shell_pid)
+    assert run_tracked(journal, LocalNode(), "exit 4", check=False).exit_status == 4
