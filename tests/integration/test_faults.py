@@ -109,7 +109,7 @@ def test_a_full_archive_disk_stops_the_run_with_one_clear_error(tmp_path, own_lo
         subprocess.run(["umount", str(data)], check=True)
 
 
-CHILD = """
+PING_CHILD = """
 import sys
 sys.path.insert(0, sys.argv[1])
 from ping_study import PingStudy
@@ -117,15 +117,27 @@ study = PingStudy()
 print(study.run(study.parameters(count=20, interval_s=0.1)), flush=True)
 """
 
+# S4 small: MPTCP endpoints, policy routing, iperf3 and GridFTP servers and clients
+S4_CHILD = """
+from harness.studies.s4 import S4
+study = S4()
+print(study.run(study.parameters(repetitions=1, streams=(1, 2), duration_s=2,
+                                 gridftp_streams=(1,), gridftp_mbytes=8, verify_seconds=1)),
+      flush=True)
+"""
+
 SEED = int(os.environ.get("HARNESS_FAULT_SEED", "15"))
 
 
-def test_sigkill_at_random_moments_then_lab_clean_leaves_the_machine_as_found(tmp_path,
-                                                                            own_lock_folder):
-    """The harness killed hard at three seeded moments of a study's run (lab build, link
-    verification with iperf3, measurement); `harness lab clean` restores the machine."""
+@pytest.mark.parametrize("child_code, kills, span_s", [(PING_CHILD, 2, 9.0), (S4_CHILD, 1, 25.0)],
+                         ids=["ping-demo", "s4"])
+def test_sigkill_at_random_moments_then_lab_clean_leaves_the_machine_as_found(
+        child_code, kills, span_s, tmp_path, own_lock_folder):
+    """The harness killed hard at seeded moments of a study's run (lab build, link
+    verification with iperf3, configuration, measurement); `harness lab clean` restores the
+    machine."""
     rng = random.Random(SEED)
-    moments = sorted(rng.uniform(0.0, 9.0) for _ in range(3))  # after the run folder exists
+    moments = sorted(rng.uniform(0.0, span_s) for _ in range(kills))  # after the run folder
     print(f"SIGKILL moments (seed {SEED}): {[round(m, 2) for m in moments]}")
     env = {**os.environ, "HARNESS_DATA": str(tmp_path / "data"),
            "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
@@ -133,7 +145,8 @@ def test_sigkill_at_random_moments_then_lab_clean_leaves_the_machine_as_found(tm
     runs_root = tmp_path / "data" / "runs"
     for moment in moments:
         started = len(list(runs_root.glob("*/*/run.json")))
-        child = subprocess.Popen([sys.executable, "-c", CHILD, str(ROOT / "tests" / "studies")],
+        child = subprocess.Popen([sys.executable, "-c", child_code,
+                                  str(ROOT / "tests" / "studies")],
                                  env=env, cwd=ROOT, stdout=subprocess.PIPE, text=True)
         deadline = time.monotonic() + 60
         while len(list(runs_root.glob("*/*/run.json"))) == started:  # imports take seconds
@@ -147,9 +160,9 @@ def test_sigkill_at_random_moments_then_lab_clean_leaves_the_machine_as_found(tm
         assert clean.returncode == 0, clean.stdout + clean.stderr
         print(f"killed at {moment:.2f}s; lab clean: {clean.stdout.strip()}")
         cleaned.append("undoing" in clean.stdout)
-        for journal in (tmp_path / "data" / "runs").glob("*/*/journal.jsonl"):
+        for journal in runs_root.glob("*/*/journal.jsonl"):
             assert_machine_as_found(journal, own_lock_folder)
-    runs = list((tmp_path / "data" / "runs").glob("*/*/run.json"))
+    runs = list(runs_root.glob("*/*/run.json"))
     assert len(runs) == len(moments)
     killed = [json.loads(p.read_text()) for p in runs]
     assert any(m["status"] == INCOMPLETE for m in killed)
