@@ -129,41 +129,54 @@ print(study.run(study.parameters(repetitions=1, streams=(1, 2), duration_s=2,
 SEED = int(os.environ.get("HARNESS_FAULT_SEED", "15"))
 
 
-@pytest.mark.parametrize("child_code, kills, span_s", [(PING_CHILD, 2, 9.0), (S4_CHILD, 1, 25.0)],
+def journal_lines(runs_root: Path) -> int:
+    return sum(len(p.read_bytes().splitlines()) for p in runs_root.glob("*/*/journal.jsonl"))
+
+
+@pytest.mark.parametrize("child_code, kills, lines", [(PING_CHILD, 2, (1, 9)),
+                                                      (S4_CHILD, 1, (5, 60))],
                          ids=["ping-demo", "s4"])
 def test_sigkill_at_random_moments_then_lab_clean_leaves_the_machine_as_found(
-        child_code, kills, span_s, tmp_path, own_lock_folder):
+        child_code, kills, lines, tmp_path, own_lock_folder):
     """The harness killed hard at seeded moments of a study's run (lab build, link
-    verification with iperf3, configuration, measurement); `harness lab clean` restores the
-    machine."""
+    verification with iperf3, configuration, measurement, teardown); `harness lab clean`
+    restores the machine.
+
+    A moment is "just after the run's journal reached its k-th line" (k seeded, within the
+    number of lines a whole run writes: 12 for the test study, ~80 for this S4 run), plus up
+    to 0.3 s: a point of the run's own progress, so the kills land inside it however loaded
+    the machine is (a wall-clock moment missed the run on a quieter machine).
+    """
     rng = random.Random(SEED)
-    moments = sorted(rng.uniform(0.0, span_s) for _ in range(kills))  # after the run folder
-    print(f"SIGKILL moments (seed {SEED}): {[round(m, 2) for m in moments]}")
+    moments = sorted((rng.randint(*lines), round(rng.uniform(0.0, 0.3), 3))
+                     for _ in range(kills))
+    print(f"SIGKILL moments (seed {SEED}): after journal line, + seconds: {moments}")
     env = {**os.environ, "HARNESS_DATA": str(tmp_path / "data"),
            "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     cleaned = []
     runs_root = tmp_path / "data" / "runs"
-    for moment in moments:
-        started = len(list(runs_root.glob("*/*/run.json")))
+    for line, extra in moments:
+        before = journal_lines(runs_root)
         child = subprocess.Popen([sys.executable, "-c", child_code,
                                   str(ROOT / "tests" / "studies")],
                                  env=env, cwd=ROOT, stdout=subprocess.PIPE, text=True)
-        deadline = time.monotonic() + 60
-        while len(list(runs_root.glob("*/*/run.json"))) == started:  # imports take seconds
-            assert child.poll() is None and time.monotonic() < deadline
-            time.sleep(0.05)
-        time.sleep(moment)
+        deadline = time.monotonic() + 240
+        while journal_lines(runs_root) - before < line and child.poll() is None:
+            assert time.monotonic() < deadline, "the run made no progress"
+            time.sleep(0.01)
+        time.sleep(extra)
         child.send_signal(signal.SIGKILL)
         child.wait()
         clean = subprocess.run([sys.executable, "-m", "harness", "lab", "clean"], env=env,
                                capture_output=True, text=True, timeout=180, cwd=ROOT)
         assert clean.returncode == 0, clean.stdout + clean.stderr
-        print(f"killed at {moment:.2f}s; lab clean: {clean.stdout.strip()}")
+        print(f"killed after journal line {line} + {extra}s; lab clean: {clean.stdout.strip()}")
         cleaned.append("undoing" in clean.stdout)
         for journal in runs_root.glob("*/*/journal.jsonl"):
             assert_machine_as_found(journal, own_lock_folder)
     runs = list(runs_root.glob("*/*/run.json"))
     assert len(runs) == len(moments)
     killed = [json.loads(p.read_text()) for p in runs]
+    # a kill in the last instants of teardown may find the run already finished
     assert any(m["status"] == INCOMPLETE for m in killed)
     assert any(cleaned), "no kill left anything to undo: the moments missed the run"
