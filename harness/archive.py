@@ -19,11 +19,13 @@ import os
 import secrets
 import stat
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from .errors import ArchiveError
+from .errors import ArchiveError, write_failed
 from .journal import Journal
 
 RUN_FILE = "run.json"
@@ -52,12 +54,16 @@ def now_iso() -> str:
 
 def _write_json_atomic(path: Path, data: dict) -> None:
     tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
-    with open(tmp, "w") as fh:
-        json.dump(data, fh, indent=2, sort_keys=True, default=str)
-        fh.write("\n")
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "w") as fh:
+            json.dump(data, fh, indent=2, sort_keys=True, default=str)
+            fh.write("\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except OSError as exc:  # the old file stays whole: the write never reached it
+        tmp.unlink(missing_ok=True)
+        raise write_failed(path, exc) from None
 
 
 @dataclass
@@ -145,7 +151,9 @@ class Run:
         mode = "xb" if isinstance(content, bytes) else "x"
         try:
             with open(target, mode) as fh:
-                fh.write(content)
+                with _removed_if_cut_short(target):
+                    fh.write(content)
+                    fh.flush()
         except FileExistsError:
             raise ArchiveError(f"{target} exists already",
                                "give each raw output a unique name") from None
@@ -156,7 +164,8 @@ class Run:
         target = self.path / name
         if target.exists():
             raise ArchiveError(f"{target} exists already")
-        target.write_bytes(Path(source).read_bytes())
+        with _removed_if_cut_short(target):
+            target.write_bytes(Path(source).read_bytes())
         return target
 
     def write_table(self, frame, name: str = "results") -> Path:
@@ -165,8 +174,9 @@ class Run:
         parquet = self.path / f"{name}.parquet"
         if parquet.exists():
             raise ArchiveError(f"{parquet} exists already")
-        frame.to_parquet(parquet, index=False)
-        frame.to_csv(self.path / f"{name}.csv", index=False)
+        with _removed_if_cut_short(parquet), _removed_if_cut_short(self.path / f"{name}.csv"):
+            frame.to_parquet(parquet, index=False)
+            frame.to_csv(self.path / f"{name}.csv", index=False)
         return parquet
 
     def finish(self, status: str, error: str | None = None, ended: str | None = None) -> None:
@@ -186,6 +196,17 @@ class Run:
                 p = Path(dirpath) / name
                 mode = p.stat().st_mode
                 p.chmod(mode & ~(stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
+
+
+@contextmanager
+def _removed_if_cut_short(target: Path) -> Iterator[None]:
+    """A new archive file whose write failed (full disk) is removed, never left half-written;
+    the failure becomes one :class:`ArchiveError`."""
+    try:
+        yield
+    except OSError as exc:
+        target.unlink(missing_ok=True)
+        raise write_failed(target, exc) from None
 
 
 def list_runs(study: str | None = None, root: Path | None = None,

@@ -33,10 +33,21 @@ def cmd_probe(args) -> int:
     return 0
 
 
+def share_machine(args) -> None:
+    """``--share-machine``: the run's kernel (a child) inherits the request from the environment."""
+    if getattr(args, "share_machine", False):
+        import os
+
+        from .machinelock import SHARE_ENV
+
+        os.environ[SHARE_ENV] = "1"
+
+
 def cmd_run(args) -> int:
     from .execute import parameters_file, parse_value, run_notebook
     from .index import refresh
 
+    share_machine(args)
     params = {**(parameters_file(args.file) if args.file else {}),
               **{name: parse_value(value) for name, value in args.parameter or []}}
     if args.inventory:
@@ -63,6 +74,7 @@ def cmd_batch(args) -> int:
     from .index import refresh
     from .sweep import run_sweep
 
+    share_machine(args)
     outcomes = run_sweep(args.sweep, progress=not args.quiet)
     failed = 0
     for status, point, path in outcomes:
@@ -123,6 +135,11 @@ def cmd_lab_clean(args) -> int:
             print(f"  {entry.kind} {entry.data}")
         journal.undo_all()
         cleaned += 1
+    from .machinelock import clear_stale
+
+    for run_id in clear_stale():
+        print(f"released this machine's lock left by run {run_id}, whose process is gone")
+        cleaned += 1
     print(f"cleaned {cleaned} run(s)" if cleaned else "nothing to clean")
     return 0
 
@@ -170,6 +187,10 @@ def verdict_summary(run_path) -> str:
     return summary(pd.read_csv(path)) if path.exists() else "(no claims table)"
 
 
+SHARE_HELP = ("measure even while another run measures on the same machine (both runs record "
+              "it); without it such a run is refused")
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="harness", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
@@ -187,11 +208,13 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     run.add_argument("--dry-run", action="store_true",
                      help="print every change the run would make, change nothing, archive nothing")
+    run.add_argument("--share-machine", action="store_true", help=SHARE_HELP)
     run.set_defaults(func=cmd_run)
 
     batch = sub.add_parser("batch", help="run a resumable parameter sweep")
     batch.add_argument("sweep")
     batch.add_argument("-q", "--quiet", action="store_true")
+    batch.add_argument("--share-machine", action="store_true", help=SHARE_HELP)
     batch.set_defaults(func=cmd_batch)
 
     lab = sub.add_parser("lab", help="inspect or clean labs")

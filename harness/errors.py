@@ -44,7 +44,20 @@ class CommandTimeout(HarnessError):
 
 
 class ArchiveError(HarnessError):
-    """An archived run would be overwritten or is malformed."""
+    """An archived run would be overwritten or is malformed, or its disk refused a write."""
+
+
+def write_failed(path, exc: OSError) -> ArchiveError:
+    """One clear error for a failed write to the archive (a full disk above all)."""
+    import errno
+
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        what = f"the archive's disk is full: cannot write {path}"
+    else:
+        what = f"cannot write {path}: {exc.strerror or exc}"
+    return ArchiveError(what, "free space on the data folder's file system (or point "
+                        "HARNESS_DATA elsewhere) and run again; this run stays incomplete and "
+                        "every change in its journal is undone on the way out")
 
 
 class Interrupted(HarnessError):

@@ -77,6 +77,16 @@ def check_parameters(notebook: Path, given: dict) -> tuple[Study, object]:
     return study, params
 
 
+def refuse_if_machine_taken() -> None:
+    """Refuse before the run folder exists when another run measures here and sharing was not
+    asked (the kernel's session takes the lock itself; this only fails earlier)."""
+    from .machinelock import LocalLock, busy_error, sharing_requested
+
+    holder = LocalLock().holder()
+    if holder is not None and not sharing_requested():
+        raise busy_error("local", holder)
+
+
 def notebook_defaults(notebook: Path) -> dict:
     """The values of the notebook's parameters cell, as Python values."""
     return {name: _default(info) for name, info in notebook_parameters(notebook).items()}
@@ -122,6 +132,7 @@ def run_notebook(notebook: str | Path, parameters: dict | None = None,
     notebook = Path(notebook).resolve()
     given = dict(parameters or {})
     study, params = check_parameters(notebook, given)
+    refuse_if_machine_taken()
     run = Run.create(study.name, {**params.to_dict(), **{k: v for k, v in given.items()
                                                     if k in HARNESS_PARAMETERS}},
                      root, notebook=str(notebook))

@@ -29,6 +29,7 @@ operations and undoes those at the end.
 from __future__ import annotations
 
 import ipaddress
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -37,6 +38,30 @@ import yaml
 from .errors import SpecError
 from .nodes import Node
 from .topology import Topology
+
+#: What may reach a command line: Linux interface names (at most 15 bytes, IFNAMSIZ - 1)
+#: without '/', whitespace or shell metacharacters; host names and IP addresses; POSIX user
+#: names. Anything else is refused when the inventory is read.
+DEVICE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,14}")
+HOST_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]*")
+USER_NAME = re.compile(r"[a-z_][a-z0-9_.-]*")
+PASSWORD_KEYS = {"password", "passphrase", "pass", "password_auth", "key_passphrase"}
+
+
+def _check_name(value: str, pattern: re.Pattern, what: str, source: str) -> None:
+    if not pattern.fullmatch(value):
+        raise SpecError(f"inventory {source}: {what} {value!r} is not allowed",
+                        "use letters, digits and . _ - only (no spaces or shell characters); "
+                        "a device name has at most 15 characters")
+
+
+def _refuse_passwords(entry: dict, where: str, source: str) -> None:
+    found = sorted(PASSWORD_KEYS & set(entry))
+    if found:
+        raise SpecError(f"inventory {source}: {where} has {found[0]!r}: password "
+                        "authentication is refused",
+                        "use key authentication (key: PATH to a private key, or ssh-agent); "
+                        "never write passwords into an inventory")
 
 
 @dataclass(frozen=True)
@@ -87,41 +112,67 @@ class Inventory:
         if not isinstance(data, dict) or not isinstance(data.get("nodes"), dict) \
                 or not data["nodes"]:
             raise bad("needs a non-empty mapping 'nodes: {name: {host: ...}}'")
+        unknown = set(data) - {"ssh", "nodes"}
+        if unknown:
+            raise bad(f"unknown top-level keys {sorted(unknown)}")
         defaults = data.get("ssh") or {}
         if not isinstance(defaults, dict):
             raise bad("'ssh' must be a mapping")
+        _refuse_passwords(defaults, "ssh", source)
         unknown = set(defaults) - {"user", "key", "known_hosts", "accept_unknown_hosts", "port"}
         if unknown:
             raise bad(f"unknown keys under 'ssh': {sorted(unknown)}")
         hosts = {}
+        seen: dict[str, str] = {}  # ip -> node:interface that has it
         for name, entry in data["nodes"].items():
             if not isinstance(entry, dict) or not entry.get("host"):
                 raise bad(f"node {name!r} needs a 'host'")
+            _refuse_passwords(entry, f"node {name!r}", source)
             unknown = set(entry) - {"host", "port", "user", "key", "known_hosts",
                                     "accept_unknown_hosts", "interfaces"}
             if unknown:
                 raise bad(f"node {name!r} has unknown keys {sorted(unknown)}")
             merged = {**defaults, **entry}
+            _check_name(str(merged["host"]), HOST_NAME, f"node {name!r}: host name", source)
+            _check_name(str(merged.get("user", "root")), USER_NAME, f"node {name!r}: user name",
+                        source)
             interfaces = {}
             for ifname, iface in (entry.get("interfaces") or {}).items():
                 if not isinstance(iface, dict) or "device" not in iface or "address" not in iface:
                     raise bad(f"interface {name}:{ifname} needs 'device' and 'address'")
+                unknown = set(iface) - {"device", "address"}
+                if unknown:
+                    raise bad(f"interface {name}:{ifname} has unknown keys {sorted(unknown)}")
+                _check_name(str(iface["device"]), DEVICE_NAME,
+                            f"interface {name}:{ifname}: device name", source)
                 try:
-                    ipaddress.ip_interface(iface["address"])
+                    ip = str(ipaddress.ip_interface(iface["address"]).ip)
                 except ValueError:
                     raise bad(f"interface {name}:{ifname} has an invalid address "
                               f"{iface['address']!r}") from None
+                if ip in seen:
+                    raise bad(f"address {ip} is given twice: {seen[ip]} and {name}:{ifname}")
+                seen[ip] = f"{name}:{ifname}"
                 interfaces[ifname] = InventoryInterface(str(iface["device"]),
                                                         str(iface["address"]))
+            raw_port = merged.get("port", 22)
             try:
-                port = int(merged.get("port", 22))
+                if isinstance(raw_port, bool):
+                    raise TypeError
+                port = int(raw_port)
             except (TypeError, ValueError):
                 raise bad(f"node {name!r} has a non-numeric port") from None
             if not 1 <= port <= 65535:
                 raise bad(f"node {name!r} has port {port} out of range 1..65535")
             accept = merged.get("accept_unknown_hosts", False)
             if not isinstance(accept, bool):
-                raise bad("accept_unknown_hosts must be true or false")
+                raise bad("accept_unknown_hosts must be true or false (YAML true/false, not text)")
+            if accept and not merged.get("known_hosts"):
+                raise SpecError(
+                    f"inventory {source}: node {name!r}: accept_unknown_hosts needs an explicit "
+                    "known_hosts file",
+                    "trust on first use records each accepted key there, so that a changed key "
+                    "is refused next time: add known_hosts: PATH (under ssh or the node)")
             hosts[name] = InventoryHost(
                 name=name, host=str(merged["host"]), port=port,
                 user=str(merged.get("user", "root")), key=merged.get("key"),

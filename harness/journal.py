@@ -39,7 +39,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import HarnessError
+from .errors import HarnessError, write_failed
 from .nodes import Node, node_from_description
 from .nodes.base import Command, Process
 from .nodes.procfs import PROC_STAT_SH
@@ -158,6 +158,7 @@ class Journal:
         self._nodes: dict[str, Node] = {}
         self._owner_pid = os.getpid()
         self._writers: set[int] = set()
+        self.unwritten: list[int] = []  # undone, but the disk refused to say so
         if self.path.exists():
             self._load()
 
@@ -220,10 +221,13 @@ class Journal:
     # -- writing -----------------------------------------------------------
     def _append(self, rec: dict) -> None:
         line = json.dumps(rec, sort_keys=True) + "\n"
-        with open(self.path, "a") as fh:
-            fh.write(line)
-            fh.flush()
-            os.fsync(fh.fileno())
+        try:
+            with open(self.path, "a") as fh:
+                fh.write(line)
+                fh.flush()
+                os.fsync(fh.fileno())
+        except OSError as exc:  # a torn last line is skipped when read (see _load)
+            raise write_failed(self.path, exc) from None
 
     def _next_seq(self) -> int:
         return max(max(self._entries, default=0), max(self._noted, default=0)) + 1
@@ -241,13 +245,13 @@ class Journal:
             seq = self._next_seq()
             entry = Entry(seq, kind, node.describe(), dict(data), module=_MODULES[kind],
                           record=None if record is None else dict(record))
-            self._entries[seq] = entry
-            self._nodes.setdefault(json.dumps(entry.node, sort_keys=True), node)
             line = {"op": "do", "seq": seq, "kind": kind, "node": entry.node, "data": entry.data,
                     "module": entry.module, "time": time.time(), "pid": os.getpid()}
             if record is not None:
                 line["record"] = entry.record
-            self._append(line)
+            self._append(line)  # first: a change whose record is not on disk is never made
+            self._entries[seq] = entry
+            self._nodes.setdefault(json.dumps(entry.node, sort_keys=True), node)
             self._writers.add(os.getpid())
         return entry
 
@@ -273,9 +277,15 @@ class Journal:
             self._append({"op": "update", "seq": entry.seq, "data": data})
 
     def mark_undone(self, entry: Entry) -> None:
+        """The change is undone. If the disk refuses the line (full), the undo still stands:
+        on disk the entry stays pending, and ``harness lab clean`` repeats its undo, which
+        tolerates what is already gone."""
         with self._lock:
             entry.undone = True
-            self._append({"op": "undone", "seq": entry.seq, "time": time.time()})
+            try:
+                self._append({"op": "undone", "seq": entry.seq, "time": time.time()})
+            except HarnessError:
+                self.unwritten.append(entry.seq)
 
     # -- undoing -----------------------------------------------------------
     def _node(self, desc: dict) -> Node:

@@ -112,6 +112,7 @@ def provenance_section(meta: dict, citation: str, notebook_kernel: str = "") -> 
                                  "Python": prov.get("python"),
                                  "notebook kernel": notebook_kernel or None}),
         ("Placement", meta.get("placement") or {"where": None}),
+        ("The machine during the run", machine_rows(meta)),
         ("Kernels of the nodes", {node: caps.get("kernel") for node, caps in capabilities.items()}),
         ("Tool versions", _tool_versions(capabilities)),
         ("Python packages", prov.get("packages") or {}),
@@ -119,6 +120,20 @@ def provenance_section(meta: dict, citation: str, notebook_kernel: str = "") -> 
     ]
     body = "".join(f"<h3>{escape(name)}</h3>{_table(rows)}" for name, rows in parts)
     return _section("Provenance", PROVENANCE_ID, body)
+
+
+def machine_rows(meta: dict) -> dict:
+    """Whether the run had its machine to itself, and its load (run.json's ``machine_lock`` and
+    ``machine_activity``, see :mod:`harness.machinewatch`)."""
+    from .machinewatch import describe
+
+    locks = meta.get("machine_lock") or {}
+    rows = describe(meta.get("machine_activity"), locks.get("local"))
+    for name, lock in locks.items():
+        if name != "local":
+            rows[f"lock on {name}"] = (lock.get("mode") if lock.get("mode") == "exclusive" else
+                                       f"shared with run {(lock.get('holder') or {}).get('run_id')}")
+    return rows or {"lock": "not recorded (a run from before machine locks)"}
 
 
 def _tool_versions(capabilities: dict) -> dict:

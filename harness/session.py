@@ -40,6 +40,8 @@ from .errors import Interrupted, SpecError
 from .inventory import Inventory
 from .journal import Journal
 from .lab import Lab
+from .machinelock import LocalLock, remote_lock, sharing_requested, this_process
+from .machinewatch import MachineWatch
 from .nodes import LocalNode, Node
 from .placement import (
     Scaling,
@@ -54,6 +56,7 @@ from .placement import (
 from .probe import Capabilities, probe, require
 from .testbed import InventoryTestbed, LabTestbed
 from .topology import Topology
+from .tracked import journalled
 from .verify import LinkCheck, summarise
 
 
@@ -72,6 +75,9 @@ class Session:
     scaling: Scaling | None = None
     _placement: dict = field(default_factory=dict)
     _planned: list[ChangeRecord] = field(default_factory=list)
+    machine_locks: dict[str, dict] = field(default_factory=dict)  # machine -> lock record
+    _lock: LocalLock | None = None
+    _watch: MachineWatch | None = None
 
     def __post_init__(self) -> None:
         if not self.study:
@@ -127,6 +133,8 @@ class Session:
             bed = InventoryTestbed(topology, Inventory.load(self.inventory))
             self.stack.callback(bed.close)
             bed.connect()
+            if not self.dry_run:
+                self._take_inventory_machines(bed)
             for name, node in bed.nodes.items():
                 caps = self.capabilities[name] = probe(node)
                 need = set(features) | (node_features or {}).get(name, set())
@@ -238,6 +246,43 @@ class Session:
         self.stack.enter_context(lab)
         return LabTestbed(lab)
 
+    # -- one measuring run per machine (harness.machinelock, harness.machinewatch) ---------
+    def take_machine(self) -> None:
+        """Take this machine's lock (or join its holder when sharing was asked) and start
+        watching its load; refused with one error, before any change, when it is taken."""
+        share = sharing_requested()
+        lock = LocalLock()
+        owner = this_process(self.run.run_id, self.study, str(self.run.path), share)
+        self.machine_locks["local"] = lock.acquire(owner, share)
+        self._lock = lock
+        self.run.update(machine_lock=self.machine_locks)
+        self._watch = MachineWatch(lock).start()
+
+    def _take_inventory_machines(self, bed: InventoryTestbed) -> None:
+        """The same lock on every inventory machine, held by a journalled process there."""
+        owner = self._lock.owner if self._lock else this_process(
+            self.run.run_id, self.study, str(self.run.path))
+        for name, node in bed.nodes.items():
+            self.machine_locks[name] = remote_lock(self.journal, node, owner,
+                                                   sharing_requested())
+        self.run.update(machine_lock=self.machine_locks)
+
+    def mark(self, phase: str) -> None:
+        """Samples of the machine's load from now on belong to ``phase`` (e.g. ``measure``)."""
+        if self._watch is not None:
+            self._watch.mark(phase)
+
+    def give_back_machine(self) -> None:
+        """Stop watching and release the lock; the watch's summary goes to run.json."""
+        try:
+            if self._watch is not None:
+                self.run.update(machine_activity=self._watch.stop())
+                self._watch = None
+        finally:
+            if self._lock is not None:
+                self._lock.release()
+                self._lock = None
+
     def placement(self) -> dict:
         if self.inventory:
             return {"where": "inventory", "reason": f"machines from {self.inventory}"}
@@ -274,12 +319,21 @@ class Session:
                 self.journal.undo_all()  # anything recorded outside the lab's scope
             finally:
                 lab_record = self.bed.record() if self.bed else None
+                left = [f"{e.kind} on {e.node.get('name')}: {_short(e.data)}"
+                        for e in self.journal.pending()]
                 self.run.update(
                     configuration=self.journal.configuration(),
                     testbed=lab_record,
                     session_timings=self.timings,
                     measurement_error=None if error is None else format_error(error),
+                    # what could not be undone (a node lost, ...): `harness lab clean` retries
+                    not_undone=left or None,
                 )
+
+
+def _short(data: dict, limit: int = 160) -> str:
+    text = ", ".join(f"{k}={v}" for k, v in data.items())
+    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 def format_error(error: BaseException) -> str:
@@ -335,15 +389,33 @@ def open_session(study: str, parameters: dict, run_dir: str = "", inventory: str
     error: BaseException | None = None
     with sigterm_as_interrupt():
         try:
-            yield session
+            session.take_machine()
+            with journalled(session.journal):
+                yield session
         except BaseException as exc:
             error = exc
             raise
         finally:
-            session.close(error)
+            # Every step runs whatever the others did; the first failure decides the outcome,
+            # and the block's own error, if any, stays the one raised (the rest become notes).
+            problems: list[BaseException] = []
+            for step in (lambda: session.close(error), session.give_back_machine):
+                try:
+                    step()
+                except BaseException as exc:  # noqa: BLE001 -- kept, see below
+                    problems.append(exc)
+            failure = error or (problems[0] if problems else None)
             if owner:
-                run.finish(COMPLETE if error is None else INCOMPLETE,
-                           None if error is None else format_error(error))
+                try:
+                    run.finish(COMPLETE if failure is None else INCOMPLETE,
+                               None if failure is None else format_error(failure))
+                except BaseException as exc:  # noqa: BLE001 -- e.g. the disk is full
+                    problems.append(exc)
+            if error is not None:
+                for exc in problems:
+                    error.add_note(f"and then: {format_error(exc)}")
+            elif problems:
+                raise problems[0]
 
 
 __all__ = ["Session", "open_session", "summarise", "Interrupted", "Node"]

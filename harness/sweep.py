@@ -25,6 +25,8 @@ import yaml
 from .archive import COMPLETE, Run, list_runs
 from .errors import SpecError
 
+FORMAT = "see the format in harness/sweep.py"
+
 
 @dataclass(frozen=True)
 class Sweep:
@@ -36,11 +38,11 @@ class Sweep:
     def load(cls, path: str | Path) -> Sweep:
         path = Path(path)
         if not path.exists():
-            raise SpecError(f"sweep file {path} does not exist")
+            raise SpecError(f"sweep file {path} does not exist", "give the path of a YAML sweep")
         try:
             data = yaml.safe_load(path.read_text())
         except yaml.YAMLError as exc:
-            raise SpecError(f"sweep file {path} is not valid YAML: {exc}") from None
+            raise SpecError(f"sweep file {path} is not valid YAML: {exc}", FORMAT) from None
         if not isinstance(data, dict) or "notebook" not in data:
             raise SpecError(f"sweep file {path} needs 'notebook:'",
                             "see the format in harness/sweep.py")
@@ -51,16 +53,23 @@ class Sweep:
         fixed = data.get("parameters") or {}
         axes = data.get("sweep") or {}
         if not isinstance(fixed, dict) or not isinstance(axes, dict):
-            raise SpecError(f"sweep file {path}: parameters and sweep must be mappings")
+            raise SpecError(f"sweep file {path}: parameters and sweep must be mappings", FORMAT)
         for name, values in axes.items():
             if not isinstance(values, list) or not values:
-                raise SpecError(f"sweep file {path}: sweep.{name} must be a non-empty list")
+                raise SpecError(f"sweep file {path}: sweep.{name} must be a non-empty list",
+                                f"write sweep: {{{name}: [value, value, ...]}}")
         overlap = set(fixed) & set(axes)
         if overlap:
-            raise SpecError(f"sweep file {path}: {sorted(overlap)} are both fixed and swept")
+            raise SpecError(f"sweep file {path}: {sorted(overlap)} are both fixed and swept",
+                            "keep each parameter under either parameters or sweep")
+        if not isinstance(data["notebook"], str):
+            raise SpecError(f"sweep file {path}: notebook must be a path", FORMAT)
         notebook = Path(data["notebook"])
         if not notebook.is_absolute():
             notebook = (path.parent / notebook) if (path.parent / notebook).exists() else notebook
+        if not notebook.is_file():
+            raise SpecError(f"sweep file {path}: notebook {data['notebook']} does not exist",
+                            "give the notebook's path, absolute or relative to the sweep file")
         return cls(notebook.resolve(), fixed, axes)
 
     def points(self) -> list[dict]:

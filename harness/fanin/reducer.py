@@ -159,12 +159,13 @@ def run_reducer(node: Node, binary: str, spec: ReduceSpec, targets: list[str],
         script = (f"{bracket}\necho {BEFORE}\n"
                   f"{node.command_on_machine(argv)}\nst=$?\n"
                   f"echo {AFTER}\n{bracket}\nexit $st")
-        res = node.machine.run(script, timeout=spec.time_bound_s() + 60, check=False)
+        res = node.machine.run(script, timeout=spec.time_bound_s() + 60, check=False,
+                               track=True)
         before, _, rest = res.stdout.partition(BEFORE + "\n")
         stdout, _, after = rest.partition(AFTER + "\n")
         around = (before, after)
     else:
-        res = node.run(argv, timeout=spec.time_bound_s(), check=False)
+        res = node.run(argv, timeout=spec.time_bound_s(), check=False, track=True)
         stdout, around = res.stdout, ("", "")
     result = ReduceResult(spec, list(targets), res.exit_status, stdout, res.stderr,
                           parse_output(stdout + "\n" + res.stderr),

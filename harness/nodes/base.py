@@ -9,7 +9,7 @@ from __future__ import annotations
 import shlex
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from ..errors import CommandFailed, CommandTimeout
@@ -18,6 +18,10 @@ from .result import Result
 Command = str | Sequence[str]
 
 DEFAULT_TIMEOUT = 60.0
+
+#: Set by :mod:`harness.tracked` while a run's journal is active: runs a command with
+#: ``track=True`` journalled (see there). None: such commands run as any other.
+tracker: Callable[..., Result] | None = None
 
 
 def command_text(cmd: Command) -> str:
@@ -134,13 +138,18 @@ class Node(ABC):
         check: bool = True,
         stdin: bytes | None = None,
         hint: str | None = None,
+        track: bool = False,
     ) -> Result:
         """Run ``cmd`` to completion and return its :class:`Result`.
 
         ``check`` raises :class:`CommandFailed` on a non-zero exit status.
         A command that outlives ``timeout`` seconds is killed and raises
-        :class:`CommandTimeout`.
+        :class:`CommandTimeout`. ``track``: a measurement tool (iperf3 client,
+        globus-url-copy, ...) that must not outlive the harness -- inside a run it
+        is journalled with its identity before it starts (:mod:`harness.tracked`).
         """
+        if track and tracker is not None:
+            return tracker(self, cmd, timeout=timeout, check=check, stdin=stdin, hint=hint)
         text = command_text(cmd)
         started = time.monotonic()
         try:

@@ -204,7 +204,7 @@ def _run_machine(machine: Node, calls: list[Call], jobs: int,
     budget = timeout if timeout is not None else machine_budget(calls, jobs)
     started = time.monotonic()
     try:
-        res = machine.run(script, timeout=budget, check=False)
+        res = machine.run(script, timeout=budget, check=False, track=True)
     except BaseException:
         # Killed mid-way (timeout, Ctrl-C: SIGKILL to its process group) skips the EXIT
         # trap: remove our work directory by its exact name.

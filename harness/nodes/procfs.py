@@ -86,14 +86,14 @@ def cpu_ticks(stat_text: str) -> int:
 
 
 #: Shell function (POSIX sh) for scripts that run on a node: ``proc_stat PID``
-#: sets ``proc_state`` (field 3) and ``proc_start`` (field 22, start ticks) and
-#: fails if there is no such process. The function's own positional parameters
-#: are used, the caller's are left alone.
+#: sets ``proc_state`` (field 3), ``proc_pgrp`` (field 5, its process group) and
+#: ``proc_start`` (field 22, start ticks) and fails if there is no such process.
+#: The function's own positional parameters are used, the caller's are left alone.
 PROC_STAT_SH = r"""proc_stat() {
-  proc_state= proc_start=
+  proc_state= proc_start= proc_pgrp=
   __ps=$(cat /proc/$1/stat 2>/dev/null)
   [ -n "$__ps" ] || return 1
   set -- ${__ps##*)}
-  proc_state=$1 proc_start=${20}
+  proc_state=$1 proc_pgrp=$3 proc_start=${20}
 }
 """

@@ -178,7 +178,9 @@ class Study(ABC):
             self.check_testbed(session, bed, params)
             configured = self.configure(session, bed, params)
             session.verify(getattr(params, "verify_seconds", 2))
+            session.mark("measure")
             self.measure(session, bed, params, configured)
+            session.mark("archive")
             self._archive_claims(session)
             return str(session.run.path)
 

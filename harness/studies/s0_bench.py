@@ -153,7 +153,8 @@ def nptcp_half_rtt_us(meas: Measurement, host: str, iterations: int = 2000) -> f
         with meas.journal.process(b1, receiver):
             wait_listening(b1, NPTCP_PORT, 10)
             out = a1.run(f"cd {dirs[0][1]} && NPtcp -h {host} -P {NPTCP_PORT} {common} "
-                         f"-o np.out >/dev/null 2>&1; cat np.out", check=False, timeout=60)
+                         f"-o np.out >/dev/null 2>&1; cat np.out", check=False, timeout=60,
+                         track=True)
         cols = out.stdout.split()
         return float(cols[2]) * 1e6 if len(cols) >= 3 else None
     finally:

@@ -302,14 +302,14 @@ def measure_qperf(session: Session, pair: Pair, params: Params) -> list[dict]:
     run = qperf.QperfRun(("rc_lat", "rc_bw", "tcp_lat", "tcp_bw"), params.qperf_size,
                          params.qperf_seconds, QPERF_PORT, device=RXE)
     with qperf.server(session.journal, pair.server, QPERF_PORT, timeout=30):
-        res = pair.client.run(run.client_argv(pair.server_ip), check=False,
+        res = pair.client.run(run.client_argv(pair.server_ip), check=False, track=True,
                               timeout=60 + 4 * (params.qperf_seconds + 10))
         session.raw("qperf.txt", res.stdout + res.stderr)
         if not res.ok:  # qperf's RC tests on Soft-RoCE: "failed to modify QP to RTR" (no
             rc_error = (res.stderr or res.stdout).strip()[-300:]  # RoCE v2 GID without -cm1)
             run = qperf.QperfRun(("tcp_lat", "tcp_bw"), params.qperf_size,
                                  params.qperf_seconds, QPERF_PORT)
-            res = pair.client.run(run.client_argv(pair.server_ip), check=False,
+            res = pair.client.run(run.client_argv(pair.server_ip), check=False, track=True,
                                   timeout=60 + 2 * (params.qperf_seconds + 10))
             session.raw("qperf-tcp.txt", res.stdout + res.stderr)
             if not res.ok:

@@ -405,6 +405,7 @@ def gridftp_transfer(
     result = node.run(
         in_cgroup(command_text(cmd), cgroup),
         timeout=timeout,
+        track=True,
         hint=f"is a GridFTP server running at {server_address}:{port}"
         f"{' under mptcpize' if mptcp else ''} and reachable from {node.name}?",
     )

@@ -125,7 +125,7 @@ def iperf3_client(node: Node, server: str, port: int = 5201, seconds: float = 5.
                               window, reverse)
     for attempt in range(1, BUSY_RETRIES + 1):
         res = node.run(in_cgroup(command_text(argv), cgroup), timeout=seconds + omit + 30,
-                       check=False)
+                       check=False, track=True)
         # iperf3 serves one test at a time; a loaded machine may not have reset the
         # server from the previous test yet: "the server is busy running a test".
         if "server is busy" not in res.stdout or attempt == BUSY_RETRIES:

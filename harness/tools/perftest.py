@@ -274,7 +274,7 @@ def server(journal: Journal, node: Node, run: PerftestRun, timeout: float = 15.0
 def client(node: Node, run: PerftestRun, server_host: str, timeout: float = 300.0
            ) -> PerftestReport:
     """Run the client end against ``server_host`` and return its report (the measured one)."""
-    res = node.run(run.client_argv(server_host), timeout=timeout, check=False)
+    res = node.run(run.client_argv(server_host), timeout=timeout, check=False, track=True)
     if not res.ok:
         raise HarnessError(f"{run.tool} client on {node.name} failed (exit {res.exit_status}): "
                            f"{(res.stderr or res.stdout).strip()[-600:]}",
@@ -376,7 +376,7 @@ def sweep(journal: Journal, server_node: Node, client_node: Node, plan: Perftest
     server output)."""
     with journal.process(server_node, ["sh", "-c", plan.server_command()]) as proc:
         res = client_node.run(["sh", "-c", plan.client_command(server_host)], timeout=timeout,
-                              check=False)
+                              check=False, track=True)
         try:
             proc.wait(30)
         except HarnessError:

@@ -427,7 +427,7 @@ def client(journal, node, targets: dict[str, tuple[str, int]], sizes: list[int],
     if nagle:
         argv.append("--nagle")
     limit = timeout or 60 + len(targets) * len(sizes) * (latency_budget + stream_budget) * 20
-    res = node.run(argv, timeout=limit, check=False)
+    res = node.run(argv, timeout=limit, check=False, track=True)
     if not res.ok:
         where = ", ".join(f"{n} {h}:{p}" for n, (h, p) in targets.items())
         raise HarnessError(f"ping-pong client on {node.name} ({where}) failed: "

@@ -201,7 +201,7 @@ def client(node: Node, run: QperfRun, server_host: str, timeout: float | None = 
            ) -> list[QperfResult]:
     """Run ``run`` from ``node`` against the server at ``server_host``; one result per test."""
     limit = timeout or 60 + len(run.tests) * (run.seconds + 10)
-    res = node.run(run.client_argv(server_host), timeout=limit, check=False)
+    res = node.run(run.client_argv(server_host), timeout=limit, check=False, track=True)
     if not res.ok:
         raise HarnessError(f"qperf client on {node.name} failed (exit {res.exit_status}): "
                            f"{(res.stderr or res.stdout).strip()[-600:]}",

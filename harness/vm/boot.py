@@ -86,9 +86,30 @@ class VMNode(SSHNode):
     def __repr__(self) -> str:
         return f"<VMNode {self.name} {self.boot.accel} 127.0.0.1:{self.port}>"
 
+    def _execute(self, cmd: str, timeout: float, stdin: bytes | None) -> tuple[int, str, str]:
+        try:
+            return super()._execute(cmd, timeout, stdin)
+        except NodeError as exc:
+            # A crashed VM looks like a broken SSH server; say what really happened.
+            boot = getattr(self, "boot", None)
+            if boot is None or not boot.qemu_pid or _qemu_alive(boot.qemu_pid):
+                raise
+            raise NodeError(f"VM {self.name} crashed: its QEMU process (pid {boot.qemu_pid}) "
+                            f"is gone ({exc.message})",
+                            "every change outside the VM is undone and the guest's ended with "
+                            "it; run again (was the host short of memory? see dmesg)") from None
+
 
 class VMBootError(NodeError):
     """The VM did not come up (QEMU exited, or no SSH within the bound)."""
+
+
+def _qemu_alive(pid: int) -> bool:
+    """Is QEMU (a child of this process) still running? A zombie is not."""
+    from ..nodes.procfs import read_stat
+
+    stat = read_stat(pid)
+    return stat is not None and not stat.ended
 
 
 def _tail(text: str, lines: int = 12) -> str:

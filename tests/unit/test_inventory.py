@@ -33,7 +33,7 @@ def test_inventory_covers_s4_without_its_router():
     (lambda d: d["nodes"]["server"]["interfaces"]["eth0"].pop("device"), "needs 'device'"),
     (lambda d: d["nodes"]["server"]["interfaces"]["eth0"].update(address="x"), "invalid address"),
     (lambda d: d["ssh"].update(accept_unknown_hosts="yes"), "true or false"),
-    (lambda d: d["ssh"].update(password="hunter2"), "unknown keys under 'ssh'"),
+    (lambda d: d["ssh"].update(password="hunter2"), "password authentication is refused"),
 ])
 
 

@@ -271,7 +271,7 @@ class FakeNode:
         self.name = name
         self.commands = []
 
-    def run(self, cmd, timeout=60, check=True):
+    def run(self, cmd, timeout=60, check=True, track=False):
         from harness.nodes.result import Result
 
         text = " ".join(cmd) if isinstance(cmd, list) else cmd

@@ -1,0 +1,369 @@
+"""One measuring run per machine at a time, unless the user asks to share the machine.
+
+Why: two runs measuring on one machine disturb each other's numbers silently
+(an S4 and an S0 run started together on this 2-core machine both ended
+``complete``, and nothing said the other was there). So a run that measures
+holds a per-machine lock for its whole session -- lab build, configuration,
+measurement, teardown -- and a second run is refused before it changes
+anything, with one error naming the run that holds the machine. With
+``--share-machine`` (``harness run``/``batch``, ``nox -s reproduce --
+--share-machine``) or ``HARNESS_SHARE_MACHINE=1`` (notebook and papermill
+runs) the second run goes ahead and says so: its run.json's ``machine_lock``
+names the holder, and the holder's watch (:mod:`harness.machinewatch`) sees
+the sharer and records it in its own run.json.
+
+The lock of this machine is ``flock(2)`` on ``/run/harness/locks/local.lock``
+(``$HARNESS_LOCK_DIR`` moves the folder), held by the process that runs the
+session (the notebook's kernel) and holding its identity: pid, start time
+(field 22 of /proc/PID/stat, so a reused pid is never taken for the owner),
+run id, study. The kernel drops a flock when its holder dies, so a run
+killed with SIGKILL leaves a lock anyone can take; the file's stale contents
+are then recorded as ``took_over``. A lock still flocked although its owner
+is dead (a forked helper inherited the descriptor) is stale too: it is
+recognised by the owner's pid and start time, and taken over by replacing the
+file. Every step that reads or replaces a lock file holds a short guard lock
+(``.guard``), so two runs can never both take one machine.
+
+On each inventory machine a run configures, the lock is the same file under
+the same folder there, held by a journalled background process (``flock``,
+then ``sleep``) started through the node's SSH runner: it is stopped with the
+run's other processes at the end, and by ``harness lab clean`` after a SIGKILL.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import shlex
+import socket
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from .errors import HarnessError
+from .nodes.procfs import PROC_STAT_SH, process_start_ticks
+
+LOCK_DIR = "/run/harness/locks"
+SHARE_ENV = "HARNESS_SHARE_MACHINE"
+GUARD_TIMEOUT_S = 30.0
+
+
+class MachineBusy(HarnessError):
+    """Another run measures on the machine and sharing was not asked for."""
+
+
+def lock_dir() -> Path:
+    return Path(os.environ.get("HARNESS_LOCK_DIR") or LOCK_DIR)
+
+
+def sharing_requested() -> bool:
+    """Did the user ask to share the machine (``--share-machine`` sets the variable)?"""
+    return os.environ.get(SHARE_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+@dataclass(frozen=True)
+class Owner:
+    """Who measures on a machine: a process (pid and start time) and its run."""
+
+    pid: int
+    start_ticks: int
+    run_id: str
+    study: str
+    run_path: str = ""
+    started: str = ""
+    controller: str = ""  # host name of the controlling machine
+    share: bool = False  # started with --share-machine
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_text(cls, text: str) -> Owner | None:
+        try:
+            data = json.loads(text)
+            return cls(**{k: data[k] for k in cls.__dataclass_fields__ if k in data})
+        except (ValueError, TypeError, KeyError):
+            return None
+
+    def alive(self) -> bool:
+        """Is the owner still the same running process of this machine?"""
+        return process_start_ticks(self.pid) == self.start_ticks
+
+    def describe(self) -> str:
+        return (f"run {self.run_id} of study {self.study} (pid {self.pid}"
+                f"{', started ' + self.started if self.started else ''})")
+
+
+def this_process(run_id: str, study: str, run_path: str = "", share: bool = False) -> Owner:
+    from .archive import now_iso
+
+    pid = os.getpid()
+    return Owner(pid, process_start_ticks(pid) or -1, run_id, study, run_path, now_iso(),
+                 socket.gethostname(), share)
+
+
+def busy_error(machine: str, holder: Owner) -> MachineBusy:
+    return MachineBusy(
+        f"machine {machine} is measuring for {holder.describe()}; one measuring run per "
+        "machine at a time",
+        f"wait until it ends, or share the machine knowingly with --share-machine "
+        f"(or {SHARE_ENV}=1 in a notebook's environment): both runs then record it"
+        + (f"; its run folder: {holder.run_path}" if holder.run_path else ""))
+
+
+class LocalLock:
+    """The lock of this machine (see the module's docstring)."""
+
+    def __init__(self, machine: str = "local", directory: Path | None = None):
+        self.machine = machine
+        self.dir = Path(directory) if directory else lock_dir()
+        self.path = self.dir / f"{machine}.lock"
+        self.shares = self.dir / f"{machine}.share"
+        self._fd: int | None = None
+        self._share_file: Path | None = None
+        self.owner: Owner | None = None
+
+    @contextmanager
+    def _guard(self) -> Iterator[None]:
+        self.dir.mkdir(parents=True, exist_ok=True, mode=0o755)
+        fd = os.open(self.dir / ".guard", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            deadline = time.monotonic() + GUARD_TIMEOUT_S
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() > deadline:
+                        raise HarnessError(f"the lock folder {self.dir} stayed busy for "
+                                           f"{GUARD_TIMEOUT_S:g}s",
+                                           "another harness process hangs in it: find it with "
+                                           f"`fuser {self.dir / '.guard'}`") from None
+                    time.sleep(0.05)
+            yield
+        finally:
+            os.close(fd)  # releases the flock
+
+    def holder(self) -> Owner | None:
+        """The live owner of the lock, if any (stale contents are no owner)."""
+        try:
+            owner = Owner.from_text(self.path.read_text())
+        except FileNotFoundError:
+            return None
+        return owner if owner is not None and owner.alive() else None
+
+    def acquire(self, owner: Owner, share: bool = False) -> dict:
+        """Take the machine for ``owner``, or join the holder if ``share``; the record for
+        run.json. Raises :class:`MachineBusy` naming the holder otherwise."""
+        if self._fd is not None or self._share_file is not None:
+            raise HarnessError(f"the lock of {self.machine} is held already by this object")
+        stale: list[dict] = []
+        with self._guard():
+            for _attempt in range(5):
+                fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    current = Owner.from_text(_read_fd(fd))
+                    os.close(fd)
+                    if current is not None and current.alive():
+                        if not share:
+                            raise busy_error(self.machine, current) from None
+                        self._join(owner)
+                        self.owner = owner
+                        return {"machine": self.machine, "mode": "shared",
+                                "holder": current.to_dict(), "took_over": stale}
+                    # flocked, but its owner is dead or its pid reused: a descriptor
+                    # inherited by some leftover process holds it. Replace the file.
+                    stale.append({"owner": None if current is None else current.to_dict(),
+                                  "reason": "its owner is gone, a leftover process held the "
+                                            "file"})
+                    self.path.unlink(missing_ok=True)
+                    continue
+                sharers = [o for o in self._sharers() if o.alive()]
+                if sharers and not share:  # the holder ended, a run that shared still measures
+                    os.close(fd)
+                    raise busy_error(self.machine, sharers[0])
+                previous = Owner.from_text(_read_fd(fd))
+                if previous is not None and previous != owner:
+                    stale.append({"owner": previous.to_dict(),
+                                  "reason": "its owner ended without releasing it"})
+                os.ftruncate(fd, 0)
+                os.pwrite(fd, json.dumps(owner.to_dict(), sort_keys=True).encode(), 0)
+                os.fsync(fd)
+                self._fd = fd
+                self.owner = owner
+                return {"machine": self.machine, "mode": "exclusive", "holder": owner.to_dict(),
+                        "took_over": stale}
+        raise HarnessError(f"could not take the lock {self.path}: it kept being replaced")
+
+    def _join(self, owner: Owner) -> None:
+        self.shares.mkdir(exist_ok=True, mode=0o755)
+        path = self.shares / f"{owner.pid}-{owner.start_ticks}.json"
+        path.write_text(json.dumps(owner.to_dict(), sort_keys=True))
+        self._share_file = path
+
+    def _sharers(self) -> list[Owner]:
+        out = []
+        try:
+            files = sorted(self.shares.iterdir())
+        except FileNotFoundError:
+            return out
+        for path in files:
+            try:
+                sharer = Owner.from_text(path.read_text())
+            except FileNotFoundError:
+                continue
+            if sharer is not None:
+                out.append(sharer)
+        return out
+
+    def others(self) -> list[Owner]:
+        """Other live runs on this machine now: the holder and every sharer, not ourselves."""
+        found = []
+        holder = self.holder()
+        if holder is not None:
+            found.append(holder)
+        found += [o for o in self._sharers() if o.alive() and o not in found]
+        me = self.owner
+        return [o for o in found if me is None or
+                (o.pid, o.start_ticks, o.run_id) != (me.pid, me.start_ticks, me.run_id)]
+
+    def release(self) -> None:
+        """Give the machine back; our files are removed, the folder stays. Safe to repeat."""
+        if self._fd is None and self._share_file is None:
+            return
+        with self._guard():
+            if self._fd is not None:
+                same = _same_file(self._fd, self.path)
+                if same:
+                    self.path.unlink(missing_ok=True)
+                os.close(self._fd)
+                self._fd = None
+            if self._share_file is not None:
+                self._share_file.unlink(missing_ok=True)
+                self._share_file = None
+                try:
+                    self.shares.rmdir()
+                except OSError:
+                    pass  # other sharers are still there
+
+
+def clear_stale(directory: Path | None = None) -> list[str]:
+    """Remove lock and sharer files of this machine whose owners are gone (``harness lab
+    clean``); a lock some live process holds is left alone. Returns the run ids freed."""
+    folder = Path(directory) if directory else lock_dir()
+    if not folder.is_dir():
+        return []
+    freed = []
+    lock = LocalLock(directory=folder)
+    with lock._guard():
+        for path in sorted(folder.glob("*.lock")):
+            fd = os.open(path, os.O_RDWR | os.O_CLOEXEC)
+            try:
+                owner = Owner.from_text(_read_fd(fd))
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    continue  # held: by its owner, or by a leftover that the next run replaces
+                if owner is None or not owner.alive():
+                    path.unlink(missing_ok=True)
+                    freed.append(owner.run_id if owner else path.name)
+            finally:
+                os.close(fd)
+        for share in sorted(folder.glob("*.share/*.json")):
+            owner = Owner.from_text(share.read_text())
+            if owner is None or not owner.alive():
+                share.unlink(missing_ok=True)
+                freed.append(owner.run_id if owner else share.name)
+                try:
+                    share.parent.rmdir()
+                except OSError:
+                    pass
+    return freed
+
+
+def _read_fd(fd: int) -> str:
+    return os.pread(fd, 65536, 0).decode(errors="replace")
+
+
+def _same_file(fd: int, path: Path) -> bool:
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return False
+    mine = os.fstat(fd)
+    return (st.st_dev, st.st_ino) == (mine.st_dev, mine.st_ino)
+
+
+# -- inventory machines -------------------------------------------------------------------
+
+# sh -c REMOTE_HOLD harness-lock DIR MACHINE OWNER_JSON: takes flock on DIR/MACHINE.lock with
+# fd 9, prints "locked" or "busy <holder json>", and, when locked, keeps the lock by exec'ing
+# sleep with fd 9 open. A file replaced while we waited for it (inode check) is retried once.
+# On SIGTERM (the journal's stop) it removes its own files first.
+REMOTE_HOLD = PROC_STAT_SH + r"""
+d=$1 m=$2 owner=$3
+mkdir -p "$d" || exit 1
+f="$d/$m.lock"
+exec 9>>"$f"
+if ! flock -n 9; then
+  printf 'busy %s\n' "$(cat "$f.owner" 2>/dev/null)"
+  exit 75
+fi
+if [ "$(stat -L -c %i "$f" 2>/dev/null)" != "$(stat -L -c %i /proc/$$/fd/9)" ]; then
+  printf 'busy %s\n' "$(cat "$f.owner" 2>/dev/null)"
+  exit 75
+fi
+printf '%s\n' "$owner" >"$f.owner"
+trap 'rm -f "$f" "$f.owner"; exit 0' TERM INT HUP
+echo locked
+sleep 2147483647 &
+wait
+"""
+
+
+def remote_lock(journal, node, owner: Owner, share: bool = False,
+                timeout: float = 30.0) -> dict:
+    """Take the lock of inventory machine ``node`` (or join it if ``share``); the record.
+
+    The holder is a journalled process on the node: it ends with the run's other
+    processes (the journal's undo, also ``harness lab clean``).
+    """
+    machine = node.machine
+    script = shlex.join(["sh", "-c", REMOTE_HOLD, "harness-lock", str(lock_dir()), "machine",
+                         json.dumps(owner.to_dict(), sort_keys=True)])
+    proc = journal.start(machine, script)
+    deadline = time.monotonic() + timeout
+    while True:
+        out = proc.output()
+        if "locked" in out.split():
+            return {"machine": machine.name, "mode": "exclusive", "holder": owner.to_dict(),
+                    "took_over": []}
+        busy = next((line[5:] for line in out.splitlines() if line.startswith("busy ")), None)
+        if busy is not None or proc.poll() is not None:
+            journal.stop(proc)
+            holder = Owner.from_text(busy or "")
+            if busy is None:
+                raise HarnessError(f"could not take the lock of machine {machine.name}: "
+                                   f"{out.strip() or 'its lock process ended'}",
+                                   "the machine needs flock (util-linux) and a writable "
+                                   f"{lock_dir()}")
+            if holder is None:
+                holder = Owner(0, 0, "(unknown)", "(unknown)")
+            if (holder.run_id, holder.pid) == (owner.run_id, owner.pid):
+                # two inventory nodes on one machine: this run holds it already
+                return {"machine": machine.name, "mode": "exclusive", "holder": owner.to_dict(),
+                        "took_over": [], "same_machine_as_another_node": True}
+            if not share:
+                raise busy_error(machine.name, holder)
+            return {"machine": machine.name, "mode": "shared", "holder": holder.to_dict(),
+                    "took_over": []}
+        if time.monotonic() > deadline:
+            journal.stop(proc)
+            raise HarnessError(f"the lock of machine {machine.name} did not answer within "
+                               f"{timeout:g}s", "is the machine overloaded?")
+        time.sleep(0.2)

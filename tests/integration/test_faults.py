@@ -1,0 +1,182 @@
+"""Faults injected into real runs: a full archive disk, SIGKILL at random moments.
+
+Each test builds a real namespace lab on this host, breaks the run, and then
+checks the machine against the run's own journal: every namespace it made is
+gone, every process it started is stopped (pid *and* start time), every
+tracked command's file removed, the machine lock released.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import needs_root, needs_tools, netns_names
+
+from harness.archive import INCOMPLETE, Run
+from harness.errors import ArchiveError
+from harness.journal import Journal
+from harness.nodes.procfs import process_start_ticks
+from harness.session import open_session
+from harness.topology import TopologyBuilder
+
+pytestmark = [pytest.mark.integration, needs_root, needs_tools("ping", "iperf3")]
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(autouse=True)
+def own_lock_folder(tmp_path, monkeypatch):
+    folder = tmp_path / "locks"
+    monkeypatch.setenv("HARNESS_LOCK_DIR", str(folder))
+    return folder
+
+
+def two_nodes():
+    return (TopologyBuilder("tf").node("a").node("b")
+            .link(("a", "eth0", "198.18.9.1/24"), ("b", "eth0", "198.18.9.2/24"))
+            .build("fault test: a -- b"))
+
+
+def snapshot(folder: Path) -> dict[str, tuple[str, int]]:
+    """Every file under ``folder``: its content hash and mode."""
+    return {str(p.relative_to(folder)): (hashlib.sha256(p.read_bytes()).hexdigest(),
+                                         p.stat().st_mode)
+            for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def assert_machine_as_found(journal_path: Path, lock_folder: Path) -> None:
+    """Everything the run's journal says it made is gone from this machine."""
+    journal = Journal(journal_path)
+    assert journal.pending() == [], [f"{e.kind} {e.data}" for e in journal.pending()]
+    present = netns_names()
+    for entry in journal.entries():
+        if entry.kind == "netns":
+            assert entry.data["name"] not in present
+        elif entry.kind == "process":
+            assert process_start_ticks(int(entry.data["pid"])) != int(entry.data["start_ticks"])
+        elif entry.kind == "tracked":
+            assert not (Path(os.environ.get("TMPDIR", "/tmp")) / entry.data["name"]).exists()
+    assert not list(lock_folder.glob("*.lock")), "the machine lock was not released"
+
+
+def test_a_full_archive_disk_stops_the_run_with_one_clear_error(tmp_path, own_lock_folder):
+    data = tmp_path / "data"
+    data.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m,mode=755", "harness-test-full",
+                    str(data)], check=True)
+    try:
+        with open_session("tfull", {"n": 1}, root=data) as earlier:
+            earlier.raw("early.txt", "kept\n" * 100)
+        before = snapshot(earlier.run.path)
+        with pytest.raises(ArchiveError) as refused:
+            with open_session("tfull", {"n": 2}, root=data) as session:
+                bed = session.testbed(two_nodes())
+                made = set(bed.record()["namespaces"].values())
+                assert made <= netns_names()
+                with open(data / "filler", "wb") as fh:  # the disk fills up mid-run
+                    try:
+                        while True:
+                            fh.write(b"\0" * 65536)
+                            fh.flush()
+                    except OSError:
+                        pass
+                session.raw("tool-output.bin", b"x" * 200_000)
+        assert "the archive's disk is full" in refused.value.message
+        assert "tool-output.bin" in refused.value.message
+        assert not made & netns_names(), "the lab was not torn down"
+        run = Run.open(session.run.path)
+        meta = json.loads((run.path / "run.json").read_text())  # still valid JSON
+        assert meta["status"] == INCOMPLETE
+        assert not (run.path / "raw" / "tool-output.bin").exists()  # no half-written file
+        assert snapshot(earlier.run.path) == before
+        (data / "filler").unlink()
+        # the undo lines the full disk refused: `lab clean` repeats those undos harmlessly
+        clean = subprocess.run([sys.executable, "-m", "harness", "lab", "clean", "--data",
+                                str(data)], capture_output=True, text=True, timeout=120,
+                               cwd=ROOT)
+        assert clean.returncode == 0, clean.stderr
+        assert_machine_as_found(run.path / "journal.jsonl", own_lock_folder)
+    finally:
+        subprocess.run(["umount", str(data)], check=True)
+
+
+PING_CHILD = """
+import sys
+sys.path.insert(0, sys.argv[1])
+from ping_study import PingStudy
+study = PingStudy()
+print(study.run(study.parameters(count=20, interval_s=0.1)), flush=True)
+"""
+
+# S4 small: MPTCP endpoints, policy routing, iperf3 and GridFTP servers and clients
+S4_CHILD = """
+from harness.studies.s4 import S4
+study = S4()
+print(study.run(study.parameters(repetitions=1, streams=(1, 2), duration_s=2,
+                                 gridftp_streams=(1,), gridftp_mbytes=8, verify_seconds=1)),
+      flush=True)
+"""
+
+SEED = int(os.environ.get("HARNESS_FAULT_SEED", "15"))
+
+
+def journal_lines(runs_root: Path) -> int:
+    return sum(len(p.read_bytes().splitlines()) for p in runs_root.glob("*/*/journal.jsonl"))
+
+
+@pytest.mark.parametrize("child_code, kills, lines", [(PING_CHILD, 2, (1, 9)),
+                                                      (S4_CHILD, 1, (5, 60))],
+                         ids=["ping-demo", "s4"])
+def test_sigkill_at_random_moments_then_lab_clean_leaves_the_machine_as_found(
+        child_code, kills, lines, tmp_path, own_lock_folder):
+    """The harness killed hard at seeded moments of a study's run (lab build, link
+    verification with iperf3, configuration, measurement, teardown); `harness lab clean`
+    restores the machine.
+
+    A moment is "just after the run's journal reached its k-th line" (k seeded, within the
+    number of lines a whole run writes: 12 for the test study, ~80 for this S4 run), plus up
+    to 0.3 s: a point of the run's own progress, so the kills land inside it however loaded
+    the machine is (a wall-clock moment missed the run on a quieter machine).
+    """
+    rng = random.Random(SEED)
+    moments = sorted((rng.randint(*lines), round(rng.uniform(0.0, 0.3), 3))
+                     for _ in range(kills))
+    print(f"SIGKILL moments (seed {SEED}): after journal line, + seconds: {moments}")
+    env = {**os.environ, "HARNESS_DATA": str(tmp_path / "data"),
+           "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    cleaned = []
+    runs_root = tmp_path / "data" / "runs"
+    for line, extra in moments:
+        before = journal_lines(runs_root)
+        child = subprocess.Popen([sys.executable, "-c", child_code,
+                                  str(ROOT / "tests" / "studies")],
+                                 env=env, cwd=ROOT, stdout=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 240
+        while journal_lines(runs_root) - before < line and child.poll() is None:
+            assert time.monotonic() < deadline, "the run made no progress"
+            time.sleep(0.01)
+        time.sleep(extra)
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+        clean = subprocess.run([sys.executable, "-m", "harness", "lab", "clean"], env=env,
+                               capture_output=True, text=True, timeout=180, cwd=ROOT)
+        assert clean.returncode == 0, clean.stdout + clean.stderr
+        print(f"killed after journal line {line} + {extra}s; lab clean: {clean.stdout.strip()}")
+        cleaned.append("undoing" in clean.stdout)
+        for journal in runs_root.glob("*/*/journal.jsonl"):
+            assert_machine_as_found(journal, own_lock_folder)
+    runs = list(runs_root.glob("*/*/run.json"))
+    assert len(runs) == len(moments)
+    killed = [json.loads(p.read_text()) for p in runs]
+    # a kill in the last instants of teardown may find the run already finished
+    assert any(m["status"] == INCOMPLETE for m in killed)
+    assert any(cleaned), "no kill left anything to undo: the moments missed the run"

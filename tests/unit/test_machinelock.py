@@ -1,0 +1,211 @@
+"""One measuring run per machine: the lock, sharing, stale locks, the watch, the session hook."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+
+from harness.archive import COMPLETE, INCOMPLETE, Run
+from harness.machinelock import SHARE_ENV, LocalLock, MachineBusy, Owner, this_process
+from harness.machinewatch import MachineWatch, describe
+from harness.nodes.procfs import process_start_ticks
+from harness.session import open_session
+
+
+@pytest.fixture(autouse=True)
+def lock_folder(tmp_path, monkeypatch):
+    folder = tmp_path / "locks"
+    monkeypatch.setenv("HARNESS_LOCK_DIR", str(folder))
+    monkeypatch.delenv(SHARE_ENV, raising=False)
+    return folder
+
+
+@pytest.fixture
+def other_process():
+    """A live process standing in for another run's kernel."""
+    proc = subprocess.Popen(["sleep", "60"])
+    yield proc
+    proc.kill()
+    proc.wait()
+
+
+def owner_of(proc, run_id: str, study: str = "s4") -> Owner:
+    return Owner(proc.pid, process_start_ticks(proc.pid), run_id, study, f"/runs/{run_id}")
+
+
+def dead_owner(run_id: str) -> Owner:
+    proc = subprocess.Popen(["true"])
+    ticks = process_start_ticks(proc.pid)
+    proc.wait()
+    return Owner(proc.pid, ticks or 1, run_id, "s0")
+
+
+def test_a_second_run_is_refused_naming_the_holder_and_nothing_changes(other_process,
+                                                                      lock_folder):
+    first = LocalLock()
+    record = first.acquire(owner_of(other_process, "RUN-A"))
+    assert record["mode"] == "exclusive" and record["took_over"] == []
+    before = (lock_folder / "local.lock").read_text()
+    with pytest.raises(MachineBusy) as refused:
+        LocalLock().acquire(this_process("RUN-B", "s0"))
+    assert "RUN-A" in str(refused.value) and "s4" in str(refused.value)
+    assert "--share-machine" in str(refused.value)
+    assert (lock_folder / "local.lock").read_text() == before
+    assert not (lock_folder / "local.share").exists()
+    first.release()
+    assert not (lock_folder / "local.lock").exists()
+    assert LocalLock().acquire(this_process("RUN-B", "s0"))["mode"] == "exclusive"
+
+
+def test_sharing_is_recorded_by_both_runs(other_process):
+    holder = LocalLock()
+    holder.acquire(owner_of(other_process, "RUN-A"))
+    sharer = LocalLock()
+    record = sharer.acquire(this_process("RUN-B", "s0", share=True), share=True)
+    assert record["mode"] == "shared" and record["holder"]["run_id"] == "RUN-A"
+    assert [o.run_id for o in holder.others()] == ["RUN-B"]
+    assert [o.run_id for o in sharer.others()] == ["RUN-A"]
+    watch = MachineWatch(holder, interval=60).start()
+    summary = watch.stop()
+    assert summary["shared"] and [o["run_id"] for o in summary["other_runs"]] == ["RUN-B"]
+    sharer.release()
+    assert holder.others() == []
+    holder.release()
+
+
+def test_a_lock_left_by_a_dead_owner_is_taken_over(lock_folder):
+    lock_folder.mkdir()
+    (lock_folder / "local.lock").write_text(json.dumps(dead_owner("RUN-DEAD").to_dict()))
+    record = LocalLock().acquire(this_process("RUN-NEW", "s3"))
+    assert record["mode"] == "exclusive"
+    assert [t["owner"]["run_id"] for t in record["took_over"]] == ["RUN-DEAD"]
+    assert json.loads((lock_folder / "local.lock").read_text())["run_id"] == "RUN-NEW"
+
+
+def test_a_lock_still_flocked_for_a_dead_owner_is_replaced(lock_folder):
+    leftover = LocalLock()  # an inherited descriptor: flocked, but its owner is gone
+    leftover.acquire(dead_owner("RUN-DEAD"))
+    taker = LocalLock()
+    record = taker.acquire(this_process("RUN-NEW", "s3"))
+    assert record["mode"] == "exclusive" and record["took_over"][0]["owner"]["run_id"] == "RUN-DEAD"
+    leftover.release()  # must not remove the new owner's file
+    assert json.loads((lock_folder / "local.lock").read_text())["run_id"] == "RUN-NEW"
+    with pytest.raises(MachineBusy):
+        LocalLock().acquire(Owner(1, 0, "RUN-X", "s0"))  # the taker holds it now
+
+
+def test_a_reused_pid_is_no_owner(other_process):
+    reused = Owner(other_process.pid, process_start_ticks(other_process.pid) + 1, "RUN-OLD", "s4")
+    assert not reused.alive()
+    first = LocalLock()
+    first.acquire(reused)
+    assert LocalLock().acquire(this_process("RUN-NEW", "s4"))["took_over"]
+
+
+def test_watch_summarises_load_per_phase(tmp_path):
+    loadavg = tmp_path / "loadavg"
+    loadavg.write_text("0.50 0.40 0.30 2/300 123\n")
+    watch = MachineWatch(None, interval=60, loadavg_path=str(loadavg)).start()
+    loadavg.write_text("1.75 0.40 0.30 3/300 123\n")
+    watch.mark("measure")
+    loadavg.write_text("2.25 0.40 0.30 5/300 123\n")
+    summary = watch.stop()
+    assert summary["samples"] == 3 and not summary["shared"]
+    assert summary["phases"]["setup"]["load1_max"] == 0.5
+    assert summary["phases"]["measure"] == {"samples": 2, "load1_mean": 2.0, "load1_max": 2.25,
+                                            "runnable_max": 5, "other_runs": []}
+    rows = describe(summary, {"machine": "local", "mode": "exclusive"})
+    assert "mean 2.0, max 2.25" in rows["load while measuring (1-min average)"]
+    assert rows["lock"].startswith("exclusive")
+
+
+def test_sessions_take_the_machine_and_a_second_is_refused_before_anything(tmp_path, monkeypatch):
+    with open_session("tlock", {}, root=tmp_path) as first:
+        with pytest.raises(MachineBusy) as refused:
+            with open_session("tlock", {}, root=tmp_path):
+                raise AssertionError("the second session must not start")
+        assert first.run.run_id in str(refused.value)
+        monkeypatch.setenv(SHARE_ENV, "1")
+        with open_session("tlock", {}, root=tmp_path) as sharer:
+            first.mark("measure")
+            sharer_id = sharer.run.run_id
+    runs = {Run(p).run_id: Run(p).meta for p in (tmp_path / "runs" / "tlock").iterdir()}
+    refused_run = [m for m in runs.values() if m["status"] == INCOMPLETE]
+    assert len(refused_run) == 1 and first.run.run_id in refused_run[0]["error"]
+    mine = runs[first.run.run_id]
+    assert mine["status"] == COMPLETE and mine["machine_lock"]["local"]["mode"] == "exclusive"
+    assert [o["run_id"] for o in mine["machine_activity"]["other_runs"]] == [sharer_id]
+    theirs = runs[sharer_id]
+    assert theirs["machine_lock"]["local"]["mode"] == "shared"
+    assert theirs["machine_lock"]["local"]["holder"]["run_id"] == first.run.run_id
+
+
+def test_lab_clean_frees_only_locks_whose_owner_is_gone(lock_folder, other_process):
+    from harness.machinelock import clear_stale
+
+    lock_folder.mkdir()
+    (lock_folder / "local.lock").write_text(json.dumps(dead_owner("RUN-DEAD").to_dict()))
+    assert clear_stale() == ["RUN-DEAD"] and not (lock_folder / "local.lock").exists()
+    live = LocalLock()
+    live.acquire(owner_of(other_process, "RUN-LIVE"))
+    assert clear_stale() == [] and LocalLock().holder().run_id == "RUN-LIVE"
+    live.release()
+
+
+def test_harness_run_refuses_before_making_a_run_folder_unless_sharing(other_process,
+                                                                      monkeypatch):
+    from harness.execute import refuse_if_machine_taken
+
+    holder = LocalLock()
+    holder.acquire(owner_of(other_process, "RUN-A"))
+    with pytest.raises(MachineBusy, match="RUN-A"):
+        refuse_if_machine_taken()
+    monkeypatch.setenv(SHARE_ENV, "1")
+    refuse_if_machine_taken()
+    holder.release()
+
+
+def test_both_reports_say_the_machine_was_shared():
+    from harness.report_sections import machine_rows
+
+    holder = {"run_id": "RUN-A", "study": "s4"}
+    sharer_meta = {"machine_lock": {"local": {"machine": "local", "mode": "shared",
+                                              "holder": holder}}}
+    assert "SHARED with run RUN-A (s4)" in machine_rows(sharer_meta)["lock"]
+    holder_meta = {"machine_lock": {"local": {"machine": "local", "mode": "exclusive",
+                                              "holder": holder}},
+                   "machine_activity": {"cpus": 2, "interval_s": 5, "other_runs": [
+                       {"run_id": "RUN-B", "study": "s0", "pid": 7}], "phases": {}}}
+    rows = machine_rows(holder_meta)
+    assert "SHARED" in rows["lock"] and "RUN-B (s0, pid 7)" in rows["other runs on the machine"]
+    alone = machine_rows({"machine_lock": {"local": {"machine": "local", "mode": "exclusive"}},
+                          "machine_activity": {"other_runs": [], "phases": {}}})
+    assert alone["lock"].startswith("exclusive")
+
+
+def test_a_run_that_shared_still_holds_the_machine_after_the_holder_ends(other_process):
+    holder = LocalLock()
+    holder.acquire(this_process("RUN-A", "s4"))
+    sharer = LocalLock()
+    sharer.acquire(owner_of(other_process, "RUN-B", "s0"), share=True)
+    holder.release()
+    with pytest.raises(MachineBusy, match="RUN-B"):
+        LocalLock().acquire(this_process("RUN-C", "s3"))
+    sharer.release()
+    assert LocalLock().acquire(this_process("RUN-C", "s3"))["mode"] == "exclusive"
+
+
+def test_share_machine_flag_reaches_the_kernels_environment(monkeypatch):
+    import os
+
+    from harness.cli import parser, share_machine
+
+    for argv in (["run", "nb.ipynb", "--share-machine"], ["batch", "s.yaml", "--share-machine"]):
+        monkeypatch.delenv(SHARE_ENV, raising=False)
+        share_machine(parser().parse_args(argv))
+        assert os.environ[SHARE_ENV] == "1"
+    monkeypatch.delenv(SHARE_ENV, raising=False)
+    share_machine(parser().parse_args(["run", "nb.ipynb"]))
+    assert SHARE_ENV not in os.environ
