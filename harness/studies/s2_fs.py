@@ -121,7 +121,7 @@ def fio(session: Session, node: Node, directory: str, rw: str, numjobs: int, blo
                           block_size=block, size=file_bytes, numjobs=numjobs,
                           direct=False, end_fsync=rw == "write")
     res = node.run(shlex.join(job.argv()), timeout=600 + file_bytes * numjobs / 1e5,
-                   check=False)
+                   check=False, track=True)
     session.raw(f"fio-{name}-{rw}.json", res.stdout)
     if not res.ok:
         raise HarnessError(f"fio {rw} on {node.name} in {directory} failed (exit "

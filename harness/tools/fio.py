@@ -217,7 +217,7 @@ def run_fio(node: Node, job: FioJob, timeout: float | None = None) -> list[FioRe
     argv = job.argv()
     if timeout is None:
         timeout = (job.runtime_s + 300.0) if job.runtime_s else 1800.0
-    res = node.run(argv, timeout=timeout, check=False)
+    res = node.run(argv, timeout=timeout, check=False, track=True)
     if not res.ok:
         try:
             parse_fio_json(res.stdout)
