@@ -235,7 +235,7 @@ def measure_method(session: Session, pair: Pair, params: Params, method: str, re
                                       events=run.events, device=RXE, gid_index=pair.gid_index,
                                       port=PERFTEST_PORT + 100),)
         plan = perftest.PerftestSweep(run, sizes)
-        budget = 120 + len(sizes) * (10 + run.iterations * 0.05)
+        budget = 120 + len(sizes) * (10 + run.iterations * 0.05) + plan.longest_s()
         reports, client_out, server_out = perftest.sweep(
             session.journal, pair.server, pair.client, plan, pair.server_ip, timeout=budget)
         session.raw(f"{method}-r{rep}.client.txt", client_out)
@@ -243,7 +243,8 @@ def measure_method(session: Session, pair: Pair, params: Params, method: str, re
         if kind == "latency":
             base, base_out, _ = perftest.sweep(
                 session.journal, pair.server, pair.client,
-                perftest.PerftestSweep(floor[0], sizes[:1]), pair.server_ip, timeout=120)
+                perftest.PerftestSweep(floor[0], sizes[:1]), pair.server_ip,
+                timeout=120 + perftest.PerftestSweep(floor[0], sizes[:1]).longest_s())
             session.raw(f"{method}-r{rep}.floor.txt", base_out)
             rows = latency_rows(reports, base[0])
         else:

@@ -302,12 +302,33 @@ class PerftestSweep:
     connect). ``@size N`` lines separate the sizes in both outputs. Each size
     has a TCP port of its own (``run.port`` + its index): a client can never
     reach the previous size's server, and no bind waits for a port in TIME_WAIT.
+
+    A size's exchange can hang (seen under TCG at load 1-6: a Soft-RoCE client or
+    server waiting for a completion that never comes, once in a few runs), so
+    every attempt runs under ``timeout`` (:meth:`attempt_s`): a hung pair is
+    killed at both ends and that size is measured again -- the server listens
+    once more (``server_attempts`` in all), the client keeps trying to connect
+    for :meth:`connect_window_s`. A size that still fails fails the sweep.
     """
 
     run: PerftestRun
     sizes: tuple[int, ...]
-    retries: int = 100  # connection attempts per size, ``retry_s`` apart
-    retry_s: float = 0.1
+    retry_s: float = 0.1  # between the client's connection attempts
+    server_attempts: int = 2
+
+    def attempt_s(self, run: PerftestRun) -> int:
+        """Seconds one invocation may take: a minute for start and set-up under TCG, and
+        the messages at 2 MB/s (Soft-RoCE carries more even in an emulated VM)."""
+        return int(60 + run.iterations * run.size / 2e6)
+
+    def connect_window_s(self, run: PerftestRun) -> int:
+        """How long the client keeps connecting: long enough for a server still on a hung
+        exchange (up to ``server_attempts`` attempts) to come back and listen."""
+        return self.server_attempts * self.attempt_s(run) + 30
+
+    def longest_s(self) -> float:
+        """An upper bound of the client's script when one size hangs once."""
+        return 2 * max(self.connect_window_s(run) for run in self.runs())
 
     def check(self) -> None:
         if not self.sizes:
@@ -322,7 +343,9 @@ class PerftestSweep:
 
     def server_command(self) -> str:
         self.check()
-        return "\n".join(f"echo {SIZE_MARK} {run.size}; " + shlex.join(run.server_argv())
+        return "\n".join(f"echo {SIZE_MARK} {run.size}; n=0; until timeout "
+                         f"{self.attempt_s(run)} {shlex.join(run.server_argv())}; do "
+                         f"n=$((n+1)); [ $n -ge {self.server_attempts} ] && break; done"
                          for run in self.runs())
 
     def client_command(self, server: str) -> str:
@@ -331,8 +354,10 @@ class PerftestSweep:
         for run in self.runs():
             size = run.size
             argv = shlex.join(run.client_argv(server))
-            lines.append(f"echo {SIZE_MARK} {size}; n=0; until {argv}; do n=$((n+1)); "
-                         f"[ $n -ge {self.retries} ] && exit 1; sleep {self.retry_s:g}; done")
+            lines.append(f"echo {SIZE_MARK} {size}; d=$(($(date +%s) + "
+                         f"{self.connect_window_s(run)})); until timeout {self.attempt_s(run)} "
+                         f"{argv}; do [ $(date +%s) -ge $d ] && exit 1; sleep {self.retry_s:g}; "
+                         "done")
         return "\n".join(lines)
 
 

@@ -8,6 +8,7 @@ and row lines are rendered with the format strings inside its binaries
 
 from __future__ import annotations
 
+import os
 import subprocess
 
 import pytest
@@ -198,6 +199,7 @@ def test_sweep_commands_run_every_size_with_retries_at_the_client():
     assert "-p 18515 " in server and "-p 18517 " in server and "-p 18517 " in client
     assert client.count("until ") == 3 and client.count("198.18.1.2") == 3
     assert "prlimit --memlock=unlimited" in client and "exit 1" in client
+    assert server.count("until timeout 60 ") == 3 and client.count("until timeout 60 ") == 3
     with pytest.raises(SpecError, match="has no completion events"):
         perftest.PerftestSweep(PerftestRun("ib_write_lat", events=True), (2,)).server_command()
     with pytest.raises(SpecError, match="at least one size"):
@@ -215,6 +217,46 @@ def test_sweep_output_is_split_by_size_failed_attempts_ignored():
         perftest.parse_sweep("ib_send_lat", text.split("@size 64")[0] + "@size 64\nfailed\n")
     with pytest.raises(HarnessError, match="no size"):
         perftest.parse_sweep("ib_send_lat", "nothing")
+
+
+class QuickSweep(perftest.PerftestSweep):
+    """A sweep whose attempts time out after 1 s (the real ones allow a minute and more)."""
+
+    def attempt_s(self, run):
+        return 1
+
+    def connect_window_s(self, run):
+        return 6
+
+
+def test_a_hung_size_is_killed_and_measured_again(tmp_path, monkeypatch):
+    """The client's first attempt hangs (as Soft-RoCE under TCG sometimes does); `timeout`
+    kills it and the next attempt measures the size."""
+    fake = tmp_path / "prlimit"
+    marker = tmp_path / "hung-once"
+    table = tmp_path / "table.txt"
+    table.write_text(one_size(64, 44.25).replace("@cpu 20 5 100\n", ""))
+    fake.write_text(f"#!/bin/sh\nif [ ! -e {marker} ]; then touch {marker}; exec sleep 60; fi\n"
+                    f"cat {table}\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    plan = QuickSweep(PerftestRun("ib_send_lat", iterations=200), (64,))
+    out = subprocess.run(["sh", "-c", plan.client_command("10.0.0.1")], capture_output=True,
+                         text=True, timeout=30)
+    assert out.returncode == 0 and marker.exists()
+    (report,) = perftest.parse_sweep("ib_send_lat", out.stdout)
+    assert report.rows[0].t_typical_us == 44.25
+
+
+def test_a_size_that_keeps_failing_fails_the_sweep_after_its_window(tmp_path, monkeypatch):
+    fake = tmp_path / "prlimit"
+    fake.write_text("#!/bin/sh\necho \" Couldn't connect to 10.0.0.1:18515\"; exit 1\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    plan = QuickSweep(PerftestRun("ib_send_lat", iterations=200), (64, 128))
+    out = subprocess.run(["sh", "-c", plan.client_command("10.0.0.1")], capture_output=True,
+                         text=True, timeout=30)
+    assert out.returncode == 1 and "@size 128" not in out.stdout
 
 
 def test_sweep_commands_are_valid_shell():
