@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -388,12 +389,16 @@ def one_size_bw(size):
 
 
 def perftest_banner():
-    from tests.unit.tools.test_perftest import BANNER
-
-    return BANNER
+    """The header perftest prints before its table (shared with the perftest tool's tests)."""
+    return (Path(__file__).parents[1] / "tools" / "data" / "perftest-6.06-banner.txt").read_text()
 
 
 def one_size(size, t):
-    from tests.unit.tools.test_perftest import one_size as render
-
-    return render(size, t)
+    """ib_send_lat's output for one size, with the CPU line the sweep script adds."""
+    return perftest_banner() + (
+        " #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    "
+        "t_stdev[usec]   99% percentile[usec]   99.9% percentile[usec] \n"
+        f" {size}       200          {t}          412.85       {t}    \t       {t}       \t12.31"
+        "  \t\t98.66   \t\t412.85 \n"
+        "---------------------------------------------------------------------------------------\n"
+        "@cpu 20 5 100\n")

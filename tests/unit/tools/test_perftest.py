@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -18,28 +19,8 @@ from harness.nodes.result import Result
 from harness.tools import perftest
 from harness.tools.perftest import BandwidthRow, LatencyRow, PerftestRun
 
-BANNER = """\
----------------------------------------------------------------------------------------
-                    Send Latency Test
- Dual-port       : OFF\t\tDevice         : rxe0
- Number of qps   : 1\t\tTransport type : IB
- Connection type : RC\t\tUsing SRQ      : OFF
- PCIe relax order: OFF
- ibv_wr* API     : OFF
- TX depth        : 1
- Mtu             : 1024[B]
- Link type       : Ethernet
- GID index       : 1
- Max inline data : 236[B]
- rdma_cm QPs\t : OFF
- Data ex. method : Ethernet
----------------------------------------------------------------------------------------
- local address: LID 0000 QPN 0x0011 PSN 0x8e3b07
- GID: 00:00:00:00:00:00:00:00:00:00:255:255:10:00:01:01
- remote address: LID 0000 QPN 0x0012 PSN 0x1b2c4d
- GID: 00:00:00:00:00:00:00:00:00:00:255:255:10:00:01:02
----------------------------------------------------------------------------------------
-"""
+# the header perftest 6.06 prints before its table (Soft-RoCE, ib_send_lat), as it prints it
+BANNER = (Path(__file__).parent / "data" / "perftest-6.06-banner.txt").read_text()
 SEND_LAT = BANNER + (
     " #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    "
     "t_stdev[usec]   99% percentile[usec]   99.9% percentile[usec] \n"
