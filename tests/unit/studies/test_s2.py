@@ -24,9 +24,20 @@ def test_profiles_and_the_papers_link():
     assert quick.bdp_bytes == pytest.approx(600_000)
     assert 1024 in quick.windows_kib and quick.tunings == ("era", "tuned")
     verdict = s2.Params.resolve(profile="verdict")
-    assert verdict.repetitions >= 5 and len(verdict.block_sizes_kib) >= 2
+    assert verdict.repetitions >= 4 and len(verdict.block_sizes_kib) >= 2
     assert max(s2.Params.resolve(profile="paper").wan_clients) == 5
     assert get_study("s2").citation.seed.startswith("002_")
+
+
+def test_file_system_points_sweep_blocks_for_the_parallel_fs_across_the_wan_only():
+    params = s2.Params.resolve(clients=(1, 3), wan_clients=(1, 2), block_sizes_kib=(256, 1024))
+    tuned = s2.file_system_points(params, "tuned")
+    assert {(n, bs) for fs, path, n, bs in tuned if (fs, path) == ("pfs", "wan")} == {
+        (1, 256), (1, 1024), (2, 256), (2, 1024)}
+    assert {bs for fs, path, _n, bs in tuned if (fs, path) != ("pfs", "wan")} == {1024}
+    assert {n for fs, path, n, _bs in tuned if path == "lan"} == {1, 3}
+    assert len(tuned) == 2 + 2 + 2 + 4  # nfs lan, nfs wan, pfs lan, pfs wan
+    assert s2.file_system_points(params, "era") == [("nfs", "wan", 1, 1024)]
 
 
 @pytest.mark.parametrize("given, message", [
