@@ -5,10 +5,32 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 
 import pytest
 
 from harness.journal import Journal
+
+
+def run_harness(*args: str, env: dict | None = None, timeout: float = 600
+                ) -> subprocess.CompletedProcess:
+    """``python -m harness ARGS`` with its output, as a user would run it.
+
+    Past ``timeout`` the run gets SIGTERM, as from a user, so it undoes its changes and
+    stops its VMs and processes, and the test fails saying so; subprocess.run's own
+    timeout would SIGKILL it and leave the lab behind for the next test to trip over.
+    """
+    with subprocess.Popen([sys.executable, "-m", "harness", *args], stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True,
+                          env={**os.environ, **(env or {})}) as proc:
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.terminate()
+            out, err = proc.communicate(timeout=600)
+            pytest.fail(f"harness {' '.join(args)} ran past {timeout} s (stopped with SIGTERM):"
+                        f" {err[-2000:]}")
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
 
 def is_root() -> bool:

@@ -53,18 +53,32 @@ def snapshot(folder: Path) -> dict[str, tuple[str, int]]:
             for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
+def on_this_host(node: dict) -> bool:
+    """A journal's node description names this host (a namespace of it, or itself), not a
+    VM or machine reached over SSH (whose processes ended with its kernel)."""
+    while node:
+        if node.get("type") == "ssh":
+            return False
+        node = node.get("parent") or {}
+    return True
+
+
 def assert_machine_as_found(journal_path: Path, lock_folder: Path) -> None:
-    """Everything the run's journal says it made is gone from this machine."""
+    """Everything the run's journal says it made is gone from this machine: namespaces,
+    processes (QEMU too), tracked commands' files, VMs' per-boot folders, the lock."""
     journal = Journal(journal_path)
     assert journal.pending() == [], [f"{e.kind} {e.data}" for e in journal.pending()]
     present = netns_names()
+    tmp = Path(os.environ.get("TMPDIR", "/tmp"))
     for entry in journal.entries():
-        if entry.kind == "netns":
+        if entry.kind == "netns" and on_this_host(entry.node):
             assert entry.data["name"] not in present
-        elif entry.kind == "process":
+        elif entry.kind == "process" and on_this_host(entry.data.get("host") or entry.node):
             assert process_start_ticks(int(entry.data["pid"])) != int(entry.data["start_ticks"])
-        elif entry.kind == "tracked":
-            assert not (Path(os.environ.get("TMPDIR", "/tmp")) / entry.data["name"]).exists()
+        elif entry.kind == "tracked" and on_this_host(entry.node):
+            assert not (tmp / entry.data["name"]).exists()
+    for owner in journal.writers():  # a VM's boot folder is named after the run's pid
+        assert not list(Path("/tmp").glob(f"harness-vm-*-{owner}-*")), "a VM's boot folder"
     assert not list(lock_folder.glob("*.lock")), "the machine lock was not released"
 
 
@@ -126,6 +140,39 @@ print(study.run(study.parameters(repetitions=1, streams=(1, 2), duration_s=2,
       flush=True)
 """
 
+# S0 small: NAT rules, a relay's processes, shaped links, the unshaped relay benchmark
+S0_CHILD = """
+from harness.studies.s0 import S0
+study = S0()
+print(study.run(study.parameters(sizes=(1, 1024), repetitions=1, latency_budget_s=0.02,
+                                 stream_budget_s=0.03, flows=2, bench_repetitions=1,
+                                 bench_seconds=1, verify_seconds=1)), flush=True)
+"""
+
+# the VM studies, small: a kill lands in a VM's boot, the lab's build inside the VMs,
+# their configuration (Soft-RoCE links; TIPC bearers; disks, NFS and GlusterFS) or the
+# measurement; QEMU is a recorded process like any other
+S1_CHILD = """
+from harness.studies.s1 import S1
+study = S1()
+print(study.run(study.parameters(sizes=(4, 1024), repetitions=1, iterations=20,
+                                 bw_iterations=20, tcp_budget_s=0.03)), flush=True)
+"""
+
+S2_CHILD = """
+from harness.studies.s2 import S2
+study = S2()
+print(study.run(study.parameters(windows_kib=(1024,), window_seconds=1, clients=(1,),
+                                 point_seconds=1, mtus=(1500,), verify_seconds=1)), flush=True)
+"""
+
+S3_CHILD = """
+from harness.studies.s3 import S3
+study = S3()
+print(study.run(study.parameters(mappers=(4,), sizes_kb=(1,), rounds=3, warmup=1,
+                                 cpu_rounds=0, verify_seconds=1)), flush=True)
+"""
+
 SEED = int(os.environ.get("HARNESS_FAULT_SEED", "15"))
 
 
@@ -133,9 +180,14 @@ def journal_lines(runs_root: Path) -> int:
     return sum(len(p.read_bytes().splitlines()) for p in runs_root.glob("*/*/journal.jsonl"))
 
 
-@pytest.mark.parametrize("child_code, kills, lines", [(PING_CHILD, 2, (1, 9)),
-                                                      (S4_CHILD, 1, (5, 60))],
-                         ids=["ping-demo", "s4"])
+@pytest.mark.parametrize("child_code, kills, lines", [
+    (PING_CHILD, 2, (1, 9)),
+    (S0_CHILD, 2, (5, 110)),
+    (S4_CHILD, 1, (5, 60)),
+    pytest.param(S1_CHILD, 1, (4, 30), marks=pytest.mark.vm),
+    pytest.param(S2_CHILD, 1, (4, 70), marks=pytest.mark.vm),
+    pytest.param(S3_CHILD, 1, (4, 40), marks=pytest.mark.vm),
+], ids=["ping-demo", "s0", "s4", "s1", "s2", "s3"])
 def test_sigkill_at_random_moments_then_lab_clean_leaves_the_machine_as_found(
         child_code, kills, lines, tmp_path, own_lock_folder):
     """The harness killed hard at seeded moments of a study's run (lab build, link
@@ -143,7 +195,8 @@ def test_sigkill_at_random_moments_then_lab_clean_leaves_the_machine_as_found(
     restores the machine.
 
     A moment is "just after the run's journal reached its k-th line" (k seeded, within the
-    number of lines a whole run writes: 12 for the test study, ~80 for this S4 run), plus up
+    number of lines a whole run writes: 12 for the test study, ~120 for this S0 run, ~80 for
+    this S4 run, 60-180 for the VM studies, whose first lines are their QEMU processes), plus up
     to 0.3 s: a point of the run's own progress, so the kills land inside it however loaded
     the machine is (a wall-clock moment missed the run on a quieter machine).
     """
@@ -160,7 +213,7 @@ def test_sigkill_at_random_moments_then_lab_clean_leaves_the_machine_as_found(
         child = subprocess.Popen([sys.executable, "-c", child_code,
                                   str(ROOT / "tests" / "studies")],
                                  env=env, cwd=ROOT, stdout=subprocess.PIPE, text=True)
-        deadline = time.monotonic() + 240
+        deadline = time.monotonic() + 600  # a VM study boots its VMs first (TCG)
         while journal_lines(runs_root) - before < line and child.poll() is None:
             assert time.monotonic() < deadline, "the run made no progress"
             time.sleep(0.01)

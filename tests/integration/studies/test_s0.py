@@ -3,17 +3,14 @@
 from __future__ import annotations
 
 import json
-import os
 import socket
 import struct
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import group_alive, needs_root, needs_tools, netns_names
+from conftest import group_alive, needs_root, needs_tools, netns_names, run_harness
 
 from harness.errors import HarnessError, SpecError
 from harness.lab import Lab
@@ -32,9 +29,8 @@ NOTEBOOK = Path(__file__).resolve().parents[3] / "notebooks" / "s0_relay.ipynb"
 
 
 def harness(*args, data, cache):
-    env = {**os.environ, "HARNESS_DATA": str(data), "HARNESS_CACHE_DIR": str(cache)}
-    return subprocess.run([sys.executable, "-m", "harness", *args], capture_output=True,
-                          text=True, timeout=900, env=env)
+    return run_harness(*args, env={"HARNESS_DATA": str(data), "HARNESS_CACHE_DIR": str(cache)},
+                       timeout=900)
 
 
 def test_s0_small_run_has_three_methods_translation_and_leaves_nothing(tmp_path):

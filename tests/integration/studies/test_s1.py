@@ -9,14 +9,12 @@ running.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import needs_root
+from conftest import needs_root, run_harness
 
 pytestmark = [pytest.mark.integration, pytest.mark.vm, needs_root]
 
@@ -24,8 +22,7 @@ NOTEBOOK = Path(__file__).resolve().parents[3] / "notebooks" / "s1_via.ipynb"
 
 
 def harness(*args, data, timeout=1800):
-    return subprocess.run([sys.executable, "-m", "harness", *args], capture_output=True,
-                          text=True, timeout=timeout, env={**os.environ, "HARNESS_DATA": str(data)})
+    return run_harness(*args, env={"HARNESS_DATA": str(data)}, timeout=timeout)
 
 
 def _qemu_pids() -> set[int]:

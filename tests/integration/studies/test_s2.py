@@ -9,14 +9,12 @@ no VM is left running.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import needs_root
+from conftest import needs_root, run_harness
 
 pytestmark = [pytest.mark.integration, pytest.mark.vm, needs_root]
 
@@ -24,19 +22,7 @@ NOTEBOOK = Path(__file__).resolve().parents[3] / "notebooks" / "s2_wan_fs.ipynb"
 
 
 def harness(*args, data, timeout=1500):
-    """`harness ARGS` with its output; past ``timeout`` it gets SIGTERM, so the run undoes its
-    changes and stops its VMs (subprocess.run's timeout would SIGKILL it and leave them)."""
-    with subprocess.Popen([sys.executable, "-m", "harness", *args], stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE, text=True,
-                          env={**os.environ, "HARNESS_DATA": str(data)}) as proc:
-        try:
-            out, err = proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            proc.terminate()
-            out, err = proc.communicate(timeout=600)
-            pytest.fail(f"harness {' '.join(args)} ran past {timeout} s (stopped with SIGTERM):"
-                        f" {err[-2000:]}")
-    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+    return run_harness(*args, env={"HARNESS_DATA": str(data)}, timeout=timeout)
 
 
 def _qemu_pids() -> set[int]:

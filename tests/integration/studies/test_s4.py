@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import needs_root, needs_tools, netns_names
+from conftest import needs_root, needs_tools, netns_names, run_harness
 
 pytestmark = [pytest.mark.integration, needs_root,
               needs_tools("iperf3", "mptcpize", "globus-url-copy", "globus-gridftp-server")]
@@ -18,9 +16,7 @@ NOTEBOOK = Path(__file__).resolve().parents[3] / "notebooks" / "s4_mptcp.ipynb"
 
 
 def harness(*args, data):
-    return subprocess.run([sys.executable, "-m", "harness", *args], capture_output=True,
-                          text=True, timeout=600, env={**__import__("os").environ,
-                                                       "HARNESS_DATA": str(data)})
+    return run_harness(*args, env={"HARNESS_DATA": str(data)}, timeout=600)
 
 
 def test_s4_small_sweep_reproduces_the_aggregation(tmp_path):
