@@ -74,8 +74,9 @@ PROFILES = {
     "quick": dict(sizes=QUICK_SIZES, repetitions=2, iterations=50, bw_iterations=50,
                   tcp_budget_s=0.05, rdma_write=False),
     # verdict: each claim's sizes (4 B; <= 512 B; <= 1 KB; >= 8 KB up to 64 KB), send/recv,
-    # enough repetitions for the intervals to decide: ~25 min here (each perftest size is
-    # ~5.5 s under TCG, measured: all 17 sizes with RDMA write would take ~65 min)
+    # enough repetitions for the intervals to decide: 21 min here, start to report, with one
+    # claim of seven inconclusive (each perftest size is ~5.5 s under TCG: all 17 sizes with
+    # RDMA write were on course for ~65 min)
     "verdict": dict(sizes=(4, 64, 512, 1024, 8192, 65536), repetitions=10, iterations=300,
                     bw_iterations=300, tcp_budget_s=0.1, rdma_write=False),
     # paper: the paper's sizes up to 1 MB, perftest's default 1000 iterations
