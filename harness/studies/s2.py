@@ -38,6 +38,7 @@ from ..config.interface import Mtu
 from ..config.sysctl import Sysctl, read_sysctl
 from ..errors import SpecError
 from ..session import Session
+from ..tools import fio as fio_tool
 from ..tools.iperf3 import IPERF3, iperf3_client, iperf3_server, settle
 from ..topology import DataDisk, Topology, TopologyBuilder
 from . import s2_fs
@@ -129,6 +130,17 @@ class Params(Parameters):
                               "read, so reads come from the disk across the network")
     verify_seconds: int = param(3, "iperf3 seconds per link direction when verifying the lab",
                                 unit="s", low=1, high=60)
+    # -- machines from an inventory: the user's own file systems, not a lab's --------------
+    nfs_export: str = param("", "inventory runs: an existing NFS export of the inventory's "
+                            "server (its path, e.g. /export/scratch), mounted by the client "
+                            "over each path; empty: none (a VM lab serves its own)")
+    pfs_mount: str = param("", "inventory runs: the client's mount of an existing parallel "
+                           "file system (e.g. GPFS at /gpfs/fs1); empty: none")
+    pfs_path: str = param(WAN, "inventory runs: the path the parallel file system's traffic "
+                          "takes, as results and claims label it", choices=(LAN, WAN))
+    server_disk_dir: str = param("", "inventory runs: a directory on the server's local disk "
+                                 "(the one under the NFS export) for the raw-disk fio; empty: "
+                                 "the raw disk is not measured and its claims say so")
 
     def check(self) -> None:
         for name in ("windows_kib", "clients", "wan_clients", "block_sizes_kib", "tunings",
@@ -143,10 +155,46 @@ class Params(Parameters):
             raise SpecError("tunings must include tuned",
                             "the file-system sweeps run with the paper's tuning; add era to "
                             "compare the untuned state")
+        for name in ("nfs_export", "pfs_mount", "server_disk_dir"):
+            check_absolute_path(name, getattr(self, name))
+        if self.server_disk_dir and not self.existing:
+            raise SpecError("server_disk_dir is the disk under an existing NFS export",
+                            "give nfs_export too, or leave server_disk_dir empty")
+        if self.existing and not self.measured_file_systems():
+            raise SpecError(f"file_systems={','.join(self.file_systems)} names none of the "
+                            "existing file systems given (nfs_export: nfs; pfs_mount: pfs)",
+                            "add the file system you gave a path for to file_systems")
+
+    @property
+    def existing(self) -> bool:
+        """The user's own file systems (machines from an inventory), not a lab's."""
+        return bool(self.nfs_export or self.pfs_mount)
+
+    def measured_file_systems(self) -> tuple[str, ...]:
+        """The file systems measured: a lab's are all of ``file_systems``; on real machines
+        those of them the user gave a path for."""
+        if not self.existing:
+            return self.file_systems
+        given = {"nfs": self.nfs_export, "pfs": self.pfs_mount}
+        return tuple(fs for fs in self.file_systems if given[fs])
+
+    def paths(self, fs: str) -> tuple[str, ...]:
+        """The paths a file system is mounted over: both, except a user's parallel file
+        system, which is mounted already (over ``pfs_path``)."""
+        return (self.pfs_path,) if self.existing and fs == "pfs" else (LAN, WAN)
 
     @property
     def bdp_bytes(self) -> float:
         return self.wan_rate_mbit * 1e6 / 8 * self.wan_rtt_ms / 1e3
+
+
+def check_absolute_path(name: str, value: str) -> None:
+    """A path of the user's machines (fio works in it; commands quote it): absolute, of the
+    characters fio's directories may have, no '..'."""
+    if value and (not fio_tool.PATH.match(value) or ".." in value.split("/")):
+        raise SpecError(f"parameter {name}={value!r} is not a plain absolute path",
+                        "give an absolute path of letters, digits and _ . / @ + - (no spaces "
+                        "or '..'), e.g. /gpfs/fs1")
 
 
 def topology(params: Params) -> Topology:
@@ -179,13 +227,35 @@ class S2(Study):
         return topology(params)
 
     def requirements(self, params: Params) -> Requirements:
+        if params.existing:  # the client's mount.nfs4: check_testbed looks there
+            return Requirements(tools=(IPERF3, fio_tool.FIO))
         return Requirements(tools=(IPERF3, *s2_fs.tools(params.file_systems)))
 
+    def prepare(self, params: Params, inventory: str) -> None:
+        if inventory and not params.existing:
+            raise SpecError("on machines from an inventory S2 measures file systems you have: "
+                            "none was given",
+                            "give nfs_export=PATH (an export of the inventory's server) and/or "
+                            "pfs_mount=PATH (the client's mount of your parallel file system, "
+                            "e.g. GPFS); the harness serves no file system on real machines")
+        if params.existing and not inventory:
+            raise SpecError("nfs_export, pfs_mount and server_disk_dir name file systems of "
+                            "real machines",
+                            "give an inventory of those machines, or leave them empty: the "
+                            "VM lab serves its own NFS and parallel file system")
+
+    def check_testbed(self, session: Session, bed, params: Params) -> None:
+        if params.existing:
+            s2_fs.check_existing(bed.node("client"), bed.node("server"), params)
+
     def configure(self, session: Session, bed, params: Params) -> dict:
-        """The WAN at its smaller MTU; the server's disks formatted and mounted, its file
-        systems served (all recorded)."""
+        """The WAN at its smaller MTU; in a lab, the server's disks formatted and mounted and
+        its file systems served; on real machines, the user's file systems found (all
+        recorded)."""
         session.apply(*(Mtu(bed.node(n), bed.device(n, WAN), min(params.mtus))
                         for n in ("client", "server")))
+        if params.existing:
+            return s2_fs.existing(session, bed.node("server"), params)
         return s2_fs.serve(session, bed, params.file_systems, ADDRESSES)
 
     def measure(self, session: Session, bed, params: Params, configured: dict) -> None:
@@ -331,14 +401,16 @@ def file_bytes(session: Session, params: Params, fs: str, path: str, clients: in
 def measure_disks(session: Session, server, configured: dict, params: Params) -> list[dict]:
     """The raw disks (the paper's IOzone on ext3): fio on the server, each file system's disk."""
     rows = []
-    for fs in params.file_systems:
+    for fs in params.measured_file_systems():
+        if not configured[fs].get("disk_dir"):  # a user's file system without server_disk_dir
+            continue
         for rep in range(1, params.repetitions + 1):
             for rw in ("write", "read"):
                 result = s2_fs.fio(session, server, configured[fs]["disk_dir"], rw, 1,
                                    MIB, file_bytes(session, params, fs, "local", 1),
                                    f"disk-{fs}-{rep}",
                                    cold=params.drop_caches and rw == "read",
-                                   others=())
+                                   others=(), clear=configured[fs].get("clear", False))
                 rows.append({"kind": "disk", "fs": fs, "path": "local", "repetition": rep,
                              "rw": rw, "clients": 1, "block_kib": 1024, **result})
     return rows
@@ -351,10 +423,12 @@ def file_system_points(params: Params, tuning: str) -> list[tuple[str, str, int,
     the block-size sweep across the WAN for the parallel file system alone (the paper
     swept GPFS's block size, not NFS's). The era's tuning: NFS alone across the WAN, one
     client (the untuned cap the paper reports; it reports no untuned parallel file system).
+    A user's parallel file system (``pfs_mount``) is measured over the one path it is
+    mounted over.
     """
     points = []
-    for fs in params.file_systems:
-        for path in (LAN, WAN):
+    for fs in params.measured_file_systems():
+        for path in params.paths(fs):
             if tuning != "tuned" and (path == LAN or fs != "nfs"):
                 continue
             clients = (params.clients if path == LAN else params.wan_clients) \
@@ -372,8 +446,8 @@ def measure_file_systems(session: Session, bed, params: Params, configured: dict
     client, server = bed.node("client"), bed.node("server")
     points = file_system_points(params, tuning)
     rows = []
-    for fs in params.file_systems:
-        for path in (LAN, WAN):
+    for fs in params.measured_file_systems():
+        for path in params.paths(fs):
             mine = [p for p in points if p[0] == fs and p[1] == path]
             if not mine:
                 continue
@@ -386,7 +460,8 @@ def measure_file_systems(session: Session, bed, params: Params, configured: dict
                                                file_bytes(session, params, fs, path, n, bs),
                                                f"{fs}-{path}-{tuning}-{n}-{bs}-{rep}",
                                                cold=params.drop_caches and rw == "read",
-                                               others=(server,))
+                                               others=(server,),
+                                               clear=configured[fs].get("clear", False))
                             rows.append({"kind": "fs", "fs": fs, "path": path,
                                          "tuning": tuning, "repetition": rep, "rw": rw,
                                          "clients": n, "block_kib": bs, **result})

@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from ..config.labdisk import LabDiskFs
-from ..errors import HarnessError
+from ..errors import CapabilityMissing, HarnessError
 from ..nodes import Node
 from ..session import Session
 from ..tools import fio as fio_tool
@@ -84,14 +84,90 @@ def serve(session: Session, bed, file_systems, addresses: dict) -> dict[str, dic
     return out
 
 
+# -- machines from an inventory: the user's own file systems ----------------------------------
+
+def check_existing(client: Node, server: Node, params) -> None:
+    """Before anything changes: the client can mount NFS, the parallel file system is
+    mounted there and writable, the server's disk directory exists."""
+    checks = []
+    if "nfs" in params.measured_file_systems():
+        checks.append((client, "command -v mount.nfs4 >/dev/null",
+                       "cannot mount NFS v4 (no mount.nfs4)",
+                       "install nfs-common on it (apt-get install nfs-common)"))
+    if "pfs" in params.measured_file_systems():
+        path = shlex.quote(params.pfs_mount)
+        checks.append((client, f"test -d {path} && test -w {path}",
+                       f"has no writable directory {params.pfs_mount} (pfs_mount)",
+                       "give the directory where your parallel file system is mounted "
+                       "(mmlsmount all -L shows GPFS's), writable by the inventory's user"))
+        checks.append((client, f"test \"$(findmnt -n -o TARGET -T {path})\" != /",
+                       f"has no file system mounted at or above {params.pfs_mount} "
+                       "(it is on the root file system)",
+                       "mount your parallel file system first (GPFS: mmmount), or give its "
+                       "mount point"))
+    if params.server_disk_dir:
+        checks.append((server, f"test -d {shlex.quote(params.server_disk_dir)}",
+                       f"has no directory {params.server_disk_dir} (server_disk_dir)",
+                       "give a directory on the server's local disk, under the NFS export"))
+    for node, command, problem, fix in checks:
+        if not node.run(command, check=False, timeout=30).ok:
+            raise CapabilityMissing(f"{node.name} {problem}", fix)
+
+
+def existing(session: Session, server: Node, params) -> dict[str, dict]:
+    """The user's file systems, as :func:`serve` describes a lab's: nothing is served; the
+    raw-disk fio writes in a directory of the run's own under ``server_disk_dir``.
+
+    Files are written only in directories the run makes (named after the run) and removes:
+    fio's files are cleared after each point (``clear``), the directories at the end.
+    """
+    out: dict[str, dict] = {}
+    for fs in params.measured_file_systems():
+        out[fs] = {"existing": True, "clear": True}
+    if "nfs" in out:
+        out["nfs"]["export"] = params.nfs_export
+        if params.server_disk_dir:
+            out["nfs"]["disk_dir"] = own_directory(session, server, params.server_disk_dir)
+    if "pfs" in out:
+        out["pfs"]["mount"] = params.pfs_mount
+    return out
+
+
+def own_directory(session: Session, node: Node, parent: str) -> str:
+    """A new directory of this run's own under ``parent`` on ``node``, removed at the end of
+    the journal's current scope.
+
+    Made before it is recorded, with a plain ``mkdir`` that fails if the name exists: the
+    undo (``rm -rf``) can only ever remove a directory this run made. (A kill between the
+    two leaves an empty directory, never a removal of the user's files.)"""
+    path = f"{parent.rstrip('/')}/harness-{session.run.run_id}" if not session.dry_run \
+        else f"{parent.rstrip('/')}/harness-RUN"
+    if session.dry_run:
+        return path
+    made = node.run(["mkdir", "-m", "0700", path], check=False, timeout=30)
+    if not made.ok:
+        raise HarnessError(f"cannot make the run's directory {path} on {node.name}: "
+                           f"{(made.stderr or made.stdout).strip()[-200:]}",
+                           "check the directory is writable by the inventory's user")
+    session.journal.record("file", node, path=path)
+    return path
+
+
 @contextmanager
 def mounted(session: Session, client: Node, fs: str, server_ip: str,
             conf: dict) -> Iterator[str]:
-    """The file system ``fs`` mounted on ``client`` from ``server_ip`` for the block."""
+    """The file system ``fs`` mounted on ``client`` from ``server_ip`` for the block; a
+    user's (``existing``): their export mounted, or their parallel file system as it is,
+    and a directory of the run's own in it."""
     from ..config import glusterfs, nfs
 
     mountpoint = f"/run/s2-{fs}-{server_ip.replace('.', '-')}"
     with session.journal.scope():
+        if conf.get("existing"):
+            if fs == "nfs":
+                session.apply(nfs.NfsMount(client, server_ip, conf["export"], mountpoint))
+            yield own_directory(session, client, mountpoint if fs == "nfs" else conf["mount"])
+            return
         if fs == "nfs":
             session.apply(nfs.NfsMount(client, server_ip, conf["export"], mountpoint))
         else:
@@ -111,10 +187,12 @@ def drop_caches(nodes) -> None:
 
 
 def fio(session: Session, node: Node, directory: str, rw: str, numjobs: int, block: int,
-        file_bytes: int, name: str, cold: bool, others) -> dict:
+        file_bytes: int, name: str, cold: bool, others, clear: bool = False) -> dict:
     """One fio point on ``node`` in ``directory``: ``numjobs`` tasks each writing or reading
     its own ``file_bytes`` file sequentially in ``block``-byte requests; its JSON archived.
-    ``cold``: the page caches of ``node`` and ``others`` are dropped first."""
+    ``cold``: the page caches of ``node`` and ``others`` are dropped first. ``clear``: after
+    a read, the point's files are removed (a user's file system; the lab's disks are the
+    run's own and sized to keep them)."""
     if cold:
         drop_caches((node, *others))
     job = fio_tool.FioJob(name=name.replace(".", "_"), directory=directory, rw=rw,
@@ -126,6 +204,9 @@ def fio(session: Session, node: Node, directory: str, rw: str, numjobs: int, blo
     if not res.ok:
         raise HarnessError(f"fio {rw} on {node.name} in {directory} failed (exit "
                            f"{res.exit_status}): {(res.stderr or res.stdout).strip()[-300:]}")
+    if clear and rw == "read":
+        node.run(["find", directory, "-maxdepth", "1", "-type", "f", "-name",
+                  f"{job.name}.*", "-delete"], timeout=120)
     results = fio_tool.parse_fio_json(res.stdout)
     total = sum(r.bytes for r in results)
     seconds = max(r.runtime_s for r in results)

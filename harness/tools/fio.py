@@ -48,7 +48,8 @@ MAX_JOBS = 256  # fio's own limit per job section is higher; a study never needs
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 # An absolute path without characters fio's option parser splits on (':' separates
 # several files in --filename, ',' several values) or that a shell would read.
-_PATH = re.compile(r"^/[A-Za-z0-9_./@+-]*$")
+PATH = re.compile(r"^/[A-Za-z0-9_./@+-]*$")  # what a directory or file name may be
+_PATH = PATH
 
 
 @dataclass(frozen=True)

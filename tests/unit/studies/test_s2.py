@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -11,9 +12,10 @@ from conftest import CommandOnlyNode
 
 from harness.claims import INCONCLUSIVE, NOT_REPRODUCED, NOT_TESTABLE, REPRODUCED
 from harness.config.labdisk import LabDiskFs, parse_disk_state
-from harness.errors import SpecError
+from harness.errors import CapabilityMissing, HarnessError, SpecError
+from harness.journal import Journal
 from harness.nodes import Result
-from harness.studies import s2, s2_analysis
+from harness.studies import s2, s2_analysis, s2_fs
 from harness.studies.base import RunData
 from harness.studies.registry import get_study
 
@@ -63,6 +65,96 @@ def test_topology_keeps_the_papers_link_and_disks():
     assert (disks["nfs"].write_mbyte_s, disks["nfs"].read_mbyte_s) == (30, 110)
     assert disks["pfs"].write_mbyte_s == 500
     assert topo.machine_of("client") != topo.machine_of("server")
+
+
+# -- machines from an inventory: the user's own file systems ---------------------------------
+
+def test_a_users_parallel_file_system_is_measured_over_its_one_path():
+    params = s2.Params.resolve(pfs_mount="/gpfs/fs1", pfs_path="lan", clients=(1, 2))
+    assert params.existing and params.measured_file_systems() == ("pfs",)
+    assert params.paths("pfs") == ("lan",) and params.paths("nfs") == ("lan", "wan")
+    points = s2.file_system_points(params, "tuned")
+    assert {(fs, path) for fs, path, _n, _bs in points} == {("pfs", "lan")}
+    assert s2.file_system_points(params, "era") == []  # the untuned cap is NFS's
+    both = s2.Params.resolve(nfs_export="/export/scratch", pfs_mount="/gpfs/fs1",
+                             server_disk_dir="/srv/raw")
+    assert both.measured_file_systems() == ("nfs", "pfs")
+    assert {(fs, path) for fs, path, _n, _bs in s2.file_system_points(both, "tuned")} == {
+        ("nfs", "lan"), ("nfs", "wan"), ("pfs", "wan")}
+    assert not s2.Params.resolve().existing  # the lab's own
+
+
+@pytest.mark.parametrize("given, message", [
+    (dict(pfs_mount="gpfs/fs1"), "not a plain absolute path"),
+    (dict(pfs_mount="/gpfs/../etc"), "not a plain absolute path"),
+    (dict(nfs_export="/export/my data"), "not a plain absolute path"),
+    (dict(nfs_export="/export;reboot"), "not a plain absolute path"),
+    (dict(server_disk_dir="/srv/raw"), "the disk under an existing NFS export"),
+    (dict(pfs_mount="/gpfs/fs1", file_systems="nfs"), "names none of the existing"),
+    (dict(pfs_path="metro"), "not one of the choices"),
+])
+def test_bad_paths_of_a_users_file_systems_are_refused(given, message):
+    with pytest.raises(SpecError, match=message):
+        s2.Params.resolve(**given)
+
+
+def test_a_users_file_systems_need_an_inventory_and_an_inventory_needs_them():
+    study = get_study("s2")
+    with pytest.raises(SpecError, match="none was given"):
+        study.prepare(s2.Params.resolve(), "machines.yaml")
+    with pytest.raises(SpecError, match="file systems of real machines"):
+        study.prepare(s2.Params.resolve(pfs_mount="/gpfs/fs1"), "")
+    study.prepare(s2.Params.resolve(pfs_mount="/gpfs/fs1"), "machines.yaml")
+    study.prepare(s2.Params.resolve(), "")
+    tools = {t.name for t in study.requirements(s2.Params.resolve(pfs_mount="/gpfs/fs1")).tools}
+    assert tools == {"iperf3", "fio"}  # nothing is served on real machines
+
+
+class ShellNode(CommandOnlyNode):
+    """Answers each command with the exit status of the first rule whose text it contains."""
+
+    def __init__(self, name: str, failing: tuple[str, ...] = ()):
+        self.name, self.failing, self.commands = name, failing, []
+
+    def describe(self) -> dict:
+        return {"type": "local", "name": self.name}
+
+    def _execute(self, cmd, timeout, stdin):
+        text = cmd if isinstance(cmd, str) else " ".join(cmd)
+        self.commands.append(text)
+        return (1 if any(f in text for f in self.failing) else 0), "", "refused"
+
+
+@pytest.mark.parametrize("failing, words", [
+    (("mount.nfs4",), "client cannot mount NFS v4"),
+    (("test -d /gpfs/fs1",), "no writable directory /gpfs/fs1"),
+    (("findmnt",), "on the root file system"),
+    (("test -d /srv/raw",), "server has no directory /srv/raw"),
+])
+def test_a_users_file_systems_are_checked_before_anything_changes(failing, words):
+    params = s2.Params.resolve(nfs_export="/export/scratch", pfs_mount="/gpfs/fs1",
+                               server_disk_dir="/srv/raw")
+    client = ShellNode("client", failing)
+    server = ShellNode("server", failing)
+    with pytest.raises(CapabilityMissing, match=words):
+        s2_fs.check_existing(client, server, params)
+    s2_fs.check_existing(ShellNode("client"), ShellNode("server"), params)  # all there
+
+
+def test_the_runs_directory_is_made_before_it_is_recorded_and_only_removed_if_made(tmp_path):
+    journal = Journal(tmp_path / "journal.jsonl")
+    session = SimpleNamespace(dry_run=False, journal=journal,
+                              run=SimpleNamespace(run_id="20261125T000000Z-abc123"))
+    node = ShellNode("client")
+    path = s2_fs.own_directory(session, node, "/gpfs/fs1/")
+    assert path == "/gpfs/fs1/harness-20261125T000000Z-abc123"
+    assert node.commands == [f"mkdir -m 0700 {path}"]  # no -p: an existing name fails
+    (entry,) = journal.pending()
+    assert entry.kind == "file" and entry.data["path"] == path
+    taken = ShellNode("client", failing=("mkdir",))
+    with pytest.raises(HarnessError, match="cannot make the run's directory"):
+        s2_fs.own_directory(session, taken, "/gpfs/fs2")
+    assert len(journal.pending()) == 1  # nothing recorded: the undo never removes theirs
 
 
 # -- the lab disk operation ------------------------------------------------------------------
