@@ -70,6 +70,7 @@ def check_parameters(notebook: Path, given: dict) -> tuple[Study, object]:
     merged = {**notebook_defaults(notebook), **given}
     params = study.parameters(merged)
     inventory = merged.get("inventory") or ""
+    study.check_where(params, inventory)
     if inventory:
         from .inventory import Inventory
 

@@ -129,6 +129,11 @@ class Study(ABC):
     def requirements(self, params: Parameters) -> Requirements:
         """Kernel features and programs the study needs for these parameters."""
 
+    def check_where(self, params: Parameters, inventory: str) -> None:
+        """Checks of the parameters against where the run goes (a local lab, or the machines
+        of ``inventory``); raise SpecError. Pure: `harness run` calls it before the run folder
+        exists, :meth:`run` again before anything else."""
+
     def prepare(self, params: Parameters, inventory: str) -> None:
         """Checks and local builds before any session exists (nothing changed yet)."""
 
@@ -169,6 +174,7 @@ class Study(ABC):
         from ..notebook_run import begin
         from ..session import open_session
 
+        self.check_where(params, inventory)
         self.prepare(params, inventory)
         if not run_dir:
             notebook_run = begin(self.name, params.to_dict(), study_object=self)

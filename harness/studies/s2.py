@@ -231,7 +231,7 @@ class S2(Study):
             return Requirements(tools=(IPERF3, fio_tool.FIO))
         return Requirements(tools=(IPERF3, *s2_fs.tools(params.file_systems)))
 
-    def prepare(self, params: Params, inventory: str) -> None:
+    def check_where(self, params: Params, inventory: str) -> None:
         if inventory and not params.existing:
             raise SpecError("on machines from an inventory S2 measures file systems you have: "
                             "none was given",

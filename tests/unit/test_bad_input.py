@@ -22,6 +22,7 @@ from .test_inventory import GOOD_INVENTORY
 ROOT = Path(__file__).resolve().parents[2]
 S4 = ROOT / "notebooks" / "s4_mptcp.ipynb"
 S3 = ROOT / "notebooks" / "s3_tipc.ipynb"
+S2 = ROOT / "notebooks" / "s2_wan_fs.ipynb"
 
 GOOD = {**GOOD_INVENTORY, "ssh": {**GOOD_INVENTORY["ssh"], "known_hosts": "~/.ssh/known_hosts"}}
 
@@ -179,6 +180,9 @@ BAD_PARAMETERS = [
     (S4, "run_dir", "/tmp/x", "run_dir is set by"),
     (S3, "protocols", "[tcp-cubic, 'sctp; reboot']", "unknown"),
     (S3, "protocols", "[]", "is empty"),
+    (S2, "pfs_mount", "'/gpfs/fs1; rm -rf /'", "not a plain absolute path"),
+    (S2, "nfs_export", "export/scratch", "not a plain absolute path"),
+    (S2, "pfs_mount", "/gpfs/fs1", "file systems of real machines"),  # no inventory given
 ]
 
 

@@ -101,11 +101,11 @@ def test_bad_paths_of_a_users_file_systems_are_refused(given, message):
 def test_a_users_file_systems_need_an_inventory_and_an_inventory_needs_them():
     study = get_study("s2")
     with pytest.raises(SpecError, match="none was given"):
-        study.prepare(s2.Params.resolve(), "machines.yaml")
+        study.check_where(s2.Params.resolve(), "machines.yaml")
     with pytest.raises(SpecError, match="file systems of real machines"):
-        study.prepare(s2.Params.resolve(pfs_mount="/gpfs/fs1"), "")
-    study.prepare(s2.Params.resolve(pfs_mount="/gpfs/fs1"), "machines.yaml")
-    study.prepare(s2.Params.resolve(), "")
+        study.check_where(s2.Params.resolve(pfs_mount="/gpfs/fs1"), "")
+    study.check_where(s2.Params.resolve(pfs_mount="/gpfs/fs1"), "machines.yaml")
+    study.check_where(s2.Params.resolve(), "")
     tools = {t.name for t in study.requirements(s2.Params.resolve(pfs_mount="/gpfs/fs1")).tools}
     assert tools == {"iperf3", "fio"}  # nothing is served on real machines
 
