@@ -101,7 +101,9 @@ def test_latency_rows_carry_cpu_per_round_trip():
 
 
 def test_bandwidth_rows_in_decimal_mbit():
-    report = PerftestReport("ib_send_bw", [perftest.BandwidthRow(1024, 100, 12.0, 10.0, 0.01)])
+    # 10.00 MiB/s of 1 KiB messages is 0.010240 Mpps
+    report = PerftestReport("ib_send_bw", [perftest.BandwidthRow(1024, 100, 12.0, 10.0,
+                                                                 0.010240)])
     (row,) = s1.bandwidth_rows([report])
     assert row["bw_mbit"] == pytest.approx(10 * 1048576 * 8 / 1e6)
 

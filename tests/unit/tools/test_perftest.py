@@ -69,7 +69,23 @@ def test_bandwidth_report_in_mib_and_in_gbit():
     gbits = WRITE_BW.replace("[MB/sec]", "[Gb/sec]").replace("118.42", "0.99").replace(
         "112.37", "0.94")
     row = perftest.parse_output("ib_write_bw", gbits).rows[1]
-    assert row.bw_avg_mbit_s == pytest.approx(940.0)
+    # 0.94 Gb/sec is printed to +-0.005 (0.5 %); 0.001798 Mpps x 64 KiB (942.7) to 0.03 %
+    assert row.bw_avg_mbit_s == pytest.approx(0.001798 * 65536 * 8)
+    assert row.bw_avg_mbit_s == pytest.approx(940.0, rel=0.005)
+
+
+def test_small_messages_printed_as_zero_mb_per_s_are_read_from_the_message_rate():
+    # seen in CI under TCG: 4 B at ~1,400 msg/s prints "0.00" or "0.01" MB/sec; its rate
+    # has four significant digits (and average = rate x size, from the same iterations)
+    text = WRITE_BW.replace(" 2          5000             1.36               1.21 ",
+                            " 4          50               0.01               0.00 ")
+    text = text.replace("0.634410", "0.001310")
+    row = perftest.parse_output("ib_write_bw", text).rows[0]
+    assert row.bw_avg_mib_s == 0.0
+    assert row.bw_avg_mbit_s == pytest.approx(0.001310 * 4 * 8)  # 0.0419 Mbit/s, not 0
+    # a large message at a low rate: the printed average is the more precise of the two
+    big = perftest.BandwidthRow(1 << 23, 10, 900.0, 880.12, 0.000110)
+    assert big.bw_avg_mbit_s == pytest.approx(880.12 * 8.388608)
 
 
 def test_no_table_is_an_error_that_shows_the_tool_output():
@@ -206,7 +222,7 @@ class QuickSweep(perftest.PerftestSweep):
     def attempt_s(self, run):
         return 1
 
-    def connect_window_s(self, run):
+    def connect_window_s(self, run, previous=None):
         return 6
 
 
@@ -238,6 +254,19 @@ def test_a_size_that_keeps_failing_fails_the_sweep_after_its_window(tmp_path, mo
     out = subprocess.run(["sh", "-c", plan.client_command("10.0.0.1")], capture_output=True,
                          text=True, timeout=30)
     assert out.returncode == 1 and "@size 128" not in out.stdout
+
+
+def test_the_connect_window_after_a_size_covers_that_size_s_server_attempts():
+    """The server of the previous size may hang after its client is done, be killed and
+    listen once more: the next size's client waits for that as well as for its own size."""
+    plan = perftest.PerftestSweep(PerftestRun("ib_send_lat", iterations=300), (8192, 65536))
+    first, second = plan.runs()
+    assert plan.attempt_s(first) == 61 and plan.attempt_s(second) == 69
+    assert plan.connect_window_s(first) == 2 * 61 + 30
+    assert plan.connect_window_s(second, first) == 2 * 61 + 2 * 69 + 30
+    client = plan.client_command("10.0.0.1")
+    assert "+ 152))" in client and f"+ {2 * 61 + 2 * 69 + 30}))" in client
+    assert plan.longest_s() == 2 * (2 * 61 + 2 * 69 + 30)
 
 
 def test_sweep_commands_are_valid_shell():
