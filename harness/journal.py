@@ -24,7 +24,7 @@ Lines (JSON, one per line):
 * ``{"op": "update", "seq", "data"}``: facts learned after the change
 * ``{"op": "failed", "seq", "error"}``: the change's command failed
 * ``{"op": "noted", "seq", "node", "record", "time"}``: already as asked, no undo
-* ``{"op": "undone", "seq", "time"}``
+* ``{"op": "undone", "seq", "time"}`` (and ``"how"`` when something else ended it: its VM)
 """
 
 from __future__ import annotations
@@ -276,14 +276,18 @@ class Journal:
             entry.data.update(data)
             self._append({"op": "update", "seq": entry.seq, "data": data})
 
-    def mark_undone(self, entry: Entry) -> None:
-        """The change is undone. If the disk refuses the line (full), the undo still stands:
-        on disk the entry stays pending, and ``harness lab clean`` repeats its undo, which
-        tolerates what is already gone."""
+    def mark_undone(self, entry: Entry, how: str = "") -> None:
+        """The change is undone (``how``: other than by its own undo, e.g. its VM stopped).
+        If the disk refuses the line (full), the undo still stands: on disk the entry stays
+        pending, and ``harness lab clean`` repeats its undo, which tolerates what is already
+        gone."""
         with self._lock:
             entry.undone = True
+            line = {"op": "undone", "seq": entry.seq, "time": time.time()}
+            if how:
+                line["how"] = how
             try:
-                self._append({"op": "undone", "seq": entry.seq, "time": time.time()})
+                self._append(line)
             except HarnessError:
                 self.unwritten.append(entry.seq)
 
@@ -306,16 +310,19 @@ class Journal:
             _HANDLERS[entry.kind](node, entry.data)
         self.mark_undone(entry)
 
-    def undo_all(self, after_seq: int = 0) -> list[str]:
+    def undo_all(self, after_seq: int = 0,
+                 leave: Callable[[Entry], bool] | None = None) -> list[str]:
         """Undo every pending change newer than ``after_seq``, newest first.
 
+        ``leave`` names entries to leave pending: changes something else ends as a whole
+        (the state inside a VM that is stopped next, see :meth:`harness.lab.Lab.teardown`).
         Keeps going past failures and raises :class:`UndoFailed` listing them.
         """
         if os.getpid() != self._owner_pid:
             # A forked child that unwinds a copy of our stack must never undo.
             return []
         failures = []
-        batch = [e for e in self.pending() if e.seq > after_seq]
+        batch = [e for e in self.pending() if e.seq > after_seq and not (leave and leave(e))]
         # Namespaces deleted in this batch take their links, qdiscs, routes and
         # sysctls with them: no need to undo those one by one.
         doomed = {(json.dumps(e.node, sort_keys=True), e.data["name"])

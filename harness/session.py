@@ -242,7 +242,8 @@ class Session:
             if disks:
                 self._placement["disks"] = disks
             hosts = {label: vm for label, vm in vms.items() if label}
-        lab = Lab(topology, self.journal, lab_host, capabilities=caps, hosts=hosts, nics=nics)
+        lab = Lab(topology, self.journal, lab_host, capabilities=caps, hosts=hosts, nics=nics,
+                  machines_end_with_run=decision.where != "host")
         self.stack.enter_context(lab)
         return LabTestbed(lab)
 

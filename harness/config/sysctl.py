@@ -50,6 +50,22 @@ class Sysctl(Operation):
         return [sysctl_change(self.node, self.key, facts["value"], normalise(str(self.value)))]
 
 
+@dataclass
+class SysctlAtLeast(Sysctl):
+    """An integer ``key`` raised to ``value`` if it is below it, left as it is otherwise
+    (e.g. net.core.rmem_max, which caps what a socket may ask for)."""
+
+    def diff(self, facts: dict) -> list[Change]:
+        before = facts["value"]
+        try:
+            enough = int(before) >= int(self.value)
+        except ValueError:
+            raise SpecError(f"{self.node.name}: sysctl {self.key} is {before!r}, not an integer",
+                            "SysctlAtLeast is for integer keys; use Sysctl") from None
+        return [sysctl_change(self.node, self.key, before,
+                              before if enough else normalise(str(self.value)))]
+
+
 def sysctl_change(node: Node, key: str, before, after: str) -> Change:
     """The change from ``before`` (a fact's value) to ``after``: none if they are equal."""
     change = Change(node, "sysctl", key, before, after)

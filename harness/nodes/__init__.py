@@ -16,8 +16,18 @@ __all__ = [
     "Process",
     "ProcessInfo",
     "Result",
+    "described_within",
     "node_from_description",
 ]
+
+
+def described_within(desc: dict, target: dict) -> bool:
+    """Whether a node description is ``target`` or a node (a namespace, ...) inside it."""
+    while isinstance(desc, dict):
+        if desc == target:
+            return True
+        desc = desc.get("parent")
+    return False
 
 
 def node_from_description(desc: dict) -> Node:

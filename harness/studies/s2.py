@@ -35,7 +35,7 @@ from typing import ClassVar
 import pandas as pd
 
 from ..config.interface import Mtu
-from ..config.sysctl import Sysctl, read_sysctl
+from ..config.sysctl import Sysctl, SysctlAtLeast
 from ..errors import SpecError
 from ..session import Session
 from ..tools import fio as fio_tool
@@ -314,11 +314,10 @@ def allow_windows(session: Session, nodes, largest: int) -> None:
 
     ``-w`` sets SO_SNDBUF/SO_RCVBUF, which the kernel caps at net.core.wmem_max/rmem_max
     (and iperf3 then stops: "socket buffer size not set correctly"); TCP's autotuning
-    is bounded by tcp_rmem/tcp_wmem instead, which stay as tuned."""
-    for node in nodes:
-        for key in ("net.core.rmem_max", "net.core.wmem_max"):
-            if int(read_sysctl(node, key)) < largest:
-                session.apply(Sysctl(node, key, largest))
+    is bounded by tcp_rmem/tcp_wmem instead, which stay as tuned. One batch: read and set
+    one after another, these cost ~4 s each into a TCG VM (17 s for the four, measured)."""
+    session.apply(*(SysctlAtLeast(node, key, largest) for node in nodes
+                    for key in ("net.core.rmem_max", "net.core.wmem_max")))
 
 
 def measure_windows(bed, params: Params, tuning: str, windows: tuple[int, ...],

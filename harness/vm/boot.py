@@ -39,7 +39,7 @@ from dataclasses import asdict, dataclass
 
 from ..errors import CapabilityMissing, CommandTimeout, HarnessError, NodeError
 from ..journal import Journal, signals_deferred
-from ..nodes import LocalNode
+from ..nodes import LocalNode, described_within
 from ..nodes.base import Process
 from ..nodes.ssh import SSHNode
 from . import guest
@@ -263,15 +263,6 @@ def _since(deadline: float, spec: VM) -> float:
     return time.monotonic() - (deadline - spec.boot_timeout_s)
 
 
-def _mentions(desc: dict, target: dict) -> bool:
-    """Whether a node description is ``target`` or a namespace (...) inside it."""
-    while isinstance(desc, dict):
-        if desc == target:
-            return True
-        desc = desc.get("parent")
-    return False
-
-
 def forget_guest_changes(journal: Journal, vm_desc: dict) -> int:
     """Mark pending entries made inside the (now stopped) VM as undone.
 
@@ -280,8 +271,8 @@ def forget_guest_changes(journal: Journal, vm_desc: dict) -> int:
     """
     count = 0
     for entry in journal.pending():
-        if _mentions(entry.node, vm_desc):
-            journal.mark_undone(entry)
+        if described_within(entry.node, vm_desc):
+            journal.mark_undone(entry, how=f"ended with VM {vm_desc.get('name')}")
             count += 1
     return count
 
@@ -403,7 +394,7 @@ def forget_changes_in_vms(journal: Journal) -> int:
         while isinstance(desc, dict):
             if desc.get("type") == "ssh" and desc.get("host") == "127.0.0.1" \
                     and desc.get("port") in ports:
-                journal.mark_undone(entry)
+                journal.mark_undone(entry, how=f"ended with the VM on port {desc['port']}")
                 count += 1
                 break
             desc = desc.get("parent")

@@ -142,3 +142,32 @@ def test_the_undo_gives_the_nic_its_name_and_mtu_back():
                    {"ifname": "wire", "name": "ens4", "mtu": 1500, "mac": "x"})
     (cmd,) = vm.commands
     assert "ip addr flush dev wire" in cmd and "mtu 1500" in cmd and "name ens4" in cmd
+
+
+@pytest.mark.parametrize("ends_with_run, undo_env, undone_inside", [
+    (True, "", False),  # a run's own VMs: their state ends with them, no SSH command each
+    (True, "1", True),  # HARNESS_UNDO_IN_VMS=1: undone one by one, as on a real machine
+    (False, "", True),  # machines the run does not stop (inventory): always undone
+])
+def test_teardown_leaves_changes_inside_the_runs_own_vms_to_end_with_them(
+        tmp_path, monkeypatch, ends_with_run, undo_env, undone_inside):
+    monkeypatch.setenv("HARNESS_UNDO_IN_VMS", undo_env)
+    a, b = FakeMachine("vm"), FakeMachine("vm-b")
+    journal = Journal(tmp_path / "journal.jsonl")
+    lab = Lab(pair(), journal, a, hosts={"b": b}, machines_end_with_run=ends_with_run,
+              nics={("a", "wire"): "52:54:00:5e:00:01", ("b", "wire"): "52:54:00:5e:00:02"})
+    lab._scope_start = 0
+    on_host = tmp_path / "host-change"
+    on_host.write_text("made by the run")
+    journal.record("file", LocalNode(), path=str(on_host))
+    guest_a = journal.record("file", lab.node("a"), path="/tmp/guest-change")
+    guest_b = journal.record("file", b, path="/tmp/guest-change-b")
+    lab.teardown()
+    assert not on_host.exists(), "a change on this host is always undone"
+    pending = {e.seq for e in journal.pending()}
+    if undone_inside:
+        assert not pending and any("/tmp/guest-change" in c for c in a.commands)
+        assert any("/tmp/guest-change-b" in c for c in b.commands)
+    else:
+        assert pending == {guest_a.seq, guest_b.seq}  # marked undone when their VM stops
+        assert not a.commands and not b.commands

@@ -8,7 +8,7 @@ from conftest import needs_root
 from harness.config import apply, congestion, interface, mptcp, sysctl
 from harness.config.cgroup import CpuLimit
 from harness.config.congestion import DefaultCongestion
-from harness.config.sysctl import Sysctl
+from harness.config.sysctl import Sysctl, SysctlAtLeast
 from harness.errors import SpecError
 from harness.lab import Lab
 from harness.nodes import LocalNode
@@ -46,6 +46,20 @@ def test_unchanged_sysctl_records_nothing_to_undo(journal, lab):
     assert journal.configuration()[-1] | {"seq": 0} == {
         "node": "a", "kind": "sysctl", "target": "net.ipv4.tcp_sack", "before": value,
         "after": value, "changed": False, "seq": 0}
+
+
+def test_sysctl_at_least_raises_only_a_lower_value(journal, lab):
+    node = lab.node("a")
+    key = "net.ipv4.tcp_syn_retries"  # an integer the namespace has of its own
+    before = int(sysctl.read_sysctl(node, key))
+    with journal.scope():
+        low, high = apply(journal, [SysctlAtLeast(node, key, before - 1),
+                                    SysctlAtLeast(node, key, before + 1)])
+        assert not low.changed and low.after == str(before)
+        assert high.changed and sysctl.read_sysctl(node, key) == str(before + 1)
+    assert sysctl.read_sysctl(node, key) == str(before)
+    with pytest.raises(SpecError, match="not an integer"):
+        apply(journal, [SysctlAtLeast(node, "net.ipv4.tcp_rmem", 1)])
 
 
 def test_unknown_sysctl_is_a_clear_error(journal, lab):

@@ -22,7 +22,10 @@ NOTEBOOK = Path(__file__).resolve().parents[3] / "notebooks" / "s1_via.ipynb"
 
 
 def harness(*args, data, timeout=1800):
-    return run_harness(*args, env={"HARNESS_DATA": str(data)}, timeout=timeout)
+    # HARNESS_UNDO_IN_VMS: the changes inside the VMs are undone one by one, as on a real
+    # machine (`rdma link delete`, MTUs, renamed NICs), not left to end with the VMs
+    return run_harness(*args, env={"HARNESS_DATA": str(data), "HARNESS_UNDO_IN_VMS": "1"},
+                       timeout=timeout)
 
 
 def _qemu_pids() -> set[int]:

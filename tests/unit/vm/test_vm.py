@@ -4,6 +4,7 @@ the guest files and the teardown bookkeeping. No root needed."""
 
 from __future__ import annotations
 
+import json
 import lzma
 import os
 import shutil
@@ -402,6 +403,8 @@ def test_forget_guest_changes_marks_only_entries_inside_that_vm(tmp_path):
     assert forget_guest_changes(journal, vm.describe()) == 2
     assert {e.seq for e in journal.pending()} == {elsewhere.seq, local.seq}
     assert inside.undone and on_vm.undone
+    lines = [json.loads(line) for line in (tmp_path / "journal.jsonl").read_text().splitlines()]
+    assert {line.get("how") for line in lines if line["op"] == "undone"} == {"ended with VM vm"}
 
 
 def _serve_once(reply: bytes) -> tuple[int, threading.Thread]:
