@@ -55,8 +55,13 @@ CLAIMS = {
     "network_fine": Claim(
         "network_fine", "Five parallel flows reach 950-986 Mbit/s each way: the network is "
         "fine", "0.95..0.986 of the line",
-        Region.between(0.95, 1.0, "the paper's 950-986 Mbit/s of 1000; ours as goodput, so "
-                       "up to the line"), "x line"),
+        # The claim is a floor: the flows fill the link, so the network is not what limits
+        # the file system. The paper's upper figure, 986 Mbit/s, is above TCP's goodput on
+        # 1 Gbit/s Ethernet (956 Mbit/s at MTU 1500), so it records how its tool counted,
+        # not a ceiling of the claim; and a ceiling placed at the line itself could never be
+        # decided by a measurement that reaches the line (measured: 1.00x [0.99, 1.00]).
+        Region.above(0.95, "the paper's 950-986 Mbit/s of 1000: at least 0.95 of the "
+                     "line; ours is goodput against the line's goodput"), "x line"),
     "pfs_lan_below_disk": Claim(
         "pfs_lan_below_disk", "On the LAN the parallel FS writes about 40 % below the raw disk",
         "~0.6 of the disk", Region.about(0.6, 0.1, "'about 40 % below' (0.6 of the disk)"),
