@@ -311,6 +311,8 @@ def test_figures_render():
 
 def test_five_flows_at_the_line_itself_decide_the_network_check():
     """The network check is a floor (>= 0.95 of the line): flows measured at the line, as in
-    the verdict run (1.00x [0.99, 1.00]), reproduce it; flows well below it do not."""
-    assert outcomes(synthetic_run(flows=1.0))["network_fine"] == REPRODUCED
+    the verdict run (1.00x [0.99, 1.00]), or a hair above it (the shaper's burst), reproduce
+    it; flows well below it do not."""
+    for at_the_line in (1.0, 1.01):
+        assert outcomes(synthetic_run(flows=at_the_line))["network_fine"] == REPRODUCED
     assert outcomes(synthetic_run(flows=0.8))["network_fine"] == NOT_REPRODUCED
