@@ -92,7 +92,7 @@ NFSD_FS = "/proc/fs/nfsd"
 MAX_THREADS = 1024
 _SERVER_HINT = ("install the server's user space (apt-get install nfs-kernel-server) and use a "
                 "kernel with nfsd (Debian's stock kernel: run the study in the VM lab)")
-_CLIENT_HINT = ("install the client (apt-get install nfs-common) and use a kernel with nfsv4 "
+CLIENT_HINT = ("install the client (apt-get install nfs-common) and use a kernel with nfsv4 "
                 "(Debian's stock kernel: run the study in the VM lab)")
 # exports(5) client: a host, an address, address/prefix, a wildcard pattern, @netgroup or *
 _CLIENT = re.compile(r"^(\*|@?[A-Za-z0-9*?][A-Za-z0-9*?.:_-]{0,252}(/[0-9.]{1,15})?)$")
@@ -348,7 +348,7 @@ class NfsMount(ClientMount):
     options: Sequence[str] = ("vers=4.2",)
 
     fstype = proc_fstype = "nfs4"
-    kind, program, hint = "nfs-mount", "mount.nfs4", _CLIENT_HINT
+    kind, program, hint = "nfs-mount", "mount.nfs4", CLIENT_HINT
     # the client also loads rpcsec_gss_krb5 at its first mount (to read the server's
     # security flavours): loaded here first, so that the undo unloads it again
     modules = ("nfsv4", "rpcsec_gss_krb5")

@@ -21,6 +21,7 @@ import shlex
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from ..config.kmod import KernelModules
 from ..config.labdisk import LabDiskFs
 from ..errors import CapabilityMissing, HarnessError
 from ..nodes import Node
@@ -67,6 +68,9 @@ def serve(session: Session, bed, file_systems, addresses: dict) -> dict[str, dic
                    "data_dir": f"{disk_dir(fs)}/{'data' if fs == 'nfs' else 'brick'}"}
     clients = [addresses[("client", path)].split("/")[0] for path in ("lan", "wan")]
     if "nfs" in file_systems:
+        # the client's NFS modules once for the run: each mount's scope would load them and
+        # its undo unload them again (three times a run)
+        session.apply(KernelModules(bed.node("client"), nfs.NfsMount.modules, nfs.CLIENT_HINT))
         session.apply(nfs.NfsServer(server))
         # fsid=0: the export is the NFSv4 root itself, so clients need no pseudo file system
         # walked down from / -- which in a lab VM is the host's root over 9p, not exportable

@@ -8,6 +8,7 @@ import pytest
 from conftest import CommandOnlyNode
 
 from harness.config import mounts, nfs, operation
+from harness.config.kmod import KernelModules
 from harness.config.operation import UNKNOWN, plan
 from harness.errors import CapabilityMissing, SpecError
 from harness.nodes.netns import NamespaceNode
@@ -244,6 +245,20 @@ def test_a_mount_loads_nfsv4_makes_its_mountpoint_and_mounts():
     assert mnt.undo == {"path": "/mnt/nfs", "fstype": "nfs4", "source": "10.0.2.15:/tmp/exp"}
     ipv6 = plan([mount(vm, server="fd00::1")])[-1]
     assert "[fd00::1]:/tmp/exp" in ipv6.command
+
+
+def test_the_clients_modules_loaded_once_leave_each_mount_nothing_to_load():
+    vm = NfsMachine(loaded=["sunrpc", "grace", "lockd"])
+    first, krb5 = plan([KernelModules(vm, nfs.NfsMount.modules, nfs.CLIENT_HINT)])
+    assert (first.kind, first.changed, first.command) == ("kernel-module", True, "modprobe nfsv4")
+    assert first.undo == {"modules": ["netfs", "fscache", "nfs", "nfsv4"]}
+    assert krb5.undo == {"modules": ["oid_registry", "auth_rpcgss", "rpcsec_gss_krb5"]}
+    vm.loaded = ["sunrpc", "grace", "lockd", "netfs", "fscache", "nfs", "nfsv4",
+                 "oid_registry", "auth_rpcgss", "rpcsec_gss_krb5"]
+    assert kinds(plan([mount(vm)])) == [("kernel-module", False), ("kernel-module", False),
+                                        ("mountpoint", True), ("nfs-mount", True)]
+    with pytest.raises(CapabilityMissing, match="no nosuchfs module"):
+        plan([KernelModules(vm, ("nosuchfs",), "install it")])
 
 
 def test_a_mountpoint_in_use_is_refused_and_the_same_mount_is_as_asked():
