@@ -162,25 +162,33 @@ class Scaling:
         return asdict(self)
 
 
-def fit_to_ceiling(topology: Topology, ceiling_mbit: float,
+def fit_to_ceiling(topology: Topology, ceiling_mbit: float | None,
                    headroom: float = CEILING_HEADROOM,
                    wire_ceiling_mbit: float | None = None) -> tuple[Topology, Scaling]:
     """Scale rates down (and delays up) when they exceed what the VM (and its wires) carry.
 
     A wire between VMs (two emulated NICs and a loopback socket) is slower and
-    burstier than a veth: it is given more headroom (WIRE_HEADROOM).
+    burstier than a veth: it is given more headroom (WIRE_HEADROOM). ``ceiling_mbit``
+    None: not measured, as no link of the lab lies inside one machine (every link a wire).
     """
+    if ceiling_mbit is None and wire_ceiling_mbit is None:
+        raise ValueError("fit_to_ceiling needs the namespace ceiling, the wires' or both")
     rates = [link.rate_mbit for link in topology.links if link.rate_mbit is not None]
     top = max(rates) if rates else None
-    limit = ceiling_mbit * headroom
-    what = f"within {headroom:.0%} of the lab's ceiling ({ceiling_mbit:.0f} Mbit/s)"
-    carries = f"this lab carries at most {ceiling_mbit:.0f} Mbit/s between namespaces"
+    limits, whats, carries = [], [], []
+    if ceiling_mbit is not None:
+        limits.append(ceiling_mbit * headroom)
+        whats.append(f"{headroom:.0%} of the lab's ceiling ({ceiling_mbit:.0f} Mbit/s)")
+        carries.append(f"{ceiling_mbit:.0f} Mbit/s between namespaces")
     if wire_ceiling_mbit is not None:
-        limit = min(limit, wire_ceiling_mbit * WIRE_HEADROOM)
-        what += (f" and {WIRE_HEADROOM:.0%} of its wires' ceiling "
-                 f"({wire_ceiling_mbit:.0f} Mbit/s)")
-        carries += f" and {wire_ceiling_mbit:.0f} Mbit/s over a wire between its VMs"
-    floor = min(ceiling_mbit, wire_ceiling_mbit or ceiling_mbit)
+        limits.append(wire_ceiling_mbit * WIRE_HEADROOM)
+        whats.append(f"{WIRE_HEADROOM:.0%} of its wires' ceiling ({wire_ceiling_mbit:.0f} "
+                     "Mbit/s)")
+        carries.append(f"{wire_ceiling_mbit:.0f} Mbit/s over a wire between its VMs")
+    limit = min(limits)
+    what = "within " + " and ".join(whats)
+    carries = "this lab carries at most " + " and ".join(carries)
+    floor = min(c for c in (ceiling_mbit, wire_ceiling_mbit) if c is not None)
     if top is None or top <= limit:
         return topology, Scaling(1.0, floor, top,
                                  f"no scaling: the fastest link ({top or 'unshaped'} Mbit/s) is "

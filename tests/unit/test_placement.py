@@ -3,7 +3,7 @@
 import pytest
 
 from harness.errors import CapabilityMissing
-from harness.placement import VMOffer, decide, fit_to_ceiling
+from harness.placement import WIRE_HEADROOM, VMOffer, decide, fit_to_ceiling
 from harness.probe import Capabilities
 from harness.studies import s4
 from harness.topology import TopologyBuilder
@@ -60,6 +60,18 @@ def test_rates_above_the_ceiling_are_scaled_keeping_the_bdp():
     assert link.rate_mbit == pytest.approx(320)
     assert link.rate_mbit * link.delay_ms == pytest.approx(1000 * 2.4)
     assert "bandwidth-delay product" in scaling.note
+
+
+def test_a_lab_of_wires_alone_is_fitted_to_its_wires_ceiling():
+    """Every link a wire between VMs: the namespace ceiling is not measured (None)."""
+    topo, scaling = fit_to_ceiling(wan(1000, 2.4), ceiling_mbit=None, wire_ceiling_mbit=40)
+    assert scaling.factor == pytest.approx(40 * WIRE_HEADROOM / 1000)
+    assert scaling.ceiling_mbit == 40 and "between namespaces" not in scaling.note
+    assert "40 Mbit/s over a wire" in scaling.note
+    both = fit_to_ceiling(wan(1000, 2.4), ceiling_mbit=400, wire_ceiling_mbit=40)[1]
+    assert both.factor == scaling.factor and "400 Mbit/s between namespaces" in both.note
+    with pytest.raises(ValueError):
+        fit_to_ceiling(wan(1000, 2.4), ceiling_mbit=None)
 
 
 def test_rates_within_the_ceiling_are_left_alone():
