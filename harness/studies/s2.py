@@ -441,12 +441,22 @@ def file_system_points(params: Params, tuning: str) -> list[tuple[str, str, int,
     return points
 
 
+def path_share(result: dict, path: str, rw: str) -> dict:
+    """How much of what the point moved crossed its own path's wire (the client's
+    interface: sent for a write, received for a read); none without counters."""
+    moved = result.get(f"{path}_{'tx' if rw == 'write' else 'rx'}_bytes")
+    if moved is None or not result.get("bytes"):
+        return {}
+    return {"path_bytes": moved, "path_share": moved / result["bytes"]}
+
+
 def measure_file_systems(session: Session, bed, params: Params, configured: dict, tuning: str,
                          order: MeasuringOrder) -> list[dict]:
     """fio sequential write then read over each file system, mounted by the client over the
     LAN and across the WAN, at the points of ``file_system_points``."""
     client, server = bed.node("client"), bed.node("server")
     points = file_system_points(params, tuning)
+    interfaces = {path: bed.device("client", path) for path in (LAN, WAN)}
     rows = []
     for fs in params.measured_file_systems():
         for path in params.paths(fs):
@@ -463,8 +473,10 @@ def measure_file_systems(session: Session, bed, params: Params, configured: dict
                                                f"{fs}-{path}-{tuning}-{n}-{bs}-{rep}",
                                                cold=params.drop_caches and rw == "read",
                                                others=(server,),
-                                               clear=configured[fs].get("clear", False))
+                                               clear=configured[fs].get("clear", False),
+                                               interfaces=interfaces)
                             rows.append({"kind": "fs", "fs": fs, "path": path,
                                          "tuning": tuning, "repetition": rep, "rw": rw,
-                                         "clients": n, "block_kib": bs, **result})
+                                         "clients": n, "block_kib": bs, **result,
+                                         **path_share(result, path, rw)})
     return rows

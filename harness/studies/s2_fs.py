@@ -23,6 +23,7 @@ from contextlib import contextmanager
 
 from ..config.kmod import KernelModules
 from ..config.labdisk import LabDiskFs
+from ..config.route import HostRoute
 from ..errors import CapabilityMissing, HarnessError
 from ..nodes import Node
 from ..session import Session
@@ -85,6 +86,7 @@ def serve(session: Session, bed, file_systems, addresses: dict) -> dict[str, dic
         session.apply(glusterfs.GlusterVolume(server, VOLUME,
                                               ((brick_host, out["pfs"]["data_dir"]),)))
         out["pfs"]["volume"] = VOLUME
+        out["pfs"]["brick_host"] = brick_host  # where every client's data goes (see mounted)
     return out
 
 
@@ -175,6 +177,11 @@ def mounted(session: Session, client: Node, fs: str, server_ip: str,
         if fs == "nfs":
             session.apply(nfs.NfsMount(client, server_ip, conf["export"], mountpoint))
         else:
+            brick = conf.get("brick_host")
+            if brick and brick != server_ip:
+                # the client moves data to the brick's address, not the one it mounted
+                # from: through the server's address on this path, or it would not cross it
+                session.apply(HostRoute(client, brick, server_ip))
             # the FUSE client logs under /var/log/glusterfs, read-only in a lab VM: to
             # /dev/null instead, so the mount creates no file that would outlive it
             session.apply(glusterfs.GlusterMount(client, server_ip, conf["volume"], mountpoint,
@@ -191,18 +198,25 @@ def drop_caches(nodes) -> None:
 
 
 def fio(session: Session, node: Node, directory: str, rw: str, numjobs: int, block: int,
-        file_bytes: int, name: str, cold: bool, others, clear: bool = False) -> dict:
+        file_bytes: int, name: str, cold: bool, others, clear: bool = False,
+        interfaces: dict[str, str] | None = None) -> dict:
     """One fio point on ``node`` in ``directory``: ``numjobs`` tasks each writing or reading
     its own ``file_bytes`` file sequentially in ``block``-byte requests; its JSON archived.
     ``cold``: the page caches of ``node`` and ``others`` are dropped first. ``clear``: after
     a read, the point's files are removed (a user's file system; the lab's disks are the
-    run's own and sized to keep them)."""
+    run's own and sized to keep them). ``interfaces`` (path -> device on ``node``): the bytes
+    each sent and received during the point (``PATH_tx_bytes``, ``PATH_rx_bytes``), read in
+    the same command as fio, so that where the data went is measured, not assumed."""
     if cold:
         drop_caches((node, *others))
     job = fio_tool.FioJob(name=name.replace(".", "_"), directory=directory, rw=rw,
                           block_size=block, size=file_bytes, numjobs=numjobs,
                           direct=False, end_fsync=rw == "write")
-    res = node.run(shlex.join(job.argv()), timeout=600 + file_bytes * numjobs / 1e5,
+    command = shlex.join(job.argv())
+    if interfaces:
+        counters = counters_command(tuple(interfaces.values()))
+        command = f"{counters} >&2; {command}; s=$?; {counters} >&2; exit $s"
+    res = node.run(command, timeout=600 + file_bytes * numjobs / 1e5,
                    check=False, track=True)
     session.raw(f"fio-{name}-{rw}.json", res.stdout)
     if not res.ok:
@@ -214,5 +228,34 @@ def fio(session: Session, node: Node, directory: str, rw: str, numjobs: int, blo
     results = fio_tool.parse_fio_json(res.stdout)
     total = sum(r.bytes for r in results)
     seconds = max(r.runtime_s for r in results)
-    return {"mbyte_s": total / seconds / 1e6 if seconds else float("nan"),
-            "seconds": seconds, "bytes": total, "process_s": res.duration}
+    row = {"mbyte_s": total / seconds / 1e6 if seconds else float("nan"),
+           "seconds": seconds, "bytes": total, "process_s": res.duration}
+    if interfaces:
+        row.update(counter_deltas(tuple(interfaces), res.stderr))
+    return row
+
+
+COUNTERS = "@net"
+
+
+def counters_command(devices: tuple[str, ...]) -> str:
+    """Shell: one line ``@net TX RX TX RX ...``, each device's byte counters in order."""
+    files = " ".join(shlex.quote(f"/sys/class/net/{dev}/statistics/{what}_bytes")
+                     for dev in devices for what in ("tx", "rx"))
+    return f'echo {COUNTERS} $(cat {files})'
+
+
+def counter_deltas(paths: tuple[str, ...], text: str) -> dict[str, int]:
+    """The bytes sent and received per path between the first and the last ``@net`` line of
+    ``text`` (:func:`counters_command` before and after the point); none if either is
+    missing or short (a device gone: the point has no traffic figures)."""
+    lines = [line.split()[1:] for line in text.splitlines() if line.startswith(COUNTERS + " ")]
+    if len(lines) < 2 or any(len(words) != 2 * len(paths) or not all(w.isdigit() for w in words)
+                             for words in (lines[0], lines[-1])):
+        return {}
+    before, after = [int(w) for w in lines[0]], [int(w) for w in lines[-1]]
+    out = {}
+    for i, path in enumerate(paths):
+        out[f"{path}_tx_bytes"] = after[2 * i] - before[2 * i]
+        out[f"{path}_rx_bytes"] = after[2 * i + 1] - before[2 * i + 1]
+    return out

@@ -62,8 +62,13 @@ def test_s2_small_run_in_two_vms(tmp_path):
     assert set(fs[fs.tuning == "era"].fs) == {"nfs"}, "untuned: NFS alone (the paper's cap)"
     windows = frame[frame.kind == "window"]
     assert set(windows.window_kib) == {0, 1024} and set(windows.tuning) == {"era", "tuned"}
+    # every point's bytes crossed its own path's wire (the parallel FS's WAN points too:
+    # its brick is defined on the server's LAN address, reached by a host route via the WAN)
+    assert (fs.path_share > 0.95).all(), fs[["fs", "path", "rw", "path_share"]]
     claims = pd.read_parquet(run_dir / "claims.parquet")
-    assert len(claims) == 14 and "not testable here" in set(claims.outcome)
+    assert len(claims) == 15 and "not testable here" in set(claims.outcome)
+    on_path = claims.set_index("claim_id").loc["fs_on_path"]
+    assert on_path.source == "target" and on_path.outcome == "reproduced", on_path.reason
     assert list((run_dir / "raw").glob("fio-*.json"))
     assert (run_dir / "report.html").stat().st_size > 10_000
     assert not (_qemu_pids() - before), "a QEMU of this run survived"

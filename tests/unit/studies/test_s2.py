@@ -316,3 +316,39 @@ def test_five_flows_at_the_line_itself_decide_the_network_check():
     for at_the_line in (1.0, 1.01):
         assert outcomes(synthetic_run(flows=at_the_line))["network_fine"] == REPRODUCED
     assert outcomes(synthetic_run(flows=0.8))["network_fine"] == NOT_REPRODUCED
+
+
+def test_interface_counters_around_a_point_give_each_paths_bytes():
+    command = s2_fs.counters_command(("lan", "wan"))
+    assert command.startswith("echo @net $(cat /sys/class/net/lan/statistics/tx_bytes ")
+    assert command.count("/statistics/") == 4
+    stderr = "@net 100 200 1000 2000\nfio: some warning\n@net 150 260 11000 2500\n"
+    assert s2_fs.counter_deltas(("lan", "wan"), stderr) == {
+        "lan_tx_bytes": 50, "lan_rx_bytes": 60, "wan_tx_bytes": 10000, "wan_rx_bytes": 500}
+    assert s2_fs.counter_deltas(("lan", "wan"), "@net 1 2 3 4\n") == {}  # no after line
+    assert s2_fs.counter_deltas(("lan", "wan"), "@net 1 2\n@net 3 4\n") == {}  # a device gone
+
+
+def test_path_share_is_what_crossed_the_points_own_wire():
+    write = {"bytes": 1000, "wan_tx_bytes": 1040, "wan_rx_bytes": 30, "lan_tx_bytes": 2}
+    assert s2.path_share(write, "wan", "write") == {"path_bytes": 1040, "path_share": 1.04}
+    read = {"bytes": 1000, "lan_rx_bytes": 5, "wan_rx_bytes": 1030}
+    assert s2.path_share(read, "lan", "read")["path_share"] == 0.005  # it went over the WAN
+    assert s2.path_share({"bytes": 1000}, "wan", "write") == {}
+
+
+def test_the_on_path_check_fails_a_run_whose_points_took_the_other_wire():
+    def run(wan_share):
+        rows = [dict(kind="fs", fs=fs, path=path, rw=rw, tuning="tuned", clients=1,
+                     repetition=rep, mbyte_s=1.0,
+                     path_share=(wan_share if (fs, path) == ("pfs", "wan") else 1.03 + rep / 1000))
+                for fs in ("nfs", "pfs") for path in ("lan", "wan") for rw in ("write", "read")
+                for rep in (1, 2, 3)]
+        return s2_analysis.on_path(pd.DataFrame(rows))
+    good = run(1.04)
+    assert good.outcome == REPRODUCED and good.claim.source == "target"
+    bad = run(0.0)  # the parallel FS's "WAN" data over the LAN: what the counters caught
+    assert bad.outcome == NOT_REPRODUCED and "pfs write over the WAN" in bad.note
+    assert s2_analysis.on_path(pd.DataFrame([{"kind": "fs"}])).outcome == NOT_TESTABLE
+    # a whole run without counters still has every claim, this one not testable
+    assert outcomes(synthetic_run())["fs_on_path"] == NOT_TESTABLE
