@@ -424,22 +424,65 @@ def parse_sweep(tool: str, text: str) -> list[PerftestReport]:
     return reports
 
 
+def completed(tool: str, text: str) -> list[PerftestReport]:
+    """The reports of the sizes a failed sweep's client finished, in order, up to the first
+    size without a results table."""
+    done = []
+    for size, part in split_sizes(text).items():
+        try:
+            report = parse_output(tool, part)
+        except HarnessError:
+            break
+        report.rows = [row for row in report.rows if row.size == size] or report.rows[-1:]
+        report.raw = part
+        done.append(report)
+    return done
+
+
 def sweep(journal: Journal, server_node: Node, client_node: Node, plan: PerftestSweep,
-          server_host: str, timeout: float = 600.0) -> tuple[list[PerftestReport], str, str]:
+          server_host: str, timeout: float = 600.0, retries: int = 1
+          ) -> tuple[list[PerftestReport], str, str]:
     """Run a sweep: the server script in the background on ``server_node``, the client's in
     the foreground on ``client_node``. Returns (client reports by size, client output,
-    server output)."""
-    with journal.process(server_node, ["sh", "-c", plan.server_command()]) as proc:
-        res = client_node.run(["sh", "-c", plan.client_command(server_host)], timeout=timeout,
-                              check=False, track=True)
-        try:
-            proc.wait(30)
-        except HarnessError:
-            pass  # still running: stopped (and recorded as stopped) when the block ends
-        served = proc.output()
-    text = res.stdout + (f"\n[stderr]\n{res.stderr}" if res.stderr.strip() else "")
-    if not res.ok:
-        raise HarnessError(f"{plan.run.tool} sweep client on {client_node.name} failed (exit "
-                           f"{res.exit_status}): {(res.stderr or res.stdout).strip()[-600:]}",
-                           f"the server said: {served.strip()[-300:]}")
-    return parse_sweep(plan.run.tool, res.stdout), text, served
+    server output).
+
+    A client that fails (a size it could not connect to within its window: seen twice in S1
+    verdict runs under TCG at 65536 B, the server having just started that size) keeps the
+    sizes it finished; the rest are swept again, ``retries`` times, by fresh processes at
+    both ends on ports of their own (the next block of ports). Both outputs say so
+    (``@retry`` lines), and the archive keeps every attempt's text.
+    """
+    done: list[PerftestReport] = []
+    texts, served_all = [], []
+    current = plan
+    for attempt in range(retries + 1):
+        with journal.process(server_node, ["sh", "-c", current.server_command()]) as proc:
+            res = client_node.run(["sh", "-c", current.client_command(server_host)],
+                                  timeout=timeout, check=False, track=True)
+            try:
+                proc.wait(30)
+            except HarnessError:
+                pass  # still running: stopped (and recorded as stopped) when the block ends
+            served = proc.output()
+        texts.append(res.stdout + (f"\n[stderr]\n{res.stderr}" if res.stderr.strip() else ""))
+        served_all.append(served)
+        if res.ok:
+            done += parse_sweep(current.run.tool, res.stdout)
+            return done, _joined(texts), _joined(served_all)
+        finished = completed(current.run.tool, res.stdout)
+        done += finished
+        left = current.sizes[len(finished):]
+        if attempt == retries or not left:
+            raise HarnessError(
+                f"{plan.run.tool} sweep client on {client_node.name} failed (exit "
+                f"{res.exit_status}{f', after {attempt} retries' if attempt else ''}): "
+                f"{(res.stderr or res.stdout).strip()[-600:]}",
+                f"the server said: {served.strip()[-300:]}")
+        current = replace(current, sizes=left,
+                          run=replace(current.run, port=current.run.port + len(current.sizes)))
+    raise AssertionError("unreachable")
+
+
+def _joined(texts: list[str]) -> str:
+    """Every attempt's output, the retries marked."""
+    return "".join(text if i == 0 else f"\n@retry {i}\n{text}" for i, text in enumerate(texts))

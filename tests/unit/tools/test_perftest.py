@@ -280,3 +280,42 @@ def test_a_nan_standard_deviation_is_still_a_row():
     text = one_size(64, 1296.74).replace("\t12.31", "\t-nan")
     (row,) = perftest.parse_output("ib_send_lat", text).rows
     assert row.t_typical_us == 1296.74 and row.t_stdev_us != row.t_stdev_us  # NaN
+
+
+def test_a_sweep_whose_client_gives_up_on_a_size_sweeps_the_rest_again(tmp_path, monkeypatch):
+    """The first sweep's client cannot connect at 128 B within its window (its server never
+    listens); the sizes it finished are kept and 128 B is swept again by fresh processes at
+    both ends on the next block of ports, whose server comes up."""
+    from harness.journal import Journal
+    from harness.nodes import LocalNode
+
+    fake = tmp_path / "prlimit"
+    fake.write_text(f"""#!/bin/sh
+port=""; size=""; last=""
+while [ $# -gt 0 ]; do
+  case "$1" in -p) port=$2; shift;; -s) size=$2; shift;; esac
+  last=$1; shift
+done
+case " $FAIL_PORTS " in *" $port "*) fail=1;; *) fail=0;; esac
+if [ "$last" != "10.0.0.1" ]; then  # a server: one that fails never listens
+  [ $fail = 1 ] && exec sleep 30
+  exit 0
+fi
+if [ $fail = 1 ]; then echo " Couldn't connect to 10.0.0.1:$port"; exit 1; fi
+sed "s/^ 64 /  $size /" {tmp_path}/table.txt
+""")
+    fake.chmod(0o755)
+    (tmp_path / "table.txt").write_text(one_size(64, 44.25).replace("@cpu 20 5 100\n", ""))
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    monkeypatch.setenv("FAIL_PORTS", "18516")  # the first block's 128 B
+    journal = Journal(tmp_path / "journal.jsonl")
+    plan = QuickSweep(PerftestRun("ib_send_lat", iterations=200), (64, 128))
+    reports, client_out, _server_out = perftest.sweep(journal, LocalNode(), LocalNode(), plan,
+                                                      "10.0.0.1", timeout=60)
+    assert [r.rows[0].size for r in reports] == [64, 128]
+    assert "@retry 1" in client_out
+    assert not journal.pending(), "both attempts' servers were stopped"
+    monkeypatch.setenv("FAIL_PORTS", "18516 18517")  # 128 B fails in the retry's block too
+    with pytest.raises(HarnessError, match="after 1 retries"):
+        perftest.sweep(journal, LocalNode(), LocalNode(), plan, "10.0.0.1", timeout=60)
+    assert not journal.pending()
