@@ -142,6 +142,11 @@ class LatencyRow:
     t_p99_us: float
     t_p999_us: float
 
+    @property
+    def measured(self) -> bool:
+        """False for a row of zeros (a time no exchange can take): no measurement."""
+        return self.t_typical_us > 0 or self.t_avg_us > 0
+
 
 @dataclass(frozen=True)
 class BandwidthRow:
@@ -153,6 +158,12 @@ class BandwidthRow:
     bw_avg_mib_s: float
     msg_rate_mpps: float
     bw_step_mib_s: float = 0.01  # the printed average's last digit: 0.01 MB/sec (or Gb/sec)
+
+    @property
+    def measured(self) -> bool:
+        """False for perftest's row of zeros (peak, average and rate all 0: seen under TCG at
+        64 B, after a first attempt that failed, at both ends): a figure of no exchange."""
+        return self.bw_avg_mib_s > 0 or self.msg_rate_mpps > 0
 
     @property
     def bw_avg_mbit_s(self) -> float:
@@ -405,13 +416,16 @@ def split_sizes(text: str) -> dict[int, str]:
     return {size: "\n".join(lines) for size, lines in out.items()}
 
 
-def parse_sweep(tool: str, text: str) -> list[PerftestReport]:
-    """One report per size of a sweep's client output (the last attempt's table and CPU).
+def parse_sweep(tool: str, text: str, only: int | None = None) -> list[PerftestReport]:
+    """One report per size of a sweep's client output (the last attempt's table and CPU);
+    ``only``: that size's report alone.
 
     A size whose output has no table raises :class:`HarnessError` naming it.
     """
     reports = []
     for size, part in split_sizes(text).items():
+        if only is not None and size != only:
+            continue
         try:
             report = parse_output(tool, part)
         except HarnessError as exc:
@@ -428,14 +442,11 @@ def completed(tool: str, text: str) -> list[PerftestReport]:
     """The reports of the sizes a failed sweep's client finished, in order, up to the first
     size without a results table."""
     done = []
-    for size, part in split_sizes(text).items():
+    for size in split_sizes(text):
         try:
-            report = parse_output(tool, part)
+            done += parse_sweep(tool, text, only=size)
         except HarnessError:
             break
-        report.rows = [row for row in report.rows if row.size == size] or report.rows[-1:]
-        report.raw = part
-        done.append(report)
     return done
 
 
@@ -449,8 +460,9 @@ def sweep(journal: Journal, server_node: Node, client_node: Node, plan: Perftest
     A client that fails (a size it could not connect to within its window: seen twice in S1
     verdict runs under TCG at 65536 B, the server having just started that size) keeps the
     sizes it finished; the rest are swept again, ``retries`` times, by fresh processes at
-    both ends on ports of their own (the next block of ports). Both outputs say so
-    (``@retry`` lines), and the archive keeps every attempt's text.
+    both ends on ports of their own (the next block of ports). So is a size whose table is a
+    row of zeros (:attr:`BandwidthRow.measured`). Both outputs say so (``@retry`` lines), and
+    the archive keeps every attempt's text.
     """
     done: list[PerftestReport] = []
     texts, served_all = [], []
@@ -466,21 +478,28 @@ def sweep(journal: Journal, server_node: Node, client_node: Node, plan: Perftest
             served = proc.output()
         texts.append(res.stdout + (f"\n[stderr]\n{res.stderr}" if res.stderr.strip() else ""))
         served_all.append(served)
-        if res.ok:
-            done += parse_sweep(current.run.tool, res.stdout)
-            return done, _joined(texts), _joined(served_all)
-        finished = completed(current.run.tool, res.stdout)
-        done += finished
-        left = current.sizes[len(finished):]
-        if attempt == retries or not left:
+        tool = current.run.tool
+        reports = parse_sweep(tool, res.stdout) if res.ok else completed(tool, res.stdout)
+        done += [r for r in reports if all(row.measured for row in r.rows)]
+        finished = {r.rows[0].size for r in done}
+        left = tuple(size for size in current.sizes if size not in finished)
+        if not left:
+            return _in_order(done, plan.sizes), _joined(texts), _joined(served_all)
+        if attempt == retries:
+            zeros = sorted({r.rows[0].size for r in reports} - finished)
+            problem = (f"printed a row of zeros (no measurement) at {zeros} B"
+                       if res.ok else f"client on {client_node.name} failed (exit "
+                       f"{res.exit_status}): {(res.stderr or res.stdout).strip()[-600:]}")
             raise HarnessError(
-                f"{plan.run.tool} sweep client on {client_node.name} failed (exit "
-                f"{res.exit_status}{f', after {attempt} retries' if attempt else ''}): "
-                f"{(res.stderr or res.stdout).strip()[-600:]}",
+                f"{plan.run.tool} sweep {problem}{f', after {attempt} retries' if attempt else ''}",
                 f"the server said: {served.strip()[-300:]}")
         current = replace(current, sizes=left,
                           run=replace(current.run, port=current.run.port + len(current.sizes)))
     raise AssertionError("unreachable")
+
+
+def _in_order(reports: list[PerftestReport], sizes: tuple[int, ...]) -> list[PerftestReport]:
+    return sorted(reports, key=lambda report: sizes.index(report.rows[0].size))
 
 
 def _joined(texts: list[str]) -> str:

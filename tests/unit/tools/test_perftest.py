@@ -282,6 +282,22 @@ def test_a_nan_standard_deviation_is_still_a_row():
     assert row.t_typical_us == 1296.74 and row.t_stdev_us != row.t_stdev_us  # NaN
 
 
+def fake_perftest(tmp_path: Path, body: str) -> None:
+    """A stand-in for the sweep's ``prlimit ... perftest`` command: ``$port``, ``$size`` and
+    ``$last`` (the server address at the client; an option at the server) set for ``body``."""
+    fake = tmp_path / "prlimit"
+    fake.write_text("#!/bin/sh\n" + PREAMBLE + body)
+    fake.chmod(0o755)
+
+
+PREAMBLE = """port=""; size=""; last=""
+while [ $# -gt 0 ]; do
+  case "$1" in -p) port=$2; shift;; -s) size=$2; shift;; esac
+  last=$1; shift
+done
+"""
+
+
 def test_a_sweep_whose_client_gives_up_on_a_size_sweeps_the_rest_again(tmp_path, monkeypatch):
     """The first sweep's client cannot connect at 128 B within its window (its server never
     listens); the sizes it finished are kept and 128 B is swept again by fresh processes at
@@ -289,13 +305,7 @@ def test_a_sweep_whose_client_gives_up_on_a_size_sweeps_the_rest_again(tmp_path,
     from harness.journal import Journal
     from harness.nodes import LocalNode
 
-    fake = tmp_path / "prlimit"
-    fake.write_text(f"""#!/bin/sh
-port=""; size=""; last=""
-while [ $# -gt 0 ]; do
-  case "$1" in -p) port=$2; shift;; -s) size=$2; shift;; esac
-  last=$1; shift
-done
+    fake_perftest(tmp_path, f"""
 case " $FAIL_PORTS " in *" $port "*) fail=1;; *) fail=0;; esac
 if [ "$last" != "10.0.0.1" ]; then  # a server: one that fails never listens
   [ $fail = 1 ] && exec sleep 30
@@ -304,7 +314,6 @@ fi
 if [ $fail = 1 ]; then echo " Couldn't connect to 10.0.0.1:$port"; exit 1; fi
 sed "s/^ 64 /  $size /" {tmp_path}/table.txt
 """)
-    fake.chmod(0o755)
     (tmp_path / "table.txt").write_text(one_size(64, 44.25).replace("@cpu 20 5 100\n", ""))
     monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
     monkeypatch.setenv("FAIL_PORTS", "18516")  # the first block's 128 B
@@ -317,5 +326,52 @@ sed "s/^ 64 /  $size /" {tmp_path}/table.txt
     assert not journal.pending(), "both attempts' servers were stopped"
     monkeypatch.setenv("FAIL_PORTS", "18516 18517")  # 128 B fails in the retry's block too
     with pytest.raises(HarnessError, match="after 1 retries"):
+        perftest.sweep(journal, LocalNode(), LocalNode(), plan, "10.0.0.1", timeout=60)
+    assert not journal.pending()
+
+
+ZERO_ROW = " 64         50               0.00               0.00   \t\t   0.000000\n"
+
+
+def test_a_row_of_zeros_is_no_measurement():
+    # seen in CI under TCG (ib_write_bw, 64 B, both ends, after a failed first attempt)
+    zero = perftest.parse_output("ib_write_bw", WRITE_BW.replace(
+        " 2          5000             1.36               1.21   \t\t   0.634410\n", ZERO_ROW))
+    assert [row.measured for row in zero.rows] == [False, True]
+    assert perftest.parse_output("ib_send_lat", SEND_LAT).rows[0].measured
+    assert not LatencyRow(2, 1000, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0).measured
+
+
+def test_a_size_whose_table_is_a_row_of_zeros_is_swept_again(tmp_path, monkeypatch):
+    """The first sweep's client prints a row of zeros at 64 B (both ends exit 0): that size is
+    swept again on the next block of ports and its second table is the one kept; twice
+    zeros fail the sweep naming the size."""
+    from harness.journal import Journal
+    from harness.nodes import LocalNode
+
+    fake_perftest(tmp_path, f"""
+[ "$last" != "10.0.0.1" ] && exit 0  # a server
+case " $ZERO_PORTS " in *" $port "*) table={tmp_path}/zeros.txt;; *) table={tmp_path}/bw.txt;; esac
+sed "s/^ 65536 /  $size /" $table
+""")
+    good = WRITE_BW.replace(" 2          5000             1.36               1.21   \t\t   "
+                            "0.634410\n", "")
+    (tmp_path / "bw.txt").write_text(good)
+    (tmp_path / "zeros.txt").write_text(good.replace(
+        " 65536      5000             118.42             112.37 \t\t   0.001798\n",
+        ZERO_ROW.replace(" 64 ", " 65536 ")))
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    monkeypatch.setenv("ZERO_PORTS", "18516")  # the first block's 64 B
+    journal = Journal(tmp_path / "journal.jsonl")
+    plan = QuickSweep(PerftestRun("ib_write_bw", iterations=50), (4, 64, 1024))
+    reports, client_out, _ = perftest.sweep(journal, LocalNode(), LocalNode(), plan,
+                                            "10.0.0.1", timeout=60)
+    assert [r.rows[0].size for r in reports] == [4, 64, 1024]
+    assert all(r.rows[0].bw_avg_mib_s == 112.37 for r in reports)
+    assert "@retry 1" in client_out and client_out.count("@size 64") == 2
+    assert "@size 1024" not in client_out.split("@retry 1")[1], "only the zero size again"
+    assert not journal.pending()
+    monkeypatch.setenv("ZERO_PORTS", "18516 18518")  # 64 B: zeros in the retry's block too
+    with pytest.raises(HarnessError, match=r"row of zeros .* at \[64\] B, after 1 retries"):
         perftest.sweep(journal, LocalNode(), LocalNode(), plan, "10.0.0.1", timeout=60)
     assert not journal.pending()
