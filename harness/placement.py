@@ -154,7 +154,7 @@ def guest_capabilities(vm: Node, host: Capabilities, decision: Decision) -> Capa
 @dataclass(frozen=True)
 class Scaling:
     factor: float  # applied to rates; delays are divided by it
-    ceiling_mbit: float
+    ceiling_mbit: float | None  # None: not measured (no link of the lab is shaped)
     max_rate_mbit: float | None
     note: str
 

@@ -222,23 +222,11 @@ class Session:
                 self._placement["vms"] = {label: vm.boot.to_dict() for label, vm in vms.items()
                                           if label}
             started = time.monotonic()
-            # the ceiling between namespaces of one VM limits only links inside one machine:
-            # a lab of wires alone (S1, S2) skips it (~10 s into a TCG VM)
-            all_wires = bool(topology.wires()) and all(map(topology.is_wire, topology.links))
-            ceiling = None if all_wires else measure_ceiling(self.journal, lab_host, caps)
-            wire_ceilings = {}
-            for link in topology.wires():
-                ends = (link.a, link.b)
-                la, lb = (topology.machine_of(e.node) for e in ends)
-                wire_ceilings[link.name] = measure_wire_ceiling(
-                    self.journal, vms[la], vms[lb], nics[(link.a.node, link.a.ifname)],
-                    nics[(link.b.node, link.b.ifname)], caps)
+            topology, scaling, wire_ceilings = self._fit_vm_lab(topology, vms, nics, lab_host,
+                                                                caps)
             self.timings["ceiling_s"] = time.monotonic() - started
             if wire_ceilings:
                 self._placement["wire_ceilings_mbit"] = wire_ceilings
-            topology, scaling = fit_to_ceiling(
-                topology, ceiling,
-                wire_ceiling_mbit=min(wire_ceilings.values()) if wire_ceilings else None)
             self.scaling = scaling
             self._placement["scaling"] = scaling.to_dict()
             disks = cap_disks(topology, vms, scaling.factor)
@@ -249,6 +237,29 @@ class Session:
                   machines_end_with_run=decision.where != "host")
         self.stack.enter_context(lab)
         return LabTestbed(lab)
+
+    def _fit_vm_lab(self, topology, vms: dict, nics: dict, lab_host: Node, caps
+                    ) -> tuple[Topology, Scaling, dict[str, float]]:
+        """The lab's ceilings, and its rates scaled to them (:func:`fit_to_ceiling`).
+
+        The ceiling between namespaces of one VM limits only links inside one machine: a lab
+        of wires alone skips it (~10 s into a TCG VM). A lab with no shaped link at all (S1)
+        has nothing to scale: it measures no ceiling (~15 s for two TCG VMs)."""
+        if not any(link.rate_mbit for link in topology.links):
+            return topology, Scaling(1.0, None, None, "no scaling: no link of the lab is "
+                                     "shaped (its links carry what the machines carry)"), {}
+        all_wires = bool(topology.wires()) and all(map(topology.is_wire, topology.links))
+        ceiling = None if all_wires else measure_ceiling(self.journal, lab_host, caps)
+        wire_ceilings = {}
+        for link in topology.wires():
+            la, lb = (topology.machine_of(e.node) for e in (link.a, link.b))
+            wire_ceilings[link.name] = measure_wire_ceiling(
+                self.journal, vms[la], vms[lb], nics[(link.a.node, link.a.ifname)],
+                nics[(link.b.node, link.b.ifname)], caps)
+        topology, scaling = fit_to_ceiling(
+            topology, ceiling,
+            wire_ceiling_mbit=min(wire_ceilings.values()) if wire_ceilings else None)
+        return topology, scaling, wire_ceilings
 
     # -- one measuring run per machine (harness.machinelock, harness.machinewatch) ---------
     def take_machine(self) -> None:

@@ -235,26 +235,19 @@ def measure_method(session: Session, pair: Pair, params: Params, method: str, re
         run = perftest.PerftestRun(tool, iterations=params.iterations if kind == "latency"
                                    else params.bw_iterations, events=completion == "events",
                                    device=RXE, gid_index=pair.gid_index, port=PERFTEST_PORT)
-        # latency: first a run of MIN_ITERATIONS at the smallest size, whose CPU time is the
-        # process's own (start, QP set-up, exit): taken off each size's before dividing
-        floor = (perftest.PerftestRun(tool, iterations=perftest.MIN_ITERATIONS,
-                                      events=run.events, device=RXE, gid_index=pair.gid_index,
-                                      port=PERFTEST_PORT + 100),)
-        plan = perftest.PerftestSweep(run, sizes)
+        # latency: the sweep ends with a run of MIN_ITERATIONS at the smallest size, whose CPU
+        # time is the process's own (start, QP set-up, exit): taken off each size's before
+        # dividing
+        floor = (sizes[0], perftest.MIN_ITERATIONS) if kind == "latency" else None
+        plan = perftest.PerftestSweep(run, sizes, floor=floor)
         budget = 120 + len(sizes) * (10 + run.iterations * 0.05) + plan.longest_s()
-        reports, client_out, server_out = perftest.sweep(
-            session.journal, pair.server, pair.client, plan, pair.server_ip, timeout=budget)
-        session.raw(f"{method}-r{rep}.client.txt", client_out)
-        session.raw(f"{method}-r{rep}.server.txt", server_out)
-        if kind == "latency":
-            base, base_out, _ = perftest.sweep(
-                session.journal, pair.server, pair.client,
-                perftest.PerftestSweep(floor[0], sizes[:1]), pair.server_ip,
-                timeout=120 + perftest.PerftestSweep(floor[0], sizes[:1]).longest_s())
-            session.raw(f"{method}-r{rep}.floor.txt", base_out)
-            rows = latency_rows(reports, base[0])
-        else:
-            rows = bandwidth_rows(reports)
+        swept = perftest.sweep(session.journal, pair.server, pair.client, plan, pair.server_ip,
+                               timeout=budget)
+        reports = swept.reports
+        session.raw(f"{method}-r{rep}.client.txt", swept.client_out)
+        session.raw(f"{method}-r{rep}.server.txt", swept.server_out)
+        rows = latency_rows(reports, swept.floor) if kind == "latency" else \
+            bandwidth_rows(reports)
         info = reports[0].info
         extra = {"rdma_mtu": info.get("mtu"), "link_type": info.get("link_type")}
     else:

@@ -339,10 +339,18 @@ def test_measure_runs_every_method_in_a_shuffled_order_and_archives_everything(m
     def fake_sweep(journal, server, client, plan, host, timeout):
         calls.append(plan.run.tool + ("-e" if plan.run.events else ""))
         assert host == "198.18.1.2" and plan.run.gid_index == 1 and plan.run.device == "rxe0"
+        # the latency sweeps end with their CPU floor: the fewest iterations, smallest size
+        assert plan.floor == ((min(plan.sizes), 5) if "lat" in plan.run.tool else None)
         text = "".join(f"@size {s}\n" + (one_size_bw(s) if "bw" in plan.run.tool
                                           else one_size_lat(s)) for s in plan.sizes)
         text = text.replace("       200  ", f"       {plan.run.iterations}  ")
-        return perftest.parse_sweep(plan.run.tool, text), text, "server"
+        floor = None
+        if plan.floor:
+            floor_text = f"@floor {plan.floor[0]}\n" + one_size_lat(plan.floor[0]).replace(
+                "       200  ", "       5  ").replace("@cpu 20 5 100", "@cpu 15 4 100")
+            floor = perftest.parse_floor(plan.run.tool, text + floor_text)
+            assert floor is not None and floor.rows[0].iterations == 5
+        return perftest.Swept(perftest.parse_sweep(plan.run.tool, text), text, "server", floor)
 
     def fake_client(journal, node, targets, sizes, lat_budget, stream_budget, stream=True,
                     warmup=5, nagle=False, timeout=None):
@@ -366,12 +374,13 @@ def test_measure_runs_every_method_in_a_shuffled_order_and_archives_everything(m
     assert [type(op).__name__ for op in session.applied] == ["Mtu", "RxeLink"] * 2
     assert configured["a"].startswith("link rxe0/1 state ACTIVE")
     study.measure(session, bed, params, configured)
-    # 7 methods, and a CPU floor run per latency method, in each of 2 repetitions
-    assert len(calls) == 20 and calls[:10] != calls[10:]  # shuffled per repetition (seed 5)
+    # 7 methods (a latency method's sweep ends with its CPU floor) in each of 2 repetitions
+    assert len(calls) == 14 and calls[:7] != calls[7:]  # shuffled per repetition (seed 5)
     frame = session.tables["results"]
     assert set(frame.method) == set(s1.METHODS) and len(frame) == 2 * 7 * 2
     assert set(frame.order) == set(range(7))
     assert frame[frame.method == "verbs-send"].cpu_us_per_rt.notna().all()
+    assert (frame[frame.method == "verbs-send"].cpu_floor_s == 0.19).all()
     assert "Soft-RoCE (rxe0)" in session.tables["table1"].columns
     assert "qperf_error" not in session.notes["s1"], session.notes["s1"].get("qperf_error")
     assert set(session.tables["qperf"].test) == {"rc_lat", "tcp_lat", "rc_bw", "tcp_bw"}

@@ -196,7 +196,7 @@ def test_sweep_commands_run_every_size_with_retries_at_the_client():
     assert "-p 18515 " in server and "-p 18517 " in server and "-p 18517 " in client
     assert client.count("until ") == 3 and client.count("198.18.1.2") == 3
     assert "prlimit --memlock=unlimited" in client and "exit 1" in client
-    assert server.count("until timeout 60 ") == 3 and client.count("until timeout 60 ") == 3
+    assert server.count("until timeout 34 ") == 3 and client.count("until timeout 34 ") == 3
     with pytest.raises(SpecError, match="has no completion events"):
         perftest.PerftestSweep(PerftestRun("ib_write_lat", events=True), (2,)).server_command()
     with pytest.raises(SpecError, match="at least one size"):
@@ -261,12 +261,12 @@ def test_the_connect_window_after_a_size_covers_that_size_s_server_attempts():
     listen once more: the next size's client waits for that as well as for its own size."""
     plan = perftest.PerftestSweep(PerftestRun("ib_send_lat", iterations=300), (8192, 65536))
     first, second = plan.runs()
-    assert plan.attempt_s(first) == 61 and plan.attempt_s(second) == 69
-    assert plan.connect_window_s(first) == 2 * 61 + 30
-    assert plan.connect_window_s(second, first) == 2 * 61 + 2 * 69 + 30
+    assert plan.attempt_s(first) == 37 and plan.attempt_s(second) == 45
+    assert plan.connect_window_s(first) == 2 * 37 + 30
+    assert plan.connect_window_s(second, first) == 2 * 37 + 2 * 45 + 30
     client = plan.client_command("10.0.0.1")
-    assert "+ 152))" in client and f"+ {2 * 61 + 2 * 69 + 30}))" in client
-    assert plan.longest_s() == 2 * (2 * 61 + 2 * 69 + 30)
+    assert "+ 104))" in client and f"+ {2 * 37 + 2 * 45 + 30}))" in client
+    assert plan.longest_s() == 2 * (2 * 37 + 2 * 45 + 30)
 
 
 def test_sweep_commands_are_valid_shell():
@@ -290,6 +290,21 @@ def fake_perftest(tmp_path: Path, body: str) -> None:
     fake.chmod(0o755)
 
 
+def failing_ports_perftest(tmp_path: Path) -> None:
+    """A perftest whose invocations on the ports in $FAIL_PORTS fail (the server never
+    listens, the client cannot connect); the others print one size's table."""
+    fake_perftest(tmp_path, f"""
+case " $FAIL_PORTS " in *" $port "*) fail=1;; *) fail=0;; esac
+if [ "$last" != "10.0.0.1" ]; then  # a server: one that fails never listens
+  [ $fail = 1 ] && exec sleep 30
+  exit 0
+fi
+if [ $fail = 1 ]; then echo " Couldn't connect to 10.0.0.1:$port"; exit 1; fi
+sed "s/^ 64 /  $size /" {tmp_path}/table.txt
+""")
+    (tmp_path / "table.txt").write_text(one_size(64, 44.25).replace("@cpu 20 5 100\n", ""))
+
+
 PREAMBLE = """port=""; size=""; last=""
 while [ $# -gt 0 ]; do
   case "$1" in -p) port=$2; shift;; -s) size=$2; shift;; esac
@@ -305,24 +320,14 @@ def test_a_sweep_whose_client_gives_up_on_a_size_sweeps_the_rest_again(tmp_path,
     from harness.journal import Journal
     from harness.nodes import LocalNode
 
-    fake_perftest(tmp_path, f"""
-case " $FAIL_PORTS " in *" $port "*) fail=1;; *) fail=0;; esac
-if [ "$last" != "10.0.0.1" ]; then  # a server: one that fails never listens
-  [ $fail = 1 ] && exec sleep 30
-  exit 0
-fi
-if [ $fail = 1 ]; then echo " Couldn't connect to 10.0.0.1:$port"; exit 1; fi
-sed "s/^ 64 /  $size /" {tmp_path}/table.txt
-""")
-    (tmp_path / "table.txt").write_text(one_size(64, 44.25).replace("@cpu 20 5 100\n", ""))
+    failing_ports_perftest(tmp_path)
     monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
     monkeypatch.setenv("FAIL_PORTS", "18516")  # the first block's 128 B
     journal = Journal(tmp_path / "journal.jsonl")
     plan = QuickSweep(PerftestRun("ib_send_lat", iterations=200), (64, 128))
-    reports, client_out, _server_out = perftest.sweep(journal, LocalNode(), LocalNode(), plan,
-                                                      "10.0.0.1", timeout=60)
-    assert [r.rows[0].size for r in reports] == [64, 128]
-    assert "@retry 1" in client_out
+    swept = perftest.sweep(journal, LocalNode(), LocalNode(), plan, "10.0.0.1", timeout=60)
+    assert [r.rows[0].size for r in swept.reports] == [64, 128] and swept.floor is None
+    assert "@retry 1" in swept.client_out
     assert not journal.pending(), "both attempts' servers were stopped"
     monkeypatch.setenv("FAIL_PORTS", "18516 18517")  # 128 B fails in the retry's block too
     with pytest.raises(HarnessError, match="after 1 retries"):
@@ -364,14 +369,50 @@ sed "s/^ 65536 /  $size /" $table
     monkeypatch.setenv("ZERO_PORTS", "18516")  # the first block's 64 B
     journal = Journal(tmp_path / "journal.jsonl")
     plan = QuickSweep(PerftestRun("ib_write_bw", iterations=50), (4, 64, 1024))
-    reports, client_out, _ = perftest.sweep(journal, LocalNode(), LocalNode(), plan,
-                                            "10.0.0.1", timeout=60)
-    assert [r.rows[0].size for r in reports] == [4, 64, 1024]
-    assert all(r.rows[0].bw_avg_mib_s == 112.37 for r in reports)
-    assert "@retry 1" in client_out and client_out.count("@size 64") == 2
-    assert "@size 1024" not in client_out.split("@retry 1")[1], "only the zero size again"
+    swept = perftest.sweep(journal, LocalNode(), LocalNode(), plan, "10.0.0.1", timeout=60)
+    assert [r.rows[0].size for r in swept.reports] == [4, 64, 1024]
+    assert all(r.rows[0].bw_avg_mib_s == 112.37 for r in swept.reports)
+    out = swept.client_out
+    assert "@retry 1" in out and out.count("@size 64") == 2
+    assert "@size 1024" not in out.split("@retry 1")[1], "only the zero size again"
     assert not journal.pending()
     monkeypatch.setenv("ZERO_PORTS", "18516 18518")  # 64 B: zeros in the retry's block too
     with pytest.raises(HarnessError, match=r"row of zeros .* at \[64\] B, after 1 retries"):
         perftest.sweep(journal, LocalNode(), LocalNode(), plan, "10.0.0.1", timeout=60)
+    assert not journal.pending()
+
+
+def test_the_floor_runs_last_in_the_same_sweep_on_a_port_of_its_own():
+    plan = perftest.PerftestSweep(PerftestRun("ib_send_lat", iterations=300), (4, 64),
+                                  floor=(4, 5))
+    server, client = plan.server_command(), plan.client_command("10.0.0.1")
+    assert server.splitlines()[-1].startswith("echo @floor 4;") and "-n 5 -p 18517 " in server
+    assert client.splitlines()[-1].startswith("echo @floor 4;") and "-n 5 -p 18517 " in client
+    text = ("@size 4\n" + one_size(4, 40.5) + "@size 64\n" + one_size(64, 44.25) + "@floor 4\n"
+            + one_size(4, 41.0).replace("  200  ", "  5  ").replace("@cpu 20 5", "@cpu 9 2"))
+    assert [r.rows[0].size for r in perftest.parse_sweep("ib_send_lat", text)] == [4, 64]
+    floor = perftest.parse_floor("ib_send_lat", text)
+    assert floor.rows[0].iterations == 5 and floor.cpu_user_s == 0.09
+    assert perftest.parse_floor("ib_send_lat", text.split("@floor")[0]) is None
+    left = plan.next_block((64,), floor=True)
+    assert left.floor == (4, 5) and [r.port for _m, r in left.invocations()] == [18518, 18519]
+    assert plan.next_block((64,), floor=False).floor is None
+
+
+def test_a_floor_that_is_not_measured_is_swept_again_alone(tmp_path, monkeypatch):
+    """Every size done, the floor's client gave up (its server never listened): the retry
+    sweeps the floor alone on the next block of ports."""
+    from harness.journal import Journal
+    from harness.nodes import LocalNode
+
+    failing_ports_perftest(tmp_path)
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    monkeypatch.setenv("FAIL_PORTS", "18517")  # the first block's floor
+    journal = Journal(tmp_path / "journal.jsonl")
+    plan = QuickSweep(PerftestRun("ib_send_lat", iterations=200), (64, 128), floor=(64, 5))
+    swept = perftest.sweep(journal, LocalNode(), LocalNode(), plan, "10.0.0.1", timeout=60)
+    assert [r.rows[0].size for r in swept.reports] == [64, 128]
+    assert swept.floor is not None and swept.floor.rows[0].size == 64
+    retry = swept.client_out.split("@retry 1")[1]
+    assert "@size" not in retry and "@floor 64" in retry
     assert not journal.pending()
