@@ -54,10 +54,50 @@ def banner(meta: dict, citation: str) -> str:
             "started": meta.get("started"), "ended": meta.get("ended"), "paper": citation or None}
     if meta.get("error"):
         rows["error"] = meta["error"]
+    if meta.get("link_verification"):
+        rows["lab links verified"] = verification_summary(meta["link_verification"])
     links = (f'<p>Where this run came from: <a href="#{PROVENANCE_ID}">provenance</a>; '
              f'beside the reference run: <a href="#{REFERENCE_ID}">reference run</a>. The code of '
              "every cell is in <code>notebook.ipynb</code> beside this report.</p>")
     return f'<div class="harness-banner">{_table(rows)}{links}</div>'
+
+
+def verification_summary(records: list[dict]) -> str:
+    """One line: how many link directions passed the lab's verification, and each that did not
+    (a shaped direction short of its rate, a delay off its RTT): the numbers after it ran on
+    a lab that was not what it was configured to be, and a reader must see that first."""
+    failed = [r for r in records if r.get("ok") is False]
+    head = f"{len(records) - len(failed)} of {len(records)} link directions passed"
+    return head + "".join(f"; FAILED: {r.get('link')} {r.get('direction')}, "
+                          f"{describe_check(r, status=False)}" for r in failed)
+
+
+def verification_rows(records: list[dict] | None) -> dict:
+    if not records:
+        return {"verification": "not recorded (a run on existing machines, or none was made)"}
+    return {f"{r.get('link')} {r.get('direction')}": describe_check(r) for r in records}
+
+
+def describe_check(r: dict, status: bool = True) -> str:
+    """A verification record as a reader says it: rate against configured, RTT against expected."""
+    parts = [("ok" if r.get("ok") else "FAILED" if r.get("ok") is False else "not judged")
+             ] if status else []
+    if r.get("configured_mbit"):
+        parts.append(f"{_num(r.get('link_layer_mbit'))} of {_num(r['configured_mbit'])} Mbit/s "
+                     f"({_num(r.get('rate_ratio'), '.2f')} of the rate"
+                     + (f"; attempts {', '.join(_num(a, '.2f') for a in r['attempts'])})"
+                        if r.get("attempts") else ")"))
+    else:
+        parts.append("unshaped")
+    if r.get("rtt_ms") is not None:
+        parts.append(f"RTT {_num(r['rtt_ms'], '.3g')} ms"
+                     + (f" (expected {_num(r['expected_rtt_ms'], '.3g')})"
+                        if r.get("expected_rtt_ms") else ""))
+    return ", ".join(parts)
+
+
+def _num(value, fmt: str = ".1f") -> str:
+    return "?" if value is None else format(value, fmt)
 
 
 def reference_section(run_path: Path, meta: dict, root: Path | None = None) -> str:
@@ -112,6 +152,7 @@ def provenance_section(meta: dict, citation: str, notebook_kernel: str = "") -> 
                                  "Python": prov.get("python"),
                                  "notebook kernel": notebook_kernel or None}),
         ("Placement", meta.get("placement") or {"where": None}),
+        ("Lab links, verified before measuring", verification_rows(meta.get("link_verification"))),
         ("The machine during the run", machine_rows(meta)),
         ("Kernels of the nodes", {node: caps.get("kernel") for node, caps in capabilities.items()}),
         ("Tool versions", _tool_versions(capabilities)),

@@ -161,3 +161,31 @@ def test_every_study_notebook_carries_its_papers_full_citation():
         citation = study.citation
         assert citation.authors and citation.title and citation.venue and citation.year > 1990
         assert citation.text() in "".join(first["source"]), path.name
+
+
+def test_the_banner_says_which_lab_link_failed_its_verification():
+    from harness.report_sections import banner, provenance_section
+
+    wan = {"link": "client:wan--server:wan", "configured_mbit": 33.78, "expected_rtt_ms": 142.1,
+           "rtt_ms": 143.0}
+    records = [
+        {"link": "client:lan--server:lan", "direction": "client->server", "ok": True,
+         "rtt_ms": 2.02},
+        {**wan, "direction": "client->server", "ok": True, "link_layer_mbit": 33.37,
+         "rate_ratio": 0.988},
+        # seen in an S2 quick run: the WAN's reverse direction short of its rate, twice
+        {**wan, "direction": "server->client", "ok": False, "link_layer_mbit": 28.92,
+         "rate_ratio": 0.856, "attempts": [0.856, 0.289]},
+    ]
+    text = re.sub(r"<[^>]+>", " ", banner({"study": "s2", "link_verification": records}, ""))
+    assert "2 of 3 link directions passed" in text
+    assert ("FAILED: client:wan--server:wan server-&gt;client, 28.9 of 33.8 Mbit/s (0.86 of "
+            "the rate; attempts 0.86, 0.29), RTT 143 ms (expected 142)") in text
+    assert text.count("FAILED:") == 1
+    ok = re.sub(r"<[^>]+>", " ", banner({"link_verification": records[:2]}, ""))
+    assert "2 of 2 link directions passed" in ok and "FAILED" not in ok
+    assert "lab links verified" not in banner({"study": "s0"}, "")
+    provenance = re.sub(r"<[^>]+>", " ", provenance_section(
+        {"link_verification": records}, ""))
+    assert "client:lan--server:lan client-&gt;server" in provenance
+    assert "ok, unshaped, RTT 2.02 ms" in provenance
