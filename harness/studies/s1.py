@@ -34,7 +34,7 @@ from ..config.rdma import PRLIMIT, RDMA, RxeLink
 from ..errors import HarnessError, SpecError
 from ..progress import progress
 from ..session import Session
-from ..tools import ibverbs, perftest, pingpong, qperf
+from ..tools import ibverbs, perftest, perftest_sweep, pingpong, qperf
 from ..topology import Topology, TopologyBuilder
 from .base import Citation, Requirements, RunData, Study
 from .order import MeasuringOrder
@@ -242,9 +242,9 @@ def measure_method(session: Session, pair: Pair, params: Params, method: str, re
         # time is the process's own (start, QP set-up, exit): taken off each size's before
         # dividing
         floor = (sizes[0], perftest.MIN_ITERATIONS) if kind == "latency" else None
-        plan = perftest.PerftestSweep(run, sizes, floor=floor)
+        plan = perftest_sweep.PerftestSweep(run, sizes, floor=floor)
         budget = 120 + len(sizes) * (10 + run.iterations * 0.05) + plan.longest_s()
-        swept = perftest.sweep(session.journal, pair.server, pair.client, plan, pair.server_ip,
+        swept = perftest_sweep.sweep(session.journal, pair.server, pair.client, plan, pair.server_ip,
                                timeout=budget)
         reports = swept.reports
         session.raw(f"{method}-r{rep}.client.txt", swept.client_out)

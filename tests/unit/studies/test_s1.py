@@ -15,7 +15,7 @@ from harness.placement import VMOffer, decide
 from harness.probe import Capabilities
 from harness.studies import s1, s1_analysis
 from harness.studies.registry import get_study
-from harness.tools import ibverbs, perftest
+from harness.tools import ibverbs, perftest, perftest_sweep
 from harness.tools.perftest import LatencyRow, PerftestReport
 
 # -- parameters ----------------------------------------------------------------------------------
@@ -348,9 +348,9 @@ def test_measure_runs_every_method_in_a_shuffled_order_and_archives_everything(m
         if plan.floor:
             floor_text = f"@floor {plan.floor[0]}\n" + one_size_lat(plan.floor[0]).replace(
                 "       200  ", "       5  ").replace("@cpu 20 5 100", "@cpu 15 4 100")
-            floor = perftest.parse_floor(plan.run.tool, text + floor_text)
+            floor = perftest_sweep.parse_floor(plan.run.tool, text + floor_text)
             assert floor is not None and floor.rows[0].iterations == 5
-        return perftest.Swept(perftest.parse_sweep(plan.run.tool, text), text, "server", floor)
+        return perftest_sweep.Swept(perftest_sweep.parse_sweep(plan.run.tool, text), text, "server", floor)
 
     def fake_client(journal, node, targets, sizes, lat_budget, stream_budget, stream=True,
                     warmup=5, nagle=False, timeout=None):
@@ -361,7 +361,7 @@ def test_measure_runs_every_method_in_a_shuffled_order_and_archives_everything(m
                                                                       "messages": 9}}
             for s in sizes]}}}
 
-    monkeypatch.setattr(perftest, "sweep", fake_sweep)
+    monkeypatch.setattr(perftest_sweep, "sweep", fake_sweep)
     monkeypatch.setattr(pingpong, "client", fake_client)
     monkeypatch.setattr(pingpong, "server", lambda *a, **k: nullcontext())
     monkeypatch.setattr(qperf, "server", lambda *a, **k: nullcontext())

@@ -16,7 +16,7 @@ import pytest
 
 from harness.errors import HarnessError, SpecError
 from harness.nodes.result import Result
-from harness.tools import perftest
+from harness.tools import perftest, perftest_sweep
 from harness.tools.perftest import BandwidthRow, LatencyRow, PerftestRun
 
 # the header perftest 6.06 prints before its table (Soft-RoCE, ib_send_lat), as it prints it
@@ -187,7 +187,7 @@ def one_size(size: int, t: float) -> str:
 
 
 def test_sweep_commands_run_every_size_with_retries_at_the_client():
-    plan = perftest.PerftestSweep(PerftestRun("ib_send_lat", iterations=200, device="rxe0",
+    plan = perftest_sweep.PerftestSweep(PerftestRun("ib_send_lat", iterations=200, device="rxe0",
                                               gid_index=1), (1, 64, 4096))
     server = plan.server_command()
     client = plan.client_command("198.18.1.2")
@@ -198,25 +198,25 @@ def test_sweep_commands_run_every_size_with_retries_at_the_client():
     assert "prlimit --memlock=unlimited" in client and "exit 1" in client
     assert server.count("until timeout 34 ") == 3 and client.count("until timeout 34 ") == 3
     with pytest.raises(SpecError, match="has no completion events"):
-        perftest.PerftestSweep(PerftestRun("ib_write_lat", events=True), (2,)).server_command()
+        perftest_sweep.PerftestSweep(PerftestRun("ib_write_lat", events=True), (2,)).server_command()
     with pytest.raises(SpecError, match="at least one size"):
-        perftest.PerftestSweep(PerftestRun("ib_send_lat"), ()).client_command("x")
+        perftest_sweep.PerftestSweep(PerftestRun("ib_send_lat"), ()).client_command("x")
 
 
 def test_sweep_output_is_split_by_size_failed_attempts_ignored():
     text = ("@size 1\n Couldn't connect to 198.18.1.2:18515\n@cpu 0 0 100\n"
             + one_size(1, 40.5) + "@size 64\n" + one_size(64, 44.25))
-    reports = perftest.parse_sweep("ib_send_lat", text)
+    reports = perftest_sweep.parse_sweep("ib_send_lat", text)
     assert [r.rows[0].size for r in reports] == [1, 64]
     assert reports[1].rows[0].t_typical_us == 44.25
     assert reports[0].cpu_user_s == 0.2 and reports[0].cpu_system_s == 0.05
     with pytest.raises(HarnessError, match="at 64 B"):
-        perftest.parse_sweep("ib_send_lat", text.split("@size 64")[0] + "@size 64\nfailed\n")
+        perftest_sweep.parse_sweep("ib_send_lat", text.split("@size 64")[0] + "@size 64\nfailed\n")
     with pytest.raises(HarnessError, match="no size"):
-        perftest.parse_sweep("ib_send_lat", "nothing")
+        perftest_sweep.parse_sweep("ib_send_lat", "nothing")
 
 
-class QuickSweep(perftest.PerftestSweep):
+class QuickSweep(perftest_sweep.PerftestSweep):
     """A sweep whose attempts time out after 1 s (the real ones allow a minute and more)."""
 
     def attempt_s(self, run):
@@ -241,7 +241,7 @@ def test_a_hung_size_is_killed_and_measured_again(tmp_path, monkeypatch):
     out = subprocess.run(["sh", "-c", plan.client_command("10.0.0.1")], capture_output=True,
                          text=True, timeout=30)
     assert out.returncode == 0 and marker.exists()
-    (report,) = perftest.parse_sweep("ib_send_lat", out.stdout)
+    (report,) = perftest_sweep.parse_sweep("ib_send_lat", out.stdout)
     assert report.rows[0].t_typical_us == 44.25
 
 
@@ -259,7 +259,7 @@ def test_a_size_that_keeps_failing_fails_the_sweep_after_its_window(tmp_path, mo
 def test_the_connect_window_after_a_size_covers_that_size_s_server_attempts():
     """The server of the previous size may hang after its client is done, be killed and
     listen once more: the next size's client waits for that as well as for its own size."""
-    plan = perftest.PerftestSweep(PerftestRun("ib_send_lat", iterations=300), (8192, 65536))
+    plan = perftest_sweep.PerftestSweep(PerftestRun("ib_send_lat", iterations=300), (8192, 65536))
     first, second = plan.runs()
     assert plan.attempt_s(first) == 37 and plan.attempt_s(second) == 45
     assert plan.connect_window_s(first) == 2 * 37 + 30
@@ -270,7 +270,7 @@ def test_the_connect_window_after_a_size_covers_that_size_s_server_attempts():
 
 
 def test_sweep_commands_are_valid_shell():
-    plan = perftest.PerftestSweep(PerftestRun("ib_write_bw", iterations=100), (2, 1024))
+    plan = perftest_sweep.PerftestSweep(PerftestRun("ib_write_bw", iterations=100), (2, 1024))
     for script in (plan.server_command(), plan.client_command("10.0.0.1")):
         assert subprocess.run(["sh", "-n", "-c", script]).returncode == 0
 
@@ -325,13 +325,13 @@ def test_a_sweep_whose_client_gives_up_on_a_size_sweeps_the_rest_again(tmp_path,
     monkeypatch.setenv("FAIL_PORTS", "18516")  # the first block's 128 B
     journal = Journal(tmp_path / "journal.jsonl")
     plan = QuickSweep(PerftestRun("ib_send_lat", iterations=200), (64, 128))
-    swept = perftest.sweep(journal, LocalNode(), LocalNode(), plan, "10.0.0.1", timeout=60)
+    swept = perftest_sweep.sweep(journal, LocalNode(), LocalNode(), plan, "10.0.0.1", timeout=60)
     assert [r.rows[0].size for r in swept.reports] == [64, 128] and swept.floor is None
     assert "@retry 1" in swept.client_out
     assert not journal.pending(), "both attempts' servers were stopped"
     monkeypatch.setenv("FAIL_PORTS", "18516 18517")  # 128 B fails in the retry's block too
     with pytest.raises(HarnessError, match="after 1 retries"):
-        perftest.sweep(journal, LocalNode(), LocalNode(), plan, "10.0.0.1", timeout=60)
+        perftest_sweep.sweep(journal, LocalNode(), LocalNode(), plan, "10.0.0.1", timeout=60)
     assert not journal.pending()
 
 
@@ -369,7 +369,7 @@ sed "s/^ 65536 /  $size /" $table
     monkeypatch.setenv("ZERO_PORTS", "18516")  # the first block's 64 B
     journal = Journal(tmp_path / "journal.jsonl")
     plan = QuickSweep(PerftestRun("ib_write_bw", iterations=50), (4, 64, 1024))
-    swept = perftest.sweep(journal, LocalNode(), LocalNode(), plan, "10.0.0.1", timeout=60)
+    swept = perftest_sweep.sweep(journal, LocalNode(), LocalNode(), plan, "10.0.0.1", timeout=60)
     assert [r.rows[0].size for r in swept.reports] == [4, 64, 1024]
     assert all(r.rows[0].bw_avg_mib_s == 112.37 for r in swept.reports)
     out = swept.client_out
@@ -378,22 +378,22 @@ sed "s/^ 65536 /  $size /" $table
     assert not journal.pending()
     monkeypatch.setenv("ZERO_PORTS", "18516 18518")  # 64 B: zeros in the retry's block too
     with pytest.raises(HarnessError, match=r"row of zeros .* at \[64\] B, after 1 retries"):
-        perftest.sweep(journal, LocalNode(), LocalNode(), plan, "10.0.0.1", timeout=60)
+        perftest_sweep.sweep(journal, LocalNode(), LocalNode(), plan, "10.0.0.1", timeout=60)
     assert not journal.pending()
 
 
 def test_the_floor_runs_last_in_the_same_sweep_on_a_port_of_its_own():
-    plan = perftest.PerftestSweep(PerftestRun("ib_send_lat", iterations=300), (4, 64),
+    plan = perftest_sweep.PerftestSweep(PerftestRun("ib_send_lat", iterations=300), (4, 64),
                                   floor=(4, 5))
     server, client = plan.server_command(), plan.client_command("10.0.0.1")
     assert server.splitlines()[-1].startswith("echo @floor 4;") and "-n 5 -p 18517 " in server
     assert client.splitlines()[-1].startswith("echo @floor 4;") and "-n 5 -p 18517 " in client
     text = ("@size 4\n" + one_size(4, 40.5) + "@size 64\n" + one_size(64, 44.25) + "@floor 4\n"
             + one_size(4, 41.0).replace("  200  ", "  5  ").replace("@cpu 20 5", "@cpu 9 2"))
-    assert [r.rows[0].size for r in perftest.parse_sweep("ib_send_lat", text)] == [4, 64]
-    floor = perftest.parse_floor("ib_send_lat", text)
+    assert [r.rows[0].size for r in perftest_sweep.parse_sweep("ib_send_lat", text)] == [4, 64]
+    floor = perftest_sweep.parse_floor("ib_send_lat", text)
     assert floor.rows[0].iterations == 5 and floor.cpu_user_s == 0.09
-    assert perftest.parse_floor("ib_send_lat", text.split("@floor")[0]) is None
+    assert perftest_sweep.parse_floor("ib_send_lat", text.split("@floor")[0]) is None
     left = plan.next_block((64,), floor=True)
     assert left.floor == (4, 5) and [r.port for _m, r in left.invocations()] == [18518, 18519]
     assert plan.next_block((64,), floor=False).floor is None
@@ -410,7 +410,7 @@ def test_a_floor_that_is_not_measured_is_swept_again_alone(tmp_path, monkeypatch
     monkeypatch.setenv("FAIL_PORTS", "18517")  # the first block's floor
     journal = Journal(tmp_path / "journal.jsonl")
     plan = QuickSweep(PerftestRun("ib_send_lat", iterations=200), (64, 128), floor=(64, 5))
-    swept = perftest.sweep(journal, LocalNode(), LocalNode(), plan, "10.0.0.1", timeout=60)
+    swept = perftest_sweep.sweep(journal, LocalNode(), LocalNode(), plan, "10.0.0.1", timeout=60)
     assert [r.rows[0].size for r in swept.reports] == [64, 128]
     assert swept.floor is not None and swept.floor.rows[0].size == 64
     retry = swept.client_out.split("@retry 1")[1]
