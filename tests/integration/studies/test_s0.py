@@ -52,9 +52,10 @@ def test_s0_small_run_has_three_methods_translation_and_leaves_nothing(tmp_path)
     frame = pd.read_parquet(run_dir / "results.parquet")
     assert sorted(frame.method.unique()) == ["direct", "nat_srd", "proxies"]
     assert sorted(frame["size"].unique()) == [1, 1024, 65536]
-    one = frame[frame["size"] == 1].set_index("method").half_rtt_us
-    assert one["nat_srd"] - one["direct"] > 0  # a relay hop costs time
-    assert one["proxies"] - one["direct"] > 0
+    # No latency order between the methods here: on this 2-core machine the relay path's fastest
+    # tenth at 1 B was below direct's in 1 of 4 idle runs (43.1 against 50.5 us), and CI's median
+    # too (142.0 against 162.7 us): a process's wake-up on an idle CPU costs more than a relay
+    # hop. The latency ratios are the study's claims, decided with their intervals (verdicts).
     assert (frame.stream_mbit > 0).all() and (frame.half_rtt_us > 0).all()
 
     nat_rows = pd.read_parquet(run_dir / "nat.parquet")
