@@ -309,6 +309,9 @@ class Session:
         self.checks = self.bed.verify(self.journal, seconds)
         self.timings["verify_s"] = time.monotonic() - started
         self.run.update(link_verification=[c.to_dict() for c in self.checks])
+        for check in self.checks:
+            for name, text in check.raw_files().items():
+                self.raw(name, text)
         return self.checks
 
     def raw(self, name: str, content: str | bytes):

@@ -91,6 +91,18 @@ def test_check_direction_compares_counter_rate_and_ping_with_the_spec():
     assert check.rate_ratio == pytest.approx(0.8) and not check.ok
 
 
+def test_each_try_keeps_its_tool_output_for_the_archive_but_not_in_the_record():
+    lnk = link(rate_mbit=50, delay_ms=10)
+    samples = "".join(f"SAMPLE {t}.0 {t}.0 {t * 6_250_000}\n" for t in range(3))
+    check = check_direction(direction(lnk), measured(lnk, samples, IPERF))
+    (text,) = check.outputs
+    assert IPERF in text and "SAMPLE 2.000000 12500000" in text and "icmp_seq=4" in text
+    assert "outputs" not in check.to_dict() and check.to_dict()["ok"] is True
+    check.outputs.append("second try\n")
+    assert check.raw_files() == {"verify-a_eth1--b_eth1-a-_b-1.txt": text,
+                                 "verify-a_eth1--b_eth1-a-_b-2.txt": "second try\n"}
+
+
 def test_failed_rate_test_is_an_error_not_a_zero():
     from harness.errors import HarnessError
 
@@ -112,6 +124,7 @@ def test_rate_tests_alone_then_delayed_pings_alone_then_plain_pings_in_batches()
     assert server.startswith("nsenter --net=/run/netns/x-b -- iperf3 -s -1 -B 198.18.0.2")
     assert "ss -Hltn" in ready and "x-b" in ready
     assert client.startswith("iperf3 -c 198.18.0.2 -B 198.18.0.1") and "-t 3" in client
+    assert "-P 4" in client  # several flows: the shaper is checked, not one flow's start
     assert counter == "tc -s class show dev eth1 classid 1:1" and interval == "0.1"
     timed, untimed = kinds[1][2].command, kinds[3][2].command
     assert timed[:3] == ["ping", "-n", "-c"] and timed[3] == "11"  # timed: 10 + 1 for ARP
