@@ -48,11 +48,6 @@ VERIFY_PORT = 5299
 SAMPLE_INTERVAL = 0.1
 UNTIMED_PING_COUNT = 3  # links without a delay: their RTT is recorded, not judged
 PARALLEL_PINGS = 16  # links without delay are pinged this many at a time
-# TCP flows per rate test. One CUBIC flow can leave slow start far below a long fat link's
-# window (HyStart, on an emulated path's jitter): an S2 lab's WAN (34 Mbit/s, 142 ms) read
-# 0.23 of its rate with one flow whose window grew 82 -> 163 KB in 3 s, and 1.07 on the next
-# try. The check is of the shaper, not of one flow's start: any one flow fills it.
-VERIFY_STREAMS = 4
 
 
 def steady_rate_bps(samples: list[tuple[int, float]]) -> float:
@@ -191,16 +186,16 @@ exit $st
 
 
 def rate_call(d: Direction, seconds: int, port: int, interval: float,
-              remote: bool = False, streams: int = VERIFY_STREAMS) -> Call:
+              remote: bool = False) -> Call:
     """The rate test of ``d`` in its sending namespace: its own iperf3 server on ``port``, or,
-    when ``remote``, one already running on the far machine at ``port + d.index``; ``streams``
-    TCP flows. ``interval`` 0: no counter samples (goodput only)."""
+    when ``remote``, one already running on the far machine at ``port + d.index``.
+    ``interval`` 0: no counter samples (goodput only)."""
     port = port + d.index if remote else port
     server = "-" if remote else d.dst_node.command_on_machine(
         ["iperf3", "-s", "-1", "-B", d.dst.ip, "-p", str(port)])
     ready = d.dst_node.command_on_machine(listening_argv(port))
     client = command_text(["iperf3", "-c", d.dst.ip, "-B", d.src.ip, "-p", str(port),
-                           "-t", str(seconds), "-P", str(streams), "-J"])
+                           "-t", str(seconds), "-J"])
     counter = command_text(["tc", "-s", "class", "show", "dev", d.src.ifname, "classid", "1:1"])
     return Call(d.src_node, ["bash", "--norc", "--noprofile", "-c", RATE_TEST, "rate-test",
                              server, ready, client, counter, str(interval)],
@@ -313,7 +308,7 @@ def check_direction(d: Direction, out: ScriptOutput) -> LinkCheck:
             raise HarnessError(f"link verification {d.label} ({link.name}): iperf3 client "
                                f"failed with status {status}: {client[-400:]!r}",
                                "is iperf3 installed on the lab's host, the port free?")
-        result = parse_iperf3_json(client, VERIFY_STREAMS)
+        result = parse_iperf3_json(client, 1)
         series = out.samples.get(d.index, [])
         samples = len(series)
         link_mbit = steady_rate_bps(series) / 1e6
@@ -360,7 +355,7 @@ def measure_goodput_mbit(lab: Lab, link: Link, seconds: int,
     d = Direction(0, link, link.a, link.b, lab.node(link.a.node), lab.node(link.b.node))
     src_host = lab.host_of(link.a.node)
     remote = lab.host_of(link.b.node) is not src_host
-    kinds = [("rate", d, rate_call(d, seconds, VERIFY_PORT, 0, remote=remote, streams=1))]
+    kinds = [("rate", d, rate_call(d, seconds, VERIFY_PORT, 0, remote=remote))]
     out = run_calls(journal, lab, kinds, [d] if remote else [], seconds + 60)
     if out.status.get(0) != 0:
         from .errors import HarnessError
