@@ -15,12 +15,15 @@ points left. A measurement that counts its points up front uses it like this::
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
 FORMAT = "{desc}: {n_fmt}/{total_fmt} {unit}s [{elapsed} elapsed, ~{remaining} left]{postfix}"
+# A line that FORMAT printed (a report tells it apart from warnings on the same stream).
+LINE = re.compile(r"^[^\n]+: \d+/\d+ \w+ \[[^\]\n]* elapsed, ~[^\]\n]* left\][^\n]*$")
 
 
 @dataclass

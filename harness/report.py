@@ -14,6 +14,8 @@ The one place that decides what a report shows (``render_report``):
   the parameters cells (``parameters``, papermill's ``injected-parameters``: the provenance
   section lists every resolved parameter) are left out whole.
 - **Figures** get an alternative text: the heading of their section.
+- **Progress lines** (how long each phase took) show as a plain log, not as the alarm a
+  report makes of standard error; warnings stay on it.
 - **Title** = study and run id; a **banner** on top (run, status, the paper's citation), the
   run **beside the study's reference run**, and a **provenance** section from run.json
   (:mod:`harness.report_sections`).
@@ -72,6 +74,7 @@ def render_report(notebook: Path, target: Path, meta: dict | None = None, study=
     citation = study.citation.text() if study is not None and study.citation else ""
     nb.metadata["title"] = sections.title(meta, getattr(study, "title", ""))
     describe_figures(nb)
+    progress_as_log(nb)
     nb.cells.insert(0, _html_cell(sections.banner(meta, citation)))
     nb.cells.append(_html_cell(sections.reference_section(notebook.parent, meta, reference_root)))
     kernel = " ".join(filter(None, (nb.metadata.get("kernelspec", {}).get("display_name"),
@@ -84,6 +87,35 @@ def render_report(notebook: Path, target: Path, meta: dict | None = None, study=
                           "make the notebook's outputs self-contained (embedded images, no remote scripts)")
     target.write_text(body)
     return target
+
+
+def progress_as_log(nb) -> None:
+    """Progress lines (:data:`harness.progress.LINE`) move from standard error to a standard
+    output stream just before it: a report shows stderr as an alarm, and how long each phase
+    took is a record, not one. Anything else on stderr (a warning) stays there."""
+    import nbformat
+
+    from .progress import LINE
+
+    for cell in nb.cells:
+        outputs = []
+        for output in cell.get("outputs", []):
+            if output.get("output_type") != "stream" or output.get("name") != "stderr":
+                outputs.append(output)
+                continue
+            # a line rewritten in place (\r) is what its last rewrite says
+            lines = [([part for part in line.split("\r") if part] or [""])[-1]
+                     for line in output.text.split("\n")]
+            log = [line for line in lines if LINE.match(line)]
+            rest = [line for line in lines if line.strip() and not LINE.match(line)]
+            if log:
+                outputs.append(nbformat.v4.new_output("stream", name="stdout",
+                                                      text="\n".join(log) + "\n"))
+            if rest:
+                outputs.append(nbformat.v4.new_output("stream", name="stderr",
+                                                      text="\n".join(rest) + "\n"))
+        if "outputs" in cell:
+            cell.outputs = outputs
 
 
 def describe_figures(nb) -> None:

@@ -189,3 +189,21 @@ def test_the_banner_says_which_lab_link_failed_its_verification():
         {"link_verification": records}, ""))
     assert "client:lan--server:lan client-&gt;server" in provenance
     assert "ok, unshaped, RTT 2.02 ms" in provenance
+
+
+def test_progress_lines_show_as_a_log_and_warnings_stay_on_stderr(tmp_path):
+    run = write_run(tmp_path / "run", run_meta(), {})
+    notebook = executed_notebook(run)
+    nb = nbformat.read(str(notebook), as_version=4)
+    nb.cells[4].outputs = [nbformat.v4.new_output("stream", name="stderr", text=(
+        "\rs1 methods: 0/10 points [00:00 elapsed, ~? left]"
+        "\rs1 methods: 10/10 points [01:56 elapsed, ~00:00 left], tcp-nodelay, repetition 2\n"
+        "UserWarning: the ceiling was not measured\n"))]
+    nbformat.write(nb, str(notebook))
+    html = render_report(notebook, run / "report.html", reference_root=tmp_path).read_text()
+    stderr = re.findall(r'data-mime-type="application/vnd.jupyter.stderr"[^>]*>(.*?)</div>', html, re.S)
+    stdout = re.findall(r'data-mime-type="text/plain"[^>]*>(.*?)</div>', html, re.S)
+    assert len(stderr) == 1 and "UserWarning" in stderr[0] and "points" not in stderr[0]
+    (log,) = [text for text in stdout if "s1 methods" in text]
+    assert "10/10 points [01:56 elapsed, ~00:00 left], tcp-nodelay, repetition 2" in log
+    assert " 0/10 " not in log  # rewritten in place: its last state only
