@@ -44,7 +44,7 @@ then runs on those machines as they are (no second lab).
 This module holds the parameters, topology, plan, the checks made before
 anything changes, and the measurement flow (:func:`measure`) with its archive.
 :mod:`.s0_methods` measures the three methods, :mod:`.s0_bench` runs the
-relay benchmark, :mod:`.s0_analysis` reads the archive. The relays (srd and
+relay benchmark, :mod:`.s0_analysis` reads the archive (:mod:`.s0_figures` draws it). The relays (srd and
 socat alike) are :mod:`harness.relay.process`; socket and CPU facts come from
 :mod:`harness.tools.sockets` and :mod:`harness.tools.cpu`.
 """
@@ -421,12 +421,12 @@ class S0(Study):
         return s0_analysis.claims(data.results, data.tables.get("bench"))
 
     def figures(self, data: RunData) -> dict:
-        from . import s0_analysis
+        from . import s0_figures
 
-        figures = {"latency": s0_analysis.figure(data.results),
-                   "ratios": s0_analysis.ratio_figure(data.results)}
+        figures = {"latency": s0_figures.figure(data.results),
+                   "ratios": s0_figures.ratio_figure(data.results)}
         if data.tables.get("bench") is not None and not data.tables["bench"].empty:
-            figures["bench"] = s0_analysis.bench_figure(data.tables["bench"])
+            figures["bench"] = s0_figures.bench_figure(data.tables["bench"])
         return figures
 
 
