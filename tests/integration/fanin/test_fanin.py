@@ -19,7 +19,7 @@ from conftest import group_alive, needs_root, netns_names
 
 from harness import fanin
 from harness.lab import Lab
-from harness.studies import s3
+from harness.studies import s3, s3_points
 
 pytestmark = [pytest.mark.integration, needs_root]
 
@@ -60,22 +60,22 @@ def test_tcp_fanin_in_host_lab(journal):
                                 fanin.SocketOptions(cc="cubic")) as fleet:
             assert len(fleet.pids) == N
             groups = [proc.info.pid for _m, proc, _c in fleet.groups]
-            before = s3.qdisc_counters(lab.node("switch"), "red")
+            before = s3_points.qdisc_counters(lab.node("switch"), "red")
             spec = fanin.ReduceSpec("tcp", 65536, 10, warmup=1,
                                     sockets=fanin.SocketOptions(cc="cubic"))
             result = fanin.run_reducer(lab.node("reducer"), binary, spec, listens)
             _check_rounds(result, N, 65536, 10, RATE)
             assert result.output.start["congestion"] == "cubic"
-            after = s3.qdisc_counters(lab.node("switch"), "red")
+            after = s3_points.qdisc_counters(lab.node("switch"), "red")
             assert after["fifo_sent_pkts"] - before["fifo_sent_pkts"] >= N * 11 * 65536 / 1500
             assert fanin.mapper_cpu_ticks(fleet) >= 0
             # counters read around the run inside the reducer's own command
-            bracket = s3.snapshot_command(lab.node("switch"), fleet)
+            bracket = s3_points.snapshot_command(lab.node("switch"), fleet)
             assert bracket
             result = fanin.run_reducer(lab.node("reducer"), binary, spec, listens,
                                        bracket=bracket)
             _check_rounds(result, N, 65536, 10, RATE)
-            (q0, cpu0), (q1, cpu1) = map(s3.parse_snapshot, result.bracket)
+            (q0, cpu0), (q1, cpu1) = map(s3_points.parse_snapshot, result.bracket)
             # nothing but a stray ARP or ACK crosses the queue between two points
             assert after["fifo_sent_pkts"] <= q0["fifo_sent_pkts"] <= after["fifo_sent_pkts"] + 5
             assert q1["fifo_sent_pkts"] - q0["fifo_sent_pkts"] >= N * 11 * 65536 / 1500
@@ -83,7 +83,7 @@ def test_tcp_fanin_in_host_lab(journal):
             for text in result.bracket:  # ... from every mapper's /proc/PID/stat
                 assert len(text.split("@@stat", 1)[1].strip().splitlines()) == N
             # the same counters in one command of their own (reducer on another machine)
-            q2, cpu2 = s3.snapshot(lab.node("switch"), fleet)
+            q2, cpu2 = s3_points.snapshot(lab.node("switch"), fleet)
             assert q1["fifo_sent_pkts"] <= q2["fifo_sent_pkts"] <= q1["fifo_sent_pkts"] + 5
             assert q2["fifo_dropped"] >= q1["fifo_dropped"] and cpu2 >= cpu1
             after = q2

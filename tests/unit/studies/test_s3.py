@@ -9,7 +9,7 @@ import pytest
 from harness.claims import NOT_TESTABLE
 from harness.config import apply, operation, tipc
 from harness.errors import SpecError
-from harness.studies import s3, s3_analysis
+from harness.studies import s3, s3_analysis, s3_points
 
 
 def test_quick_profile_resolves():
@@ -91,7 +91,7 @@ qdisc pfifo 10: parent 1:1 limit 44p
 
 
 def test_qdisc_counters_read_the_fifo():
-    out = s3.qdisc_counters(FakeNode(TC), "red")
+    out = s3_points.qdisc_counters(FakeNode(TC), "red")
     assert out == {"fifo_dropped": 5, "fifo_sent_pkts": 1004, "htb_overlimits": 62}
 
 
@@ -105,14 +105,14 @@ def test_snapshot_is_one_command_when_the_mappers_share_the_switch_machine():
     fleet = MapperFleet("tcp", ["198.18.1.2:1", "198.18.2.2:1"], [(vm, None, 2)],
                         pids={"198.18.1.2:1": 41, "198.18.2.2:1": 42},
                         _listens_of={id(vm): ["198.18.1.2:1", "198.18.2.2:1"]})
-    assert s3.snapshot_command(switch, fleet) == (
+    assert s3_points.snapshot_command(switch, fleet) == (
         "nsenter --net=/run/netns/lab-switch -- tc -s qdisc show dev red; echo @@stat; "
         "cat /proc/41/stat /proc/42/stat 2>/dev/null")
     elsewhere = MapperFleet("tcp", ["x:1"], [(other, None, 1)], pids={"x:1": 7},
                             _listens_of={id(other): ["x:1"]})
-    assert s3.snapshot_command(switch, elsewhere) == ""
+    assert s3_points.snapshot_command(switch, elsewhere) == ""
     stat = "41 (fanin) S 1 41 41 0 -1 0 0 0 0 0 30 12 0 0 20 0 1 0 900 0 0\n"
-    assert s3.parse_snapshot(TC + "@@stat\n" + stat) == (
+    assert s3_points.parse_snapshot(TC + "@@stat\n" + stat) == (
         {"fifo_dropped": 5, "fifo_sent_pkts": 1004, "htb_overlimits": 62}, 42)
 
 
@@ -354,12 +354,12 @@ def test_cpu_phase_parameters_and_profiles():
     assert verdict.cpu_repetitions > quick.cpu_repetitions
     assert s3.Params.resolve(cpu_protocols="tcp-cubic,sctp").cpu_protocols == ("tcp-cubic",
                                                                                  "sctp")
-    points = s3.cpu_points(quick)
+    points = s3_points.cpu_points(quick)
     assert [(p.period_ms, p.size_kb) for p in points] == [(250, 4), (250, 16)]
-    paper = s3.cpu_points(s3.Params.resolve(profile="paper"))
+    paper = s3_points.cpu_points(s3.Params.resolve(profile="paper"))
     assert len(paper) == 3 * 7 and {p.rounds for p in paper} == {200}
     assert {(p.experiment, p.mappers, p.rounds, p.warmup) for p in points} == {("cpu", 48, 6, 1)}
-    assert s3.cpu_points(s3.Params.resolve(cpu_rounds=0)) == []
+    assert s3_points.cpu_points(s3.Params.resolve(cpu_rounds=0)) == []
 
 
 @pytest.mark.parametrize("given, message", [
@@ -428,7 +428,7 @@ def fake_fanin(monkeypatch):
 
     monkeypatch.setattr(s3.fanin, "build_on", lambda node: "/bin/fanin")
     monkeypatch.setattr(s3.fanin, "mapper_fleet", fleet)
-    monkeypatch.setattr(s3, "measure_point", point)
+    monkeypatch.setattr(s3_points, "measure_point", point)
     monkeypatch.setattr(s3, "kernel_record", lambda node: {})
     return started
 

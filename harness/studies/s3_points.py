@@ -1,0 +1,232 @@
+"""S3's points: one reducer run of the fan-in generator with the counters read around it
+(the bottleneck FIFO's drops, the mappers' CPU), and a mapper fleet's grid of such points.
+The study, its lab and its phases: :mod:`.s3`."""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, NamedTuple
+
+import pandas as pd
+
+from .. import fanin
+from ..nodes import procfs
+from ..progress import Progress
+from ..session import Session
+from .s3 import PORT, VARIANTS, mapper_ip
+
+if TYPE_CHECKING:
+    from .s3 import Params
+
+
+def qdisc_counters(node, dev: str) -> dict:
+    """Drops/overlimits/backlog of the bottleneck FIFO (handle 10:) and the htb root."""
+    return parse_qdisc(node.run(["tc", "-s", "qdisc", "show", "dev", dev], timeout=60).stdout)
+
+
+def snapshot_command(switch, fleet: fanin.MapperFleet) -> str:
+    """ONE shell command, for the switch's machine, that reads the bottleneck qdisc and the
+    CPU ticks of every mapper -- when the mappers share that machine (each command costs a
+    round trip to a slow TCG VM). Empty when they do not."""
+    groups = fleet.pid_groups()
+    if not (len(groups) == 1 and groups[0][0] is switch.machine):
+        return ""
+    return (switch.command_on_machine(["tc", "-s", "qdisc", "show", "dev", "red"])
+            + "; echo @@stat; " + procfs.stat_command(groups[0][1]))
+
+
+def parse_snapshot(text: str) -> tuple[dict, int]:
+    qdisc, _, stat = text.partition("@@stat")
+    return parse_qdisc(qdisc), procfs.cpu_ticks(stat)
+
+
+def snapshot(switch, fleet: fanin.MapperFleet) -> tuple[dict, int]:
+    """Bottleneck qdisc counters and the mappers' CPU ticks, wherever they are."""
+    command = snapshot_command(switch, fleet)
+    if command:
+        return parse_snapshot(switch.machine.run(command, timeout=60).stdout)
+    return qdisc_counters(switch, "red"), fanin.mapper_cpu_ticks(fleet)
+
+
+def parse_qdisc(text: str) -> dict:
+    out = {"fifo_dropped": 0, "fifo_sent_pkts": 0, "htb_overlimits": 0}
+    current = None
+    for line in text.splitlines():
+        words = line.split()
+        if words[:1] == ["qdisc"]:
+            current = "fifo" if len(words) > 2 and words[2] == "10:" else words[1]
+        elif words[:1] == ["Sent"] and current:
+            # Sent B bytes P pkt (dropped D, overlimits O requeues R)
+            pkts = int(words[3])
+            dropped = int(words[6].rstrip(","))
+            overlimits = int(words[8])
+            if current == "fifo":
+                out["fifo_dropped"] += dropped
+                out["fifo_sent_pkts"] += pkts
+            elif current == "htb":
+                out["htb_overlimits"] += overlimits
+    return out
+
+
+def _cpu_from_samples(cpu: list[dict], clk_tck: int) -> dict:
+    """System-wide busy share while the reducer ran, from its first and last /proc/stat."""
+    if len(cpu) < 2:
+        return {"system_busy_pct": None}
+    a, b = cpu[0]["stat"], cpu[-1]["stat"]
+    total = sum(b) - sum(a)
+    idle = (b[3] - a[3]) + (b[4] - a[4] if len(a) > 4 else 0)
+    return {"system_busy_pct": 100.0 * (total - idle) / total if total > 0 else None,
+            "system_softirq_pct": 100.0 * (b[6] - a[6]) / total if total > 0 and len(a) > 6
+            else None}
+
+
+def measure_point(session: Session, bed, fleet: fanin.MapperFleet, binary: str, variant: str,
+                  n: int, size: int, rounds: int, warmup: int, period_us: int, experiment: str,
+                  repetition: int, params: Params, before: tuple[dict, int] | None = None
+                  ) -> tuple[dict, list[dict], tuple[dict, int]]:
+    """One point. Returns its row, its rounds, and the counters read after it.
+
+    Counters (bottleneck qdisc, mappers' CPU ticks) are read inside the reducer's
+    command when reducer, switch and mappers share a machine. Otherwise they take a
+    command of their own (one per machine), and ``before`` may pass the previous
+    point's closing read: nothing runs between two points of one mapper fleet."""
+    proto, cc = VARIANTS[variant]
+    reducer, switch = bed.node("reducer"), bed.node("switch")
+    spec = fanin.ReduceSpec(proto, size, rounds, warmup, period_us,
+                            fanin.SocketOptions(params.sndbuf, params.rcvbuf, cc),
+                            cpu_sample_ms=100 if experiment == "cpu" else 0,
+                            round_timeout_s=params.round_timeout_s)
+    same_machine = reducer.machine is switch.machine
+    bracket = snapshot_command(switch, fleet) if same_machine else ""
+    if bracket:  # counters read in the reducer's own command
+        result = fanin.run_reducer(reducer, binary, spec, fleet.listens[:n], check=False,
+                                   bracket=bracket)
+        (before_q, before_m), (after_q, after_m) = map(parse_snapshot, result.bracket)
+    else:
+        before_q, before_m = before or snapshot(switch, fleet)
+        result = fanin.run_reducer(reducer, binary, spec, fleet.listens[:n], check=False)
+        after_q, after_m = snapshot(switch, fleet)
+    tag = f"{experiment}-{variant}-n{n:02d}-{size // 1024}k"
+    tag += f"-p{period_us // 1000}ms" if period_us else ""
+    session.raw(f"{tag}-r{repetition}.jsonl", result.stdout + result.stderr)
+    out = result.output
+    measured = out.measured()
+    summary = out.summary or {}
+    start = out.start or {}
+    clk = int(start.get("clk_tck") or 100)
+    wall_s = (summary.get("wall_ns") or 0) / 1e9
+    busy = summary.get("rounds_utime_s", 0) + summary.get("rounds_stime_s", 0)
+    rates = pd.Series([r["rate_mbit"] for r in measured], dtype=float)
+    durations = pd.Series([r["duration_ns"] / 1e6 for r in measured], dtype=float)
+    row = {
+        "experiment": experiment, "protocol": variant, "transport": proto,
+        "congestion": start.get("congestion") or None, "mappers": n, "size_kb": size // 1024,
+        "size_bytes": size, "period_ms": period_us / 1000, "repetition": repetition,
+        "rounds": len(measured), "rounds_asked": rounds, "ok": result.ok,
+        "error": "; ".join(out.errors)[:500] or None,
+        "rate_mbit_mean": rates.mean(), "rate_mbit_median": rates.median(),
+        "rate_mbit_p5": rates.quantile(0.05) if len(rates) else None,
+        "rate_mbit_p95": rates.quantile(0.95) if len(rates) else None,
+        "rate_mbit_bytes_over_time": summary.get("mean_rate_mbit"),
+        "round_ms_mean": durations.mean(), "round_ms_max": durations.max(),
+        "overruns": summary.get("overruns"),
+        "reducer_cpu_pct": 100.0 * busy / wall_s if wall_s else None,
+        # the same work every round: CPU per round compares protocols also where rounds
+        # overran the period (utilisation = CPU per round / period only while it is kept)
+        "reducer_cpu_ms_per_round": 1000.0 * busy / len(out.rounds) if out.rounds else None,
+        "reducer_utime_s": summary.get("rounds_utime_s"),
+        "reducer_stime_s": summary.get("rounds_stime_s"),
+        "mapper_cpu_pct": 100.0 * (after_m - before_m) / clk / result.wall_s
+        if result.wall_s else None,
+        **_cpu_from_samples(out.cpu, clk),
+        "queue_drops": after_q["fifo_dropped"] - before_q["fifo_dropped"],
+        "queue_pkts": after_q["fifo_sent_pkts"] - before_q["fifo_sent_pkts"],
+        # Share of the payload that really crossed the bottleneck (full-size packets assumed):
+        # ~1 when the traffic goes through the switch, ~0 when the kernel short-cuts it (TIPC
+        # between namespaces of one kernel delivers directly, bypassing its bearers).
+        # (none when no round ran: nothing was asked for, so there is nothing to compare with)
+        "wire_share": (after_q["fifo_sent_pkts"] - before_q["fifo_sent_pkts"]) * 1448
+        / (n * size * len(out.rounds)) if out.rounds else None,
+        "sndbuf_effective": start.get("sndbuf_effective"),
+        "rcvbuf_effective": start.get("rcvbuf_effective"),
+        "connect_ms": (start.get("connect_ns") or 0) / 1e6,
+        "run_s": wall_s, "tool_s": result.wall_s,
+    }
+    per_round = [{"experiment": experiment, "protocol": variant, "mappers": n,
+                  "size_kb": size // 1024, "period_ms": period_us / 1000,
+                  "repetition": repetition, **{k: r[k] for k in
+                                               ("round", "duration_ns", "first_ns", "rate_mbit",
+                                                "overrun")}} for r in measured]
+    return row, per_round, (after_q, after_m)
+
+
+class Point(NamedTuple):
+    """One point of a fleet's grid: the reducer asks ``mappers`` mappers for ``size_kb`` each,
+    ``rounds`` times after ``warmup`` rounds; every ``period_ms`` (0: back to back)."""
+
+    experiment: str  # "rate" or "cpu"
+    mappers: int
+    size_kb: int
+    rounds: int
+    warmup: int
+    period_ms: int = 0
+
+    def label(self, variant: str, rep: int) -> str:
+        if self.experiment == "cpu":
+            return f"{variant} CPU {self.period_ms} ms {self.size_kb} KB, CPU repetition {rep}"
+        return f"{variant} 1:{self.mappers} {self.size_kb} KB, repetition {rep}"
+
+
+def rate_points(params: Params) -> list[Point]:
+    return [Point("rate", n, size, params.rounds, params.warmup)
+            for n in params.mappers for size in params.sizes_kb]
+
+
+def cpu_points(params: Params) -> list[Point]:
+    """The CPU phase's grid (one warm-up round, to start on the period); empty: no CPU phase."""
+    if not params.cpu_rounds:
+        return []
+    return [Point("cpu", params.cpu_mappers, size, params.cpu_rounds, 1, period)
+            for period in params.cpu_periods_ms for size in params.cpu_sizes_kb]
+
+
+def phase_seconds(fleets: list[dict], experiment: str) -> dict[str, float]:
+    """Seconds per protocol in one phase, fleet starts included, over its repetitions."""
+    out: dict[str, float] = {}
+    for fleet in fleets:
+        if fleet["experiment"] == experiment:
+            out[fleet["protocol"]] = round(out.get(fleet["protocol"], 0.0) + fleet["seconds"], 1)
+    return out
+
+
+def measure_fleet(session: Session, bed, params: Params, variant: str, mapper_nodes: list,
+                  binary: str, points: list[Point], rep: int = 1, bar: Progress | None = None
+                  ) -> tuple[list[dict], list[dict], dict]:
+    """``points`` for one protocol, repetition ``rep``, with a mapper fleet started for them
+    on ``mapper_nodes``: (rows, rounds, the fleet's record); each point is a step of ``bar``."""
+    proto, cc = VARIANTS[variant]
+    experiment = points[0].experiment
+    listens = [fanin.mapper_address(proto, mapper_ip(i), PORT, i)
+               for i in range(len(mapper_nodes))]
+    sockets = fanin.SocketOptions(params.sndbuf, params.rcvbuf, cc)
+    rows, rounds = [], []
+    started = time.monotonic()
+    with fanin.mapper_fleet(session.journal, mapper_nodes, listens, proto, binary,
+                            sockets) as fleet:
+        start_s = time.monotonic() - started
+        last = None  # counters after the previous point of this fleet
+        for point in points:
+            row, per_round, last = measure_point(
+                session, bed, fleet, binary, variant, point.mappers, point.size_kb * 1024,
+                point.rounds, point.warmup, point.period_ms * 1000, point.experiment, rep,
+                params, last)
+            rows.append(row)
+            rounds += per_round
+            if bar:
+                bar.step(point.label(variant, rep))
+    name = "mappers" if experiment == "rate" else "mappers-cpu"
+    session.raw(f"{name}-{variant}-r{rep}.jsonl", fleet.output)
+    record = {"experiment": experiment, "repetition": rep, "protocol": variant,
+              "mappers": len(mapper_nodes), "start_s": round(start_s, 1),
+              "seconds": round(time.monotonic() - started, 1)}
+    return rows, rounds, record
