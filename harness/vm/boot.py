@@ -51,6 +51,10 @@ from .qemu import HOSTFWD_FAILED, QemuLaunch, free_loopback_port, qemu_command
 log = logging.getLogger(__name__)
 
 PORT_ATTEMPTS = 3
+# A guest that printed nothing at all by its boot timeout never reached its init: the
+# emulator hung early (seen once in ~20 TCG boots of a fresh clone's suite: 90 s, empty
+# console). It is stopped and booted once more; the boot record says so.
+SILENT_BOOTS = 2
 _UPTIME_RE = re.compile(re.escape(guest.SSHD_READY_MARK) + r" at uptime ([0-9.]+)s")
 
 
@@ -71,6 +75,7 @@ class BootRecord:
     memory_mib: int
     ssh_port: int
     qemu_pid: int
+    silent_boots: int = 0  # QEMU processes stopped before this one: their guest printed nothing
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -102,6 +107,10 @@ class VMNode(SSHNode):
 
 class VMBootError(NodeError):
     """The VM did not come up (QEMU exited, or no SSH within the bound)."""
+
+
+class SilentBootError(VMBootError):
+    """No SSH within the bound and not one line on the guest console."""
 
 
 def _qemu_alive(pid: int) -> bool:
@@ -199,12 +208,12 @@ def _wait_for_ssh(
 ) -> float | None:
     """Block until a login works and reports ``version``; return the guest's sshd uptime."""
 
-    def failure(what: str, hint: str | None = None) -> VMBootError:
+    def failure(what: str, hint: str | None = None, kind: type = VMBootError) -> VMBootError:
         if hint is None and accel.accel == "kvm":
             hint = "KVM was chosen by the probe; set HARNESS_VM_ACCEL=tcg to rule it out"
         elif hint is None:
             hint = f"raise VM.boot_timeout_s (now {spec.boot_timeout_s:g}s) if the host is busy"
-        return VMBootError(
+        return kind(
             f"VM {spec.name} ({accel.accel}): {what}\n  guest console (last lines):\n    "
             + console_summary(_read(files.console_log))
             + ("\n  qemu: " + _tail(proc.output(), 3) if proc.output().strip() else ""),
@@ -219,9 +228,10 @@ def _wait_for_ssh(
                 "the guest console above says why; a 'harness-init: FAILED' line names the"
                 " step of the guest init (harness/vm/guest.py) that failed",
             )
-        if time.monotonic() >= deadline:
-            raise failure(f"no SSH server within boot_timeout_s={spec.boot_timeout_s:g}s")
         console = _read(files.console_log)
+        if time.monotonic() >= deadline:
+            raise failure(f"no SSH server within boot_timeout_s={spec.boot_timeout_s:g}s",
+                          kind=VMBootError if console.strip() else SilentBootError)
         if not kernel_seen and console:
             kernel_seen = True
             log.debug("VM %s: first console output after %.1fs", spec.name, _since(deadline, spec))
@@ -313,33 +323,47 @@ def boot_vm(spec: VM, journal: Journal, *, refresh_accel: bool = False) -> Itera
             with open(path, "xb") as backing:
                 backing.truncate(_disk.size_mib << 20)
         qmp_socket = os.path.join(boot_dir, "qmp.sock") if disks else ""
-        started = time.monotonic()
-        for attempt in range(1, PORT_ATTEMPTS + 1):
-            port = free_loopback_port()
-            files.write_known_hosts(port)
-            launch = QemuLaunch(
-                qemu=qemu, name=spec.name, accel=accel.accel, cpus=spec.cpus,
-                memory_mib=spec.memory_mib, kernel=image, initrd=files.initrd, append=append,
-                boot_dir=boot_dir, console_log=files.console_log, ssh_port=port,
-                wires=spec.wires, disks=disks, qmp_socket=qmp_socket,
+        for silent in range(SILENT_BOOTS):
+            started = time.monotonic()
+            for attempt in range(1, PORT_ATTEMPTS + 1):
+                port = free_loopback_port()
+                files.write_known_hosts(port)
+                launch = QemuLaunch(
+                    qemu=qemu, name=spec.name, accel=accel.accel, cpus=spec.cpus,
+                    memory_mib=spec.memory_mib, kernel=image, initrd=files.initrd,
+                    append=append, boot_dir=boot_dir, console_log=files.console_log,
+                    ssh_port=port, wires=spec.wires, disks=disks, qmp_socket=qmp_socket,
+                )
+                try:
+                    proc = _start_qemu(journal, launch)
+                    break
+                except _PortTaken:
+                    if attempt == PORT_ATTEMPTS:
+                        raise VMBootError(
+                            f"QEMU could not forward a loopback port for VM {spec.name} "
+                            f"({PORT_ATTEMPTS} ports tried)",
+                            "something is taking free ports quickly; retry",
+                        ) from None
+            node = VMNode(
+                spec.name, "127.0.0.1", port=port, user="root", key_filename=files.user_key,
+                known_hosts=files.known_hosts, accept_unknown_host=False, connect_timeout=10.0,
             )
             try:
-                proc = _start_qemu(journal, launch)
+                uptime = _wait_for_ssh(
+                    node, proc, files, version, started + spec.boot_timeout_s, spec, accel
+                )
                 break
-            except _PortTaken:
-                if attempt == PORT_ATTEMPTS:
-                    raise VMBootError(
-                        f"QEMU could not forward a loopback port for VM {spec.name} "
-                        f"({PORT_ATTEMPTS} ports tried)",
-                        "something is taking free ports quickly; retry",
-                    ) from None
-        node = VMNode(
-            spec.name, "127.0.0.1", port=port, user="root", key_filename=files.user_key,
-            known_hosts=files.known_hosts, accept_unknown_host=False, connect_timeout=10.0,
-        )
-        uptime = _wait_for_ssh(
-            node, proc, files, version, started + spec.boot_timeout_s, spec, accel
-        )
+            except SilentBootError:
+                if silent + 1 == SILENT_BOOTS:
+                    raise
+                log.warning("VM %s printed nothing in %gs: QEMU (pid %d) stopped, booting "
+                            "it once more", spec.name, spec.boot_timeout_s, proc.pid)
+                with signals_deferred():
+                    node.close()
+                    journal.stop(proc)
+                    node = proc = None
+                if os.path.exists(files.console_log):
+                    os.remove(files.console_log)
         node.qmp_socket = qmp_socket
         node.disks = {disk.name: f"vdisk{i}" for i, (disk, _path) in enumerate(disks)}
         node.boot = BootRecord(
@@ -348,6 +372,7 @@ def boot_vm(spec: VM, journal: Journal, *, refresh_accel: bool = False) -> Itera
             guest_sshd_uptime_s=uptime,
             kernel=kernel, kernel_version=version, boot_image=image_kind, cpus=spec.cpus,
             memory_mib=spec.memory_mib, ssh_port=port, qemu_pid=proc.pid,
+            silent_boots=silent,
         )
         _note_boot(journal, proc, node.boot)
         log.info("VM %s ready for SSH on 127.0.0.1:%d after %.1fs (%s: %s)", spec.name, port,

@@ -430,3 +430,81 @@ def test_ssh_banner_check_needs_a_real_banner(reply, expected):
     port, thread = _serve_once(reply)
     assert _ssh_banner(port, timeout=5) is expected
     thread.join(5)
+
+
+def _fake_boot(monkeypatch, tmp_path, waits):
+    """boot_vm with everything but its own bookkeeping stood in: QEMU is `sleep` (a real,
+    journalled process), and ``waits`` says what each wait for SSH does in turn."""
+    from harness.vm import boot
+
+    class Files:
+        def __init__(self, boot_dir):
+            self.console_log = os.path.join(boot_dir, "console.log")
+            self.initrd = self.user_key = self.known_hosts = os.path.join(boot_dir, "x")
+
+        def write_known_hosts(self, port):
+            pass
+
+    started = []
+
+    def start_qemu(journal, launch):
+        Path(launch.console_log).write_text("")  # QEMU's chardev creates it
+        proc = journal.start(LocalNode(), ["sleep", "60"])
+        started.append(proc)
+        return proc
+
+    def wait(node, proc, files, version, deadline, spec, accel_verdict):
+        step = waits.pop(0)
+        if isinstance(step, Exception):
+            raise step
+        return step
+
+    monkeypatch.setattr(boot, "require_programs", lambda: {"busybox": "/bin/busybox",
+                                                           "qemu-system-x86_64": "/q"})
+    monkeypatch.setattr(boot.guest, "is_static_elf", lambda path: True)
+    monkeypatch.setattr(boot, "resolve_kernel", lambda kernel: ("/boot/vmlinuz-6.1", "6.1"))
+    monkeypatch.setattr(boot, "require_memory", lambda spec: None)
+    monkeypatch.setattr(boot, "bootable_kernel", lambda kernel, version: ("/k", "pvh"))
+    monkeypatch.setattr(boot, "probe_accel", lambda *a, **k: accel.AccelVerdict("tcg", "test"))
+    monkeypatch.setattr(boot.guest, "prepare", lambda boot_dir, *a: Files(boot_dir))
+    monkeypatch.setattr(boot.guest, "kernel_append", lambda files: "quiet")
+    monkeypatch.setattr(boot, "_start_qemu", start_qemu)
+    monkeypatch.setattr(boot, "_wait_for_ssh", wait)
+    return started
+
+
+def test_a_guest_silent_until_its_timeout_is_booted_once_more_and_recorded(tmp_path, monkeypatch):
+    from harness.vm.boot import SilentBootError
+
+    journal = Journal(tmp_path / "journal.jsonl")
+    started = _fake_boot(monkeypatch, tmp_path, [SilentBootError("printed nothing"), 1.5])
+    with boot_vm(VM(name="s1"), journal) as vm:
+        assert vm.boot.silent_boots == 1 and vm.boot.guest_sshd_uptime_s == 1.5
+        first, second = started
+        assert first.poll() is not None and second.poll() is None  # the silent one stopped
+        assert vm.boot.qemu_pid == second.pid
+    assert second.poll() is not None and journal.pending() == []
+
+
+def test_a_guest_silent_twice_fails_the_boot_and_leaves_nothing(tmp_path, monkeypatch):
+    from harness.vm.boot import SilentBootError, VMBootError
+
+    journal = Journal(tmp_path / "journal.jsonl")
+    started = _fake_boot(monkeypatch, tmp_path,
+                         [SilentBootError("printed nothing"), SilentBootError("again")])
+    with pytest.raises(VMBootError, match="again"):
+        with boot_vm(VM(name="s2"), journal):
+            pytest.fail("must not boot")
+    assert len(started) == 2 and all(p.poll() is not None for p in started)
+    assert journal.pending() == []
+
+
+def test_a_guest_that_printed_something_is_not_booted_again(tmp_path, monkeypatch):
+    from harness.vm.boot import VMBootError
+
+    journal = Journal(tmp_path / "journal.jsonl")
+    started = _fake_boot(monkeypatch, tmp_path, [VMBootError("no SSH; console: panic")])
+    with pytest.raises(VMBootError, match="panic"):
+        with boot_vm(VM(name="s3"), journal):
+            pytest.fail("must not boot")
+    assert len(started) == 1 and journal.pending() == []
