@@ -52,8 +52,9 @@ log = logging.getLogger(__name__)
 
 PORT_ATTEMPTS = 3
 # A guest that printed nothing at all by its boot timeout never reached its init: the
-# emulator hung early (seen once in ~20 TCG boots of a fresh clone's suite: 90 s, empty
-# console). It is stopped and booted once more; the boot record says so.
+# emulator hung early (seen once, 2026-11-26: a TCG boot in a fresh clone's suite, 90 s and an
+# empty console; the suite boots ~20 VMs). It is stopped and booted once more; the boot
+# record says so.
 SILENT_BOOTS = 2
 _UPTIME_RE = re.compile(re.escape(guest.SSHD_READY_MARK) + r" at uptime ([0-9.]+)s")
 
