@@ -203,6 +203,22 @@ def _start_qemu(journal: Journal, launch: QemuLaunch) -> Process:
         raise
 
 
+def _start_on_a_free_port(journal: Journal, name: str, launch) -> tuple[Process, int]:
+    """QEMU started by ``launch(port)`` on a free loopback port; another port if it was taken."""
+    for attempt in range(1, PORT_ATTEMPTS + 1):
+        port = free_loopback_port()
+        try:
+            return _start_qemu(journal, launch(port)), port
+        except _PortTaken:
+            if attempt == PORT_ATTEMPTS:
+                raise VMBootError(
+                    f"QEMU could not forward a loopback port for VM {name} "
+                    f"({PORT_ATTEMPTS} ports tried)",
+                    "something is taking free ports quickly; retry",
+                ) from None
+    raise AssertionError("unreachable")
+
+
 def _wait_for_ssh(
     node: VMNode, proc: Process, files: guest.GuestFiles, version: str, deadline: float,
     spec: VM, accel: AccelVerdict,
@@ -326,25 +342,17 @@ def boot_vm(spec: VM, journal: Journal, *, refresh_accel: bool = False) -> Itera
         qmp_socket = os.path.join(boot_dir, "qmp.sock") if disks else ""
         for silent in range(SILENT_BOOTS):
             started = time.monotonic()
-            for attempt in range(1, PORT_ATTEMPTS + 1):
-                port = free_loopback_port()
+
+            def launch(port: int) -> QemuLaunch:
                 files.write_known_hosts(port)
-                launch = QemuLaunch(
+                return QemuLaunch(
                     qemu=qemu, name=spec.name, accel=accel.accel, cpus=spec.cpus,
                     memory_mib=spec.memory_mib, kernel=image, initrd=files.initrd,
                     append=append, boot_dir=boot_dir, console_log=files.console_log,
                     ssh_port=port, wires=spec.wires, disks=disks, qmp_socket=qmp_socket,
                 )
-                try:
-                    proc = _start_qemu(journal, launch)
-                    break
-                except _PortTaken:
-                    if attempt == PORT_ATTEMPTS:
-                        raise VMBootError(
-                            f"QEMU could not forward a loopback port for VM {spec.name} "
-                            f"({PORT_ATTEMPTS} ports tried)",
-                            "something is taking free ports quickly; retry",
-                        ) from None
+
+            proc, port = _start_on_a_free_port(journal, spec.name, launch)
             node = VMNode(
                 spec.name, "127.0.0.1", port=port, user="root", key_filename=files.user_key,
                 known_hosts=files.known_hosts, accept_unknown_host=False, connect_timeout=10.0,
