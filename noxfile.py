@@ -32,6 +32,12 @@ def study_notebooks() -> list[tuple[str, dict]]:
     return [(notebook, meta) for _order, _name, notebook, meta in sorted(found)]
 
 
+def test_workers() -> int:
+    """pytest-xdist workers for `tests`: one per CPU, at most 4 (the VM tests' QEMUs are what
+    fills a core; more workers would only stretch each test's runs)."""
+    return max(1, min(4, len(os.sched_getaffinity(0))))
+
+
 def install(session: nox.Session, extras: str = "") -> None:
     session.install("-e", f".[{extras}]" if extras else ".")
 
@@ -44,7 +50,9 @@ def tests(session: nox.Session) -> None:
     try:
         session.run(
             "pytest", "-ra", "--nbval-lax", "--nbval-sanitize-with",
-            "notebooks/nbval-sanitize.cfg", "tests",
+            "notebooks/nbval-sanitize.cfg",
+            # side by side on test_workers() workers, the longest units first (tests/conftest.py)
+            "-n", str(test_workers()), "--dist", "loadgroup", "--no-loadscope-reorder", "tests",
             *(nb for nb, meta in study_notebooks() if meta.get("nbval", True)), *session.posargs,
             # the tests' runs measure nothing for keeps: they share the machine rather than
             # refuse to start beside another run (each records that it shared)

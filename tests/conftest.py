@@ -11,6 +11,36 @@ import pytest
 
 from harness.journal import Journal
 
+# The suite runs on pytest-xdist workers (`nox -s tests`, `--dist loadgroup`), each taking
+# the next unit of work as it frees up. A notebook under nbval is one unit (one kernel, its
+# cells in order), and so is an integration module (its module fixtures, a VM or an sshd, are
+# made once). The longest units go first so no worker is left with one at the end: VM runs,
+# then notebooks, then the other integration tests, then unit tests, one by one.
+COST_CLASS = {"vm": 0, "notebook": 1, "integration": 2}
+
+
+def cost_class(item: pytest.Item) -> int:
+    if item.get_closest_marker("vm"):
+        return COST_CLASS["vm"]
+    if item.path.suffix == ".ipynb":
+        return COST_CLASS["notebook"]
+    if item.get_closest_marker("integration"):
+        return COST_CLASS["integration"]
+    return len(COST_CLASS)
+
+
+def pytest_collection_modifyitems(config, items):
+    unit = {}  # the unit of work each item belongs to: its file, or itself (a unit test)
+    for item in items:
+        unit[item] = item.nodeid.split("::", 1)[0] if cost_class(item) < len(COST_CLASS) \
+            else item.nodeid
+        if unit[item] != item.nodeid:
+            item.add_marker(pytest.mark.xdist_group(unit[item]))
+    unit_cost: dict[str, int] = {}
+    for item in items:
+        unit_cost[unit[item]] = min(unit_cost.get(unit[item], len(COST_CLASS)), cost_class(item))
+    items.sort(key=lambda item: unit_cost[unit[item]])  # stable: collection order in a class
+
 
 def run_harness(*args: str, env: dict | None = None, timeout: float = 600
                 ) -> subprocess.CompletedProcess:
@@ -89,6 +119,31 @@ def group_alive(pgid: int) -> bool:
         if int(fields[2]) == pgid and fields[0] != "Z":
             return True
     return False
+
+
+def on_this_host(node: dict) -> bool:
+    """A journal's node description names this host (a namespace of it, or itself), not a
+    VM or machine reached over SSH (whose processes ended with its kernel)."""
+    while node:
+        if node.get("type") == "ssh":
+            return False
+        node = node.get("parent") or {}
+    return True
+
+
+def survivors(journal_path) -> list[str]:
+    """The processes a run's journal recorded on this host (QEMU, iperf3, relays, ...) that
+    still run: the same pid *and* start time, so a pid reused since is not counted, and
+    another test's processes never are (the suite runs tests side by side)."""
+    from harness.nodes.procfs import read_stat
+
+    found = []
+    for entry in Journal(journal_path).entries():
+        if entry.kind == "process" and on_this_host(entry.data.get("host") or entry.node):
+            stat = read_stat(int(entry.data["pid"]))
+            if stat and stat.state != "Z" and stat.start_ticks == int(entry.data["start_ticks"]):
+                found.append(entry.data.get("command") or str(entry.data["pid"]))
+    return found
 
 
 from harness.nodes import Node  # noqa: E402 -- the fakes' base, below the fixtures' imports

@@ -44,7 +44,9 @@ def test_ctrl_c_mid_measurement_marks_incomplete_and_leaves_nothing(tmp_path):
         journal = Journal(run_dir / "journal.jsonl")
         pgids = [e.data["pid"] for e in journal.entries() if e.kind == "process"]
         prefix = json.loads((run_dir / "run.json").read_text())["testbed"]["prefix"]
-        assert [n for n in netns_names() if n.startswith(prefix)]
+        namespaces = {os.stat(f"/run/netns/{n}").st_ino for n in netns_names()
+                      if n.startswith(prefix)}
+        assert namespaces
         os.killpg(proc.pid, signal.SIGINT)
         out, err = proc.communicate(timeout=120)
     finally:
@@ -59,18 +61,21 @@ def test_ctrl_c_mid_measurement_marks_incomplete_and_leaves_nothing(tmp_path):
     assert not any(group_alive(pgid) for pgid in pgids)
     assert not (run_dir / "results.parquet").exists()
     time.sleep(0.5)
-    assert not running_commands("iperf3 -c 198.18.3.2")  # the measuring client too
+    assert not processes_in(namespaces)  # the measuring iperf3 client too
 
 
-def running_commands(needle: str) -> list[str]:
+def processes_in(namespaces: set[int]) -> list[str]:
+    """The running processes whose network namespace is one of ``namespaces`` (by inode):
+    this run's, whatever their names, and never another test's."""
     found = []
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
-            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+            inode = os.stat(f"/proc/{pid}/ns/net").st_ino
             state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
         except (FileNotFoundError, ProcessLookupError):
             continue
-        if needle in cmd and state != "Z" and "pytest" not in cmd:
+        if inode in namespaces and state != "Z":
             found.append(cmd)
     return found
 

@@ -19,12 +19,11 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import needs_root, needs_tools, netns_names
+from conftest import needs_root, needs_tools, netns_names, on_this_host, survivors
 
 from harness.archive import INCOMPLETE, Run
 from harness.errors import ArchiveError
 from harness.journal import Journal
-from harness.nodes.procfs import process_start_ticks
 from harness.session import open_session
 from harness.topology import TopologyBuilder
 
@@ -53,16 +52,6 @@ def snapshot(folder: Path) -> dict[str, tuple[str, int]]:
             for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
-def on_this_host(node: dict) -> bool:
-    """A journal's node description names this host (a namespace of it, or itself), not a
-    VM or machine reached over SSH (whose processes ended with its kernel)."""
-    while node:
-        if node.get("type") == "ssh":
-            return False
-        node = node.get("parent") or {}
-    return True
-
-
 def assert_machine_as_found(journal_path: Path, lock_folder: Path) -> None:
     """Everything the run's journal says it made is gone from this machine: namespaces,
     processes (QEMU too), tracked commands' files, VMs' per-boot folders, the lock."""
@@ -73,10 +62,9 @@ def assert_machine_as_found(journal_path: Path, lock_folder: Path) -> None:
     for entry in journal.entries():
         if entry.kind == "netns" and on_this_host(entry.node):
             assert entry.data["name"] not in present
-        elif entry.kind == "process" and on_this_host(entry.data.get("host") or entry.node):
-            assert process_start_ticks(int(entry.data["pid"])) != int(entry.data["start_ticks"])
         elif entry.kind == "tracked" and on_this_host(entry.node):
             assert not (tmp / entry.data["name"]).exists()
+    assert not survivors(journal_path)
     for owner in journal.writers():  # a VM's boot folder is named after the run's pid
         assert not list(Path("/tmp").glob(f"harness-vm-*-{owner}-*")), "a VM's boot folder"
     assert not list(lock_folder.glob("*.lock")), "the machine lock was not released"

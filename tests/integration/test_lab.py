@@ -64,11 +64,10 @@ def test_build_verify_teardown(journal):
 def test_netem_is_refused_before_anything_changes_when_the_kernel_lacks_it(journal):
     if probe(LocalNode()).has("netem"):
         pytest.skip("this kernel has netem")
-    before = netns_names()
     lab = Lab(three_nodes(delay_ms=10), journal)
     with pytest.raises(CapabilityMissing, match="netem"):
         lab.build()
-    assert netns_names() == before
+    assert mine(lab.prefix) == set()
     assert journal.entries() == []
 
 

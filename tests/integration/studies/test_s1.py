@@ -9,12 +9,13 @@ running.
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import needs_root, run_harness
+from conftest import needs_root, run_harness, survivors
+
+from harness.journal import Journal
 
 pytestmark = [pytest.mark.integration, pytest.mark.vm, needs_root]
 
@@ -28,14 +29,8 @@ def harness(*args, data, timeout=1800):
                        timeout=timeout)
 
 
-def _qemu_pids() -> set[int]:
-    # the run's own VMs by their process names (assertion only; nothing is killed by name)
-    out = subprocess.run(["pgrep", "-f", "harness-vm-s1-"], capture_output=True, text=True)
-    return {int(p) for p in out.stdout.split()}
-
 
 def test_s1_small_run_in_two_vms(tmp_path):
-    before = _qemu_pids()
     out = harness("run", "-q", str(NOTEBOOK), "-p", "sizes", "4,64,1024,16384",
                   "-p", "repetitions", "2", "-p", "iterations", "50", "-p", "bw_iterations",
                   "50", "-p", "tcp_budget_s", "0.03", "-p", "seed", "7", "-p", "rdma_write",
@@ -68,7 +63,9 @@ def test_s1_small_run_in_two_vms(tmp_path):
     assert len(claims) == 9 and "not testable here" in set(claims.outcome)
     assert (run_dir / "raw" / "ibv_devinfo-a.txt").exists()
     assert (run_dir / "report.html").stat().st_size > 10_000
-    assert not (_qemu_pids() - before), "a QEMU of this run survived"
+    assert [e for e in Journal(run_dir / "journal.jsonl").entries()
+            if e.kind == "process" and "qemu-system" in e.data["command"]], "VMs recorded"
+    assert not survivors(run_dir / "journal.jsonl"), "a QEMU or other process survived"
 
 
 @pytest.mark.parametrize("args, message", [

@@ -9,12 +9,13 @@ no VM is left running.
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import needs_root, run_harness
+from conftest import needs_root, run_harness, survivors
+
+from harness.journal import Journal
 
 pytestmark = [pytest.mark.integration, pytest.mark.vm, needs_root]
 
@@ -25,15 +26,9 @@ def harness(*args, data, timeout=1500):
     return run_harness(*args, env={"HARNESS_DATA": str(data)}, timeout=timeout)
 
 
-def _qemu_pids() -> set[int]:
-    # the run's own VMs by their process names (assertion only; nothing is killed by name)
-    out = subprocess.run(["pgrep", "-f", "harness-vm-s2-"], capture_output=True, text=True)
-    return {int(p) for p in out.stdout.split()}
-
 
 @pytest.mark.timeout(1800)  # two TCG VMs, two file systems: 6-10 min here, more under load
 def test_s2_small_run_in_two_vms(tmp_path):
-    before = _qemu_pids()
     out = harness("run", "-q", str(NOTEBOOK), "-p", "windows_kib", "1024",
                   "-p", "window_seconds", "2", "-p", "clients", "1,2", "-p", "point_seconds", "1",
                   "-p", "mtus", "1500", "-p", "verify_seconds", "1",
@@ -71,7 +66,9 @@ def test_s2_small_run_in_two_vms(tmp_path):
     assert on_path.source == "target" and on_path.outcome == "reproduced", on_path.reason
     assert list((run_dir / "raw").glob("fio-*.json"))
     assert (run_dir / "report.html").stat().st_size > 10_000
-    assert not (_qemu_pids() - before), "a QEMU of this run survived"
+    assert [e for e in Journal(run_dir / "journal.jsonl").entries()
+            if e.kind == "process" and "qemu-system" in e.data["command"]], "VMs recorded"
+    assert not survivors(run_dir / "journal.jsonl"), "a QEMU or other process survived"
 
 
 @pytest.mark.parametrize("args, message", [

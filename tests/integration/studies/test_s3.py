@@ -9,12 +9,13 @@ is left running.
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import needs_root, netns_names, run_harness
+from conftest import needs_root, netns_names, run_harness, survivors
+
+from harness.journal import Journal
 
 pytestmark = [pytest.mark.integration, pytest.mark.vm, needs_root]
 
@@ -25,14 +26,8 @@ def harness(*args, data, timeout=2400):
     return run_harness(*args, env={"HARNESS_DATA": str(data)}, timeout=timeout)
 
 
-def _qemu_pids() -> set[int]:
-    # the run's own VMs by their process names (assertion only; nothing is killed by name)
-    out = subprocess.run(["pgrep", "-f", "harness-vm-s3-"], capture_output=True, text=True)
-    return {int(p) for p in out.stdout.split()}
-
 
 def test_s3_small_run_in_vm_lab(tmp_path):
-    before = _qemu_pids()
     out = harness("run", "-q", str(NOTEBOOK), "-p", "mappers", "4", "-p", "sizes_kb", "1,16",
                   "-p", "rounds", "5", "-p", "warmup", "1", "-p", "cpu_mappers", "4",
                   "-p", "cpu_periods_ms", "250", "-p", "cpu_sizes_kb", "4",
@@ -75,7 +70,9 @@ def test_s3_small_run_in_vm_lab(tmp_path):
     assert cpu_claim.n == 2 and "2 of 2 repetitions paired" in cpu_claim.note
     assert cpu_claim.outcome in ("reproduced", "not reproduced", "inconclusive")
     assert (run_dir / "report.html").stat().st_size > 10_000
-    assert not (_qemu_pids() - before), "a QEMU of this run survived"
+    assert [e for e in Journal(run_dir / "journal.jsonl").entries()
+            if e.kind == "process" and "qemu-system" in e.data["command"]], "VMs recorded"
+    assert not survivors(run_dir / "journal.jsonl"), "a QEMU or other process survived"
     assert not [n for n in netns_names() if n.startswith(meta["testbed"]["prefix"])]
 
 
