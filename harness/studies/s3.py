@@ -260,7 +260,7 @@ class S3(Study):
     def measure(self, session: Session, bed, params: Params, tipc_notes: dict | None) -> None:
         """The rate sweep, then the CPU phase, a fresh mapper fleet per protocol and
         repetition of each; archive."""
-        from .s3_points import cpu_points, measure_fleet, phase_seconds, rate_points
+        from .s3_points import cpu_points, measure_fleet, phase_seconds, rate_points, round_frame
 
         started = time.monotonic()
         reducer = bed.node("reducer")
@@ -295,7 +295,7 @@ class S3(Study):
                         fleet_rows, fleet_rounds, record = measure_fleet(
                             session, bed, params, variant, nodes, binary, points, rep, bar)
                         rows += [{**row, "order": position} for row in fleet_rows]
-                        rounds += fleet_rounds
+                        rounds.append(fleet_rounds)
                         fleets.append(record)
         notes["order"] = {**order.record(
             "the protocols one after another (a mapper fleet serves one protocol), in an "
@@ -306,7 +306,8 @@ class S3(Study):
             stat = reducer.run(["tipc", "link", "stat", "show"], check=False, timeout=60)
             session.raw("tipc-link-stat.txt", stat.stdout + stat.stderr)
         session.results(pd.DataFrame(rows))
-        session.results(pd.DataFrame(rounds), "rounds")
+        session.results(pd.concat(rounds, ignore_index=True) if rounds
+                        else round_frame([]), "rounds")
         notes["fleets"] = fleets
         notes["protocol_seconds"] = phase_seconds(fleets, "rate")
         notes["cpu_protocol_seconds"] = phase_seconds(fleets, "cpu")

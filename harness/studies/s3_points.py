@@ -152,12 +152,24 @@ def measure_point(session: Session, bed, fleet: fanin.MapperFleet, binary: str, 
         "connect_ms": (start.get("connect_ns") or 0) / 1e6,
         "run_s": wall_s, "tool_s": result.wall_s,
     }
-    per_round = [{"experiment": experiment, "protocol": variant, "mappers": n,
-                  "size_kb": size // 1024, "period_ms": period_us / 1000,
-                  "repetition": repetition, **{k: r[k] for k in
-                                               ("round", "duration_ns", "first_ns", "rate_mbit",
-                                                "overrun")}} for r in measured]
+    per_round = round_frame(measured, experiment=experiment, protocol=variant, mappers=n,
+                            size_kb=size // 1024, period_ms=period_us / 1000,
+                            repetition=repetition)
     return row, per_round, (after_q, after_m)
+
+
+ROUND_FIELDS = ("round", "duration_ns", "first_ns", "rate_mbit", "overrun")
+
+
+def round_frame(measured: list[dict], **point) -> pd.DataFrame:
+    """One point's rounds as columns of numbers, led by the point's own fields.
+
+    Kept so rather than as a dict per round: a paper-scale run (1000 rounds a point, hundreds
+    of points) then holds no Python objects per round between points."""
+    frame = pd.DataFrame.from_records(measured, columns=ROUND_FIELDS)
+    for position, (key, value) in enumerate(point.items()):
+        frame.insert(position, key, value)
+    return frame
 
 
 class Point(NamedTuple):
@@ -201,7 +213,7 @@ def phase_seconds(fleets: list[dict], experiment: str) -> dict[str, float]:
 
 def measure_fleet(session: Session, bed, params: Params, variant: str, mapper_nodes: list,
                   binary: str, points: list[Point], rep: int = 1, bar: Progress | None = None
-                  ) -> tuple[list[dict], list[dict], dict]:
+                  ) -> tuple[list[dict], pd.DataFrame, dict]:
     """``points`` for one protocol, repetition ``rep``, with a mapper fleet started for them
     on ``mapper_nodes``: (rows, rounds, the fleet's record); each point is a step of ``bar``."""
     proto, cc = VARIANTS[variant]
@@ -221,7 +233,7 @@ def measure_fleet(session: Session, bed, params: Params, variant: str, mapper_no
                 point.rounds, point.warmup, point.period_ms * 1000, point.experiment, rep,
                 params, last)
             rows.append(row)
-            rounds += per_round
+            rounds.append(per_round)
             if bar:
                 bar.step(point.label(variant, rep))
     name = "mappers" if experiment == "rate" else "mappers-cpu"
@@ -229,4 +241,4 @@ def measure_fleet(session: Session, bed, params: Params, variant: str, mapper_no
     record = {"experiment": experiment, "repetition": rep, "protocol": variant,
               "mappers": len(mapper_nodes), "start_s": round(start_s, 1),
               "seconds": round(time.monotonic() - started, 1)}
-    return rows, rounds, record
+    return rows, pd.concat(rounds, ignore_index=True) if rounds else round_frame([]), record

@@ -116,6 +116,20 @@ def test_snapshot_is_one_command_when_the_mappers_share_the_switch_machine():
         {"fifo_dropped": 5, "fifo_sent_pkts": 1004, "htb_overlimits": 62}, 42)
 
 
+def test_a_points_rounds_are_one_frame_of_numbers_led_by_the_points_fields():
+    measured = [{"round": i, "duration_ns": 1_000_000 + i, "first_ns": 500 + i,
+                 "rate_mbit": 10.5 * i, "overrun": i == 2, "bytes": 4096} for i in range(3)]
+    frame = s3_points.round_frame(measured, experiment="rate", protocol="tipc", mappers=48,
+                                  size_kb=4, period_ms=0.0, repetition=2)
+    assert list(frame.columns) == ["experiment", "protocol", "mappers", "size_kb", "period_ms",
+                                   "repetition", *s3_points.ROUND_FIELDS]  # no other key
+    assert frame.duration_ns.dtype == np.int64 and frame.overrun.dtype == bool
+    assert frame.overrun.tolist() == [False, False, True] and set(frame.protocol) == {"tipc"}
+    assert frame.rate_mbit.tolist() == [0.0, 10.5, 21.0]
+    empty = s3_points.round_frame([], protocol="sctp")
+    assert empty.empty and list(empty.columns) == ["protocol", *s3_points.ROUND_FIELDS]
+
+
 @pytest.mark.parametrize("text, identity", [
     ("Node Identity                    Hash\n                                 00000000\n", ""),
     ("Node Identity                    Hash\ns3-reducer                       00000000\n",
@@ -424,7 +438,7 @@ def fake_fanin(monkeypatch):
               experiment, repetition, params, before):
         row = {"experiment": experiment, "protocol": variant, "mappers": n,
                "size_kb": size // 1024, "period_ms": period_us / 1000, "repetition": repetition}
-        return row, [{**row, "round": 0}], ({}, 0)
+        return row, pd.DataFrame([{**row, "round": 0}]), ({}, 0)
 
     monkeypatch.setattr(s3.fanin, "build_on", lambda node: "/bin/fanin")
     monkeypatch.setattr(s3.fanin, "mapper_fleet", fleet)
