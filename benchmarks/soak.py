@@ -14,9 +14,9 @@ appended as one JSON line to ``--out``; at the end a table gives, per process
 and study, the first, last and largest values. Flat means: the last value is
 close to the first after the lab is up, not growing with the number of points.
 
-``--limit-minutes`` stops the whole soak (SIGINT, so each run ends
-``incomplete`` and undoes its changes) -- for a short check of the benchmark
-itself. Run as root on an otherwise idle machine: the soak takes the machine
+``--limit-minutes`` stops each run after that long (SIGTERM, so it ends
+``incomplete`` and undoes its changes; SIGINT would be ignored by a run the
+soak started from a background job) -- for a short check of the benchmark itself. Run as root on an otherwise idle machine: the soak takes the machine
 lock like any run.
 """
 
@@ -91,7 +91,7 @@ def soak_one(label: str, argv: list[str], interval: float, out, deadline: float 
                       f"rss={status['rss_kb'] / 1024:7.1f} MiB peak={status['peak_rss_kb'] / 1024:7.1f}"
                       f" MiB fds={status['fds']:4d} threads={status['threads']:3d}", flush=True)
             if deadline is not None and time.monotonic() > deadline:
-                proc.send_signal(signal.SIGINT)
+                proc.send_signal(signal.SIGTERM)
                 deadline = None
             waited = 0.0
             while waited < interval and proc.poll() is None:
@@ -99,7 +99,7 @@ def soak_one(label: str, argv: list[str], interval: float, out, deadline: float 
                 waited += 1.0
     finally:
         if proc.poll() is None:
-            proc.send_signal(signal.SIGINT)
+            proc.send_signal(signal.SIGTERM)
             proc.wait()
     print(f"{label}: harness run exited {proc.returncode} after "
           f"{(time.monotonic() - started) / 60:.1f} min")
