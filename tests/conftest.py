@@ -29,6 +29,7 @@ def cost_class(item: pytest.Item) -> int:
     return len(COST_CLASS)
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups off the items
 def pytest_collection_modifyitems(config, items):
     unit = {}  # the unit of work each item belongs to: its file, or itself (a unit test)
     for item in items:

@@ -73,8 +73,8 @@ def processes_in(namespaces: set[int]) -> list[str]:
             inode = os.stat(f"/proc/{pid}/ns/net").st_ino
             state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
             cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
-        except (FileNotFoundError, ProcessLookupError):
-            continue
+        except (FileNotFoundError, ProcessLookupError, PermissionError):
+            continue  # gone, or not the harness's (a container's init)
         if inode in namespaces and state != "Z":
             found.append(cmd)
     return found

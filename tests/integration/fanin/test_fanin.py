@@ -91,9 +91,17 @@ def test_tcp_fanin_in_host_lab(journal):
             spec = fanin.ReduceSpec("tcp", 1024, 5, period_us=50_000, cpu_sample_ms=20)
             result = fanin.run_reducer(lab.node("reducer"), binary, spec, listens)
             _check_rounds(result, N, 1024, 5, RATE)
-            starts = [r["start_ns"] for r in result.output.rounds]
-            gaps = [b - a for a, b in zip(starts, starts[1:])]
-            assert all(45e6 <= g <= 70e6 for g in gaps), gaps
+            # each round starts on its slot of the 50 ms grid, never before it, and late by
+            # no more than a busy machine's scheduling: a late round does not shift the next
+            # (an overrun, a round still running at the next slot, restarts the grid)
+            late, anchor, slot = [], None, 0
+            for r in result.output.rounds:
+                if anchor is None or r["overrun"]:
+                    anchor, slot = r["start_ns"], 0
+                late.append(r["start_ns"] - (anchor + slot * 50_000_000))
+                slot += 1
+            assert all(-1e6 <= d <= 20e6 for d in late), late
+            assert sum(r["overrun"] for r in result.output.rounds) <= 1, result.output.rounds
             assert len(result.output.cpu) >= 3
         exits = fleet.exits
         assert len(exits) == N
