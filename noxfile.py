@@ -52,7 +52,7 @@ def tests(session: nox.Session) -> None:
             "pytest", "-ra", "--nbval-lax", "--nbval-sanitize-with",
             "notebooks/nbval-sanitize.cfg",
             # side by side on test_workers() workers, the longest units first (tests/conftest.py)
-            "-n", str(test_workers()), "--dist", "loadgroup", "--no-loadscope-reorder", "tests",
+            "-n", str(test_workers()), "--dist", "loadfile", "--no-loadscope-reorder", "tests",
             *(nb for nb, meta in study_notebooks() if meta.get("nbval", True)), *session.posargs,
             # the tests' runs measure nothing for keeps: they share the machine rather than
             # refuse to start beside another run (each records that it shared)

@@ -11,11 +11,11 @@ import pytest
 
 from harness.journal import Journal
 
-# The suite runs on pytest-xdist workers (`nox -s tests`, `--dist loadgroup`), each taking
-# the next unit of work as it frees up. A notebook under nbval is one unit (one kernel, its
-# cells in order), and so is an integration module (its module fixtures, a VM or an sshd, are
-# made once). The longest units go first so no worker is left with one at the end: VM runs,
-# then notebooks, then the other integration tests, then unit tests, one by one.
+# The suite runs on pytest-xdist workers (`nox -s tests`, `--dist loadfile`): a file is a
+# unit of work (a notebook under nbval: one kernel, its cells in order; a module: its
+# module fixtures, a VM or an sshd, made once), and each worker takes the next unit as it
+# frees up. The longest go first so no worker is left with one at the end: files with VM
+# runs, then notebooks, then the other integration tests, then unit tests.
 COST_CLASS = {"vm": 0, "notebook": 1, "integration": 2}
 
 
@@ -29,18 +29,12 @@ def cost_class(item: pytest.Item) -> int:
     return len(COST_CLASS)
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups off the items
 def pytest_collection_modifyitems(config, items):
-    unit = {}  # the unit of work each item belongs to: its file, or itself (a unit test)
+    file_cost: dict[str, int] = {}
     for item in items:
-        unit[item] = item.nodeid.split("::", 1)[0] if cost_class(item) < len(COST_CLASS) \
-            else item.nodeid
-        if unit[item] != item.nodeid:
-            item.add_marker(pytest.mark.xdist_group(unit[item]))
-    unit_cost: dict[str, int] = {}
-    for item in items:
-        unit_cost[unit[item]] = min(unit_cost.get(unit[item], len(COST_CLASS)), cost_class(item))
-    items.sort(key=lambda item: unit_cost[unit[item]])  # stable: collection order in a class
+        file_cost[str(item.path)] = min(file_cost.get(str(item.path), len(COST_CLASS)),
+                                        cost_class(item))
+    items.sort(key=lambda item: file_cost[str(item.path)])  # stable: collection order kept
 
 
 def run_harness(*args: str, env: dict | None = None, timeout: float = 600
