@@ -16,7 +16,8 @@ close to the first after the lab is up, not growing with the number of points.
 
 ``--limit-minutes`` stops each run after that long (SIGTERM, so it ends
 ``incomplete`` and undoes its changes; SIGINT would be ignored by a run the
-soak started from a background job) -- for a short check of the benchmark itself. Run as root on an otherwise idle machine: the soak takes the machine
+soak started from a background job) -- for a short check of the benchmark
+itself. Run as root on an otherwise idle machine: the soak takes the machine
 lock like any run.
 """
 
