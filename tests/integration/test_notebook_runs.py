@@ -48,8 +48,10 @@ def client(count: int, folder: Path) -> tuple[NotebookClient, Path]:
 
 
 def runs(data: Path) -> dict[str, dict]:
-    return {p.name: json.loads((p / "run.json").read_text())
-            for p in sorted((data / "runs" / "ping-demo").iterdir())}
+    """The runs with a run.json (a run's folder is made a moment before its run.json, which
+    is written whole by a rename: a watcher must not trip over a folder without one yet)."""
+    return {p.parent.name: json.loads(p.read_text())
+            for p in sorted((data / "runs" / "ping-demo").glob("*/run.json"))}
 
 
 def interrupt_when_measuring(data: Path, skip: str) -> threading.Thread:
