@@ -136,7 +136,7 @@ def survivors(journal_path) -> list[str]:
     for entry in Journal(journal_path).entries():
         if entry.kind == "process" and on_this_host(entry.data.get("host") or entry.node):
             stat = read_stat(int(entry.data["pid"]))
-            if stat and stat.state != "Z" and stat.start_ticks == int(entry.data["start_ticks"]):
+            if stat and not stat.ended and stat.start_ticks == int(entry.data["start_ticks"]):
                 found.append(entry.data.get("command") or str(entry.data["pid"]))
     return found
 
