@@ -22,6 +22,7 @@ measured per process rather than inferred.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -143,8 +144,13 @@ class LatencyRow:
 
     @property
     def measured(self) -> bool:
-        """False for a row of zeros (a time no exchange can take): no measurement."""
-        return self.t_typical_us > 0 or self.t_avg_us > 0
+        """False unless the median and the mean are finite times above zero.
+
+        A row of zeros is a time no exchange can take; inf or -nan is perftest's clock
+        arithmetic failing (seen under TCG). Either is no measurement, and the sweep
+        measures that size again. (A -nan standard deviation alone is kept: the times are.)
+        """
+        return all(math.isfinite(t) and t > 0 for t in (self.t_typical_us, self.t_avg_us))
 
 
 @dataclass(frozen=True)

@@ -212,7 +212,8 @@ def sweep(journal: Journal, server_node: Node, client_node: Node, plan: Perftest
     verdict runs under TCG at 65536 B, the server having just started that size) keeps the
     sizes it finished; the rest (and the floor, if it is not done) are swept again,
     ``retries`` times, by fresh processes at both ends on ports of their own (the next block
-    of ports). So is a size whose table is a row of zeros (:attr:`BandwidthRow.measured`).
+    of ports). So is a size whose table is no measurement: a row of zeros, or a latency's
+    median or mean printed as inf/-nan (:attr:`LatencyRow.measured`, :attr:`BandwidthRow.measured`).
     Both outputs say so (``@retry`` lines), and the archive keeps every attempt's text.
     """
     done: list[PerftestReport] = []
@@ -244,7 +245,7 @@ def sweep(journal: Journal, server_node: Node, client_node: Node, plan: Perftest
         if attempt == retries:
             zeros = sorted({r.rows[0].size for r in reports} - finished)
             if zeros:
-                problem = f"printed a row of zeros (no measurement) at {zeros} B"
+                problem = f"printed a row of zeros or inf/nan (no measurement) at {zeros} B"
             elif res.ok:
                 problem = f"floor invocation {plan.floor} printed no measured table"
             else:

@@ -347,6 +347,47 @@ def test_a_row_of_zeros_is_no_measurement():
     assert not LatencyRow(2, 1000, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0).measured
 
 
+def test_a_latency_printed_as_inf_or_nan_is_no_measurement():
+    """perftest's clock arithmetic fails under TCG: a -nan median (seen in CI: a latency row
+    archived without its latency) is no measurement; a -nan standard deviation alone is."""
+    row = " 1024    1000          41.02          380.11       48.87    \t       51.30       \t11.04  "
+    assert row in SEND_LAT
+    nan_median = perftest.parse_output("ib_send_lat", SEND_LAT.replace(
+        row, row.replace("48.87", "-nan ")))
+    inf_mean = perftest.parse_output("ib_send_lat", SEND_LAT.replace(
+        row, row.replace("51.30", "inf  ")))
+    nan_stdev = perftest.parse_output("ib_send_lat", SEND_LAT.replace(
+        row, row.replace("11.04", "-nan ")))
+    assert [r.measured for r in nan_median.rows] == [True, False, True]
+    assert [r.measured for r in inf_mean.rows] == [True, False, True]
+    assert [r.measured for r in nan_stdev.rows] == [True, True, True]
+
+
+def test_a_size_whose_median_is_nan_is_swept_again(tmp_path, monkeypatch):
+    from harness.journal import Journal
+    from harness.nodes import LocalNode
+
+    fake_perftest(tmp_path, f"""
+[ "$last" != "10.0.0.1" ] && exit 0  # a server
+case " $NAN_PORTS " in *" $port "*) t=-nan;; *) t=40.5;; esac
+sed "s/SIZE/$size/; s/MEDIAN/$t/" {tmp_path}/lat.txt
+""")
+    (tmp_path / "lat.txt").write_text(one_size(4, 40.5).replace(" 4       200", " SIZE       200")
+                                      .replace("412.85       40.5", "412.85       MEDIAN"))
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    monkeypatch.setenv("NAN_PORTS", "18516")  # the first block's 64 B
+    journal = Journal(tmp_path / "journal.jsonl")
+    plan = QuickSweep(PerftestRun("ib_send_lat", iterations=200), (4, 64))
+    swept = perftest_sweep.sweep(journal, LocalNode(), LocalNode(), plan, "10.0.0.1", timeout=60)
+    assert [r.rows[0].size for r in swept.reports] == [4, 64]
+    assert [r.rows[0].t_typical_us for r in swept.reports] == [40.5, 40.5]
+    assert "@retry 1" in swept.client_out and "-nan" in swept.client_out.split("@retry 1")[0]
+    monkeypatch.setenv("NAN_PORTS", "18516 18517")  # nan in the retry's block too
+    with pytest.raises(HarnessError, match=r"inf/nan .* at \[64\] B, after 1 retries"):
+        perftest_sweep.sweep(journal, LocalNode(), LocalNode(), plan, "10.0.0.1", timeout=60)
+    assert not journal.pending()
+
+
 def test_a_size_whose_table_is_a_row_of_zeros_is_swept_again(tmp_path, monkeypatch):
     """The first sweep's client prints a row of zeros at 64 B (both ends exit 0): that size is
     swept again on the next block of ports and its second table is the one kept; twice
