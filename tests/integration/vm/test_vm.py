@@ -20,7 +20,7 @@ from pathlib import Path
 
 import paramiko
 import pytest
-from conftest import interruptible
+from conftest import interruptible, skip_when_overloaded
 
 from harness.errors import CapabilityMissing, NodeError
 from harness.journal import Journal
@@ -176,10 +176,11 @@ def test_netem_lab_rate_and_rtt(vm_env, lab):
     record says by how much. A TCG guest is starved when other work saturates
     the host cores (with two other TCG VMs on this 2-core machine, load ~5, we
     saw 75-95 %), so the measurement is repeated up to three times and the
-    best one must meet the target. If none does *and* the host is overloaded,
-    the rate target is reported as not measurable here (skip, with the
-    numbers); the shaper's upper bound and the RTT are asserted on every
-    attempt anyway, so a missing or wrong shaper or delay line still fails.
+    best one must meet both targets. If none does *and* the host is overloaded,
+    the targets are reported as not measurable here (skip, with the numbers);
+    the shaper's upper bound and a delay line there once (RTT 19-30 ms) are
+    asserted on every attempt anyway, so a missing or wrong shaper or delay
+    line still fails.
     """
     from harness.verify import verify_lab
 
@@ -199,22 +200,26 @@ def test_netem_lab_rate_and_rtt(vm_env, lab):
         checks_ = verify_lab(journal, lab, seconds=3)
         load = f"{os.getloadavg()[0]:.2f}"
         print(f"link (host load {load}): {json.dumps([c.to_dict() for c in checks_])}")
-        attempts += checks_
+        attempts.append(checks_)
         for c in checks_:
             # the shaper really limits (unshaped, this VM carries ~400 Mbit/s); the reading
             # itself is +-5 % when the host starves the emulated guest of CPU
             assert c.rate_ratio <= 1.10, c
-            assert abs(c.rtt_ms - 2 * DELAY_MS) <= 0.05 * 2 * DELAY_MS, c  # 20 ms +- 5 %
-        if min(c.rate_ratio for c in checks_) >= 0.97:
+            # the delay line is there, once: a late guest timer only adds to it
+            assert 0.95 * 2 * DELAY_MS <= c.rtt_ms <= 1.5 * 2 * DELAY_MS, c
+        if on_target(checks_):
             break
-    worst_of_best = max(min(c.rate_ratio for c in attempts[i:i + 2])
-                        for i in range(0, len(attempts), 2))
-    load, cores = os.getloadavg()[0], os.cpu_count() or 1
-    if worst_of_best < 0.97 and load > 1.5 * cores:
-        pytest.skip(f"host overloaded (load {load:.1f} on {cores} cores, other TCG VMs?): best "
-                    f"{worst_of_best:.1%} of {RATE_MBIT:g} Mbit/s; the rate target "
-                    f"needs CPU headroom for the emulated guest")
-    assert worst_of_best >= 0.97, attempts
+    if not any(on_target(checks_) for checks_ in attempts):
+        skip_when_overloaded(f"best {max(min(c.rate_ratio for c in a) for a in attempts):.1%} "
+                             f"of {RATE_MBIT:g} Mbit/s, RTTs "
+                             f"{[round(c.rtt_ms, 1) for a in attempts for c in a]} ms")
+    assert any(on_target(checks_) for checks_ in attempts), attempts
+
+
+def on_target(checks_) -> bool:
+    """Both directions at >= 97 % of the rate, their RTT 20 ms +- 5 %."""
+    return all(c.rate_ratio >= 0.97 and abs(c.rtt_ms - 2 * DELAY_MS) <= 0.05 * 2 * DELAY_MS
+               for c in checks_)
 
 
 def test_tipc_between_namespaces(vm_env, lab):
