@@ -14,7 +14,9 @@ Why it is built this way:
   is always refused, opt-in or not, because that is what a man in the middle
   looks like. The policy lives in :mod:`harness.nodes.hostkeys`.
 - **Key authentication only.** No password is ever passed, stored or
-  described; an encrypted private key must be loaded into ssh-agent.
+  described; an encrypted private key must be loaded into ssh-agent. Logging in, and
+  turning what paramiko raises into errors that say what to do, is
+  :mod:`harness.nodes.ssh_login`.
 - **Timeouts kill the remote command.** Closing an SSH channel does not stop
   the remote process (without a pty, sshd sends it no signal), so every command
   runs under a small wrapper that (1) reports its process group id on stderr
@@ -31,23 +33,21 @@ Why it is built this way:
 
 from __future__ import annotations
 
-import errno
 import logging
 import math
 import os
 import re
-import socket
 import threading
 import time
 from typing import Self
 
 import paramiko
-from paramiko.ssh_exception import NoValidConnectionsError
 
 from ..errors import CommandTimeout, HarnessError, NodeError
 from .base import Command, Node, Process, command_text
-from .hostkeys import DEFAULT_KNOWN_HOSTS, check_host_keys, host_key_error
+from .hostkeys import DEFAULT_KNOWN_HOSTS
 from .remote_process import ShellProcess
+from .ssh_login import SSHEndpoint, connect
 
 log = logging.getLogger(__name__)
 
@@ -178,140 +178,12 @@ class SSHNode(Node):
                 if transport is not None and transport.is_active():
                     return transport
                 self._drop()
-            self._client = self._connect()
+            self._client = connect(self._endpoint(), self._accepted)
             return self._client.get_transport()
 
-    def _load_key(self) -> paramiko.PKey | None:
-        """The private key named by ``key_filename`` (None: agent and ~/.ssh/id_* only).
-
-        Loaded here rather than by paramiko, whose per-type retry loop reports
-        a refused key as "encountered RSA key, expected OPENSSH key".
-        """
-        if not self.key_filename:
-            return None
-        path = os.path.expanduser(self.key_filename)
-        if not os.path.isfile(path):
-            raise NodeError(
-                f"{self._where()}: private key file {self.key_filename} does not exist",
-                "pass key_filename= pointing to an existing private key (not the .pub file)",
-            )
-        try:
-            return paramiko.PKey.from_path(path)
-        except TypeError:  # cryptography: "Password was not given but private key is encrypted"
-            raise NodeError(
-                f"{self._where()}: private key {self.key_filename} is encrypted",
-                f"load it into ssh-agent (`ssh-add {self.key_filename}`) and leave key_filename"
-                f" unset; the harness never asks for or stores passphrases",
-            ) from None
-        except (ValueError, OSError, paramiko.SSHException) as exc:
-            raise NodeError(
-                f"{self._where()}: cannot load private key {self.key_filename}: {exc}",
-                "key_filename= must be an OpenSSH or PEM private key (RSA, ECDSA or Ed25519)",
-            ) from None
-
-    def _connect(self) -> paramiko.SSHClient:
-        pkey = self._load_key()
-        client = paramiko.SSHClient()
-        check_host_keys(client, self.known_hosts_path, self._accepted, self.accept_unknown_host,
-                        self._where())
-        timeout = self.connect_timeout
-        try:
-            client.connect(
-                self.host,
-                self.port,
-                username=self.user,
-                password=None,
-                pkey=pkey,
-                timeout=timeout,
-                banner_timeout=timeout,
-                auth_timeout=timeout,
-                channel_timeout=timeout,
-                allow_agent=True,
-                look_for_keys=pkey is None,
-            )
-        except BaseException as exc:
-            # Past key exchange (host key verified) but not logged in: whatever
-            # paramiko raised, the login was refused.
-            transport = client.get_transport()
-            in_auth = (
-                transport is not None
-                and transport.host_key is not None
-                and not transport.is_authenticated()
-            )
-            client.close()
-            if not isinstance(exc, Exception):
-                raise  # KeyboardInterrupt, SystemExit
-            if (
-                in_auth
-                and isinstance(exc, (paramiko.SSHException, EOFError))
-                and not isinstance(exc, paramiko.BadHostKeyException)
-            ):
-                raise self._auth_error(exc) from None
-            raise self._connect_error(exc) from None
-        return client
-
-    def _auth_error(self, exc: Exception) -> NodeError:
-        keys = self.key_filename or "the keys from ssh-agent and ~/.ssh/id_*"
-        pub = f"{self.key_filename}.pub" if self.key_filename else "your public key"
-        return NodeError(
-            f"{self._where()}: authentication as {self.user!r} failed with {keys} ({exc})",
-            f"append {pub} to ~{self.user}/.ssh/authorized_keys on {self.host} (e.g. `ssh-copy-id"
-            f" -i {pub} -p {self.port} {self.user}@{self.host}`) or pass the right"
-            f" key_filename=; password login is deliberately not supported",
-        )
-
-    def _connect_error(self, exc: Exception) -> NodeError:
-        """Turn whatever paramiko or the socket layer raised into an error that says what to do."""
-        where = self._where()
-        refused = host_key_error(exc, where, self.host, self.port, self.known_hosts_path)
-        if refused is not None:
-            return refused
-        if isinstance(exc, paramiko.PasswordRequiredException):
-            return NodeError(
-                f"{where}: private key {self.key_filename} is encrypted",
-                f"load it into ssh-agent (`ssh-add {self.key_filename}`) and leave key_filename"
-                f" unset; the harness never asks for or stores passphrases",
-            )
-        if isinstance(exc, paramiko.AuthenticationException) or (
-            isinstance(exc, paramiko.SSHException)
-            and "No authentication methods available" in str(exc)
-        ):
-            return self._auth_error(exc)
-        if isinstance(exc, NoValidConnectionsError):
-            errnos = {e.errno for e in exc.errors.values()}
-            if errnos == {errno.ECONNREFUSED}:
-                return NodeError(
-                    f"{where}: cannot connect to {self.address}: connection refused",
-                    f"is sshd running on {self.host} and listening on port {self.port}? check the"
-                    f" host and port in the inventory",
-                )
-            return NodeError(
-                f"{where}: cannot connect to {self.address}: {exc}",
-                f"check that {self.host} is up and routable from this machine",
-            )
-        if isinstance(exc, socket.gaierror):
-            return NodeError(
-                f"{where}: cannot resolve host name {self.host!r}: {exc.strerror or exc}",
-                "check the spelling in the inventory, or give an IP address",
-            )
-        if isinstance(exc, TimeoutError):
-            return NodeError(
-                f"{where}: no answer from {self.address} within {self.connect_timeout:g}s",
-                f"check that {self.host} is up, reachable from this machine and that port"
-                f" {self.port} is not filtered; or raise connect_timeout",
-            )
-        if isinstance(exc, OSError):
-            return NodeError(
-                f"{where}: cannot connect to {self.address}: {exc.strerror or exc}",
-                f"check that {self.host} is up and routable from this machine",
-            )
-        if isinstance(exc, (paramiko.SSHException, EOFError)):
-            return NodeError(
-                f"{where}: SSH handshake with {self.address} failed: {exc or type(exc).__name__}",
-                f"check that an SSH server (not another service) listens on port {self.port} of"
-                f" {self.host} and answers within connect_timeout={self.connect_timeout:g}s",
-            )
-        return NodeError(f"{where}: connecting failed: {type(exc).__name__}: {exc}")
+    def _endpoint(self) -> SSHEndpoint:
+        return SSHEndpoint(self._where(), self.host, self.port, self.user, self.key_filename,
+                           self.known_hosts_path, self.accept_unknown_host, self.connect_timeout)
 
     def _drop(self) -> None:
         """Forget the connection (closing what is left of it)."""
