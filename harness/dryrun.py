@@ -78,8 +78,8 @@ class PlannedTestbed:
         self.topology = lab.topology
         self.placement = placement
         self.changes = changes
-        self.nodes = {name: PlannedNamespace(n.netns, n.parent, n.name)
-                      if isinstance(n, NamespaceNode) else n  # a whole planned machine
+        whole = set(lab.topology.whole_machine_nodes())  # a planned machine already
+        self.nodes = {name: n if name in whole else PlannedNamespace(n.netns, n.parent, n.name)
                       for name, n in lab.nodes.items()}
 
     def node(self, name: str) -> Node:
