@@ -128,7 +128,13 @@ class Capabilities:
         return "\n".join(lines)
 
 
-def probe(node: Node, timeout: float = 30.0, tools: Iterable[Tool] | None = None) -> Capabilities:
+#: Seconds each of the probe's two commands may take. It only catches a node that hangs: ~100
+#: short processes in a TCG guest sharing two loaded cores with other guests took over 30 s.
+PROBE_TIMEOUT_S = 120.0
+
+
+def probe(node: Node, timeout: float = PROBE_TIMEOUT_S,
+          tools: Iterable[Tool] | None = None) -> Capabilities:
     """Test ``node`` for every known feature and for ``tools`` (default: every declared tool);
     change nothing on it."""
     res = node.run(["unshare", "--net", "python3", "-c", _FEATURE_SCRIPT], timeout=timeout,
@@ -145,11 +151,12 @@ def probe(node: Node, timeout: float = 30.0, tools: Iterable[Tool] | None = None
     from .config.gpfs import gpfs_member
 
     caps.features["gpfs"] = gpfs_member(node)
-    caps.tools = tool_versions(node, tools)
+    caps.tools = tool_versions(node, tools, timeout)
     return caps
 
 
-def tool_versions(node: Node, tools: Iterable[Tool] | None = None) -> dict[str, str | None]:
+def tool_versions(node: Node, tools: Iterable[Tool] | None = None,
+                  timeout: float = PROBE_TIMEOUT_S) -> dict[str, str | None]:
     """Each tool's version on ``node`` (None: not installed), in one command."""
     wanted = {t.name: t for t in (all_tools().values() if tools is None else tools)}
     extra = sorted({t.path for t in wanted.values() if t.path})
@@ -158,7 +165,7 @@ def tool_versions(node: Node, tools: Iterable[Tool] | None = None) -> dict[str, 
         f" else echo '{tool.name}='; fi"
         for tool in wanted.values()
     )
-    res = node.run(script, timeout=30, check=False)
+    res = node.run(script, timeout=timeout, check=False)
     versions: dict[str, str | None] = {}
     for line in res.stdout.splitlines():
         name, _, version = line.partition("=")

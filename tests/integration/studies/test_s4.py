@@ -33,9 +33,9 @@ def test_s4_small_sweep_reproduces_the_aggregation(tmp_path):
     assert meta["placement"]["where"] == "host"
     assert meta["provenance"]["git"]["commit"]
     for c in meta["link_verification"]:
-        # each link shaped at its own rate: a 1 s reading beside the suite's other worker is
-        # +-10 % (0.956 seen on a fresh clone's suite); the run's verdict on it is kept
-        assert 0.9 <= c["rate_ratio"] <= 1.03, c
+        # each link shaped and limited: a 1 s reading of a 500 Mbit/s link beside the suite's
+        # other worker (TCG VMs) read 0.86-0.96 on fresh clones; the run's verdict is kept
+        assert 0.8 <= c["rate_ratio"] <= 1.03, c
         assert c["rate_ok"] == (c["rate_ratio"] >= RATE_TOLERANCE), c
     assert {c["kind"] for c in meta["configuration"]} >= {"sysctl", "mptcp-endpoint"}
     assert (run_dir / "report.html").stat().st_size > 10_000
