@@ -54,11 +54,7 @@ def load_key(end: SSHEndpoint) -> paramiko.PKey | None:
     try:
         return paramiko.PKey.from_path(path)
     except TypeError:  # cryptography: "Password was not given but private key is encrypted"
-        raise NodeError(
-            f"{end.where}: private key {end.key_filename} is encrypted",
-            f"load it into ssh-agent (`ssh-add {end.key_filename}`) and leave key_filename"
-            f" unset; the harness never asks for or stores passphrases",
-        ) from None
+        raise encrypted_key_error(end) from None
     except (ValueError, OSError, paramiko.SSHException) as exc:
         raise NodeError(
             f"{end.where}: cannot load private key {end.key_filename}: {exc}",
@@ -112,6 +108,14 @@ def connect(end: SSHEndpoint, accepted: dict[str, paramiko.PKey]) -> paramiko.SS
     return client
 
 
+def encrypted_key_error(end: SSHEndpoint) -> NodeError:
+    return NodeError(
+        f"{end.where}: private key {end.key_filename} is encrypted",
+        f"load it into ssh-agent (`ssh-add {end.key_filename}`) and leave key_filename"
+        f" unset; the harness never asks for or stores passphrases",
+    )
+
+
 def auth_error(end: SSHEndpoint, exc: Exception) -> NodeError:
     keys = end.key_filename or "the keys from ssh-agent and ~/.ssh/id_*"
     pub = f"{end.key_filename}.pub" if end.key_filename else "your public key"
@@ -130,11 +134,7 @@ def connect_error(end: SSHEndpoint, exc: Exception) -> NodeError:
     if refused is not None:
         return refused
     if isinstance(exc, paramiko.PasswordRequiredException):
-        return NodeError(
-            f"{where}: private key {end.key_filename} is encrypted",
-            f"load it into ssh-agent (`ssh-add {end.key_filename}`) and leave key_filename"
-            f" unset; the harness never asks for or stores passphrases",
-        )
+        return encrypted_key_error(end)
     if isinstance(exc, paramiko.AuthenticationException) or (
         isinstance(exc, paramiko.SSHException)
         and "No authentication methods available" in str(exc)
