@@ -159,6 +159,22 @@ class Run:
                                "give each raw output a unique name") from None
         return target
 
+    def add_json(self, name: str, data: dict) -> Path:
+        """A JSON file beside run.json, written once: an existing file is never replaced."""
+        self._check_open()
+        target = self.path / name
+        if target.resolve().parent != self.path.resolve():
+            raise ArchiveError(f"file name {name!r} must not contain a path")
+        try:
+            with open(target, "x") as fh:
+                with _removed_if_cut_short(target):
+                    json.dump(data, fh, indent=1, ensure_ascii=False)
+                    fh.write("\n")
+                    fh.flush()
+        except FileExistsError:
+            raise ArchiveError(f"{target} exists already") from None
+        return target
+
     def add_file(self, name: str, source: Path) -> Path:
         self._check_open()
         target = self.path / name

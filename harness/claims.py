@@ -10,20 +10,36 @@ justified in words beside it. :func:`judge` compares our
 - **not reproduced**: the whole interval lies outside it;
 - **inconclusive**: it straddles a bound (or there is one sample, hence no
   interval); the verdict says roughly how many samples would decide it;
-- **not testable here**: the lab cannot produce the quantity, with the reason.
+- **not testable here**: the lab cannot produce the quantity, or not in the
+  paper's regime, with the measured reason;
+- **invalid**: the estimate rests on a point that is physically impossible
+  (faster than its wire, a CPU share above 100 % per thread, a fan-in point with
+  no completed round: :mod:`harness.validity`); the point's numbers are the
+  reason, and no such point ever decides a claim.
 
 The tolerance never decides: a point estimate inside the region with an
 interval that leaves it is inconclusive, not reproduced.
+
+A claim is *registered* before data (:mod:`harness.registration`): a paper's
+claim carries the paper's sentence verbatim (``quote``) with the seed file's
+line (``seed_line``, e.g. ``"004:66"``), the ``quantity`` we measure, the paper's
+``regime`` a point must be in to count, and its region with the rule that made
+it (:attr:`Region.why`). Claims that are not the paper's -- our engineering
+targets (``source=TARGET``) and checks of the lab (``source=LAB``) -- need no
+sentence, are never called reproduced (they are *met* or *not met*) and are
+counted apart.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pandas as pd
 
 from .intervals import BOOTSTRAP_FROM, T975, Estimate
+from .validity import Invalid
 
 Z975 = 1.96  # the normal quantile a bootstrap interval of many units approaches
 
@@ -31,15 +47,21 @@ REPRODUCED = "reproduced"
 NOT_REPRODUCED = "not reproduced"
 INCONCLUSIVE = "inconclusive"
 NOT_TESTABLE = "not testable here"
-OUTCOMES = (REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE, NOT_TESTABLE)
+INVALID = "invalid"  # rests on a physically impossible point (harness.validity)
+MET = "met"  # a target's or a lab check's "reproduced"
+NOT_MET = "not met"
+OUTCOMES = (REPRODUCED, NOT_REPRODUCED, MET, NOT_MET, INCONCLUSIVE, NOT_TESTABLE, INVALID)
 
 PAPER = "paper"
 TARGET = "target"  # an engineering target of ours, not a claim of the paper
+LAB = "lab"  # a check that the lab is what the study needs (both paths used, ...), not the paper's
+SOURCES = (PAPER, TARGET, LAB)
 
 IMPRACTICAL = 100  # more than this many times the samples we have: say so, not "run more"
 
 COLUMNS = ["claim_id", "source", "claim", "paper", "region", "region_why", "ours", "value", "low", "high",
-           "unit", "n", "units", "interval", "outcome", "reason", "more_needed", "note"]
+           "unit", "n", "units", "interval", "outcome", "reason", "more_needed", "note",
+           "quote", "seed_line", "quantity", "regime", "invalid"]
 
 
 @dataclass(frozen=True)
@@ -97,7 +119,13 @@ class Region:
 
 @dataclass(frozen=True)
 class Claim:
-    """One statement to test: stable id, words, the paper's value as stated, its region."""
+    """One statement to test, registered before data (see the module's docstring).
+
+    ``text`` is its short name in tables, ``paper`` the paper's value as stated; for
+    a paper's claim ``quote`` is its sentence verbatim (a substring of line
+    ``seed_line`` of the seed file, checked by a test), ``quantity`` what we measure
+    and how, ``regime`` where a point must lie to count.
+    """
 
     id: str
     text: str
@@ -105,6 +133,28 @@ class Claim:
     region: Region
     unit: str = ""
     source: str = PAPER
+    quote: str = ""
+    seed_line: str = ""  # "SEED:LINE" (e.g. "004:66"); several as "003:120,121"
+    quantity: str = ""
+    regime: str = ""
+
+    def __post_init__(self) -> None:
+        if self.source not in SOURCES:
+            raise ValueError(f"claim {self.id}: source {self.source!r} is not one of {SOURCES}")
+
+    @property
+    def is_paper(self) -> bool:
+        return self.source == PAPER
+
+    def registration(self) -> dict:
+        """What is fixed before data, as archived (:mod:`harness.registration`)."""
+        r = self.region
+        return {"id": self.id, "source": self.source, "claim": self.text, "paper": self.paper,
+                "quote": self.quote, "seed_line": self.seed_line, "quantity": self.quantity,
+                "regime": self.regime, "unit": self.unit,
+                "region": {"low": None if math.isinf(r.low) else r.low,
+                           "high": None if math.isinf(r.high) else r.high,
+                           "text": r.text(self.unit), "rule": r.why}}
 
 
 @dataclass(frozen=True)
@@ -117,6 +167,7 @@ class Verdict:
     reason: str
     more_needed: int | None = None  # about this many samples in all would decide it
     note: str = ""  # context: what differs from the paper's setting, with its number
+    invalid: tuple = ()  # the physically impossible points it rests on (harness.validity.Invalid)
 
     def row(self) -> dict:
         c, e = self.claim, self.estimate
@@ -130,6 +181,8 @@ class Verdict:
             "unit": c.unit, "n": e.n if e else 0, "units": e.units if e else "",
             "interval": e.method if e else "", "outcome": self.outcome, "reason": self.reason,
             "more_needed": self.more_needed, "note": self.note,
+            "quote": c.quote, "seed_line": c.seed_line, "quantity": c.quantity,
+            "regime": c.regime, "invalid": "; ".join(p.text() for p in self.invalid),
         }
 
 
@@ -151,10 +204,14 @@ def samples_to_decide(estimate: Estimate, region: Region) -> int | None:
     """
     if not estimate.has_interval:
         return None
-    v, lo, hi = estimate.value, estimate.low, estimate.high
+    on = estimate.on_scale  # a ratio's interval was made on logs: distances are measured there
+    v, lo, hi = on(estimate.value), on(estimate.low), on(estimate.high)
     needs = []
-    for bound in (region.low, region.high):
-        if math.isinf(bound) or not lo <= bound <= hi:
+    for raw_bound in (region.low, region.high):
+        if math.isinf(raw_bound) or not estimate.low <= raw_bound <= estimate.high:
+            continue
+        bound = on(raw_bound)
+        if not math.isfinite(bound):
             continue
         half = (hi - v) if bound > v else (v - lo)
         distance = abs(v - bound)
@@ -176,8 +233,20 @@ def samples_to_decide(estimate: Estimate, region: Region) -> int | None:
     return max(n + 1, math.ceil(n * (shrink * Z975 / _critical(n, t_interval)) ** 2))
 
 
-def judge(claim: Claim, estimate: Estimate | None, note: str = "") -> Verdict:
-    """The outcome decided by the interval (see the module's docstring)."""
+def judge(claim: Claim, estimate: Estimate | None, note: str = "",
+          invalid: Sequence[Invalid] = ()) -> Verdict:
+    """The outcome decided by the interval (see the module's docstring).
+
+    ``invalid``: the physically impossible points among those the estimate rests on;
+    any one makes the outcome :data:`INVALID`, with their numbers as the reason.
+    """
+    invalid = tuple(p for p in invalid if p is not None)
+    if invalid:
+        return Verdict(claim, estimate, INVALID,
+                       "rests on physically impossible points: "
+                       + "; ".join(p.text() for p in invalid[:3])
+                       + (f"; and {len(invalid) - 3} more" if len(invalid) > 3 else ""),
+                       None, note, invalid)
     if estimate is None or not math.isfinite(estimate.value):
         return Verdict(claim, None, NOT_TESTABLE, "no measurement of this quantity in the run",
                        note=note)
@@ -187,11 +256,12 @@ def judge(claim: Claim, estimate: Estimate | None, note: str = "") -> Verdict:
                        f"one {estimate.units[:-1]}: no interval; at least 2 are needed "
                        "(profile=verdict)", None, note)
     lo, hi = estimate.low, estimate.high
+    held, missed = (REPRODUCED, NOT_REPRODUCED) if claim.is_paper else (MET, NOT_MET)
     if region.holds_all(lo, hi):
-        return Verdict(claim, estimate, REPRODUCED,
+        return Verdict(claim, estimate, held,
                        f"the interval lies inside {region.text(claim.unit)}", None, note)
     if region.misses_all(lo, hi):
-        return Verdict(claim, estimate, NOT_REPRODUCED,
+        return Verdict(claim, estimate, missed,
                        f"the interval lies outside {region.text(claim.unit)}", None, note)
     more = samples_to_decide(estimate, region)
     if more is None:
@@ -219,20 +289,46 @@ def table(verdicts: list[Verdict]) -> pd.DataFrame:
 def show(frame: pd.DataFrame, source: str | None = None) -> pd.DataFrame:
     """The columns a reader wants, for a report: claim, paper, region, ours, outcome, reason."""
     if source is not None:
-        frame = frame[frame.source == source]
-    cols = ["claim", "paper", "region", "ours", "outcome", "reason", "note"]
-    return frame[[c for c in cols if c in frame]].reset_index(drop=True)
+        frame = frame[_sources(frame) == source]
+    cols = ["claim", "paper", "seed_line", "regime", "region", "ours", "outcome", "reason", "note"]
+    shown = frame[[c for c in cols if c in frame]].reset_index(drop=True)
+    return shown.rename(columns={"seed_line": "seed:line"})
 
 
-def summary(frame: pd.DataFrame) -> str:
-    """'3 reproduced, 1 not reproduced, 2 inconclusive' for the paper's claims of a run."""
-    paper = frame[frame.source == PAPER] if "source" in frame else frame
-    counts = paper.outcome.value_counts()
-    return ", ".join(f"{int(counts[o])} {o}" for o in OUTCOMES if o in counts) or "no claims"
+def _sources(frame: pd.DataFrame) -> pd.Series:
+    return frame["source"] if "source" in frame else pd.Series(PAPER, index=frame.index)
+
+
+def summary(frame: pd.DataFrame, source: str = PAPER) -> str:
+    """'3 reproduced, 1 not reproduced, 2 inconclusive' for the paper's claims of a run
+    (``source=TARGET`` or ``LAB``: '2 met, 1 not met' for ours, counted apart)."""
+    counts = frame[_sources(frame) == source].outcome.value_counts()
+    none = "no claims" if source == PAPER else f"no {source} checks"
+    return ", ".join(f"{int(counts[o])} {o}" for o in OUTCOMES if o in counts) or none
+
+
+def summaries(frame: pd.DataFrame) -> str:
+    """The paper's claims' counts, then ours apart: '3 reproduced, 1 inconclusive; targets:
+    2 met; lab checks: 1 met'."""
+    parts = [summary(frame)]
+    for source, name in ((TARGET, "targets"), (LAB, "lab checks")):
+        if (_sources(frame) == source).any():
+            parts.append(f"{name}: {summary(frame, source)}")
+    return "; ".join(parts)
+
+
+def invalid_points(frame: pd.DataFrame) -> list[str]:
+    """Each physically impossible point named by any claim of a run, once."""
+    seen: list[str] = []
+    for text in frame.get("invalid", pd.Series(dtype=object)).dropna():
+        for point in str(text).split("; "):
+            if point and point not in seen:
+                seen.append(point)
+    return seen
 
 
 def display(frame: pd.DataFrame, profile: str = "") -> None:
-    """A notebook's claims section: the paper's claims, then our targets, then the methods."""
+    """A notebook's claims section: the paper's claims, invalid points, then ours apart."""
     from IPython.display import Markdown
     from IPython.display import display as show_in_notebook
 
@@ -245,10 +341,22 @@ def display(frame: pd.DataFrame, profile: str = "") -> None:
         lines.append("Intervals: " + "; ".join(methods) + ".")
     show_in_notebook(Markdown("\n\n".join(lines)))
     show_in_notebook(show(frame, PAPER))
-    targets = show(frame, TARGET)
-    if not targets.empty:
-        show_in_notebook(Markdown("**Our engineering targets** (not claims of the paper):"))
-        show_in_notebook(targets)
+    bad = invalid_points(frame)
+    if bad:
+        show_in_notebook(Markdown("**Invalid points** (physically impossible; they decide no "
+                                  "claim):\n\n" + "\n".join(f"* {p}" for p in bad)))
+    for source, title in ((TARGET, "Our engineering targets"), (LAB, "Checks of the lab")):
+        ours = show(frame, source)
+        if not ours.empty:
+            show_in_notebook(Markdown(f"**{title}** (not claims of the paper: met or not met):"))
+            show_in_notebook(ours.drop(columns=["seed:line"], errors="ignore"))
+    if "quote" in frame:
+        paper = frame[_sources(frame) == PAPER].drop_duplicates("claim")
+        quoted = [f"* {row.claim} ({row.seed_line}): \u201c{row.quote}\u201d"
+                  for row in paper.itertuples() if isinstance(row.quote, str) and row.quote]
+        if quoted:
+            show_in_notebook(Markdown("**The paper's words** (seed file : line):\n\n"
+                                      + "\n".join(quoted)))
     if "region_why" in frame:
         show_in_notebook(Markdown("**Why each region is what it is:**\n\n" + "\n".join(
             f"* {row.claim}: {row.region} -- {row.region_why}"

@@ -49,6 +49,10 @@ class Estimate:
     unit: str = ""
     units: str = "repetitions"  # what one sample is
     method: str = ""  # how the interval was made, said in the report
+    #: the scale the interval was made on: "linear"; "log" (a ratio, a geometric mean); or
+    #: "log-gain" (a ratio shown as a percentage gain (r - 1) x 100, made on the ratio's log).
+    #: "Samples to decide" measures distances on this scale (harness.claims).
+    scale: str = "linear"
 
     @property
     def has_interval(self) -> bool:
@@ -59,7 +63,22 @@ class Estimate:
         return replace(self, value=fn(self.value),
                        low=None if self.low is None else fn(self.low),
                        high=None if self.high is None else fn(self.high),
-                       unit=self.unit if unit is None else unit)
+                       unit=self.unit if unit is None else unit,
+                       scale="linear")  # the scale of fn's output is not known: say linear
+
+    def as_gain_pct(self) -> Estimate:
+        """A ratio's estimate as a percentage gain, (r - 1) x 100, still on the ratio's log scale."""
+        if self.scale != "log":
+            raise ValueError(f"as_gain_pct needs a ratio averaged on a log scale, not {self.scale}")
+        return replace(self.map(lambda r: (r - 1) * 100, "%"), scale="log-gain")
+
+    def on_scale(self, x: float) -> float:
+        """``x`` (a value in this estimate's unit) on the scale its interval was made on."""
+        if self.scale == "log":
+            return math.log(x) if x > 0 else -math.inf
+        if self.scale == "log-gain":
+            return math.log1p(x / 100) if x > -100 else -math.inf
+        return x
 
     def text(self) -> str:
         value = _fmt(self.value, self.unit)
@@ -105,13 +124,14 @@ def mean_estimate(values: Sequence[float], unit: str = "", units: str = "repetit
         return None
     back = np.exp if log else (lambda x: x)
     scale = "geometric mean" if log else "mean"
+    on = "log" if log else "linear"
     value = float(back(a.mean()))
     n = int(a.size)
     if n < 2:
-        return Estimate(value, None, None, n, unit, units, f"{scale} of 1 {units[:-1]}")
+        return Estimate(value, None, None, n, unit, units, f"{scale} of 1 {units[:-1]}", on)
     if np.ptp(a) == 0:
         return Estimate(value, value, value, n, unit, units,
-                        f"{scale} of {n} {units}, all equal")
+                        f"{scale} of {n} {units}, all equal", on)
     if n < BOOTSTRAP_FROM:
         half = float(T975[n - 1] * a.std(ddof=1) / math.sqrt(n))
         lo, hi = a.mean() - half, a.mean() + half
@@ -122,7 +142,7 @@ def mean_estimate(values: Sequence[float], unit: str = "", units: str = "repetit
         lo, hi = np.quantile(means, [(1 - CONFIDENCE) / 2, (1 + CONFIDENCE) / 2])
         method = (f"{scale}, {CONFIDENCE:.0%} percentile bootstrap over {n} {units} "
                   f"({RESAMPLES} resamples)")
-    return Estimate(value, float(back(lo)), float(back(hi)), n, unit, units, method)
+    return Estimate(value, float(back(lo)), float(back(hi)), n, unit, units, method, on)
 
 
 def bootstrap_groups(groups: Mapping[str, Sequence[float]],

@@ -10,6 +10,8 @@ import sys
 from importlib import metadata
 from pathlib import Path
 
+#: the folders whose untracked files are code a run may have run (see git_state)
+CODE_FOLDERS = ("harness", "notebooks", "tests/studies")
 PACKAGES = ("harness", "papermill", "nbformat", "nbconvert", "jupyterlab", "ipykernel",
             "pandas", "pyarrow", "seaborn", "matplotlib", "paramiko", "pyroute2", "pyyaml",
             "nbval")
@@ -26,12 +28,38 @@ def git_state(repo: Path) -> dict:
 
     commit = git("rev-parse", "HEAD")
     status = git("status", "--porcelain", "--untracked-files=no")
+    # A new study's module or notebook that is not committed yet is code the run ran: an
+    # untracked file where code lives makes the checkout dirty (data/ and the rest do not).
+    untracked = git("status", "--porcelain", "--untracked-files=all", "--", *CODE_FOLDERS)
+    new_code = [line for line in (untracked or "").splitlines() if line.startswith("??")]
+    changed = (status.splitlines() if status else []) + new_code
     return {
         "commit": commit,
-        "dirty": bool(status) if status is not None else None,
-        "changed_files": status.splitlines() if status else [],
+        "dirty": bool(changed) if status is not None else None,
+        "changed_files": changed,
         "branch": git("rev-parse", "--abbrev-ref", "HEAD"),
     }
+
+
+def file_digests(paths) -> dict[str, str]:
+    """SHA-256 of each file, by its path relative to the project (absolute when outside it):
+    what a run's code was, whether git tracks it or not."""
+    import hashlib
+
+    root = Path(__file__).resolve().parents[1]
+    out = {}
+    for path in paths:
+        path = Path(path).resolve()
+        try:
+            data = path.read_bytes()
+        except OSError:
+            continue
+        try:
+            name = str(path.relative_to(root))
+        except ValueError:
+            name = str(path)
+        out[name] = "sha256:" + hashlib.sha256(data).hexdigest()
+    return out
 
 
 def package_versions() -> dict[str, str | None]:

@@ -24,6 +24,7 @@ archive -- and undo every change, also after an error or Ctrl-C.
 
 from __future__ import annotations
 
+import importlib
 import json
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
@@ -32,6 +33,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import pandas as pd
 
+from ..registration import FILE as REGISTRATION_FILE
+from ..registration import Registration, analysis_module_name, declared
 from .parameters import Parameters
 
 if TYPE_CHECKING:
@@ -101,6 +104,9 @@ class Study(ABC):
     title: ClassVar[str]
     citation: ClassVar[Citation | None] = None
     Params: ClassVar[type[Parameters]]
+    #: the module that declares CLAIMS, DESIGN and CHANGES (harness.registration); empty:
+    #: ``<study module>_analysis``, else the study's own module
+    analysis_module: ClassVar[str] = ""
 
     def __init_subclass__(cls, **kwargs) -> None:
         super().__init_subclass__(**kwargs)
@@ -161,6 +167,29 @@ class Study(ABC):
     def figures(self, data: RunData) -> dict[str, Any]:
         """The figures that mirror the paper's, by name."""
 
+    def registration(self) -> Registration:
+        """The claims and design this study registers before data (:mod:`harness.registration`)."""
+        own = type(self).__module__
+        return declared(self.name, [m for m in (self.analysis_module,
+                                                analysis_module_name(own), own) if m])
+
+    def code_files(self) -> list[Path]:
+        """The files whose content is this study's code: its module and its analysis module."""
+        import sys
+
+        files = []
+        for name in {type(self).__module__, self.analysis_module
+                     or analysis_module_name(type(self).__module__)}:
+            module = sys.modules.get(name)
+            if module is None:
+                try:
+                    module = importlib.import_module(name)
+                except ModuleNotFoundError:
+                    continue
+            if getattr(module, "__file__", None):
+                files.append(Path(module.__file__))
+        return sorted(files)
+
     # -- the one way to run it ------------------------------------------------------------
     def run(self, params: Parameters, run_dir: str = "", inventory: str = "") -> str:
         """Check, build or reach the testbed, configure, verify, measure, archive; undo all.
@@ -180,6 +209,7 @@ class Study(ABC):
             notebook_run = begin(self.name, params.to_dict(), study_object=self)
             run_dir = str(notebook_run.path) if notebook_run else ""
         with open_session(self.name, params.to_dict(), run_dir, inventory) as session:
+            self._register(session)
             bed = self._testbed(session, params)
             self.check_testbed(session, bed, params)
             configured = self.configure(session, bed, params)
@@ -189,6 +219,17 @@ class Study(ABC):
             session.mark("archive")
             self._archive_claims(session)
             return str(session.run.path)
+
+    def _register(self, session: Session) -> None:
+        """The claims' registration and the digests of the study's code, archived before any
+        data exists (provenance reads git, which misses a study that is not committed yet)."""
+        from ..provenance import file_digests
+
+        registration = self.registration()
+        session.run.add_json(REGISTRATION_FILE, registration.to_dict())
+        notebook = session.run.meta.get("notebook")
+        code = file_digests([*self.code_files(), *([Path(notebook)] if notebook else [])])
+        session.note(registration=registration.summary(), code_digests=code)
 
     def _archive_claims(self, session: Session) -> None:
         """The verdicts as a table beside the results (``claims.parquet`` and ``.csv``).

@@ -171,8 +171,8 @@ def claims(data: RunData) -> pd.DataFrame:
         out.append(not_testable(CLAIMS["mtu_gain"], "needs MTUs 1500 and 9000"))
     else:
         gain = _ratio(per_rep(mtu, mtu=9000), per_rep(mtu, mtu=1500))
-        out.append(judge(CLAIMS["mtu_gain"],
-                         mean_estimate(gain, log=True).map(lambda r: (r - 1) * 100, "%"),
+        est = mean_estimate(gain, log=True)
+        out.append(judge(CLAIMS["mtu_gain"], est and est.as_gain_pct(),
                          "autotuned window, tuned buffers; paired per repetition"))
     flows = frame[frame.kind == "flows"] if "kind" in frame else frame.iloc[0:0]
     if flows.empty:

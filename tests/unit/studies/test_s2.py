@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from conftest import CommandOnlyNode
 
-from harness.claims import INCONCLUSIVE, NOT_REPRODUCED, NOT_TESTABLE, REPRODUCED
+from harness.claims import INCONCLUSIVE, MET, NOT_MET, NOT_REPRODUCED, NOT_TESTABLE, REPRODUCED
 from harness.config.labdisk import LabDiskFs, parse_disk_state
 from harness.errors import CapabilityMissing, HarnessError, SpecError
 from harness.journal import Journal
@@ -346,9 +346,9 @@ def test_the_on_path_check_fails_a_run_whose_points_took_the_other_wire():
                 for rep in (1, 2, 3)]
         return s2_analysis.on_path(pd.DataFrame(rows))
     good = run(1.04)
-    assert good.outcome == REPRODUCED and good.claim.source == "target"
+    assert good.outcome == MET and good.claim.source == "target"
     bad = run(0.0)  # the parallel FS's "WAN" data over the LAN: what the counters caught
-    assert bad.outcome == NOT_REPRODUCED and "pfs write over the WAN" in bad.note
+    assert bad.outcome == NOT_MET and "pfs write over the WAN" in bad.note
     assert s2_analysis.on_path(pd.DataFrame([{"kind": "fs"}])).outcome == NOT_TESTABLE
     # a whole run without counters still has every claim, this one not testable
     assert outcomes(synthetic_run())["fs_on_path"] == NOT_TESTABLE
