@@ -176,15 +176,15 @@ def cmd_runs(args) -> int:
 
 
 def verdict_summary(run_path) -> str:
-    """'2 reproduced, 3 not reproduced, 1 inconclusive' from a run's archived claims table."""
+    """'2 reproduced, 1 inconclusive; targets: 1 met' from a run's archived claims table."""
     from pathlib import Path
 
     import pandas as pd
 
-    from .claims import summary
+    from .claims import summaries
 
     path = Path(run_path) / "claims.csv"
-    return summary(pd.read_csv(path)) if path.exists() else "(no claims table)"
+    return summaries(pd.read_csv(path)) if path.exists() else "(no claims table)"
 
 
 SHARE_HELP = ("measure even while another run measures on the same machine (both runs record "
@@ -236,9 +236,11 @@ def parser() -> argparse.ArgumentParser:
     runs.add_argument("study", nargs="?")
     runs.set_defaults(func=cmd_runs)
 
+    from .cli_claims import add_claims_command
     from .cli_runs import add_commands
 
     add_commands(sub)  # index, compare, rerun
+    add_claims_command(sub)  # claims show, claims history
     return p
 
 

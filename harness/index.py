@@ -36,6 +36,7 @@ class RunSummary:
     placement: str
     verdicts: dict[str, int] = field(default_factory=dict)
     note: str = ""
+    ours: dict[str, int] = field(default_factory=dict)  # our targets' and lab checks' outcomes
 
     @classmethod
     def read(cls, run) -> RunSummary:
@@ -51,7 +52,7 @@ class RunSummary:
                             if meta.get("finish") else "never finished (still running, or killed)")
         return cls(run.path, meta["study"], meta.get("run_id") or run.run_id, meta["status"],
                    meta.get("started") or "", meta.get("parameters") or {}, where,
-                   verdicts(run.path), note)
+                   verdicts(run.path), note, verdicts(run.path, ours=True))
 
     def key_parameters(self) -> str:
         shown = {k: v for k, v in self.parameters.items()
@@ -62,6 +63,9 @@ class RunSummary:
     def verdict_text(self) -> str:
         return ", ".join(f"{n} {o}" for o, n in self.verdicts.items())
 
+    def ours_text(self) -> str:
+        return ", ".join(f"{n} {o}" for o, n in self.ours.items())
+
 
 def _short(value) -> str:
     if isinstance(value, list | tuple):
@@ -70,8 +74,9 @@ def _short(value) -> str:
     return str(value)
 
 
-def verdicts(run_path: Path) -> dict[str, int]:
-    """Outcome counts of the paper's claims (then our targets') in a run's claims.csv."""
+def verdicts(run_path: Path, ours: bool = False) -> dict[str, int]:
+    """Outcome counts of the paper's claims in a run's claims.csv (``ours=True``: of our
+    targets and lab checks, counted apart)."""
     path = Path(run_path) / "claims.csv"
     if not path.exists():
         return {}
@@ -81,7 +86,9 @@ def verdicts(run_path: Path) -> dict[str, int]:
 
     frame = pd.read_csv(path)
     if "source" in frame:
-        frame = frame[frame.source == PAPER]
+        frame = frame[(frame.source != PAPER) if ours else (frame.source == PAPER)]
+    elif ours:
+        return {}
     counts = Counter(frame.outcome) if "outcome" in frame else Counter()
     return {o: counts[o] for o in OUTCOMES if counts[o]}
 
@@ -122,7 +129,7 @@ td.nowrap {{ white-space: nowrap; }}
 <label>status <select id="status"><option value="">all</option>{options(statuses)}</select></label>
 <span id="shown"></span></p>
 <table id="runs"><thead><tr><th>study</th><th>run</th><th>status</th><th>started (UTC)</th>
-<th>key parameters</th><th>placement</th><th>verdicts (paper's claims)</th><th>files</th>
+<th>key parameters</th><th>placement</th><th>verdicts (paper's claims)</th><th>our targets, lab checks</th><th>files</th>
 <th>note</th></tr></thead>
 <tbody>
 {rows}
@@ -157,7 +164,7 @@ def _row(run: RunSummary, base: Path) -> str:
             f'<td class="nowrap">{e(run.run_id)}</td><td class="status">{e(run.status)}</td>'
             f'<td class="nowrap">{e(run.started.replace("+00:00", ""))}</td>'
             f'<td class="params">{e(run.key_parameters())}</td><td>{e(run.placement)}</td>'
-            f'<td>{e(run.verdict_text())}</td><td>{links}</td>'
+            f'<td>{e(run.verdict_text())}</td><td>{e(run.ours_text())}</td><td>{links}</td>'
             f'<td class="note">{e(run.note)}</td></tr>')
 
 

@@ -10,6 +10,7 @@ reader sees at once whether the run on their machine says what the reference run
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -84,4 +85,29 @@ def compare_claims(ours: pd.DataFrame | None, reference: pd.DataFrame | None) ->
     mine, theirs = merged["this run: outcome"], merged["reference: outcome"]
     merged["same outcome"] = (mine == theirs).map({True: "yes", False: "no"}).where(
         (mine != "") & (theirs != ""), "")
+    merged["consistent"] = [consistent(ours, reference, cid) for cid in merged["claim_id"]]
     return merged
+
+
+def consistent(ours: pd.DataFrame | None, reference: pd.DataFrame | None, claim_id: str) -> str:
+    """Whether this run agrees with the reference on one claim's quantity: "yes" when the
+    reference's estimate lies inside this run's 95 % interval, "no" when outside, "" when
+    either has no estimate or this run no interval. (A quick run's interval is wide; the
+    question a reader asks of it is whether it contradicts the reference, not whether it
+    decides the claim.)"""
+    def row(frame):
+        if frame is None or "claim_id" not in frame or not {"value", "low", "high"} <= set(frame):
+            return None
+        hit = frame[frame.claim_id == claim_id]
+        return None if hit.empty else hit.iloc[0]
+
+    mine, theirs = row(ours), row(reference)
+    if mine is None or theirs is None:
+        return ""
+    try:
+        low, high, value = float(mine["low"]), float(mine["high"]), float(theirs["value"])
+    except (TypeError, ValueError):
+        return ""
+    if any(map(math.isnan, (low, high, value))):
+        return ""
+    return "yes" if low <= value <= high else "no"

@@ -107,7 +107,8 @@ def reference_section(run_path: Path, meta: dict, root: Path | None = None) -> s
     ref = find_reference(study, profile, root, exclude=run_path)
     if ref is None:
         body = (f"<p>No reference run of study {escape(study)} is committed "
-                f"(<code>data/reference/{escape(study)}/</code>), so this run stands alone.</p>")
+                f"(<code>data/reference/{escape(study)}/</code>), so this run stands alone.</p>"
+                + recorded_changes(run_path))
         return _section("Beside the reference run", REFERENCE_ID, body)
     ours_path = run_path / "claims.csv"
     ours = pd.read_csv(ours_path) if ours_path.exists() else None
@@ -122,8 +123,48 @@ def reference_section(run_path: Path, meta: dict, root: Path | None = None) -> s
     for name, table in (("This run", ours), ("The reference run", theirs)):
         if table is None:
             intro += f"<p>{name} has no claims table (run.json's <code>claims_error</code> says why).</p>"
+    consistent = (frame["consistent"] == "yes").sum()
+    weighed = (frame["consistent"] != "").sum()
+    intro += (f"<p>Consistent with the reference (its estimate inside this run's 95 % interval) "
+              f"for {consistent} of {weighed} claims both runs estimated.</p>")
+    intro += registration_changes(run_path, ref.path)
     table = frame.to_html(index=False, escape=True, border=0, classes="harness-compare")
     return _section("Beside the reference run", REFERENCE_ID, intro + table)
+
+
+def registration_changes(run_path: Path, reference_path: Path) -> str:
+    """Whether this run's claims were registered as the reference's were, and if not what
+    changed, claim by claim; and the design changes the study recorded, with their reasons."""
+    from .registration import claim_differences, read_archived
+
+    mine, theirs = read_archived(run_path), read_archived(reference_path)
+    out = ""
+    if mine.body is None:
+        return "<p>This run has no archived claim registration (made before registration).</p>"
+    if mine.digest == theirs.digest:
+        out += (f"<p>Claims registered as for the reference run (registration "
+                f"<code>{escape(mine.digest[7:19])}</code>).</p>")
+    else:
+        changes = claim_differences(theirs.body, mine.body)
+        out += (f"<p><b>The claims' registration changed since the reference run</b> "
+                f"(reference commit {escape(theirs.commit[:12] or '?')}, registration "
+                f"<code>{escape(theirs.digest[7:19] or '-')}</code>; this run "
+                f"<code>{escape(mine.digest[7:19])}</code>):</p><ul>"
+                + "".join(f"<li>{escape(c)}</li>" for c in changes) + "</ul>")
+    return out + recorded_changes(run_path)
+
+
+def recorded_changes(run_path: Path) -> str:
+    """The design changes the run's registration records, each with its reason."""
+    from .registration import read_archived
+
+    recorded = (read_archived(run_path).body or {}).get("changes") or []
+    if not recorded:
+        return ""
+    return ("<p>Design changes the study records (made after archived runs existed):</p><ul>"
+            + "".join(f"<li>{escape(c.get('date', ''))}: {escape(c.get('what', ''))} "
+                      f"&mdash; why: {escape(c.get('why', ''))}</li>" for c in recorded)
+            + "</ul>")
 
 
 def _git(meta: dict) -> dict:

@@ -128,3 +128,54 @@ def test_an_estimate_too_close_to_the_bound_says_so():
     at_least = Claim("t.ge", "srd >= socat", "-", Region.above(1.0, "ours"), "x", TARGET)
     v = judge(at_least, Estimate(0.99, 0.56, 1.75, 2, "x"))
     assert v.outcome == INCONCLUSIVE and "too close to the bound" in v.reason
+
+
+def test_a_claim_resting_on_an_impossible_point_is_invalid_never_decided():
+    from harness.claims import INVALID
+    from harness.validity import check_rate
+
+    bad = check_rate("ping-pong 16 KB, repetition 2", 190.0, 100.0)
+    inside = Estimate(2.1, 2.05, 2.15, 12, "x")  # would be reproduced
+    v = judge(ABOUT_2_1, inside, invalid=[bad, None])
+    assert v.outcome == INVALID and "190 Mbit/s" in v.reason and v.estimate is inside
+    assert table([v]).loc[0, "invalid"] == bad.text()
+    assert judge(ABOUT_2_1, inside, invalid=[None]).outcome == REPRODUCED
+
+
+def test_targets_and_lab_checks_are_met_or_not_met_never_reproduced():
+    from harness.claims import LAB, MET, NOT_MET, summaries
+
+    ours = Claim("t.hop", "relay hop", "-", Region.below(30, "our target"), "us", TARGET)
+    lab = Claim("t.paths", "both paths", "-", Region(0.25, 0.75, "a lab check"), "", LAB)
+    verdicts = [judge(ours, Estimate(20, 18, 22, 10, "us")),
+                judge(lab, Estimate(0.1, 0.05, 0.15, 10)),
+                judge(ABOUT_2_1, Estimate(2.1, 2.05, 2.15, 12, "x"))]
+    assert [v.outcome for v in verdicts] == [MET, NOT_MET, REPRODUCED]
+    assert summaries(table(verdicts)) == "1 reproduced; targets: 1 met; lab checks: 1 not met"
+    with pytest.raises(ValueError, match="source"):
+        Claim("t.x", "x", "-", Region(), "", "ours")
+
+
+def test_samples_to_decide_a_ratio_measures_its_distances_on_logs():
+    """A geometric mean's interval is symmetric on logs, not in x: 2.0 [1.6, 2.5] sits
+    log(2.5/2) = log(2/1.6) either side. Against the bound 2.2 the interval's upper side
+    (log 1.25) must shrink to log 1.1: a factor 2.34, not (2.5-2)/(2.2-2) = 2.5 in x."""
+    claim = Claim("t.r", "ratio", "about 2", Region(0, 2.2, "r"), "x")
+    linear = Estimate(2.0, 1.6, 2.5, 20, "x", method="mean")
+    ratio = Estimate(2.0, 1.6, 2.5, 20, "x", method="geometric mean", scale="log")
+    shrink_log = math.log(1.25) / math.log(1.1)
+    assert samples_to_decide(ratio, claim.region) == math.ceil(20 * shrink_log ** 2)
+    assert samples_to_decide(linear, claim.region) == math.ceil(20 * 2.5 ** 2)
+
+
+def test_a_gain_in_percent_keeps_its_ratios_log_scale():
+    est = mean_estimate([1.10, 1.20, 1.15, 1.12, 1.18, 1.09, 1.16, 1.11, 1.14, 1.19, 1.13],
+                        "x", log=True)
+    gain = est.as_gain_pct()
+    assert gain.unit == "%" and gain.scale == "log-gain"
+    assert gain.value == pytest.approx((est.value - 1) * 100)
+    region = Region(-math.inf, 14.5, "at most 14.5 %")
+    # the same decision as for the ratio against 1.145
+    assert samples_to_decide(gain, region) == samples_to_decide(est, Region(-math.inf, 1.145, ""))
+    with pytest.raises(ValueError, match="log scale"):
+        Estimate(1.0, 0.9, 1.1, 3).as_gain_pct()

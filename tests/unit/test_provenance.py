@@ -55,10 +55,33 @@ def test_changed_tracked_file_makes_it_dirty_and_is_named(repo):
     assert state["dirty"] is False
 
 
-def test_untracked_files_do_not_make_it_dirty(repo):
+def test_untracked_files_outside_the_code_do_not_make_it_dirty(repo):
     """Run outputs and caches lie untracked in a checkout; they are not code changes."""
     (repo / "untracked.txt").write_text("x\n")
+    (repo / "data").mkdir()
+    (repo / "data" / "run.json").write_text("{}\n")
     assert provenance.git_state(repo)["dirty"] is False
+
+
+@pytest.mark.parametrize("where", ["harness/studies/s9.py", "notebooks/s9_new.ipynb"])
+def test_a_new_study_not_yet_committed_makes_it_dirty_and_is_named(repo, where):
+    """A run of a study whose module or notebook is not committed ran code that no commit holds."""
+    (repo / where).parent.mkdir(parents=True)
+    (repo / where).write_text("x = 1\n")
+    state = provenance.git_state(repo)
+    assert state["dirty"] is True
+    assert [line.split()[-1] for line in state["changed_files"]] == [where]
+
+
+def test_file_digests_are_content_hashes_whether_tracked_or_not(tmp_path):
+    a, b = tmp_path / "a.py", tmp_path / "b.py"
+    a.write_text("x = 1\n")
+    b.write_text("x = 2\n")
+    first = provenance.file_digests([a, b])
+    assert set(first) == {str(a), str(b)} and first[str(a)] != first[str(b)]
+    a.write_text("x = 2\n")
+    assert provenance.file_digests([a])[str(a)] == first[str(b)]
+    assert provenance.file_digests([tmp_path / "missing.py"]) == {}
 
 
 def test_outside_a_repository_git_facts_are_unknown_not_false(tmp_path):

@@ -59,7 +59,8 @@ def test_claims_side_by_side_with_agreement():
                  d=("3x [2, 4]", "not reproduced"))
     table = compare_claims(ours, ref).set_index("claim_id")
     assert list(table.columns) == ["source", "claim", "paper", "this run: ours", "this run: outcome",
-                                   "reference: ours", "reference: outcome", "same outcome"]
+                                   "reference: ours", "reference: outcome", "same outcome",
+                                   "consistent"]
     assert table.loc["a", "same outcome"] == "yes" and table.loc["b", "same outcome"] == "no"
     assert table.loc["a", "reference: ours"] == "2.1x [2.0, 2.2]"
     assert table.loc["c", "reference: outcome"] == "" and table.loc["c", "same outcome"] == ""
@@ -71,4 +72,18 @@ def test_a_run_without_claims_still_shows_the_reference():
     assert table.to_dict("records") == [{
         "claim_id": "a", "source": "paper", "claim": "says a", "paper": "2x", "this run: ours": "",
         "this run: outcome": "", "reference: ours": "2x [1, 3]", "reference: outcome": "reproduced",
-        "same outcome": ""}]
+        "same outcome": "", "consistent": ""}]
+
+
+def test_consistent_means_the_references_estimate_lies_inside_this_runs_interval():
+    def frame(**rows):
+        return pd.DataFrame([{"claim_id": cid, "source": "paper", "claim": cid, "paper": "2x",
+                              "ours": "", "outcome": "inconclusive", "value": v, "low": lo,
+                              "high": hi} for cid, (v, lo, hi) in rows.items()])
+
+    ours = frame(a=(2.0, 1.5, 2.5), b=(2.0, 1.9, 2.1), c=(2.0, float("nan"), float("nan")))
+    ref = frame(a=(2.4, 2.3, 2.5), b=(2.4, 2.3, 2.5), c=(2.0, 1.9, 2.1))
+    table = compare_claims(ours, ref).set_index("claim_id")
+    assert table.loc["a", "consistent"] == "yes"  # wide quick interval holds the reference
+    assert table.loc["b", "consistent"] == "no"  # a narrow interval that excludes it
+    assert table.loc["c", "consistent"] == ""  # no interval here: no judgement

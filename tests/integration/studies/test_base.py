@@ -96,9 +96,20 @@ def test_run_archives_and_reports_the_new_study(data_root):
     assert "WARNING" not in res.stderr and "Warning" not in res.stderr, res.stderr  # e.g. the kernel's TCP one
     claims = pd.read_csv(run / "claims.csv")  # the verdicts, archived beside the results
     assert list(claims.claim_id) == ["ping.veth_rtt"] and claims.n[0] == 4
-    assert claims.outcome[0] == "reproduced" and claims.high[0] < 1.0
+    assert claims.outcome[0] == "met" and claims.high[0] < 1.0  # our target, not a paper's
     listed = harness("runs", "ping-demo").stdout
-    assert str(run) in listed and "complete" in listed and "1 reproduced" in listed
+    assert str(run) in listed and "complete" in listed and "targets: 1 met" in listed
+    # the claims' registration, archived before the data, and the study's code by content
+    registration = json.loads((run / "registration.json").read_text())
+    assert [c["id"] for c in registration["claims"]] == ["ping.veth_rtt"]
+    assert registration["claims"][0]["source"] == "target"
+    assert meta["registration"]["digest"] == registration["digest"]
+    assert meta["registration"]["claims"] == {"target": 1}
+    assert any(name.endswith("ping_study.py") for name in meta["code_digests"])
+    assert any(name.endswith("ping_study.ipynb") for name in meta["code_digests"])
+    history = harness("claims", "history", str(NOTEBOOK)).stdout
+    assert f"{run.name}" in history and registration["digest"][7:19] in history
+    assert "changed" not in history  # one run, registered as the code registers it now
 
 
 @needs_root

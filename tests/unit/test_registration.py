@@ -1,0 +1,132 @@
+"""Claims registered before data: every paper's claim quotes its seed line; digests; history."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from harness.claims import LAB, PAPER, TARGET, Claim, Region
+from harness.registration import (
+    DesignChange,
+    Registration,
+    claim_differences,
+    declared,
+    history,
+)
+from harness.studies.registry import discover, get_study
+
+ROOT = Path(__file__).resolve().parents[2]
+SEEDS = ROOT.parent / "shared" / "seeds"
+STUDIES = ("s0", "s1", "s2", "s3", "s4")
+
+
+def squash(text: str) -> str:
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def seed_lines(seed_line: str) -> str:
+    """The text of "004:66" (or "003:120,121"): those lines of the seed, joined."""
+    seed, _, lines = seed_line.partition(":")
+    files = sorted(SEEDS.glob(f"{seed}_*.txt"))
+    assert len(files) == 1, f"no seed file {seed}_*.txt under {SEEDS} (is ../shared/ there?)"
+    text = files[0].read_text().splitlines()
+    return " ".join(text[int(n) - 1] for n in lines.split(","))
+
+
+@pytest.mark.parametrize("study", STUDIES)
+def test_every_paper_claim_is_registered_with_its_sentence_quantity_and_regime(study):
+    discover()
+    reg = get_study(study).registration()
+    paper = [c for c in reg.claims if c.source == PAPER]
+    assert paper, f"{study} registers no paper's claim"
+    for claim in paper:
+        missing = [f for f in ("quote", "seed_line", "quantity", "regime") if not getattr(claim, f)]
+        assert not missing, f"{claim.id} lacks {missing}"
+        assert re.fullmatch(r"\d{3}:\d+(,\d+)*", claim.seed_line), claim.seed_line
+        assert claim.seed_line.startswith(get_study(study).citation.seed[:3]), claim.seed_line
+        assert squash(claim.quote) in squash(seed_lines(claim.seed_line)), \
+            f"{claim.id}: the quote is not on seed line {claim.seed_line}: {claim.quote!r}"
+        assert claim.region.why, f"{claim.id}: a region needs the rule that made it"
+    ids = [c.id for c in reg.claims]
+    assert len(ids) == len(set(ids)), f"{study}: claim ids repeat"
+    assert reg.design, f"{study} registers no DESIGN"
+
+
+def claim(cid: str, low: float = 1.0, source: str = PAPER, regime: str = "1 Gbit/s") -> Claim:
+    return Claim(cid, cid, "2x", Region(low, 3.0, "rule"), "x", source, "q", "004:66",
+                 "goodput ratio", regime)
+
+
+def test_the_digest_is_the_content_not_the_object():
+    a = Registration("s9", (claim("a"), claim("b")), {"reps": (10, 20)})
+    b = Registration("s9", (claim("a"), claim("b")), {"reps": [10, 20]})
+    assert a.digest == b.digest and a.digest.startswith("sha256:")
+    assert Registration("s9", (claim("a", low=1.1), claim("b")), {"reps": [10, 20]}).digest \
+        != a.digest
+    assert Registration("s9", (claim("a"), claim("b")), {"reps": [10, 30]}).digest != a.digest
+    changed = Registration("s9", (claim("a"), claim("b")), {"reps": [10, 20]},
+                           (DesignChange("2026-11-26", "reps 10 -> 20", "why"),))
+    assert changed.digest != a.digest
+    assert a.summary() == {"digest": a.digest, "claims": {"paper": 2}, "changes": 0}
+
+
+def test_differences_name_each_claim_and_what_moved():
+    old = Registration("s9", (claim("a"), claim("b"), claim("c")), {"reps": 10}).to_dict()
+    new = Registration("s9", (claim("a", low=1.5), claim("b", regime="CPU-limited sender"),
+                              claim("d", source=LAB)), {"reps": 20}).to_dict()
+    diff = claim_differences(old, new)
+    assert "a: region '1..3x' -> '1.5..3x'" in diff
+    assert "b: regime '1 Gbit/s' -> 'CPU-limited sender'" in diff
+    assert "c: removed (was 1..3x)" in diff and "d: added (1..3x)" in diff
+    assert "design: reps changed" in diff
+    assert claim_differences(None, new) == [
+        "(made before claims were registered: no registration archived)"]
+
+
+def archived(tmp_path: Path, run_id: str, reg: Registration | None, commit: str) -> Path:
+    path = tmp_path / run_id
+    path.mkdir()
+    (path / "run.json").write_text(json.dumps({"provenance": {"git": {"commit": commit}}}))
+    if reg is not None:
+        (path / "registration.json").write_text(json.dumps(reg.to_dict()))
+    return path
+
+
+def test_history_shows_where_the_registration_changed_with_the_commits(tmp_path):
+    first = Registration("s9", (claim("a"),), {"reps": 10})
+    second = Registration("s9", (claim("a", low=1.5),), {"reps": 10})
+    runs = [archived(tmp_path, "20261101T000000Z-aaaaaa", None, "c0" * 20),
+            archived(tmp_path, "20261102T000000Z-bbbbbb", first, "c1" * 20),
+            archived(tmp_path, "20261103T000000Z-cccccc", first, "c2" * 20),
+            archived(tmp_path, "20261104T000000Z-dddddd", second, "c3" * 20)]
+    rows = history(second, reversed(runs))
+    assert [r["run_id"] for r in rows] == [p.name for p in runs]
+    assert rows[0]["changed"] == [] and rows[2]["changed"] == []
+    assert rows[1]["changed"] == [
+        "(made before claims were registered: no registration archived)"]
+    assert rows[3]["changed"] == ["a: region '1..3x' -> '1.5..3x'"]
+    assert rows[3]["commit"] == "c3c3c3c3c3c3"
+    now = Registration("s9", (claim("a", low=2.0),), {"reps": 10})
+    rows = history(now, runs)
+    assert rows[-1]["run_id"] == "(the code now)"
+    assert rows[-1]["changed"] == ["a: region '1.5..3x' -> '2..3x'"]
+
+
+def test_a_module_declares_claims_design_and_changes(tmp_path, monkeypatch):
+    (tmp_path / "s9_analysis.py").write_text(
+        "from harness.claims import TARGET, Claim, Region\n"
+        "from harness.registration import DesignChange\n"
+        "CLAIMS = {'x': Claim('s9.x', 'x', '-', Region.below(1, 'ours'), '', TARGET)}\n"
+        "DESIGN = {'repetitions': {'quick': 2}}\n"
+        "CHANGES = (DesignChange('2026-11-26', 'quick 3 -> 2', 'time'),)\n")
+    (tmp_path / "s9_broken.py").write_text("import no_such_module_here\nCLAIMS = {}\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    reg = declared("s9", ["s9_missing", "s9_analysis"])
+    assert [c.source for c in reg.claims] == [TARGET] and reg.design == {
+        "repetitions": {"quick": 2}} and reg.changes[0].why == "time"
+    assert declared("s9", ["s9_missing"]).claims == ()
+    with pytest.raises(ModuleNotFoundError, match="no_such_module_here"):
+        declared("s9", ["s9_broken"])  # a module that exists but fails is said, not skipped
