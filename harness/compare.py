@@ -65,7 +65,11 @@ def facts(meta: dict) -> dict[str, dict[str, str]]:
         "parameters": dict(meta.get("parameters") or {}),
         "code": {"git commit": git.get("commit"), "git dirty": git.get("dirty"),
                  "changed files": git.get("changed_files"), "branch": git.get("branch"),
-                 "python": prov.get("python")},
+                 "python": prov.get("python"),
+                 # by content, tracked or not: a study not yet committed still differs here
+                 "claims registration": (meta.get("registration") or {}).get("digest"),
+                 **{f"file {name}": digest
+                    for name, digest in (meta.get("code_digests") or {}).items()}},
         "machine": {"controller kernel": (prov.get("controller") or {}).get("kernel"),
                     "controller host": (prov.get("controller") or {}).get("hostname"),
                     **{f"{node} kernel": c.get("kernel") for node, c in caps.items()},

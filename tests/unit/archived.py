@@ -15,13 +15,16 @@ NOTEBOOK = Path(__file__).resolve().parents[1] / "studies" / "ping_study.ipynb"
 
 def make_run(root: Path, parameters: dict, *, sysctl: str = "1", commit: str = "c0ffee",
              outcome: str = "reproduced", rtt: float = 0.05, complete: bool = True,
-             notebook: Path | None = NOTEBOOK, study: str = "ping-demo") -> Run:
+             notebook: Path | None = NOTEBOOK, study: str = "ping-demo",
+             code_digest: str = "sha256:aa") -> Run:
     run = Run.create(study, parameters, root, notebook=str(notebook) if notebook else None)
     run.update(
         provenance={"git": {"commit": commit, "dirty": False, "changed_files": []},
                     "python": "3.11.7", "packages": {"pandas": "2.2.0"},
                     "controller": {"kernel": "6.1.0-test", "hostname": "lab"}},
         placement={"where": "host", "reason": "the host has every feature"},
+        code_digests={"tests/studies/ping_study.py": code_digest},
+        registration={"digest": "sha256:r1", "claims": {"paper": 1}, "changes": 0},
         capabilities={"local": {"kernel": "6.1.0-test", "tools": {"ping": "ping 2024"},
                                 "features": {"netns": True}, "congestion_default": "cubic"}},
         configuration=[{"node": "a", "kind": "sysctl", "target": "net.ipv4.ip_forward",

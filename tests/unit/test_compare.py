@@ -36,6 +36,14 @@ def test_compare_names_a_changed_sysctl_and_a_changed_parameter(data_root, capsy
     assert not list((data_root / "runs").rglob("*.html"))  # never inside a run folder
 
 
+def test_a_change_of_the_studys_code_shows_even_on_one_commit(data_root):
+    """An uncommitted study's runs share a commit; their code differs by content all the same."""
+    a = make_run(data_root, {"count": 5}, code_digest="sha256:aa")
+    b = make_run(data_root, {"count": 5}, code_digest="sha256:bb")
+    code = Comparison.of([a, b]).differences["code"]
+    assert list(code.index) == ["file tests/studies/ping_study.py"]
+
+
 def test_the_same_runs_differ_in_nothing_but_results(data_root):
     a = make_run(data_root, {"count": 5})
     b = make_run(data_root, {"count": 5}, rtt=0.07)

@@ -45,3 +45,19 @@ def test_a_run_that_never_finished_says_so(data_root):
                                                "finish": "the notebook's last code cell"})
     (summary,) = summaries(data_root)
     assert summary.note == "never finished: the notebook's last code cell"
+
+
+def test_our_targets_and_lab_checks_are_counted_apart_from_the_papers_claims(data_root):
+    import pandas as pd
+
+    from harness.archive import Run
+    from harness.index import RunSummary
+
+    run = Run.create("ping-demo", {"count": 5}, data_root)
+    run.write_table(pd.DataFrame([
+        {"claim_id": "p", "source": "paper", "outcome": "reproduced"},
+        {"claim_id": "t", "source": "target", "outcome": "met"},
+        {"claim_id": "l", "source": "lab", "outcome": "not met"}]), "claims")
+    summary = RunSummary.read(run)
+    assert summary.verdict_text() == "1 reproduced"
+    assert summary.ours_text() == "1 met, 1 not met"
