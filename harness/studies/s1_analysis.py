@@ -23,6 +23,7 @@ import pandas as pd
 
 from ..claims import Claim, Region, judge, not_testable, table
 from ..intervals import T975, mean_estimate
+from ..registration import DesignChange
 
 # The paper's numbers, read from its text (section 3, Fig. 2 and Fig. 4).
 PAPER = {"mvia_4b_us": 42.0, "tcp_4b_us": 58.0, "clan_4b_us": 10.0}
@@ -44,19 +45,47 @@ HARDWARE = ("needs a hardware RDMA device (InfiniBand, RoCE or iWARP NIC), which
             "part; this lab has Soft-RoCE between two emulated machines only. On machines from "
             "an inventory with such a NIC the same notebook measures it")
 
+# The paper's platform (001:44): Intel L440GX+, Pentium III-500, Linux 2.2.16 (UP); latency
+# is half a round trip, bandwidth the data sent per unit time from sender to receiver.
+_PLATFORM = ("Pentium III-500, Linux 2.2.16 UP (001:44); latency half a round trip, bandwidth "
+             "data per unit time sender to receiver")
+_OURS = ("ours: Soft-RoCE (verbs emulated in the kernel, M-VIA's role) and kernel TCP over "
+         "one unshaped virtio wire between two TCG-emulated VMs, MTU 1500; emulation "
+         "multiplies every absolute time, so ratios, not microseconds, are compared")
+_SAMPLES = ("samples: the repetitions (every method over every size in each, methods in a "
+            "shuffled order; fresh perftest processes and a fresh TCP connection per method), "
+            "geometric mean with a Student t (< 10) or bootstrap interval")
+
 CLAIMS = {
     "latency_4b": Claim(
         "s1.latency_tcp_over_verbs_4b",
         "TCP / software verbs latency at 4 B (half round trip; M-VIA's heir: Soft-RoCE "
         "send/recv, polling)", "58/42 us, TCP ~1.4x",
         Region.about(1.4, 0.1, "M-VIA 'about 42 us', TCP 'about 58 us' at 4 B: 58/42 = 1.38, "
-                               "i.e. TCP about 1.4x"), "x"),
+                               "i.e. TCP about 1.4x"), "x",
+        quote="메시지 크기가 4바이트(bytes)인 경우 M-VIA는 약 42μs, TCP/IP는 약 58μs의 "
+              "지연시간을 보인다.",
+        seed_line="001:52",
+        quantity="per repetition: the TCP ping-pong's median half round trip at 4 B "
+                 "(TCP_NODELAY; the harness's Python tool) over ib_send_lat's typical half "
+                 "round trip at 4 B (send/recv, polling), both in us; " + _SAMPLES,
+        regime="4-byte messages; M-VIA and TCP/IP on the same NIC (Intel eepro/100, Fast "
+               "Ethernet, 001:52); " + _PLATFORM + ". " + _OURS),
     "latency_every_size": Claim(
         "s1.verbs_below_tcp_every_size",
         "software verbs latency below TCP at every size (smallest TCP/verbs ratio over the "
         "sizes)", "lower at every size",
         Region.above(1.0, "the paper: '모든 메시지 크기에서 M-VIA가 TCP/IP보다 작은 지연시간' "
-                          "(M-VIA lower at every size): the smallest ratio above 1"), "x"),
+                          "(M-VIA lower at every size): the smallest ratio above 1"), "x",
+        quote="모든 메시지 크기에서 M-VIA가 TCP/IP보다 작은 지연시간을 보였다.",
+        seed_line="001:52",
+        quantity="per repetition: the smallest, over the measured sizes, of the TCP ping-pong's "
+                 "median half round trip (TCP_NODELAY) over ib_send_lat's typical half round "
+                 "trip (send/recv, polling); " + _SAMPLES,
+        regime="every message size of Fig. 2 (the text names no range; the figure's axis is "
+               "not in the seed's text); same NIC and platform as at 4 B: " + _PLATFORM
+               + ". Ours: the profile's sizes (quick 4..16384 B, verdict 4..65536 B, paper "
+               "1 B..1 MB); " + _OURS),
     "nagle_irregular": Claim(
         "s1.tcp_nagle_irregular",
         "TCP small-message bandwidth irregular with Nagle, regular with TCP_NODELAY "
@@ -65,13 +94,32 @@ CLAIMS = {
                      "irregular; with TCP_NODELAY '불규칙성이 사라진다' the irregularity "
                      "disappears); we read that as the Nagle curve at least twice as rough as "
                      "the TCP_NODELAY curve (roughness: RMS second difference of log2 bandwidth "
-                     f"over sizes <= {SMALL_MAX} B)"), "x"),
+                     f"over sizes <= {SMALL_MAX} B)"), "x",
+        quote="대역폭의 경우 TCP는 Nagle 알고리즘[6]의 영향으로 작은 메시지의 경우 불규칙한 "
+              "성능을 보이나 TCP_NODELAY 소켓 옵션을 사용하여 Nagle 알고리즘을 사용하지 "
+              "않으면 불규칙성이 사라진다.",
+        seed_line="001:54,56",  # one sentence, broken over two lines of the seed
+        quantity="per repetition: the irregularity (RMS second difference of log2 Mbit/s over "
+                 f"consecutive sizes <= {SMALL_MAX} B, at least 3 sizes) of TCP streaming "
+                 "with Nagle on over that with TCP_NODELAY (the harness's streaming tool, one "
+                 "connection per run); " + _SAMPLES,
+        regime="TCP's bandwidth for small messages (the text names no size; Fig. 3), Nagle's "
+               "algorithm on against TCP_NODELAY, Fast Ethernet (eepro/100); " + _PLATFORM
+               + f". Ours: sizes <= {SMALL_MAX} B (one frame at MTU 1500); " + _OURS),
     "bw_small": Claim(
         "s1.verbs_bw_better_small",
         f"software verbs / TCP bandwidth at <= {BW_SMALL_MAX} B (geometric mean over sizes)",
         "better <= 512 B",
         Region.above(1.0, "the paper: '512바이트 이하의 메시지에 대해 M-VIA의 대역폭이 우수' "
-                          "(M-VIA's bandwidth better at 512 B and below): above 1"), "x"),
+                          "(M-VIA's bandwidth better at 512 B and below): above 1"), "x",
+        quote="512바이트 이하의 메시지에 대해 M-VIA의 대역폭이 우수하고",
+        seed_line="001:56",
+        quantity=f"per repetition: the geometric mean over the sizes <= {BW_SMALL_MAX} B of "
+                 "ib_send_bw's average Mbit/s (send/recv) over TCP streaming's (TCP_NODELAY) "
+                 "at the same size; " + _SAMPLES,
+        regime="messages of 512 bytes and below, M-VIA against TCP/IP on one eepro/100 (Fast "
+               "Ethernet, 100 Mbit/s); " + _PLATFORM + f". Ours: the profile's sizes <= "
+               f"{BW_SMALL_MAX} B (4, 64, 512 B in quick and verdict); " + _OURS),
     "bw_large": Claim(
         "s1.verbs_bw_large",
         f"software verbs / TCP bandwidth at >= {LARGE_MIN} B (geometric mean over sizes)",
@@ -79,29 +127,133 @@ CLAIMS = {
         Region.between(1.0, 1.25, "the paper: '큰 메시지의 경우에도 다소 우수' (for large "
                                   "messages too, somewhat better): above 1, and 'somewhat' "
                                   "read as less than a quarter better (about equal, as the "
-                                  "issue puts it, but not below)"), "x"),
+                                  "issue puts it, but not below)"), "x",
+        quote="큰 메시지의 경우에도 다소 우수하다.",
+        seed_line="001:56",
+        quantity=f"per repetition: the geometric mean over the sizes >= {LARGE_MIN} B of "
+                 "ib_send_bw's average Mbit/s (send/recv) over TCP streaming's (TCP_NODELAY) "
+                 "at the same size; " + _SAMPLES,
+        regime="large messages (the text names no size: Fig. 3's upper sizes), where both "
+               "stacks run into the 100 Mbit/s Fast Ethernet wire; " + _PLATFORM + f". Ours: "
+               f"sizes >= {LARGE_MIN} B (several frames even at MTU 9000) up to the profile's "
+               "largest (16384 B quick, 65536 B verdict), on a wire whose rate is the emulated "
+               "CPU's, not a 100 Mbit/s line's: both stacks are CPU-bound, not wire-bound; "
+               + _OURS),
     "polling_latency": Claim(
         "s1.polling_lowers_latency",
         f"events / polling latency, verbs send/recv, sizes <= {SMALL_MAX} B", "polling lower",
         Region.above(1.0, "the paper: polling '지연시간을 줄일 수 있다' (can reduce latency): "
-                          "events slower, ratio above 1"), "x"),
+                          "events slower, ratio above 1"), "x",
+        quote="데이터를 송수신 할 때 송수신 완료시점까지 기다리지 않고 계속 확인하는 "
+              "방법(polling)을 사용하면 지연시간을 줄일 수 있다.",
+        seed_line="001:64",
+        quantity=f"per repetition: the geometric mean over the sizes <= {SMALL_MAX} B of "
+                 "ib_send_lat -e's (completion events) typical half round trip over "
+                 "ib_send_lat's (polling the CQ); " + _SAMPLES,
+        regime="said in words in the section on Berkeley VIA and cLAN (001:64), with no figure, "
+               "size, implementation or number: polling for the completion instead of waiting "
+               f"for it. Ours: Soft-RoCE send/recv at sizes <= {SMALL_MAX} B; under TCG the "
+               "busy poll competes with the emulated kernel that does rxe's work; " + _OURS),
     "polling_cpu": Claim(
         "s1.polling_costs_cpu",
         "CPU share of the client's process while it measures, polling minus events "
         "(percentage points)", "polling costs CPU",
         Region.above(0.0, "the paper: polling 'CPU를 사용하기 때문에' (uses the CPU while it "
                           "polls): a larger share of its time on the CPU than with events, "
-                          "the difference above 0"), "%"),
+                          "the difference above 0"), "%",
+        quote="이 방법은 폴링하는 동안 CPU를 사용하기 때문에",
+        seed_line="001:64",
+        quantity="per repetition: the client perftest process's CPU share (user + system time "
+                 "from /proc, 10 ms ticks, net of a 5-iteration run of the same sweep) over "
+                 "the time of its round trips, all sizes of the latency sweep summed, "
+                 "ib_send_lat (polling) minus ib_send_lat -e (events), in percentage points; "
+                 "arithmetic mean over the repetitions with a t or bootstrap interval",
+        regime="said in words (001:64), no figure or number: polling uses the CPU while it "
+               "polls, unsuited to a heavily loaded system. Ours: the client's process only "
+               "(the server's is not summed), every size of the latency sweep; " + _OURS),
     "hw_latency": Claim(
         "s1.hardware_latency_4b", "hardware VIA/RDMA latency at 4 B, against software verbs",
         "cLAN ~10 us, ~4x below M-VIA",
         Region.about(4.2, 0.1, "42/10 = 4.2: cLAN 'about 10 us' against M-VIA 'about 42 us'"),
-        "x"),
+        "x",
+        quote="cLAN의 경우는 4바이트를 전송할 때 약 10μs의 지연시간이 있고",
+        seed_line="001:64",
+        quantity="the software verbs' 4 B half round trip over a hardware RDMA NIC's (cLAN's "
+                 "heir), paired per repetition; needs an RDMA NIC, which this lab has not",
+        regime="4-byte messages, Giganet cLAN1000 (hardware VIA, 001:64) against M-VIA's "
+               "'about 42 us' (001:52) on the same platform: " + _PLATFORM),
     "hw_bandwidth": Claim(
         "s1.hardware_bandwidth", "hardware VIA/RDMA bandwidth far above firmware/software VIA",
         "cLAN far above B-VIA", Region.above(1.0, "the paper: '월등히 우수' (far better)"),
-        "x"),
+        "x",
+        quote="cLAN의 대역폭이 B-VIA의 대역폭보다 월등히 우수하다.",
+        seed_line="001:72",
+        quantity="a hardware RDMA NIC's bandwidth over the software verbs', per size, paired "
+                 "per repetition; needs an RDMA NIC, which this lab has not",
+        regime="message sizes up to the MTU (001:70), Giganet cLAN (hardware VIA) against "
+               "Berkeley VIA (Myrinet firmware); " + _PLATFORM),
 }
+
+
+#: The design the claims rest on, fixed before data (:mod:`harness.registration`). The
+#: profiles are written out here, not imported: ``s1`` imports this module (for its claims),
+#: so importing ``s1`` back would close an import circle; a unit test holds them equal to
+#: ``s1.PROFILES`` and to the methods each profile measures.
+DESIGN = {
+    "samples": "repetitions: each measures every method over every size of the profile "
+               "(fresh perftest processes at both ends per size, one fresh TCP connection per "
+               "TCP method); a claim's quantity is taken within a repetition (paired), then "
+               "averaged over the repetitions",
+    "order": "the methods in a new random order in each repetition "
+             "(harness.studies.order.MeasuringOrder from the run's seed, recorded in run.json; "
+             "each row keeps its position); the sizes ascending within a method (one perftest "
+             "sweep per end, one ping-pong client run)",
+    "scale": "ratios on a log scale: geometric means over sizes within a repetition and over "
+             "repetitions; 95 % intervals, Student t below 10 repetitions, bootstrap from 10",
+    "metric": {"latency": "median half round trip, us (perftest t_typical; the ping-pong's "
+                          "median)",
+               "bandwidth": "average Mbit/s (ib_send_bw BW average; TCP streaming's bytes "
+                            "over its time)",
+               "cpu": "user + system CPU of the client's perftest process over its round "
+                      "trips' time, net of a 5-iteration run"},
+    "profiles": {
+        "quick": {"sizes": (4, 64, 512, 16384), "repetitions": 2, "iterations": 50,
+                  "bw_iterations": 50, "tcp_budget_s": 0.05, "rdma_write": False,
+                  "methods": ("verbs-send", "verbs-send-events", "verbs-send-bw",
+                              "tcp-nodelay", "tcp-nagle")},
+        "verdict": {"sizes": (4, 64, 512, 1024, 8192, 65536), "repetitions": 15,
+                    "iterations": 300, "bw_iterations": 300, "tcp_budget_s": 0.1,
+                    "rdma_write": False,
+                    "methods": ("verbs-send", "verbs-send-events", "verbs-send-bw",
+                                "tcp-nodelay", "tcp-nagle")},
+        "paper": {"sizes": tuple(1 << i for i in range(21)), "repetitions": 10,
+                  "iterations": 1000, "bw_iterations": 1000, "tcp_budget_s": 0.2,
+                  "rdma_write": True,
+                  "methods": ("verbs-send", "verbs-write", "verbs-send-events",
+                              "verbs-send-bw", "verbs-write-bw", "tcp-nodelay", "tcp-nagle")},
+    },
+    # the points each claim is judged on, by claim id
+    "points": {
+        "s1.latency_tcp_over_verbs_4b": "4 B; tcp-nodelay over verbs-send",
+        "s1.verbs_below_tcp_every_size": "every measured size, the smallest ratio; "
+                                         "tcp-nodelay over verbs-send",
+        "s1.tcp_nagle_irregular": f"sizes <= {SMALL_MAX} B, at least 3; tcp-nagle over "
+                                  "tcp-nodelay (streaming)",
+        "s1.verbs_bw_better_small": f"sizes <= {BW_SMALL_MAX} B; verbs-send-bw over "
+                                    "tcp-nodelay (streaming)",
+        "s1.verbs_bw_large": f"sizes >= {LARGE_MIN} B; verbs-send-bw over tcp-nodelay "
+                             "(streaming)",
+        "s1.polling_lowers_latency": f"sizes <= {SMALL_MAX} B; verbs-send-events over "
+                                     "verbs-send",
+        "s1.polling_costs_cpu": "every size of the latency sweep, summed; verbs-send minus "
+                                "verbs-send-events",
+        "s1.hardware_latency_4b": "none: needs an RDMA NIC (not testable here)",
+        "s1.hardware_bandwidth": "none: needs an RDMA NIC (not testable here)",
+    },
+}
+
+#: Changes of a claim or of the design after archived runs existed (none yet).
+CHANGES: tuple[DesignChange, ...] = ()
 
 
 # -- tidy views -------------------------------------------------------------------------------

@@ -63,7 +63,7 @@ def test_s2_small_run_in_two_vms(tmp_path):
     claims = pd.read_parquet(run_dir / "claims.parquet")
     assert len(claims) == 15 and "not testable here" in set(claims.outcome)
     on_path = claims.set_index("claim_id").loc["fs_on_path"]
-    assert on_path.source == "target" and on_path.outcome == "reproduced", on_path.reason
+    assert on_path.source == "lab" and on_path.outcome == "met", on_path.reason
     assert list((run_dir / "raw").glob("fio-*.json"))
     assert (run_dir / "report.html").stat().st_size > 10_000
     assert [e for e in Journal(run_dir / "journal.jsonl").entries()

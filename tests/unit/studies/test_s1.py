@@ -415,3 +415,20 @@ def one_size(size, t):
         "  \t\t98.66   \t\t412.85 \n"
         "---------------------------------------------------------------------------------------\n"
         "@cpu 20 5 100\n")
+
+
+# -- registration (the quotes against the seed: tests/unit/test_registration.py) ----------------
+
+def test_the_design_is_the_profiles_the_study_runs():
+    """DESIGN is written out (s1 imports s1_analysis: importing s1 back would be a circle);
+    it must be what the profiles measure, or a change of them would go unregistered."""
+    design = s1_analysis.DESIGN["profiles"]
+    assert set(design) == set(s1.PROFILES)
+    for name, profile in s1.PROFILES.items():
+        registered = dict(design[name])
+        assert registered.pop("methods") == s1.Params.resolve(profile=name).methods, name
+        assert registered == profile, name
+    assert set(s1_analysis.DESIGN["points"]) == {c.id for c in s1_analysis.CLAIMS.values()}
+    registration = get_study("s1").registration().to_dict()
+    assert registration["design"]["profiles"]["verdict"]["repetitions"] == 15
+    assert registration["changes"] == [] and s1_analysis.CHANGES == ()

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from conftest import CommandOnlyNode
 
-from harness.claims import INCONCLUSIVE, MET, NOT_MET, NOT_REPRODUCED, NOT_TESTABLE, REPRODUCED
+from harness.claims import INCONCLUSIVE, LAB, MET, NOT_MET, NOT_REPRODUCED, NOT_TESTABLE, REPRODUCED
 from harness.config.labdisk import LabDiskFs, parse_disk_state
 from harness.errors import CapabilityMissing, HarnessError, SpecError
 from harness.journal import Journal
@@ -346,9 +346,32 @@ def test_the_on_path_check_fails_a_run_whose_points_took_the_other_wire():
                 for rep in (1, 2, 3)]
         return s2_analysis.on_path(pd.DataFrame(rows))
     good = run(1.04)
-    assert good.outcome == MET and good.claim.source == "target"
+    assert good.outcome == MET and good.claim.source == LAB
     bad = run(0.0)  # the parallel FS's "WAN" data over the LAN: what the counters caught
     assert bad.outcome == NOT_MET and "pfs write over the WAN" in bad.note
     assert s2_analysis.on_path(pd.DataFrame([{"kind": "fs"}])).outcome == NOT_TESTABLE
     # a whole run without counters still has every claim, this one not testable
     assert outcomes(synthetic_run())["fs_on_path"] == NOT_TESTABLE
+
+
+# -- registration (the quotes against the seed: tests/unit/test_registration.py) ----------------
+
+def test_the_design_is_the_profiles_and_defaults_the_study_runs():
+    """DESIGN is written out (s2 imports s2_analysis: importing s2 back would be a circle);
+    it must be what the study runs, or a change of it would go unregistered."""
+    design = s2_analysis.DESIGN
+    assert design["profiles"] == s2.PROFILES
+    defaults = s2.Params.resolve()
+    for key, value in design["fixed"].items():
+        assert getattr(defaults, key) == value, key
+    assert set(design["points"]) == {c.id for c in s2_analysis.CLAIMS.values()}
+
+
+def test_the_on_path_check_is_registered_as_a_check_of_the_lab_with_its_change():
+    claim = s2_analysis.CLAIMS["fs_on_path"]
+    assert claim.source == LAB and not claim.quote
+    registration = get_study("s2").registration().to_dict()
+    (change,) = registration["changes"]
+    assert change["claims"] == ["fs_on_path"] and "target -> lab" in change["what"]
+    sources = {c["id"]: c["source"] for c in registration["claims"]}
+    assert sources["fs_on_path"] == LAB and sources["network_fine"] == "paper"
