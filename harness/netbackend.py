@@ -88,6 +88,11 @@ class Pyroute2Backend:
         self._ipr(ns).link("set", index=self._index(ns, "lo"), state="up")
 
     def apply_egress(self, ns: str, ifname: str, plan: EgressPlan) -> None:
+        if plan.kind != "htb":  # tbf with a peak rate (a serialising link): tc's own commands
+            for cmd in plan.tc_commands(ifname):
+                subprocess.run(["tc", "-n", ns, *cmd], check=True, capture_output=True,
+                               timeout=30)
+            return
         ipr, idx = self._ipr(ns), self._index(ns, ifname)
         parent = None
         if plan.rate_bit is not None:

@@ -7,6 +7,9 @@ the same thing:
 * rate + queue limit:   ... -> pfifo/bfifo 10: under 1:1 (the bottleneck buffer)
 * rate + delay/loss:    ... -> netem 10: under 1:1 (delay line after the shaper)
 * delay/loss, no rate:  netem root
+
+A link with ``shaper="serialise"`` gets tbf root 1: instead of htb (children
+the same, under 1:1): see :data:`PEAK_EXCESS` for why.
 """
 
 from __future__ import annotations
@@ -20,6 +23,25 @@ from .topology import Link
 # it falls short of the rate (PLATFORM.md: burst 1600 B gave 80 of 100 Mbit/s).
 BURST_SECONDS = 0.002
 MIN_BURST_BYTES = 32 * 1024
+
+# "serialise": tbf with a peak rate just above the rate and a peak bucket of two frames.
+# htb's bucket (>= 32 KB) refills while a direction is idle, e.g. during the other
+# direction's turn in a ping-pong, so a message up to the bucket leaves at once: S0's
+# 100 Mbit/s links read ~190 Mbit/s for a 16 KB ping-pong (size / half round trip), which
+# no wire can carry. With the peak bucket PEAK_FRAMES frames deep, frames leave at the
+# wire's pace once those have gone. Measured on S0's lab (100 Mbit/s, offloads off, this
+# 2-core host, 2026-11-26): a one-frame peak bucket streamed only 80 Mbit/s, because each
+# frame's timer fires ~30 us late and a one-frame bucket cannot bank the lost time; two
+# frames streamed 95.7 Mbit/s (the payload rate, 100 x 1448/1514 = 95.6) and a 16 KB
+# ping-pong read 112 Mbit/s (htb: ~190): the first two frames of a message leave at once,
+# which the physical bound of a ping-pong allows for (harness.studies.s0_validity). tbf
+# wants the peak rate strictly above the rate; 0.1 % above is far below the 2 % slack of
+# the physical bounds. The queue holds 1000 frames, the kernel's txqueuelen default
+# (what htb's default leaf, pfifo_fast, holds).
+PEAK_EXCESS = 0.001
+PEAK_FRAMES = 2
+QUEUE_FRAMES = 1000
+ETHERNET_HEADER = 14  # tbf counts the frame (skb->len) without preamble or FCS
 
 
 @dataclass(frozen=True)
@@ -36,6 +58,10 @@ class EgressPlan:
     # Subtracted from the netem delay: the host's own latency on the link, measured
     # when the lab is built (see Lab.calibrate_delays), so the link's RTT is as asked.
     delay_trim_us: int = 0
+    kind: str = "htb"  # root shaper: "htb", or "tbf" for a serialising link
+    peak_bit: int | None = None  # tbf: peak rate (bit/s)
+    minburst_bytes: int | None = None  # tbf: the peak bucket (PEAK_FRAMES frames)
+    limit_bytes: int | None = None  # tbf: its queue
 
     @property
     def netem_delay_us(self) -> int:
@@ -56,7 +82,13 @@ class EgressPlan:
         """The same plan as `tc` argument lists (for hosts reached by commands)."""
         cmds: list[list[str]] = []
         parent = ["root"]
-        if self.rate_bit is not None:
+        if self.rate_bit is not None and self.kind == "tbf":
+            cmds.append(["qdisc", "add", "dev", dev, "root", "handle", "1:", "tbf",
+                         "rate", f"{self.rate_bit}bit", "burst", f"{self.burst_bytes}b",
+                         "peakrate", f"{self.peak_bit}bit",
+                         "minburst", f"{self.minburst_bytes}b", "limit", f"{self.limit_bytes}b"])
+            parent = ["parent", "1:1"]
+        elif self.rate_bit is not None:
             cmds.append(["qdisc", "add", "dev", dev, "root", "handle", "1:", "htb", "default", "1"])
             cmds.append(["class", "add", "dev", dev, "parent", "1:", "classid", "1:1", "htb",
                          "rate", f"{self.rate_bit}bit", "ceil", f"{self.rate_bit}bit",
@@ -104,5 +136,10 @@ def plan_egress(link: Link) -> EgressPlan:
             if rate_bit is not None:
                 bdp_packets = math.ceil(rate_bit / 8 * link.delay_ms / 1000 / link.mtu)
             netem_limit = max(1000, 2 * bdp_packets)
+    serialise = rate_bit is not None and link.shaper == "serialise"
+    frame = link.mtu + ETHERNET_HEADER
     return EgressPlan(rate_bit, burst, int(round(link.delay_ms * 1000)), link.loss_pct,
-                      fifo, fifo_limit, netem_limit)
+                      fifo, fifo_limit, netem_limit, kind="tbf" if serialise else "htb",
+                      peak_bit=int(rate_bit * (1 + PEAK_EXCESS)) if serialise else None,
+                      minburst_bytes=PEAK_FRAMES * frame if serialise else None,
+                      limit_bytes=QUEUE_FRAMES * frame if serialise else None)

@@ -18,6 +18,7 @@ from .errors import SpecError
 
 IFNAME = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]{0,14}$")
 NODENAME = re.compile(r"^[a-z][a-z0-9]{0,11}$")
+SHAPERS = ("htb", "serialise")  # how a link's rate is enforced: see harness.shaping
 
 
 @dataclass(frozen=True)
@@ -46,6 +47,11 @@ class Link:
     loss_pct: random loss in each direction, percent (needs netem).
     queue_packets / queue_bytes: limit of the bottleneck queue in each
         direction (a switch-port buffer); None keeps the kernel default.
+    shaper: how a rate is enforced (see :mod:`harness.shaping`): "htb" (a
+        token bucket with a burst of >= 2 ms at the rate, the default) or
+        "serialise" (tbf with a peak rate just above the rate and a one-frame
+        peak bucket: every frame leaves at the wire's pace, as on a real
+        Ethernet, and no burst builds up while the link is idle).
     """
 
     a: LinkEnd
@@ -56,6 +62,7 @@ class Link:
     queue_packets: int | None = None
     queue_bytes: int | None = None
     mtu: int = 1500
+    shaper: str = "htb"
 
     @property
     def name(self) -> str:
@@ -206,8 +213,9 @@ class Topology:
     def required_features(self) -> set[str]:
         """Kernel features a namespace lab of this topology needs."""
         needed = {"netns", "veth"}
-        if any(link.shaped for link in self.links):
-            needed.add("htb")
+        for link in self.links:
+            if link.shaped:
+                needed.add("tbf" if link.shaper == "serialise" else "htb")
         if any(link.needs_netem for link in self.links):
             needed.add("netem")
         return needed
@@ -299,6 +307,9 @@ class Topology:
             if (link.queue_packets or link.queue_bytes) and not link.shaped:
                 raise SpecError(f"link {link.name}: a queue limit needs a rate",
                                 "set rate_mbit: the queue fills only behind a bottleneck")
+            if link.shaper not in SHAPERS:
+                raise SpecError(f"link {link.name}: shaper {link.shaper!r} is unknown",
+                                f"use one of {', '.join(SHAPERS)}")
             if not (68 <= link.mtu <= 65535):
                 raise SpecError(f"link {link.name}: MTU {link.mtu} is out of range", "use 68..65535")
         for route in self.routes:
@@ -352,6 +363,8 @@ class Topology:
                 lines.append(f"    disk {disk.name}: {disk.size_mib} MiB, {rates}")
         for link in self.links:
             props = [f"{link.rate_mbit:g} Mbit/s" if link.shaped else "unshaped"]
+            if link.shaped and link.shaper != "htb":
+                props[0] += f" ({link.shaper})"
             if link.delay_ms:
                 props.append(f"one-way delay {link.delay_ms:g} ms")
             if link.loss_pct:

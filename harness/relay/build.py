@@ -16,4 +16,10 @@ PROGRAM = CProgram(
 build_local = PROGRAM.build_local
 build_on = PROGRAM.build_on
 
-__all__ = ["PROGRAM", "BuildFailed", "build_local", "build_on"]
+# S0's "two proxies" baseline: streams multiplexed onto one relay-to-relay connection (mux.c)
+MUX_PROGRAM = CProgram(
+    "srdmux", Path(__file__).with_name("mux.c"),
+    ("-O2", "-std=gnu11", "-Wall", "-Wextra", "-D_FORTIFY_SOURCE=2"),
+    "the multiplexing relay")
+
+__all__ = ["MUX_PROGRAM", "PROGRAM", "BuildFailed", "build_local", "build_on"]

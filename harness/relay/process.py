@@ -1,16 +1,19 @@
-"""A relay of either kind -- our srd or socat -- running on a node for a block, behind one record.
+"""A relay of any kind -- our srd, socat, or our multiplexing pair -- on a node for a block.
 
 Study S0 compares the two relays on the same paths, so both are started,
 checked and measured the same way: the target must answer before the relay
 starts (a relay to nowhere would only show as an empty result later), the
 relay must listen before the block runs, and its process group is what its
 CPU time is read from. srd runs through :func:`harness.relay.running_relay`
-(journalled, stopped by SIGTERM with its exit status kept); socat through
-``journal.process``.
+(journalled, stopped by SIGTERM with its exit status kept); socat and the
+multiplexing pair (``mux-entry`` on the source front, ``mux-exit`` on the
+destination front: mux.c, the paper's proxy with one connection between the
+fronts) through ``journal.process``.
 """
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -22,16 +25,18 @@ from ..nodes.facts import listening_ports
 from ..nodes.local import wait_until
 from ..tools.registry import Tool
 from ..tools.sockets import check_answers
+from .build import MUX_PROGRAM
 from .daemon import running_relay
 from .spec import RelaySpec
 
 SOCAT_TOOL = Tool("socat", "socat -V | grep 'socat version'", "socat")
 SOCAT = "socat -b 262144 TCP-LISTEN:{port},bind={host},fork,reuseaddr,nodelay TCP:{target},nodelay"
+KINDS = ("srd", "socat", "mux-entry", "mux-exit")
 
 
 @dataclass
 class Relay:
-    kind: str  # "srd" or "socat"
+    kind: str  # one of KINDS
     node: Node
     listen: str
     target: str
@@ -54,9 +59,17 @@ class Relay:
 @contextmanager
 def relay(journal: Journal, node: Node, kind: str, listen: str, target: str,
           check_target: bool = True) -> Iterator[Relay]:
-    """A relay (srd or socat) on ``node`` from ``listen`` to ``target`` for the block."""
+    """A relay (one of :data:`KINDS`) on ``node`` from ``listen`` to ``target`` for the block.
+
+    A ``mux-entry`` opens its one shared connection to ``target`` (a ``mux-exit``) when it
+    starts, and a ``mux-exit`` serves one shared connection for its life: never probe a
+    ``mux-exit`` with a connection of its own (``check_target`` is ignored for a
+    ``mux-entry``).
+    """
+    if kind not in KINDS:
+        raise HarnessError(f"unknown relay kind {kind!r}", f"use one of {', '.join(KINDS)}")
     host, port = target.rsplit(":", 1)
-    if check_target:
+    if check_target and kind != "mux-entry":
         check_answers(journal, node, host, int(port), f"relay target of {kind} on {node.name}")
     if kind == "srd":
         with running_relay(journal, node, RelaySpec.parse(listen, target)) as handle:
@@ -67,11 +80,15 @@ def relay(journal: Journal, node: Node, kind: str, listen: str, target: str,
                 ref.exit_status = handle.stop()
         return
     lhost, lport = listen.rsplit(":", 1)
-    cmd = "exec " + SOCAT.format(port=lport, host=lhost, target=target)
+    if kind == "socat":
+        cmd = "exec " + SOCAT.format(port=lport, host=lhost, target=target)
+    else:
+        binary = MUX_PROGRAM.build_on(node)
+        cmd = shlex.join(["exec", binary, kind.split("-")[1], listen, target])
     with journal.process(node, cmd) as proc:
         if not wait_until(lambda: proc.poll() is not None or int(lport) in listening_ports(node),
                           10) or proc.poll() is not None:
-            raise HarnessError(f"socat on {node.name} did not listen on {listen}: "
+            raise HarnessError(f"{kind} on {node.name} did not listen on {listen}: "
                                f"{proc.output().strip()[-300:]}")
         ref = Relay(kind, node, listen, target, proc)
         yield ref

@@ -11,16 +11,33 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
-from ..claims import TARGET, Claim, Region, Verdict, judge, not_testable, table
+from ..claims import Verdict, judge, not_testable, table
 from ..intervals import mean_estimate
+from ..validity import payload_rate_mbit
+from .s0_claims import (
+    ALL_SIZES,
+    APPROPRIATE_SIZES,
+    CHANGES,
+    CLAIMS,
+    DESIGN,
+    DIRECT_LINK_FLOOR,
+    LARGE_SIZES,
+    LATENCY_SIZES,
+    METRICS,
+    SMALL_SIZES,
+)
+from .s0_validity import among, invalid_points
+
+__all__ = ["CHANGES", "CLAIMS", "DESIGN", "claims", "explain", "invalid_table", "table1"]
 
 METHODS = ("direct", "proxies", "nat_srd")
 LABELS = {"direct": "1) direct", "proxies": "2) two proxies", "nat_srd": "3) NAT + SRD"}
 COLORS = {"direct": "C0", "proxies": "C3", "nat_srd": "C2"}
 KB = 1024
-SMALL = (1, KB)  # latency claims: messages up to 1 KB (not bandwidth-bound)
+MB = 1 << 20
 PAPER = {
     "proxies_latency_x": 2.1,
     "nat_latency_x": 1.5,
@@ -29,7 +46,6 @@ PAPER = {
     "gain_128k_1m_pct": (6.0, 16.0),
     "gain_overall_pct": 25.0,
 }
-TARGETS = {"hop_us": 30.0, "srd_vs_socat": 1.0, "srd_vs_forward": 0.70}
 
 PAPER_TABLE1 = pd.DataFrame([
     {"method": "NAT", "front-to-front connections": "many (one per flow)",
@@ -156,30 +172,6 @@ def hop_costs(bench: pd.DataFrame) -> dict[str, float | None]:
     return out
 
 
-TARGET_CLAIMS = {
-    "nat_srd_hop": Claim(
-        "s0.target.nat_srd_hop_us", "relay adds <= 30 us per hop: (NAT + SRD) - direct, 1 B",
-        "-", Region.below(TARGETS["hop_us"], "our target for the relay, not the paper's"),
-        "us", TARGET),
-    "proxies_srd_hop": Claim(
-        "s0.target.proxies_srd_hop_us", "relay adds <= 30 us per hop: (two proxies - direct) / 2",
-        "-", Region.below(TARGETS["hop_us"], "our target for the relay, not the paper's"),
-        "us", TARGET),
-    "nat_srd_vs_socat": Claim(
-        "s0.target.srd_vs_socat_nat", "srd throughput >= socat's (NAT + relay)", "-",
-        Region.above(TARGETS["srd_vs_socat"], "our target: srd no slower than socat"), "x",
-        TARGET),
-    "proxies_srd_vs_socat": Claim(
-        "s0.target.srd_vs_socat_proxies", "srd throughput >= socat's (two proxies)", "-",
-        Region.above(TARGETS["srd_vs_socat"], "our target: srd no slower than socat"), "x",
-        TARGET),
-    "srd_vs_forward": Claim(
-        "s0.target.srd_vs_forward", "srd throughput >= 70% of kernel forwarding "
-        "(NAT + SRD vs direct)", "-",
-        Region.above(TARGETS["srd_vs_forward"], "our target for a user-space hop"), "x", TARGET),
-}
-
-
 def bench_targets(bench: pd.DataFrame) -> list[Verdict]:
     """Our targets for the relay, on the unshaped lab, paired per benchmark repetition.
 
@@ -197,18 +189,18 @@ def bench_targets(bench: pd.DataFrame) -> list[Verdict]:
              if {"nat_srd", "direct"} <= set(lat) else None),
             ("proxies_srd_hop", (lat["proxies_srd"] - lat["direct"]) / 2
              if {"proxies_srd", "direct"} <= set(lat) else None)):
-        out.append(judge(TARGET_CLAIMS[key], None if est is None else
+        out.append(judge(CLAIMS[key], None if est is None else
                          mean_estimate(est, "us"), why))
     for kind in ("nat", "proxies"):
         srd, socat = f"{kind}_srd", f"{kind}_socat"
-        claim = TARGET_CLAIMS[f"{kind}_srd_vs_socat"]
+        claim = CLAIMS[f"{kind}_srd_vs_socat"]
         if {srd, socat} <= set(bw):
             out.append(judge(claim, mean_estimate(bw[srd] / bw[socat], "x", log=True),
                              "iperf3 throughput, unshaped, paired per repetition"))
         else:
             out.append(not_testable(claim, "the benchmark ran without socat"))
     if {"nat_srd", "direct"} <= set(bw):
-        out.append(judge(TARGET_CLAIMS["srd_vs_forward"],
+        out.append(judge(CLAIMS["srd_vs_forward"],
                          mean_estimate(bw["nat_srd"] / bw["direct"], "x", log=True),
                          "a relayed stream crosses two more TCP stacks and a user-space "
                          "process than a forwarded one, on a 2-core machine shared by sender, "
@@ -218,122 +210,120 @@ def bench_targets(bench: pd.DataFrame) -> list[Verdict]:
 
 # -- claims -----------------------------------------------------------------------------------
 
-# Each region quotes the paper (Section 4, Fig. 5 text) and takes its precision: every number
-# there is hedged '정도' (about) and given to a tenth (ratios) or to 1 % (percentages).
-PAPER_CLAIMS = {
-    "proxies_latency": Claim(
-        "s0.latency.proxies_x", "Latency: two proxies / direct (1 B-1 KB)", "about 2.1x",
-        Region.about(2.1, 0.1, "'2.1배 ... 정도' (about 2.1 times direct)"), "x"),
-    "nat_latency": Claim(
-        "s0.latency.nat_srd_x", "Latency: NAT + SRD / direct (1 B-1 KB)", "about 1.5x",
-        Region.about(1.5, 0.1, "'1.5배 정도' (about 1.5 times direct)"), "x"),
-    "nat_vs_proxies_latency": Claim(
-        "s0.latency.nat_vs_proxies_pct", "Latency: NAT + SRD vs two proxies (1 B-1 KB)",
-        "about -28%", Region.about(-28, 1, "'28% 정도 낮았다' (about 28 % lower)"), "%"),
-}
-
-
-def _bandwidth_claims(metric: str, name: str) -> dict[str, Claim]:
-    return {
-        "below_half": Claim(
-            f"s0.bandwidth.{metric}.below_half", f"Bandwidth ({name}): both relayed methods at "
-            "most half of direct (median over sizes)", "half or less",
-            Region.below(0.5, "the paper: '절반 이하의 성능' (half or less of direct's "
-                         "performance)"), "x"),
-        "small": Claim(
-            f"s0.bandwidth.{metric}.gain_1k_32k", f"Bandwidth ({name}): NAT + SRD over two "
-            "proxies, 1-32 KB (median over sizes)", "about +18..27%",
-            Region.between(17, 28, "the paper: '18~27% 정도 높은 값' (about 18-27 % higher); a "
-                           "range given to 1 % and hedged: 17..28"), "%"),
-        "large": Claim(
-            f"s0.bandwidth.{metric}.gain_128k_1m", f"Bandwidth ({name}): NAT + SRD over two "
-            "proxies, 128 KB-1 MB (median over sizes)", "about +6..16%",
-            Region.between(5, 17, "the paper: '6~16% 정도 높은 값' (about 6-16 % higher); a "
-                           "range given to 1 % and hedged: 5..17"), "%"),
-        "overall": Claim(
-            f"s0.bandwidth.{metric}.gain_overall", f"Bandwidth ({name}): NAT + SRD over two "
-            "proxies, overall (1 KB-1 MB, median over sizes)", "about +25%",
-            Region.about(25, 1, "'약 25% 정도의 성능 향상' (about 25 % better)"), "%"),
-    }
-
-
 def per_repetition(frame: pd.DataFrame, value: str) -> pd.DataFrame:
     """One column per method, one row per (repetition, size): the paired samples."""
     return frame.pivot_table(index=["repetition", "size"], columns="method", values=value)
 
 
-def _median_per_rep(series: pd.Series, lo: int, hi: int) -> pd.Series:
-    """Per repetition: the median over sizes lo..hi of a per-(repetition, size) series."""
+def _geomean_per_rep(series: pd.Series, lo: int, hi: int) -> pd.Series:
+    """Per repetition: the geometric mean over sizes lo..hi of a per-(repetition, size) ratio."""
     sizes = series.index.get_level_values("size")
-    return series[(sizes >= lo) & (sizes <= hi)].groupby(level="repetition").median()
+    part = series[(sizes >= lo) & (sizes <= hi)]
+    return np.exp(np.log(part).groupby(level="repetition").mean())
 
 
-def _pct(estimate):
-    return estimate and estimate.map(lambda r: (r - 1) * 100, "%")
+def _regime(frame: pd.DataFrame, meta: dict) -> tuple[str, str]:
+    """Why the run is outside the paper's regime ('' if inside): (for latency, for bandwidth)."""
+    rate = (meta.get("parameters") or {}).get("rate_mbit", 100.0)
+    if rate != 100:
+        why = (f"the links are {'unshaped' if not rate else f'shaped to {rate:g} Mbit/s'}; the "
+               "paper's are 100 Mbit/s Ethernet (000:97)")
+        return why, why
+    direct = frame[(frame.method == "direct") & (frame["size"] == MB)].stream_mbit.dropna()
+    floor = DIRECT_LINK_FLOOR * payload_rate_mbit(rate)
+    if direct.empty:
+        return "", "no direct 1 MB streaming point: whether the links limit is unknown"
+    if direct.median() < floor:
+        return "", (f"the links did not limit: direct streaming of 1 MB read "
+                    f"{direct.median():.1f} Mbit/s (median of {len(direct)}), below "
+                    f"{floor:.1f} ({DIRECT_LINK_FLOOR:.0%} of the payload rate): the CPU did")
+    return "", ""
 
 
-def claims(frame: pd.DataFrame, bench: pd.DataFrame | None = None) -> pd.DataFrame:
+def _far_latency(meta: dict) -> Verdict:
+    """The distance claim needs netem on the public link; this lab's kernel decides."""
+    caps = meta.get("capabilities") or {}
+    lab_caps = caps.get("vm") or caps.get("local") or {}
+    if not (lab_caps.get("features") or {}).get("netem", False):
+        return not_testable(CLAIMS["far_latency"], (
+            f"the lab's kernel ({lab_caps.get('kernel', '?')}) has no netem (its probe: "
+            "`tc qdisc add ... netem` failed), so no front-to-front delay can be set; the "
+            "sweep needs a lab placed in a VM, which this study does not do yet"))
+    return not_testable(CLAIMS["far_latency"], "the run swept no front-to-front delay")
+
+
+def claims(frame: pd.DataFrame, bench: pd.DataFrame | None = None,
+           meta: dict | None = None) -> pd.DataFrame:
     """The paper's claims, then our targets, each judged on its interval over repetitions.
 
-    A repetition measures the three methods interleaved, size by size in a
-    shuffled order; each claim's quantity is computed per repetition (the
-    median over the claim's sizes of a paired ratio), and the repetitions are
-    its samples.
+    Each claim's quantity is computed per repetition (a ratio paired per size, averaged
+    over the claim's sizes on a log scale) and the repetitions are its samples. A claim
+    outside the paper's regime is "not testable here" with the measured reason; one that
+    rests on a physically impossible point is "invalid" (:mod:`.s0_validity`).
     """
+    meta = meta or {}
+    rate = (meta.get("parameters") or {}).get("rate_mbit", 100.0)
+    invalid = invalid_points(frame, rate)
+    lat_regime, bw_regime = _regime(frame, meta)
     s = summary(frame).set_index(["size", "method"])
     lat = per_repetition(frame, "half_rtt_us")
-    hops = hop_costs(bench) if bench is not None and not bench.empty else {}
     direct_1b = s.loc[(1, "direct"), "half_rtt_us"] if (1, "direct") in s.index else None
-    hop = hops.get("proxies_srd_per_hop_us")
     why_lat = (f"direct is {direct_1b:.0f} us at 1 B (veth: no NIC, wire or interrupt "
                "moderation)" if direct_1b else "")
-    if hop is not None:
-        why_lat += f"; a relay hop adds {hop:.0f} us (unshaped bench): a fixed cost against a " \
-                   "small base"
     out: list[Verdict] = []
-    if set(METHODS) <= set(lat.columns):
+    lat_claims = ("proxies_latency", "nat_latency", "nat_vs_proxies_latency")
+    if not set(METHODS) <= set(lat.columns):
+        out += [not_testable(CLAIMS[k], "needs all three methods") for k in lat_claims]
+    elif lat_regime:
+        out += [not_testable(CLAIMS[k], lat_regime) for k in lat_claims]
+    else:
         for key, ratio in (("proxies_latency", lat.proxies / lat.direct),
                            ("nat_latency", lat.nat_srd / lat.direct)):
-            est = mean_estimate(_median_per_rep(ratio, *SMALL), "x", log=True)
-            out.append(judge(PAPER_CLAIMS[key], est, why_lat))
-        est = mean_estimate(_median_per_rep(lat.nat_srd / lat.proxies, *SMALL), log=True)
-        out.append(judge(PAPER_CLAIMS["nat_vs_proxies_latency"], _pct(est),
-                         "NAT on fa replaces one user-space hop (two socket terminations and a "
-                         "process wake-up) with kernel forwarding"))
-    else:
-        out += [not_testable(c, "needs all three methods") for c in PAPER_CLAIMS.values()]
-    link_bound = ""
-    if (1 << 20, "direct") in s.index:
-        link_bound = ("1 MB streams at " + "/".join(
-            f"{s.loc[(1 << 20, m), 'stream_mbit']:.0f}" for m in METHODS)
-            + " Mbit/s (direct/proxies/NAT)")
-    if (1, "direct") in s.index:
-        link_bound += (f"; tiny messages are limited by one send() per message "
-                       f"({s.loc[(1, 'direct'), 'stream_mbit']:.1f} Mbit/s direct at 1 B)")
-    for metric, name, why in (
-            ("stream", "streaming", link_bound),
-            ("pingpong", "ping-pong (NetPIPE: size / half-RTT)",
-             "follows latency: the relay hop's fixed cost matters up to ~1 KB; from 4 KB "
-             "serialisation on the 100 Mbit/s links dominates every method alike")):
-        bw = per_repetition(frame, f"{metric}_mbit")
-        defs = _bandwidth_claims(metric, name)
-        if not set(METHODS) <= set(bw.columns):
-            out += [not_testable(c, "needs all three methods") for c in defs.values()]
-            continue
-        everything = (1, 1 << 40)
-        worst = pd.concat([_median_per_rep(bw.proxies / bw.direct, *everything),
-                           _median_per_rep(bw.nat_srd / bw.direct, *everything)],
-                          axis=1).max(axis=1)
-        out.append(judge(defs["below_half"], mean_estimate(worst, "x", log=True),
-                         "the larger of the two relayed methods' ratios, per repetition; " + why))
-        gain = bw.nat_srd / bw.proxies
-        for key, (lo, hi) in (("small", (KB, 32 * KB)), ("large", (128 * KB, 1 << 20)),
-                              ("overall", (KB, 1 << 20))):
-            est = mean_estimate(_median_per_rep(gain, lo, hi), log=True)
-            out.append(judge(defs[key], _pct(est), why))
+            out.append(judge(CLAIMS[key], mean_estimate(
+                _geomean_per_rep(ratio, *LATENCY_SIZES), "x", log=True), why_lat))
+        est = mean_estimate(_geomean_per_rep(lat.nat_srd / lat.proxies, *LATENCY_SIZES),
+                            log=True)
+        out.append(judge(CLAIMS["nat_vs_proxies_latency"], est and est.as_gain_pct(),
+                         "NAT on fa replaces a user-space hop (two socket terminations, a "
+                         "process wake-up, framing onto the shared connection) with kernel "
+                         "forwarding"))
+    for metric in METRICS:
+        out += _bandwidth_verdicts(frame, metric, bw_regime, invalid)
+    out.append(_far_latency(meta))
     if bench is not None and not bench.empty:
         out += bench_targets(bench)
     return table(out)
+
+
+def _bandwidth_verdicts(frame: pd.DataFrame, metric: str, regime: str,
+                        invalid: list) -> list[Verdict]:
+    keys = [k for k in CLAIMS if k.startswith(f"bandwidth.{metric}.")]
+    bw = per_repetition(frame, f"{metric}_mbit")
+    if not set(METHODS) <= set(bw.columns):
+        return [not_testable(CLAIMS[k], "needs all three methods") for k in keys]
+    if regime:
+        return [not_testable(CLAIMS[k], regime) for k in keys]
+    quantity = "streaming" if metric == "stream" else "ping-pong"
+    out = []
+    for method in ("proxies", "nat_srd"):
+        est = mean_estimate(_geomean_per_rep(bw[method] / bw.direct, *ALL_SIZES), "x",
+                            log=True)
+        out.append(judge(CLAIMS[f"bandwidth.{metric}.{method}_below_half"], est,
+                         invalid=among(invalid, ("direct", method), ALL_SIZES, quantity)))
+    gain = bw.nat_srd / bw.proxies
+    for key, sizes in (("gain_1k_32k", SMALL_SIZES), ("gain_128k_1m", LARGE_SIZES),
+                       ("gain_appropriate", APPROPRIATE_SIZES)):
+        est = mean_estimate(_geomean_per_rep(gain, *sizes), log=True)
+        out.append(judge(CLAIMS[f"bandwidth.{metric}.{key}"], est and est.as_gain_pct(),
+                         invalid=among(invalid, ("proxies", "nat_srd"), sizes, quantity)))
+    return out
+
+
+def invalid_table(frame: pd.DataFrame, meta: dict) -> pd.DataFrame:
+    """Every physically impossible point of the run, with its numbers (for the report)."""
+    rate = (meta.get("parameters") or {}).get("rate_mbit", 100.0)
+    return pd.DataFrame([vars(p) for p in invalid_points(frame, rate)],
+                        columns=["point", "quantity", "value", "bound", "unit", "why", "breaks"])
 
 
 # -- Table 1 ----------------------------------------------------------------------------------
@@ -341,7 +331,7 @@ def claims(frame: pd.DataFrame, bench: pd.DataFrame | None = None) -> pd.DataFra
 def table1(connections: pd.DataFrame) -> pd.DataFrame:
     """What our three methods actually did with ``flows`` open flows, measured (ss, conntrack)."""
     where = {"direct": "kernel (IP forwarding on fa and fb)",
-             "proxies": "user space (srd on fa and on fb)",
+             "proxies": "user space (srdmux on fa and on fb: one shared connection)",
              "nat_srd": "kernel NAT on fa + user-space SRD on fb"}
     rows = []
     for _, c in connections.iterrows():
@@ -350,7 +340,8 @@ def table1(connections: pd.DataFrame) -> pd.DataFrame:
             f2f = (f"0 terminate at the fronts; {int(c.public_segment_connections)} end-to-end "
                    f"connections cross the public segment for {n} flows")
         else:
-            f2f = (f"{int(c.fb_peers_fa_public)} for {n} flows (one per flow), from "
+            k = int(c.fb_peers_fa_public)
+            f2f = (f"{k} for {n} flows ({'shared' if k == 1 else 'one per flow'}), from "
                    f"{'fa itself' if c.method == 'proxies' else 'a1, translated to fa'}")
         rows.append({
             "method": LABELS[c.method], "front-to-front connections": f2f,

@@ -1,11 +1,16 @@
 """S0's three methods measured on a testbed: the interleaved sweep, connection counts, NAT proof.
 
 For each method (:data:`.s0.METHODS`) a1 connects somewhere else --
-b1 itself, fa's relay, or fb's SRD through fa's NAT (:func:`method_path`).
+b1 itself, fa's proxy, or fb's SRD through fa's NAT (:func:`method_path`).
 The sweep measures all three in one ping-pong client run per repetition, so
 a shared machine's load falls on them alike; the connection count is the
 paper's Table 1; the NAT evidence proves that method 3 was translated and
 method 1 was not. Relays, ports and addresses are S0's (:mod:`.s0`).
+
+A repetition is an independent sample: its relays are started for it (the
+proxies' one shared connection is fresh too), its client opens fresh
+connections, and the order of both factors -- the sizes, and the methods
+within each size -- is drawn for it from the run's recorded seed.
 """
 
 from __future__ import annotations
@@ -20,23 +25,35 @@ from dataclasses import dataclass
 from ..config import nat
 from ..errors import SpecError
 from ..progress import progress
-from ..relay.process import Relay, relay
+from ..errors import HarnessError
+from ..relay.process import Relay, relay, srd_clients
 from ..tools import pingpong
 from ..tools.iperf3 import settle
 from ..tools.sockets import ss_established
-from .s0 import LABELS, METHODS, PROXY_PORT, SERVER_PORT, SRD_PORT, Measurement, Params
+from .s0 import (
+    LABELS,
+    METHODS,
+    MUX_PORT,
+    PROXY_PORT,
+    SERVER_PORT,
+    SRD_PORT,
+    Measurement,
+    Params,
+)
 
 
 @contextmanager
 def main_relays(meas: Measurement) -> Iterator[dict[str, Relay]]:
-    """Ping-pong server on b1, the SRD on fb, the relay (proxy) on fa: for the whole sweep."""
+    """The SRD on fb (method 3) and the proxy pair (method 2: fa's half carries every stream
+    over one connection to fb's half). The ping-pong server on b1 must be up already."""
     p, j = meas.plan, meas.journal
-    with pingpong.server(j, meas.node("b1"), p.b1, SERVER_PORT), \
-            relay(j, meas.node("fb"), "srd", f"{p.fb_pub}:{SRD_PORT}",
-                  f"{p.b1}:{SERVER_PORT}") as srd, \
-            relay(j, meas.node("fa"), "srd", f"{p.fa_priv}:{PROXY_PORT}",
-                  f"{p.fb_pub}:{SRD_PORT}") as proxy:
-        yield {"fb_srd": srd, "fa_proxy": proxy}
+    with relay(j, meas.node("fb"), "srd", f"{p.fb_pub}:{SRD_PORT}",
+               f"{p.b1}:{SERVER_PORT}") as srd, \
+            relay(j, meas.node("fb"), "mux-exit", f"{p.fb_pub}:{MUX_PORT}",
+                  f"{p.b1}:{SERVER_PORT}") as proxy_b, \
+            relay(j, meas.node("fa"), "mux-entry", f"{p.fa_priv}:{PROXY_PORT}",
+                  f"{p.fb_pub}:{MUX_PORT}") as proxy_a:
+        yield {"fb_srd": srd, "fa_proxy": proxy_a, "fb_proxy": proxy_b}
 
 
 @dataclass
@@ -105,7 +122,15 @@ def sweep(meas: Measurement, params: Params) -> list[dict]:
     rows = []
     with progress(params.repetitions, "s0 sizes x methods", unit="repetition") as bar:
         for rep in range(1, params.repetitions + 1):
-            rows += sweep_repetition(meas, params, a1, rep)
+            with main_relays(meas) as relays:
+                rows += sweep_repetition(meas, params, a1, rep)
+                dead = [name for name, r in relays.items() if not r.running()]
+                if rep == params.repetitions:
+                    meas.relays_seen = {"records": [r.record() for r in relays.values()],
+                                        "srd_on_fb": srd_clients(relays["fb_srd"])}
+            if dead:
+                raise HarnessError(f"relays {', '.join(dead)} died during repetition {rep}",
+                                   "see the relays' output in the journal's process records")
             bar.step(f"repetition {rep}")
     return rows
 
@@ -118,9 +143,10 @@ def sweep_repetition(meas: Measurement, params: Params, a1, rep: int) -> list[di
     with ExitStack() as stack:
         for method in METHODS:
             ways[method] = stack.enter_context(method_path(meas, method))
+        sizes = meas.order.shuffle(params.sizes)  # the sizes' order, drawn per repetition
         result = pingpong.client(meas.journal, a1,
                                  {m: (w.host, w.port) for m, w in ways.items()},
-                                 list(params.sizes), params.latency_budget_s,
+                                 sizes, params.latency_budget_s,
                                  params.stream_budget_s, seed=meas.order.draw_seed())
         for way in ways.values():
             if way.table is not None:
@@ -137,7 +163,8 @@ def sweep_repetition(meas: Measurement, params: Params, a1, rep: int) -> list[di
             lat, st = point["latency"], point.get("stream") or {}
             rows.append({
                 "method": method, "label": LABELS[method], "repetition": rep,
-                "order": point["order"], "size": point["size"],
+                "order": point["order"], "size_order": sizes.index(point["size"]),
+                "size": point["size"],
                 "half_rtt_us": lat["median_us"], "half_rtt_mean_us": lat["mean_us"],
                 "half_rtt_p10_us": lat["p10_us"], "half_rtt_p90_us": lat["p90_us"],
                 "half_rtt_min_us": lat["min_us"], "iterations": lat["n"],
@@ -161,7 +188,7 @@ def count_connections(meas: Measurement, params: Params) -> list[dict]:
     p = meas.plan
     rows = []
     for method in METHODS:
-        with method_path(meas, method) as path:
+        with main_relays(meas), method_path(meas, method) as path:
             with pingpong.hold_connections(meas.journal, meas.node("a1"), path.host, path.port,
                                            params.flows):
                 seen = {n: ss_established(meas.node(n)) for n in ("fa", "fb", "b1")}
@@ -172,8 +199,8 @@ def count_connections(meas: Measurement, params: Params) -> list[dict]:
                                and e.reply.dst == p.fa_pub and e.original.src != p.fa_pub)
         meas.session.raw(f"connections-{method}.json", json.dumps(seen, indent=1))
         fa_in = sum(1 for c in seen["fa"] if c[1] == PROXY_PORT)
-        fa_out = sum(1 for c in seen["fa"] if c[3] == SRD_PORT and c[2] == p.fb_pub)
-        fb_in = [c for c in seen["fb"] if c[1] == SRD_PORT]
+        fa_out = sum(1 for c in seen["fa"] if c[3] in (SRD_PORT, MUX_PORT) and c[2] == p.fb_pub)
+        fb_in = [c for c in seen["fb"] if c[1] in (SRD_PORT, MUX_PORT)]
         fb_out = sum(1 for c in seen["fb"] if c[3] == SERVER_PORT)
         b1_in = [c for c in seen["b1"] if c[1] == SERVER_PORT]
         a_net = ipaddress.ip_network(p.a_private)

@@ -1,0 +1,87 @@
+"""S0's physical bounds: which measured points no 100 Mbit/s wire could have produced.
+
+Two rates are read per (repetition, method, size) point, and each has its bound:
+
+* **streaming** (one-way, back-to-back messages): at most the wire's TCP payload
+  rate, R x 1448/1514 (:func:`harness.validity.payload_rate_mbit`), with the
+  common 2 % slack.
+* **ping-pong** (size / half round trip, NetPIPE's definition): a message of
+  ``n`` frames must cross the slowest link, where the serialising shaper
+  (:mod:`harness.shaping`, ``serialise``) lets its first
+  :data:`~harness.shaping.PEAK_FRAMES` frames leave at once (its peak bucket) and
+  paces the rest at the peak rate P = R (1 + PEAK_EXCESS). So the one-way time is
+  at least (wire bytes - bucket) x 8 / P, and the rate at most
+  ``size x 8 x P / ((wire bytes - bucket) x 8)``. Wire bytes: the payload plus
+  66 bytes per frame (14 Ethernet + 20 IP + 20 TCP + 12 timestamps), with 1448
+  payload bytes per full frame. A message that fits in the bucket (<= 2 frames,
+  <= 2896 B) has no wire bound here: the shaper lets it through at once (on a
+  real wire it would still take a frame time per hop; the lab cannot show that).
+  Measured on the lab (2026-11-26): 16 KB read 112 Mbit/s against this bound's
+  115.9 (x 1.02 slack: 118.2); with htb's 32 KB burst it read ~190.
+
+A point above its bound is shown as :class:`harness.validity.Invalid`, and every
+claim resting on it is judged ``invalid`` (:func:`harness.claims.judge`).
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from ..shaping import PEAK_EXCESS, PEAK_FRAMES
+from ..validity import Invalid, check_rate, payload_rate_mbit
+
+MTU = 1500
+FRAME = MTU + 14  # bytes a shaper counts per full frame
+PAYLOAD = MTU - 52  # TCP payload bytes per full frame (IP 20, TCP 20, timestamps 12)
+OVERHEAD = FRAME - PAYLOAD  # 66 bytes of headers per frame
+
+
+def wire_bytes(size: int) -> int:
+    """Bytes the shaper counts for a ``size``-byte message sent alone (full frames + the rest)."""
+    frames = max(1, math.ceil(size / PAYLOAD))
+    return size + frames * OVERHEAD
+
+
+def pingpong_bound_mbit(size: int, rate_mbit: float) -> float | None:
+    """The highest size / half round trip a serialised wire of ``rate_mbit`` allows; None when
+    the message fits in the shaper's peak bucket (module docstring)."""
+    paced = wire_bytes(size) - PEAK_FRAMES * FRAME
+    if paced <= 0:
+        return None
+    return size * rate_mbit * (1 + PEAK_EXCESS) / paced
+
+
+def invalid_points(frame: pd.DataFrame, rate_mbit: float | None) -> list[Invalid]:
+    """Every point of the sweep above its wire's bound (none on unshaped links)."""
+    if not rate_mbit:
+        return []
+    out = []
+    for row in frame.itertuples():
+        where = f"repetition {row.repetition}, {row.method}, {int(row.size)} B"
+        stream = getattr(row, "stream_mbit", None)
+        if stream is not None and pd.notna(stream):
+            out.append(check_rate(where, float(stream), rate_mbit, MTU,
+                                  quantity="streaming rate"))
+        bound = pingpong_bound_mbit(int(row.size), rate_mbit)
+        pp = getattr(row, "pingpong_mbit", None)
+        if bound is not None and pp is not None and pd.notna(pp):
+            out.append(check_rate(
+                where, float(pp), rate_mbit, MTU, quantity="ping-pong rate (size / half RTT)",
+                allowance_mbit=bound - payload_rate_mbit(rate_mbit, MTU),
+                why=f"the shaper's first {PEAK_FRAMES} frames of a message leave at once"))
+    return [p for p in out if p is not None]
+
+
+def among(points: list[Invalid], methods, sizes: tuple[int, int], quantity: str = "") -> list[
+        Invalid]:
+    """The invalid points a claim rests on: its methods, its sizes lo..hi, its quantity."""
+    lo, hi = sizes
+    out = []
+    for p in points:
+        _rep, method, size = (part.strip() for part in p.point.split(","))
+        if method in methods and lo <= int(size.split()[0]) <= hi and \
+                (not quantity or p.quantity.startswith(quantity)):
+            out.append(p)
+    return out
