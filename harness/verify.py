@@ -196,7 +196,10 @@ def rate_call(d: Direction, seconds: int, port: int, interval: float,
     ready = d.dst_node.command_on_machine(listening_argv(port))
     client = command_text(["iperf3", "-c", d.dst.ip, "-B", d.src.ip, "-p", str(port),
                            "-t", str(seconds), "-J"])
-    counter = command_text(["tc", "-s", "class", "show", "dev", d.src.ifname, "classid", "1:1"])
+    # htb's class 1:1 prints its counter first; a tbf root (a serialising link, see
+    # harness.shaping) has no class statistics, so its root qdisc's counter is read instead
+    counter = (command_text(["tc", "-s", "class", "show", "dev", d.src.ifname, "classid", "1:1"])
+               + "; " + command_text(["tc", "-s", "qdisc", "show", "dev", d.src.ifname, "root"]))
     return Call(d.src_node, ["bash", "--norc", "--noprofile", "-c", RATE_TEST, "rate-test",
                              server, ready, client, counter, str(interval)],
                 timeout=seconds + 20, exclusive=True)
