@@ -124,7 +124,8 @@ def test_rate_tests_alone_then_delayed_pings_alone_then_plain_pings_in_batches()
     assert server.startswith("nsenter --net=/run/netns/x-b -- iperf3 -s -1 -B 198.18.0.2")
     assert "ss -Hltn" in ready and "x-b" in ready
     assert client.startswith("iperf3 -c 198.18.0.2 -B 198.18.0.1") and "-t 3" in client
-    assert counter == "tc -s class show dev eth1 classid 1:1" and interval == "0.1"
+    assert counter == ("tc -s class show dev eth1 classid 1:1; "
+                       "tc -s qdisc show dev eth1 root") and interval == "0.1"
     timed, untimed = kinds[1][2].command, kinds[3][2].command
     assert timed[:3] == ["ping", "-n", "-c"] and timed[3] == "11"  # timed: 10 + 1 for ARP
     assert untimed[3] == "4"  # recorded only: fewer
