@@ -10,12 +10,15 @@ on each client interface and per-interface policy routing. Upstream has no
 coupled controller (LIA/OLIA/BALIA): each subflow runs the congestion control
 asked for (CUBIC), uncoupled; the run records which controller ran. Traffic:
 iperf3 (memory to memory) and a real GridFTP transfer (globus-url-copy with
--p N parallel data streams), each over TCP and over MPTCP.
+-p N parallel data streams), each over TCP and over MPTCP, from a sender whose CPU
+is limited by a cgroup at each registered limit (the paper limits its sender's CPU,
+004:66; :mod:`.s4_design` says which limits and why), all factors in an order
+shuffled per repetition (:mod:`.s4_sweep`).
 """
 
 from __future__ import annotations
 
-import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -23,35 +26,49 @@ import pandas as pd
 
 from ..config import cgroup, mptcp
 from ..config.congestion import DefaultCongestion
-from ..progress import progress
+from ..errors import SpecError
 from ..session import Session
-from ..tools import counters
 from ..tools.gridftp import GLOBUS_URL_COPY, GRIDFTP_SERVER
-from ..tools.iperf3 import IPERF3, MPTCPIZE, iperf3_client, iperf3_server, settle
+from ..tools.iperf3 import IPERF3, MPTCPIZE
 from ..topology import Topology, TopologyBuilder
 from .base import Citation, Requirements, RunData, Study
 from .order import MeasuringOrder
 from .parameters import Parameters, param
+from .s4_design import PROFILES, limit_label
+from .s4_sweep import CONGESTION, ORDER_DESIGN, sweep_gridftp, sweep_iperf3
 
 STUDY = "s4"
-IPERF_PORT_TCP = 5201
-IPERF_PORT_MPTCP = 5202
-GRIDFTP_PORT_TCP = 2811
-GRIDFTP_PORT_MPTCP = 2812
-CONGESTION = "cubic"
 LAB_PREFIX = "198.18.0.0/15"  # RFC 2544 benchmarking range
+MIN_CPUS = 0.01  # 1 ms of a 100 ms CFS period: the smallest quota the cgroup's period allows
 
-PROFILES = {
-    # quick: the notebook's defaults; minutes on a laptop
-    "quick": dict(streams=(1, 2, 4, 10), repetitions=2, duration_s=4,
-                  gridftp_streams=(1, 4, 10), gridftp_mbytes=64),
-    # verdict: the quick sweep repeated until every claim's interval is narrow (~12 min)
-    "verdict": dict(streams=(1, 2, 4, 10), repetitions=10, duration_s=4,
-                    gridftp_streams=(1, 4, 10), gridftp_mbytes=64),
-    # paper: the paper's sweep, 1..10 streams, repeated
-    "paper": dict(streams=tuple(range(1, 11)), repetitions=3, duration_s=8,
-                  gridftp_streams=tuple(range(1, 11)), gridftp_mbytes=192),
-}
+
+def cpu_limits(name: str, value) -> tuple[float, ...]:
+    """Sender CPU limits: 0.01, "0,0.01" or a list; each 0 (no limit) or 0.01..64, no repeats."""
+    if isinstance(value, str):
+        items: Iterable = [v for v in value.replace(" ", "").split(",") if v]
+    elif isinstance(value, (int, float)) and not isinstance(value, bool):
+        items = [value]
+    elif isinstance(value, Iterable):
+        items = list(value)
+    else:
+        raise SpecError(f"parameter {name}={value!r} is not a list of CPU limits",
+                        "write e.g. 0,0.01 (0: no limit)")
+    out = []
+    for item in items:
+        try:
+            cpus = float(item)
+        except (TypeError, ValueError):
+            raise SpecError(f"parameter {name} has a non-number {item!r}",
+                            "write e.g. 0,0.01 (0: no limit)") from None
+        if isinstance(item, bool) or (cpus and not MIN_CPUS <= cpus <= 64):
+            raise SpecError(f"parameter {name}={cpus:g} is out of range",
+                            f"use {MIN_CPUS:g}..64 CPUs (or 0: no limit)")
+        if cpus in out:
+            raise SpecError(f"parameter {name} repeats {cpus:g}", "give each limit once")
+        out.append(cpus)
+    if not out:
+        raise SpecError(f"parameter {name} is empty", "give at least one limit (0: no limit)")
+    return tuple(out)
 
 
 @dataclass(frozen=True)
@@ -61,15 +78,17 @@ class Params(Parameters):
                                      low=1, high=128)
     repetitions: int = param(2, "repetitions of the whole sweep (the claims' samples)", low=1,
                              high=100)
-    seed: int = param(0, "seed of the randomised order of TCP and MPTCP in each repetition",
+    seed: int = param(0, "seed of the randomised order of every factor in each repetition",
                       low=0, high=2**31 - 1, zero="a fresh seed, recorded in run.json")
     duration_s: int = param(4, "seconds per iperf3 point", unit="s", low=1, high=600)
     path_rate_mbit: float = param(500.0, "rate of each client path (the paper: 500)",
                                   unit="Mbit/s", low=1, high=40_000)
     server_rate_mbit: float = param(1000.0, "rate of the server's link (the paper: 1000)",
                                     unit="Mbit/s", low=1, high=40_000)
-    sender_cpus: float = param(0.0, "CPU limit of the sender, in CPUs (a cgroup)", unit="CPUs",
-                               low=0.05, high=64, zero="no limit")
+    sender_cpus: tuple[float, ...] = param(
+        PROFILES["quick"]["sender_cpus"], "CPU limits of the sender (a cgroup each), swept; "
+        "the paper limits its sender's CPU (004:66)", unit="CPUs", low=MIN_CPUS, high=64,
+        zero="no limit", parse=cpu_limits)
     gridftp: bool = param(True, "also run real GridFTP transfers (globus-url-copy -p N)")
     gridftp_streams: tuple[int, ...] = param(PROFILES["quick"]["gridftp_streams"],
                                              "parallel GridFTP data streams per point",
@@ -114,31 +133,6 @@ def configure_mptcp(session: Session, bed) -> None:
                                       bed.device("client", "eth1"), ("subflow",)))
 
 
-@dataclass
-class PathCounters:
-    before_if: dict
-    before_mptcp: dict
-
-    @classmethod
-    def read(cls, bed) -> PathCounters:
-        client = bed.node("client")
-        devs = [bed.device("client", "eth0"), bed.device("client", "eth1")]
-        return cls(*counters.interface_bytes_and_netstat(client, devs, "MPTcpExt"))
-
-    def since(self, bed) -> dict:
-        now = PathCounters.read(bed)
-        d0, d1 = bed.device("client", "eth0"), bed.device("client", "eth1")
-        mp = counters.delta(now.before_mptcp, self.before_mptcp)
-        return {
-            "path1_tx_bytes": now.before_if[d0]["tx"] - self.before_if[d0]["tx"],
-            "path2_tx_bytes": now.before_if[d1]["tx"] - self.before_if[d1]["tx"],
-            "mp_capable_syn_ack_rx": mp.get("MPCapableSYNACKRX", 0),
-            "mp_join_syn_ack_rx": mp.get("MPJoinSynAckRx", 0),
-            "mp_fallback": mp.get("MPFallbackTokenInit", 0) + mp.get("MPCapableFallbackACK", 0)
-            + mp.get("MPCapableFallbackSYNACK", 0),
-        }
-
-
 class S4(Study):
     name = STUDY
     title = "MPTCP versus TCP for Globus/GridFTP-style parallel transfers"
@@ -158,24 +152,27 @@ class S4(Study):
         tools = (IPERF3, MPTCPIZE) + ((GLOBUS_URL_COPY, GRIDFTP_SERVER) if params.gridftp else ())
         return Requirements(features=frozenset({"mptcp"}), tools=tools)
 
-    def configure(self, session: Session, bed, params: Params) -> str | None:
-        """MPTCP on client and server; the sender's CPU limit. Returns the cgroup (or None)."""
+    def configure(self, session: Session, bed, params: Params) -> dict[float, str | None]:
+        """MPTCP on client and server; a cgroup per sender CPU limit. Returns limit -> cgroup."""
         configure_mptcp(session, bed)
-        if not params.sender_cpus:
-            return None
-        limit = cgroup.CpuLimit(bed.node("client"), params.sender_cpus, "s4-sender")
-        session.apply(limit)
-        return limit.path
+        cgroups: dict[float, str | None] = {}
+        for cpus in params.sender_cpus:
+            if not cpus:
+                cgroups[cpus] = None
+                continue
+            limit = cgroup.CpuLimit(bed.node("client"), cpus, f"s4-sender-{limit_label(cpus)}")
+            session.apply(limit)
+            cgroups[cpus] = limit.path
+        return cgroups
 
-    def measure(self, session: Session, bed, params: Params, cpu_cgroup: str | None) -> None:
-        """Sweep streams x transports with iperf3, then with GridFTP; archive one table."""
+    def measure(self, session: Session, bed, params: Params,
+                cgroups: dict[float, str | None]) -> None:
+        """Sweep limits x streams x transports with iperf3, then with GridFTP; archive one table."""
         order = MeasuringOrder(params.seed)
-        rows = sweep_iperf3(session, bed, params, cpu_cgroup, order)
+        rows = sweep_iperf3(session, bed, params, cgroups, order)
         if params.gridftp:
-            rows += sweep_gridftp(session, bed, params, cpu_cgroup, order)
-        session.note(order=order.record(
-            "TCP and MPTCP back to back per stream count, in an order shuffled per stream "
-            "count and repetition"))
+            rows += sweep_gridftp(session, bed, params, cgroups, order)
+        session.note(order=order.record(ORDER_DESIGN))
         session.results(pd.DataFrame(rows))
         session.note(controllers={
             "tcp": CONGESTION,
@@ -187,100 +184,14 @@ class S4(Study):
     def claims(self, data: RunData) -> pd.DataFrame:
         from . import s4_analysis
 
-        return s4_analysis.claims(data.results)
+        return s4_analysis.claims(data.results, **s4_analysis.rates(data.meta))
 
     def figures(self, data: RunData) -> dict:
-        from . import s4_analysis
+        from . import s4_analysis, s4_figures
 
-        return {"fig3": s4_analysis.figure(data.results)}
+        return {"fig3": s4_figures.figure(data.results, **s4_analysis.rates(data.meta))}
 
 
 def measure(params: Params, run_dir: str = "", inventory: str = "") -> str:
     """The study run end to end (see :meth:`Study.run`); returns the run folder."""
     return S4().run(params, run_dir, inventory)
-
-
-def sweep_iperf3(session: Session, bed, params: Params, cpu_cgroup: str | None,
-                 order: MeasuringOrder) -> list[dict]:
-    j = session.journal
-    server, client = bed.node("server"), bed.node("client")
-    server_ip = bed.address("server", "eth0")
-    path1_ip = bed.address("client", "eth0")
-    rows = []
-    with iperf3_server(j, server, server_ip, IPERF_PORT_TCP), \
-            iperf3_server(j, server, server_ip, IPERF_PORT_MPTCP, mptcp=True), \
-            progress(params.repetitions * len(params.streams) * 2, "s4 iperf3") as bar:
-        for rep in range(1, params.repetitions + 1):
-            for streams in params.streams:
-                for position, transport in enumerate(order.shuffle(("tcp", "mptcp"))):
-                    is_mptcp = transport == "mptcp"
-                    started = time.monotonic()
-                    before = PathCounters.read(bed)
-                    result = iperf3_client(
-                        client, server_ip,
-                        port=IPERF_PORT_MPTCP if is_mptcp else IPERF_PORT_TCP,
-                        seconds=params.duration_s, streams=streams, congestion=CONGESTION,
-                        # single-path TCP is pinned to path 1; MPTCP starts there and joins path 2
-                        bind=None if is_mptcp else path1_ip, mptcp=is_mptcp,
-                        cgroup=cpu_cgroup)
-                    paths = before.since(bed)
-                    wall = time.monotonic() - started
-                    session.raw(f"iperf3-{transport}-p{streams:02d}-r{rep}.json",
-                                _json(result.raw))
-                    rows.append({
-                        "tool": "iperf3", "transport": transport, "streams": streams,
-                        "repetition": rep, "order": position,
-                        "goodput_mbit": result.received_bps / 1e6,
-                        "sent_mbit": result.sent_bps / 1e6, "retransmits": result.retransmits,
-                        "congestion": result.congestion, "bytes": result.bytes_received,
-                        "measure_s": result.seconds, "tool_s": result.process_s,
-                        "wall_s": wall, **paths,
-                    })
-                    bar.step(f"{transport} {streams} streams, repetition {rep}")
-                    settle()
-    return rows
-
-
-def sweep_gridftp(session: Session, bed, params: Params, cpu_cgroup: str | None,
-                 order: MeasuringOrder) -> list[dict]:
-    from ..tools.gridftp import gridftp_server, gridftp_transfer
-
-    j = session.journal
-    server, client = bed.node("server"), bed.node("client")
-    server_ip = bed.address("server", "eth0")
-    size = params.gridftp_mbytes * 2**20
-    rows = []
-    with gridftp_server(j, server, server_ip, GRIDFTP_PORT_TCP, mptcp=False), \
-            gridftp_server(j, server, server_ip, GRIDFTP_PORT_MPTCP, mptcp=True), \
-            progress(params.repetitions * len(params.gridftp_streams) * 2, "s4 GridFTP") as bar:
-        for rep in range(1, params.repetitions + 1):
-            for streams in params.gridftp_streams:
-                for position, transport in enumerate(order.shuffle(("tcp", "mptcp"))):
-                    is_mptcp = transport == "mptcp"
-                    started = time.monotonic()
-                    before = PathCounters.read(bed)
-                    result = gridftp_transfer(
-                        client, server_ip,
-                        GRIDFTP_PORT_MPTCP if is_mptcp else GRIDFTP_PORT_TCP,
-                        size, streams, mptcp=is_mptcp, cgroup=cpu_cgroup)
-                    paths = before.since(bed)
-                    wall = time.monotonic() - started
-                    session.raw(f"gridftp-{transport}-p{streams:02d}-r{rep}.txt", result.output)
-                    rows.append({
-                        "tool": "gridftp", "transport": transport, "streams": streams,
-                        "repetition": rep, "order": position,
-                        "goodput_mbit": result.mbit_per_s,
-                        "sent_mbit": None, "retransmits": None, "congestion": None,
-                        "bytes": result.bytes, "measure_s": result.seconds,
-                        "tool_s": result.seconds, "wall_s": wall,
-                        **paths,
-                    })
-                    bar.step(f"{transport} {streams} streams, repetition {rep}")
-                    settle()
-    return rows
-
-
-def _json(data: dict) -> str:
-    import json
-
-    return json.dumps(data, indent=1)

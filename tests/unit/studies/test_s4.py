@@ -1,24 +1,41 @@
-"""S4's parameters: profiles and refusals."""
+"""S4's parameters, profiles and the order of its sweep."""
 
 import pytest
 
 from harness.errors import SpecError
 from harness.studies import s4
+from harness.studies.order import MeasuringOrder
+from harness.studies.s4_design import SENDER_CPUS
+from harness.studies.s4_sweep import plan
 
 
 def test_s4_profiles_and_overrides():
     quick = s4.Params.resolve()
     paper = s4.Params.resolve(profile="paper")
-    assert quick.streams == (1, 2, 4, 10) and paper.streams == tuple(range(1, 11))
+    verdict = s4.Params.resolve(profile="verdict")
+    assert quick.streams == (1, 4, 10) and paper.streams == tuple(range(1, 11))
+    assert verdict.streams == tuple(range(1, 11))  # the paper's 병렬성(1)..(10), 004:66
+    # every profile carries the paper's sender CPU limit beside no limit
+    assert quick.sender_cpus == verdict.sender_cpus == paper.sender_cpus == SENDER_CPUS
+    assert any(SENDER_CPUS) and 0.0 in SENDER_CPUS
     assert paper.repetitions >= 3
     custom = s4.Params.resolve(profile="paper", streams="1,10", repetitions=None)
     assert custom.streams == (1, 10) and custom.repetitions == paper.repetitions
+
+
+@pytest.mark.parametrize("given, expected", [
+    ("0,0.01", (0.0, 0.01)), (0.5, (0.5,)), ([0, 0.25], (0.0, 0.25)), ("0", (0.0,)),
+])
+def test_s4_sender_cpus_are_a_list_of_limits(given, expected):
+    assert s4.Params.resolve(sender_cpus=given).sender_cpus == expected
 
 
 @pytest.mark.parametrize("given, message", [
     ({"streams": 0}, "out of range"),
     ({"duration_s": -1}, "out of range"),
     ({"sender_cpus": 0.001}, "out of range"),
+    ({"sender_cpus": "0.01,0.01"}, "repeats"),
+    ({"sender_cpus": "fast"}, "non-number"),
     ({"gridftp": "yes"}, "true or false"),
     ({"path_rate_mbit": 0}, "out of range"),
     ({"no_such": 1}, "unknown parameter"),
@@ -27,3 +44,13 @@ def test_s4_profiles_and_overrides():
 def test_s4_bad_parameters(given, message):
     with pytest.raises(SpecError, match=message):
         s4.Params.resolve(**given)
+
+
+def test_every_factor_is_shuffled_per_repetition_from_the_seed():
+    order = MeasuringOrder(7)
+    first, second = plan(order, (1, 2, 10), (0.0, 0.01)), plan(order, (1, 2, 10), (0.0, 0.01))
+    assert sorted(first, key=repr) == sorted(second, key=repr) and len(first) == 12
+    assert first != second  # a new order per repetition
+    assert [p.streams for p in first] != sorted(p.streams for p in first)  # not ascending
+    again = MeasuringOrder(7)
+    assert plan(again, (1, 2, 10), (0.0, 0.01)) == first  # reproducible from the seed

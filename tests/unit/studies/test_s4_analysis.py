@@ -1,19 +1,31 @@
 """S4 verdicts follow the numbers: built from small hand-made result tables."""
 
+import re
+from pathlib import Path
+
 import pandas as pd
+import pytest
 
+from harness.claims import INVALID, LAB, PAPER
 from harness.studies import s4_analysis as analysis
+from harness.studies import s4_figures as figures
+from harness.studies.s4 import S4
+from harness.studies.s4_design import PROFILES, SENDER_CPUS
+
+SEEDS = Path(__file__).resolve().parents[4] / "shared" / "seeds"
+LIMITED = 0.01
 
 
-def frame(tcp: dict[int, float], mptcp: dict[int, float], path2_share: float = 0.5,
-          joins: int = 2, repetition: int = 1) -> pd.DataFrame:
+def frame(tcp: dict[int, float], mptcp: dict[int, float], cpus: float = LIMITED,
+          path2_share: float = 0.5, joins: int = 2, repetition: int = 1) -> pd.DataFrame:
     rows = []
     for transport, points in (("tcp", tcp), ("mptcp", mptcp)):
         for streams, goodput in points.items():
             total = 1_000_000
             share = path2_share if transport == "mptcp" else 0.0
             rows.append({"tool": "iperf3", "transport": transport, "streams": streams,
-                         "repetition": repetition, "goodput_mbit": goodput,
+                         "sender_cpus": cpus, "repetition": repetition,
+                         "goodput_mbit": goodput,
                          "path1_tx_bytes": int(total * (1 - share)),
                          "path2_tx_bytes": int(total * share),
                          "mp_capable_syn_ack_rx": 1 if transport == "mptcp" else 0,
@@ -22,55 +34,149 @@ def frame(tcp: dict[int, float], mptcp: dict[int, float], path2_share: float = 0
     return pd.DataFrame(rows)
 
 
+WOBBLE = (-1, 1, -0.5, 0.5, 0, 0.2, -0.2, 0.8, -0.8, 0.1)
+
+
 def repeated(tcp: dict[int, float], mptcp: dict[int, float], noise: float, reps: int = 6,
              **kw) -> pd.DataFrame:
     """``reps`` repetitions, each point off by a known +-noise pattern (relative)."""
-    wobble = [1 + noise * w for w in (-1, 1, -0.5, 0.5, 0, 0.2, -0.2, 0.8, -0.8, 0.1)[:reps]]
+    wobble = [1 + noise * w for w in WOBBLE[:reps]]
     return pd.concat([frame({k: v * f for k, v in tcp.items()},
                             {k: v * f for k, v in mptcp.items()}, repetition=i + 1, **kw)
                       for i, f in enumerate(wobble)], ignore_index=True)
 
 
-def outcomes(claims: pd.DataFrame) -> dict[str, str]:
-    return dict(zip(claims.claim_id, claims.outcome))
+def both_limits(limited: tuple[dict, dict], unlimited: tuple[dict, dict], noise: float = 0.0002,
+                reps: int = 6, **kw) -> pd.DataFrame:
+    return pd.concat([repeated(*limited, noise, reps, cpus=LIMITED, **kw),
+                      repeated(*unlimited, noise, reps, cpus=0.0, **kw)], ignore_index=True)
 
 
-def test_paper_like_numbers_are_reproduced():
-    v = outcomes(analysis.claims(repeated({1: 438, 10: 460}, {1: 805, 10: 934}, 0.0002)))
-    assert v == {"s4.tcp_peak": "reproduced", "s4.mptcp_peak": "reproduced",
-                 "s4.mptcp_over_tcp": "reproduced", "s4.tcp_gain_1_10": "reproduced",
-                 "s4.mptcp_gain_1_10": "reproduced", "s4.mptcp_both_paths": "reproduced"}
+def verdicts(claims: pd.DataFrame) -> pd.DataFrame:
+    return claims.set_index("claim_id")
 
 
-def test_flat_streams_and_one_path_are_not_reproduced():
-    v = outcomes(analysis.claims(repeated({1: 478, 10: 478}, {1: 480, 10: 481}, 0.001,
+PAPER_LIKE = ({1: 438, 10: 460}, {1: 805, 10: 934})
+FILLS = ({1: 478, 10: 478}, {1: 940, 10: 945})
+
+
+def test_paper_like_numbers_at_the_limit_are_reproduced_and_a_filling_stream_is_not_testable():
+    v = verdicts(analysis.claims(both_limits(PAPER_LIKE, FILLS)))
+    for claim in ("tcp_peak", "mptcp_peak", "tcp_gain_1_10", "mptcp_gain_1_10"):
+        assert v.loc[f"s4.{claim}@cpu0.01", "outcome"] == "reproduced", claim
+        # one stream already reaches the paper's peak: outside the paper's regime, with numbers
+        row = v.loc[f"s4.{claim}@nolimit"]
+        assert row.outcome == "not testable here", claim
+        assert "already reaches the paper's peak" in row.reason and "1-stream goodput" in row.reason
+    assert v.loc["s4.mptcp_over_tcp", "outcome"] == "met"  # 945 / 478 at no limit
+    assert v.loc["s4.mptcp_both_paths", "outcome"] == "met"
+
+
+def test_flat_streams_without_a_limit_are_not_testable_never_not_reproduced():
+    # the old verdict: -0.0 % "not reproduced" where one stream fills its path (478 of 478)
+    v = verdicts(analysis.claims(repeated(*FILLS, 0.001, cpus=0.0)))
+    assert v.loc["s4.tcp_gain_1_10@nolimit", "outcome"] == "not testable here"
+    assert "478" in v.loc["s4.tcp_gain_1_10@nolimit", "reason"]
+    assert "NOT" not in "".join(v.outcome).upper().replace("NOT TESTABLE", "")
+    # the limit the run did not measure is named, not judged
+    assert "needs 1 and 10 streams" in v.loc["s4.tcp_gain_1_10@cpu0.01", "reason"]
+
+
+def test_flat_streams_in_the_paper_regime_are_not_reproduced():
+    v = verdicts(analysis.claims(repeated({1: 440, 10: 441}, {1: 700, 10: 690}, 0.001)))
+    assert v.loc["s4.tcp_gain_1_10@cpu0.01", "outcome"] == "not reproduced"
+    assert v.loc["s4.mptcp_gain_1_10@cpu0.01", "outcome"] == "not reproduced"
+    assert v.loc["s4.mptcp_peak@cpu0.01", "outcome"] == "not reproduced"  # 690, far from 934
+
+
+def test_a_point_faster_than_its_wire_makes_its_claims_invalid_with_its_numbers():
+    data = repeated(*PAPER_LIKE, 0.0002, reps=3)
+    data.loc[(data.transport == "mptcp") & (data.streams == 10) & (data.repetition == 2),
+             "goodput_mbit"] = 1023.0  # a 1 Gbit/s link carries 956.4 Mbit/s of payload
+    v = verdicts(analysis.claims(data))
+    for claim in ("s4.mptcp_peak@cpu0.01", "s4.mptcp_gain_1_10@cpu0.01", "s4.mptcp_both_paths"):
+        row = v.loc[claim]
+        assert row.outcome == INVALID, claim
+        assert "1023" in row.reason and "956.4" in row.reason and "repetition 2" in row.invalid
+        assert row.ours != "-"  # the estimate is still shown
+    assert v.loc["s4.tcp_peak@cpu0.01", "outcome"] == "reproduced"  # TCP's points are fine
+    bad = analysis.invalid_rows(data[data.tool == "iperf3"], 500, 1000)
+    assert [b.value for b in bad] == [1023.0]
+
+
+def test_the_peak_is_judged_at_ten_streams_never_at_the_best_of_the_sweep():
+    # the best mean (950 at 5 streams) would fall in the region; 10 streams (850) does not
+    v = verdicts(analysis.claims(repeated({1: 438, 10: 460}, {1: 805, 5: 950, 10: 850}, 0.001)))
+    row = v.loc["s4.mptcp_peak@cpu0.01"]
+    assert row.outcome == "not reproduced" and 845 < row.value < 855
+
+
+def test_peak_regions_come_from_the_wire_capacity_rule():
+    tcp, mp = analysis.CLAIMS["tcp_peak@cpu0.01"], analysis.CLAIMS["mptcp_peak@cpu0.01"]
+    assert tcp.region.low == pytest.approx(2 * 460 - 500 * 1448 / 1514)
+    assert tcp.region.high == pytest.approx(500 * 1448 / 1514 * 1.02)
+    assert mp.region.low == pytest.approx(2 * 934 - 1000 * 1448 / 1514)
+    assert mp.region.high - mp.region.low > 50  # not the unreachable 933.5..934.5
+
+
+def test_one_repetition_is_inconclusive_where_in_regime():
+    v = verdicts(analysis.claims(frame(*PAPER_LIKE)))
+    assert v.loc["s4.tcp_peak@cpu0.01", "outcome"] == "inconclusive"
+    assert "no interval" in v.loc["s4.tcp_peak@cpu0.01", "reason"]
+
+
+def test_other_link_rates_are_outside_the_paper_regime():
+    v = verdicts(analysis.claims(repeated(*PAPER_LIKE, 0.001), path_rate_mbit=100,
+                                 server_rate_mbit=200))
+    assert "100/200 Mbit/s" in v.loc["s4.tcp_gain_1_10@cpu0.01", "reason"]
+
+
+def test_lab_checks_are_met_or_not_met_and_apart_from_the_paper():
+    v = verdicts(analysis.claims(repeated({10: 478}, {10: 480}, 0.001, cpus=0.0,
                                           path2_share=0.0, joins=0)))
-    assert v["s4.mptcp_gain_1_10"] == "not reproduced"
-    assert v["s4.tcp_peak"] == "not reproduced"
-    assert v["s4.mptcp_over_tcp"] == "not reproduced"
-    assert v["s4.mptcp_both_paths"] == "not reproduced"
+    assert v.loc["s4.mptcp_over_tcp", "outcome"] == "not met"
+    assert v.loc["s4.mptcp_both_paths", "outcome"] == "not met"
+    assert set(v[v.source == LAB].index) == {"s4.mptcp_over_tcp", "s4.mptcp_both_paths"}
 
 
-def test_noisy_repetitions_leave_a_close_claim_inconclusive_and_say_how_many_more():
-    # TCP peak about 462 with +-3 % noise over 3 repetitions: its interval covers 455..465 and more
-    claims = analysis.claims(repeated({1: 440, 10: 462}, {1: 805, 10: 934}, 0.03, reps=3))
-    row = claims.set_index("claim_id").loc["s4.tcp_peak"]
-    assert row.outcome == "inconclusive" and row.n == 3
-    assert row.low < 455 and row.high > 465 and "would decide" in row.reason
-
-
-def test_one_repetition_is_inconclusive_everywhere_except_what_cannot_be_tested():
-    claims = analysis.claims(frame({1: 478}, {1: 940}))
-    v = outcomes(claims)
-    assert v["s4.tcp_peak"] == "inconclusive"
-    assert v["s4.tcp_gain_1_10"] == "not testable here"  # one stream count only
-    assert claims.set_index("claim_id").loc["s4.mptcp_both_paths", "source"] == "target"
+def test_registration_quotes_are_the_papers_words_and_the_design_matches_the_profiles():
+    reg = S4().registration()
+    paper = [c for c in reg.claims if c.source == PAPER]
+    assert len(paper) == 4 * len(SENDER_CPUS)
+    assert all(c.quote and c.seed_line == "004:66" and c.quantity and c.regime for c in paper)
+    assert reg.design["repetitions"] == {k: p["repetitions"] for k, p in PROFILES.items()}
+    assert reg.design["factors"]["streams"]["verdict"] == list(range(1, 11))
+    assert reg.changes
+    seed = next(iter(SEEDS.glob("004_*.txt")), None)
+    if seed is None:
+        pytest.skip(f"no seed file under {SEEDS}")
+    line = re.sub(r"\s+", " ", seed.read_text(encoding="utf-8").splitlines()[65])
+    for c in reg.claims:
+        if c.quote:
+            assert re.sub(r"\s+", " ", c.quote) in line, c.id
 
 
 def test_summary_spread_and_overhead():
     f = pd.concat([frame({1: 470}, {1: 930}), frame({1: 480}, {1: 940})])
-    s = analysis.summary(f)
+    s = figures.summary(f)
     row = s[(s.transport == "tcp") & (s.streams == 1)].iloc[0]
     assert row.goodput_mbit == 475 and row.n == 2 and round(row.sd_mbit, 2) == 7.07
-    ov = analysis.overhead(f)
+    ov = figures.overhead(f)
     assert abs(ov.harness_share.iloc[0] - 0.1 / 4.1) < 1e-9
+
+
+def test_figure_marks_invalid_points():
+    data = repeated(*PAPER_LIKE, 0.0002, reps=2)
+    data.loc[data.index[-1], "goodput_mbit"] = 1023.0
+    fig = figures.figure(data)
+    labels = [t.get_text() for ax in fig.axes for t in ax.get_legend().get_texts()]
+    assert any(label.startswith("invalid (1)") for label in labels)
+    assert any("paper TCP" in label for label in labels)
+
+
+def test_a_regime_the_interval_cannot_show_is_said_so_not_called_filled():
+    # one stream at 455 +- 3 % over two repetitions: its t interval reaches 460
+    v = verdicts(analysis.claims(repeated({1: 455, 10: 460}, {1: 805, 10: 934}, 0.03, reps=2)))
+    reason = v.loc["s4.tcp_gain_1_10@cpu0.01", "reason"]
+    assert v.loc["s4.tcp_gain_1_10@cpu0.01", "outcome"] == "not testable here"
+    assert reason.startswith("not shown that one tcp stream stays below") and "455" in reason
