@@ -111,14 +111,14 @@ POW2 = tuple(1 << i for i in range(21))  # 1 B .. 1 MiB; holds the paper's 1-32 
 PROFILES = {
     # quick: the notebook's defaults (about 2-3 minutes on a shared 2-core machine)
     "quick": dict(sizes=POW2, repetitions=2, latency_budget_s=0.05, stream_budget_s=0.1,
-                  bench_repetitions=2, bench_seconds=2),
+                  bench_repetitions=2, bench_seconds=2, far_repetitions=2),
     # verdict: the quick budgets, repeated so the claims' intervals are narrow; fixed before the
     # data of this design (s0_claims.DESIGN and CHANGES: it was moved to 45 after seeing outcomes)
     "verdict": dict(sizes=POW2, repetitions=30, latency_budget_s=0.05, stream_budget_s=0.1,
-                    bench_repetitions=10, bench_seconds=2),
+                    bench_repetitions=10, bench_seconds=2, far_repetitions=10),
     # paper: the same sizes with longer budgets and more repetitions
     "paper": dict(sizes=POW2, repetitions=5, latency_budget_s=0.3, stream_budget_s=0.5,
-                  bench_repetitions=5, bench_seconds=5),
+                  bench_repetitions=5, bench_seconds=5, far_repetitions=5),
 }
 
 
@@ -192,10 +192,16 @@ class Params(Parameters):
                                high=600)
     verify_seconds: int = param(2, "iperf3 seconds per link direction when verifying the lab",
                                 unit="s", low=1, high=60)
+    far: bool = param(True, "the distance sweep: the front-to-front one-way delay swept by netem "
+                      "(in a VM lab when this host has no netem)")
+    far_repetitions: int = param(2, "repetitions of the distance sweep (its claim's samples)",
+                                 low=1, high=100)
 
 
-def topology(params: Params, unshaped: bool = False, name: str = "s0-relay") -> Topology:
-    """Two clusters (compute node + front node each) joined by a public segment."""
+def topology(params: Params, unshaped: bool = False, name: str = "s0-relay",
+             public_delay_ms: float = 0.0) -> Topology:
+    """Two clusters (compute node + front node each) joined by a public segment (delayed by
+    ``public_delay_ms`` one way, netem, for the distance sweep's lab)."""
     rate = None if unshaped or not params.rate_mbit else params.rate_mbit
     # serialised: every frame at the wire's pace, no burst (see harness.shaping.PEAK_EXCESS)
     shaping = {"rate_mbit": rate, "shaper": "serialise"} if rate else {}
@@ -203,7 +209,8 @@ def topology(params: Params, unshaped: bool = False, name: str = "s0-relay") -> 
         TopologyBuilder(name)
         .node("a1").node("fa", forwarding=True).node("fb", forwarding=True).node("b1")
         .link(("a1", "eth0", "10.1.0.2/24"), ("fa", "priv", "10.1.0.1/24"), **shaping)
-        .link(("fa", "pub", "198.18.0.1/24"), ("fb", "pub", "198.18.0.2/24"), **shaping)
+        .link(("fa", "pub", "198.18.0.1/24"), ("fb", "pub", "198.18.0.2/24"), **shaping,
+              **({"delay_ms": public_delay_ms} if public_delay_ms else {}))
         .link(("fb", "priv", "10.2.0.1/24"), ("b1", "eth0", "10.2.0.2/24"), **shaping)
         # No default routes: only the lab's prefixes, so nothing can leave the lab.
         .route("a1", LAB_PUBLIC, via="10.1.0.1", dev="eth0")  # public side via the front
@@ -422,6 +429,14 @@ class S0(Study):
             timings["bench_s"] = time.monotonic() - t
             loadavg["after_bench"] = machine_load(bed.node("a1"))
             session.results(pd.DataFrame(bench_rows), "bench")
+        far_where = None
+        if params.far and not isinstance(bed, InventoryTestbed):
+            from .s0_far import measure_far
+
+            t = time.monotonic()
+            far_rows, far_where = measure_far(session, params, meas.nat_records, meas.order)
+            timings["far_s"] = time.monotonic() - t
+            session.results(pd.DataFrame(far_rows), "far")
         session.results(pd.DataFrame(meas.nat_rows), "nat")
         session.note(s0={
             "methods": {
@@ -435,7 +450,8 @@ class S0(Study):
                            f"to {meas.plan.fa_pub} (nftables); SRD on fb -> b1",
             },
             "relays": relay_records,
-            "srd_on_fb": srd_seen, "bench_where": bench_where, "timings": timings,
+            "srd_on_fb": srd_seen, "bench_where": bench_where, "far_where": far_where,
+            "timings": timings,
             "nptcp_direct_half_rtt_1b_us": nptcp_us, "loadavg": loadavg,
             "order": meas.order.record(
                 "per repetition: fresh relays and connections, the sizes in an order shuffled "
@@ -447,7 +463,8 @@ class S0(Study):
     def claims(self, data: RunData) -> pd.DataFrame:
         from . import s0_analysis
 
-        return s0_analysis.claims(data.results, data.tables.get("bench"), data.meta)
+        return s0_analysis.claims(data.results, data.tables.get("bench"), data.meta,
+                                  data.tables.get("far"))
 
     def figures(self, data: RunData) -> dict:
         from . import s0_figures
@@ -456,6 +473,8 @@ class S0(Study):
                    "ratios": s0_figures.ratio_figure(data.results)}
         if data.tables.get("bench") is not None and not data.tables["bench"].empty:
             figures["bench"] = s0_figures.bench_figure(data.tables["bench"])
+        if data.tables.get("far") is not None and not data.tables["far"].empty:
+            figures["far"] = s0_figures.far_figure(data.tables["far"])
         return figures
 
 

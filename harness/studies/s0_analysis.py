@@ -24,6 +24,8 @@ from .s0_claims import (
     CLAIMS,
     DESIGN,
     DIRECT_LINK_FLOOR,
+    FAR_DELAYS_MS,
+    FAR_REACHED,
     LARGE_SIZES,
     LATENCY_SIZES,
     METRICS,
@@ -240,20 +242,49 @@ def _regime(frame: pd.DataFrame, meta: dict) -> tuple[str, str]:
     return "", ""
 
 
-def _far_latency(meta: dict) -> Verdict:
-    """The distance claim needs netem on the public link; this lab's kernel decides."""
-    caps = meta.get("capabilities") or {}
-    lab_caps = caps.get("vm") or caps.get("local") or {}
-    if not (lab_caps.get("features") or {}).get("netem", False):
-        return not_testable(CLAIMS["far_latency"], (
-            f"the lab's kernel ({lab_caps.get('kernel', '?')}) has no netem (its probe: "
-            "`tc qdisc add ... netem` failed), so no front-to-front delay can be set; the "
-            "sweep needs a lab placed in a VM, which this study does not do yet"))
-    return not_testable(CLAIMS["far_latency"], "the run swept no front-to-front delay")
+def far_ratios(far: pd.DataFrame) -> pd.DataFrame:
+    """Per repetition and delay: NAT + SRD / two proxies (geometric mean over the sizes), and
+    the direct path's 1 B half round trip (its rise over 0 ms shows the delay was there)."""
+    lat = far.pivot_table(index=["repetition", "one_way_delay_ms", "size"], columns="method",
+                          values="half_rtt_us")
+    ratio = np.exp(np.log(lat.nat_srd / lat.proxies).groupby(
+        level=["repetition", "one_way_delay_ms"]).mean())
+    direct_1b = lat.direct.xs(1, level="size") if 1 in lat.index.get_level_values("size") \
+        else lat.direct.groupby(level=["repetition", "one_way_delay_ms"]).min()
+    return pd.DataFrame({"nat_vs_proxies_x": ratio, "direct_1b_half_rtt_us": direct_1b})
+
+
+def _far_latency(far: pd.DataFrame | None, meta: dict) -> Verdict:
+    """The distance claim, at the largest swept delay, if the sweep reached it."""
+    claim = CLAIMS["far_latency"]
+    if far is None or far.empty:
+        caps = meta.get("capabilities") or {}
+        host = caps.get("local") or {}
+        why = "the run swept no front-to-front delay (far = False, or real machines)"
+        if not (host.get("features") or {}).get("netem", True):
+            why += f"; this host's kernel ({host.get('kernel', '?')}) has no netem"
+        return not_testable(claim, why)
+    top = max(FAR_DELAYS_MS)
+    r = far_ratios(far)
+    delays = set(r.index.get_level_values("one_way_delay_ms"))
+    if top not in delays or 0.0 not in delays:
+        return not_testable(claim, f"the sweep lacks {top:g} ms or 0 ms: it swept "
+                                   f"{sorted(delays)} ms")
+    direct = r.direct_1b_half_rtt_us.unstack("one_way_delay_ms")
+    added_ms = float((direct[top] - direct[0.0]).median()) / 1000
+    if added_ms < FAR_REACHED * top:
+        return not_testable(claim, f"the direct path rose only {added_ms:.2f} ms at a set "
+                                   f"{top:g} ms one way (below {FAR_REACHED:.0%} of it)")
+    ratio = r.nat_vs_proxies_x.xs(top, level="one_way_delay_ms")
+    where = far.get("where", pd.Series(["?"])).iloc[0]
+    base = r.nat_vs_proxies_x.xs(0.0, level="one_way_delay_ms")
+    return judge(claim, mean_estimate(ratio, "x", log=True),
+                 f"direct rose {added_ms:.2f} ms at {top:g} ms; at 0 ms the ratio read "
+                 f"{float(np.exp(np.log(base).mean())):.2f}x; {where}")
 
 
 def claims(frame: pd.DataFrame, bench: pd.DataFrame | None = None,
-           meta: dict | None = None) -> pd.DataFrame:
+           meta: dict | None = None, far: pd.DataFrame | None = None) -> pd.DataFrame:
     """The paper's claims, then our targets, each judged on its interval over repetitions.
 
     Each claim's quantity is computed per repetition (a ratio paired per size, averaged
@@ -289,7 +320,7 @@ def claims(frame: pd.DataFrame, bench: pd.DataFrame | None = None,
                          "forwarding"))
     for metric in METRICS:
         out += _bandwidth_verdicts(frame, metric, bw_regime, invalid)
-    out.append(_far_latency(meta))
+    out.append(_far_latency(far, meta))
     if bench is not None and not bench.empty:
         out += bench_targets(bench)
     return table(out)

@@ -139,3 +139,23 @@ def bench_figure(bench: pd.DataFrame):
         ax.grid(alpha=0.3, axis="y")
     fig.tight_layout()
     return fig
+
+
+def far_figure(far: pd.DataFrame):
+    """The distance sweep: NAT + SRD / two proxies against the front-to-front one-way delay."""
+    from .s0_analysis import far_ratios
+
+    r = far_ratios(far).reset_index()
+    fig, ax = plt.subplots(figsize=(6.5, 4.2))
+    sns.pointplot(data=r, x="one_way_delay_ms", y="nat_vs_proxies_x", errorbar=("ci", 95),
+                  color=COLORS["nat_srd"], ax=ax, native_scale=True)
+    ax.axhline(1.0, color="grey", lw=1)
+    ax.axhspan(0.95, 1.05, color="grey", alpha=0.15, label="negligible (claim's region)")
+    ax.axhline(1 + PAPER["nat_vs_proxies_latency_pct"] / 100, color=COLORS["nat_srd"], ls=":",
+               label="paper at 0 ms: -28 %")
+    ax.set_xlabel("front-to-front one-way delay (ms, netem)")
+    ax.set_ylabel("latency, NAT + SRD / two proxies (1 B-1 KB)")
+    ax.set_title("S0: the relay's cost as the clusters move apart")
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
+    return fig

@@ -198,10 +198,13 @@ def count_connections(meas: Measurement, params: Params) -> list[dict]:
                                if e.state == "ESTABLISHED" and e.original.dst == p.fb_pub
                                and e.reply.dst == p.fa_pub and e.original.src != p.fa_pub)
         meas.session.raw(f"connections-{method}.json", json.dumps(seen, indent=1))
-        fa_in = sum(1 for c in seen["fa"] if c[1] == PROXY_PORT)
-        fa_out = sum(1 for c in seen["fa"] if c[3] in (SRD_PORT, MUX_PORT) and c[2] == p.fb_pub)
-        fb_in = [c for c in seen["fb"] if c[1] in (SRD_PORT, MUX_PORT)]
-        fb_out = sum(1 for c in seen["fb"] if c[3] == SERVER_PORT)
+        fa_in = sum(1 for c in seen["fa"] if c[1] == PROXY_PORT and method == "proxies")
+        # only this method's relay port: the other methods' relays run too (the proxy's
+        # shared connection is open from its start, whoever measures)
+        port = {"proxies": MUX_PORT, "nat_srd": SRD_PORT}.get(method)
+        fa_out = sum(1 for c in seen["fa"] if c[3] == port and c[2] == p.fb_pub)
+        fb_in = [c for c in seen["fb"] if c[1] == port]
+        fb_out = sum(1 for c in seen["fb"] if c[3] == SERVER_PORT and port is not None)
         b1_in = [c for c in seen["b1"] if c[1] == SERVER_PORT]
         a_net = ipaddress.ip_network(p.a_private)
         b1_from_a = sum(1 for c in b1_in if ipaddress.ip_address(c[2]) in a_net)

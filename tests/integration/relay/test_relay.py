@@ -579,3 +579,58 @@ def test_streams_over_the_limit_are_refused_and_logged(lab, journal):
             again.sendall(b"later")
         server.wait(3)
         assert server.results[2] == b"later"
+
+
+def test_mux_pair_carries_concurrent_streams_over_one_connection_intact(lab, journal):
+    """S0's two-proxy baseline (mux.c): 20 echo streams at once, half-closed, bytes intact,
+    and between its halves exactly one TCP connection whatever the number of streams."""
+    from harness.relay.process import relay
+    from harness.tools.sockets import ss_established
+
+    streams, size = 20, 256 << 10
+
+    def echo(conn: socket.socket):
+        total = 0
+        while chunk := conn.recv(65536):
+            conn.sendall(chunk)
+            total += len(chunk)
+        return total
+
+    barrier = threading.Barrier(streams + 1)
+    failures: list[str] = []
+
+    def client(i: int) -> None:
+        data = random.Random(i).randbytes(size)
+        try:
+            with connect(lab, rport) as sock:
+                barrier.wait(30)  # every stream open before any ends
+                got: list[bytes] = []
+                reader = threading.Thread(target=lambda: got.append(read_all(sock)))
+                reader.start()
+                send_in_random_chunks(sock, data, i)
+                sock.shutdown(socket.SHUT_WR)
+                reader.join(60)
+                if not got or got[0] != data:
+                    failures.append(f"stream {i}: echo differs ({len(got[0]) if got else 0} B)")
+        except Exception as exc:  # noqa: BLE001
+            failures.append(f"stream {i}: {exc!r}")
+
+    sport, rport, mport = next_port(), next_port(), next_port()
+    middle = lab.node("middle")
+    with Server(lab, sport, echo) as server, \
+            relay(journal, middle, "mux-exit", f"{MIDDLE_LEFT_IP}:{mport}",
+                  f"{SERVER_IP}:{sport}") as exit_half, \
+            relay(journal, middle, "mux-entry", f"{MIDDLE_LEFT_IP}:{rport}",
+                  f"{MIDDLE_LEFT_IP}:{mport}") as entry_half:
+        threads = [threading.Thread(target=client, args=(i,)) for i in range(streams)]
+        for t in threads:
+            t.start()
+        barrier.wait(30)
+        shared = [c for c in ss_established(middle) if c[1] == mport]
+        for t in threads:
+            t.join(120)
+        server.wait(streams + 1)  # and the relay's check that its target answers
+        assert not failures, failures[:3]
+        assert sorted(server.results) == [0] + [size] * streams
+        assert len(shared) == 1  # one connection between the halves for 20 streams
+        assert entry_half.running() and exit_half.running()

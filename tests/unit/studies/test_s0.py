@@ -376,7 +376,36 @@ def test_outside_the_papers_regime_is_not_testable_with_the_measured_reason():
     assert "60.0 Mbit/s" in c.loc["s0.bandwidth.stream.gain_1k_32k", "reason"]
     assert c.loc["s0.latency.proxies_x", "outcome"] == REPRODUCED  # latency needs no such floor
     far = c.loc["s0.latency.far_nat_vs_proxies_x"]
-    assert far.outcome == NOT_TESTABLE and "netem" in far.reason
+    assert far.outcome == NOT_TESTABLE and "swept no front-to-front delay" in far.reason
+
+
+def far_frame(relay_us: dict[str, float], reached: float = 1.0, reps: int = 4) -> pd.DataFrame:
+    """The distance sweep: every method's half round trip = 20 us + its relay cost + the
+    delay (times ``reached``: how much of the set delay the path showed)."""
+    rows = []
+    for rep in range(1, reps + 1):
+        for delay in (0.0, 2.0, 10.0):
+            for size in (1, 1024):
+                for m in s0.METHODS:
+                    half = 20 + relay_us[m] * (1 + 0.02 * rep) + delay * 1000 * reached
+                    rows.append({"method": m, "repetition": rep, "one_way_delay_ms": delay,
+                                 "size": size, "half_rtt_us": half, "where": "test"})
+    return pd.DataFrame(rows)
+
+
+def test_distance_claim_judged_at_the_largest_delay_only_if_the_path_showed_it():
+    frame = synthetic({"direct": 1, "proxies": 2.1, "nat_srd": 1.5},
+                      {"direct": 1, "proxies": 0.4, "nat_srd": 0.49})
+    far = far_frame({"direct": 0, "proxies": 60, "nat_srd": 25})
+    r = analysis.far_ratios(far)
+    assert r.nat_vs_proxies_x.xs(0.0, level="one_way_delay_ms").max() < 0.6  # apart at 0 ms
+    row = analysis.claims(frame, far=far).set_index("claim_id").loc[
+        "s0.latency.far_nat_vs_proxies_x"]
+    assert row.outcome == REPRODUCED and "direct rose 10.00 ms" in row.note
+    short = analysis.claims(frame, far=far_frame({"direct": 0, "proxies": 60, "nat_srd": 25},
+                                                 reached=0.5)).set_index("claim_id")
+    assert short.loc["s0.latency.far_nat_vs_proxies_x", "outcome"] == NOT_TESTABLE
+    assert "rose only 5.00 ms" in short.loc["s0.latency.far_nat_vs_proxies_x", "reason"]
 
 
 def test_every_paper_claim_quotes_its_seed_line_verbatim():
