@@ -160,7 +160,7 @@ DESIGN = {
               "computed per repetition, and the repetitions are its samples",
     "repetitions": {"quick": 2, "verdict": 30, "paper": 5},
     "benchmark repetitions": {"quick": 2, "verdict": 10, "paper": 5},
-    "distance sweep repetitions": {"quick": 2, "verdict": 10, "paper": 5},
+    "distance sweep repetitions": {"quick": 0, "verdict": 10, "paper": 5},
     "distance sweep": {"one-way delays (ms)": FAR_DELAYS_MS, "sizes": LATENCY_SIZES,
                        "order": "the delays shuffled per repetition, the sizes per delay, the "
                                 "methods per size, all from the run's seed; relays fresh per "

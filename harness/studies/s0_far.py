@@ -82,8 +82,10 @@ def measure_far(session: Session, params: Params, nat_records: list,
         with pingpong.server(meas.journal, meas.node("b1"), meas.plan.b1, SERVER_PORT), \
                 progress(params.far_repetitions, "s0 distance sweep", unit="repetition") as bar:
             check_answers(meas.journal, a1, meas.plan.b1, SERVER_PORT, "the sweep's direct path")
+            check_answers(meas.journal, meas.node("fb"), meas.plan.b1, SERVER_PORT,
+                          "the relays' target")
             for rep in range(1, params.far_repetitions + 1):
-                with main_relays(meas), ExitStack() as paths:
+                with main_relays(meas, check=False), ExitStack() as paths:
                     ways = {m: paths.enter_context(method_path(meas, m)) for m in METHODS}
                     for delay in order.shuffle(FAR_DELAYS_MS):
                         set_delay(bed, delay)

@@ -43,14 +43,16 @@ from .s0 import (
 
 
 @contextmanager
-def main_relays(meas: Measurement) -> Iterator[dict[str, Relay]]:
+def main_relays(meas: Measurement, check: bool = True) -> Iterator[dict[str, Relay]]:
     """The SRD on fb (method 3) and the proxy pair (method 2: fa's half carries every stream
-    over one connection to fb's half). The ping-pong server on b1 must be up already."""
+    over one connection to fb's half). The ping-pong server on b1 must be up already;
+    ``check``: each relay first checks that it answers (a Python start on fb: seconds in a
+    TCG VM, where the distance sweep checks it once)."""
     p, j = meas.plan, meas.journal
     with relay(j, meas.node("fb"), "srd", f"{p.fb_pub}:{SRD_PORT}",
-               f"{p.b1}:{SERVER_PORT}") as srd, \
+               f"{p.b1}:{SERVER_PORT}", check) as srd, \
             relay(j, meas.node("fb"), "mux-exit", f"{p.fb_pub}:{MUX_PORT}",
-                  f"{p.b1}:{SERVER_PORT}") as proxy_b, \
+                  f"{p.b1}:{SERVER_PORT}", check) as proxy_b, \
             relay(j, meas.node("fa"), "mux-entry", f"{p.fa_priv}:{PROXY_PORT}",
                   f"{p.fb_pub}:{MUX_PORT}") as proxy_a:
         yield {"fb_srd": srd, "fa_proxy": proxy_a, "fb_proxy": proxy_b}
