@@ -24,6 +24,11 @@
  *
  * Output: JSON lines (one object per line) -- "start", one "round" per round,
  * "cpu" samples (/proc/stat first line and this process's utime/stime ticks),
+ * two of them marked: "begin" as the first measured round starts (after the
+ * warm-up, on its grid point) and "end" after the last one -- with --period-us
+ * on the grid point that would start the next round, so the marked interval is
+ * exactly rounds x period when no round overran: the interval `sar` would
+ * average the machine's CPU over while the offered load is periodic --
  * and a final "summary" with getrusage() and totals. Errors go to stderr as
  * {"event":"error",...} and the exit status is 3 (2 for usage errors).
  *
@@ -507,14 +512,20 @@ static void self_ticks(unsigned long long *ut, unsigned long long *st)
     fclose(f);
 }
 
-static void cpu_sample(int64_t t0)
+static void cpu_mark(int64_t t0, const char *mark)
 {
     char stat[400];
     unsigned long long ut, st;
     read_proc_stat(stat, sizeof stat);
     self_ticks(&ut, &st);
     fprintf(out, "{\"event\":\"cpu\",\"t_ns\":%" PRId64 ",\"round\":%ld,\"stat\":[%s],"
-            "\"self_ticks\":[%llu,%llu]}\n", now_ns() - t0, current_round, stat, ut, st);
+            "\"self_ticks\":[%llu,%llu]%s%s%s}\n", now_ns() - t0, current_round, stat, ut, st,
+            mark ? ",\"mark\":\"" : "", mark ? mark : "", mark ? "\"" : "");
+}
+
+static void cpu_sample(int64_t t0)
+{
+    cpu_mark(t0, NULL);
 }
 
 static void *sampler_main(void *arg)
@@ -635,6 +646,8 @@ static int cmd_reduce(void)
             }
         }
         current_round = r;
+        if (r == opt.warmup)
+            cpu_mark(t0, "begin");
         int64_t start = now_ns();
         pthread_barrier_wait(&go);
         pthread_barrier_wait(&finished);
@@ -664,6 +677,16 @@ static int cmd_reduce(void)
                 ",\"rate_mbit\":%.6f,\"overrun\":%s}\n",
                 r, warm ? "true" : "false", start - t0, dur, first - start, bytes,
                 dur > 0 ? bytes * 8.0 / (double)dur * 1e3 : 0.0, overrun ? "true" : "false");
+    }
+    if (status == 0 && !stop_flag && done_rounds > 0) {
+        if (opt.period_us > 0) { /* the last round's period ends on the next grid point */
+            next.tv_nsec += opt.period_us * 1000L;
+            next.tv_sec += next.tv_nsec / 1000000000L;
+            next.tv_nsec %= 1000000000L;
+            if (now_ns() < (int64_t)next.tv_sec * 1000000000 + next.tv_nsec)
+                clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL);
+        }
+        cpu_mark(t0, "end");
     }
     int64_t wall = now_ns() - t0;
     quit_workers = 1;

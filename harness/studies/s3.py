@@ -7,11 +7,15 @@ from N mappers at once (1:N fan-in). On 51 Opteron nodes, GbE through one
 at >= 16 KB with many senders (static link window under incast), and at a
 25 ms period and <= 16 KB 7-15% less CPU for TIPC than TCP.
 
-The CPU claim is measured in a phase of its own after the rate sweep:
-``cpu_repetitions`` independent passes, each booting a fresh mapper fleet per
-protocol of ``cpu_protocols`` in an order shuffled per pass, so its interval
-rests on passes whose differences are paired per pass (the rate sweep's
-repetitions are few and long).
+Samples are independent repetitions, never the rounds inside one: each repetition
+of the rate sweep starts a fresh mapper fleet per protocol (fresh connections), the
+protocols in an order shuffled per repetition and the (fan-in, size) points in an order
+shuffled per fleet, from the recorded seed; a point's rounds are averaged into that
+repetition's one value. The CPU claim is measured in a phase of its own after the rate
+sweep, the same way: ``cpu_repetitions`` passes, a fresh fleet per protocol of
+``cpu_protocols`` in each. Its CPU is the reducer machine's, system-wide, over the
+measured rounds (what ``sar`` reports, as the paper measured it), at the paper's periods
+carried over to our port's rate (:func:`.s3_design.cpu_period_ms`).
 
 Here: one reducer and N mapper namespaces joined by a "switch" namespace
 that routes; the switch's port toward the reducer is the bottleneck (htb at
@@ -28,6 +32,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import ClassVar
 
 import pandas as pd
@@ -43,6 +48,16 @@ from ..topology import Topology, TopologyBuilder
 from .base import Citation, Requirements, RunData, Study
 from .order import MeasuringOrder
 from .parameters import Parameters, param
+from .s3_design import PROFILES, VARIANTS
+from .s3_points import (
+    cpu_points,
+    fleet_plan,
+    measure_fleet,
+    phase_seconds,
+    protocol_orders,
+    rate_points,
+    round_frame,
+)
 
 STUDY = "s3"
 MAX_MAPPERS = 48  # the paper's largest fan-in, and what one VM lab is built and verified with
@@ -50,36 +65,6 @@ PORT = 47000
 LAB_PREFIX = "198.18.0.0/15"  # RFC 2544 benchmarking range
 REDUCER_IP = "198.19.0.2"
 TIPC_BEARER = "s3"
-# Protocol variants: the generator's protocol and the TCP congestion control per socket.
-VARIANTS = {
-    "tcp-cubic": ("tcp", "cubic"),
-    "tcp": ("tcp", ""),  # the kernel's default congestion control
-    "sctp": ("sctp", ""),
-    "tipc": ("tipc", ""),
-}
-
-PROFILES = {
-    # quick: minutes in a TCG VM; few rounds, fan-in 8 and 48, four sizes
-    # (the CPU phase at one period: each CPU repetition starts a fleet of 48 mappers per
-    # protocol, ~7-20 s each here, so a second period would add ~45 s quiet, ~2 min loaded)
-    "quick": dict(mappers=(8, 48), sizes_kb=(1, 4, 16, 64), rounds=10, warmup=2,
-                  cpu_periods_ms=(250,), cpu_sizes_kb=(4, 16), cpu_rounds=6,
-                  cpu_repetitions=2),
-    # paper: the paper's grid (sizes 1-64 KB, fan-in up to 48, 1000 rounds per point)
-    # verdict: the quick grid with enough rounds, and CPU repetitions for the CPU claim.
-    # Measured here with 24 CPU repetitions: 2425 s (rate sweep ~20 min, CPU phase ~17 min,
-    # 10.8 s per CPU point), one claim of five inconclusive; the CPU claim read the same from
-    # that run's first 12 CPU repetitions (-29.8 % [-33.5, -25.9], not reproduced), so 12:
-    # ~31 min (estimated from those per-point times).
-    "verdict": dict(mappers=(8, 48), sizes_kb=(1, 4, 8, 16, 64), rounds=40, warmup=2,
-                    cpu_periods_ms=(250,), cpu_sizes_kb=(4, 16), cpu_rounds=6, repetitions=3,
-                    cpu_repetitions=12),
-    "paper": dict(mappers=(1, 8, 16, 24, 32, 40, 48), sizes_kb=(1, 2, 4, 8, 16, 32, 64),
-                  rounds=1000, warmup=20, cpu_periods_ms=(250, 500, 1000),
-                  cpu_sizes_kb=(1, 2, 4, 8, 16, 32, 64), cpu_rounds=200, cpu_repetitions=2),
-}
-
-
 @dataclass(frozen=True)
 class Params(Parameters):
     profiles: ClassVar[dict[str, dict]] = PROFILES
@@ -91,12 +76,14 @@ class Params(Parameters):
                                      "paper's largest fan-in)")
     sizes_kb: tuple[int, ...] = param(PROFILES["quick"]["sizes_kb"], "partition sizes",
                                       unit="KB", low=1, high=64)
-    rounds: int = param(10, "measured rounds per point", low=1, high=100_000)
+    rounds: int = param(5, "measured rounds per point (averaged into the repetition's value)",
+                        low=1, high=100_000)
     warmup: int = param(2, "unmeasured rounds before each point", low=0, high=10_000)
-    repetitions: int = param(1, "repetitions of the rate sweep, protocols in a shuffled order "
-                             "in each", low=1, high=100)
-    seed: int = param(0, "seed of the randomised order of the protocols in each repetition "
-                      "(rate sweep and CPU phase)",
+    repetitions: int = param(2, "repetitions of the rate sweep (the rate claims' samples), each "
+                             "a fresh mapper fleet per protocol, protocols and points in a "
+                             "shuffled order", low=1, high=100)
+    seed: int = param(0, "seed of the randomised order of the protocols and points in each "
+                      "repetition (rate sweep and CPU phase)",
                       low=0, high=2**31 - 1, zero="a fresh seed, recorded in run.json")
     port_rate_mbit: float = param(100.0, "the reducer's switch port (the paper: 1 Gbit/s)",
                                   unit="Mbit/s", low=1, high=10_000)
@@ -104,13 +91,15 @@ class Params(Parameters):
                                     high=10_000, zero="unshaped (veth speed)")
     queue_packets: int = param(85, "switch-port buffer toward the reducer (85 x 1514 B ~ 128 KB)",
                                unit="packets", low=1, high=100_000)
-    cpu_periods_ms: tuple[int, ...] = param(PROFILES["quick"]["cpu_periods_ms"],
-                                            "CPU experiment: request periods", unit="ms",
-                                            low=1, high=60_000)
+    cpu_periods_paper_ms: tuple[int, ...] = param(
+        PROFILES["quick"]["cpu_periods_paper_ms"], "CPU experiment: the paper's request "
+        "periods (at its 1 Gbit/s and 1:50); ours carry the same load per unit of port rate: "
+        "period x 1000 Mbit/s / our port's rate x cpu_mappers / 50", unit="ms", low=1,
+        high=10_000)
     cpu_sizes_kb: tuple[int, ...] = param(PROFILES["quick"]["cpu_sizes_kb"],
                                           "CPU experiment: partition sizes", unit="KB",
                                           low=1, high=64)
-    cpu_rounds: int = param(6, "CPU experiment: rounds per point (0 skips it)", low=0,
+    cpu_rounds: int = param(6, "CPU experiment: measured rounds per point (0 skips it)", low=0,
                             high=100_000)
     cpu_mappers: int = param(48, "CPU experiment: fan-in (the paper: 1:50)", low=1,
                              high=MAX_MAPPERS, above="the lab holds")
@@ -258,50 +247,45 @@ class S3(Study):
         return None
 
     def measure(self, session: Session, bed, params: Params, tipc_notes: dict | None) -> None:
-        """The rate sweep, then the CPU phase, a fresh mapper fleet per protocol and
-        repetition of each; archive."""
-        from .s3_points import cpu_points, measure_fleet, phase_seconds, rate_points, round_frame
-
+        """The rate sweep, then the CPU phase; in each repetition a fresh mapper fleet per
+        protocol, the protocols in an order shuffled per repetition and the points in an
+        order shuffled per fleet, all drawn from the recorded seed before the first point."""
         started = time.monotonic()
         reducer = bed.node("reducer")
         binary = fanin.build_on(reducer)
         n_lab = params.lab_mappers
-        port = bed.lab.topology.interface("switch", "red") if hasattr(bed, "lab") else None
-        port_link = next((ln for ln in bed.lab.topology.links if port in (ln.a, ln.b)), None) \
-            if port else None
+        port_mbit = port_rate_mbit(bed)
+        cpu = cpu_points(params, port_mbit or params.port_rate_mbit)
         notes: dict = {"generator": {"binary": binary, "source_sha256": _source_sha()},
-                       "port_rate_mbit_effective": port_link.rate_mbit if port_link else None,
+                       "port_rate_mbit_effective": port_mbit,
                        "scaling": session.scaling.to_dict() if session.scaling else None,
-                       "kernel": kernel_record(reducer), "lab_mappers": n_lab}
+                       "kernel": kernel_record(reducer), "lab_mappers": n_lab,
+                       "cpu_periods_ms": {str(p.period_paper_ms): p.period_ms for p in cpu}}
         if tipc_notes is not None:
             notes["tipc"] = tipc_notes
         mapper_nodes = [bed.node(mapper_name(i)) for i in range(n_lab)]
-        rows, rounds, fleets = [], [], []
-        # the rate sweep (every lab mapper), then the CPU phase (cpu_mappers); each repetition
-        # starts a fresh fleet per protocol, the protocols in an order shuffled per repetition
         order = MeasuringOrder(params.seed)
-        rate_orders = [order.shuffle(params.protocols) for _ in range(params.repetitions)]
-        cpu = cpu_points(params)
-        cpu_orders = [order.shuffle(params.cpu_protocols)
-                      for _ in range(params.cpu_repetitions)] if cpu else []
-        phases = [(rate_points(params), mapper_nodes, rate_orders),
-                  (cpu, mapper_nodes[:params.cpu_mappers], cpu_orders)]
-        total = sum(len(points) * len(sequence) for points, _nodes, orders in phases
-                    for sequence in orders)
-        with progress(total, "s3 fan-in") as bar:
-            for points, nodes, orders in phases:
-                for rep, sequence in enumerate(orders, 1):
-                    for position, variant in enumerate(sequence):
-                        fleet_rows, fleet_rounds, record = measure_fleet(
-                            session, bed, params, variant, nodes, binary, points, rep, bar)
-                        rows += [{**row, "order": position} for row in fleet_rows]
-                        rounds.append(fleet_rounds)
-                        fleets.append(record)
+        plan = fleet_plan(order, [
+            (rate_points(params), mapper_nodes, params.repetitions, params.protocols),
+            (cpu, mapper_nodes[:params.cpu_mappers], params.cpu_repetitions
+             if cpu else 0, params.cpu_protocols)])
+        rows, rounds, fleets = [], [], []
+        with progress(sum(len(f.points) for f in plan), "s3 fan-in") as bar:
+            for fleet in plan:
+                listens = [fanin.mapper_address(VARIANTS[fleet.variant][0], mapper_ip(i), PORT, i)
+                           for i in range(len(fleet.nodes))]
+                fleet_rows, fleet_rounds, record = measure_fleet(
+                    session, bed, params, fleet.variant, fleet.nodes, listens, binary,
+                    fleet.points, fleet.repetition, bar)
+                rows += [{**row, "order": fleet.position} for row in fleet_rows]
+                rounds.append(fleet_rounds)
+                fleets.append(record)
         notes["order"] = {**order.record(
-            "the protocols one after another (a mapper fleet serves one protocol), in an "
-            "order shuffled per repetition: the rate sweep's repetitions first, then the CPU "
-            "phase's, each of these with a fresh fleet per protocol of cpu_protocols"),
-            "rate": rate_orders, "cpu": cpu_orders}
+            "per repetition a fresh mapper fleet per protocol (a fleet serves one protocol), "
+            "the protocols in an order shuffled per repetition, the points of each fleet in an "
+            "order shuffled per fleet (s3.fleets[].points): the rate sweep's repetitions "
+            "first, then the CPU phase's with a fresh fleet per protocol of cpu_protocols"),
+            "rate": protocol_orders(plan, "rate"), "cpu": protocol_orders(plan, "cpu")}
         if "tipc" in params.protocols:
             stat = reducer.run(["tipc", "link", "stat", "show"], check=False, timeout=60)
             session.raw("tipc-link-stat.txt", stat.stdout + stat.stderr)
@@ -321,20 +305,37 @@ class S3(Study):
         return RunData.load(run_path)
 
     def claims(self, data: RunData) -> pd.DataFrame:
-        from . import s3_analysis
+        from . import s3_verdicts
 
-        params = data.meta["parameters"]
-        period_scale = (min(params["cpu_periods_ms"]) / 25) if params.get("cpu_rounds") else 1.0
-        return s3_analysis.claims(data.results, data.tables.get("rounds"),
-                                  period_scale=period_scale)
+        return s3_verdicts.claims(data.results, wire_mbit=port_rate_of_run(data.meta))
+
+    def code_files(self) -> list[Path]:
+        """Its module and analysis module (the base's), and the other modules of the study:
+        its design, points, verdicts and figures."""
+        here = Path(__file__).parent
+        return sorted({*super().code_files(), *here.glob(f"{STUDY}_*.py")})
 
     def figures(self, data: RunData) -> dict:
-        from . import s3_analysis
+        from . import s3_figures
 
-        rounds = data.tables.get("rounds")
-        return {"fig7": s3_analysis.figure_rate(data.results, rounds),
-                "fig8": s3_analysis.figure_cpu(data.results),
-                "paper": s3_analysis.figure_paper(data.results, rounds)}
+        return {"fig7": s3_figures.figure_rate(data.results),
+                "fig8": s3_figures.figure_cpu(data.results),
+                "paper": s3_figures.figure_paper(data.results)}
+
+
+def port_rate_mbit(bed) -> float | None:
+    """The reducer port's shaped rate in the lab as built (after any scaling), or None."""
+    if not hasattr(bed, "lab"):
+        return None
+    port = bed.lab.topology.interface("switch", "red")
+    link = next((ln for ln in bed.lab.topology.links if port in (ln.a, ln.b)), None)
+    return link.rate_mbit if link else None
+
+
+def port_rate_of_run(meta: dict) -> float | None:
+    """The reducer port's rate an archived run measured through (None: not recorded)."""
+    return (meta.get("s3") or {}).get("port_rate_mbit_effective") or \
+        (meta.get("parameters") or {}).get("port_rate_mbit")
 
 
 def measure(params: Params, run_dir: str = "", inventory: str = "") -> str:

@@ -1,206 +1,260 @@
-"""S3 analysis: rate per protocol (Fig. 7), CPU per period (Fig. 8), the paper's claims."""
+"""S3's claims, registered before data, and how they are judged on independent repetitions.
+
+A sample is one repetition: a fresh mapper fleet per protocol (fresh connections), the
+protocols and the points in an order shuffled per repetition; a point's rounds are
+averaged into that repetition's one value (rounds inside one fleet are not independent:
+five quick runs of the old design, whose intervals came from rounds, read TIPC's gain
+over CUBIC at +3.5, +4.8, +22, +23 and +96 %). A ratio TIPC/TCP is paired within a
+repetition and averaged over repetitions on a log scale (Student t below 10
+repetitions). A point in which a protocol completed no round, or read faster than the
+port can carry, is *invalid*: shown with its numbers, deciding no claim. A claim is
+judged only in the paper's regime, else "not testable here" with the measured reason.
+
+This module registers (``CLAIMS``, ``DESIGN``, ``CHANGES``, :mod:`harness.registration`)
+and tabulates (:func:`rate_summary`, :func:`cpu_summary`); the judging is in
+:mod:`.s3_verdicts`, the figures in :mod:`.s3_figures`.
+"""
 
 from __future__ import annotations
 
-import json
-from dataclasses import replace
-from pathlib import Path
-
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-import seaborn as sns
-from matplotlib.ticker import ScalarFormatter
 
-from ..claims import NOT_TESTABLE, Claim, Region, Verdict, judge, not_testable, table
-from ..intervals import bootstrap_groups, mean_estimate
+from ..claims import LAB, Claim, Region
+from ..registration import DesignChange
+from .s3_design import PAPER_CPU_FANIN, PAPER_LINK_MBIT, PAPER_PERIOD_MS, PROFILES
 
 PAPER = {
     "tipc_gain_small_avg_pct": 10.0,  # 1:48, <= 8 KB, over TCP
     "tipc_gain_small_max_pct": 16.0,
     "tipc_cpu_saving_pct": (7.0, 15.0),  # 25 ms period, <= 16 KB
+    "gain_size_max_kb": 8,
     "cpu_size_max_kb": 16,
-    "collapse_size_kb": 16,
-    "period_ms": 25,
+    "collapse_sizes_kb": (16, 32, 64),  # the paper's sizes from 16 KB on (Fig. 7's grid)
+    "fanin": 48,
+    "period_ms": PAPER_PERIOD_MS,
 }
 ORDER = ["tipc", "tcp-cubic", "tcp", "sctp"]
+CPU_MAPPERS = 48  # the paper's 1:50 is the largest fan-in the lab holds
+WIRE_SHARE_MIN = 0.5  # below it TIPC's data did not cross the switch (one kernel's shortcut)
+#: A CPU point is in the paper's regime while its offered load, N x size per round over the
+#: time its rounds took (the generator's marks), is within 10 % of the paper's: rounds that
+#: overran their period stretch that time. Loads 0.7-9.5 % low read 4 KB points of the first
+#: run of this design (20261126T163456Z-56d73d, quick, host load 5-7), 17-52 % low its 16 KB.
+LOAD_SLACK = 0.10
+
+_RATE_QUANTITY = ("mean rate over a point's measured rounds, (N x size) / (request to last "
+                  "byte) per round, from our C generator (CLOCK_MONOTONIC) in the reducer")
+_GAIN_QUOTE = ("병렬전송 노드가 48개인 1:48 통신의 경우 8KB 이하 구간에서 TIPC는 TCP보다 "
+               "평균 10%, 최대 16%의 높은 전송률을 가졌으나")
+_COLLAPSE_QUOTE = "네트워크 혼잡도가 높아지는 16KB 이상의 구간에서는 TIPC의 성능이 매우 낮았다"
 
 
-def load(run_path: str | Path) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
-    run_path = Path(run_path)
-    frame = pd.read_parquet(run_path / "results.parquet")
-    rounds_file = run_path / "rounds.parquet"
-    rounds = pd.read_parquet(rounds_file) if rounds_file.exists() else pd.DataFrame()
-    meta = json.loads((run_path / "run.json").read_text())
-    return frame, rounds, meta
+def _collapse_claim(size: int) -> Claim:
+    return Claim(
+        f"s3.tipc_collapse_{size}kb", f"TIPC collapses at 1:48 x {size} KB (TIPC/TCP rate)",
+        "very low", Region.below(0.5, "the paper: '매우 낮았다' (very low) with no number; "
+                                 "read as below half of TCP's rate"), "x",
+        quote=_COLLAPSE_QUOTE, seed_line="003:208",
+        quantity=f"TIPC's over CUBIC-TCP's {_RATE_QUANTITY}, at 1:48 x {size} KB, paired per "
+                 "repetition; geometric mean over repetitions",
+        regime=f"1:48 fan-in, {size} KB per mapper (the paper: 16 KB and above), rounds back "
+               "to back through one shaped switch port with a small FIFO; judged at this "
+               "point alone")
 
+
+# Registered before data. Each region quotes the paper (Section 5) and takes its precision:
+# the rate and CPU numbers are stated plainly to 1 %, so they hold to half a percent either
+# way; "most" is more than half; "very low" has no number and is read as below half.
+CLAIMS = {
+    "tipc_best": Claim(
+        "s3.tipc_best_most", "TIPC has the best average rate in most (N, size) points",
+        "most points", Region.above(0.5, "the paper: '가장 우수' (the best) over Fig. 7's "
+                                    "points: more than half of the run's k points, at least "
+                                    "k // 2 + 1 of k"), "",
+        quote="실험 결과 평균 전송률 측면에서 TCP, SCTP와 비교해 TIPC의 성능이 가장 우수하였으며",
+        seed_line="003:219",
+        quantity=f"per repetition, the share of the run's (N, size) points where TIPC's "
+                 f"{_RATE_QUANTITY} is the highest of TIPC, CUBIC-TCP and SCTP; mean over "
+                 "repetitions",
+        regime="every (N, size) point of the run's grid (the paper's Fig. 7: N up to 48, "
+               "1-64 KB), rounds back to back, all three protocols measured"),
+    "gain_avg": Claim(
+        "s3.tipc_gain_avg", "TIPC over TCP, 1:48, <= 8 KB, average", "+10%",
+        Region.stated(10, 1, "'평균 10%' (10 % on average)"), "%",
+        quote=_GAIN_QUOTE, seed_line="003:208",
+        quantity=f"TIPC's over CUBIC-TCP's {_RATE_QUANTITY} at 1:48, geometric mean over the "
+                 "run's sizes <= 8 KB within a repetition; geometric mean over repetitions, "
+                 "as a gain (r - 1) x 100",
+        regime="1:48 fan-in, sizes up to 8 KB, rounds back to back"),
+    "gain_max": Claim(
+        "s3.tipc_gain_max", "TIPC over TCP, 1:48, <= 8 KB, best case", "+16%",
+        Region.stated(16, 1, "'최대 16%' (up to 16 %)"), "%",
+        quote=_GAIN_QUOTE, seed_line="003:208",
+        quantity=f"TIPC's over CUBIC-TCP's {_RATE_QUANTITY} at 1:48, the largest ratio over "
+                 "the run's sizes <= 8 KB within a repetition; geometric mean over repetitions "
+                 "(a per-repetition statistic averaged, never a bootstrap of a maximum)",
+        regime="1:48 fan-in, sizes up to 8 KB, rounds back to back"),
+    **{f"collapse_{s}": _collapse_claim(s) for s in PAPER["collapse_sizes_kb"]},
+    "cpu": Claim(
+        "s3.tipc_cpu_saving", "TIPC uses 7-15% less CPU than TCP (25 ms period, <= 16 KB)",
+        "-15..-7%", Region.between(-15.5, -6.5, "the paper: '7~15%의 낮은 CPU 점유율' (7-15 % "
+                                   "lower CPU share), stated to 1 %: -15.5..-6.5"), "%",
+        quote="25ms 주기의 경우 16KB 이하 크기에서 TIPC는 TCP보다 7~15%의 낮은 CPU 점유율을 보였고",
+        seed_line="003:210",
+        quantity="the reducer machine's CPU share as sar reports it (the paper: 'sar', "
+                 "003:201): (user + nice + system + irq + softirq) / all ticks of /proc/stat "
+                 "over the measured rounds, all CPUs; TIPC over CUBIC-TCP per size, geometric "
+                 "mean over the sizes <= 16 KB within a CPU repetition; geometric mean over "
+                 "CPU repetitions, as a gain (r - 1) x 100",
+        regime=f"1:{CPU_MAPPERS} (the paper: 1:{PAPER_CPU_FANIN}, more than the lab holds), "
+               f"sizes up to 16 KB, a round every {PAPER_PERIOD_MS} ms at "
+               f"{PAPER_LINK_MBIT:g} Mbit/s carried over to our port (same offered load per "
+               "unit of port rate), the load each point offered within 10 % of that (its "
+               "rounds kept the period)"),
+    "wire": Claim(
+        "s3.lab_tipc_on_the_wire", "TIPC's data crosses the switch port (not a kernel shortcut)",
+        "-", Region.above(WIRE_SHARE_MIN, "fewer packets through the bottleneck queue than "
+                          "half of what TIPC's payload needs means the kernel delivered it "
+                          "between namespaces directly (Linux >= 5.5: ~0.02-0.2)"), "",
+        source=LAB,
+        quantity="TIPC's packets through the switch port's FIFO per full-size packet its "
+                 "payload needs (wire_share), median over the rate points of a repetition; "
+                 "mean over repetitions"),
+}
+
+DESIGN = {
+    "samples": "independent repetitions: a fresh mapper fleet (fresh connections) per protocol "
+               "and repetition; a point's measured rounds are averaged into that "
+               "repetition's one value, never used as samples",
+    "profiles": {name: {k: values[k] for k in ("mappers", "sizes_kb", "rounds", "warmup",
+                                                 "repetitions", "cpu_periods_paper_ms",
+                                                 "cpu_sizes_kb", "cpu_rounds",
+                                                 "cpu_repetitions")}
+                 for name, values in PROFILES.items()},
+    "factors": {"rate": ["protocol (tcp-cubic, sctp, tipc)", "fan-in N", "size"],
+                "cpu": ["protocol (tipc, tcp-cubic)", "the paper's period", "size"]},
+    "order": "from the run's recorded seed (MeasuringOrder), drawn before the first point: "
+             "per repetition the protocols shuffled, per fleet its points shuffled; the rate "
+             "sweep's repetitions, then the CPU phase's",
+    "metric": {"rate": _RATE_QUANTITY,
+               "cpu": "system-wide CPU share of the reducer's machine over the measured "
+                      "rounds, /proc/stat read by the generator at its begin and end marks "
+                      "(as sar computes it)"},
+    "cpu_period": "ours = the paper's period x (1000 Mbit/s / the reducer port's shaped rate) "
+                  "x (cpu_mappers / 50): the paper's offered load per unit of port rate",
+    "judged_points": {"gain": "1:48 at each size <= 8 KB of the run",
+                      "collapse": "1:48 at 16, 32 and 64 KB, one verdict per point",
+                      "best": "every (N, size) point of the run",
+                      "cpu": "1:48 at each CPU size <= 16 KB of the paper's 25 ms"},
+    "invalid": "a point-repetition with no completed round (validity.check_rounds) or that "
+               "stopped at an error before its last round (its rounds before the error are "
+               "not the point's rate), or a mean rate above the port's payload rate plus "
+               "what its htb bucket lets through at once (validity.check_rate), or a CPU "
+               "share above 100 % (validity.check_share): shown, and any one under a claim "
+               "makes it invalid",
+    "cpu_regime": "a CPU repetition counts only if every claim point of both protocols "
+                  "offered the paper's load within 10 %: its marked interval at most 1.1 x "
+                  "rounds x period",
+}
+
+CHANGES = (
+    DesignChange(
+        "2026-11-26", "the collapse judged per point at 1:48 x 16, 32 and 64 KB (one verdict "
+        "each; a point with no completed round invalid) instead of the minimum TIPC/TCP "
+        "ratio over the sizes >= 16 KB",
+        "the minimum passed on the 64 KB point where no TIPC round completed (reference run "
+        "20261125T130555Z-5b0f86), while at 16 KB, the size the paper names, TIPC/TCP read "
+        "1.10x in that run and 0.72x in a fresh one", tuple(
+            f"s3.tipc_collapse_{s}kb" for s in PAPER["collapse_sizes_kb"])),
+    DesignChange(
+        "2026-11-26", "CPU metric: the reducer process's CPU time per round (getrusage) -> "
+        "the reducer machine's system-wide CPU share over the measured rounds (/proc/stat, "
+        "as sar)", "the paper measured with sar (003:201), system-wide on the receiving "
+        "node; the process's own time leaves out the softirq work the protocols differ in "
+        "and is a different quantity", ("s3.tipc_cpu_saving",)),
+    DesignChange(
+        "2026-11-26", "CPU period: fixed 250 ms (quick, verdict; 250/500/1000 ms paper) -> "
+        "the paper's 25 ms (25/50/100 ms) carried over to the port's shaped rate and N",
+        "250 ms assumed a 100 Mbit/s port, but the lab scales the port to what its VMs carry: "
+        "the reference run's port was 10 Mbit/s, so it offered 10x the paper's load per unit "
+        "of port rate", ("s3.tipc_cpu_saving",)),
+    DesignChange(
+        "2026-11-26", "the verdict profile's CPU repetitions 24 -> 12 (and the CPU phase's "
+        "repetitions made the CPU claim's samples, a fresh fleet per protocol each, after a "
+        "design that used one pass)",
+        "a 24-repetition verdict run took 2425 s; its first 12 repetitions gave the same "
+        "outcome (-29.8 % [-33.5, -25.9] against -30.5 % [-33.4, -27.5]); decided after "
+        "seeing that run, so recorded here", ("s3.tipc_cpu_saving",)),
+    DesignChange(
+        "2026-11-26", "the CPU claim's regime: a repetition counts if each claim point's "
+        "offered load was within 10 % of the paper's (its marked interval <= 1.1 x rounds x "
+        "period; was: no round overran at all); the quick and verdict CPU sizes (4, 16) -> "
+        "(1, 4) KB, the paper's 'up to 16 KB' at its realistic 3-4 KB partitions (003:190)",
+        "the first run of this design (20261126T163456Z-56d73d, quick, host load 5-7) had "
+        "its 48 mappers' 16 KB rounds (786 KB) take 330-480 ms, longer than the 302 ms "
+        "period: a load 17-52 % below the paper's, out of its regime in every repetition; at "
+        "4 KB single late rounds cost 0.7-9.5 % of the load, which the strict rule threw out "
+        "with the 16 KB points; the paper profile keeps 1-64 KB", ("s3.tipc_cpu_saving",)),
+    DesignChange(
+        "2026-11-26", "rate claims: samples are repetitions (a fresh fleet per protocol each), "
+        "a point's rounds averaged into one value; quick 1 -> 2 repetitions of 5 rounds (was "
+        "10) at 1, 4, 16 KB (was 1, 4, 16, 64: the 10-minute budget; 64 KB cost 120 s in the "
+        "first run of this design), verdict 3 repetitions of 40 rounds -> 5 of 10; the "
+        "points' order shuffled per fleet (was fixed); a point that stopped at an error "
+        "before its last round is invalid (TIPC at 1:48 x 64 KB completed 1 of 5 rounds, "
+        "then its links reset, in both repetitions of that run)",
+        "rounds inside one fleet are not independent: five quick runs of the old design read "
+        "one claim at +3.5 % .. +96 % with intervals that excluded each other",
+        ("s3.tipc_best_most", "s3.tipc_gain_avg", "s3.tipc_gain_max")),
+)
+
+
+# -- tables ---------------------------------------------------------------------------------
 
 def tcp_reference(frame: pd.DataFrame) -> str | None:
     present = set(frame.protocol)
     return "tcp-cubic" if "tcp-cubic" in present else ("tcp" if "tcp" in present else None)
 
 
-def rate_summary(frame: pd.DataFrame) -> pd.DataFrame:
-    """Mean per-round transfer rate per protocol, fan-in and size (over repetitions).
-
-    A point where not one round completed (e.g. TIPC's links reset under incast and
-    took every connection with them) delivered nothing: its rate counts as 0, and
-    ``failed`` counts such points. Its error is in the results table.
-    """
+def rate_rows(frame: pd.DataFrame) -> pd.DataFrame:
+    """The rate sweep's rows, one per (protocol, N, size, repetition), ``failed`` where the
+    generator stopped before the last round (no round, or an error: TIPC's links reset
+    under incast). Their rate is NaN: the rounds before an error are not the point's rate,
+    and such a point is invalid (:mod:`.s3_verdicts`)."""
     rate = frame[frame.experiment == "rate"].copy()
-    dead = rate["rounds"].eq(0) if "rounds" in rate else pd.Series(False, index=rate.index)
-    rate.loc[dead, "rate_mbit_mean"] = 0.0
-    rate["failed"] = dead
+    if "repetition" not in rate:
+        rate["repetition"] = 1
+    if "rounds" not in rate:
+        rate["failed"] = False
+    else:
+        asked = rate["rounds_asked"] if "rounds_asked" in rate else rate["rounds"]
+        rate["failed"] = rate["rounds"].eq(0) | (rate["rounds"] < asked)
+    rate.loc[rate.failed, "rate_mbit_mean"] = np.nan
+    return rate
+
+
+def rate_summary(frame: pd.DataFrame) -> pd.DataFrame:
+    """Per protocol, fan-in and size: the mean over repetitions of each repetition's mean
+    round rate, its spread, and in how many repetitions it stopped early (``failed``)."""
+    rate = rate_rows(frame)
     out = rate.groupby(["protocol", "mappers", "size_kb"]).agg(
         rate_mbit=("rate_mbit_mean", "mean"), sd_mbit=("rate_mbit_mean", "std"),
-        p5_mbit=("rate_mbit_p5", "mean"), round_ms=("round_ms_mean", "mean"),
-        queue_drops=("queue_drops", "sum"), ok=("ok", "all"), repetitions=("ok", "size"),
-        failed=("failed", "sum"))
+        round_ms=("round_ms_mean", "mean"), queue_drops=("queue_drops", "sum"),
+        ok=("ok", "all"), repetitions=("ok", "size"), failed=("failed", "sum"))
     return out.reset_index()
 
 
 def cpu_summary(frame: pd.DataFrame) -> pd.DataFrame:
     cpu = frame[frame.experiment == "cpu"]
-    out = cpu.groupby(["protocol", "period_ms", "size_kb"]).agg(
-        reducer_cpu_pct=("reducer_cpu_pct", "mean"), mapper_cpu_pct=("mapper_cpu_pct", "mean"),
-        system_busy_pct=("system_busy_pct", "mean"), overruns=("overruns", "sum"),
-        **({"reducer_cpu_ms_per_round": ("reducer_cpu_ms_per_round", "mean")}
-           if "reducer_cpu_ms_per_round" in cpu else {}),
-        round_ms=("round_ms_mean", "mean"), ok=("ok", "all"))
+    if "period_paper_ms" not in cpu:
+        cpu = cpu.assign(period_paper_ms=np.nan)
+    measures = {m: (m, "mean") for m in ("system_busy_pct", "system_softirq_pct",
+                                         "reducer_cpu_pct", "mapper_cpu_pct") if m in cpu}
+    out = cpu.groupby(["protocol", "period_paper_ms", "period_ms", "size_kb"], dropna=False).agg(
+        **measures, overruns=("overruns", "sum"), round_ms=("round_ms_mean", "mean"),
+        ok=("ok", "all"), repetitions=("ok", "size"))
     return out.reset_index()
-
-
-def _order(frame: pd.DataFrame) -> list[str]:
-    return [p for p in ORDER if p in set(frame.protocol)]
-
-
-def _size_axis(grid, sizes) -> None:
-    """Log-scaled partition sizes, ticked at the sizes measured, labelled in plain KB."""
-    ticks = sorted(sizes)
-    grid.set(xscale="log")
-    for ax in grid.axes.flat:
-        ax.set_xticks(ticks)
-        ax.set_xticklabels([str(int(s)) for s in ticks])
-        ax.minorticks_off()
-        ax.set_xlabel("partition size per mapper (KB)")
-
-
-def figure_rate(frame: pd.DataFrame, rounds: pd.DataFrame | None = None):
-    """Fig. 7 mirror: average transfer rate against partition size, one panel per fan-in.
-
-    With the rounds table, each point is the mean over its rounds with a 95 % bootstrap
-    interval as error bar; without it, the per-point means (no bars).
-    """
-    summ = rate_summary(frame)
-    if summ.empty:
-        return None
-    data, bars = summ, None
-    if rounds is not None and not rounds.empty:
-        data = rounds[rounds.experiment == "rate"]
-        bars = ("ci", 95)
-    grid = sns.relplot(data=data, x="size_kb", y="rate_mbit", hue="protocol", col="mappers",
-                       kind="line", marker="o", hue_order=_order(summ), height=3.2, aspect=1.0,
-                       col_wrap=min(4, summ.mappers.nunique()), errorbar=bars,
-                       err_style="bars", n_boot=500, seed=1)
-    grid.set(ylabel="average transfer rate (Mbit/s)")
-    _size_axis(grid, summ.size_kb.unique())
-    grid.figure.suptitle("Reducer transfer rate, 1:N fan-in (mirror of the paper's Fig. 7)",
-                         y=1.03)
-    return grid.figure
-
-
-#: Fig. 8 rows: what is plotted, and its axis label
-CPU_MEASURES = {
-    "reducer_cpu_pct": "reducer CPU (%)",
-    "reducer_cpu_ms_per_round": "reducer CPU per round (ms)",
-    "system_busy_pct": "reducer machine busy (%)",
-}
-
-
-def figure_cpu(frame: pd.DataFrame):
-    """Fig. 8 mirror: CPU against partition size, one column per period; one row each for
-    the reducer's CPU share, its CPU time per round and the whole machine's busy share."""
-    summ = cpu_summary(frame)
-    if summ.empty:
-        return None
-    measures = [m for m in CPU_MEASURES if m in summ]
-    long = summ.melt(id_vars=["protocol", "period_ms", "size_kb"], value_vars=measures,
-                     var_name="measure", value_name="value")
-    long["period"] = long.period_ms.map(lambda p: f"period {p:g} ms")
-    grid = sns.relplot(data=long, x="size_kb", y="value", hue="protocol", col="period",
-                       row="measure", row_order=measures, kind="line", marker="o",
-                       hue_order=_order(summ), height=2.6, aspect=1.3,
-                       facet_kws={"sharey": "row", "margin_titles": True})
-    grid.set_titles(col_template="{col_name}", row_template="")
-    for measure, axes in zip(measures, grid.axes):
-        axes[0].set_ylabel(CPU_MEASURES[measure])
-    _size_axis(grid, summ.size_kb.unique())
-    grid.figure.suptitle("CPU use by period and size (mirror of the paper's Fig. 8)", y=1.03)
-    return grid.figure
-
-
-def figure_paper(frame: pd.DataFrame, rounds: pd.DataFrame | None = None):
-    """Ours against the paper's numbers: TIPC over TCP per size (rate at the largest fan-in,
-    reducer CPU per round at the shortest period), 95 % intervals, the paper's values drawn."""
-    ref = tcp_reference(frame)
-    if not ref or "tipc" not in set(frame.protocol):
-        return None
-    groups = round_rates(rounds if rounds is not None else pd.DataFrame(), frame)
-    big_n = max((k[1] for k in groups), default=None)
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4))
-    ax = axes[0]
-    rows = []
-    for (proto, n, size), tipc in sorted(groups.items()):
-        if proto != "tipc" or n != big_n or (ref, n, size) not in groups:
-            continue
-        est = bootstrap_groups({"t": tipc, "r": groups[(ref, n, size)]},
-                               lambda d: 100 * (d["t"].mean() / d["r"].mean() - 1)
-                               if d["r"].mean() > 0 else float("nan"), "%")
-        if est:
-            rows.append((size, est))
-    if rows:
-        x = [r[0] for r in rows]
-        y = [r[1].value for r in rows]
-        err = [[r[1].value - (r[1].low if r[1].has_interval else r[1].value) for r in rows],
-               [(r[1].high if r[1].has_interval else r[1].value) - r[1].value for r in rows]]
-        ax.errorbar(x, y, yerr=err, marker="o", capsize=3, label=f"ours, 1:{big_n} (95 % CI)")
-    ax.axhline(PAPER["tipc_gain_small_avg_pct"], color="C2", ls=":",
-               label="paper: +10 % on average, <= 8 KB")
-    ax.axhline(PAPER["tipc_gain_small_max_pct"], color="C2", ls="--",
-               label="paper: up to +16 %, <= 8 KB")
-    ax.axvspan(PAPER["collapse_size_kb"], 64 * 1.2, color="C3", alpha=0.08,
-               label="paper: TIPC 'very low' from 16 KB")
-    ax.axhline(0, color="grey", lw=0.8)
-    ax.set_xscale("log", base=2)
-    ax.xaxis.set_major_formatter(ScalarFormatter())
-    ax.set_xlabel("partition size per mapper (KB)")
-    ax.set_ylabel(f"TIPC rate over {ref} (%)")
-    ax.set_title(f"rate, 1:{big_n} fan-in (Fig. 7)")
-    ax.legend(fontsize=7)
-    ax = axes[1]
-    cpu = cpu_ratios(frame)
-    if cpu is not None:
-        ref, period, _metric, ratios = cpu
-        diff = (100 * (ratios - 1)).rename("pct").reset_index()
-        sns.lineplot(data=diff, x="size_kb", y="pct", marker="o", errorbar=("ci", 95),
-                     err_style="bars", ax=ax, label=f"ours, period {period:g} ms", n_boot=500,
-                     seed=1)
-        ax.set_xscale("log", base=2)
-        ax.xaxis.set_major_formatter(ScalarFormatter())
-    low, high = PAPER["tipc_cpu_saving_pct"]
-    ax.axhspan(-high, -low, xmax=1, color="C2", alpha=0.2, label="paper: -15..-7 %, <= 16 KB")
-    ax.axhline(0, color="grey", lw=0.8)
-    ax.set_xlabel("partition size per mapper (KB)")
-    ax.set_ylabel(f"TIPC reducer CPU over {ref} (%)")
-    ax.set_title("CPU per round (Fig. 8), error bars over CPU repetitions")
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    return fig
-
-
-def _pct(a: float, b: float) -> float | None:
-    return None if not b or pd.isna(a) or pd.isna(b) else 100.0 * (a - b) / b
-
 
 
 def wire_share(frame: pd.DataFrame) -> pd.Series:
@@ -210,218 +264,26 @@ def wire_share(frame: pd.DataFrame) -> pd.Series:
     return frame[frame.experiment == "rate"].groupby("protocol").wire_share.median()
 
 
-def tipc_bypassed(frame: pd.DataFrame, threshold: float = 0.5) -> bool:
+def tipc_bypassed(frame: pd.DataFrame, threshold: float = WIRE_SHARE_MIN) -> bool:
     """True if TIPC's data did not cross the lab's network (intra-kernel delivery)."""
     share = wire_share(frame)
     return "tipc" in share and share["tipc"] < threshold
 
 
-def claims(frame: pd.DataFrame, rounds: pd.DataFrame | None = None,
-           period_scale: float = 1.0) -> pd.DataFrame:
-    """The paper's claims beside ours; ``period_scale`` maps the paper's 25 ms to ours.
-
-    If TIPC's traffic did not cross the switch (all lab nodes in one kernel: Linux >= 5.5
-    hands TIPC messages between namespaces directly), every claim involving TIPC is
-    marked not testable, with the measured share of bytes on the wire as the reason.
-    """
-    table_ = _claims(frame, rounds if rounds is not None else pd.DataFrame(), period_scale)
-    if tipc_bypassed(frame):
-        share = wire_share(frame)
-        why = (f"the switch queue saw {share['tipc']:.0%} of the packets TIPC's data needs "
-               f"(TCP/SCTP: {share.drop('tipc').min():.0%}+): all nodes share one kernel, which "
-               "delivers TIPC between namespaces directly; needs mappers and reducer in "
-               "different kernels (VMs)")
-        tipc = table_.claim_id.isin([c.id for c in CLAIMS.values()])
-        table_.loc[tipc, "outcome"] = NOT_TESTABLE
-        table_.loc[tipc, "reason"] = why
-    return table_
-
-
-PAPER_ROUNDS = 1000
-INDICATIVE_BELOW = 100  # rounds per point under which a few-percent verdict is within noise
-
-
 def evidence_note(frame: pd.DataFrame) -> str:
-    """How much the verdicts rest on: rounds per rate point, and the spread of round rates."""
-    rate = frame[(frame.experiment == "rate") & (frame.rounds > 0)]
-    if rate.empty:
+    """What the verdicts rest on: repetitions per rate point and rounds inside each."""
+    rate = rate_rows(frame)
+    done = rate[~rate.failed]
+    if done.empty:
         return "no rate point completed a round"
-    rounds = int(rate.rounds.min())
-    # half the 5-95 % spread of one point's round rates, relative to its mean: the typical
-    # uncertainty of a single round; the mean over n rounds narrows it by ~sqrt(n)
-    spread = ((rate.rate_mbit_p95 - rate.rate_mbit_p5) / 2 / rate.rate_mbit_mean).median()
-    text = (f"verdicts rest on {rounds}"
-            + (f"-{int(rate.rounds.max())}" if rate.rounds.max() > rounds else "")
-            + f" measured rounds per rate point (the paper: {PAPER_ROUNDS}); one round's rate "
-            f"varies by about ±{spread:.0%} around its point's mean")
-    if rounds < INDICATIVE_BELOW:
-        text += (f"; with fewer than {INDICATIVE_BELOW} rounds a verdict within a few percent "
-                 "of its threshold is indicative only -- raise `rounds` or use profile=paper")
+    reps = rate.groupby(["protocol", "mappers", "size_kb"]).repetition.nunique()
+    text = (f"the rate claims rest on {int(reps.min())}"
+            + (f"-{int(reps.max())}" if reps.max() > reps.min() else "")
+            + f" repetitions per point (a fresh mapper fleet each), each the mean of "
+            f"{int(done.rounds.min())}"
+            + (f"-{int(done.rounds.max())}" if done.rounds.max() > done.rounds.min() else "")
+            + " measured rounds (the paper: 1000 rounds a point)")
+    if reps.min() < 3:
+        text += ("; with fewer than 3 repetitions a Student t interval is too wide to decide "
+                 "most claims -- use profile=verdict")
     return text
-
-
-# Each region quotes the paper (Section 5) and takes its precision: the rate and CPU numbers
-# are stated plainly to 1 %, so they hold to half a percent either way.
-CLAIMS = {
-    "tipc_best": Claim(
-        "s3.tipc_best_most", "TIPC has the best average rate in most (N, size) points",
-        "most points", Region.above(0.5, "the paper: 'TIPC의 성능이 가장 우수' (TIPC performed "
-                                    "best) in most cases of Fig. 7: more than half the points"),
-        ""),
-    "gain_avg": Claim(
-        "s3.tipc_gain_avg", "TIPC over TCP, 1:48, <= 8 KB, average", "+10%",
-        Region.stated(10, 1, "'평균 10%' (10 % on average)"), "%"),
-    "gain_max": Claim(
-        "s3.tipc_gain_max", "TIPC over TCP, 1:48, <= 8 KB, best case", "+16%",
-        Region.stated(16, 1, "'최대 16%' (up to 16 %)"), "%"),
-    "collapse": Claim(
-        "s3.tipc_collapse", "TIPC collapses at >= 16 KB with many senders (worst TIPC/TCP rate)",
-        "very low", Region.below(0.5, "the paper: '매우 낮았다' (very low) with no number; we "
-                                 "read it as below half of TCP's rate"), "x"),
-    "cpu": Claim(
-        "s3.tipc_cpu_saving", "TIPC uses 7-15% less CPU than TCP (25 ms period, <= 16 KB)",
-        "-15..-7%", Region.between(-15.5, -6.5, "the paper: '7~15%의 낮은 CPU 점유율' (7-15 % "
-                                   "lower CPU share), stated to 1 %: -15.5..-6.5"), "%"),
-}
-
-
-def round_rates(rounds: pd.DataFrame, frame: pd.DataFrame) -> dict[tuple, np.ndarray]:
-    """Per (protocol, mappers, size_kb) of the rate experiment: every measured round's rate.
-
-    A point where no round completed delivered nothing: each round it asked for
-    counts as rate 0 (see :func:`rate_summary`).
-    """
-    out: dict[tuple, np.ndarray] = {}
-    if not rounds.empty:
-        r = rounds[rounds.experiment == "rate"]
-        for key, grp in r.groupby(["protocol", "mappers", "size_kb"]):
-            out[tuple(key)] = grp.rate_mbit.to_numpy(dtype=float)
-    rate = frame[frame.experiment == "rate"]
-    if "rounds" in rate:
-        for row in rate[rate["rounds"] == 0].itertuples():
-            key = (row.protocol, int(row.mappers), int(row.size_kb))
-            if key not in out:
-                out[key] = np.zeros(max(int(getattr(row, "rounds_asked", 1) or 1), 1))
-    return out
-
-
-def _gain_stat(keys: list[tuple[tuple, tuple]], how: str):
-    def stat(d) -> float:
-        gains = [100 * (d[t].mean() / d[r].mean() - 1) for t, r in keys if d[r].mean() > 0]
-        if not gains:
-            return float("nan")
-        return float(np.mean(gains) if how == "mean" else np.max(gains))
-    return stat
-
-
-def _claims(frame: pd.DataFrame, rounds: pd.DataFrame, period_scale: float) -> pd.DataFrame:
-    groups = round_rates(rounds, frame)
-    ref = tcp_reference(frame)
-    out: list[Verdict] = []
-    points = sorted({(n, s) for (_, n, s) in groups})
-    protos = [p for p in ("tipc", ref, "sctp") if p and any(k[0] == p for k in groups)]
-    tested = [pt for pt in points if all((p, *pt) in groups for p in protos)]
-    if "tipc" in protos and len(protos) >= 2 and tested:
-        def best_share(d) -> float:
-            best = [max(protos, key=lambda p: d[(p, *pt)].mean()) for pt in tested]
-            return sum(b == "tipc" for b in best) / len(best)
-        est = bootstrap_groups({k: v for k, v in groups.items() if k[0] in protos
-                                and k[1:] in tested}, best_share)
-        est = est and replace(est, units="rounds")
-        # "most" of N points is more than half: at least N // 2 + 1 of them
-        most = (len(tested) // 2 + 1) / len(tested)
-        claim = replace(CLAIMS["tipc_best"], region=Region.above(
-            most, CLAIMS["tipc_best"].region.why + f": at least {len(tested) // 2 + 1} of "
-            f"{len(tested)}"))
-        out.append(judge(claim, est, f"share of {len(tested)} points, against "
-                         + ", ".join(p for p in protos if p != "tipc")
-                         + "; each point's rounds resampled"))
-    else:
-        out.append(not_testable(CLAIMS["tipc_best"], "needs TIPC and another protocol"))
-    big_n = max((n for n, _ in points), default=None)
-    why = f"1:{big_n} fan-in" + ("" if big_n == 48 else " (the paper: 1:48)")
-    pairs = [((("tipc", big_n, s)), ((ref, big_n, s))) for n, s in points
-             if n == big_n and s <= 8 and ("tipc", n, s) in groups and (ref, n, s) in groups]
-    for key, how in (("gain_avg", "mean"), ("gain_max", "max")):
-        if not pairs:
-            out.append(not_testable(CLAIMS[key], "needs TIPC and TCP at <= 8 KB"))
-            continue
-        sub = {k: groups[k] for pair in pairs for k in pair}
-        out.append(judge(CLAIMS[key], bootstrap_groups(sub, _gain_stat(pairs, how), "%"),
-                         why + f"; sizes {', '.join(f'{p[0][2]} KB' for p in pairs)}"))
-    big = [((("tipc", big_n, s)), ((ref, big_n, s))) for n, s in points
-           if n == big_n and s >= PAPER["collapse_size_kb"] and ("tipc", n, s) in groups
-           and (ref, n, s) in groups]
-    if big:
-        def worst(d) -> float:
-            return float(min(d[t].mean() / d[r].mean() for t, r in big if d[r].mean() > 0))
-        sub = {k: groups[k] for pair in big for k in pair}
-        summ = rate_summary(frame)
-        dead = summ[(summ.protocol == "tipc") & (summ.failed > 0) & (summ.mappers == big_n)
-                    & (summ.size_kb >= PAPER["collapse_size_kb"])]
-        note = "collapse = TIPC below half of TCP's rate at the largest fan-in"
-        if not dead.empty:
-            note += "; no TIPC round completed at " + ", ".join(
-                f"1:{int(r.mappers)} x {int(r.size_kb)} KB" for r in dead.itertuples())
-        out.append(judge(CLAIMS["collapse"], bootstrap_groups(sub, worst, "x"), note))
-    else:
-        out.append(not_testable(CLAIMS["collapse"], "needs TIPC and TCP at >= 16 KB"))
-    out.append(_cpu_verdict(frame, period_scale))
-    return table(out)
-
-
-def cpu_ratios(frame: pd.DataFrame) -> tuple[str, float, str, pd.Series] | None:
-    """TIPC's reducer CPU over TCP's at our shortest CPU period, paired per (CPU repetition,
-    size): (the TCP it is compared with, the period, the column compared, the ratios).
-
-    CPU time per round when the run has it: the reducer does the same work every round,
-    so this is the paper's utilisation x period while rounds keep the period -- and,
-    unlike utilisation, stays comparable when they overrun it (incast stalls, collapse).
-    None without TIPC and a TCP in the CPU experiment.
-    """
-    cpu = frame[frame.experiment == "cpu"]
-    ref = tcp_reference(cpu) if not cpu.empty else None
-    if not ref or "tipc" not in set(cpu.protocol):
-        return None
-    if "repetition" not in cpu:  # a run from before repetitions: one pass
-        cpu = cpu.assign(repetition=1)
-    metric = "reducer_cpu_ms_per_round" if "reducer_cpu_ms_per_round" in cpu else \
-        "reducer_cpu_pct"
-    period = cpu.period_ms.min()
-    w = cpu[cpu.period_ms == period].pivot_table(index=["repetition", "size_kb"],
-                                                 columns="protocol", values=metric)
-    if not {"tipc", ref} <= set(w.columns):
-        return None
-    return ref, float(period), metric, (w["tipc"] / w[ref]).rename("ratio")
-
-
-def _cpu_verdict(frame: pd.DataFrame, period_scale: float) -> Verdict:
-    """Reducer CPU per round, TIPC over TCP: the samples are the CPU repetitions.
-
-    Each CPU repetition measured both protocols with fresh mapper fleets, back to
-    back in a shuffled order; its ratio is the geometric mean over sizes <= 16 KB of
-    TIPC's over TCP's, and the ratios are averaged on a log scale over repetitions
-    (a repetition missing either protocol is left out: nothing to pair it with).
-    """
-    found = cpu_ratios(frame)
-    if found is None:
-        return not_testable(CLAIMS["cpu"], "needs a CPU experiment with TIPC and TCP")
-    ref, period, metric, ratios = found
-    small = ratios[ratios.index.get_level_values("size_kb") <= PAPER["cpu_size_max_kb"]]
-    small = small[np.isfinite(small) & (small > 0)]
-    per_rep = np.exp(np.log(small).groupby(level="repetition").mean())
-    est = mean_estimate(per_rep, log=True, units="repetitions")
-    cpu = frame[(frame.experiment == "cpu") & (frame.period_ms == period)
-                & (frame.size_kb <= PAPER["cpu_size_max_kb"])]
-    late = sorted({int(k) for k in cpu[cpu.protocol.isin(["tipc", ref])
-                                       & (cpu.overruns > 0)].size_kb})
-    what = "reducer CPU time per round" if metric == "reducer_cpu_ms_per_round" \
-        else "reducer CPU share"
-    reps = int(cpu.repetition.nunique()) if "repetition" in cpu else 1
-    note = (f"{what} at our shortest period {period:g} ms (the paper's {PAPER['period_ms']} ms "
-            f"x {period_scale:g} for our slower port), TIPC over {ref} paired within each CPU "
-            f"repetition (fresh mapper fleets, shuffled order; geometric mean over sizes): "
-            f"{len(per_rep)} of {reps} repetitions paired"
-            + (f"; rounds overran the period at {', '.join(f'{k} KB' for k in late)}"
-               if late else ""))
-    return judge(CLAIMS["cpu"], est and est.map(lambda r: (r - 1) * 100, "%"), note)

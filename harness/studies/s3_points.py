@@ -1,10 +1,12 @@
 """S3's points: one reducer run of the fan-in generator with the counters read around it
-(the bottleneck FIFO's drops, the mappers' CPU), and a mapper fleet's grid of such points.
+(the bottleneck FIFO's drops, the mappers' CPU, the reducer machine's CPU), a mapper fleet's
+points, and the plan of every fleet of a run in its randomised order.
 The study, its lab and its phases: :mod:`.s3`."""
 
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
 import pandas as pd
@@ -13,7 +15,8 @@ from .. import fanin
 from ..nodes import procfs
 from ..progress import Progress
 from ..session import Session
-from .s3 import PORT, VARIANTS, mapper_ip
+from .order import MeasuringOrder
+from .s3_design import VARIANTS, cpu_period_ms
 
 if TYPE_CHECKING:
     from .s3 import Params
@@ -68,22 +71,41 @@ def parse_qdisc(text: str) -> dict:
     return out
 
 
-def _cpu_from_samples(cpu: list[dict], clk_tck: int) -> dict:
-    """System-wide busy share while the reducer ran, from its first and last /proc/stat."""
-    if len(cpu) < 2:
-        return {"system_busy_pct": None}
-    a, b = cpu[0]["stat"], cpu[-1]["stat"]
-    total = sum(b) - sum(a)
-    idle = (b[3] - a[3]) + (b[4] - a[4] if len(a) > 4 else 0)
-    return {"system_busy_pct": 100.0 * (total - idle) / total if total > 0 else None,
-            "system_softirq_pct": 100.0 * (b[6] - a[6]) / total if total > 0 and len(a) > 6
-            else None}
+#: /proc/stat's first line: user nice system idle iowait irq softirq steal guest guest_nice.
+#: guest and guest_nice are already inside user and nice, so the total stops at steal.
+BUSY_FIELDS = (0, 1, 2, 5, 6)  # user, nice, system, irq, softirq
+TOTAL_FIELDS = 8
+
+
+def system_cpu(samples: list[dict]) -> dict:
+    """The reducer machine's CPU over the measured rounds, as ``sar`` computes it.
+
+    ``sar`` reports each /proc/stat field's share of all ticks between two readings,
+    over all CPUs, so 100 % is every CPU busy; busy = user + nice + system + irq +
+    softirq, while idle, iowait and steal are not the machine's work. The readings are
+    the generator's "begin" and "end" marks: the first measured round's start and, with a
+    period, the end of the last round's period (rounds x period when none overran).
+    Runs from before the marks: the first and the last sample.
+    """
+    marked = {s.get("mark"): s for s in samples if s.get("mark")}
+    a, b = (marked["begin"], marked["end"]) if {"begin", "end"} <= marked.keys() else \
+        ((samples[0], samples[-1]) if len(samples) >= 2 else (None, None))
+    none = {"system_busy_pct": None, "system_softirq_pct": None, "cpu_interval_s": None}
+    if a is None or len(a["stat"]) < TOTAL_FIELDS or len(b["stat"]) < TOTAL_FIELDS:
+        return none
+    delta = [y - x for x, y in zip(a["stat"][:TOTAL_FIELDS], b["stat"][:TOTAL_FIELDS])]
+    total = sum(delta)
+    if total <= 0:
+        return none
+    return {"system_busy_pct": 100.0 * sum(delta[i] for i in BUSY_FIELDS) / total,
+            "system_softirq_pct": 100.0 * delta[6] / total,
+            "cpu_interval_s": (b["t_ns"] - a["t_ns"]) / 1e9}
 
 
 def measure_point(session: Session, bed, fleet: fanin.MapperFleet, binary: str, variant: str,
-                  n: int, size: int, rounds: int, warmup: int, period_us: int, experiment: str,
-                  repetition: int, params: Params, before: tuple[dict, int] | None = None
-                  ) -> tuple[dict, list[dict], tuple[dict, int]]:
+                  point: Point, repetition: int, params: Params,
+                  before: tuple[dict, int] | None = None
+                  ) -> tuple[dict, pd.DataFrame, tuple[dict, int]]:
     """One point. Returns its row, its rounds, and the counters read after it.
 
     Counters (bottleneck qdisc, mappers' CPU ticks) are read inside the reducer's
@@ -91,10 +113,13 @@ def measure_point(session: Session, bed, fleet: fanin.MapperFleet, binary: str, 
     command of their own (one per machine), and ``before`` may pass the previous
     point's closing read: nothing runs between two points of one mapper fleet."""
     proto, cc = VARIANTS[variant]
+    n, size, experiment = point.mappers, point.size_kb * 1024, point.experiment
+    period_us = round(point.period_ms * 1000)
     reducer, switch = bed.node("reducer"), bed.node("switch")
-    spec = fanin.ReduceSpec(proto, size, rounds, warmup, period_us,
+    # the machine's CPU is read at the generator's own marks (no sampling thread: it would
+    # wake the reducer's machine between rounds and count in the share it measures)
+    spec = fanin.ReduceSpec(proto, size, point.rounds, point.warmup, period_us,
                             fanin.SocketOptions(params.sndbuf, params.rcvbuf, cc),
-                            cpu_sample_ms=100 if experiment == "cpu" else 0,
                             round_timeout_s=params.round_timeout_s)
     same_machine = reducer.machine is switch.machine
     bracket = snapshot_command(switch, fleet) if same_machine else ""
@@ -107,7 +132,7 @@ def measure_point(session: Session, bed, fleet: fanin.MapperFleet, binary: str, 
         result = fanin.run_reducer(reducer, binary, spec, fleet.listens[:n], check=False)
         after_q, after_m = snapshot(switch, fleet)
     tag = f"{experiment}-{variant}-n{n:02d}-{size // 1024}k"
-    tag += f"-p{period_us // 1000}ms" if period_us else ""
+    tag += f"-p{point.period_paper_ms}ms" if point.period_paper_ms else ""
     session.raw(f"{tag}-r{repetition}.jsonl", result.stdout + result.stderr)
     out = result.output
     measured = out.measured()
@@ -121,8 +146,9 @@ def measure_point(session: Session, bed, fleet: fanin.MapperFleet, binary: str, 
     row = {
         "experiment": experiment, "protocol": variant, "transport": proto,
         "congestion": start.get("congestion") or None, "mappers": n, "size_kb": size // 1024,
-        "size_bytes": size, "period_ms": period_us / 1000, "repetition": repetition,
-        "rounds": len(measured), "rounds_asked": rounds, "ok": result.ok,
+        "size_bytes": size, "period_ms": point.period_ms,
+        "period_paper_ms": point.period_paper_ms, "repetition": repetition,
+        "rounds": len(measured), "rounds_asked": point.rounds, "ok": result.ok,
         "error": "; ".join(out.errors)[:500] or None,
         "rate_mbit_mean": rates.mean(), "rate_mbit_median": rates.median(),
         "rate_mbit_p5": rates.quantile(0.05) if len(rates) else None,
@@ -138,7 +164,7 @@ def measure_point(session: Session, bed, fleet: fanin.MapperFleet, binary: str, 
         "reducer_stime_s": summary.get("rounds_stime_s"),
         "mapper_cpu_pct": 100.0 * (after_m - before_m) / clk / result.wall_s
         if result.wall_s else None,
-        **_cpu_from_samples(out.cpu, clk),
+        **system_cpu(out.cpu),
         "queue_drops": after_q["fifo_dropped"] - before_q["fifo_dropped"],
         "queue_pkts": after_q["fifo_sent_pkts"] - before_q["fifo_sent_pkts"],
         # Share of the payload that really crossed the bottleneck (full-size packets assumed):
@@ -153,7 +179,7 @@ def measure_point(session: Session, bed, fleet: fanin.MapperFleet, binary: str, 
         "run_s": wall_s, "tool_s": result.wall_s,
     }
     per_round = round_frame(measured, experiment=experiment, protocol=variant, mappers=n,
-                            size_kb=size // 1024, period_ms=period_us / 1000,
+                            size_kb=size // 1024, period_ms=point.period_ms,
                             repetition=repetition)
     return row, per_round, (after_q, after_m)
 
@@ -174,19 +200,27 @@ def round_frame(measured: list[dict], **point) -> pd.DataFrame:
 
 class Point(NamedTuple):
     """One point of a fleet's grid: the reducer asks ``mappers`` mappers for ``size_kb`` each,
-    ``rounds`` times after ``warmup`` rounds; every ``period_ms`` (0: back to back)."""
+    ``rounds`` times after ``warmup`` rounds; every ``period_ms`` (0: back to back), which
+    carries the paper's ``period_paper_ms`` over to our port (0: no period)."""
 
     experiment: str  # "rate" or "cpu"
     mappers: int
     size_kb: int
     rounds: int
     warmup: int
-    period_ms: int = 0
+    period_ms: float = 0.0
+    period_paper_ms: int = 0
 
     def label(self, variant: str, rep: int) -> str:
         if self.experiment == "cpu":
-            return f"{variant} CPU {self.period_ms} ms {self.size_kb} KB, CPU repetition {rep}"
+            return (f"{variant} CPU {self.period_paper_ms} ms (ours {self.period_ms:g} ms) "
+                    f"{self.size_kb} KB, CPU repetition {rep}")
         return f"{variant} 1:{self.mappers} {self.size_kb} KB, repetition {rep}"
+
+    def key(self) -> str:
+        """The point in a fleet's recorded order: 'n48-16k' or 'n48-16k-p25ms'."""
+        tail = f"-p{self.period_paper_ms}ms" if self.period_paper_ms else ""
+        return f"n{self.mappers:02d}-{self.size_kb}k{tail}"
 
 
 def rate_points(params: Params) -> list[Point]:
@@ -194,12 +228,55 @@ def rate_points(params: Params) -> list[Point]:
             for n in params.mappers for size in params.sizes_kb]
 
 
-def cpu_points(params: Params) -> list[Point]:
-    """The CPU phase's grid (one warm-up round, to start on the period); empty: no CPU phase."""
+def cpu_points(params: Params, port_mbit: float) -> list[Point]:
+    """The CPU phase's grid at the paper's periods carried over to a ``port_mbit`` port
+    (:func:`.s3_design.cpu_period_ms`); one warm-up round, to start on the period.
+    Empty: no CPU phase."""
     if not params.cpu_rounds:
         return []
-    return [Point("cpu", params.cpu_mappers, size, params.cpu_rounds, 1, period)
-            for period in params.cpu_periods_ms for size in params.cpu_sizes_kb]
+    return [Point("cpu", params.cpu_mappers, size, params.cpu_rounds, 1,
+                  cpu_period_ms(paper, port_mbit, params.cpu_mappers), paper)
+            for paper in params.cpu_periods_paper_ms for size in params.cpu_sizes_kb]
+
+
+class Fleet(NamedTuple):
+    """One mapper fleet of a run: its protocol, its repetition, the points it serves in order."""
+
+    experiment: str
+    repetition: int
+    position: int  # the protocol's place in its repetition's order (0 first)
+    variant: str
+    nodes: list
+    points: list[Point]
+
+
+def fleet_plan(order: MeasuringOrder, phases: Sequence[tuple[list[Point], list, int,
+                                                                 Sequence[str]]]) -> list[Fleet]:
+    """Every fleet of a run in measuring order, drawn from ``order`` before the first starts.
+
+    ``phases``: (points, mapper nodes, repetitions, protocols) each, measured one after
+    the other. Per repetition the protocols are shuffled; per fleet its points are, so that
+    a slow drift of the emulated machines (a TCG VM warming up, another job starting) falls
+    on every protocol and point alike instead of on whichever always ran last.
+    """
+    plan = []
+    for points, nodes, repetitions, protocols in phases:
+        if not points:
+            continue
+        for rep in range(1, repetitions + 1):
+            for position, variant in enumerate(order.shuffle(protocols)):
+                plan.append(Fleet(points[0].experiment, rep, position, variant, nodes,
+                                  order.shuffle(points)))
+    return plan
+
+
+def protocol_orders(plan: list[Fleet], experiment: str) -> list[list[str]]:
+    """The protocols' order in each repetition of one phase, as run.json keeps it."""
+    out: dict[int, list[str]] = {}
+    for fleet in plan:
+        if fleet.experiment == experiment:
+            out.setdefault(fleet.repetition, []).append(fleet.variant)
+    return [out[rep] for rep in sorted(out)]
 
 
 def phase_seconds(fleets: list[dict], experiment: str) -> dict[str, float]:
@@ -212,14 +289,13 @@ def phase_seconds(fleets: list[dict], experiment: str) -> dict[str, float]:
 
 
 def measure_fleet(session: Session, bed, params: Params, variant: str, mapper_nodes: list,
-                  binary: str, points: list[Point], rep: int = 1, bar: Progress | None = None
-                  ) -> tuple[list[dict], pd.DataFrame, dict]:
-    """``points`` for one protocol, repetition ``rep``, with a mapper fleet started for them
-    on ``mapper_nodes``: (rows, rounds, the fleet's record); each point is a step of ``bar``."""
+                  listens: list[str], binary: str, points: list[Point], rep: int = 1,
+                  bar: Progress | None = None) -> tuple[list[dict], pd.DataFrame, dict]:
+    """``points`` in this order for one protocol, repetition ``rep``, with a mapper fleet
+    started for them on ``mapper_nodes`` listening on ``listens``: (rows, rounds, the
+    fleet's record); each point is a step of ``bar``."""
     proto, cc = VARIANTS[variant]
     experiment = points[0].experiment
-    listens = [fanin.mapper_address(proto, mapper_ip(i), PORT, i)
-               for i in range(len(mapper_nodes))]
     sockets = fanin.SocketOptions(params.sndbuf, params.rcvbuf, cc)
     rows, rounds = [], []
     started = time.monotonic()
@@ -228,10 +304,8 @@ def measure_fleet(session: Session, bed, params: Params, variant: str, mapper_no
         start_s = time.monotonic() - started
         last = None  # counters after the previous point of this fleet
         for point in points:
-            row, per_round, last = measure_point(
-                session, bed, fleet, binary, variant, point.mappers, point.size_kb * 1024,
-                point.rounds, point.warmup, point.period_ms * 1000, point.experiment, rep,
-                params, last)
+            row, per_round, last = measure_point(session, bed, fleet, binary, variant, point,
+                                                 rep, params, last)
             rows.append(row)
             rounds.append(per_round)
             if bar:
@@ -240,5 +314,6 @@ def measure_fleet(session: Session, bed, params: Params, variant: str, mapper_no
     session.raw(f"{name}-{variant}-r{rep}.jsonl", fleet.output)
     record = {"experiment": experiment, "repetition": rep, "protocol": variant,
               "mappers": len(mapper_nodes), "start_s": round(start_s, 1),
+              "points": [point.key() for point in points],
               "seconds": round(time.monotonic() - started, 1)}
     return rows, pd.concat(rounds, ignore_index=True) if rounds else round_frame([]), record

@@ -117,6 +117,33 @@ def test_loopback_rounds_every_byte_arrives(binary):
     assert [e["bytes"] for e in exits] == [8 * 3000, 8 * 3000]
 
 
+def test_periodic_rounds_mark_the_measured_interval_for_the_machines_cpu(binary):
+    """The generator reads /proc/stat as the first measured round starts ("begin", after the
+    warm-up) and when the last round's period ends ("end"): exactly rounds x period apart
+    when no round overran -- the interval over which S3 takes the machine's CPU share."""
+    server = subprocess.Popen([binary, "serve", "--proto", "tcp", "--listen", "127.0.0.1:47813"],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert json.loads(server.stdout.readline())["event"] == "listening"
+        res = subprocess.run([binary, "reduce", "--proto", "tcp", "--targets", "127.0.0.1:47813",
+                              "--size", "1024", "--rounds", "4", "--warmup", "2",
+                              "--period-us", "40000"], capture_output=True, text=True, timeout=60)
+    finally:
+        server.terminate()
+        server.wait(10)
+    assert res.returncode == 0, res.stderr
+    out = parse_output(res.stdout)
+    marks = {c["mark"]: c for c in out.cpu if "mark" in c}
+    assert set(marks) == {"begin", "end"} and len(out.cpu) == 4  # and the first and last
+    assert marks["begin"]["round"] == 2  # the first measured round, after 2 warm-up rounds
+    first_measured = out.measured()[0]["start_ns"]
+    assert 0 <= first_measured - marks["begin"]["t_ns"] < 5e6
+    interval = (marks["end"]["t_ns"] - marks["begin"]["t_ns"]) / 1e9
+    if not out.summary["overruns"]:
+        assert 4 * 0.040 - 0.002 <= interval < 4 * 0.040 + 0.015  # wake-up jitter either end
+    assert all(len(c["stat"]) >= 8 for c in marks.values())
+
+
 def test_cache_key_changes_with_source_and_compiler():
     a = build.PROGRAM.cache_key(b"x", "gcc 12")
     assert a != build.PROGRAM.cache_key(b"y", "gcc 12") and a != build.PROGRAM.cache_key(b"x", "gcc 13")

@@ -1,0 +1,360 @@
+"""S3's registered claims judged on repetitions: regimes, invalid points, figures."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from harness.claims import INVALID, NOT_TESTABLE, PAPER
+from harness.studies import s3, s3_analysis, s3_figures, s3_verdicts
+
+SEED = Path(__file__).resolve().parents[4] / "shared" / "seeds" / "003_4846a53aaad56b29.txt"
+#: each repetition's relative deviation from a point's true rate, per protocol (known pattern)
+WOBBLE = {"tipc": (0.004, -0.003, 0.001, -0.002, 0.0), "tcp-cubic": (-0.002, 0.003, 0.0,
+                                                                     -0.001, 0.002),
+          "sctp": (0.001, 0.0, -0.002, 0.002, -0.001)}
+PORT = 100.0
+
+
+def _rate(proto, n, size, tipc_small, tipc_big):
+    rate = 40.0
+    if proto == "tipc":
+        rate *= tipc_small if size <= 8 else (tipc_big if n == 48 else 1.1)
+    if proto == "sctp":
+        rate *= 0.9
+    return rate
+
+
+def _frame(tipc_small=1.10, tipc_big=0.3, cpu_tipc=0.9, reps=3, sizes=(1, 4, 8, 16, 64),
+           spread=1.0):
+    """Rate rows (one per protocol, point and repetition) and CPU rows at the paper's 25 ms."""
+    rows = []
+    for rep in range(1, reps + 1):
+        for proto in ("tipc", "tcp-cubic", "sctp"):
+            w = 1 + spread * WOBBLE[proto][(rep - 1) % 5]
+            for n in (8, 48):
+                for size in sizes:
+                    rate = _rate(proto, n, size, tipc_small, tipc_big) * w
+                    rows.append(dict(experiment="rate", protocol=proto, mappers=n,
+                                     size_kb=size, period_ms=0.0, period_paper_ms=0,
+                                     rate_mbit_mean=rate, round_ms_mean=1.0, queue_drops=0,
+                                     ok=True, repetition=rep, rounds=5, rounds_asked=5,
+                                     overruns=0, wire_share=1.3))
+            if proto == "sctp":
+                continue
+            for size in (4, 16, 64):
+                busy = 20.0 * (cpu_tipc if proto == "tipc" else 1.0) * w * (1 + 0.1 * rep)
+                rows.append(dict(experiment="cpu", protocol=proto, mappers=48, size_kb=size,
+                                 period_ms=240.0, period_paper_ms=25, system_busy_pct=busy,
+                                 overruns=0, cpu_interval_s=6 * 0.240, round_ms_mean=1.0,
+                                 ok=True, repetition=rep, rounds=6, rounds_asked=6))
+    return pd.DataFrame(rows)
+
+
+def _claims(frame, wire_mbit=PORT):
+    return s3_verdicts.claims(frame, wire_mbit=wire_mbit).set_index("claim_id")
+
+
+def _at(frame, proto, n, size, experiment="rate"):
+    return (frame.experiment == experiment) & (frame.protocol == proto) \
+        & (frame.mappers == n) & (frame.size_kb == size)
+
+
+# -- registration --------------------------------------------------------------------------
+
+@pytest.mark.skipif(not SEED.exists(), reason="the seed papers are not beside the repository")
+def test_every_paper_claim_quotes_its_seed_line_verbatim():
+    lines = SEED.read_text().split("\n")
+    norm = lambda text: re.sub(r"\s+", " ", text).strip()  # noqa: E731
+    for claim in s3_analysis.CLAIMS.values():
+        if claim.source != PAPER:
+            continue
+        seed, line = claim.seed_line.split(":")
+        assert seed == "003" and norm(claim.quote) in norm(lines[int(line) - 1]), claim.id
+
+
+def test_registration_declares_every_claim_its_design_and_its_changes():
+    reg = s3.S3().registration()
+    ids = [c.id for c in reg.claims]
+    assert ids[:3] == ["s3.tipc_best_most", "s3.tipc_gain_avg", "s3.tipc_gain_max"]
+    assert {"s3.tipc_collapse_16kb", "s3.tipc_collapse_32kb", "s3.tipc_collapse_64kb",
+            "s3.tipc_cpu_saving"} <= set(ids)
+    for claim in reg.claims:
+        if claim.source == PAPER:
+            assert claim.quote and claim.seed_line and claim.quantity and claim.regime
+        assert claim.region.why
+    assert [c.source for c in reg.claims][-1] == "lab"  # ours after the paper's
+    design = reg.design
+    assert {p: v["repetitions"] for p, v in design["profiles"].items()} == {
+        "quick": 2, "verdict": 5, "paper": 3}
+    assert design["profiles"]["verdict"]["cpu_repetitions"] == 12
+    assert "shuffled" in design["order"] and "sar" in design["metric"]["cpu"]
+    assert reg.changes and all(set(c.claims) <= set(ids) for c in reg.changes)
+    assert any("collapse" in c.what and "20261125T130555Z-5b0f86" in c.why
+               for c in reg.changes)
+    # what the run archives: it differs from a registration with another region
+    assert reg.to_dict()["digest"].startswith("sha256:")
+
+
+def test_the_study_digests_all_its_modules():
+    names = {p.name for p in s3.S3().code_files()}
+    assert {"s3.py", "s3_analysis.py", "s3_verdicts.py", "s3_points.py", "s3_design.py",
+            "s3_figures.py"} <= names
+
+
+# -- the rate claims: samples are repetitions -------------------------------------------------
+
+def test_claims_on_paper_like_repetitions():
+    claims = _claims(_frame(tipc_small=1.10, cpu_tipc=0.9, reps=3, spread=0.2))
+    assert dict(claims.outcome) == {
+        "s3.tipc_best_most": "reproduced",  # best at 8 of 10 points
+        "s3.tipc_gain_avg": "reproduced",
+        "s3.tipc_gain_max": "not reproduced",  # +10 % everywhere: the best case is not +16 %
+        "s3.tipc_collapse_16kb": "reproduced", "s3.tipc_collapse_32kb": NOT_TESTABLE,
+        "s3.tipc_collapse_64kb": "reproduced", "s3.tipc_cpu_saving": "reproduced",
+        "s3.lab_tipc_on_the_wire": "met"}
+    gain = claims.loc["s3.tipc_gain_avg"]
+    assert gain.value == pytest.approx(10.0, abs=0.3)
+    assert gain.n == 3 and gain.units == "repetitions"  # never the rounds
+    assert "geometric mean" in gain.interval and "Student t" in gain.interval
+    assert "not in this run's grid" in claims.loc["s3.tipc_collapse_32kb", "reason"]
+    assert claims.loc["s3.tipc_best_most", "region"] == ">= 0.6"  # 6 of 10 is "most"
+
+
+def test_one_repetition_has_no_interval_however_many_rounds():
+    frame = _frame(reps=1)
+    frame["rounds"] = 1000
+    gain = _claims(frame).loc["s3.tipc_gain_avg"]
+    assert gain.outcome == "inconclusive" and gain.n == 1 and "no interval" in gain.reason
+
+
+def test_spread_repetitions_leave_a_close_gain_inconclusive():
+    gain = _claims(_frame(tipc_small=1.10, reps=3, spread=20.0)).loc["s3.tipc_gain_avg"]
+    assert gain.outcome == "inconclusive" and gain.low < 9.5 and gain.high > 10.5
+    assert gain.more_needed > 3
+
+
+def test_a_close_gain_is_paired_per_repetition():
+    """A drift that moves both protocols alike from repetition to repetition cancels."""
+    frame = _frame(tipc_small=1.10, reps=4, spread=0.0)
+    drift = frame.repetition.map({1: 0.7, 2: 1.0, 3: 1.3, 4: 0.9})
+    frame["rate_mbit_mean"] *= drift
+    gain = _claims(frame).loc["s3.tipc_gain_avg"]
+    assert gain.value == pytest.approx(10.0) and gain.low == pytest.approx(10.0)
+
+
+def test_gain_max_averages_each_repetitions_best_size():
+    frame = _frame(tipc_small=1.10, reps=3, spread=0.0)
+    frame.loc[_at(frame, "tipc", 48, 4), "rate_mbit_mean"] *= 1.16 / 1.10
+    claims = _claims(frame)
+    assert claims.loc["s3.tipc_gain_max", "value"] == pytest.approx(16.0)
+    assert claims.loc["s3.tipc_gain_max", "outcome"] == "reproduced"
+    assert "the best size" in claims.loc["s3.tipc_gain_max", "note"]
+
+
+def test_collapse_is_judged_at_each_point_and_a_failed_point_decides_nothing():
+    """The old rule took the minimum over sizes >= 16 KB and passed on a point where no TIPC
+    round completed; now each point has its verdict and a failed one is invalid."""
+    frame = _frame(tipc_big=1.10, sizes=(1, 4, 16, 32, 64), spread=0.2)  # TIPC keeps up
+    dead = _at(frame, "tipc", 48, 64) & (frame.repetition == 2)
+    frame.loc[dead, ["rounds", "rate_mbit_mean", "ok"]] = [0, np.nan, False]
+    claims = _claims(frame)
+    assert claims.loc["s3.tipc_collapse_16kb", "outcome"] == "not reproduced"
+    assert claims.loc["s3.tipc_collapse_32kb", "outcome"] == "not reproduced"
+    dead_claim = claims.loc["s3.tipc_collapse_64kb"]
+    assert dead_claim.outcome == INVALID
+    assert "tipc 1:48 x 64 KB, repetition 2: completed rounds 0 < 1" in dead_claim.reason
+    assert dead_claim.invalid.startswith("tipc 1:48 x 64 KB, repetition 2")
+    # the best-in-most-points claim rests on every point: invalid as well, its estimate shown
+    best = claims.loc["s3.tipc_best_most"]
+    assert best.outcome == INVALID and np.isfinite(best.value)
+    # the gains rest only on <= 8 KB: untouched
+    assert claims.loc["s3.tipc_gain_avg", "outcome"] == "reproduced"
+    summary = s3_analysis.rate_summary(frame)
+    row = summary[(summary.protocol == "tipc") & (summary.mappers == 48)
+                  & (summary.size_kb == 64)]
+    assert row.failed.item() == 1 and row.rate_mbit.item() > 0  # the other repetitions' mean
+
+
+def test_a_point_that_stopped_at_an_error_is_invalid_and_not_drawn():
+    """TIPC at 1:48 x 64 KB completed 1 of 5 rounds, then its links reset every connection
+    (20261126T163456Z-56d73d): the one round before the error is not the point's rate."""
+    frame = _frame(reps=2, sizes=(1, 4, 64))
+    at = _at(frame, "tipc", 48, 64) & (frame.repetition == 1)
+    frame["error"] = None
+    frame.loc[at, ["rounds", "ok", "error"]] = [1, False, "target 0: reading 65536 bytes: "
+                                                "Connection reset by peer; target 3: ..."]
+    claims = _claims(frame)
+    dead = claims.loc["s3.tipc_collapse_64kb"]
+    assert dead.outcome == INVALID
+    assert ("tipc 1:48 x 64 KB, repetition 1: completed rounds 1 < 5 (the generator stopped "
+            "at an error (target 0: reading 65536 bytes: Connection reset by peer))") \
+        in dead.reason
+    assert s3_analysis.rate_rows(frame).loc[at, "rate_mbit_mean"].isna().all()
+
+
+def test_a_rate_faster_than_the_port_is_invalid():
+    frame = _frame(reps=3)
+    at = _at(frame, "tcp-cubic", 48, 4) & (frame.repetition == 3)
+    # 1:48 x 4 KB = 192 KB a round; the htb bucket (32 KB) may pass at once: at most
+    # 95.6 x 192 / 160 = 115 Mbit/s of payload through a 100 Mbit/s port, 2 % slack
+    frame.loc[at, "rate_mbit_mean"] = 116.0
+    assert _claims(frame).loc["s3.tipc_gain_avg", "outcome"] != INVALID
+    frame.loc[at, "rate_mbit_mean"] = 120.0
+    claims = _claims(frame)
+    assert claims.loc["s3.tipc_gain_avg", "outcome"] == INVALID
+    assert "tcp-cubic 1:48 x 4 KB, repetition 3: mean round rate 120" in \
+        claims.loc["s3.tipc_gain_avg", "reason"]
+    # a round that fits in the bucket has no bound: 1:8 x 1 KB = 8 KB
+    assert s3_verdicts.bucket_allowance_mbit(8, 1, PORT) == float("inf")
+    assert s3_verdicts.bucket_allowance_mbit(48, 64, PORT) == pytest.approx(
+        95.64 * (3072 / 3040 - 1), rel=1e-3)
+
+
+def test_gains_outside_the_papers_fanin_are_not_testable():
+    frame = _frame()
+    claims = _claims(frame[frame.mappers != 48])
+    for key in ("s3.tipc_gain_avg", "s3.tipc_gain_max"):
+        assert claims.loc[key, "outcome"] == NOT_TESTABLE
+        assert "the paper's regime is 1:48 at <= 8 KB" in claims.loc[key, "reason"]
+    assert claims.loc["s3.tipc_collapse_16kb", "outcome"] == NOT_TESTABLE
+
+
+def test_tipc_best_at_exactly_half_the_points_is_not_most():
+    frame = _frame(tipc_small=1.12, tipc_big=0.3)
+    slow = (frame.experiment == "rate") & (frame.protocol == "tipc") & (
+        (frame.size_kb == 8) | ((frame.size_kb == 4) & (frame.mappers == 48)))
+    frame.loc[slow, "rate_mbit_mean"] = 30.0
+    best = _claims(frame).loc["s3.tipc_best_most"]
+    assert best.value == pytest.approx(0.5) and best.outcome == "not reproduced"
+
+
+def test_claims_without_tipc_are_not_testable():
+    frame = _frame()
+    claims = _claims(frame[frame.protocol != "tipc"])
+    assert set(claims.outcome) == {NOT_TESTABLE}
+
+
+def test_tipc_bypassing_the_switch_makes_the_papers_claims_not_testable():
+    frame = _frame()
+    frame["wire_share"] = frame.protocol.map({"tipc": 0.05, "tcp-cubic": 1.4, "sctp": 1.5})
+    claims = _claims(frame)
+    paper = claims[claims.source == PAPER]
+    assert set(paper.outcome) == {NOT_TESTABLE}
+    assert "5%" in paper.reason.iloc[0] and "one kernel" in paper.reason.iloc[0]
+    assert claims.loc["s3.lab_tipc_on_the_wire", "outcome"] == "not met"
+
+
+def test_evidence_note_says_repetitions_and_rounds():
+    note = s3_analysis.evidence_note(_frame(reps=2))
+    assert note.startswith("the rate claims rest on 2 repetitions per point")
+    assert "5 measured rounds" in note and "profile=verdict" in note
+    assert "profile=verdict" not in s3_analysis.evidence_note(_frame(reps=3))
+
+
+# -- the CPU claim ------------------------------------------------------------------------------
+
+def _cpu_frame(ratios, sizes=(4, 16, 64), overruns=None):
+    """CPU rows, one CPU repetition per entry of ``ratios`` (TIPC's machine CPU over TCP's
+    in it); TCP's drifts from repetition to repetition, which pairing removes.
+    ``overruns``: (repetition, protocol, size) -> late rounds, each 60 ms late (a quarter
+    of the 240 ms period) in the marked interval."""
+    rows = []
+    for rep, ratio in enumerate(ratios, 1):
+        tcp = 20.0 * (1 + 0.3 * (rep % 3))
+        for proto, busy in (("tcp-cubic", tcp), ("tipc", tcp * ratio)):
+            for size in sizes:
+                late = (overruns or {}).get((rep, proto, size), 0)
+                rows.append(dict(experiment="cpu", protocol=proto, mappers=48, size_kb=size,
+                                 period_ms=240.0, period_paper_ms=25, repetition=rep,
+                                 system_busy_pct=busy, overruns=late, ok=True, rounds=6,
+                                 cpu_interval_s=6 * 0.240 + late * 0.060))
+    return pd.DataFrame(rows)
+
+
+@pytest.mark.parametrize("ratios, outcome", [
+    ([0.88, 0.90, 0.89, 0.91, 0.89, 0.90], "reproduced"),  # -11 %, tight: inside -15.5..-6.5
+    ([1.01, 0.99, 1.00, 1.02, 0.98, 1.00], "not reproduced"),  # no saving at all
+    ([0.80, 1.00, 0.88], "inconclusive"),  # -11 % on average, but 3 spread repetitions
+])
+def test_cpu_claim_on_cpu_repetitions(ratios, outcome):
+    verdict = s3_verdicts._cpu_verdict(_cpu_frame(ratios))
+    assert verdict.outcome == outcome, verdict.reason
+    est = verdict.estimate
+    geometric = float(np.exp(np.mean(np.log(ratios))))
+    assert est.n == len(ratios) and est.units == "repetitions"
+    assert est.value == pytest.approx(100 * (geometric - 1))  # drift paired out per repetition
+    assert "geometric mean" in est.method and est.scale == "log-gain"
+    assert f"{len(ratios)} of {len(ratios)} repetitions counted" in verdict.note
+    assert "sar" in verdict.note and "240 ms" in verdict.note
+
+
+def test_cpu_claim_counts_only_repetitions_that_kept_the_period():
+    # 3 rounds 60 ms late: 1.62 s for 6 x 240 ms, the paper's load -11 %: out of the regime
+    frame = _cpu_frame([0.88, 0.90, 0.89, 1.5], overruns={(4, "tipc", 16): 3})
+    verdict = s3_verdicts._cpu_verdict(frame)
+    assert verdict.estimate.n == 3 and "3 of 4 repetitions counted" in verdict.note
+    assert "tipc 16 KB rep 4 (3 of 6 rounds late, load -11%)" in verdict.note
+    assert verdict.outcome == "reproduced"
+    # one round 60 ms late (load -4 %) is within the 10 % the regime allows
+    one = _cpu_frame([0.88, 0.90, 0.89, 0.90], overruns={(4, "tipc", 16): 1})
+    assert s3_verdicts._cpu_verdict(one).estimate.n == 4
+    # a run without the marks: any overrun leaves the repetition out
+    unmarked = one.drop(columns="cpu_interval_s")
+    assert s3_verdicts._cpu_verdict(unmarked).estimate.n == 3
+    # sizes above 16 KB do not count (the paper: <= 16 KB), nor do their overruns
+    big = _cpu_frame([0.89, 0.90, 0.88], overruns={(1, "tipc", 64): 6})
+    big.loc[(big.protocol == "tipc") & (big.size_kb == 64), "system_busy_pct"] *= 3
+    assert s3_verdicts._cpu_verdict(big).outcome == "reproduced"
+
+
+def test_cpu_claim_is_not_testable_outside_the_papers_regime():
+    every = {(r, p, 16): 3 for r in (1, 2) for p in ("tipc", "tcp-cubic")}
+    late = s3_verdicts._cpu_verdict(_cpu_frame([0.9, 0.9], overruns=every))
+    assert late.outcome == NOT_TESTABLE and "kept the 240 ms period" in late.reason
+    assert "(the paper's load within 10 %)" in late.reason
+    small = _cpu_frame([0.9, 0.9]).assign(mappers=4)
+    assert "1:4; the paper's regime is 1:50" in s3_verdicts._cpu_verdict(small).reason
+    old = _cpu_frame([0.9, 0.9]).drop(columns=["period_paper_ms"]).assign(period_ms=250.0)
+    reason = s3_verdicts._cpu_verdict(old).reason
+    assert "before the paper's period was carried over" in reason and "250 ms" in reason
+    other = _cpu_frame([0.9, 0.9]).assign(period_paper_ms=50)
+    assert "no CPU point at the paper's 25 ms" in s3_verdicts._cpu_verdict(other).reason
+
+
+def test_a_cpu_share_above_100_percent_is_invalid():
+    frame = _cpu_frame([0.9, 0.9, 0.9])
+    frame.loc[(frame.protocol == "tcp-cubic") & (frame.repetition == 2) & (frame.size_kb == 4),
+              "system_busy_pct"] = 104.0
+    verdict = s3_verdicts._cpu_verdict(frame)
+    assert verdict.outcome == INVALID
+    assert "tcp-cubic CPU 4 KB, repetition 2: machine CPU share 104 % > 100 %" in verdict.reason
+
+
+# -- figures --------------------------------------------------------------------------------------
+
+def test_figures_mark_failed_points_instead_of_drawing_them_at_zero():
+    frame = _frame(sizes=(1, 4, 16, 64))
+    frame.loc[_at(frame, "tipc", 48, 64), ["rounds", "rate_mbit_mean", "ok"]] = [0, np.nan,
+                                                                                 False]
+    fig7 = s3_figures.figure_rate(frame)
+    assert [ax.get_title() for ax in fig7.axes] == ["1:8 fan-in", "1:48 fan-in"]
+    big = fig7.axes[1]
+    tipc = next(c for c in big.containers if c.get_label() == "tipc").lines[0]
+    assert list(tipc.get_xdata()) == [1, 4, 16, 64]
+    assert np.isnan(tipc.get_ydata()[-1])  # no rate drawn at 64 KB, not 0
+    crosses = [c for c in big.collections if c.get_label().startswith("stopped before")]
+    assert len(crosses) == 1 and len(crosses[0].get_offsets()) == 1
+    fig8 = s3_figures.figure_cpu(frame)
+    assert fig8.axes[0].get_title() == "paper 25 ms = ours 240 ms"
+    paper = s3_figures.figure_paper(frame)
+    left, right = paper.axes[:2]
+    labels = [t.get_text() for t in left.get_legend().get_texts()]
+    assert any("+10 %" in t for t in labels) and any("+16 %" in t for t in labels)
+    assert any("stopped before its last round" in t for t in labels)
+    assert any("7-15 %" in t.get_text() for t in right.get_legend().get_texts())
+    assert s3_figures.figure_cpu(frame[frame.experiment == "rate"]) is None
