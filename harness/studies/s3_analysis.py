@@ -43,8 +43,9 @@ WIRE_SHARE_MIN = 0.5  # below it TIPC's data did not cross the switch (one kerne
 #: run of this design (20261126T163456Z-56d73d, quick, host load 5-7), 17-52 % low its 16 KB.
 LOAD_SLACK = 0.10
 
-_RATE_QUANTITY = ("mean rate over a point's measured rounds, (N x size) / (request to last "
-                  "byte) per round, from our C generator (CLOCK_MONOTONIC) in the reducer")
+_RATE_QUANTITY = ("mean round rate ((N x size) / (request to last byte) per round, timed by "
+                  "our C generator in the reducer, CLOCK_MONOTONIC) over a point's measured "
+                  "rounds")
 _GAIN_QUOTE = ("병렬전송 노드가 48개인 1:48 통신의 경우 8KB 이하 구간에서 TIPC는 TCP보다 "
                "평균 10%, 최대 16%의 높은 전송률을 가졌으나")
 _COLLAPSE_QUOTE = "네트워크 혼잡도가 높아지는 16KB 이상의 구간에서는 TIPC의 성능이 매우 낮았다"

@@ -103,6 +103,14 @@ def test_tcp_fanin_in_host_lab(journal):
             assert all(-1e6 <= d <= 20e6 for d in late), late
             assert sum(r["overrun"] for r in result.output.rounds) <= 1, result.output.rounds
             assert len(result.output.cpu) >= 3
+            # the machine's CPU is read at two marks: the first measured round's start and
+            # the end of the last round's period -- 5 periods apart when none overran
+            marks = {c["mark"]: c for c in result.output.cpu if c.get("mark")}
+            assert set(marks) == {"begin", "end"}
+            took = (marks["end"]["t_ns"] - marks["begin"]["t_ns"]) / 1e9
+            assert took >= 5 * 0.050 - 0.002
+            if not any(r["overrun"] for r in result.output.rounds):
+                assert took < 5 * 0.050 + 0.025
         exits = fleet.exits
         assert len(exits) == N
         assert sum(e["requests"] for e in exits) == N * (11 + 11 + 5)
