@@ -162,7 +162,8 @@ DESIGN = {
 CHANGES = (
     DesignChange(
         "2026-11-26", "the collapse judged per point at 1:48 x 16, 32 and 64 KB (one verdict "
-        "each; a point with no completed round invalid) instead of the minimum TIPC/TCP "
+        "each; a point that completed no round, or stopped at an error, invalid) instead of "
+        "the minimum TIPC/TCP "
         "ratio over the sizes >= 16 KB",
         "the minimum passed on the 64 KB point where no TIPC round completed (reference run "
         "20261125T130555Z-5b0f86), while at 16 KB, the size the paper names, TIPC/TCP read "
@@ -181,12 +182,14 @@ CHANGES = (
         "the reference run's port was 10 Mbit/s, so it offered 10x the paper's load per unit "
         "of port rate", ("s3.tipc_cpu_saving",)),
     DesignChange(
-        "2026-11-26", "the verdict profile's CPU repetitions 24 -> 12 (and the CPU phase's "
-        "repetitions made the CPU claim's samples, a fresh fleet per protocol each, after a "
-        "design that used one pass)",
+        "2026-11-26", "the verdict profile's CPU repetitions 24 -> 12 (2026-11-25), then 10 "
+        "with the metric and period of this design (the CPU phase's repetitions are the CPU "
+        "claim's samples, a fresh fleet per protocol each, since a design that used one pass)",
         "a 24-repetition verdict run took 2425 s; its first 12 repetitions gave the same "
         "outcome (-29.8 % [-33.5, -25.9] against -30.5 % [-33.4, -27.5]); decided after "
-        "seeing that run, so recorded here", ("s3.tipc_cpu_saving",)),
+        "seeing that run, so recorded here. 10: the carried-over period (871 ms at the 28 "
+        "Mbit/s port of a loaded host) makes a CPU fleet take 38-46 s; chosen before any "
+        "verdict run of this design", ("s3.tipc_cpu_saving",)),
     DesignChange(
         "2026-11-26", "the CPU claim's regime: a repetition counts if each claim point's "
         "offered load was within 10 % of the paper's (its marked interval <= 1.1 x rounds x "
@@ -206,7 +209,8 @@ CHANGES = (
         "before its last round is invalid (TIPC at 1:48 x 64 KB completed 1 of 5 rounds, "
         "then its links reset, in both repetitions of that run)",
         "rounds inside one fleet are not independent: five quick runs of the old design read "
-        "one claim at +3.5 % .. +96 % with intervals that excluded each other",
+        "TIPC's average gain over CUBIC at 1:48 and <= 8 KB at +3.5, +4.8, +22, +23 and +96 %, "
+        "each with an interval made from its rounds",
         ("s3.tipc_best_most", "s3.tipc_gain_avg", "s3.tipc_gain_max")),
 )
 

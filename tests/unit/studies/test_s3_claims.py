@@ -91,7 +91,7 @@ def test_registration_declares_every_claim_its_design_and_its_changes():
     design = reg.design
     assert {p: v["repetitions"] for p, v in design["profiles"].items()} == {
         "quick": 2, "verdict": 5, "paper": 3}
-    assert design["profiles"]["verdict"]["cpu_repetitions"] == 12
+    assert design["profiles"]["verdict"]["cpu_repetitions"] == 10
     assert "shuffled" in design["order"] and "sar" in design["metric"]["cpu"]
     assert reg.changes and all(set(c.claims) <= set(ids) for c in reg.changes)
     assert any("collapse" in c.what and "20261125T130555Z-5b0f86" in c.why
