@@ -174,10 +174,11 @@ class Study(ABC):
                                                 analysis_module_name(own), own) if m])
 
     def code_files(self) -> list[Path]:
-        """The files whose content is this study's code: its module and its analysis module."""
+        """The files whose content is this study's code: its module, its analysis module, and
+        every ``<module>_*.py`` beside it (S4's ``s4_design.py``, ``s4_sweep.py``, ...)."""
         import sys
 
-        files = []
+        files = set()
         for name in {type(self).__module__, self.analysis_module
                      or analysis_module_name(type(self).__module__)}:
             module = sys.modules.get(name)
@@ -187,7 +188,11 @@ class Study(ABC):
                 except ModuleNotFoundError:
                     continue
             if getattr(module, "__file__", None):
-                files.append(Path(module.__file__))
+                files.add(Path(module.__file__))
+        own = sys.modules[type(self).__module__]
+        if getattr(own, "__file__", None):
+            path = Path(own.__file__)
+            files.update(path.parent.glob(f"{path.stem}_*.py"))
         return sorted(files)
 
     # -- the one way to run it ------------------------------------------------------------

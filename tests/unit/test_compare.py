@@ -98,17 +98,19 @@ def test_the_s4_cpu_limit_sweep_gets_a_table_and_figure_across_its_points(data_r
     sweep = root / "notebooks" / "sweeps" / "s4_cpu_limit.yaml"
     notebook = root / "notebooks" / "s4_mptcp.ipynb"
     study = study_of_notebook(notebook)
-    for cpus, rtt in ((0.0, 0.1), (0.5, 0.2), (0.25, 0.4)):
+    for cpus, rtt in ((0.0, 0.1), (0.1, 0.2), (0.03, 0.3), (0.015, 0.4), (0.01, 0.5)):
         make_run(data_root, study.parameters(profile="quick", sender_cpus=cpus).to_dict(),
                  rtt=rtt, notebook=notebook, study="s4")
     comparison, page = sweep_summary(sweep)
-    assert comparison.labels == ["sender_cpus=0.0", "sender_cpus=0.25", "sender_cpus=0.5"]
+    assert comparison.labels == ["sender_cpus=0.0", "sender_cpus=0.01", "sender_cpus=0.015",
+                                 "sender_cpus=0.03", "sender_cpus=0.1"]
     assert list(comparison.differences["parameters"].index) == ["sender_cpus"]
     assert comparison.claims.loc["ping.veth_rtt"].tolist() == [
-        "reproduced (0.200 ms)", "reproduced (0.800 ms)", "reproduced (0.400 ms)"]
+        "reproduced (0.200 ms)", "reproduced (1.000 ms)", "reproduced (0.800 ms)",
+        "reproduced (0.600 ms)", "reproduced (0.400 ms)"]
     assert page == data_root / "compare" / "sweep-s4_cpu_limit.html"
     text = page.read_text()
-    assert "3 of 3 points" in text and 'src="data:image/png;base64,' in text
+    assert "5 of 5 points" in text and 'src="data:image/png;base64,' in text
 
 
 def test_results_are_summarised_per_group_of_categorical_columns(data_root):
