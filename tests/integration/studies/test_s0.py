@@ -38,7 +38,8 @@ def test_s0_small_run_has_three_methods_translation_and_leaves_nothing(tmp_path)
     out = harness("run", "-q", str(NOTEBOOK), "-p", "sizes", "1,1K,64K", "-p", "repetitions", "1",
                   "-p", "latency_budget_s", "0.02", "-p", "stream_budget_s", "0.03",
                   "-p", "bench_repetitions", "1", "-p", "bench_seconds", "1",
-                  "-p", "flows", "3", "-p", "verify_seconds", "1", "-p", "far_repetitions", "1",
+                  "-p", "flows", "3", "-p", "verify_seconds", "2", "-p", "far", "True",
+                  "-p", "far_repetitions", "1",
                   data=tmp_path / "data", cache=tmp_path / "cache")
     assert out.returncode == 0, out.stderr[-3000:]
     (run_dir,) = list((tmp_path / "data" / "runs" / "s0").iterdir())
@@ -78,7 +79,7 @@ def test_s0_small_run_has_three_methods_translation_and_leaves_nothing(tmp_path)
     assert sorted(far.one_way_delay_ms.unique()) == [0.0, 2.0, 10.0]
     assert len(far) == 3 * 3 * 2  # delays x methods x sizes, one repetition
     direct = far[(far.method == "direct") & (far["size"] == 1)].set_index("one_way_delay_ms")
-    assert direct.half_rtt_us[10.0] - direct.half_rtt_us[0.0] > 9000  # the delay was there
+    assert direct.half_rtt_us[10.0] > 9000  # the delay was there (at 0 ms TCG read 0.3-4 ms)
 
     conns = pd.read_parquet(run_dir / "connections.parquet").set_index("method")
     assert conns.loc["direct", "tcp_connections_per_flow"] == 1
