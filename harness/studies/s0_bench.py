@@ -9,7 +9,7 @@ cross-check of the ping-pong tool.
 
 It runs on an unshaped lab of its own (the main one is shaped to the
 paper's 100 Mbit/s), or on the main testbed when that is already unshaped
-or made of real machines. Ports and the path plan are S0's (:mod:`.s0`).
+or made of real machines. Ports and the path plan are S0's (:mod:`.s0_lab`).
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from ..tools.cpu import group_cpu_seconds
 from ..tools.iperf3 import iperf3_client, iperf3_server, settle
 from ..tools.registry import Tool
 from .order import MeasuringOrder
-from .s0 import (
+from .s0_lab import (
     IPERF_OFFSET,
     IPERF_PORT,
     NPTCP_PORT,

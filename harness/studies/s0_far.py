@@ -34,8 +34,8 @@ from ..testbed import LabTestbed
 from ..tools import pingpong
 from ..tools.sockets import check_answers
 from .order import MeasuringOrder
-from .s0 import LABELS, METHODS, SERVER_PORT, Measurement, Params, Plan, offloads_off, topology
 from .s0_claims import FAR_DELAYS_MS, LATENCY_SIZES
+from .s0_lab import LABELS, METHODS, SERVER_PORT, Measurement, Params, Plan, offloads_off, topology
 from .s0_methods import main_relays, method_path
 
 PUBLIC_ENDS = (("fa", "pub"), ("fb", "pub"))

@@ -1,11 +1,11 @@
 """S0's three methods measured on a testbed: the interleaved sweep, connection counts, NAT proof.
 
-For each method (:data:`.s0.METHODS`) a1 connects somewhere else --
+For each method (:data:`.s0_lab.METHODS`) a1 connects somewhere else --
 b1 itself, fa's proxy, or fb's SRD through fa's NAT (:func:`method_path`).
 The sweep measures all three in one ping-pong client run per repetition, so
 a shared machine's load falls on them alike; the connection count is the
 paper's Table 1; the NAT evidence proves that method 3 was translated and
-method 1 was not. Relays, ports and addresses are S0's (:mod:`.s0`).
+method 1 was not. Relays, ports and addresses are S0's (:mod:`.s0_lab`).
 
 A repetition is an independent sample: its relays are started for it (the
 proxies' one shared connection is fresh too), its client opens fresh
@@ -30,7 +30,7 @@ from ..relay.process import Relay, relay, srd_clients
 from ..tools import pingpong
 from ..tools.iperf3 import settle
 from ..tools.sockets import ss_established
-from .s0 import (
+from .s0_lab import (
     LABELS,
     METHODS,
     MUX_PORT,
