@@ -69,7 +69,11 @@ def test_s3_small_run_in_vm_lab(tmp_path):
     port = meta["s3"]["port_rate_mbit_effective"]
     assert set(cpu.period_ms) == {round(25 * 1000 / port * 4 / 50)}
     assert meta["s3"]["cpu_periods_ms"] == {"25": cpu.period_ms.iloc[0]}
-    assert ((cpu.system_busy_pct > 0) & (cpu.system_busy_pct <= 100)).all()
+    # a share of the machine's ticks: never above 100 %; over a 0.2 s small-run window a TCG
+    # guest's 100 Hz ticks can all land idle (0.0 seen in CI-like load), so only the run as a
+    # whole must show work
+    assert ((cpu.system_busy_pct >= 0) & (cpu.system_busy_pct <= 100)).all()
+    assert (cpu.system_busy_pct > 0).any(), cpu.system_busy_pct.tolist()
     kept = cpu[cpu.overruns == 0]
     assert (kept.cpu_interval_s >= 3 * kept.period_ms / 1000 * 0.98).all()
     # the CPU phase: 2 repetitions x the CPU protocols, each pass's order recorded
