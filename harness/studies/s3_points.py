@@ -18,8 +18,8 @@ from ..session import Session
 from .order import MeasuringOrder
 from .s3_design import VARIANTS, cpu_period_ms
 
-if TYPE_CHECKING:
-    from .s3 import Params
+if TYPE_CHECKING:  # S3's parameters, by their base: this module must not import the study
+    from .parameters import Parameters as Params
 
 
 def qdisc_counters(node, dev: str) -> dict:
