@@ -13,9 +13,9 @@ justified in words beside it. :func:`judge` compares our
 - **not testable here**: the lab cannot produce the quantity, or not in the
   paper's regime, with the measured reason;
 - **invalid**: the estimate rests on a point that is physically impossible
-  (faster than its wire, a CPU share above 100 % per thread, a fan-in point with
-  no completed round: :mod:`harness.validity`); the point's numbers are the
-  reason, and no such point ever decides a claim.
+  (faster than its wire, a CPU share above 100 % per thread) or failed (a fan-in
+  point with no completed round: :mod:`harness.validity`); the point's numbers
+  are the reason, and no such point ever decides a claim.
 
 The tolerance never decides: a point estimate inside the region with an
 interval that leaves it is inconclusive, not reproduced.
@@ -167,7 +167,7 @@ class Verdict:
     reason: str
     more_needed: int | None = None  # about this many samples in all would decide it
     note: str = ""  # context: what differs from the paper's setting, with its number
-    invalid: tuple = ()  # the physically impossible points it rests on (harness.validity.Invalid)
+    invalid: tuple = ()  # the invalid points it rests on (impossible or failed; harness.validity.Invalid)
 
     def row(self) -> dict:
         c, e = self.claim, self.estimate
@@ -237,13 +237,13 @@ def judge(claim: Claim, estimate: Estimate | None, note: str = "",
           invalid: Sequence[Invalid] = ()) -> Verdict:
     """The outcome decided by the interval (see the module's docstring).
 
-    ``invalid``: the physically impossible points among those the estimate rests on;
+    ``invalid``: the invalid points (impossible or failed) among those the estimate rests on;
     any one makes the outcome :data:`INVALID`, with their numbers as the reason.
     """
     invalid = tuple(p for p in invalid if p is not None)
     if invalid:
         return Verdict(claim, estimate, INVALID,
-                       "rests on physically impossible points: "
+                       "rests on invalid points (physically impossible, or failed): "
                        + "; ".join(p.text() for p in invalid[:3])
                        + (f"; and {len(invalid) - 3} more" if len(invalid) > 3 else ""),
                        None, note, invalid)
