@@ -52,6 +52,12 @@ def cmd_run(args) -> int:
               **{name: parse_value(value) for name, value in args.parameter or []}}
     if args.inventory:
         params["inventory"] = args.inventory
+    from .slurm_cli import check_flags
+
+    if check_flags(args):  # --slurm (submit) or --inventory slurm (inside an allocation)
+        from .slurm_cli import run as slurm_run
+
+        return slurm_run(args, params)
     if args.dry_run:
         from .execute import check_parameters
 
@@ -75,6 +81,14 @@ def cmd_batch(args) -> int:
     from .sweep import run_sweep
 
     share_machine(args)
+    from .slurm_cli import batch as slurm_batch, check_flags
+
+    if check_flags(args, batch=True):  # --slurm, --status
+        return slurm_batch(args)
+    if args.dry_run:
+        raise HarnessError("batch --dry-run goes with --slurm (it prints the job script)",
+                           "add --slurm \"SBATCH OPTIONS\", or dry-run one point with "
+                           "harness run NB --dry-run")
     outcomes = run_sweep(args.sweep, progress=not args.quiet)
     failed = 0
     for status, point, path in outcomes:
@@ -191,6 +205,17 @@ SHARE_HELP = ("measure even while another run measures on the same machine (both
               "it); without it such a run is refused")
 
 
+def add_slurm_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--slurm", metavar="OPTIONS",
+                   help="submit to Slurm as a batch job (a sweep: one job array), with these "
+                   "sbatch options (--partition, --account, --time, --qos, --constraint, ...)")
+    p.add_argument("--wait", action="store_true",
+                   help="with --slurm: follow the jobs to their end (else print their ids)")
+    p.add_argument("--inventory-template", metavar="FILE",
+                   help="with --slurm or --inventory slurm: the allocated nodes' SSH settings, "
+                   "devices and addresses (harness/slurm_inventory.py); '-' reads stdin")
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="harness", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
@@ -204,17 +229,25 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("-p", "--parameter", nargs=2, action="append", metavar=("NAME", "VALUE"),
                      help="set a notebook parameter (value parsed as YAML)")
     run.add_argument("-f", "--file", help="parameters from a YAML file (-p overrides it)")
-    run.add_argument("--inventory", help="run on the real machines of this inventory")
+    run.add_argument("--inventory", help="run on the real machines of this inventory; 'slurm': "
+                     "on the nodes of the Slurm allocation this runs in")
     run.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     run.add_argument("--dry-run", action="store_true",
                      help="print every change the run would make, change nothing, archive nothing")
     run.add_argument("--share-machine", action="store_true", help=SHARE_HELP)
+    add_slurm_options(run)
     run.set_defaults(func=cmd_run)
 
     batch = sub.add_parser("batch", help="run a resumable parameter sweep")
     batch.add_argument("sweep")
     batch.add_argument("-q", "--quiet", action="store_true")
     batch.add_argument("--share-machine", action="store_true", help=SHARE_HELP)
+    batch.add_argument("--dry-run", action="store_true",
+                       help="with --slurm: print the job script, submit nothing")
+    batch.add_argument("--status", action="store_true",
+                       help="each point's state: complete, pending, running, failed (with "
+                       "Slurm's state and the job's log)")
+    add_slurm_options(batch)
     batch.set_defaults(func=cmd_batch)
 
     lab = sub.add_parser("lab", help="inspect or clean labs")
@@ -245,7 +278,9 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+    from .slurm_cli import joined_option_values
+
+    args = parser().parse_args(joined_option_values(sys.argv[1:] if argv is None else argv))
     try:
         return args.func(args)
     except HarnessError as exc:

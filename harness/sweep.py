@@ -12,6 +12,11 @@ A sweep file::
 Each point is one archived run. Running the sweep again skips points that already
 have a complete run of the same notebook with the same parameters, so an
 interrupted batch resumes where it stopped.
+
+For ``harness batch SWEEP --slurm "OPTIONS"`` (harness/slurm_sweep.py) the file may carry
+``inventory_template:`` (harness/slurm_inventory.py): how each job's allocated nodes become
+the study's machines. A run made in a Slurm allocation counts for the point whose parameters
+it has: its inventory was the one Slurm gave it.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ class Sweep:
     notebook: Path
     fixed: dict
     axes: dict[str, list]
+    inventory_template: dict | None = None  # for --slurm: allocation -> inventory
 
     @classmethod
     def load(cls, path: str | Path) -> Sweep:
@@ -46,10 +52,15 @@ class Sweep:
         if not isinstance(data, dict) or "notebook" not in data:
             raise SpecError(f"sweep file {path} needs 'notebook:'",
                             "see the format in harness/sweep.py")
-        unknown = set(data) - {"notebook", "parameters", "sweep"}
+        unknown = set(data) - {"notebook", "parameters", "sweep", "inventory_template"}
         if unknown:
             raise SpecError(f"sweep file {path} has unknown keys {sorted(unknown)}",
-                            "use notebook, parameters and sweep")
+                            "use notebook, parameters, sweep and inventory_template")
+        template = data.get("inventory_template")
+        if template is not None:
+            from .slurm_inventory import check_template
+
+            template = check_template(template, f"{path} (inventory_template)")
         fixed = data.get("parameters") or {}
         axes = data.get("sweep") or {}
         if not isinstance(fixed, dict) or not isinstance(axes, dict):
@@ -70,7 +81,7 @@ class Sweep:
         if not notebook.is_file():
             raise SpecError(f"sweep file {path}: notebook {data['notebook']} does not exist",
                             "give the notebook's path, absolute or relative to the sweep file")
-        return cls(notebook.resolve(), fixed, axes)
+        return cls(notebook.resolve(), fixed, axes, template)
 
     def points(self) -> list[dict]:
         names = list(self.axes)
@@ -86,7 +97,17 @@ def completed_runs(study: str, notebook: Path, root: Path | None = None) -> list
 
 
 def completed_parameters(study: str, notebook: Path, root: Path | None = None) -> list[dict]:
-    return [run.meta.get("parameters", {}) for run in completed_runs(study, notebook, root)]
+    return [run_parameters(run) for run in completed_runs(study, notebook, root)]
+
+
+def run_parameters(run: Run) -> dict:
+    """A run's parameters as a point is matched against them: a run made in a Slurm
+    allocation (run.json ``slurm``) ran on the inventory its job built, in a folder of that
+    node that is gone; it stands for the point without that inventory."""
+    parameters = dict(run.meta.get("parameters", {}))
+    if run.meta.get("slurm"):
+        parameters.pop("inventory", None)
+    return parameters
 
 
 def point_runs(sweep: Sweep, root: Path | None = None) -> list[tuple[dict, Run | None]]:
@@ -98,7 +119,7 @@ def point_runs(sweep: Sweep, root: Path | None = None) -> list[tuple[dict, Run |
         study, params = check_parameters(sweep.notebook, point)
         wanted = _wanted(params, point)
         done = [run for run in completed_runs(study.name, sweep.notebook, root)
-                if _same(run.meta.get("parameters", {}), wanted)]
+                if _same(run_parameters(run), wanted)]
         out.append((point, done[-1] if done else None))
     return out
 
