@@ -20,15 +20,30 @@ The run's configuration list is therefore a view of this file
 
 Lines (JSON, one per line):
 
-* ``{"op": "do", "seq", "kind", "node", "data", "module", "record"?, "time", "pid"}``
+* ``{"op": "do", "seq", "kind", "node", "data", "module", "record"?, "time", "pid",
+  "pid_start", "machine", "controller"}``: ``machine`` is the identity (hostname and
+  boot id, :mod:`harness.machineid`) of the machine the change is made on,
+  ``controller`` that of the machine whose process ``pid`` (started at tick
+  ``pid_start``) wrote it
 * ``{"op": "update", "seq", "data"}``: facts learned after the change
 * ``{"op": "failed", "seq", "error"}``: the change's command failed
 * ``{"op": "noted", "seq", "node", "record", "time"}``: already as asked, no undo
 * ``{"op": "undone", "seq", "time"}`` (and ``"how"`` when something else ended it: its VM)
+
+What is read back is trusted no further than it can be checked (issue 26): a line
+that is not a sound record is reported in :attr:`Journal.problems` and skipped,
+the others still count; a record is undone only on the machine and boot it
+names (a journal of another machine, of an earlier boot, or written before
+records named their machine is refused, saying so: see :meth:`Journal.refusal`);
+its handler checks its data by kind first (:mod:`harness.undo_checks`); and
+only modules of the ``harness`` package that register undo handlers are
+imported for it. Records this process wrote itself are its own and need none
+of that.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import signal
@@ -39,10 +54,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import undo_checks
 from .errors import HarnessError, write_failed
+from .machineid import MachineId, identity_of, local_identity
 from .nodes import Node, node_from_description
 from .nodes.base import Command, Process
-from .nodes.procfs import PROC_STAT_SH
+from .nodes.procfs import PROC_STAT_SH, process_start_ticks
 
 UndoFn = Callable[[Node, dict], None]
 BatchUndoFn = Callable[[Node, list[dict]], None]
@@ -89,21 +106,28 @@ def batch_undo_handler(kind: str) -> Callable[[BatchUndoFn], BatchUndoFn]:
 def load_undo_handlers(module: str = "") -> None:
     """Import the module that registers a kind's undo handler.
 
-    ``module`` comes from the journal entry. Entries written before entries
-    named their module have none: then every module under ``harness.config``
-    is imported, and every other harness module whose source registers a
-    handler (found by walking the package with pkgutil, not by a list).
+    ``module`` comes from the journal entry: it is imported only if it is one of
+    the harness's own modules that register handlers (a record naming any other
+    is refused, :class:`~harness.undo_checks.RefusedRecord`). Entries written
+    before entries named their module have none: then every module under
+    ``harness.config`` is imported, and every other harness module whose source
+    registers a handler (found by walking the package with pkgutil, not by a list).
     """
     import importlib
 
     if module:
+        undo_checks.python_module("module", module)
+        if module not in _handler_modules():
+            raise undo_checks.refuse("module", "not a harness module with undo handlers",
+                                     module)
         importlib.import_module(module)
         return
     for name in _handler_modules():
         importlib.import_module(name)
 
 
-def _handler_modules() -> list[str]:
+@functools.lru_cache(maxsize=1)
+def _handler_modules() -> tuple[str, ...]:
     """Modules of the ``harness`` package that register undo handlers (read, not imported)."""
     import pkgutil
 
@@ -127,7 +151,7 @@ def _handler_modules() -> list[str]:
                 found.append(name)
 
     walk(list(harness.__path__), "harness.")
-    return found
+    return tuple(found)
 
 
 @dataclass
@@ -140,6 +164,8 @@ class Entry:
     module: str = ""  # the module that registers the kind's undo handler
     record: dict | None = None  # a configuration change's record (see harness.config)
     error: str | None = None  # the change's command failed (it may not have been made)
+    machine: dict | None = None  # hostname and boot id of the machine it was made on
+    loaded: bool = False  # read from the file (not recorded by this process): checked first
 
 
 class UndoFailed(HarnessError):
@@ -158,33 +184,72 @@ class Journal:
         self._nodes: dict[str, Node] = {}
         self._owner_pid = os.getpid()
         self._writers: set[int] = set()
+        # (pid, start ticks, controller's identity) of each writer that recorded them
+        self._writer_ids: set[tuple[int, int | None, MachineId | None]] = set()
+        self._identities: dict[str, MachineId | None] = {}  # machine key -> identity, recorded
+        self._checked: dict[str, str | None] = {}  # machine key -> why refused (None: matches)
         self.unwritten: list[int] = []  # undone, but the disk refused to say so
+        self.problems: list[str] = []  # lines that were not sound records, skipped
         if self.path.exists():
             self._load()
 
     # -- reading -----------------------------------------------------------
     def _load(self) -> None:
-        for line in self.path.read_text().splitlines():
+        """Read every sound line; report and skip the others (a torn last line after a
+        crash, a record missing a field, a line someone else wrote)."""
+        with open(self.path, "rb") as fh:
+            raw = fh.read()
+        for number, line in enumerate(raw.decode("utf-8", errors="replace").split("\n"), 1):
             if not line.strip():
                 continue
             try:
-                rec = json.loads(line)
-            except json.JSONDecodeError:
-                continue  # a torn last line from a crash
-            if rec.get("op") == "do":
-                self._entries[rec["seq"]] = Entry(rec["seq"], rec["kind"], rec["node"], rec["data"],
-                                                  module=rec.get("module", ""),
-                                                  record=rec.get("record"))
-                if "pid" in rec:
-                    self._writers.add(int(rec["pid"]))
-            elif rec.get("op") == "undone" and rec["seq"] in self._entries:
-                self._entries[rec["seq"]].undone = True
-            elif rec.get("op") == "update" and rec["seq"] in self._entries:
-                self._entries[rec["seq"]].data.update(rec["data"])
-            elif rec.get("op") == "failed" and rec["seq"] in self._entries:
-                self._entries[rec["seq"]].error = rec["error"]
-            elif rec.get("op") == "noted":
-                self._noted[rec["seq"]] = rec["record"]
+                self._read_line(json.loads(line))
+            except (ValueError, TypeError, KeyError, AttributeError) as exc:
+                self.problems.append(f"{self.path} line {number}: skipped, not a sound record "
+                                     f"({exc.__class__.__name__}: {str(exc)[:120]})")
+
+    def _read_line(self, rec: dict) -> None:
+        if not isinstance(rec, dict):
+            raise TypeError("not a JSON object")
+        op, seq = rec["op"], rec["seq"]
+        if isinstance(seq, bool) or not isinstance(seq, int) or seq < 1:
+            raise ValueError(f"seq {seq!r} is not a positive integer")
+        if op == "do":
+            kind, node, data, module = rec["kind"], rec["node"], rec["data"], rec.get("module", "")
+            record = rec.get("record")
+            if not (isinstance(kind, str) and isinstance(node, dict) and isinstance(data, dict)
+                    and isinstance(module, str) and (record is None or isinstance(record, dict))):
+                raise TypeError("kind, node, data, module or record of the wrong type")
+            if seq in self._entries or seq in self._noted:
+                raise ValueError(f"seq {seq} recorded twice")
+            machine = rec.get("machine")
+            self._entries[seq] = Entry(seq, kind, node, data, module=module, record=record,
+                                       machine=machine if isinstance(machine, dict) else None,
+                                       loaded=True)
+            writer = rec.get("pid")
+            if isinstance(writer, int) and not isinstance(writer, bool):
+                self._writers.add(writer)
+                ticks = rec.get("pid_start")
+                self._writer_ids.add((writer, ticks if isinstance(ticks, int) else None,
+                                      MachineId.from_dict(rec.get("controller"))))
+        elif op == "noted":
+            if not isinstance(rec["record"], dict):
+                raise TypeError("record is not an object")
+            self._noted[seq] = rec["record"]
+        elif op in ("undone", "update", "failed"):
+            entry = self._entries.get(seq)
+            if entry is None:
+                raise ValueError(f"{op} of seq {seq}, which no earlier record made")
+            if op == "undone":
+                entry.undone = True
+            elif op == "update":
+                if not isinstance(rec["data"], dict):
+                    raise TypeError("data is not an object")
+                entry.data.update(rec["data"])
+            else:
+                entry.error = str(rec["error"])
+        else:
+            raise ValueError(f"unknown op {op!r}")
 
     def pending(self) -> list[Entry]:
         """Changes recorded and not yet undone, oldest first."""
@@ -193,6 +258,43 @@ class Journal:
     def writers(self) -> set[int]:
         """Pids of the processes that recorded changes in this journal."""
         return set(self._writers)
+
+    def live_writers(self) -> list[int]:
+        """Writers of this journal that still run: same machine and boot, and the pid's start
+        time (field 22 of /proc/PID/stat) the one it recorded -- a pid alone is reused. A
+        writer that recorded no start time (journals before 2026-11-26) or another machine
+        cannot be checked, and is not taken for alive (its records are refused anyway:
+        see :meth:`refusal`)."""
+        here = local_identity()
+        return sorted(pid for pid, ticks, controller in self._writer_ids
+                      if pid != os.getpid() and ticks is not None and controller == here
+                      and process_start_ticks(pid) == ticks)
+
+    def refusal(self, entry: Entry) -> str | None:
+        """Why ``entry`` read from the file may not be undone here, or None.
+
+        Its record must name the machine it was made on, and that machine -- asked now,
+        once per machine and journal -- must be the same host in the same boot. An SSH
+        node is asked through its connection, so its host key is checked first.
+        """
+        if not entry.loaded:
+            return None
+        named = MachineId.from_dict(entry.machine)
+        if named is None:
+            return ("it was recorded before journal records named their machine (2026-11-26), "
+                    "so the harness cannot tell which machine and boot it belongs to: undo "
+                    "it by hand if it is this machine's and still there")
+        key = _machine_key(entry.node)
+        if key not in self._checked:
+            try:
+                node = self._node(entry.node)
+                found = identity_of(node.machine)
+            except Exception as exc:  # noqa: BLE001 -- unreachable, unknown host key, bad node
+                self._checked[key] = f"its machine could not be asked who it is ({exc})"
+            else:
+                self._checked[key] = _mismatch(named, found)
+        reason = self._checked[key]
+        return None if reason is None else reason
 
     def entry(self, seq: int) -> Entry:
         return self._entries[seq]
@@ -220,9 +322,14 @@ class Journal:
 
     # -- writing -----------------------------------------------------------
     def _append(self, rec: dict) -> None:
-        line = json.dumps(rec, sort_keys=True) + "\n"
+        line = (json.dumps(rec, sort_keys=True) + "\n").encode()
         try:
-            with open(self.path, "a") as fh:
+            with open(self.path, "ab+") as fh:
+                # A torn last line (a crash mid-write) must not swallow this record: start
+                # a line of our own after it (the torn one is skipped when read).
+                end = fh.seek(0, os.SEEK_END)
+                if end and os.pread(fh.fileno(), 1, end - 1) != b"\n":
+                    line = b"\n" + line
                 fh.write(line)
                 fh.flush()
                 os.fsync(fh.fileno())
@@ -241,12 +348,15 @@ class Journal:
         """Record a change about to be made, with its configuration ``record`` if it has one."""
         if kind not in _HANDLERS:
             raise ValueError(f"no undo handler registered for {kind!r}")
+        machine = self._identity(node)
         with self._lock:
             seq = self._next_seq()
             entry = Entry(seq, kind, node.describe(), dict(data), module=_MODULES[kind],
-                          record=None if record is None else dict(record))
+                          record=None if record is None else dict(record), machine=machine)
             line = {"op": "do", "seq": seq, "kind": kind, "node": entry.node, "data": entry.data,
-                    "module": entry.module, "time": time.time(), "pid": os.getpid()}
+                    "module": entry.module, "time": time.time(), "pid": os.getpid(),
+                    "pid_start": process_start_ticks(os.getpid()),
+                    "controller": local_identity().to_dict(), "machine": machine}
             if record is not None:
                 line["record"] = entry.record
             self._append(line)  # first: a change whose record is not on disk is never made
@@ -291,16 +401,34 @@ class Journal:
             except HarnessError:
                 self.unwritten.append(entry.seq)
 
+    def _identity(self, node: Node) -> dict:
+        """The identity of ``node``'s machine for a record (one round trip per machine and
+        journal; ``{}`` when it cannot be read: such a record is never undone elsewhere)."""
+        machine = node.machine
+        key = _machine_key(machine.describe())
+        if key not in self._identities:
+            try:
+                self._identities[key] = identity_of(machine)
+            except Exception:  # noqa: BLE001 -- the change's own command reports the node
+                self._identities[key] = None
+        found = self._identities[key]
+        return {} if found is None else found.to_dict()
+
     # -- undoing -----------------------------------------------------------
     def _node(self, desc: dict) -> Node:
         key = json.dumps(desc, sort_keys=True)
         if key not in self._nodes:
-            self._nodes[key] = node_from_description(desc)
+            self._nodes[key] = node_from_description(_without_trust(desc))
         return self._nodes[key]
 
     def undo(self, entry: Entry) -> None:
         if entry.undone:
             return
+        reason = self.refusal(entry)
+        if reason is not None:
+            raise undo_checks.RefusedRecord(
+                f"not undone here: {entry.kind} record {entry.seq} of {self.path}: {reason}",
+                "`harness lab clean` acts only on records of this machine and boot")
         if entry.kind not in _HANDLERS:
             load_undo_handlers(entry.module)
         if entry.kind not in _HANDLERS and entry.module:
@@ -325,11 +453,18 @@ class Journal:
         batch = [e for e in self.pending() if e.seq > after_seq and not (leave and leave(e))]
         # Namespaces deleted in this batch take their links, qdiscs, routes and
         # sysctls with them: no need to undo those one by one.
-        doomed = {(json.dumps(e.node, sort_keys=True), e.data["name"])
-                  for e in batch if e.kind == "netns"}
+        doomed = {(json.dumps(e.node, sort_keys=True), e.data.get("name"))
+                  for e in batch if e.kind == "netns" and self.refusal(e) is None}
         group: list[Entry] = []  # consecutive entries undone by one batch handler
 
         def flush_group() -> None:
+            if not group:
+                return
+            for e in list(group):
+                reason = self.refusal(e)
+                if reason is not None:
+                    failures.append(f"{e.kind} record {e.seq} not undone here: {reason}")
+                    group.remove(e)
             if not group:
                 return
             try:
@@ -430,6 +565,39 @@ def signals_deferred() -> Iterator[None]:
             raise KeyboardInterrupt
 
 
+def _machine_key(desc: dict) -> str:
+    """The machine a node description runs on (namespaces stripped), as a dict key."""
+    while isinstance(desc, dict) and desc.get("type") in ("netns", "machine-root"):
+        desc = desc.get("parent")
+    return json.dumps(desc, sort_keys=True)
+
+
+def _mismatch(named: MachineId, found: MachineId | None) -> str | None:
+    if found is None:
+        return "its machine did not say who it is"
+    if named.hostname != found.hostname:
+        return (f"it was recorded on machine {named.describe()}, and this is "
+                f"{found.describe()}: a journal of another machine is never undone here")
+    if named.boot_id != found.boot_id:
+        return (f"it was recorded in an earlier boot of {named.hostname} (boot "
+                f"{named.boot_id}, now {found.boot_id}): what it made ended with that boot "
+                "or is no longer what it named")
+    return None
+
+
+def _without_trust(desc):
+    """A node description as read from a journal, with nothing that widens trust: an SSH
+    node's unknown host key is never accepted on a journal's word."""
+    if not isinstance(desc, dict):
+        return desc
+    out = dict(desc)
+    if out.get("type") == "ssh":
+        out["accept_unknown_host"] = False
+    if "parent" in out:
+        out["parent"] = _without_trust(out["parent"])
+    return out
+
+
 def _inside_vanished_namespace(node: Node) -> bool:
     """A change inside a namespace that no longer exists is gone with it."""
     path = node.netns_path
@@ -441,6 +609,14 @@ def _inside_vanished_namespace(node: Node) -> bool:
 def remove_process_log(node: Node, log: str) -> None:
     if log:
         node.run(["rm", "-f", log, f"{log}.status"], check=False, timeout=10)
+
+
+def _process_log(data: dict) -> str:
+    """A recorded process's log: "" or a file the harness named (harness-proc-*)."""
+    log = data.get("log") or ""
+    if log:
+        undo_checks.own_path("process", log, "log")
+    return log
 
 
 
@@ -464,13 +640,29 @@ def _undo_process(node: Node, data: dict) -> None:
     """Stop a recorded process group, only if its leader is still the same process."""
     import shlex
 
-    pid, ticks = int(data["pid"]), int(data["start_ticks"])
-    log = data.get("log", "")
-    cleanup = f"; rm -f {shlex.quote(log)} {shlex.quote(log + '.status')}" if log else ""
+    pid = undo_checks.pid("process", data.get("pid"))
+    ticks = undo_checks.integer("process", data.get("start_ticks"), "start_ticks", 0)
+    log = _process_log(data)
+    cleanup = (f"; {undo_checks.guarded_remove(log, recursive=False)}; "
+               f"{undo_checks.guarded_remove(log + '.status', recursive=False)}") if log else ""
     node.run(f"sh -c {shlex.quote(STOP_RECORDED_PROCESS)} stop {pid} {ticks}{cleanup}",
              timeout=20)
 
 
+#: Daemon state folders the harness makes when they are missing (glusterd's, see
+#: :func:`harness.config.mounts.state_dir_change`): the only "file" records outside
+#: the harness's own folders.
+STATE_DIRS = ("/var/lib/glusterd", "/var/log/glusterfs", "/run/gluster")
+
+
 @undo_handler("file", gone_with_namespace=False)
 def _undo_file(node: Node, data: dict) -> None:
-    node.run(["rm", "-rf", "--one-file-system", data["path"]], check=False, timeout=30)
+    """Remove a file or folder this run made: only one the harness names (under its own
+    folders, ``harness*``) or a daemon state folder it made, never through a symlink or
+    one owned by another user (:func:`harness.undo_checks.guarded_remove`)."""
+    path = data.get("path")
+    if path not in STATE_DIRS:
+        undo_checks.own_path("file", path)
+    res = node.run(undo_checks.guarded_remove(path), check=False, timeout=30)
+    if res.exit_status == 3:
+        raise undo_checks.RefusedRecord(res.stderr.strip(), "check the path by hand")

@@ -17,6 +17,7 @@ import shlex
 import subprocess
 from typing import Protocol
 
+from . import undo_checks
 from .journal import batch_undo_handler, undo_handler
 from .nodes import Node
 from .shaping import EgressPlan
@@ -279,10 +280,12 @@ class CommandBackend:
 
 
 # -- undo: plain commands, so any run's journal can be undone from any process --
+# Each handler checks its record by kind first (harness.undo_checks): names by the kernel's
+# pattern, addresses as addresses, numbers as numbers; every word reaching a shell is quoted.
 
 @undo_handler("netns", gone_with_namespace=False)
 def _undo_netns(host: Node, data: dict) -> None:
-    name = data["name"]
+    name = undo_checks.name("netns", data.get("name"))
     if host.run(["test", "-e", f"/run/netns/{name}"], check=False, timeout=10).ok:
         host.run(["ip", "netns", "delete", name], timeout=30)
 
@@ -290,7 +293,7 @@ def _undo_netns(host: Node, data: dict) -> None:
 @batch_undo_handler("netns")
 def _undo_netns_batch(host: Node, items: list[dict]) -> None:
     """Delete the recorded namespaces that still exist, in one command."""
-    names = " ".join(shlex.quote(d["name"]) for d in items)
+    names = " ".join(shlex.quote(undo_checks.name("netns", d.get("name"))) for d in items)
     host.run(f"fail=0; for n in {names}; do if [ -e \"/run/netns/$n\" ]; then "
              f"ip netns delete \"$n\" || fail=1; fi; done; exit $fail",
              timeout=30 + 5 * len(items))
@@ -299,14 +302,16 @@ def _undo_netns_batch(host: Node, items: list[dict]) -> None:
 @undo_handler("nic")
 def _undo_nic(node: Node, data: dict) -> None:
     """Hand an adopted NIC back to the root namespace (namespace deletion would too)."""
-    node.run(f"ip link set dev {shlex.quote(data['ifname'])} netns 1 2>/dev/null || true",
-             timeout=30)
+    dev = shlex.quote(undo_checks.ifname("nic", data.get("ifname")))
+    node.run(f"ip link set dev {dev} netns 1 2>/dev/null || true", timeout=30)
 
 
 @undo_handler("root-nic")
 def _undo_root_nic(node: Node, data: dict) -> None:
     """A whole-machine node's wire NIC: addresses off, down, its name and MTU as before."""
-    dev, name, mtu = (shlex.quote(str(data[k])) for k in ("ifname", "name", "mtu"))
+    dev = shlex.quote(undo_checks.ifname("root-nic", data.get("ifname")))
+    name = shlex.quote(undo_checks.ifname("root-nic", data.get("name"), "name"))
+    mtu = undo_checks.integer("root-nic", data.get("mtu"), "mtu", 68, 65535)
     node.run(f"if ip link show dev {dev} >/dev/null 2>&1; then ip addr flush dev {dev}; "
              f"ip link set dev {dev} down; ip link set dev {dev} mtu {mtu}; "
              f"[ {dev} = {name} ] || ip link set dev {dev} name {name}; fi", timeout=30)
@@ -314,24 +319,30 @@ def _undo_root_nic(node: Node, data: dict) -> None:
 
 @undo_handler("veth")
 def _undo_veth(node: Node, data: dict) -> None:
-    node.run(f"ip link show dev {data['ifname']} >/dev/null 2>&1 && ip link delete dev "
-             f"{data['ifname']} || true", timeout=30)
+    dev = shlex.quote(undo_checks.ifname("veth", data.get("ifname")))
+    node.run(f"ip link show dev {dev} >/dev/null 2>&1 && ip link delete dev {dev} || true",
+             timeout=30)
 
 
 @undo_handler("qdisc")
 def _undo_qdisc(node: Node, data: dict) -> None:
-    node.run(["tc", "qdisc", "del", "dev", data["ifname"], "root"], check=False, timeout=30)
+    dev = undo_checks.ifname("qdisc", data.get("ifname"))
+    node.run(["tc", "qdisc", "del", "dev", dev, "root"], check=False, timeout=30)
 
 
 @undo_handler("route")
 def _undo_route(node: Node, data: dict) -> None:
-    args = ["ip", "route", "del", data["destination"]]
+    args = ["ip", "route", "del", undo_checks.network("route", data.get("destination"),
+                                                      "destination")]
     if data.get("table"):
-        args += ["table", str(data["table"])]
+        args += ["table", str(undo_checks.integer("route", data["table"], "table", 1, 2**32 - 1))]
     node.run(args, check=False, timeout=30)
 
 
 @undo_handler("rule")
 def _undo_rule(node: Node, data: dict) -> None:
-    node.run(["ip", "rule", "del", "from", data["source"], "table", str(data["table"]),
-              "priority", str(data["priority"])], check=False, timeout=30)
+    source = undo_checks.network("rule", data.get("source"), "source")
+    table = undo_checks.integer("rule", data.get("table"), "table", 1, 2**32 - 1)
+    priority = undo_checks.integer("rule", data.get("priority"), "priority", 0, 2**32 - 1)
+    node.run(["ip", "rule", "del", "from", source, "table", str(table),
+              "priority", str(priority)], check=False, timeout=30)

@@ -13,10 +13,12 @@ change of its own, recorded and disabled again afterwards.
 
 from __future__ import annotations
 
+import re
 import secrets
 import shlex
 from dataclasses import dataclass, field
 
+from .. import undo_checks
 from ..errors import CapabilityMissing, SpecError
 from ..journal import undo_handler
 from ..nodes import Node, Result
@@ -111,14 +113,34 @@ class CpuLimit(Operation):
         return changes
 
 
+#: A cgroup this module makes: ``harness-LABEL-TOKEN`` right under a cgroup hierarchy's mount.
+_OWN_CGROUP = re.compile(r"^harness-[A-Za-z0-9_.-]{1,64}$")
+_CONTROLLER = re.compile(r"^[a-z_]{1,32}$")
+_CGROUP_ROOT = "/sys/fs/cgroup"
+
+
+def _cgroup_path(data: dict) -> str:
+    """The record's cgroup, if it is one this module makes (see :class:`CpuLimit`)."""
+    path = undo_checks.under_roots("cgroup", data.get("path"))
+    if not path.startswith(_CGROUP_ROOT + "/") or not _OWN_CGROUP.match(path.rsplit("/", 1)[1]):
+        raise undo_checks.refuse("cgroup", f"path is not a harness-* cgroup under {_CGROUP_ROOT}",
+                                 path)
+    return path
+
+
 @undo_handler("cgroup", gone_with_namespace=False)
 def _remove_cgroup(node: Node, data: dict) -> None:
     # Its processes were stopped before (undo runs newest first); rmdir fails if any remain.
-    path = shlex.quote(data["path"])
+    path = shlex.quote(_cgroup_path(data))
     node.run(f"test -d {path} && rmdir {path} || true", timeout=10)
 
 
 @undo_handler("cgroup-controller", gone_with_namespace=False)
 def _disable_controller(node: Node, data: dict) -> None:
-    node.run(f"echo -{data['controller']} > {shlex.quote(data['root'] + '/cgroup.subtree_control')}",
-             check=False, timeout=10)
+    controller = undo_checks.text("cgroup-controller", "controller", data.get("controller"),
+                                  _CONTROLLER)
+    root = undo_checks.clean_path("cgroup-controller", data.get("root"), "root")
+    if root != _CGROUP_ROOT and not root.startswith(_CGROUP_ROOT + "/"):
+        raise undo_checks.refuse("cgroup-controller", f"root is not under {_CGROUP_ROOT}", root)
+    node.run(f"echo {shlex.quote('-' + controller)} > "
+             f"{shlex.quote(root + '/cgroup.subtree_control')}", check=False, timeout=10)

@@ -46,6 +46,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from .. import undo_checks
 from ..errors import HarnessError, SpecError
 from ..journal import undo_handler
 from ..nodes import Node, Result
@@ -338,8 +339,17 @@ def _stop_volume(node: Node, data: dict) -> None:
 
 @undo_handler("gluster-volume", gone_with_namespace=False)
 def _delete_volume(node: Node, data: dict) -> None:
-    """Delete the volume (if glusterd still has it) and the brick directories it made."""
-    name = data["name"]
+    """Delete the volume (if glusterd still has it) and the brick directories it made.
+
+    A brick path is removed only if it is below the folders the harness makes things in
+    (:func:`harness.undo_checks.under_roots`), no symlink, ours, and holds the
+    ``.glusterfs`` folder glusterd makes in every brick: a record naming any other
+    folder is refused before anything changes."""
+    name = undo_checks.text("gluster-volume", "name", data.get("name"), _VOLUME)
+    bricks = data.get("bricks")
+    if not isinstance(bricks, list):
+        raise undo_checks.refuse("gluster-volume", "bricks is not a list", bricks)
+    bricks = [undo_checks.under_roots("gluster-volume", b, "brick") for b in bricks]
     info = node.run(cli("volume", "info", name, "--xml"), check=False, timeout=120)
     try:
         found = parse_volume_info(info.stdout)
@@ -348,8 +358,13 @@ def _delete_volume(node: Node, data: dict) -> None:
                            "start glusterd again, then `harness lab clean`") from None
     if found is not None:
         node.run(cli("volume", "delete", name), timeout=120)
-    for path in data["bricks"]:
-        node.run(["rm", "-rf", "--one-file-system", path], timeout=120)
+    for path in bricks:
+        res = node.run(undo_checks.guarded_remove(path, marker=".glusterfs"), check=False,
+                       timeout=120)
+        if not res.ok:
+            raise HarnessError(f"{node.name}: brick {path} of gluster volume {name} not "
+                               f"removed: {res.stderr.strip()[-300:]}",
+                               "look at it; remove it by hand if it is the run's")
 
 
 # -- the client ---------------------------------------------------------------------------------

@@ -15,15 +15,16 @@ from harness.errors import CommandFailed, CommandTimeout
 from harness.journal import Journal
 from harness.nodes import LocalNode
 from harness.nodes.procfs import process_start_ticks
+from harness import tracked
 from harness.tracked import PREFIX, journalled, run_tracked
 
 
 @pytest.fixture(autouse=True)
 def own_tmpdir(tmp_path, monkeypatch):
-    """The wrappers' files go to a folder of this test only."""
-    folder = tmp_path / "tmp"
-    folder.mkdir()
-    monkeypatch.setenv("TMPDIR", str(folder))
+    """The wrappers' files go to a folder of this test only (root's, 0700, as STOP_DIR)."""
+    folder = tmp_path / "stop"
+    folder.mkdir(mode=0o700)
+    monkeypatch.setattr(tracked, "STOP_DIR", str(folder))
     return folder
 
 
@@ -63,16 +64,18 @@ def test_a_timeout_stops_it_and_closes_the_record(journal, own_tmpdir):
 
 CHILD = """
 import sys
+from harness import tracked
 from harness.journal import Journal
 from harness.nodes import LocalNode
-from harness.tracked import run_tracked
-run_tracked(Journal(sys.argv[1]), LocalNode(), "echo started; exec sleep 300", timeout=600)
+tracked.STOP_DIR = sys.argv[2]
+tracked.run_tracked(Journal(sys.argv[1]), LocalNode(), "echo started; exec sleep 300",
+                    timeout=600)
 """
 
 
 def test_after_sigkill_the_journal_stops_exactly_that_command(tmp_path, own_tmpdir):
     path = tmp_path / "journal.jsonl"
-    child = subprocess.Popen([sys.executable, "-c", CHILD, str(path)],
+    child = subprocess.Popen([sys.executable, "-c", CHILD, str(path), str(own_tmpdir)],
                              env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
     deadline = time.monotonic() + 30
     while not tracked_files(own_tmpdir):
@@ -98,7 +101,7 @@ def test_after_sigkill_the_journal_stops_exactly_that_command(tmp_path, own_tmpd
 def test_a_reused_pid_is_never_signalled(journal, own_tmpdir):
     bystander = subprocess.Popen(["sleep", "60"], start_new_session=True)
     try:
-        name = PREFIX + "reused"
+        name = PREFIX + "0123456789abcdef"
         ticks = process_start_ticks(bystander.pid)
         (own_tmpdir / name).write_text(f"{bystander.pid} {ticks + 1} {bystander.pid}\n")
         entry = journal.record_change("tracked", LocalNode(),
