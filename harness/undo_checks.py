@@ -13,8 +13,8 @@ nothing is changed for it.
   interface name is at most 15 bytes: IFNAMSIZ 16 with its NUL).
 * Paths: absolute, already normalised (no ``..``, ``.`` or ``//``), no control
   characters, and below one of the folders the harness makes its own things in
-  (:func:`own_roots`), in a first component named ``harness*`` -- every folder
-  and file the harness creates is named so (``harness-vm-*``, ``harness-proc-*``,
+  (:func:`own_roots`), named ``harness*`` or inside a folder so named -- every
+  folder and file the harness creates is named so (``harness-vm-*``, ``harness-proc-*``,
   ``harness-RUNID``, cgroups ``harness-LABEL-TOKEN``...). On the node, the
   shell guard of :func:`guarded_remove` then refuses a path that is (or passes
   through) a symlink or that another user owns, in the same command that removes
@@ -135,13 +135,13 @@ def under_roots(kind: str, value, field: str = "path") -> str:
 
 
 def own_path(kind: str, value, field: str = "path") -> str:
-    """A path the harness made: below an own root, in a folder or file named ``harness*``."""
+    """A path the harness made: below an own root, itself or a folder on its way there
+    named ``harness*``."""
     path = under_roots(kind, value, field)
     root = max((r for r in own_roots() if path.startswith(r + "/")), key=len)
-    first = path[len(root) + 1:].split("/", 1)[0]
-    if not first.startswith("harness"):
-        raise refuse(kind, f"{field} is not in a folder the harness names (harness*) below "
-                     f"{root}", value)
+    if not any(part.startswith("harness") for part in path[len(root) + 1:].split("/")):
+        raise refuse(kind, f"{field} is not named harness* (nor inside a folder so named) "
+                     f"below {root}", value)
     return path
 
 

@@ -42,6 +42,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from urllib.parse import unquote
 
+from .. import undo_checks
 from ..errors import CapabilityMissing, CommandTimeout, SpecError
 from ..journal import undo_handler
 from ..nodes import Node, Result
@@ -410,5 +411,14 @@ def config_command(name: str, value: str, nodes: Iterable[str], immediate: bool)
 
 @undo_handler("gpfs-config", gone_with_namespace=False)
 def _restore_config(node: Node, data: dict) -> None:
-    node.run(locked(config_command(data["attribute"], data["before"], data["nodes"],
-                                   data["immediate"])), timeout=120)
+    attribute = undo_checks.text("gpfs-config", "attribute", data.get("attribute"), _NAME)
+    before = undo_checks.text("gpfs-config", "before", data.get("before"), _VALUE_WORD)
+    nodes = data.get("nodes")
+    if not isinstance(nodes, list):
+        raise undo_checks.refuse("gpfs-config", "nodes is not a list", nodes)
+    nodes = [undo_checks.text("gpfs-config", "node", n, _NAME) for n in nodes]
+    node.run(locked(config_command(attribute, before, nodes, data.get("immediate") is True)),
+             timeout=120)
+
+
+_VALUE_WORD = re.compile(r"^[A-Za-z0-9_.:,/+-]{1,255}$")

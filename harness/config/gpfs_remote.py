@@ -33,6 +33,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from .. import undo_checks
 from ..errors import SpecError
 from ..journal import undo_handler
 from ..nodes import Node
@@ -218,8 +219,20 @@ class GpfsGrant(Operation):
         return [add, grant]
 
 
+def _names(kind: str, data: dict, *fields: str) -> None:
+    """The record's cluster and device names, as GPFS takes them (refused otherwise)."""
+    for f in fields:
+        undo_checks.text(kind, f, data.get(f), _GPFS_NAME)
+
+
+_GPFS_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,254}$")
+
+
 @undo_handler("gpfs-grant", gone_with_namespace=False)
 def _undo_grant(node: Node, data: dict) -> None:
+    _names("gpfs-grant", data, "cluster", "device")
+    if data.get("before") not in (None, *ACCESS):
+        raise undo_checks.refuse("gpfs-grant", "before is no access mode", data.get("before"))
     known = auth_fact(node).read().get(data["cluster"])
     if known is None:
         return  # the cluster (and so its grants) is gone already
@@ -234,6 +247,7 @@ def _undo_grant(node: Node, data: dict) -> None:
 
 @undo_handler("gpfs-auth", gone_with_namespace=False)
 def _undo_auth(node: Node, data: dict) -> None:
+    _names("gpfs-auth", data, "cluster")
     if data["cluster"] in auth_fact(node).read():
         node.run(locked(mm("mmauth", "delete", data["cluster"])), timeout=120)
 
@@ -341,6 +355,11 @@ class GpfsRemoteMount(Operation):
 @undo_handler("gpfs-mount", gone_with_namespace=False)
 def _undo_mount(node: Node, data: dict) -> None:
     """Unmount where this run mounted (all nodes: ``-a``) and it is still mounted."""
+    _names("gpfs-mount", data, "device")
+    if not isinstance(data.get("nodes"), list):
+        raise undo_checks.refuse("gpfs-mount", "nodes is not a list", data.get("nodes"))
+    for n in data["nodes"]:
+        undo_checks.text("gpfs-mount", "node", n, _GPFS_NAME)
     mounted = mounts_fact(node).read().get(data["device"], frozenset())
     nodes = [n for n in data["nodes"] if short(n) in mounted]
     if not mounted or (data["nodes"] and not nodes):
@@ -351,6 +370,7 @@ def _undo_mount(node: Node, data: dict) -> None:
 
 @undo_handler("gpfs-remotefs", gone_with_namespace=False)
 def _undo_remote_fs(node: Node, data: dict) -> None:
+    _names("gpfs-remotefs", data, "device", "remote_device", "cluster")
     known = remote_fs_fact(node).read().get(data["device"])
     if known and (known.remote_device, known.cluster) == (data["remote_device"], data["cluster"]):
         node.run(locked(mm("mmremotefs", "delete", data["device"])), timeout=120)
@@ -358,5 +378,6 @@ def _undo_remote_fs(node: Node, data: dict) -> None:
 
 @undo_handler("gpfs-remotecluster", gone_with_namespace=False)
 def _undo_remote_cluster(node: Node, data: dict) -> None:
+    _names("gpfs-remotecluster", data, "cluster")
     if data["cluster"] in remote_clusters_fact(node).read():
         node.run(locked(mm("mmremotecluster", "delete", data["cluster"])), timeout=120)

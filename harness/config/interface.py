@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import re
 import shlex
 from dataclasses import dataclass
 
+from .. import undo_checks
 from ..errors import SpecError
 from ..journal import undo_handler
 from ..nodes import Node, Result
@@ -104,10 +106,19 @@ class Offload(Operation):
 
 @undo_handler("mtu")
 def _restore_mtu(node: Node, data: dict) -> None:
-    node.run(mtu_command(data["ifname"], data["before"]), check=False, timeout=10)
+    mtu = undo_checks.integer("mtu", data.get("before"), "before", 68, 65535)
+    node.run(mtu_command(undo_checks.ifname("mtu", data.get("ifname")), mtu), check=False,
+             timeout=10)
 
 
 @undo_handler("offload")
 def _restore_offload(node: Node, data: dict) -> None:
-    node.run(offload_command(data["ifname"], data["feature"], data["before"]), check=False,
-             timeout=10)
+    before = data.get("before")
+    if not isinstance(before, bool):
+        raise undo_checks.refuse("offload", "before is not on/off", before)
+    feature = undo_checks.text("offload", "feature", data.get("feature"), _FEATURE)
+    node.run(offload_command(undo_checks.ifname("offload", data.get("ifname")), feature, before),
+             check=False, timeout=10)
+
+
+_FEATURE = re.compile(r"^[a-z][a-z0-9-]{0,63}$")  # ethtool -k's names: tso, gro, rx-gro-hw

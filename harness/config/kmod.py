@@ -16,6 +16,7 @@ import re
 import shlex
 from dataclasses import dataclass
 
+from .. import undo_checks
 from ..errors import CapabilityMissing
 from ..journal import undo_handler
 from ..nodes import Node, Result
@@ -118,6 +119,9 @@ class KernelModules(Operation):
                 for i, m in enumerate(self.modules)]
 
 
+_MODULE_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")  # as /proc/modules names them
+
+
 @undo_handler("kernel-module", gone_with_namespace=False)
 def _unload_modules(node: Node, data: dict) -> None:
     """Unload the modules this run loaded, last loaded first, each only if still loaded.
@@ -129,7 +133,11 @@ def _unload_modules(node: Node, data: dict) -> None:
     count above 0 in /proc/modules) has become someone else's and stays.
     """
     steps = []
-    modules = data["modules"]
+    modules = data.get("modules")
+    if not isinstance(modules, list) or not modules:
+        raise undo_checks.refuse("kernel-module", "modules is not a list of names", modules)
+    for module in modules:
+        undo_checks.text("kernel-module", "module", module, _MODULE_NAME)
     for module in reversed(modules):
         m = shlex.quote(module)
         if module == modules[-1]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass
 
+from .. import undo_checks
 from ..errors import SpecError
 from ..journal import undo_handler
 from ..nodes import Node, Result
@@ -113,7 +114,7 @@ class LabDiskFs(Operation):
 
 @undo_handler("lab-disk", gone_with_namespace=False)
 def _unmount(node: Node, data: dict) -> None:
-    m = shlex.quote(data["mountpoint"])
+    m = shlex.quote(undo_checks.clean_path("lab-disk", data.get("mountpoint"), "mountpoint"))
     node.run(f"if awk -v m={m} '$2 == m {{f = 1}} END {{exit !f}}' /proc/mounts; "
              f"then umount {m}; fi"
              + (f" && rmdir {m} 2>/dev/null; true" if data.get("made") else ""), timeout=60)

@@ -34,6 +34,7 @@ import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from .. import undo_checks
 from ..errors import CapabilityMissing, SpecError
 from ..journal import undo_handler
 from ..nodes import Node, Result
@@ -158,7 +159,19 @@ def mount_change(node: Node, kind: str, target: str, mounts, fstype: str, source
 @undo_handler("unmount", gone_with_namespace=False)
 def _unmount(node: Node, data: dict) -> None:
     """Unmount what this run mounted, if it is still the visible mount there."""
-    node.run(unmount_script(data["path"], data["fstype"], data["source"]), timeout=120)
+    path, fstype, source = _unmount_record("unmount", data)
+    node.run(unmount_script(path, fstype, source), timeout=120)
+
+
+_FSTYPE = re.compile(r"^[a-z0-9][a-z0-9._]{0,31}$")
+_SOURCE = re.compile(r"^[A-Za-z0-9_.:/@+-]{1,512}$")
+
+
+def _unmount_record(kind: str, data: dict) -> tuple[str, str, str]:
+    """A mount's path, file system type and source, each as a mount would have them."""
+    return (undo_checks.clean_path(kind, data.get("path")),
+            undo_checks.text(kind, "fstype", data.get("fstype"), _FSTYPE),
+            undo_checks.text(kind, "source", data.get("source"), _SOURCE))
 
 
 def unmount_script(path: str, fstype: str, source: str) -> str:
@@ -205,7 +218,7 @@ def mountpoint_change(node: Node, path: str, state) -> Change:
 
 @undo_handler("mountpoint", gone_with_namespace=False)
 def _remove_mountpoint(node: Node, data: dict) -> None:
-    p = shlex.quote(data["path"])
+    p = shlex.quote(undo_checks.clean_path("mountpoint", data.get("path")))
     node.run(f"if [ -d {p} ]; then rmdir {p}; fi", timeout=30)
 
 

@@ -11,6 +11,7 @@ import json
 import shlex
 from dataclasses import dataclass
 
+from .. import undo_checks
 from ..errors import SpecError
 from ..journal import undo_handler
 from ..nodes import Node, Result
@@ -130,11 +131,17 @@ class MptcpEndpoint(Operation):
 
 @undo_handler("mptcp-limits")
 def _restore_limits(node: Node, data: dict) -> None:
-    node.run(limits_command(data["before"]), timeout=10)
+    before = data.get("before")
+    if not isinstance(before, dict):
+        raise undo_checks.refuse("mptcp-limits", "before is not a mapping", before)
+    node.run(limits_command({k: undo_checks.integer("mptcp-limits", before.get(k), k, 0, 64)
+                             for k in ("subflows", "add_addr_accepted")}), timeout=10)
 
 
 @undo_handler("mptcp-endpoint")
 def _remove_endpoint(node: Node, data: dict) -> None:
+    ep_id = undo_checks.integer("mptcp-endpoint", data.get("id"), "id", 1, 255)
+    address = undo_checks.network("mptcp-endpoint", data.get("address"), "address")
     for ep in read_endpoints(node):
-        if int(ep.get("id", -1)) == int(data["id"]) and ep.get("address") == data["address"]:
-            node.run(["ip", "mptcp", "endpoint", "delete", "id", str(data["id"])], timeout=10)
+        if int(ep.get("id", -1)) == ep_id and ep.get("address") == address:
+            node.run(["ip", "mptcp", "endpoint", "delete", "id", str(ep_id)], timeout=10)

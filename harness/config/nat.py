@@ -30,6 +30,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
+from .. import undo_checks
 from ..errors import CapabilityMissing, SpecError
 from ..journal import Entry, Journal, undo_handler
 from ..nodes import Node, Result
@@ -380,8 +381,15 @@ def conntrack_entries(node: Node) -> list[ConntrackEntry]:
     return parse_conntrack(conntrack_text(node))
 
 
+#: The tables this module makes: harness_<label>_<6 hex digits>, never another one.
+_OWN_TABLE = re.compile(r"^harness_[A-Za-z0-9_-]{1,40}$")
+
+
 @undo_handler("nat-table")
 def _delete_table(node: Node, data: dict) -> None:
-    family, name = data["family"], data["table"]
+    family = data.get("family")
+    if family != FAMILY:
+        raise undo_checks.refuse("nat-table", f"family is not {FAMILY}", family)
+    name = undo_checks.text("nat-table", "table", data.get("table"), _OWN_TABLE)
     if node.run(["nft", "list", "table", family, name], check=False, timeout=10).ok:
         node.run(["nft", "delete", "table", family, name], timeout=10)

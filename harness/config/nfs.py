@@ -53,6 +53,7 @@ import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from .. import undo_checks
 from ..errors import SpecError
 from ..journal import undo_handler
 from ..nodes import Node, Result
@@ -319,11 +320,18 @@ class NfsExport(Operation):
         return [change]
 
 
+_CLIENT = re.compile(r"^[A-Za-z0-9_.*/-]{1,255}$")  # a host, address or network
+
+
 @undo_handler("nfs-export", gone_with_namespace=False)
 def _unexport(node: Node, data: dict) -> None:
     """``exportfs -u``, if the export is still there (a stopped server may have taken it)."""
-    spec = data["spec"]
+    spec = data.get("spec")
+    if not isinstance(spec, str) or ":" not in spec:
+        raise undo_checks.refuse("nfs-export", "spec is not CLIENT:PATH", spec)
     client, _, path = spec.partition(":")
+    undo_checks.text("nfs-export", "client", client, _CLIENT)
+    undo_checks.clean_path("nfs-export", path)
     listed = parse_exportfs_v(node.run("exportfs -v", check=False, timeout=60).stdout)
     if any((e.path, e.client) == (path, client) for e in listed):
         node.run(shlex.join(["exportfs", "-u", spec]), timeout=60)

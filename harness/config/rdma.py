@@ -47,6 +47,7 @@ import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from .. import undo_checks
 from ..errors import CapabilityMissing, SpecError
 from ..journal import undo_handler
 from ..nodes import Node
@@ -221,6 +222,6 @@ class RxeLink(Operation):
 @undo_handler("rdma-link", gone_with_namespace=False)
 def _delete_link(node: Node, data: dict) -> None:
     """Delete the link this run added, if it is still there (the module may be gone already)."""
-    name = shlex.quote(data["name"])
+    name = shlex.quote(undo_checks.ifname("rdma-link", data.get("name"), "name"))
     node.run(f"if rdma link show {name}/1 >/dev/null 2>&1; then rdma link delete {name}; fi",
              timeout=30)

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import re
 import shlex
 from dataclasses import dataclass
 
+from .. import undo_checks
 from ..errors import SpecError
 from ..journal import undo_handler
 from ..nodes import Node, Result
@@ -75,6 +77,14 @@ def sysctl_change(node: Node, key: str, before, after: str) -> Change:
     return change
 
 
+#: Every key the harness changes is a network one (net.ipv4.*, net.core.*, net.mptcp.*);
+#: a record restoring any other (kernel.core_pattern runs a program as root) is refused.
+_KEY = re.compile(r"^net(\.[A-Za-z0-9_-]+){1,6}$")
+_VALUE = re.compile(r"^[A-Za-z0-9 _.:,/+-]{0,256}$")
+
+
 @undo_handler("sysctl")
 def _restore_sysctl(node: Node, data: dict) -> None:
-    node.run(write_command(data["key"], data["before"]), timeout=10)
+    key = undo_checks.text("sysctl", "key", data.get("key"), _KEY)
+    before = undo_checks.text("sysctl", "before", str(data.get("before")), _VALUE)
+    node.run(write_command(key, before), timeout=10)

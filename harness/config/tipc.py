@@ -30,6 +30,7 @@ import re
 import shlex
 from dataclasses import asdict, dataclass
 
+from .. import undo_checks
 from ..errors import CapabilityMissing, SpecError
 from ..journal import undo_handler
 from ..nodes import Node, Result
@@ -234,8 +235,11 @@ def wait_links(node: Node, expected: int, timeout: float = 60.0) -> int:
 @undo_handler("tipc-bearer")
 def _undo_bearer(node: Node, data: dict) -> None:
     """Disable the bearer; the identity cannot be unset and goes with the namespace."""
-    if data["media"] == "udp":
-        target = f"media udp name {shlex.quote(data['name'])}"
+    media = data.get("media")
+    if media == "udp":
+        target = f"media udp name {shlex.quote(undo_checks.name('tipc-bearer', data.get('name')))}"
+    elif media == "eth":
+        target = f"media eth device {shlex.quote(undo_checks.ifname('tipc-bearer', data.get('dev'), 'dev'))}"
     else:
-        target = f"media eth device {shlex.quote(data['dev'])}"
+        raise undo_checks.refuse("tipc-bearer", "media is neither udp nor eth", media)
     node.run(f"tipc bearer disable {target} 2>/dev/null || true", timeout=30)
