@@ -28,6 +28,13 @@ On each inventory machine a run configures, the lock is the same file under
 the same folder there, held by a journalled background process (``flock``,
 then ``sleep``) started through the node's SSH runner: it is stopped with the
 run's other processes at the end, and by ``harness lab clean`` after a SIGKILL.
+That holder outlives a controller killed with SIGKILL (it lives in its own
+session on the node), so the lock there goes stale the way the local one does:
+the owner it names (pid, start time, controller host and boot) is checked on
+the controlling machine, and when that process is gone the next run from that
+machine stops the holder -- only the one the lock names (``MACHINE.lock.holder``:
+its pid and start time) -- takes the lock, and records it as ``took_over``. An
+owner on another controlling machine cannot be checked from here: it stays busy.
 """
 
 from __future__ import annotations
@@ -36,7 +43,6 @@ import fcntl
 import json
 import os
 import shlex
-import socket
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -44,6 +50,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from .errors import HarnessError
+from .machineid import local_identity
 from .nodes.procfs import PROC_STAT_SH, process_start_ticks
 
 LOCK_DIR = "/run/harness/locks"
@@ -76,6 +83,7 @@ class Owner:
     started: str = ""
     controller: str = ""  # host name of the controlling machine
     share: bool = False  # started with --share-machine
+    controller_boot: str = ""  # boot id of the controlling machine (harness.machineid)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -92,6 +100,13 @@ class Owner:
         """Is the owner still the same running process of this machine?"""
         return process_start_ticks(self.pid) == self.start_ticks
 
+    def gone_from_here(self) -> bool:
+        """Is the owner a process of this controlling machine, in this boot, that has ended?
+        (False when it is another machine's, or predates owners naming their boot.)"""
+        here = local_identity()
+        return (self.controller == here.hostname and self.controller_boot == here.boot_id
+                and not self.alive())
+
     def describe(self) -> str:
         return (f"run {self.run_id} of study {self.study} (pid {self.pid}"
                 f"{', started ' + self.started if self.started else ''})")
@@ -101,8 +116,9 @@ def this_process(run_id: str, study: str, run_path: str = "", share: bool = Fals
     from .archive import now_iso
 
     pid = os.getpid()
+    here = local_identity()
     return Owner(pid, process_start_ticks(pid) or -1, run_id, study, run_path, now_iso(),
-                 socket.gethostname(), share)
+                 here.hostname, share, here.boot_id)
 
 
 def busy_error(machine: str, holder: Owner) -> MachineBusy:
@@ -301,25 +317,50 @@ def _same_file(fd: int, path: Path) -> bool:
 
 # -- inventory machines -------------------------------------------------------------------
 
-# sh -c REMOTE_HOLD harness-lock DIR MACHINE OWNER_JSON: takes flock on DIR/MACHINE.lock with
-# fd 9, prints "locked" or "busy <holder json>", and, when locked, keeps the lock by exec'ing
-# sleep with fd 9 open. A file replaced while we waited for it (inode check) is retried once.
-# On SIGTERM (the journal's stop) it removes its own files first.
+# sh -c REMOTE_HOLD harness-lock DIR MACHINE OWNER_JSON [STALE_OWNER_JSON]: takes flock on
+# DIR/MACHINE.lock with fd 9, prints "locked" (after "took-over" if it stopped a stale holder)
+# or "busy <holder json>", and, when locked, keeps the lock by waiting on a sleep that holds
+# fd 9 open. A file replaced while we took it (inode check) is taken again. If the lock is
+# held and its owner file is exactly STALE_OWNER_JSON (the caller found that owner's process
+# gone), the holder named in MACHINE.lock.holder -- only while its pid has the start time
+# recorded there -- is stopped with its process group, and the lock taken. On SIGTERM (the
+# journal's stop) the holder removes its own files first.
 REMOTE_HOLD = PROC_STAT_SH + r"""
-d=$1 m=$2 owner=$3
+d=$1 m=$2 owner=$3 stale=$4
 mkdir -p "$d" || exit 1
 f="$d/$m.lock"
-exec 9>>"$f"
-if ! flock -n 9; then
-  printf 'busy %s\n' "$(cat "$f.owner" 2>/dev/null)"
+got= took=
+for attempt in 1 2 3 4; do
+  exec 9>>"$f"
+  if flock -n 9; then
+    [ "$(stat -L -c %i "$f" 2>/dev/null)" = "$(stat -L -c %i /proc/$$/fd/9)" ] && { got=1; break; }
+    continue
+  fi
+  cur=$(cat "$f.owner" 2>/dev/null)
+  if [ -n "$stale" ] && [ -z "$took" ] && [ "$cur" = "$stale" ]; then
+    took=1 hp= hs=
+    read hp hs <"$f.holder" 2>/dev/null
+    case "$hp:$hs" in *[!0-9:]*|:*|*:) hp= ;; esac
+    proc_stat $$; me=$proc_pgrp
+    if [ -n "$hp" ] && proc_stat "$hp" && [ "$proc_start" = "$hs" ] && [ "$proc_pgrp" -gt 1 ] \
+        && [ "$proc_pgrp" != "$me" ]; then
+      g=$proc_pgrp
+      kill -s TERM -- "-$g" 2>/dev/null
+      i=0
+      while kill -s 0 -- "-$g" 2>/dev/null && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+      kill -s KILL -- "-$g" 2>/dev/null
+    fi
+    continue
+  fi
+  printf 'busy %s\n' "$cur"
   exit 75
-fi
-if [ "$(stat -L -c %i "$f" 2>/dev/null)" != "$(stat -L -c %i /proc/$$/fd/9)" ]; then
-  printf 'busy %s\n' "$(cat "$f.owner" 2>/dev/null)"
-  exit 75
-fi
+done
+[ -n "$got" ] || { printf 'busy %s\n' "$(cat "$f.owner" 2>/dev/null)"; exit 75; }
 printf '%s\n' "$owner" >"$f.owner"
-trap 'rm -f "$f" "$f.owner"; exit 0' TERM INT HUP
+read -r __s </proc/$$/stat; set -- ${__s##*)}
+printf '%s %s\n' "$$" "${20}" >"$f.holder"
+trap 'rm -f "$f" "$f.owner" "$f.holder"; exit 0' TERM INT HUP
+[ -z "$took" ] || echo took-over
 echo locked
 sleep 2147483647 &
 wait
@@ -334,36 +375,55 @@ def remote_lock(journal, node, owner: Owner, share: bool = False,
     processes (the journal's undo, also ``harness lab clean``).
     """
     machine = node.machine
-    script = shlex.join(["sh", "-c", REMOTE_HOLD, "harness-lock", str(lock_dir()), "machine",
-                         json.dumps(owner.to_dict(), sort_keys=True)])
-    proc = journal.start(machine, script)
+    took_over: list[dict] = []
+    stale = ""
+    mine = json.dumps(owner.to_dict(), sort_keys=True)
+    while True:
+        script = shlex.join(["sh", "-c", REMOTE_HOLD, "harness-lock", str(lock_dir()), "machine",
+                             mine, stale])
+        proc = journal.start(machine, script)
+        holder, busy = _remote_answer(journal, proc, machine.name, timeout)
+        if not busy:
+            return {"machine": machine.name, "mode": "exclusive", "holder": owner.to_dict(),
+                    "took_over": took_over}
+        if holder is not None and not stale and holder.gone_from_here():
+            # its controller (this machine) no longer runs it: take it over, as locally
+            stale = busy
+            took_over.append({"owner": holder.to_dict(),
+                              "reason": f"its controller's process (pid {holder.pid} on "
+                                        f"{holder.controller}) is gone"})
+            continue
+        if holder is None:
+            holder = Owner(0, 0, "(unknown)", "(unknown)")
+        if (holder.run_id, holder.pid) == (owner.run_id, owner.pid):
+            # two inventory nodes on one machine: this run holds it already
+            return {"machine": machine.name, "mode": "exclusive", "holder": owner.to_dict(),
+                    "took_over": took_over, "same_machine_as_another_node": True}
+        if not share:
+            raise busy_error(machine.name, holder)
+        return {"machine": machine.name, "mode": "shared", "holder": holder.to_dict(),
+                "took_over": took_over}
+
+
+def _remote_answer(journal, proc, name: str, timeout: float) -> tuple[Owner | None, str]:
+    """Wait for the holder's first answer: (None, "") once locked, else (the holder it names,
+    its owner text); the holder process is stopped then. Raises if it says neither."""
     deadline = time.monotonic() + timeout
     while True:
         out = proc.output()
         if "locked" in out.split():
-            return {"machine": machine.name, "mode": "exclusive", "holder": owner.to_dict(),
-                    "took_over": []}
+            return None, ""
         busy = next((line[5:] for line in out.splitlines() if line.startswith("busy ")), None)
         if busy is not None or proc.poll() is not None:
             journal.stop(proc)
-            holder = Owner.from_text(busy or "")
             if busy is None:
-                raise HarnessError(f"could not take the lock of machine {machine.name}: "
+                raise HarnessError(f"could not take the lock of machine {name}: "
                                    f"{out.strip() or 'its lock process ended'}",
                                    "the machine needs flock (util-linux) and a writable "
                                    f"{lock_dir()}")
-            if holder is None:
-                holder = Owner(0, 0, "(unknown)", "(unknown)")
-            if (holder.run_id, holder.pid) == (owner.run_id, owner.pid):
-                # two inventory nodes on one machine: this run holds it already
-                return {"machine": machine.name, "mode": "exclusive", "holder": owner.to_dict(),
-                        "took_over": [], "same_machine_as_another_node": True}
-            if not share:
-                raise busy_error(machine.name, holder)
-            return {"machine": machine.name, "mode": "shared", "holder": holder.to_dict(),
-                    "took_over": []}
+            return Owner.from_text(busy), busy.strip()
         if time.monotonic() > deadline:
             journal.stop(proc)
-            raise HarnessError(f"the lock of machine {machine.name} did not answer within "
+            raise HarnessError(f"the lock of machine {name} did not answer within "
                                f"{timeout:g}s", "is the machine overloaded?")
         time.sleep(0.2)

@@ -209,3 +209,89 @@ def test_share_machine_flag_reaches_the_kernels_environment(monkeypatch):
     monkeypatch.delenv(SHARE_ENV, raising=False)
     share_machine(parser().parse_args(["run", "nb.ipynb"]))
     assert SHARE_ENV not in os.environ
+
+
+# -- inventory machines: the lock there, held by a journalled process (LocalNode stands in) ---
+
+REMOTE_CHILD = """
+import sys, time
+from harness.journal import Journal
+from harness.machinelock import remote_lock, this_process
+from harness.nodes import LocalNode
+record = remote_lock(Journal(sys.argv[1]), LocalNode(), this_process("dead-run", "s4"))
+print(record["mode"], flush=True)
+time.sleep(600)
+"""
+
+
+def holder_of(folder) -> tuple[int, int]:
+    pid, ticks = (int(x) for x in (folder / "machine.lock.holder").read_text().split())
+    return pid, ticks
+
+
+def test_a_remote_lock_whose_controller_died_is_taken_over_and_recorded(tmp_path, lock_folder):
+    import os
+    import signal
+    import sys
+    import time
+
+    from harness.journal import Journal
+    from harness.machinelock import remote_lock
+    from harness.nodes import LocalNode
+
+    child = subprocess.Popen([sys.executable, "-c", REMOTE_CHILD, str(tmp_path / "dead.jsonl")],
+                             stdout=subprocess.PIPE, text=True,
+                             env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    assert child.stdout.readline().strip() == "exclusive"
+    old_pid, old_ticks = holder_of(lock_folder)
+    child.send_signal(signal.SIGKILL)  # the controller dies; its holder lives on, in its session
+    child.wait()
+    assert process_start_ticks(old_pid) == old_ticks, "the holder outlives its controller"
+    bystander = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    journal = Journal(tmp_path / "new.jsonl")
+    try:
+        record = remote_lock(journal, LocalNode(), this_process("new-run", "s4"))
+        assert record["mode"] == "exclusive"
+        (taken,) = record["took_over"]
+        assert taken["owner"]["run_id"] == "dead-run" and "is gone" in taken["reason"]
+        deadline = time.monotonic() + 10
+        while process_start_ticks(old_pid) == old_ticks and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert process_start_ticks(old_pid) != old_ticks, "the stale holder was stopped"
+        assert bystander.poll() is None, "no other process was signalled"
+        assert json.loads((lock_folder / "machine.lock.owner").read_text())["run_id"] == "new-run"
+    finally:
+        journal.undo_all()
+        bystander.kill()
+        bystander.wait()
+    assert not (lock_folder / "machine.lock").exists()
+
+
+def test_a_remote_lock_of_a_live_run_or_of_another_controller_is_busy(tmp_path, lock_folder,
+                                                                       other_process):
+    from dataclasses import replace
+
+    from harness.journal import Journal
+    from harness.machinelock import remote_lock
+    from harness.nodes import LocalNode
+
+    first = Journal(tmp_path / "first.jsonl")
+    live = replace(this_process("live-run", "s4"), pid=other_process.pid,
+                   start_ticks=process_start_ticks(other_process.pid))
+    try:
+        assert remote_lock(first, LocalNode(), live)["mode"] == "exclusive"
+        with pytest.raises(MachineBusy, match="live-run"):
+            remote_lock(Journal(tmp_path / "second.jsonl"), LocalNode(),
+                        this_process("second-run", "s4"))
+    finally:
+        first.undo_all()
+    # an owner on another controlling machine cannot be checked from here: never taken over
+    foreign = replace(dead_owner("foreign-run"), controller="elsewhere", controller_boot="x")
+    third = Journal(tmp_path / "third.jsonl")
+    try:
+        remote_lock(third, LocalNode(), foreign)
+        with pytest.raises(MachineBusy, match="foreign-run"):
+            remote_lock(Journal(tmp_path / "fourth.jsonl"), LocalNode(),
+                        this_process("fourth-run", "s4"))
+    finally:
+        third.undo_all()
