@@ -379,21 +379,48 @@ def figure_windows(frame: pd.DataFrame, meta: dict):
     return fig
 
 
-def figure_clients(frame: pd.DataFrame):
-    """Throughput against client tasks, per file system, path and direction."""
+#: The paper's file-system figures in MB/s, drawn scaled by f beside ours: (path, label,
+#: MB/s, tasks or None for a level): Fig. 2-3/2-4 (GPFS on the LAN ~40 % below Ext3's 500),
+#: Fig. 2-5 (GPFS across the WAN, 115), Fig. 2-6 (NFS across the WAN: read 70, write 28),
+#: Fig. 2-12 (GPFS across the WAN, 9 tasks: 101).
+PAPER_FS = (("lan", "paper: GPFS write ~0.6 x 500", 300.0, None),
+            ("wan", "paper: GPFS 115", 115.0, None),
+            ("wan", "paper: NFS read 70", 70.0, None),
+            ("wan", "paper: NFS write 28", 28.0, None),
+            ("wan", "paper: GPFS, 9 tasks: 101", 101.0, 9))
+
+
+def figure_clients(frame: pd.DataFrame, meta: dict | None = None):
+    """Throughput against client tasks, per file system, path and direction, with the
+    paper's numbers scaled by the run's f (the lab's MB/s are the paper's x f)."""
     sub = frame[(frame.kind == "fs") & (frame.tuning == "tuned") & (frame.block_kib == 1024)]
     if sub.empty:
         return None
     grid = sns.relplot(data=sub, x="clients", y="mbyte_s", hue="fs", style="rw", col="path",
+                       col_order=[p for p in ("lan", "wan") if p in set(sub.path)],
                        kind="line", marker="o", errorbar=("ci", 95), height=3.5, aspect=1.2)
-    grid.set_axis_labels("client tasks", "throughput (MB/s, lab scale)")
-    grid.fig.suptitle("S2: file systems as clients are added (tuned)", y=1.03)
+    factor = wan(meta or {})["factor"]
+    for path, ax in grid.axes_dict.items():
+        for where, label, mbyte, tasks in PAPER_FS:
+            if where != path:
+                continue
+            if tasks is None:
+                ax.axhline(mbyte * factor, color="grey", lw=0.8, ls=":")
+                ax.annotate(label, (ax.get_xlim()[0], mbyte * factor), fontsize=6,
+                            color="grey", va="bottom")
+            else:
+                ax.plot([tasks], [mbyte * factor], "k*", ms=8)
+                ax.annotate(label, (tasks, mbyte * factor), fontsize=6, ha="right",
+                            va="bottom")
+    grid.set_axis_labels("client tasks", f"throughput (MB/s, lab scale; paper x {factor:.3f})")
+    grid.fig.suptitle("S2: file systems as clients are added (tuned), the paper's x f in grey",
+                      y=1.03)
     return grid.fig
 
 
 def figures(data: RunData) -> dict:
     out = {"fig2_1": figure_windows(data.results, data.meta)}
-    clients = figure_clients(data.results)
+    clients = figure_clients(data.results, data.meta)
     if clients is not None:
         out["clients"] = clients
     return out

@@ -16,9 +16,10 @@ ERA_PAPER_MBIT = 160.74  # the paper's usable bandwidth before tuning (Fig. 2-1,
 # The paper's WAN (002:78-96): KISTI-PNU, 1 Gbit/s, RTT 4.8 ms, BDP 0.6 MB; tuned: the 1 MB
 # sysctls of 002:152-160. Ours, in every regime below: the same link scaled by f.
 _WAN = "the paper's dedicated KISTI-PNU WAN: 1 Gbit/s, RTT 4.8 ms, BDP 0.6 MB (002:78-96)"
-_SCALED = ("ours: the WAN shaped (netem + rate) between two TCG VMs and scaled by f = the "
-           "wire's measured ceiling / 1 Gbit/s (0.014..0.03 measured): rate x f, RTT / f, the "
-           "BDP kept; compared as fractions of the line's TCP goodput (1448/1514 of the rate)")
+_SCALED = ("ours: the WAN shaped (netem + rate) between two TCG VMs and scaled by f = 0.4 x "
+           "the WAN wire's measured ceiling / 1 Gbit/s (placement.WIRE_HEADROOM; 0.012..0.045 "
+           "measured): rate x f, RTT / f, the BDP kept; compared as fractions of the line's "
+           "TCP goodput (1448/1514 of the rate)")
 _FS = ("ours: kernel NFS v4 and GlusterFS (GPFS's role) served by one server VM from virtio "
        "disks capped at the paper's rates x f; clients are fio tasks (one file each) in one "
        "client VM, not machines")

@@ -15,7 +15,7 @@ from harness.config.labdisk import LabDiskFs, parse_disk_state
 from harness.errors import CapabilityMissing, HarnessError, SpecError
 from harness.journal import Journal
 from harness.nodes import Result
-from harness.studies import s2, s2_analysis, s2_fs
+from harness.studies import s2, s2_analysis, s2_fs, s2_lab, s2_measure, s2_validity
 from harness.studies.base import RunData
 from harness.studies.registry import get_study
 
@@ -26,20 +26,24 @@ def test_profiles_and_the_papers_link():
     assert quick.bdp_bytes == pytest.approx(600_000)
     assert 1024 in quick.windows_kib and quick.tunings == ("era", "tuned")
     verdict = s2.Params.resolve(profile="verdict")
-    assert verdict.repetitions >= 4 and len(verdict.block_sizes_kib) >= 2
-    assert max(s2.Params.resolve(profile="paper").wan_clients) == 5
+    assert verdict.repetitions >= 3 and len(verdict.block_sizes_kib) >= 2
+    assert max(s2.Params.resolve(profile="paper").wan_clients) == 9 and 9 in verdict.wan_clients
     assert get_study("s2").citation.seed.startswith("002_")
 
 
-def test_file_system_points_sweep_blocks_for_the_parallel_fs_across_the_wan_only():
-    params = s2.Params.resolve(clients=(1, 3), wan_clients=(1, 2), block_sizes_kib=(256, 1024))
+def test_file_system_points_sweep_blocks_at_one_task_over_the_block_paths():
+    params = s2.Params.resolve(clients=(1, 3), wan_clients=(1, 9), block_sizes_kib=(256, 1024))
     tuned = s2.file_system_points(params, "tuned")
     assert {(n, bs) for fs, path, n, bs in tuned if (fs, path) == ("pfs", "wan")} == {
-        (1, 256), (1, 1024), (2, 256), (2, 1024)}
+        (1, 256), (1, 1024), (9, 1024)}
     assert {bs for fs, path, _n, bs in tuned if (fs, path) != ("pfs", "wan")} == {1024}
     assert {n for fs, path, n, _bs in tuned if path == "lan"} == {1, 3}
-    assert len(tuned) == 2 + 2 + 2 + 4  # nfs lan, nfs wan, pfs lan, pfs wan
+    assert {n for fs, path, n, _bs in tuned if path == "wan"} == {1, 9}
+    assert len(tuned) == 2 + 2 + 2 + 3  # nfs lan, nfs wan, pfs lan, pfs wan
     assert s2.file_system_points(params, "era") == [("nfs", "wan", 1, 1024)]
+    both = s2.Params.resolve(block_paths=("lan", "wan"), block_sizes_kib=(256, 4096))
+    assert {(path, bs) for fs, path, _n, bs in s2.file_system_points(both, "tuned")
+            if fs == "pfs"} == {(p, b) for p in ("lan", "wan") for b in (256, 1024, 4096)}
 
 
 @pytest.mark.parametrize("given, message", [
@@ -148,7 +152,8 @@ def test_the_runs_directory_is_made_before_it_is_recorded_and_only_removed_if_ma
     node = ShellNode("client")
     path = s2_fs.own_directory(session, node, "/gpfs/fs1/")
     assert path == "/gpfs/fs1/harness-20261125T000000Z-abc123"
-    assert node.commands == [f"mkdir -m 0700 {path}"]  # no -p: an existing name fails
+    # no -p: an existing name fails (the journal may read the machine's identity besides)
+    assert [c for c in node.commands if "mkdir" in c] == [f"mkdir -m 0700 {path}"]
     (entry,) = journal.pending()
     assert entry.kind == "file" and entry.data["path"] == path
     taken = ShellNode("client", failing=("mkdir",))
@@ -229,46 +234,63 @@ FACTOR = LINE / 1000
 
 
 def synthetic_run(reps: int = 5, noise: float = 0.01, nfs_era_mbyte: float = 1.2,
-                  mtu_gain: float = 1.10, pfs_wan: float = 0.95, seed: int = 1,
-                  flows: float = 0.97) -> RunData:
-    """A run whose numbers follow the paper's claims (or not, as asked), with small noise."""
+                  mtu_gain: float = 1.03, pfs_wan: float = 0.95, seed: int = 1,
+                  flows: float = 0.975, rtts: float = 50.0, placement: dict | None = None,
+                  extra: list[dict] | None = None) -> RunData:
+    """A run whose numbers follow the paper's claims (or not, as asked), with small noise;
+    every point ``rtts`` round trips long."""
     rng = np.random.default_rng(seed)
     goodput = LINE * s2_analysis.GOODPUT_PER_WIRE
+    line_mbyte = goodput / 8
     rtt = 4.8e-3 / FACTOR
+    nfs_disk = {"write": 30 * FACTOR, "read": 110 * FACTOR}
 
     def n(x):
         return x * (1 + rng.normal(0, noise))
 
+    def fs(**row):
+        return {"kind": "fs", "tuning": "tuned", "block_kib": 1024, **row}
+
     rows = []
     for rep in range(1, reps + 1):
-        for tuning in ("era", "tuned"):
-            for k in (0, 64, 256, 1024, 4096):
-                cap = 87 if tuning == "era" and k == 0 else (128 if tuning == "era" else k or 4096)
-                ideal = min(cap * 1024 * 8 / rtt / 1e6, goodput)
-                rows.append(dict(kind="window", tuning=tuning, repetition=rep, window_kib=k,
-                                 mbit_s=n(ideal)))
-            rows.append(dict(kind="fs", fs="nfs", path="wan", tuning=tuning, repetition=rep,
-                             rw="write", clients=1, block_kib=1024,
-                             mbyte_s=n(nfs_era_mbyte if tuning == "era" else 0.65 * 2.34)))
+        for k in (0, 64, 256, 1024, 4096):
+            ideal = min((k or 4096) * 1024 * 8 / rtt / 1e6, goodput)
+            rows.append(dict(kind="window", tuning="tuned", path="wan", repetition=rep,
+                             window_kib=k, mbit_s=n(ideal)))
+        rows.append(dict(kind="window", tuning="era", path="wan", repetition=rep, window_kib=0,
+                         mbit_s=n(0.16 * goodput)))
+        rows.append(fs(fs="nfs", path="wan", tuning="era", repetition=rep, rw="write",
+                       clients=1, mbyte_s=n(nfs_era_mbyte)))
+        for c, share in ((1, 1.0), (9, 0.8)):  # NFS falls across the WAN (Fig. 2-6)
+            rows.append(fs(fs="nfs", path="wan", repetition=rep, rw="write", clients=c,
+                           mbyte_s=n(0.93 * nfs_disk["write"] * share)))
+            rows.append(fs(fs="nfs", path="wan", repetition=rep, rw="read", clients=c,
+                           mbyte_s=n(0.65 * nfs_disk["read"] * share)))
         for mtu, f in ((1500, 1.0), (9000, mtu_gain)):
-            rows.append(dict(kind="mtu", tuning="tuned", repetition=rep, mtu=mtu,
+            rows.append(dict(kind="mtu", tuning="tuned", path="wan", repetition=rep, mtu=mtu,
                              mbit_s=n(goodput * 0.8 * f)))
         for d in ("client->server", "server->client"):
-            rows.append(dict(kind="flows", tuning="tuned", repetition=rep, direction=d,
-                             mbit_s=n(goodput * flows)))
-        for fs, w in (("nfs", 2.34), ("pfs", 39.0)):
-            rows.append(dict(kind="disk", fs=fs, path="local", repetition=rep, rw="write",
-                             clients=1, block_kib=1024, mbyte_s=n(w)))
+            rows.append(dict(kind="flows", tuning="tuned", path="wan", repetition=rep,
+                             direction=d, mbit_s=n(goodput * flows)))
+        for disk, rw, v in (("nfs", "write", nfs_disk["write"]), ("nfs", "read", nfs_disk["read"]),
+                            ("pfs", "write", 39.0)):
+            rows.append(dict(kind="disk", fs=disk, path="local", repetition=rep, rw=rw,
+                             clients=1, block_kib=1024, mbyte_s=n(v)))
         for c, nfs, pfs in ((1, 2.0, 10.0), (3, 1.5, 14.0)):
-            for fs, v in (("nfs", nfs), ("pfs", pfs)):
-                rows.append(dict(kind="fs", fs=fs, path="lan", tuning="tuned", repetition=rep,
-                                 rw="write", clients=c, block_kib=1024,
-                                 mbyte_s=n(v if fs == "nfs" else 0.6 * 39 * pfs / 14)))
-        rows.append(dict(kind="fs", fs="pfs", path="wan", tuning="tuned", repetition=rep,
-                         rw="write", clients=1, block_kib=1024,
-                         mbyte_s=n(pfs_wan * goodput / 8)))
+            rows.append(fs(fs="nfs", path="lan", repetition=rep, rw="write", clients=c,
+                           mbyte_s=n(nfs)))
+            rows.append(fs(fs="pfs", path="lan", repetition=rep, rw="write", clients=c,
+                           mbyte_s=n(0.6 * 39 * pfs / 14)))
+        rows.append(fs(fs="pfs", path="wan", repetition=rep, rw="write", clients=1,
+                       mbyte_s=n(pfs_wan * line_mbyte)))
+        rows.append(fs(fs="pfs", path="wan", repetition=rep, rw="write", clients=9,
+                       mbyte_s=n(101 / 119.6 * line_mbyte)))
+    rows += extra or []
+    for row in rows:
+        row.setdefault("rtts", rtts)
+        row.setdefault("bdps", 20.0)
     meta = {"parameters": {"wan_rate_mbit": 1000.0, "wan_rtt_ms": 4.8},
-            "placement": {"scaling": {"factor": FACTOR}}}
+            "placement": {"scaling": {"factor": FACTOR}, **(placement or {})}}
     return RunData(Path("."), meta, {"results": pd.DataFrame(rows)})
 
 
@@ -280,25 +302,89 @@ def outcomes(data: RunData) -> dict[str, str]:
 def test_claims_reproduced_on_a_run_like_the_paper():
     got = outcomes(synthetic_run())
     for cid in ("window_line_rate", "window_over_rtt", "era_cap", "nfs_untuned_capped",
-                "nfs_tuned_disk", "mtu_gain", "network_fine", "pfs_lan_below_disk",
+                "nfs_tuned_disk", "nfs_tuned_write", "network_fine", "pfs_lan_below_disk",
                 "pfs_wan_full_link", "nfs_falls", "pfs_scales"):
         assert got[cid] == REPRODUCED, cid
-    assert got["block_size"] == NOT_TESTABLE  # one block size
+    # 101 MB/s, plainly stated: 0.841..0.849 of the goodput, decided only by tight repetitions
+    assert got["task_scaling"] == INCONCLUSIVE
+    assert outcomes(synthetic_run(noise=0.001))["task_scaling"] == REPRODUCED
+    # +3 %: within what the headers allow, short of the paper's expected +10 %
+    tight = outcomes(synthetic_run(noise=0.003))
+    assert tight["mtu_gain"] == NOT_REPRODUCED and tight["mtu_header_bound"] == MET
+    assert got["block_size"] == NOT_TESTABLE and got["block_size_lan"] == NOT_TESTABLE
     assert got["lan_saturation"] == NOT_TESTABLE and got["gpfs_bimodal"] == NOT_TESTABLE
 
 
+def test_the_mtu_expectation_is_judged_beside_the_header_bound():
+    """A +10 % gain on a rate-limited line reproduces the paper's expectation but breaks the
+    +3.8 % the saved headers allow: both rows say so."""
+    got = outcomes(synthetic_run(mtu_gain=1.10))
+    assert got["mtu_gain"] == REPRODUCED and got["mtu_header_bound"] == NOT_MET
+    bound = s2_analysis.CLAIMS["mtu_header_bound"].region
+    assert bound.high == pytest.approx(3.8 + 2.0)
+    assert (8948 / 9014) / (1448 / 1514) - 1 == pytest.approx(0.038, abs=5e-4)
+
+
 def test_claims_not_reproduced_when_the_data_disagrees():
-    got = outcomes(synthetic_run(nfs_era_mbyte=8.0, mtu_gain=1.0, pfs_wan=0.5))
+    got = outcomes(synthetic_run(nfs_era_mbyte=3.0, pfs_wan=0.5))
     assert got["nfs_untuned_capped"] == NOT_REPRODUCED  # NFS beat the usable bandwidth
-    assert got["mtu_gain"] == NOT_REPRODUCED
     assert got["pfs_wan_full_link"] == NOT_REPRODUCED
 
 
 def test_claims_inconclusive_with_one_repetition_or_noise_at_a_bound():
     got = outcomes(synthetic_run(reps=1))
-    assert got["mtu_gain"] == INCONCLUSIVE and got["window_line_rate"] == INCONCLUSIVE
+    assert got["mtu_header_bound"] == INCONCLUSIVE and got["window_line_rate"] == INCONCLUSIVE
     got = outcomes(synthetic_run(reps=4, noise=0.2, mtu_gain=1.05))
     assert got["mtu_gain"] == INCONCLUSIVE
+
+
+def test_points_shorter_than_the_regime_decide_nothing():
+    """Points of fewer round trips than the registered minimum are outside the paper's
+    regime: every claim on them is not testable, with the measured length."""
+    frame = s2_analysis.claims(synthetic_run(rtts=s2_lab.MIN_RTTS - 16))
+    paper = frame[frame.source == "paper"].set_index("claim_id")
+    assert set(paper.outcome) == {NOT_TESTABLE}
+    assert "shorter than the regime's 30 round trips (measured 14.0..14.0" in \
+        paper.loc["pfs_wan_full_link", "reason"]
+    # one long repetition among short ones is all that counts
+    long_one = synthetic_run(rtts=10)
+    long_one.tables["results"].loc[long_one.results.repetition == 1, "rtts"] = 60
+    row = s2_analysis.claims(long_one).set_index("claim_id").loc["era_cap"]
+    assert row.n == 1
+
+
+def test_a_wan_point_above_the_line_is_invalid_never_inconclusive():
+    """The LAN leak of 2026-11-25: a parallel-FS 'WAN' write of 16.9 Mbit/s on an 11.4
+    Mbit/s line cannot have crossed the WAN."""
+    leak = [dict(kind="fs", fs="pfs", path="wan", tuning="tuned", block_kib=1024, rw="write",
+                 clients=1, repetition=1, mbyte_s=LINE * 16.9 / 11.4 / 8)]
+    got = outcomes(synthetic_run(extra=leak))
+    assert got["pfs_wan_full_link"] == "invalid"
+    assert got["window_line_rate"] == REPRODUCED  # other claims are not touched
+
+
+def test_disk_points_above_their_cap_are_invalid_beyond_the_throttles_burst():
+    """A 1 MiB raw read at 17.2 MB/s against a 1.31 MB/s cap (2026-11-26) is impossible;
+    a long read a few per cent over its cap is QEMU's first request, and counts."""
+    disks = {"disks": {"server": {"nfs": {"read_mbyte_s": 1.31, "write_mbyte_s": 0.36}}}}
+    checks = s2_validity.point_checks(pd.DataFrame([
+        dict(kind="disk", fs="nfs", path="local", rw="read", mbyte_s=17.2, bytes=1 << 20,
+             repetition=1),
+        dict(kind="disk", fs="nfs", path="local", rw="read", mbyte_s=1.36, bytes=60e6,
+             repetition=1)]), {"placement": disks})
+    assert checks[0] is not None and "cap" in checks[0].why and checks[0].bound == 1.31
+    assert checks[1] is None
+    assert s2_validity.disk_slack(1.31, 60e6) == pytest.approx(
+        (2 * 2**20 + 0.131e6) / 60e6 + 0.02)
+
+
+def test_the_parallel_fs_lan_claim_needs_a_lan_as_fast_as_its_disk():
+    placement = {"wire_ceilings_mbit": {"client:lan--server:lan": 116.6},
+                 "disks": {"server": {"pfs": {"write_mbyte_s": 22.4, "read_mbyte_s": 22.4}}}}
+    row = s2_analysis.claims(synthetic_run(placement=placement)).set_index("claim_id")
+    assert row.loc["pfs_lan_below_disk", "outcome"] == NOT_TESTABLE
+    assert "14.6 MB/s" in row.loc["pfs_lan_below_disk", "reason"]
+    assert "22.4 MB/s" in row.loc["lan_saturation", "reason"]
 
 
 def test_figures_render():
@@ -307,15 +393,24 @@ def test_figures_render():
     assert set(figs) == {"fig2_1", "clients"}
     ax = figs["fig2_1"].axes[0]
     assert ax.get_xscale() == "log" and "BDP" in ax.get_xlabel()
+    texts = [t.get_text() for a in figs["clients"].axes for t in a.texts]
+    assert "paper: GPFS, 9 tasks: 101" in texts and "paper: NFS write 28" in texts
 
 
-def test_five_flows_at_the_line_itself_decide_the_network_check():
-    """The network check is a floor (>= 0.95 of the line): flows measured at the line, as in
-    the verdict run (1.00x [0.99, 1.00]), or a hair above it (the shaper's burst), reproduce
-    it; flows well below it do not."""
-    for at_the_line in (1.0, 1.01):
-        assert outcomes(synthetic_run(flows=at_the_line))["network_fine"] == REPRODUCED
+def test_five_flows_are_judged_on_table_2_5_at_the_papers_mtu():
+    """The region comes from the text (950..986 Mbit/s at MTU 9000, over 1 Gbit/s's goodput
+    there), not from a run: flows at 0.975 of the line reproduce it, 0.8 does not, and
+    flows above what the line carries are invalid."""
+    region = s2_analysis.CLAIMS["network_fine"].region
+    assert (region.low, region.high) == pytest.approx((0.957, 0.993), abs=5e-4)
+    assert outcomes(synthetic_run(flows=0.975))["network_fine"] == REPRODUCED
     assert outcomes(synthetic_run(flows=0.8))["network_fine"] == NOT_REPRODUCED
+    assert outcomes(synthetic_run(flows=1.08))["network_fine"] == "invalid"
+
+
+def test_point_lengths_table_counts_the_short_points():
+    lengths = s2_analysis.point_lengths(synthetic_run(rtts=20).results)
+    assert (lengths["short"] == lengths["points"]).all() and (lengths.rtts_min == 20).all()
 
 
 def test_interface_counters_around_a_point_give_each_paths_bytes():
@@ -357,8 +452,7 @@ def test_the_on_path_check_fails_a_run_whose_points_took_the_other_wire():
 # -- registration (the quotes against the seed: tests/unit/test_registration.py) ----------------
 
 def test_the_design_is_the_profiles_and_defaults_the_study_runs():
-    """DESIGN is written out (s2 imports s2_analysis: importing s2 back would be a circle);
-    it must be what the study runs, or a change of it would go unregistered."""
+    """DESIGN must be what the study runs, or a change of it would go unregistered."""
     design = s2_analysis.DESIGN
     assert design["profiles"] == s2.PROFILES
     defaults = s2.Params.resolve()
@@ -367,11 +461,47 @@ def test_the_design_is_the_profiles_and_defaults_the_study_runs():
     assert set(design["points"]) == {c.id for c in s2_analysis.CLAIMS.values()}
 
 
-def test_the_on_path_check_is_registered_as_a_check_of_the_lab_with_its_change():
+def test_the_changes_of_2026_11_26_are_registered():
     claim = s2_analysis.CLAIMS["fs_on_path"]
     assert claim.source == LAB and not claim.quote
     registration = get_study("s2").registration().to_dict()
-    (change,) = registration["changes"]
-    assert change["claims"] == ["fs_on_path"] and "target -> lab" in change["what"]
+    changed = [c["claims"] for c in registration["changes"]]
+    assert ["fs_on_path"] in changed and ["network_fine"] in changed and ["era_cap"] in changed
+    assert any("4607b76" in c["why"] for c in registration["changes"])
     sources = {c["id"]: c["source"] for c in registration["claims"]}
     assert sources["fs_on_path"] == LAB and sources["network_fine"] == "paper"
+    assert sources["mtu_header_bound"] == LAB
+    bimodal = s2_analysis.CLAIMS["gpfs_bimodal"].region
+    assert bimodal.low > 0 and bimodal.why != "-"
+
+
+# -- point sizing ------------------------------------------------------------------------------
+
+def fake_session(factor: float, lan_mbit: float = 116.0):
+    disks = {name: {"read_mbyte_s": d.read_mbyte_s * factor,
+                    "write_mbyte_s": d.write_mbyte_s * factor}
+             for name, d in (("nfs", s2_lab.NFS_DISK), ("pfs", s2_lab.PFS_DISK))}
+    placement = {"disks": {"server": disks},
+                 "wire_ceilings_mbit": {"client:lan--server:lan": lan_mbit}}
+    return SimpleNamespace(scaling=SimpleNamespace(factor=factor), placement=lambda: placement)
+
+
+def test_points_are_sized_in_round_trips_whatever_the_scale():
+    """A point's bytes are point_rtts round trips at its expected rate: the same at f = 0.012
+    and 0.045 (RTT / f x rate x f); an NFS WAN point is no longer a 1 MiB file."""
+    params = s2.Params.resolve(profile="verdict")
+    sizes = [s2_measure.file_bytes(fake_session(f), params, "nfs", "wan", 1, "tuned")
+             for f in (0.012, 0.045)]
+    assert abs(sizes[0] - sizes[1]) <= 1 << 20
+    # NFS's disk reads 110 MB/s x f, under the line: 50 RTTs of 4.8 ms at 110 MB/s
+    assert sizes[1] == pytest.approx(50 * 4.8e-3 * 110e6, rel=0.05)
+    assert sizes[1] / params.bdp_bytes > 40  # ~44 BDP where 3 s gave ~1.7
+    # the era's buffers cap the path at 302400 B per round trip
+    era = s2_measure.file_bytes(fake_session(0.045), params, "nfs", "wan", 1, "era")
+    assert era == pytest.approx(50 * 302400, rel=0.1)
+    # tasks share the point's bytes
+    nine = s2_measure.file_bytes(fake_session(0.045), params, "nfs", "wan", 9, "tuned")
+    assert nine == pytest.approx(sizes[1] / 9, abs=1 << 20)
+    seconds, omit = s2_measure.iperf3_timing(fake_session(0.045), params)
+    rtt = 4.8e-3 / 0.045
+    assert seconds >= 50 * rtt and omit >= 10 * rtt and omit < 10 * rtt + 1
