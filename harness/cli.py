@@ -81,7 +81,8 @@ def cmd_batch(args) -> int:
     from .sweep import run_sweep
 
     share_machine(args)
-    from .slurm_cli import batch as slurm_batch, check_flags
+    from .slurm_cli import batch as slurm_batch
+    from .slurm_cli import check_flags
 
     if check_flags(args, batch=True):  # --slurm, --status
         return slurm_batch(args)

@@ -63,10 +63,11 @@ class SbatchOptions:
                             "--time=30\"") from None
         for arg in args:
             name = arg.split("=", 1)[0]
-            if name in OWN_OPTIONS or (re.fullmatch(r"-[NaoeDnW]\S+", arg)
-                                       and arg[:2] in OWN_OPTIONS):
-                raise SpecError(f"--slurm sets {OWN_OPTIONS.get(name, OWN_OPTIONS[arg[:2]])}, "
-                                "which the harness sets itself",
+            if not name.startswith("--") and len(name) > 2:  # -N2: a short option and its value
+                name = name[:2]
+            if name in OWN_OPTIONS:
+                raise SpecError(f"--slurm sets {OWN_OPTIONS[name]}, which the harness sets "
+                                "itself",
                                 "leave it out: --nodes is the study's number of machine "
                                 "roles, the array has one task per point, and each job's log "
                                 "goes to the data folder's slurm/logs")

@@ -123,7 +123,7 @@ def _fill(value, values: dict[str, str]):
 def roles(topology, template: dict) -> list[str]:
     """The study's machine roles in topology order: every node that is not a router, and the
     routers the template lists (a router left out is the cluster's own network)."""
-    listed = set((template.get("nodes") or {}))
+    listed = set(template.get("nodes") or {})
     return [n.name for n in topology.nodes if not n.forwarding or n.name in listed]
 
 

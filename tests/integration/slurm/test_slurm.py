@@ -1,0 +1,263 @@
+"""`harness run|batch --slurm` against a real Slurm (Debian's slurm-wlm 22.05 and munge).
+
+One cluster for the module (tests/integration/slurm/cluster.py): munged, slurmctld and two
+slurmd, each compute node a namespace with its own hostname and sshd behind a bridge. The
+harness in a job reaches the allocation's nodes over SSH only. Each job takes both nodes
+(the ping study has two roles, ``--exclusive``), so the jobs of a sweep follow each other.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+import yaml
+
+from harness.archive import COMPLETE, INCOMPLETE, Run, list_runs
+
+try:
+    from .cluster import running_cluster, skip_reason
+except ImportError:
+    from cluster import running_cluster, skip_reason
+
+pytestmark = pytest.mark.integration
+
+PING = Path(__file__).resolve().parents[2] / "studies" / "ping_study.ipynb"
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    reason = skip_reason()
+    if reason:
+        pytest.skip(reason)
+    with running_cluster(2) as c:
+        yield c
+
+
+@pytest.fixture
+def data(tmp_path):
+    return tmp_path / "data"
+
+
+def harness(cluster, data: Path, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    env = {**os.environ, **cluster.env, "HARNESS_DATA": str(data)}
+    return subprocess.run([sys.executable, "-m", "harness", *args], capture_output=True,
+                          text=True, env=env, timeout=timeout)
+
+
+def write_sweep(path: Path, cluster, rates: list, count: int = 3, known_hosts=None) -> Path:
+    path.write_text(yaml.safe_dump({
+        "notebook": str(PING),
+        "parameters": {"count": count, "interval_s": 0.1},
+        "sweep": {"rate_mbit": rates},
+        "inventory_template": {
+            "ssh": {"user": "root", "key": str(cluster.user_key),
+                    "known_hosts": str(known_hosts or cluster.known_hosts)},
+            "interfaces": {"eth0": {"device": "eth0", "address": "{ip}/24"}}},
+    }, sort_keys=False))
+    return path
+
+
+def node_state(cluster) -> dict:
+    """What a run could leave on a node: its processes (sshd, slurmd and nothing else once
+    idle), links, addresses, qdiscs."""
+    from tests.conftest import alive
+
+    out = {}
+    for node in cluster.nodes:
+        pids = {p for p in cluster.node_pids()[node.name] if alive(p)}
+        addr = subprocess.run(["ip", "-n", node.netns, "-br", "addr"], capture_output=True,
+                              text=True).stdout
+        out[node.name] = {"pids": pids, "addr": addr,
+                          "qdisc": subprocess.run(["tc", "-n", node.netns, "qdisc", "show"],
+                                                  capture_output=True, text=True).stdout}
+    return out
+
+
+def test_a_sweep_spread_over_two_nodes_ends_with_every_point_complete(cluster, data, tmp_path):
+    before = node_state(cluster)
+    sweep = write_sweep(tmp_path / "sweep.yaml", cluster, [20, 40, 60, 80])
+    out = harness(cluster, data, "batch", str(sweep), "--slurm", "--time=10 --comment=harness-test",
+                  "--wait", "--share-machine")
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "submitted job" in out.stdout and "4 point(s) of 4" in out.stdout
+    assert "0 pending, 0 running, 4 complete, 0 failed" in out.stdout
+    assert "summary " in out.stdout
+    runs = list_runs("ping-demo", data, COMPLETE)
+    assert len(runs) == 4
+    for run in runs:
+        slurm = run.meta["slurm"]
+        assert slurm["roles"] == {"a": "n1", "b": "n2"}  # the allocation onto the roles
+        assert slurm["node_list"] == "n[1-2]"
+        script = slurm["script"]
+        assert "#SBATCH --nodes=2" in script and "#SBATCH --exclusive" in script
+        assert "#SBATCH --comment=harness-test" in script and "--array=0-3" in script
+        assert run.meta["placement"]["where"] == "inventory"
+        assert not Run(run.path).journal.pending()
+    assert sorted(r.meta["parameters"]["rate_mbit"] for r in runs) == [20, 40, 60, 80]
+    assert {r.meta["slurm"]["array_task_id"] for r in runs} == {0, 1, 2, 3}
+    cluster.wait_idle()
+    assert node_state(cluster) == before
+
+    status = harness(cluster, data, "batch", str(sweep), "--status")
+    assert status.returncode == 0 and "0 pending, 0 running, 4 complete, 0 failed" in status.stdout
+
+    # the same sweep with one more point: only that point would be submitted (the dry run
+    # prints the very script; the failing-job test below submits a batch again for real)
+    write_sweep(sweep, cluster, [20, 40, 60, 80, 100])
+    dry = harness(cluster, data, "batch", str(sweep), "--slurm", "--time=10", "--dry-run")
+    assert dry.returncode == 0, dry.stderr
+    assert "--array" not in dry.stdout and "set -- -p count 3 -p interval_s 0.1 -p rate_mbit " \
+        "100\n" in dry.stdout
+    assert cluster.command("squeue", "-h").stdout.strip() == ""  # a dry run submits nothing
+
+
+def test_bad_sbatch_options_are_refused_with_slurms_message_before_anything(cluster, data,
+                                                                             tmp_path):
+    sweep = write_sweep(tmp_path / "sweep.yaml", cluster, [10, 20])
+    out = harness(cluster, data, "batch", str(sweep), "--slurm", "--partition=nosuch")
+    assert out.returncode == 2
+    assert "Slurm refused the job" in out.stderr and "invalid partition" in out.stderr.lower()
+    own = harness(cluster, data, "batch", str(sweep), "--slurm", "--nodes=1")
+    assert own.returncode == 2 and "--nodes, which the harness sets itself" in own.stderr
+    typo = harness(cluster, data, "run", str(PING), "--slurm", "--tme=10",
+                   "--inventory-template", str(write_template(tmp_path, cluster)))
+    assert typo.returncode == 2 and "unrecognized option" in typo.stderr
+    assert not data.exists()  # no run, no submission record, no log folder
+    assert cluster.command("squeue", "-h").stdout.strip() == ""
+
+
+def test_a_failing_job_is_reported_with_its_slurm_state_and_log(cluster, data, tmp_path):
+    empty = tmp_path / "known_hosts.empty"
+    empty.write_text("")
+    sweep = write_sweep(tmp_path / "sweep.yaml", cluster, [30], known_hosts=empty)
+    out = harness(cluster, data, "batch", str(sweep), "--slurm", "--time=5", "--wait",
+                  "--share-machine")
+    assert out.returncode == 1, out.stdout + out.stderr
+    assert "0 complete, 1 failed" in out.stdout
+    assert "FAILED, exit 1:0" in out.stdout  # Slurm's own state and exit code
+    assert "host key" in out.stdout.lower()  # the run's error, from run.json and the log
+    assert "log " in out.stdout and "| " in out.stdout  # the log's tail
+    [run] = list_runs("ping-demo", data)
+    assert run.meta["status"] == INCOMPLETE and not run.journal.pending()
+    # with the host keys fixed, the batch again submits the failed point only
+    write_sweep(sweep, cluster, [30])
+    again = harness(cluster, data, "batch", str(sweep), "--slurm", "--time=5", "--wait",
+                    "--share-machine")
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "1 point(s) of 1" in again.stdout and "1 complete, 0 failed" in again.stdout
+
+
+def test_scancel_of_a_running_job_leaves_the_run_incomplete_and_the_nodes_as_found(
+        cluster, data, tmp_path):
+    cluster.wait_idle()
+    before = node_state(cluster)
+    out = harness(cluster, data, "run", str(PING), "-p", "count", "300", "-p", "interval_s",
+                  "0.2", "--slurm", "--time=10", "--inventory-template",
+                  str(write_template(tmp_path, cluster)), "--share-machine")
+    assert out.returncode == 0, out.stderr
+    job = out.stdout.split("submitted job ")[1].split()[0]
+    run = wait_for_measuring(data)
+    cancelled = time.time()
+    cluster.command("scancel", job)  # SIGTERM now, SIGKILL after KillWait (30 s here)
+    wait_for_end(cluster, job)
+    run = Run(run.path)
+    assert run.meta["status"] == INCOMPLETE
+    assert "interrupted" in run.meta["error"]
+    ended = datetime.fromisoformat(run.meta["ended"]).timestamp()
+    assert ended - cancelled < 30, "the undo must end within KillWait"
+    assert not run.journal.pending()
+    cluster.wait_idle()
+    assert node_state(cluster) == before  # no process behind, nothing left configured
+    state = cluster.command("scontrol", "show", "job", "-o", job).stdout
+    assert "JobState=CANCELLED" in state
+
+
+def test_after_a_hard_kill_lab_clean_finishes_on_the_nodes(cluster, data, tmp_path):
+    cluster.wait_idle()
+    before = node_state(cluster)
+    out = harness(cluster, data, "run", str(PING), "-p", "count", "300", "-p", "interval_s",
+                  "0.2", "--slurm", "--time=10", "--inventory-template",
+                  str(write_template(tmp_path, cluster)), "--share-machine")
+    assert out.returncode == 0, out.stderr
+    job = out.stdout.split("submitted job ")[1].split()[0]
+    run = wait_for_measuring(data)
+    # A hard kill (the OOM killer, KillWait passed during a long undo): SIGKILL to the job's
+    # harness and every process under it at once. `scancel --signal=KILL` would not do: Slurm
+    # then cancels the job the usual way, SIGTERM first (seen here: the run undid everything
+    # itself). The harness is the parent of the kernel that writes the run's journal.
+    [writer] = run.journal.writers()
+    harness_pid = parent(writer)
+    for pid in [harness_pid, *descendants(harness_pid)]:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    wait_for_end(cluster, job)
+    run = Run(run.path)
+    assert run.meta["status"] == INCOMPLETE
+    left = run.journal.pending()
+    assert {e.node["host"] for e in left} == {n.address for n in cluster.nodes}  # both locks
+    clean = harness(cluster, data, "lab", "clean", "--data", str(data))
+    assert clean.returncode == 0, clean.stdout + clean.stderr
+    assert f"undoing {len(left)} change(s)" in clean.stdout
+    assert not Run(run.path).journal.pending()
+    cluster.wait_idle()
+    assert node_state(cluster) == before
+
+
+def parent(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+
+
+def descendants(pid: int) -> list[int]:
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                children.setdefault(parent(int(entry)), []).append(int(entry))
+            except (OSError, IndexError, ValueError):
+                continue
+    out, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            out.append(child)
+            todo.append(child)
+    return out
+
+
+def wait_for_end(cluster, job: str, timeout: float = 90) -> None:
+    deadline = time.monotonic() + timeout
+    while cluster.command("squeue", "-h", "-j", job, check=False).stdout.strip():
+        assert time.monotonic() < deadline, f"job {job} did not end"
+        time.sleep(0.5)
+
+
+def write_template(tmp_path: Path, cluster) -> Path:
+    path = tmp_path / "template.yaml"
+    path.write_text(yaml.safe_dump({
+        "ssh": {"user": "root", "key": str(cluster.user_key),
+                "known_hosts": str(cluster.known_hosts)},
+        "interfaces": {"eth0": {"device": "eth0", "address": "{ip}/24"}}}))
+    return path
+
+
+def wait_for_measuring(data: Path, timeout: float = 120) -> Run:
+    """The job's run, once it holds both machines (two lock processes in its journal) and a
+    few seconds into its minute of ping."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        runs = list_runs("ping-demo", data)
+        journal = runs[0].path / "journal.jsonl" if runs else None
+        if journal is not None and journal.exists() and \
+                journal.read_text().count('"op": "do"') >= 2:
+            time.sleep(5)
+            return runs[0]
+        time.sleep(0.3)
+    raise AssertionError(f"no measuring run after {timeout} s: {list_runs(root=data)}")
