@@ -1,0 +1,240 @@
+"""Slurm without a cluster: sbatch options and scripts, scontrol's job lines, the allocation
+onto a study's roles, and a sweep's status from submissions, Slurm's states and the archive.
+(tests/integration/slurm runs all of it against a real Slurm.)"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+
+import pytest
+
+from harness.errors import SpecError
+from harness.execute import parse_value
+from harness.slurm import JobScript, SbatchOptions, point_arguments
+from harness.slurm_cli import check_flags, joined_option_values
+from harness.slurm_inventory import AllocatedHost, build, check_template, roles
+from harness.slurm_jobs import TaskState, parse_show_job
+from harness.topology import TopologyBuilder
+
+
+@pytest.mark.parametrize("text, own", [
+    ("--nodes=3", "--nodes"), ("-N 2", "--nodes"), ("-N2", "--nodes"),
+    ("--array=0-3", "--array"), ("-o /tmp/x", "--output"), ("--wrap 'hostname'", "--wrap"),
+    ("--partition=p --chdir=/tmp", "--chdir"), ("--test-only", "--test-only"),
+])
+def test_options_the_harness_sets_itself_are_refused(text, own):
+    with pytest.raises(SpecError, match=f"--slurm sets {own}, which the harness sets itself"):
+        SbatchOptions.parse(text)
+
+
+def test_slurms_vocabulary_passes_through_as_sbatch_lines():
+    opts = SbatchOptions.parse("--partition debug -A proj --time=30 --qos=low "
+                               "--constraint 'ib&haswell' --comment 'two words'")
+    assert opts.lines() == ["#SBATCH --partition=debug", "#SBATCH -A proj", "#SBATCH --time=30",
+                            "#SBATCH --qos=low", "#SBATCH --constraint=ib&haswell",
+                            '#SBATCH --comment="two words"']
+    with pytest.raises(SpecError, match="cannot be split"):
+        SbatchOptions.parse("--comment 'open")
+
+
+def script(tasks, **kw) -> JobScript:
+    from pathlib import Path
+
+    return JobScript(name="harness-ping-demo", notebook=Path("/nb/ping study.ipynb"), nodes=2,
+                     options=SbatchOptions.parse("--time=10"), tasks=tasks,
+                     data=Path("/shared/data"), template="ssh: {user: root}\n",
+                     python="/venv/bin/python", **kw)
+
+
+def test_an_array_script_runs_task_i_on_point_i_and_execs_the_harness(tmp_path):
+    points = [{"rate_mbit": 50, "name": "a b; rm -rf /"}, {"rate_mbit": 100.5, "flag": True}]
+    text = script(tuple(point_arguments(p) for p in points), share_machine=True).text()
+    assert "#SBATCH --nodes=2\n#SBATCH --exclusive\n" in text
+    assert "#SBATCH --array=0-1" in text and "#SBATCH --output=/shared/data/slurm/logs/%A_%a.out" \
+        in text
+    assert "export HARNESS_SHARE_MACHINE=1" in text
+    assert "exec /venv/bin/python -m harness run '/nb/ping study.ipynb' --inventory slurm " \
+        "--inventory-template - -q \"$@\" <<'HARNESS_INVENTORY_TEMPLATE'" in text
+    path = tmp_path / "job.sh"
+    path.write_text(text)
+    assert subprocess.run(["bash", "-n", str(path)]).returncode == 0
+    # what each task would pass to `harness run`, read back as `-p` values are
+    for task, point in enumerate(points):
+        probe = text.replace("exec /venv/bin/python", "printf '%s\\n' /venv/bin/python")
+        out = subprocess.run(["bash", "-c", probe, "job.sh"], capture_output=True, text=True,
+                             env={"SLURM_ARRAY_TASK_ID": str(task), "PATH": "/usr/bin:/bin"})
+        words = out.stdout.splitlines()
+        pairs = words[words.index("-q") + 1:]
+        got = {pairs[i + 1]: parse_value(pairs[i + 2]) for i in range(0, len(pairs), 3)}
+        assert got == point
+    out = subprocess.run(["bash", "-c", text, "job.sh"], capture_output=True, text=True,
+                         env={"SLURM_ARRAY_TASK_ID": "7", "PATH": "/usr/bin:/bin"})
+    assert out.returncode == 2 and "no point for array task 7" in out.stderr
+
+
+def test_one_point_is_a_plain_job_with_its_log_by_job_id():
+    text = script((point_arguments({"count": 3}),)).text()
+    assert "--array" not in text and "%j.out" in text and "set -- -p count 3\n" in text
+
+
+SHOW_JOB = """\
+JobId=12 ArrayJobId=12 ArrayTaskId=2-3 JobName=harness-ping-demo JobState=PENDING Reason=Resources ExitCode=0:0 NodeList=(null) StdOut=/d/slurm/logs/%A_%a.out
+JobId=13 ArrayJobId=12 ArrayTaskId=1 JobName=harness-ping-demo JobState=RUNNING Reason=None ExitCode=0:0 NodeList=n[1-2] StdOut=/d/slurm/logs/12_1.out
+JobId=12 ArrayJobId=12 ArrayTaskId=0 JobName=harness-ping-demo JobState=FAILED Reason=NonZeroExitCode ExitCode=1:0 NodeList=n[1-2] StdOut=/d/slurm/logs/12_0.out
+"""
+
+
+def test_scontrol_job_lines_give_one_state_per_array_task():
+    states = {s.task: s for s in parse_show_job(SHOW_JOB)}
+    assert sorted(states) == [0, 1, 2, 3]
+    assert states[2].phase == states[3].phase == "pending" and states[1].phase == "running"
+    assert states[0].phase == "ended" and states[0].exit_code == "1:0"
+    assert states[3].log == "/d/slurm/logs/%A_3.out"
+    assert states[0].describe() == "job 12_0 FAILED, exit 1:0, reason NonZeroExitCode"
+    [single] = parse_show_job("JobId=7 JobName=x JobState=COMPLETED ExitCode=0:0 StdOut=/l\n")
+    assert single.task is None and single.phase == "ended"
+
+
+def topology():
+    return (TopologyBuilder("t").node("client").node("router", forwarding=True).node("server")
+            .link(("client", "eth0", "198.18.0.1/24"), ("router", "a", "198.18.0.2/24"))
+            .link(("router", "b", "198.18.1.2/24"), ("server", "eth0", "198.18.1.1/24"))
+            .build())
+
+
+HOSTS = [AllocatedHost("c17", "10.0.0.17"), AllocatedHost("c18", "10.0.0.18")]
+
+
+def test_the_allocation_fills_the_roles_in_topology_order_and_leaves_routers_out():
+    template = check_template({"ssh": {"user": "me", "key": "~/.ssh/k"},
+                               "interfaces": {"eth0": {"device": "ib0", "address": "{ip}/16"}},
+                               "nodes": {"server": {"port": 2200}}}, "t")
+    assert roles(topology(), template) == ["client", "server"]
+    inv = build(topology(), template, HOSTS)
+    assert inv["nodes"]["client"] == {"host": "10.0.0.17", "interfaces": {
+        "eth0": {"device": "ib0", "address": "10.0.0.17/16"}}}
+    assert inv["nodes"]["server"]["host"] == "10.0.0.18" and inv["nodes"]["server"]["port"] == 2200
+    assert inv["ssh"] == {"user": "me", "key": "~/.ssh/k"}
+    from harness.inventory import Inventory
+
+    Inventory.from_dict(inv).check_covers(topology())  # the result is an ordinary inventory
+    # a router the template lists is a role too, and needs a node of its own
+    with_router = {"nodes": {"router": {}}}
+    assert roles(topology(), with_router) == ["client", "router", "server"]
+    with pytest.raises(SpecError, match="2 node\\(s\\) for 3 roles"):
+        build(topology(), with_router, HOSTS)
+
+
+@pytest.mark.parametrize("template, message", [
+    ({"nodes": {"nosuch": {}}}, "does not have"),
+])
+def test_templates_naming_what_the_study_lacks_are_refused(template, message):
+    with pytest.raises(SpecError, match=message):
+        build(topology(), template, HOSTS)
+
+
+@pytest.mark.parametrize("template, message", [
+    ({"interfaces": {"eth0": {"device": "ib0", "address": "{addr}/16"}}}, "uses \\{addr\\}"),
+    ({"hosts": []}, "unknown keys"),
+    (["a"], "must be a mapping"),
+])
+def test_bad_templates_are_refused_when_read(template, message):
+    with pytest.raises(SpecError, match=message):
+        check_template(template, "t.yaml")
+
+
+def args(**kw):
+    base = dict(slurm=None, inventory=None, wait=False, inventory_template=None, dry_run=False,
+                status=False)
+    return argparse.Namespace(**{**base, **kw})
+
+
+def test_slurm_only_flags_are_refused_without_slurm():
+    assert check_flags(args()) is False
+    with pytest.raises(SpecError, match="--wait goes with --slurm"):
+        check_flags(args(wait=True))
+    with pytest.raises(SpecError, match="--inventory-template goes with"):
+        check_flags(args(inventory_template="t.yaml"), batch=True)
+    with pytest.raises(SpecError, match="give one of them"):
+        check_flags(args(slurm="", inventory="slurm"))
+    with pytest.raises(SpecError, match="nothing to --wait for"):
+        check_flags(args(slurm="", wait=True, dry_run=True))
+    assert check_flags(args(status=True), batch=True) is True
+    assert check_flags(args(inventory="slurm")) is True
+
+
+def test_a_slurm_value_that_starts_with_a_dash_reaches_argparse_as_one_value():
+    from harness.cli import parser
+
+    argv = joined_option_values(["batch", "s.yaml", "--slurm", "--time=5 -p debug", "--wait"])
+    assert argv == ["batch", "s.yaml", "--slurm=--time=5 -p debug", "--wait"]
+    parsed = parser().parse_args(argv)
+    assert parsed.slurm == "--time=5 -p debug" and parsed.wait
+
+
+def test_a_sweep_file_carries_its_inventory_template(tmp_path):
+    from harness.sweep import Sweep
+
+    nb = tmp_path / "n.ipynb"
+    nb.write_text("{}")
+    f = tmp_path / "s.yaml"
+    f.write_text("notebook: n.ipynb\nsweep: {count: [1]}\n"
+                 "inventory_template: {interfaces: {eth0: {device: ib0, address: '{ip}/16'}}}\n")
+    assert Sweep.load(f).inventory_template["interfaces"]["eth0"]["device"] == "ib0"
+    f.write_text("notebook: n.ipynb\ninventory_template: {interfaces: {eth0: '{rank}'}}\n")
+    with pytest.raises(SpecError, match="uses \\{rank\\}"):
+        Sweep.load(f)
+
+
+def test_sweep_status_from_submissions_slurm_and_the_archive(data_root, tmp_path, monkeypatch):
+    """complete (a complete run, wherever it ran), running and pending (Slurm says so),
+    failed (the job ended without a complete run: its incomplete run and log are named),
+    not submitted."""
+    from harness import slurm_sweep
+    from harness.archive import COMPLETE, INCOMPLETE, Run
+    from harness.slurm_sweep import Submission, counts, sweep_status
+    from harness.studies import study_of_notebook
+    from unit.archived import NOTEBOOK
+
+    study = study_of_notebook(NOTEBOOK)
+    params = {c: study.parameters(profile="quick", count=c).to_dict() for c in (2, 3, 4, 5, 6)}
+    # a job's run: its parameters name the inventory it built in a folder of its node
+    done = Run.create("ping-demo", {**params[2], "inventory": "/tmp/harness-slurm-inv-x/i.yaml"},
+                      data_root, notebook=str(NOTEBOOK))
+    done.update(slurm={"array_job_id": "40", "array_task_id": 0, "job_id": "41"})
+    done.finish(COMPLETE)
+    failed = Run.create("ping-demo", params[5], data_root, notebook=str(NOTEBOOK))
+    failed.update(slurm={"array_job_id": "40", "array_task_id": 3, "job_id": "44"})
+    failed.finish(INCOMPLETE, "unknown host key for 198.19.1.12")
+    log = data_root / "slurm" / "logs" / "40_3.out"
+    log.parent.mkdir(parents=True)
+    log.write_text("harness: error: unknown host key for 198.19.1.12\n")
+    sweep = tmp_path / "s.yaml"
+    sweep.write_text(f"notebook: {NOTEBOOK}\nparameters: {{profile: quick}}\n"
+                     "sweep: {count: [2, 3, 4, 5, 6]}\n")
+    Submission("40", str(sweep), str(NOTEBOOK), [{"profile": "quick", "count": c}
+                                                 for c in (2, 3, 4, 5)], "#!/bin/bash\n",
+               "2026-11-26T22:00:00+00:00").save()
+    monkeypatch.setattr(slurm_sweep, "job_states", lambda job: [
+        TaskState("40", 1, "RUNNING"), TaskState("40", 2, "PENDING"),
+        TaskState("40", 3, "FAILED", "1:0", "NonZeroExitCode", str(log))])
+    statuses = {s.point["count"]: s for s in sweep_status(sweep)}
+    assert {c: s.status for c, s in statuses.items()} == {
+        2: "complete", 3: "running", 4: "pending", 5: "failed", 6: "not submitted"}
+    assert statuses[2].run == str(done.path)
+    detail = statuses[5].detail
+    assert "job 40_3 FAILED, exit 1:0" in detail and str(failed.path) in detail
+    assert "unknown host key" in detail and str(log) in detail
+    assert counts(list(statuses.values()))["failed"] == 1
+    # once slurmctld forgets the job, the archive still says it failed
+    monkeypatch.setattr(slurm_sweep, "job_states", lambda job: [])
+    statuses = {s.point["count"]: s.status for s in sweep_status(sweep)}
+    assert statuses == {2: "complete", 3: "failed", 4: "failed", 5: "failed",
+                        6: "not submitted"}
+
+
+def test_a_yaml_point_round_trips_through_the_scripts_p_values():
+    point = {"streams": "1-10", "rate": 0.5, "on": False, "sizes": [1, 2], "name": "x y"}
+    words = point_arguments(point)
+    assert {words[i + 1]: parse_value(words[i + 2]) for i in range(0, len(words), 3)} == point
