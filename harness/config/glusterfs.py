@@ -161,6 +161,9 @@ class GlusterDaemon(Operation):
 @undo_handler("gsyncd-stub", gone_with_namespace=False)
 def _remove_gsyncd_stub(node: Node, data: dict) -> None:
     """Unmount the stub from gsyncd (while it is mounted there) and delete it."""
+    if data.get("path") not in _GSYNCD_PATHS:
+        raise undo_checks.refuse("gsyncd-stub", "path is not geo-replication's gsyncd",
+                                 data.get("path"))
     path, stub = shlex.quote(data["path"]), shlex.quote(GSYNCD_STUB)
     node.run(f"if awk -v p={path} '$2 == p {{found = 1}} END {{exit !found}}' /proc/mounts; "
              f"then umount {path}; fi; rm -f {stub}", timeout=60)
@@ -323,7 +326,7 @@ def _is_ours(volume: str) -> str:
 @undo_handler("gluster-volume-start", gone_with_namespace=False)
 def _stop_volume(node: Node, data: dict) -> None:
     """Stop the volume, then end any brick process of it still running (by its pid)."""
-    name = data["name"]
+    name = undo_checks.text("gluster-volume-start", "name", data.get("name"), _VOLUME)
     rundir = shlex.quote(f"/run/gluster/vols/{name}")
     status = cli("volume", "status", name, "--xml")
     pids = parse_status_pids(node.run(status, check=False, timeout=120).stdout)
@@ -411,11 +414,12 @@ def fuse_client_pids_script(mountpoint: str) -> str:
 @undo_handler("glusterfs-unmount", gone_with_namespace=False)
 def _unmount_glusterfs(node: Node, data: dict) -> None:
     """Unmount, then wait for the FUSE client that served this mountpoint to exit."""
-    from .mounts import unmount_script
+    from .mounts import unmount_record, unmount_script
 
-    path = data["path"]
-    pids = node.run(fuse_client_pids_script(path), check=False, timeout=60).stdout.split()
-    node.run(unmount_script(path, data["fstype"], data["source"]), timeout=120)
+    path, fstype, source = unmount_record("glusterfs-unmount", data)
+    pids = [p for p in node.run(fuse_client_pids_script(path), check=False,
+                                timeout=60).stdout.split() if p.isdigit()]
+    node.run(unmount_script(path, fstype, source), timeout=120)
     if pids:
         left = node.run(f"for p in {' '.join(pids)}; do i=0; while [ -d /proc/$p ] && "
                         "[ $i -lt 40 ]; do sleep 0.25; i=$((i + 1)); done; "

@@ -159,7 +159,7 @@ def mount_change(node: Node, kind: str, target: str, mounts, fstype: str, source
 @undo_handler("unmount", gone_with_namespace=False)
 def _unmount(node: Node, data: dict) -> None:
     """Unmount what this run mounted, if it is still the visible mount there."""
-    path, fstype, source = _unmount_record("unmount", data)
+    path, fstype, source = unmount_record("unmount", data)
     node.run(unmount_script(path, fstype, source), timeout=120)
 
 
@@ -167,7 +167,7 @@ _FSTYPE = re.compile(r"^[a-z0-9][a-z0-9._]{0,31}$")
 _SOURCE = re.compile(r"^[A-Za-z0-9_.:/@+-]{1,512}$")
 
 
-def _unmount_record(kind: str, data: dict) -> tuple[str, str, str]:
+def unmount_record(kind: str, data: dict) -> tuple[str, str, str]:
     """A mount's path, file system type and source, each as a mount would have them."""
     return (undo_checks.clean_path(kind, data.get("path")),
             undo_checks.text(kind, "fstype", data.get("fstype"), _FSTYPE),

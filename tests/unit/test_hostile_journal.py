@@ -1,0 +1,460 @@
+"""Hostile journals and stop files (issue 26): each is refused or neutralised, nothing outside
+the harness's own folders is touched, and no other process is signalled.
+
+Every undo handler gets a row. Rows whose record must be refused before any command run
+against a recording machine (nothing executes; the row asserts no command was sent). Rows
+that act on files or processes run for real on this machine, with a temporary folder as the
+only folder the harness may act in (:func:`harness.undo_checks.only_roots`), sentinel files
+outside it and a sentinel process that must still run at the end.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+
+import pytest
+
+from harness import journal as journal_mod
+from harness import tracked
+from harness.journal import Journal, UndoFailed, _HANDLERS, load_undo_handlers
+from harness.machineid import local_identity
+from harness.nodes import LocalNode
+from harness.nodes.base import Node
+from harness.nodes.procfs import process_start_ticks
+from harness.undo_checks import RefusedRecord, only_roots
+
+load_undo_handlers()  # every handler of the harness, as `harness lab clean` may need them
+
+
+class Recorder(Node):
+    """This machine as a handler sees it, but commands are recorded, never run."""
+
+    def __init__(self, name: str = "rec", local: bool = True):
+        self.name = name
+        self.local = local
+        self.commands: list[str] = []
+
+    @property
+    def is_local(self) -> bool:
+        return self.local
+
+    def describe(self) -> dict:
+        return {"type": "local", "name": self.name}
+
+    def _execute(self, cmd, timeout, stdin):
+        self.commands.append(cmd)
+        return 0, "", ""
+
+    def spawn(self, cmd, *, cgroup=None):
+        raise AssertionError("no process may be started by an undo")
+
+    def put(self, local_path, remote_path):
+        raise AssertionError("no copy expected")
+
+    def get(self, remote_path, local_path):
+        raise AssertionError("no copy expected")
+
+
+@pytest.fixture(scope="module")
+def sentinel_process():
+    """A process of someone else's: it must outlive every row."""
+    proc = subprocess.Popen(["sleep", "600"], start_new_session=True)
+    yield proc
+    assert proc.poll() is None, "an undo signalled a process it did not start"
+    proc.kill()
+    proc.wait()
+
+
+@pytest.fixture
+def root(tmp_path):
+    """The only folder the harness may act in; sentinels beside it."""
+    own = tmp_path / "own"
+    own.mkdir()
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "sentinel").write_text("keep")
+    (outside / "harness-sentinel").mkdir()  # named like ours, but outside the folder
+    with only_roots(str(own)):
+        yield own
+
+
+def sentinels_intact(root) -> bool:
+    outside = root.parent / "outside"
+    return (outside / "sentinel").read_text() == "keep" and (outside / "harness-sentinel").is_dir()
+
+
+INJECT = "x; touch /tmp/harness-hostile-$$"
+# kind -> records that its handler must refuse before it sends any command
+REFUSED = {
+    "netns": [{"name": INJECT}, {"name": "../../etc"}, {}, {"name": 7}],
+    "nic": [{"ifname": INJECT}, {"ifname": "a" * 16}],
+    "root-nic": [{"ifname": "eth0", "name": "$(reboot)", "mtu": 1500},
+                 {"ifname": "eth0", "name": "ens3", "mtu": "1500; reboot"}],
+    "veth": [{"ifname": "a`reboot`"}, {"ifname": "-rf"}],
+    "qdisc": [{"ifname": "eth0 root; reboot"}],
+    "route": [{"destination": "10.0.0.0/8; reboot"}, {"destination": "default", "table": "x"}],
+    "rule": [{"source": "all", "table": 100, "priority": 1},
+             {"source": "10.0.0.1", "table": 100, "priority": "1 y"}],
+    "process": [{"pid": 1, "start_ticks": 0}, {"pid": -1, "start_ticks": 0},
+                {"pid": "1; reboot", "start_ticks": 0},
+                {"pid": 4242, "start_ticks": 0, "log": "/etc/passwd"}],
+    "file": [{"path": "/etc"}, {"path": "/"}, {"path": "relative/harness-x"},
+             {"path": "/tmp/../etc/harness-x"}, {"path": "/etc/harness-x"}],
+    "tracked": [{"name": "../../../etc/passwd"}, {"name": "harness-tracked-zz"}],
+    "cgroup": [{"path": "/sys/fs/cgroup/../../etc"}, {"path": "/sys/fs/cgroup/user.slice"}],
+    "cgroup-controller": [{"root": "/sys/fs/cgroup", "controller": "cpu; reboot"},
+                          {"root": "/etc", "controller": "cpu"}],
+    "gluster-volume": [{"name": "v", "bricks": ["/etc"]}, {"name": "v; reboot", "bricks": []},
+                       {"name": "v", "bricks": "/etc"}],
+    "gluster-volume-start": [{"name": "$(reboot)"}],
+    "gsyncd-stub": [{"path": "/etc/passwd"}],
+    "glusterfs-unmount": [{"path": "/mnt/x", "fstype": "fuse; reboot", "source": "s:/v"}],
+    "unmount": [{"path": "/mnt/../", "fstype": "tmpfs", "source": "x"},
+                {"path": "/mnt/x", "fstype": "tmpfs", "source": "a b"}],
+    "mountpoint": [{"path": "mnt"}],
+    "lab-disk": [{"mountpoint": "/run/s2/../../etc", "made": True}],
+    "sysctl": [{"key": "kernel.core_pattern", "before": "|/tmp/evil"},
+               {"key": "net.ipv4.ip_forward", "before": "1\nkernel.core_pattern=|/x"}],
+    "mtu": [{"ifname": "eth0", "before": "1500; reboot"}],
+    "offload": [{"ifname": "eth0", "feature": "tso; reboot", "before": True}],
+    "tipc-bearer": [{"media": "udp", "name": "$(reboot)"}, {"media": "ib", "dev": "x"}],
+    "tipc_bearer": [{"media": "eth", "dev": "eth0; reboot"}],
+    "mptcp-limits": [{"before": {"subflows": "2; reboot", "add_addr_accepted": 0}}],
+    "mptcp-endpoint": [{"id": "1; reboot", "address": "10.0.0.1"},
+                       {"id": 1, "address": "10.0.0.1; reboot"}],
+    "nat-table": [{"family": "ip", "table": "filter"}, {"family": "inet; x", "table": "harness_a"}],
+    "kernel-module": [{"modules": ["ext4; reboot"]}, {"modules": "ext4"}],
+    "rdma-link": [{"name": "rxe0; reboot"}],
+    "nfs-export": [{"spec": "nocolon"}, {"spec": "a b:/srv"}],
+    "gpfs-config": [{"attribute": "pagepool;x", "before": "1G", "nodes": [], "immediate": False}],
+    "gpfs-grant": [{"cluster": "c; x", "device": "fs1", "before": None}],
+    "gpfs-auth": [{"cluster": "$(reboot)"}],
+    "gpfs-mount": [{"device": "fs1", "nodes": "all"}],
+    "gpfs-remotefs": [{"device": "fs1", "remote_device": "a b", "cluster": "c"}],
+    "gpfs-remotecluster": [{"cluster": "c\nx"}],
+}
+# handlers whose record carries nothing to check (the machine's identity guards them)
+NOTHING_TO_CHECK = {"nfsd-threads"}
+
+
+def test_every_undo_handler_has_a_row():
+    assert set(_HANDLERS) - {"test-change"} - NOTHING_TO_CHECK <= set(REFUSED), \
+        "a new undo handler needs its hostile rows here"
+
+
+@pytest.mark.parametrize("kind, data", [(k, d) for k, rows in REFUSED.items() for d in rows],
+                         ids=lambda v: v if isinstance(v, str) else "")
+def test_a_hostile_record_is_refused_before_any_command(kind, data, root, sentinel_process,
+                                                        monkeypatch):
+    monkeypatch.setattr(tracked, "STOP_DIR", str(root / "stop"))
+    for local in (True, False):
+        node = Recorder(local=local)
+        with pytest.raises(RefusedRecord, match=f"kind {kind!r}|refused"):
+            _HANDLERS[kind](node, dict(data))
+        assert node.commands == [], f"{kind}: a command was sent for a refused record"
+    assert sentinels_intact(root)
+
+
+# -- rows that run for real on this machine ----------------------------------------------------
+
+def test_paths_are_removed_only_inside_the_own_folder_and_never_through_a_link(root):
+    remove = _HANDLERS["file"]
+    outside = root.parent / "outside"
+    ours = root / "harness-made"
+    ours.mkdir()
+    (ours / "data").write_text("x")
+    remove(LocalNode(), {"path": str(ours)})
+    assert not ours.exists()
+    link = root / "harness-link"
+    link.symlink_to(outside)  # a link someone left where the harness makes things
+    with pytest.raises(RefusedRecord, match="symlink"):
+        remove(LocalNode(), {"path": str(link)})
+    through = root / "harness-via"
+    through.symlink_to(outside)
+    with pytest.raises(RefusedRecord, match="symlink"):
+        remove(LocalNode(), {"path": str(through / "harness-sentinel")})
+    for path in (outside / "harness-sentinel", outside / "sentinel"):
+        with pytest.raises(RefusedRecord):
+            remove(LocalNode(), {"path": str(path)})
+    assert link.is_symlink() and sentinels_intact(root)
+
+
+def test_a_path_of_another_user_is_left(root):
+    theirs = root / "harness-theirs"
+    theirs.mkdir()
+    os.chown(theirs, 65534, 65534)
+    with pytest.raises(RefusedRecord, match="owned by another user"):
+        _HANDLERS["file"](LocalNode(), {"path": str(theirs)})
+    assert theirs.is_dir()
+
+
+def test_a_brick_is_removed_only_if_empty_or_a_brick(root, monkeypatch):
+    from harness.config import glusterfs
+
+    monkeypatch.setattr(glusterfs, "parse_volume_info", lambda text: None)  # no glusterd
+    full = root / "disk" / "notabrick"
+    full.mkdir(parents=True)
+    (full / "thesis.tex").write_text("keep")
+    brick = root / "disk" / "brick"
+    (brick / ".glusterfs").mkdir(parents=True)
+    _HANDLERS["gluster-volume"](LocalNode(), {"name": "v", "bricks": [str(brick)]})
+    assert not brick.exists()
+    with pytest.raises(Exception, match="neither empty nor holding .glusterfs"):
+        _HANDLERS["gluster-volume"](LocalNode(), {"name": "v", "bricks": [str(full)]})
+    assert (full / "thesis.tex").read_text() == "keep"
+
+
+def test_a_process_record_signals_only_its_own_process(root, sentinel_process):
+    ticks = process_start_ticks(sentinel_process.pid)
+    log = root / "harness-proc-x"
+    log.write_text("")
+    # the sentinel's pid with another start tick: a reused pid, never signalled
+    _HANDLERS["process"](LocalNode(), {"pid": sentinel_process.pid, "start_ticks": ticks + 1,
+                                       "log": str(log)})
+    assert sentinel_process.poll() is None and not log.exists()
+    mine = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    _HANDLERS["process"](LocalNode(), {"pid": mine.pid,
+                                       "start_ticks": process_start_ticks(mine.pid)})
+    assert mine.wait(timeout=10) == -signal.SIGTERM
+    assert sentinel_process.poll() is None
+
+
+# -- stop files of tracked commands --------------------------------------------------------------
+
+@pytest.fixture
+def stop_dir(root, monkeypatch):
+    folder = root / "stop"
+    folder.mkdir(mode=0o700)
+    monkeypatch.setattr(tracked, "STOP_DIR", str(folder))
+    return folder
+
+
+NAME = tracked.PREFIX + "0123456789abcdef"
+
+
+@pytest.mark.parametrize("local", [True, False], ids=["python", "shell"])
+def test_a_stop_file_that_is_a_symlink_is_refused(stop_dir, sentinel_process, local, root):
+    target = root.parent / "outside" / "sentinel"
+    (stop_dir / NAME).symlink_to(target)
+    node = LocalNode() if local else _ShellLocal()
+    with pytest.raises(RefusedRecord, match="symlink|link"):
+        _HANDLERS["tracked"](node, {"name": NAME})
+    assert (stop_dir / NAME).is_symlink() and sentinels_intact(root)
+
+
+@pytest.mark.parametrize("local", [True, False], ids=["python", "shell"])
+def test_a_stop_file_in_a_folder_others_can_write_is_refused(stop_dir, local, sentinel_process):
+    stop_dir.chmod(0o777)
+    ticks = process_start_ticks(sentinel_process.pid)
+    (stop_dir / NAME).write_text(f"{sentinel_process.pid} {ticks} {sentinel_process.pid}\n")
+    node = LocalNode() if local else _ShellLocal()
+    with pytest.raises(RefusedRecord, match="0700"):
+        _HANDLERS["tracked"](node, {"name": NAME})
+    assert sentinel_process.poll() is None
+
+
+@pytest.mark.parametrize("local", [True, False], ids=["python", "shell"])
+def test_a_stop_file_naming_another_group_signals_nobody(stop_dir, local, sentinel_process):
+    """The pid and its start tick are right, but the group is someone else's: the recorded
+    group must be that pid's own."""
+    wrapper = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    try:
+        (stop_dir / NAME).write_text(f"{wrapper.pid} {process_start_ticks(wrapper.pid)} "
+                                     f"{sentinel_process.pid}\n")
+        _HANDLERS["tracked"](LocalNode() if local else _ShellLocal(), {"name": NAME})
+        time.sleep(0.2)
+        assert sentinel_process.poll() is None and wrapper.poll() is None
+        assert not (stop_dir / NAME).exists()
+    finally:
+        wrapper.kill()
+        wrapper.wait()
+
+
+@pytest.mark.parametrize("local", [True, False], ids=["python", "shell"])
+def test_a_sound_stop_file_stops_its_group(stop_dir, local, sentinel_process):
+    wrapper = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    (stop_dir / NAME).write_text(f"{wrapper.pid} {process_start_ticks(wrapper.pid)} "
+                                 f"{wrapper.pid}\n")
+    _HANDLERS["tracked"](LocalNode() if local else _ShellLocal(), {"name": NAME})
+    assert wrapper.wait(timeout=10) == -signal.SIGTERM
+    assert not (stop_dir / NAME).exists() and sentinel_process.poll() is None
+
+
+class _ShellLocal(LocalNode):
+    """This machine taken for a remote one: the handler's shell path (STOP_TRACKED)."""
+
+    @property
+    def is_local(self) -> bool:
+        return False
+
+
+# -- journal records: machine, boot, soundness, modules ------------------------------------------
+
+def do_line(seq: int, path: str, **extra) -> dict:
+    line = {"op": "do", "seq": seq, "kind": "file", "node": {"type": "local", "name": "local"},
+            "data": {"path": path}, "module": "harness.journal", "time": 0, "pid": 4242,
+            "machine": local_identity().to_dict()}
+    line.update(extra)
+    return line
+
+
+def write(path, *lines) -> None:
+    path.write_text("".join((x if isinstance(x, str) else json.dumps(x)) + "\n" for x in lines))
+
+
+@pytest.mark.parametrize("machine, words", [
+    ({"hostname": "elsewhere", "boot_id": local_identity().boot_id}, "another machine"),
+    ({"hostname": local_identity().hostname, "boot_id": "0" * 8 + "-0000-0000-0000-" + "0" * 12},
+     "earlier boot"),
+    (None, "before journal records named their machine"),
+    ("not a dict", "before journal records named their machine"),
+])
+def test_a_record_of_another_machine_or_boot_or_none_is_refused_saying_so(root, tmp_path,
+                                                                           machine, words):
+    target = root / "harness-x"
+    target.mkdir()
+    line = do_line(1, str(target))
+    if machine is None:
+        del line["machine"]
+    else:
+        line["machine"] = machine
+    write(tmp_path / "j.jsonl", line)
+    journal = Journal(tmp_path / "j.jsonl")
+    with pytest.raises(UndoFailed, match=words):
+        journal.undo_all()
+    assert target.is_dir() and [e.seq for e in journal.pending()] == [1]
+
+
+def test_unsound_lines_are_reported_and_skipped_and_the_rest_is_cleaned(root, tmp_path):
+    made = [root / f"harness-{i}" for i in range(3)]
+    for path in made:
+        path.mkdir()
+    write(tmp_path / "j.jsonl",
+          do_line(1, str(made[0])),
+          '{"op": "do", "seq": 2, "kind": "file", "node"',  # torn
+          "[1, 2]", '{"op": "do"}', '{"op": "do", "seq": "3", "kind": "file"}',
+          {"op": "undone", "seq": 99}, {"op": "frob", "seq": 1},
+          do_line(1, str(root.parent / "outside")),  # the same seq again
+          {**do_line(4, str(made[1])), "data": ["not", "a", "dict"]},
+          do_line(5, str(made[2])))
+    journal = Journal(tmp_path / "j.jsonl")
+    assert len(journal.problems) == 8 and all("skipped" in p for p in journal.problems)
+    journal.undo_all()
+    assert not made[0].exists() and not made[2].exists() and made[1].exists()
+    assert sentinels_intact(root)
+
+
+def test_a_record_is_never_glued_onto_a_torn_line(tmp_path, root):
+    path = tmp_path / "j.jsonl"
+    path.write_text(json.dumps(do_line(1, str(root / "harness-a"))) + "\n" + '{"op": "do", "se')
+    journal = Journal(path)
+    assert len(journal.problems) == 1
+    journal.record("file", LocalNode(), path=str(root / "harness-b"))
+    again = Journal(path)
+    assert [e.data["path"] for e in again.pending()] == [str(root / "harness-a"),
+                                                         str(root / "harness-b")]
+    assert len(again.problems) == 1  # the torn line alone
+
+
+@pytest.mark.parametrize("module", ["os", "harness.cli", "harness_evil.x", "harness.journal\n",
+                                    "harness..x"])
+def test_a_record_naming_a_module_other_than_a_handler_module_is_refused(tmp_path, module):
+    line = {**do_line(1, "/tmp/harness-never"), "kind": "no-such-kind", "module": module}
+    write(tmp_path / "j.jsonl", line)
+    journal = Journal(tmp_path / "j.jsonl")
+    with pytest.raises(UndoFailed, match="module"):
+        journal.undo_all()
+
+
+def test_an_ssh_node_of_a_journal_never_accepts_an_unknown_host_key():
+    desc = {"type": "netns", "netns": "n", "name": "n",
+            "parent": {"type": "ssh", "name": "h", "host": "192.0.2.1", "accept_unknown_host": True}}
+    assert journal_mod._without_trust(desc)["parent"]["accept_unknown_host"] is False
+
+
+def test_a_writer_is_alive_only_with_its_start_tick_on_this_machine(tmp_path, sentinel_process):
+    ticks = process_start_ticks(sentinel_process.pid)
+    here = local_identity().to_dict()
+    for writer, alive in (({"pid_start": ticks, "controller": here}, True),
+                          ({"pid_start": ticks + 1, "controller": here}, False),
+                          ({"pid_start": ticks, "controller": {**here, "hostname": "x"}}, False),
+                          ({}, False)):  # no start tick recorded: cannot be checked
+        write(tmp_path / "j.jsonl", do_line(1, "/tmp/harness-x", pid=sentinel_process.pid,
+                                            **writer))
+        found = Journal(tmp_path / "j.jsonl").live_writers()
+        assert found == ([sentinel_process.pid] if alive else []), writer
+
+
+# -- property: lab clean's reader on random and truncated lines ----------------------------------
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False)
+                    | st.text(max_size=20),
+                    lambda inner: st.lists(inner, max_size=4)
+                    | st.dictionaries(st.text(max_size=8), inner, max_size=4), max_leaves=12)
+KINDS = ("file", "process", "tracked", "netns", "veth", "route", "sysctl", "cgroup")
+WORDS = st.one_of(st.text(max_size=30), st.integers(-5, 2**40), st.sampled_from(
+    ["/etc", "/tmp/harness-x", "..", "eth0", "x; reboot", "/", "harness-tracked-0123456789abcdef"]))
+
+
+@st.composite
+def journals(draw):
+    """(lines, sound): sound records (seq 1..n, paths in the own folder) among garbage --
+    random text, random JSON, sound lines cut short, and hostile records of real kinds."""
+    n = draw(st.integers(0, 6))
+    sound = [do_line(seq, f"{{ROOT}}/harness-{seq}") for seq in range(1, n + 1)]
+    lines = [json.dumps(x) for x in sound]
+    garbage = st.one_of(
+        st.text(max_size=60).map(lambda t: t.replace("\n", " ")),
+        JSON.filter(lambda v: not (isinstance(v, dict) and v.get("seq") in range(1, n + 1)))
+            .map(json.dumps),
+        st.builds(lambda line, cut: line[:cut], st.sampled_from(lines or ["{}"]),
+                  st.integers(1, 80)).filter(lambda t: not t.endswith("}")),
+        st.builds(lambda seq, kind, data: json.dumps(
+            {**do_line(seq, "/x"), "kind": kind, "data": data}),
+            st.integers(1000, 2000), st.sampled_from(KINDS),
+            st.dictionaries(st.sampled_from(["path", "pid", "start_ticks", "name", "ifname",
+                                             "destination", "key", "before", "log"]),
+                            WORDS, max_size=4)),
+    )
+    for item in draw(st.lists(garbage, max_size=12)):
+        lines.insert(draw(st.integers(0, len(lines))), item)
+    return lines, n
+
+
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(case=journals())
+def test_lab_clean_reads_any_journal_as_far_as_it_is_sound(case, tmp_path, monkeypatch):
+    """Never raises out (only UndoFailed, which `lab clean` reports per run), never acts
+    outside the own folder, and undoes every sound record."""
+    lines, sound = case
+    folder = tmp_path / f"case-{os.urandom(4).hex()}"
+    own = folder / "own"
+    own.mkdir(parents=True)
+    monkeypatch.setattr(tracked, "STOP_DIR", str(own / "stop"))
+    recorder = Recorder()
+    monkeypatch.setattr(journal_mod, "node_from_description", lambda desc: recorder)
+    path = folder / "journal.jsonl"
+    path.write_text("\n".join(lines).replace("{ROOT}", str(own)) + "\n")
+    with only_roots(str(own)):
+        journal = Journal(path)
+        try:
+            journal.undo_all()
+        except UndoFailed:
+            pass
+    removed = []
+    for cmd in recorder.commands:
+        if cmd.startswith("p="):  # guarded_remove: the one way a path is removed
+            removed.append(cmd[2:].split(";", 1)[0].strip("'"))
+    assert all(p.startswith(str(own) + "/") for p in removed), removed
+    assert {f"{own}/harness-{seq}" for seq in range(1, sound + 1)} <= set(removed)
+    undone = {e.seq for e in journal.entries() if e.undone}
+    assert set(range(1, sound + 1)) <= undone
+    assert not any("kill" in c and " -1 " in c for c in recorder.commands)
