@@ -51,19 +51,23 @@ from .nodes.result import Result
 PREFIX = "harness-tracked-"
 NAME = re.compile(r"^harness-tracked-[0-9a-f]{16}$")
 #: Where the wrappers' files live on every machine: the running user's (root's), mode 0700.
-STOP_DIR = "/run/harness/tracked"
+#: Not under /run/harness: in a VM of the lab that is the read-only share of its boot folder.
+#: A user who cannot write /run (a non-root inventory user) gets ~/.harness-tracked instead.
+STOP_DIR = "/run/harness-tracked"
 REFUSED = 3  # STOP_TRACKED's status when the folder or file is not as the harness made it
 
 # The folder, made if missing and checked: a directory (no symlink), ours, mode 700.
 # TRACK checks with shell builtins only (`-O`: owned by us), as every process started costs
 # ~0.2 s under TCG and this runs before every tracked command; the undo checks the mode too.
 _DIR_MADE = r"""__d=$1
+[ -w "${__d%/*}" ] || __d=$HOME/.harness-tracked  # a user who cannot write /run: their own
 [ -d "$__d" ] || mkdir -p -m 0700 "$__d"
 if [ -L "$__d" ] || [ ! -d "$__d" ] || [ ! -O "$__d" ]; then
   echo "harness: $__d is not a folder of user $(id -u)" >&2; exit 125
 fi
 """
 _DIR_CHECK = r"""__d=$1
+[ -w "${__d%/*}" ] || __d=$HOME/.harness-tracked
 [ -e "$__d" ] || [ -L "$__d" ] || exit 0
 if [ -L "$__d" ] || [ ! -d "$__d" ] || [ "$(stat -c %u:%a "$__d")" != "$(id -u):700" ]; then
   echo "harness: $__d is not a folder of user $(id -u) with mode 0700: refused" >&2; exit 3
@@ -76,7 +80,7 @@ fi
 # wrapper, not the tool, in a CPU-limited cgroup), the file removed, the command's status
 # passed on. /proc/$$/stat is read with the `read` builtin (fields 22 and 5 counted after
 # the last ")", as procfs.PROC_STAT_SH does): under TCG every process started costs ~0.2 s.
-TRACK = _DIR_MADE + r"""__hf="$1/$2" __hc=$3
+TRACK = _DIR_MADE + r"""__hf="$__d/$2" __hc=$3
 if read -r __hs </proc/$$/stat; then
   set -- ${__hs##*)}
   set -C  # O_EXCL: never write through a name someone put there
@@ -93,7 +97,7 @@ exit $__hs
 # wrapper is the same process, leads that group, and the group is not our own; remove the
 # file. The folder and file are checked first (see the module's docstring): a file that is a
 # symlink, or not ours, is refused (status 3) and left for the user to look at.
-STOP_TRACKED = PROC_STAT_SH + _DIR_CHECK + r"""f="$1/$2"
+STOP_TRACKED = PROC_STAT_SH + _DIR_CHECK + r"""f="$__d/$2"
 [ -e "$f" ] || [ -L "$f" ] || exit 0
 if [ -L "$f" ] || [ ! -f "$f" ] || [ "$(stat -c %u "$f")" != "$(id -u)" ]; then
   echo "harness: $f is a symlink, not a file, or not ours: refused" >&2; exit 3
@@ -170,7 +174,10 @@ def _undo_tracked(node: Node, data: dict) -> None:
     :data:`STOP_TRACKED` in one round trip; both check the same things."""
     name = undo_checks.text("tracked", "name", data.get("name"), NAME)
     if node.is_local:
-        stop_local(STOP_DIR, name)
+        folder = STOP_DIR
+        if not os.access(os.path.dirname(folder), os.W_OK):
+            folder = os.path.expanduser("~/.harness-tracked")
+        stop_local(folder, name)
         return
     res = node.run(shlex.join(["sh", "-c", STOP_TRACKED, "harness-stop", STOP_DIR, name]),
                    check=False, timeout=30)
