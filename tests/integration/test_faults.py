@@ -26,6 +26,7 @@ from harness.errors import ArchiveError
 from harness.journal import Journal
 from harness.session import open_session
 from harness.topology import TopologyBuilder
+from harness.tracked import STOP_DIR
 
 pytestmark = [pytest.mark.integration, needs_root, needs_tools("ping", "iperf3")]
 
@@ -58,12 +59,12 @@ def assert_machine_as_found(journal_path: Path, lock_folder: Path) -> None:
     journal = Journal(journal_path)
     assert journal.pending() == [], [f"{e.kind} {e.data}" for e in journal.pending()]
     present = netns_names()
-    tmp = Path(os.environ.get("TMPDIR", "/tmp"))
+    stop_files = Path(STOP_DIR)  # tracked commands' files (harness.tracked), not $TMPDIR
     for entry in journal.entries():
         if entry.kind == "netns" and on_this_host(entry.node):
             assert entry.data["name"] not in present
         elif entry.kind == "tracked" and on_this_host(entry.node):
-            assert not (tmp / entry.data["name"]).exists()
+            assert not (stop_files / entry.data["name"]).exists()
     assert not survivors(journal_path)
     for owner in journal.writers():  # a VM's boot folder is named after the run's pid
         assert not list(Path("/tmp").glob(f"harness-vm-*-{owner}-*")), "a VM's boot folder"
@@ -222,3 +223,54 @@ def test_sigkill_at_random_moments_then_lab_clean_leaves_the_machine_as_found(
     # a kill in the last instants of teardown may find the run already finished
     assert any(m["status"] == INCOMPLETE for m in killed)
     assert any(cleaned), "no kill left anything to undo: the moments missed the run"
+
+
+def test_lab_clean_refuses_other_machines_journals_and_cleans_past_damaged_ones(tmp_path):
+    """Three crashed runs: one journal copied from another machine, one from this machine
+    with a torn line and a record missing its fields, one naming a path outside the
+    harness's folders. `lab clean` refuses the first saying why, reads the second as far as
+    it is sound and undoes it, refuses the third's bad record, and goes on past each."""
+    from harness.machineid import local_identity
+
+    import tempfile
+
+    data = tmp_path / "data"
+    # named like ours, but not below a folder the harness makes things in (/tmp, /run, ...)
+    outside = Path(tempfile.mkdtemp(prefix="harness-faults-", dir="/var/lib"))
+    here = local_identity().to_dict()
+    made = []
+
+    def crashed_run(name: str, *lines) -> Run:
+        run = Run.create(name, {}, root=data)
+        (run.path / "journal.jsonl").write_text("".join(
+            (x if isinstance(x, str) else json.dumps(x)) + "\n" for x in lines))
+        return run
+
+    def do(seq: int, path: str, machine: dict) -> dict:
+        return {"op": "do", "seq": seq, "kind": "file", "module": "harness.journal",
+                "node": {"type": "local", "name": "local"}, "data": {"path": path},
+                "time": 0, "pid": 4242, "machine": machine}
+
+    for i in range(3):
+        folder = Path(f"/tmp/harness-faults-{os.getpid()}-{i}")
+        folder.mkdir()
+        made.append(folder)
+    try:
+        foreign = crashed_run("tforeign", do(1, str(made[0]), {**here, "hostname": "elsewhere"}))
+        damaged = crashed_run("tdamaged", do(1, str(made[1]), here), '{"op": "do", "seq": 2',
+                              {"op": "do", "seq": 3}, do(4, str(made[2]), here))
+        hostile = crashed_run("thostile", do(1, str(outside), here))
+        clean = subprocess.run([sys.executable, "-m", "harness", "lab", "clean", "--data",
+                                str(data)], capture_output=True, text=True, timeout=120,
+                               cwd=ROOT)
+        out = clean.stdout
+        assert clean.returncode == 1, out + clean.stderr  # two runs could not be cleaned
+        assert f"could not clean {foreign.path}" in out and "recorded on machine elsewhere" in out
+        assert made[0].is_dir(), "another machine's record was acted on"
+        assert out.count("skipped, not a sound record") == 2
+        assert not made[1].exists() and not made[2].exists()
+        assert Journal(damaged.path / "journal.jsonl").pending() == []
+        assert f"could not clean {hostile.path}" in out and outside.is_dir()
+    finally:
+        for folder in [*made, outside]:
+            subprocess.run(["rm", "-rf", str(folder)], check=False)

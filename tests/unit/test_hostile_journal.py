@@ -100,8 +100,7 @@ REFUSED = {
     "rule": [{"source": "all", "table": 100, "priority": 1},
              {"source": "10.0.0.1", "table": 100, "priority": "1 y"}],
     "process": [{"pid": 1, "start_ticks": 0}, {"pid": -1, "start_ticks": 0},
-                {"pid": "1; reboot", "start_ticks": 0},
-                {"pid": 4242, "start_ticks": 0, "log": "/etc/passwd"}],
+                {"pid": "1; reboot", "start_ticks": 0}],
     "file": [{"path": "/etc"}, {"path": "/"}, {"path": "relative/harness-x"},
              {"path": "/tmp/../etc/harness-x"}, {"path": "/etc/harness-x"}],
     "tracked": [{"name": "../../../etc/passwd"}, {"name": "harness-tracked-zz"}],
@@ -210,12 +209,21 @@ def test_a_brick_is_removed_only_if_empty_or_a_brick(root, monkeypatch):
 
 def test_a_process_record_signals_only_its_own_process(root, sentinel_process):
     ticks = process_start_ticks(sentinel_process.pid)
-    log = root / "harness-proc-x"
+    log = root / "harness-proc-abc123"
     log.write_text("")
+    elsewhere = root / "harness-made" / "harness-proc-abc123"  # not right in an own folder
+    elsewhere.parent.mkdir()
+    elsewhere.write_text("")
     # the sentinel's pid with another start tick: a reused pid, never signalled
     _HANDLERS["process"](LocalNode(), {"pid": sentinel_process.pid, "start_ticks": ticks + 1,
                                        "log": str(log)})
     assert sentinel_process.poll() is None and not log.exists()
+    for other in ("/etc/passwd", str(elsewhere), str(root.parent / "outside" / "sentinel")):
+        node = Recorder()
+        _HANDLERS["process"](node, {"pid": 4242, "start_ticks": 0, "log": other})
+        (cmd,) = node.commands
+        assert "rm -f" not in cmd and " 4242 0" in cmd  # stopped all the same, its log left
+    assert elsewhere.exists() and sentinels_intact(root)
     mine = subprocess.Popen(["sleep", "60"], start_new_session=True)
     _HANDLERS["process"](LocalNode(), {"pid": mine.pid,
                                        "start_ticks": process_start_ticks(mine.pid)})
