@@ -132,7 +132,7 @@ def submit_points(source: Path, notebook: Path, points: list[dict], options: str
     script.log_dir.mkdir(parents=True, exist_ok=True)
     job_id = submit(text)
     Submission(job_id, str(source.resolve()), str(notebook), points, text,
-               datetime.now(UTC).isoformat(timespec="seconds")).save(root)
+               datetime.now(UTC).isoformat(timespec="milliseconds")).save(root)
     return job_id, text
 
 
