@@ -26,6 +26,7 @@ nothing is changed for it.
 
 from __future__ import annotations
 
+import contextvars
 import ipaddress
 import os
 import re
@@ -45,6 +46,9 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 #: ``harness*`` right below the folder), on this machine and on every node.
 DEFAULT_ROOTS = ("/tmp", "/var/tmp", "/run", "/sys/fs/cgroup")
 _roots: list[tuple[str, ...]] = []
+# Undoing records this very process wrote (not read back from a file): a folder the user
+# chose (S2's server_disk_dir on an inventory machine) holds a harness-* folder of the run's.
+_recorded_here = contextvars.ContextVar("recorded_here", default=False)
 
 
 class RefusedRecord(HarnessError):
@@ -66,6 +70,18 @@ def only_roots(*roots: str) -> Iterator[None]:
         yield
     finally:
         _roots.pop()
+
+
+@contextmanager
+def recorded_here() -> Iterator[None]:
+    """Inside the block the records being undone are this process's own: a path need not be
+    below :func:`own_roots` (every other check still holds). :class:`harness.journal.Journal`
+    uses it for the records it wrote itself, never for records it read from a file."""
+    token = _recorded_here.set(True)
+    try:
+        yield
+    finally:
+        _recorded_here.reset(token)
 
 
 def refuse(kind: str, what: str, value) -> RefusedRecord:
@@ -128,6 +144,8 @@ def clean_path(kind: str, value, field: str = "path") -> str:
 def under_roots(kind: str, value, field: str = "path") -> str:
     """A clean path strictly below one of :func:`own_roots`."""
     path = clean_path(kind, value, field)
+    if _recorded_here.get():
+        return path
     if not any(path.startswith(root + "/") for root in own_roots()):
         raise refuse(kind, f"{field} is outside the folders the harness makes things in "
                      f"({', '.join(own_roots())})", value)
@@ -138,7 +156,7 @@ def own_path(kind: str, value, field: str = "path") -> str:
     """A path the harness made: below an own root, itself or a folder on its way there
     named ``harness*``."""
     path = under_roots(kind, value, field)
-    root = max((r for r in own_roots() if path.startswith(r + "/")), key=len)
+    root = max((r for r in own_roots() if path.startswith(r + "/")), key=len, default="")
     if not any(part.startswith("harness") for part in path[len(root) + 1:].split("/")):
         raise refuse(kind, f"{field} is not named harness* (nor inside a folder so named) "
                      f"below {root}", value)

@@ -466,3 +466,18 @@ def test_lab_clean_reads_any_journal_as_far_as_it_is_sound(case, tmp_path, monke
     undone = {e.seq for e in journal.entries() if e.undone}
     assert set(range(1, sound + 1)) <= undone
     assert not any("kill" in c and " -1 " in c for c in recorder.commands)
+
+
+def test_a_folder_the_run_chose_is_undone_by_the_run_but_never_from_a_file(tmp_path, root):
+    """S2's server_disk_dir: harness-RUN in a folder the user named, outside the own folders.
+    The run that recorded it removes it; a journal read back from disk may not."""
+    chosen = root.parent / "outside" / "harness-run-1"
+    chosen.mkdir()
+    journal = Journal(tmp_path / "j.jsonl")
+    journal.record("file", LocalNode(), path=str(chosen))
+    again = Journal(tmp_path / "j.jsonl")
+    with pytest.raises(UndoFailed, match="outside the folders"):
+        again.undo_all()
+    assert chosen.is_dir()
+    journal.undo_all()
+    assert not chosen.exists() and sentinels_intact(root)
