@@ -37,9 +37,10 @@ def test_file_system_points_sweep_blocks_at_one_task_over_the_block_paths():
     assert {(n, bs) for fs, path, n, bs in tuned if (fs, path) == ("pfs", "wan")} == {
         (1, 256), (1, 1024), (9, 1024)}
     assert {bs for fs, path, _n, bs in tuned if (fs, path) != ("pfs", "wan")} == {1024}
-    assert {n for fs, path, n, _bs in tuned if path == "lan"} == {1, 3}
+    assert {n for fs, path, n, _bs in tuned if (fs, path) == ("pfs", "lan")} == {1, 3}
+    assert {n for fs, path, n, _bs in tuned if (fs, path) == ("nfs", "lan")} == {1}
     assert {n for fs, path, n, _bs in tuned if path == "wan"} == {1, 9}
-    assert len(tuned) == 2 + 2 + 2 + 3  # nfs lan, nfs wan, pfs lan, pfs wan
+    assert len(tuned) == 1 + 2 + 2 + 3  # nfs lan, nfs wan, pfs lan, pfs wan
     assert s2.file_system_points(params, "era") == [("nfs", "wan", 1, 1024)]
     both = s2.Params.resolve(block_paths=("lan", "wan"), block_sizes_kib=(256, 4096))
     assert {(path, bs) for fs, path, _n, bs in s2.file_system_points(both, "tuned")
