@@ -94,8 +94,8 @@ def run_in_allocation(args, params: dict) -> int:
         result = run_notebook(notebook, {**given, "inventory": str(path)},
                               progress=not args.quiet, note=note)
     print(f"run {result.run.path}: {result.status} in {result.seconds:.1f}s")
-    if "job_id" not in job:  # an salloc shell: refresh the index; a batch job leaves it
-        _index()             # to --wait/--status (jobs side by side would race on it)
+    if "script" not in job:  # an salloc shell: refresh the index; a batch job of ours
+        _index()             # leaves it to --wait/--status (jobs side by side would race)
     if result.error:
         print(f"error: {result.error}", file=sys.stderr)
         return 1
