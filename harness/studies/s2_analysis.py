@@ -146,7 +146,8 @@ def _windows(j: _Judge, f: pd.DataFrame, w: dict) -> None:
     win = _kind(f, "window")
     tuned = win[win.tuning == "tuned"]
     every = _kind(j.all, "window")
-    big = [k for k in sorted(every[every.tuning == "tuned"].window_kib.unique()) if k >= 1024]
+    big = [int(k) for k in sorted(every[every.tuning == "tuned"].window_kib.unique())
+           if k >= 1024]
     claim = CLAIMS["window_line_rate"]
     if not big:
         j.out.append(not_testable(claim, "needs a window of 1 MB or more"))
@@ -156,7 +157,7 @@ def _windows(j: _Judge, f: pd.DataFrame, w: dict) -> None:
         j.judge(claim, mean_estimate(per_rep(rows) / line, "x", log=True),
                 f"window {big[0]} KiB, tuned; line {line:.1f} Mbit/s goodput (scaled by "
                 f"{w['factor']:.3f})", rows)
-    small = [k for k in sorted(every[every.tuning == "tuned"].window_kib.unique())
+    small = [int(k) for k in sorted(every[every.tuning == "tuned"].window_kib.unique())
              if 0 < k * KIB * 8 / w["rtt_s"] / 1e6 < 0.5 * line]
     claim = CLAIMS["window_over_rtt"]
     if not small:

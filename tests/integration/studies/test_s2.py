@@ -62,12 +62,14 @@ def test_s2_small_run_in_two_vms(tmp_path):
     # every point's bytes crossed its own path's wire (the parallel FS's WAN points too:
     # its brick is defined on the server's LAN address, reached by a host route via the WAN)
     assert (fs.path_share > 0.95).all(), fs[["fs", "path", "rw", "path_share"]]
-    # every point records its length; 5 round trips each (iperf3: whole seconds, so more)
+    # every point records its length; iperf3 counts 5 round trips in whole seconds (at RTTs
+    # of 100-400 ms: 1-2 s, under 30 round trips); fio files hold 5 RTTs at the expected rate
+    # but take longer (caches dropped, fsync, slower than expected)
     assert frame.rtts.notna().all() and frame.bdps.notna().all()
-    assert (fs.rtts < 30).all()
+    assert (frame[frame.kind == "window"].rtts < 30).all()
     claims = pd.read_parquet(run_dir / "claims.parquet")
     assert len(claims) == 19 and "not testable here" in set(claims.outcome)
-    short = claims.set_index("claim_id").loc["nfs_tuned_write"]
+    short = claims.set_index("claim_id").loc["window_line_rate"]
     assert short.outcome == "not testable here" and "shorter than the regime" in short.reason
     on_path = claims.set_index("claim_id").loc["fs_on_path"]
     assert on_path.source == "lab" and on_path.outcome == "met", on_path.reason
