@@ -281,6 +281,10 @@ class Journal:
         if not entry.loaded:
             return None
         named = MachineId.from_dict(entry.machine)
+        if named is None and entry.machine == {}:
+            return ("its machine could not say who it was when the record was written, so the "
+                    "harness cannot tell that this is the same machine and boot: undo it by "
+                    "hand if it is this machine's and still there")
         if named is None:
             return ("it was recorded before journal records named their machine (2026-11-26), "
                     "so the harness cannot tell which machine and boot it belongs to: undo "

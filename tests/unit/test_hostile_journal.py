@@ -320,6 +320,7 @@ def write(path, *lines) -> None:
     ({"hostname": local_identity().hostname, "boot_id": "0" * 8 + "-0000-0000-0000-" + "0" * 12},
      "earlier boot"),
     (None, "before journal records named their machine"),
+    ({}, "could not say who it was"),
     ("not a dict", "before journal records named their machine"),
 ])
 def test_a_record_of_another_machine_or_boot_or_none_is_refused_saying_so(root, tmp_path,
