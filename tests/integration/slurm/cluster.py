@@ -35,6 +35,8 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tests.integration.nodes.sshd_fixture import _kill_and_wait, _netns_pids
+
 SSHD = "/usr/sbin/sshd"
 PROGRAMS = ("munged", "slurmctld", "slurmd", "sbatch", "scontrol", "squeue", "scancel",
             "nsenter", "unshare", "ssh-keygen", "setpriv", SSHD)
@@ -385,19 +387,9 @@ def _cancel_all(cluster: Cluster) -> None:
 
 
 def _delete_netns(netns: str) -> None:
-    """Stop what still runs in our namespace (sshd's per-connection children), then delete it."""
-    out = subprocess.run(["ip", "netns", "pids", netns], capture_output=True, text=True).stdout
-    pids = {int(p): start_ticks(int(p)) for p in out.split()}
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        for pid, ticks in pids.items():
-            if ticks is not None and start_ticks(pid) == ticks:
-                try:
-                    os.kill(pid, sig)
-                except ProcessLookupError:
-                    pass
-        deadline = time.monotonic() + 5
-        while time.monotonic() < deadline and any(start_ticks(p) == t for p, t in pids.items()):
-            time.sleep(0.05)
+    """Stop what still runs in our namespace (sshd's per-connection children), by pid and
+    start time, then delete it."""
+    _kill_and_wait(_netns_pids(netns))
     subprocess.run(["ip", "netns", "del", netns], check=False, timeout=30)
 
 

@@ -20,6 +20,7 @@ import pytest
 import yaml
 
 from harness.archive import COMPLETE, INCOMPLETE, Run, list_runs
+from harness.nodes.procfs import read_stat
 
 try:
     from .cluster import running_cluster, skip_reason
@@ -158,12 +159,7 @@ def test_scancel_of_a_running_job_leaves_the_run_incomplete_and_the_nodes_as_fou
         cluster, data, tmp_path):
     cluster.wait_idle()
     before = node_state(cluster)
-    out = harness(cluster, data, "run", str(PING), "-p", "count", "300", "-p", "interval_s",
-                  "0.2", "--slurm", "--time=10", "--inventory-template",
-                  str(write_template(tmp_path, cluster)), "--share-machine")
-    assert out.returncode == 0, out.stderr
-    job = out.stdout.split("submitted job ")[1].split()[0]
-    run = wait_for_measuring(data)
+    job, run = submit_a_minute_of_ping(cluster, data, tmp_path)
     cancelled = time.time()
     cluster.command("scancel", job)  # SIGTERM now, SIGKILL after KillWait (30 s here)
     wait_for_end(cluster, job)
@@ -182,12 +178,7 @@ def test_scancel_of_a_running_job_leaves_the_run_incomplete_and_the_nodes_as_fou
 def test_after_a_hard_kill_lab_clean_finishes_on_the_nodes(cluster, data, tmp_path):
     cluster.wait_idle()
     before = node_state(cluster)
-    out = harness(cluster, data, "run", str(PING), "-p", "count", "300", "-p", "interval_s",
-                  "0.2", "--slurm", "--time=10", "--inventory-template",
-                  str(write_template(tmp_path, cluster)), "--share-machine")
-    assert out.returncode == 0, out.stderr
-    job = out.stdout.split("submitted job ")[1].split()[0]
-    run = wait_for_measuring(data)
+    job, run = submit_a_minute_of_ping(cluster, data, tmp_path)
     # A hard kill (the OOM killer, KillWait passed during a long undo): SIGKILL to the job's
     # harness and every process under it at once. `scancel --signal=KILL` would not do: Slurm
     # then cancels the job the usual way, SIGTERM first (seen here: the run undid everything
@@ -213,23 +204,20 @@ def test_after_a_hard_kill_lab_clean_finishes_on_the_nodes(cluster, data, tmp_pa
 
 
 def parent(pid: int) -> int:
-    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    return read_stat(pid).ppid
 
 
 def descendants(pid: int) -> list[int]:
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                children.setdefault(parent(int(entry)), []).append(int(entry))
-            except (OSError, IndexError, ValueError):
-                continue
-    out, todo = [], [pid]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            out.append(child)
-            todo.append(child)
-    return out
+    """Every process below ``pid``, from one pass over /proc."""
+    stats = [st for st in (read_stat(int(e)) for e in os.listdir("/proc") if e.isdigit()) if st]
+    below, found = {pid}, True
+    while found:
+        found = False
+        for st in stats:
+            if st.ppid in below and st.pid not in below:
+                below.add(st.pid)
+                found = True
+    return sorted(below - {pid})
 
 
 def wait_for_end(cluster, job: str, timeout: float = 90) -> None:
@@ -237,6 +225,15 @@ def wait_for_end(cluster, job: str, timeout: float = 90) -> None:
     while cluster.command("squeue", "-h", "-j", job, check=False).stdout.strip():
         assert time.monotonic() < deadline, f"job {job} did not end"
         time.sleep(0.5)
+
+
+def submit_a_minute_of_ping(cluster, data: Path, tmp_path: Path) -> tuple[str, Run]:
+    """One job of 300 echo requests 0.2 s apart, and its run once it measures."""
+    out = harness(cluster, data, "run", str(PING), "-p", "count", "300", "-p", "interval_s",
+                  "0.2", "--slurm", "--time=10", "--inventory-template",
+                  str(write_template(tmp_path, cluster)), "--share-machine")
+    assert out.returncode == 0, out.stderr
+    return out.stdout.split("submitted job ")[1].split()[0], wait_for_measuring(data)
 
 
 def write_template(tmp_path: Path, cluster) -> Path:
