@@ -238,3 +238,38 @@ def test_a_yaml_point_round_trips_through_the_scripts_p_values():
     point = {"streams": "1-10", "rate": 0.5, "on": False, "sizes": [1, 2], "name": "x y"}
     words = point_arguments(point)
     assert {words[i + 1]: parse_value(words[i + 2]) for i in range(0, len(words), 3)} == point
+
+
+def test_wait_follows_one_job_to_its_end_and_finds_its_run(data_root, monkeypatch):
+    import io
+
+    from harness import slurm_sweep
+    from harness.archive import COMPLETE, Run
+    from unit.archived import NOTEBOOK
+
+    run = Run.create("ping-demo", {"count": 2}, data_root, notebook=str(NOTEBOOK))
+    run.update(slurm={"job_id": "9", "node_list": "n[1-2]"})
+    run.finish(COMPLETE)
+    states = iter([[TaskState("9", None, "PENDING")], [TaskState("9", None, "RUNNING")],
+                   [TaskState("9", None, "RUNNING")], [TaskState("9", None, "COMPLETED")]])
+    monkeypatch.setattr(slurm_sweep, "job_states", lambda job: next(states))
+    out = io.StringIO()
+    state, found = slurm_sweep.follow_job("9", interval=0, stream=out)
+    assert state.state == "COMPLETED" and found.path == run.path
+    assert out.getvalue().splitlines() == ["job 9: PENDING", "job 9: RUNNING", "job 9: COMPLETED"]
+
+
+def test_points_and_template_are_checked_against_the_study_before_submission(data_root):
+    from harness.slurm_sweep import submit_points
+    from unit.archived import NOTEBOOK
+
+    no_interfaces = ({"ssh": {"user": "root"}}, "ssh: {user: root}\n")
+    with pytest.raises(SpecError, match="lacks interface 'eth0'"):
+        submit_points(NOTEBOOK, NOTEBOOK, [{"count": 2}], "", no_interfaces, False, False)
+    template = {"interfaces": {"eth0": {"device": "eth0", "address": "{ip}/24"}}}
+    with pytest.raises(SpecError, match="out of range|count"):
+        submit_points(NOTEBOOK, NOTEBOOK, [{"count": 0}], "", (template, ""), False, False)
+    job, text = submit_points(NOTEBOOK, NOTEBOOK, [{"count": 2}], "--time=5", (template, "t\n"),
+                              False, dry_run=True)
+    assert job is None and "#SBATCH --nodes=2" in text and "#SBATCH --time=5" in text
+    assert not (data_root / "slurm").exists()  # a dry run records nothing
