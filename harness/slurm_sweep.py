@@ -157,7 +157,7 @@ def sweep_status(sweep_path: Path, root: Path | None = None) -> list[PointStatus
 
     sweep = Sweep.load(sweep_path)
     submissions = Submission.all_for(sweep_path, root)
-    states: dict[str, list[TaskState]] = {s.job_id: job_states(s.job_id) for s in submissions}
+    states: dict[str, list[TaskState]] = {}  # asked only for jobs of points not complete
     by_job = runs_by_job(root)
     out = []
     for point, run in point_runs(sweep, root):
@@ -176,6 +176,8 @@ def sweep_status(sweep_path: Path, root: Path | None = None) -> list[PointStatus
             out.append(PointStatus(point, "not submitted"))
             continue
         sub, task = found
+        if sub.job_id not in states:
+            states[sub.job_id] = job_states(sub.job_id)
         state = next((s for s in states[sub.job_id] if s.task == task), None)
         key = sub.job_id if task is None else f"{sub.job_id}_{task}"
         failed_run = by_job.get(key)
