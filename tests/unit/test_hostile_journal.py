@@ -226,10 +226,19 @@ def test_a_process_record_signals_only_its_own_process(root, sentinel_process):
         assert "rm -f" not in cmd and " 4242 0" in cmd  # stopped all the same, its log left
     assert elsewhere.exists() and sentinels_intact(root)
     mine = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    reaper(mine)
     _HANDLERS["process"](LocalNode(), {"pid": mine.pid,
                                        "start_ticks": process_start_ticks(mine.pid)})
     assert mine.wait(timeout=10) == -signal.SIGTERM
     assert sentinel_process.poll() is None
+
+
+def reaper(proc: subprocess.Popen) -> None:
+    """Reap ``proc`` the moment it dies, as its parent would: a zombie still counts as a
+    member of its group, and the stop would wait its whole grace period for it."""
+    import threading
+
+    threading.Thread(target=proc.wait, daemon=True).start()
 
 
 # -- stop files of tracked commands --------------------------------------------------------------
@@ -288,6 +297,7 @@ def test_a_sound_stop_file_stops_its_group(stop_dir, local, sentinel_process):
     wrapper = subprocess.Popen(["sleep", "60"], start_new_session=True)
     (stop_dir / NAME).write_text(f"{wrapper.pid} {process_start_ticks(wrapper.pid)} "
                                  f"{wrapper.pid}\n")
+    reaper(wrapper)
     _HANDLERS["tracked"](LocalNode() if local else _ShellLocal(), {"name": NAME})
     assert wrapper.wait(timeout=10) == -signal.SIGTERM
     assert not (stop_dir / NAME).exists() and sentinel_process.poll() is None
@@ -438,7 +448,7 @@ def journals(draw):
     return lines, n
 
 
-@settings(max_examples=60, deadline=None,
+@settings(max_examples=60, deadline=None, database=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(case=journals())
 def test_lab_clean_reads_any_journal_as_far_as_it_is_sound(case, tmp_path, monkeypatch):
