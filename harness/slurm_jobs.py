@@ -80,10 +80,11 @@ def parse_show_job(text: str) -> list[TaskState]:
         array = fields.get("ArrayJobId")
         if array and fields.get("ArrayTaskId"):
             for task in _tasks(fields["ArrayTaskId"]):
-                log = common["log"].replace("%a", str(task))
+                log = common["log"].replace("%A", array).replace("%a", str(task))
                 states.append(TaskState(array, task, **{**common, "log": log}))
         else:
-            states.append(TaskState(fields["JobId"], None, **common))
+            states.append(TaskState(fields["JobId"], None, **{
+                **common, "log": common["log"].replace("%j", fields["JobId"])}))
     return states
 
 

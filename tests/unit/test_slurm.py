@@ -90,10 +90,11 @@ def test_scontrol_job_lines_give_one_state_per_array_task():
     assert sorted(states) == [0, 1, 2, 3]
     assert states[2].phase == states[3].phase == "pending" and states[1].phase == "running"
     assert states[0].phase == "ended" and states[0].exit_code == "1:0"
-    assert states[3].log == "/d/slurm/logs/%A_3.out"
+    assert states[3].log == "/d/slurm/logs/12_3.out"  # a pending range's pattern, filled
     assert states[0].describe() == "job 12_0 FAILED, exit 1:0, reason NonZeroExitCode"
-    [single] = parse_show_job("JobId=7 JobName=x JobState=COMPLETED ExitCode=0:0 StdOut=/l\n")
-    assert single.task is None and single.phase == "ended"
+    [single] = parse_show_job("JobId=7 JobName=x JobState=COMPLETED ExitCode=0:0 "
+                              "StdOut=/l/%j.out\n")
+    assert single.task is None and single.phase == "ended" and single.log == "/l/7.out"
 
 
 def topology():
