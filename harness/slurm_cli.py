@@ -52,6 +52,10 @@ def run(args, params: dict) -> int:
         return 0
     print(f"submitted job {job_id}")
     if not args.wait:
+        from .archive import data_root
+
+        print(f"its log: {data_root().resolve() / 'slurm' / 'logs' / f'{job_id}.out'}; "
+              "its run.json names the job (slurm.job_id)")
         return 0
     state, found = follow_job(job_id)
     _index()
