@@ -129,10 +129,10 @@ class Cluster:
         """The environment every Slurm command of a test (and the harness) runs with."""
         return {"SLURM_CONF": str(self.conf)}
 
-    def command(self, *argv: str, timeout: float = 30,
-                check: bool = True) -> subprocess.CompletedProcess:
+    def command(self, *argv: str, timeout: float = 30, check: bool = True,
+                env: dict | None = None) -> subprocess.CompletedProcess:
         return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=check,
-                              env={**os.environ, **self.env})
+                              env={**os.environ, **self.env, **(env or {})})
 
     def inventory_template(self) -> str:
         """The template for a study whose roles each have one interface ``eth0``."""

@@ -227,6 +227,24 @@ def wait_for_end(cluster, job: str, timeout: float = 90) -> None:
         time.sleep(0.5)
 
 
+def test_inside_an_salloc_the_run_takes_the_allocations_nodes(cluster, data, tmp_path):
+    """`harness run NB --inventory slurm` in an salloc shell, here started on the first
+    compute node (its namespace), as a user's shell on a login-less cluster would be."""
+    cluster.wait_idle()
+    first = cluster.nodes[0]
+    out = cluster.command(
+        "salloc", "-N2", "--exclusive", "--time=5", "nsenter", f"--net={first.netns_path}",
+        sys.executable, "-m", "harness", "run", str(PING), "-p", "count", "2", "--inventory",
+        "slurm", "--inventory-template", str(write_template(tmp_path, cluster)),
+        "--share-machine", "-q", timeout=300, check=False,
+        env={"HARNESS_DATA": str(data)})
+    assert out.returncode == 0, out.stdout + out.stderr
+    [run] = list_runs("ping-demo", data, COMPLETE)
+    assert run.meta["slurm"]["roles"] == {"a": "n1", "b": "n2"}
+    assert "script" not in run.meta["slurm"]  # no batch script: an interactive allocation
+    assert (data / "index.html").exists()  # refreshed, unlike inside a batch job
+
+
 def submit_a_minute_of_ping(cluster, data: Path, tmp_path: Path) -> tuple[str, Run]:
     """One job of 300 echo requests 0.2 s apart, and its run once it measures."""
     out = harness(cluster, data, "run", str(PING), "-p", "count", "300", "-p", "interval_s",
