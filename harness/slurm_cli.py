@@ -72,7 +72,7 @@ def run_in_allocation(args, params: dict) -> int:
     """Inside a job or salloc: the allocation's hosts onto the study's roles, then the run."""
     from .execute import check_parameters, run_notebook
     from .slurm import job_in_allocation
-    from .slurm_inventory import allocated_hosts, build, load_template, roles, write_inventory
+    from .slurm_inventory import allocated_hosts, build, job_inventory_name, load_template, roles, write_inventory
 
     if not args.inventory_template:
         raise SpecError("--inventory slurm needs --inventory-template FILE: how the allocated "
@@ -86,17 +86,21 @@ def run_in_allocation(args, params: dict) -> int:
     hosts = allocated_hosts()
     inventory = build(topology, template, hosts)
     with tempfile.TemporaryDirectory(prefix="harness-slurm-inv-") as tmp:
-        path = write_inventory(inventory, Path(tmp))
+        path = write_inventory(inventory, Path(tmp))  # checked before anything is written
+        study, resolved = check_parameters(notebook, {**given, "inventory": str(path)})
         if args.dry_run:
-            study, resolved = check_parameters(notebook, {**given, "inventory": str(path)})
             print(study.dry_run(resolved, str(path)))
             return 0
-        job = job_in_allocation()
-        note = {"slurm": {**job, "roles": dict(zip(roles(topology, template),
-                                                   (h.hostname for h in hosts))),
-                          "inventory": inventory, "inventory_template": template}}
-        result = run_notebook(notebook, {**given, "inventory": str(path)},
-                              progress=not args.quiet, note=note)
+    from .archive import data_root
+
+    path = write_inventory(inventory, data_root().resolve() / "slurm" / "inventories",
+                           job_inventory_name())
+    job = job_in_allocation()
+    note = {"slurm": {**job, "roles": dict(zip(roles(topology, template),
+                                               (h.hostname for h in hosts))),
+                      "inventory": inventory, "inventory_template": template}}
+    result = run_notebook(notebook, {**given, "inventory": str(path)},
+                          progress=not args.quiet, note=note)
     print(f"run {result.run.path}: {result.status} in {result.seconds:.1f}s")
     if "script" not in job:  # an salloc shell: refresh the index; a batch job of ours
         _index()             # leaves it to --wait/--status (jobs side by side would race)

@@ -185,9 +185,30 @@ def _scontrol(*args: str) -> str:
     return result.stdout
 
 
-def write_inventory(inventory: dict, folder: Path) -> Path:
-    """The inventory file a job's run reads, in a private folder of this node (0700)."""
-    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-    path = folder / "inventory.yaml"
-    path.write_text(yaml.safe_dump(inventory, sort_keys=False))
-    return path
+def write_inventory(inventory: dict, folder: Path, name: str = "inventory") -> Path:
+    """``folder/NAME.yaml``, created exclusively (``NAME-2.yaml`` ... when taken): nothing
+    is ever overwritten."""
+    folder.mkdir(parents=True, exist_ok=True)
+    text = yaml.safe_dump(inventory, sort_keys=False)
+    for n in range(1, 1000):
+        path = folder / (f"{name}.yaml" if n == 1 else f"{name}-{n}.yaml")
+        try:
+            with open(path, "x") as fh:
+                fh.write(text)
+            return path
+        except FileExistsError:
+            continue
+    raise SpecError(f"{folder} holds 999 inventories named {name}", "clean up that folder")
+
+
+def job_inventory_name(env: dict | None = None) -> str:
+    """``JOB`` or ``ARRAYJOB_TASK``: the allocation's inventory is kept under the job's name
+    in the data folder (``slurm/inventories``), beside its log, rather than in a temporary
+    folder of the node -- a job killed hard would leave that behind, and ``harness rerun``
+    of the run finds the hosts again."""
+    import os
+
+    env = os.environ if env is None else env
+    if env.get("SLURM_ARRAY_JOB_ID") and env.get("SLURM_ARRAY_TASK_ID"):
+        return f"{env['SLURM_ARRAY_JOB_ID']}_{env['SLURM_ARRAY_TASK_ID']}"
+    return env.get("SLURM_JOB_ID") or "allocation"

@@ -102,8 +102,9 @@ def completed_parameters(study: str, notebook: Path, root: Path | None = None) -
 
 def run_parameters(run: Run) -> dict:
     """A run's parameters as a point is matched against them: a run made in a Slurm
-    allocation (run.json ``slurm``) ran on the inventory its job built, in a folder of that
-    node that is gone; it stands for the point without that inventory."""
+    allocation (run.json ``slurm``) ran on the inventory its job built from the nodes Slurm
+    gave it (kept as ``slurm/inventories/JOB.yaml``); it stands for the point that names no
+    inventory."""
     parameters = dict(run.meta.get("parameters", {}))
     if run.meta.get("slurm"):
         parameters.pop("inventory", None)

@@ -274,3 +274,15 @@ def test_points_and_template_are_checked_against_the_study_before_submission(dat
                               False, dry_run=True)
     assert job is None and "#SBATCH --nodes=2" in text and "#SBATCH --time=5" in text
     assert not (data_root / "slurm").exists()  # a dry run records nothing
+
+
+def test_an_allocations_inventory_is_kept_under_its_jobs_name_never_overwritten(tmp_path):
+    from harness.slurm_inventory import job_inventory_name, write_inventory
+
+    assert job_inventory_name({"SLURM_JOB_ID": "8", "SLURM_ARRAY_JOB_ID": "7",
+                               "SLURM_ARRAY_TASK_ID": "1"}) == "7_1"
+    assert job_inventory_name({"SLURM_JOB_ID": "8"}) == "8"
+    first = write_inventory({"nodes": {"a": {"host": "h1"}}}, tmp_path, "8")
+    second = write_inventory({"nodes": {"a": {"host": "h2"}}}, tmp_path, "8")
+    assert (first.name, second.name) == ("8.yaml", "8-2.yaml")
+    assert "h1" in first.read_text() and "h2" in second.read_text()

@@ -100,6 +100,10 @@ def test_a_sweep_spread_over_two_nodes_ends_with_every_point_complete(cluster, d
         assert "#SBATCH --nodes=2" in script and "#SBATCH --exclusive" in script
         assert "#SBATCH --comment=harness-test" in script and "--array=0-3" in script
         assert run.meta["placement"]["where"] == "inventory"
+        kept = Path(run.meta["parameters"]["inventory"])  # for `harness rerun`, not in /tmp
+        assert kept == data / "slurm" / "inventories" / \
+            f"{slurm['array_job_id']}_{slurm['array_task_id']}.yaml"
+        assert yaml.safe_load(kept.read_text()) == slurm["inventory"]
         assert not Run(run.path).journal.pending()
     assert sorted(r.meta["parameters"]["rate_mbit"] for r in runs) == [20, 40, 60, 80]
     assert {r.meta["slurm"]["array_task_id"] for r in runs} == {0, 1, 2, 3}
