@@ -44,6 +44,7 @@ import pwd
 import secrets
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -143,10 +144,8 @@ class Machines:
     def harness(self, *args: str, env: dict | None = None,
                 timeout: float = 600) -> subprocess.CompletedProcess:
         """The harness CLI run from the controller (the switch's management address)."""
-        exe = Path(os.environ.get("VIRTUAL_ENV", "/work/main/.nox/tests")) / "bin" / "harness"
-        if not exe.exists():
-            exe = Path("/work/main/.nox/tests/bin/harness")
-        return subprocess.run(["nsenter", f"--net=/run/netns/{self.switch}", str(exe), *args],
+        return subprocess.run(["nsenter", f"--net=/run/netns/{self.switch}", sys.executable,
+                               "-m", "harness", *args],
                               capture_output=True, text=True, timeout=timeout,
                               env={**os.environ, **(env or {})})
 
@@ -236,8 +235,14 @@ def _add_user(stack: ExitStack, created: list[str], workdir: Path, name: str) ->
 
 def _start_sshd(stack: ExitStack, workdir: Path, machine: Machine, config: Path,
                 created: list[str], ready_timeout: float = 20) -> None:
+    # its own /etc/hosts too (bound over the host's in the machine's mount namespace only):
+    # a real machine resolves its own name (globus-gridftp-server refuses to start if not)
+    hosts = workdir / f"hosts.{machine.spec.name}"
+    hosts.write_text(f"127.0.0.1 localhost\n{machine.management_address} {machine.hostname}\n")
+    os.chmod(hosts, 0o644)
     inner = (f"hostname {machine.hostname} && "
              f"mount -t tmpfs -o mode=755,size=16m harness-{machine.hostname} /run && "
+             f"mount --bind {hosts} /etc/hosts && "
              f"mkdir -m 755 /run/sshd && exec {SSHD} -D -e -f {config}")
     machine.log = workdir / f"sshd.{machine.spec.name}.log"
     with open(machine.log, "wb") as out:
@@ -323,6 +328,33 @@ def running_machines(networks: list[Network], specs: list[MachineSpec],
                           workdir / "inventory.yaml", user, created)
         result.write_inventory(result.inventory_path)
         yield result
+
+
+ALLOWED_CC = "/proc/sys/net/ipv4/tcp_allowed_congestion_control"
+
+
+@contextmanager
+def congestion_allowed(name: str) -> Iterator[bool]:
+    """``name`` in the kernel's allowed congestion controls while the machines run.
+
+    A namespace is not a whole kernel: the allowed list is kernel-wide (the host's), and a
+    child namespace may make only allowed controls its default (EPERM otherwise); a real
+    machine's root sets its own default freely. S4 sets CUBIC on its nodes, so its machines
+    need it allowed (this host allows "reno bbr"). Added only if missing; on exit the token
+    we added is taken out of whatever the list then is (other runs on this shared host may
+    have changed it meanwhile), nothing else. Yields whether it was added.
+    """
+    names = Path(ALLOWED_CC).read_text().split()
+    if name in names:
+        yield False
+        return
+    Path(ALLOWED_CC).write_text(" ".join([*names, name]))
+    try:
+        yield True
+    finally:
+        now = Path(ALLOWED_CC).read_text().split()
+        if name in now:
+            Path(ALLOWED_CC).write_text(" ".join(n for n in now if n != name))
 
 
 def s4_networks() -> list[Network]:
