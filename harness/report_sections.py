@@ -194,6 +194,8 @@ def provenance_section(meta: dict, citation: str, notebook_kernel: str = "") -> 
                                  "notebook kernel": notebook_kernel or None}),
         ("Placement", meta.get("placement") or {"where": None}),
         ("Lab links, verified before measuring", verification_rows(meta.get("link_verification"))),
+        *([("Links: shaped by the harness or the user's network as found",
+            link_origin_rows(meta))] if link_origin_rows(meta) else []),
         ("The machine during the run", machine_rows(meta)),
         ("Kernels of the nodes", {node: caps.get("kernel") for node, caps in capabilities.items()}),
         ("Tool versions", _tool_versions(capabilities)),
@@ -202,6 +204,18 @@ def provenance_section(meta: dict, citation: str, notebook_kernel: str = "") -> 
     ]
     body = "".join(f"<h3>{escape(name)}</h3>{_table(rows)}" for name, rows in parts)
     return _section("Provenance", PROVENANCE_ID, body)
+
+
+def link_origin_rows(meta: dict) -> dict:
+    """On an inventory's machines: each topology link, planned vs who made it (the harness
+    shapes none there)."""
+    rows = {}
+    for link in (meta.get("testbed") or {}).get("links") or []:
+        planned = (f"planned {_num(link.get('planned_mbit'), '.0f')} Mbit/s"
+                   if link.get("planned_mbit") else "planned unshaped")
+        who = "shaped by the harness" if link.get("shaped_by_harness") else link.get("made_by")
+        rows[link["link"]] = f"{who} ({planned}; devices {link.get('devices')})"
+    return rows
 
 
 def machine_rows(meta: dict) -> dict:

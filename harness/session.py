@@ -133,12 +133,14 @@ class Session:
             bed = InventoryTestbed(topology, Inventory.load(self.inventory))
             self.stack.callback(bed.close)
             bed.connect()
-            if not self.dry_run:
-                self._take_inventory_machines(bed)
+            # every machine's features and tools checked before its lock is taken: a machine
+            # that lacks one is refused, naming it, before anything changes anywhere
             for name, node in bed.nodes.items():
                 caps = self.capabilities[name] = probe(node)
                 need = set(features) | (node_features or {}).get(name, set())
                 require(caps, need, tools, purpose=f"study {self.study} on node {name}")
+            if not self.dry_run:
+                self._take_inventory_machines(bed)
             if self.dry_run:  # the machines exist: operations read their facts
                 self.bed = bed
                 return bed

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from .inventory import Inventory
 from .journal import Journal
 from .lab import Lab
+from .machine_facts import MachineFacts, read_machine_facts
 from .nodes import Node
 from .tools.ping import ping_rtt_ms
 from .topology import Topology
@@ -48,6 +49,8 @@ class InventoryTestbed:
     inventory: Inventory
     nodes: dict[str, Node] = field(default_factory=dict)
     kind: str = "inventory"
+    #: each machine as found, read before the run changes anything (:mod:`.machine_facts`)
+    found: dict[str, MachineFacts] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.inventory.check_covers(self.topology)
@@ -59,6 +62,8 @@ class InventoryTestbed:
                 node = self.inventory.connect(name)
                 node.run("true", timeout=20)
                 self.nodes[name] = node
+        for name, node in self.nodes.items():
+            self.found[name] = read_machine_facts(node)
 
     def node(self, name: str) -> Node:
         if name not in self.nodes:
@@ -95,11 +100,35 @@ class InventoryTestbed:
         for node in self.nodes.values():
             node.close()
 
+    def address_plan(self) -> dict[str, dict[str, dict[str, str]]]:
+        """The inventory's devices and addresses for each machine and logical interface."""
+        return {name: {ifname: {"device": i.device, "address": i.address}
+                       for ifname, i in self.inventory.hosts[name].interfaces.items()}
+                for name in self.nodes}
+
+    def links(self) -> list[dict]:
+        """Each link of the study's topology and who made it: on a user's machines the
+        harness shapes none (no qdisc, no netem); the rate and delay the topology plans are
+        what the paper's testbed had, the user's network is what it is."""
+        rows = []
+        for link in self.topology.links:
+            ends = [f"{e.node}:{e.ifname}" for e in (link.a, link.b)]
+            devices = [self.inventory.hosts[e.node].interfaces[e.ifname].device
+                       if e.node in self.nodes else None for e in (link.a, link.b)]
+            rows.append({"link": " - ".join(ends), "devices": devices,
+                         "planned_mbit": link.rate_mbit, "planned_delay_ms": link.delay_ms,
+                         "shaped_by_harness": False,
+                         "made_by": "the user's network as found"})
+        return rows
+
     def record(self) -> dict:
         return {
             "kind": self.kind,
             "inventory": self.inventory.path,
             "nodes": {name: node.describe() for name, node in self.nodes.items()},
+            "machines": {name: facts.to_dict() for name, facts in self.found.items()},
+            "address_plan": self.address_plan(),
+            "links": self.links(),
             "topology": self.topology.to_dict(),
         }
 
