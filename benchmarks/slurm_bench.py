@@ -3,7 +3,8 @@
     python benchmarks/slurm_bench.py [--points 4] [--repetitions 1] [--count 3] [--out FILE]
 
 Starts a real Slurm on this machine (tests/integration/slurm/cluster.py: munged, slurmctld
-and four slurmd, each compute node a namespace with its own hostname and sshd) and submits
+and four slurmd, each compute node one of tests/integration/machines.py's machines: a
+namespace with its own hostname, /run and sshd) and submits
 the same sweep of the ping study (tests/studies/ping_study: two machine roles, so each job
 takes two nodes, ``--exclusive``) twice through ``harness batch --slurm ... --wait``:
 
@@ -22,11 +23,13 @@ creates (the cluster's namespaces, bridge, daemons and temporary folder, all rem
 Slurm's StartTime has whole seconds, so queue and harness start are each +-1 s (a queue of
 -0.7 s is a job that started within the second it was submitted).
 
-Measured 2026-11-26 on this 2-core machine, shared with other engineers' runs (host load
-2.9-6.9), 4 points, count 3: spread / serial wall time 0.71 (86.5 vs 61.1 s), 0.78 (76.4 vs
-59.2 s) and 0.74 (111.4 vs 82.3 s); the first job of a submission reached its first code
-cell 3.8-4.1 s after submission alone on the machine's cores, 7.0-13.2 s when two jobs
-started at once; every job 3.4-13.9 s from Slurm's start to its first code cell.
+Measured 2026-11-26 on this 2-core machine, shared with other engineers' runs, 4 points,
+count 3: on the machines fixture at host load 2.3-2.9, spread / serial wall time 0.60
+(76.6 vs 45.7 s), submission to the first job's first code cell 3.4 s (serial) and 5.8 s
+(two jobs starting at once), every job 3.6-5.1 s from Slurm's start to its first code
+cell. Earlier, on the cluster's first nodes of its own (a host bridge) at host load
+2.9-6.9: 0.71 (86.5 vs 61.1 s), 0.78 (76.4 vs 59.2 s) and 0.74 (111.4 vs 82.3 s); first
+code cell 3.8-4.1 s after submission alone, 7.0-13.2 s when two jobs started at once.
 """
 
 from __future__ import annotations
@@ -35,7 +38,6 @@ import argparse
 import json
 import os
 import re
-import subprocess
 import sys
 import tempfile
 import time
@@ -65,7 +67,7 @@ def write_sweep(path: Path, cluster, points: int, count: int) -> None:
         "inventory_template": {
             "ssh": {"user": "root", "key": str(cluster.user_key),
                     "known_hosts": str(cluster.known_hosts)},
-            "interfaces": {"eth0": {"device": "eth0", "address": "{ip}/24"}}},
+            "interfaces": {"eth0": {"device": "mgmt0", "address": "{ip}/24"}}},
     }, sort_keys=False))
 
 
@@ -93,11 +95,10 @@ def one_variant(cluster, name: str, workdir: Path, points: int, count: int) -> d
     data = workdir / f"data-{name}"
     sweep = workdir / f"sweep-{name}.yaml"
     write_sweep(sweep, cluster, points, count)
-    env = {**os.environ, **cluster.env, "HARNESS_DATA": str(data)}
     load = os.getloadavg()[0]
-    out = subprocess.run([sys.executable, "-m", "harness", "batch", str(sweep), "--slurm",
-                          f"--time=20 {VARIANTS[name]}".strip(), "--wait", "--share-machine"],
-                         capture_output=True, text=True, env=env, timeout=3600)
+    out = cluster.harness("batch", str(sweep), "--slurm", f"--time=20 {VARIANTS[name]}".strip(),
+                          "--wait", "--share-machine", timeout=3600,
+                          env={"HARNESS_DATA": str(data)})
     if out.returncode != 0:
         raise SystemExit(f"{name}: harness batch failed:\n{out.stdout}\n{out.stderr}")
     [record] = (data / "slurm" / "submissions").glob("*.json")

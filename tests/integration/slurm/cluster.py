@@ -1,23 +1,27 @@
 """A real Slurm cluster on this one machine, for the tests: munged, slurmctld and N slurmd.
 
-Each compute node is a network namespace with a veth into a bridge on the host, its own
-hostname (a UTS namespace) and its own sshd (its own /run, so its own machine lock): the
-harness inside a job reaches the allocation's nodes over SSH only, as on a real cluster.
-slurmctld runs on the host, on the bridge's address.
+The compute nodes are the inventory tests' machines (tests/integration/machines.py): each
+a network namespace with its own hostname, its own /run and its own sshd, joined through a
+switch namespace whose management bridge carries the controller's address. slurmctld runs
+in the switch namespace on that address (the "login node"), each slurmd in its machine's
+network and UTS namespaces; the harness inside a job reaches the allocation's nodes over
+SSH only, as on a real cluster. Every Slurm command of a test, and the harness that
+submits, run in the switch namespace too (:meth:`Cluster.command`, :meth:`Cluster.harness`).
 
 Why it is built this way (PLATFORM.md "Slurm on one machine", checked again 2026-11-26):
 
-- each slurmd is started with ``nsenter --net=NS unshare --uts``, not ``ip netns exec``:
+- each slurmd is started with ``nsenter --net=NS --uts=...``, not ``ip netns exec``:
   the latter remounts /sys and slurmd then dies with "No filesystem mounted on
   /sys/fs/cgroup"; ``ProctrackType=proctrack/linuxproc`` and ``TaskPlugin=task/none``
   need no cgroup of their own;
 - nothing of the host's Slurm or munge configuration is used or changed: munged runs as
   user munge with its key, socket, pid and seed files in this cluster's temporary folder
   (``--key-file``, ``--socket``); slurm.conf is there too and every Slurm command finds
-  it through ``SLURM_CONF`` (and the munge socket through its ``AuthInfo``);
+  it through ``SLURM_CONF`` (and the munge socket through its ``AuthInfo``); nothing is
+  created in the host's network namespace;
 - every daemon is started in the foreground by us (``-D``/``-F``) and stopped by the pid we
-  recorded, checked by its start time; namespaces, links and the bridge are deleted by the
-  names we gave them; the temporary folder by its path.
+  recorded, checked by its start time; the machines fixture removes its namespaces and
+  sshds by identity, and the temporary folder goes by its path.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -35,17 +40,20 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tests.integration.nodes.sshd_fixture import _kill_and_wait, _netns_pids
+from tests.integration.machines import MANAGEMENT, Machines, MachineSpec, running_machines
+from tests.integration.machines import skip_reason as machines_skip_reason
 
-SSHD = "/usr/sbin/sshd"
 PROGRAMS = ("munged", "slurmctld", "slurmd", "sbatch", "scontrol", "squeue", "scancel",
-            "nsenter", "unshare", "ssh-keygen", "setpriv", SSHD)
+            "nsenter", "setpriv")
 
 
 def skip_reason() -> str | None:
     """Why a real Slurm cannot be started here, or None."""
     if os.geteuid() != 0:
         return "needs root (namespaces, daemons)"
+    reason = machines_skip_reason()
+    if reason:
+        return reason
     missing = [p for p in PROGRAMS if shutil.which(p) is None]
     if missing:
         return f"missing programs {', '.join(missing)} (bash env/setup installs slurm-wlm, munge)"
@@ -102,11 +110,11 @@ class Daemon:
 
 @dataclass
 class ComputeNode:
-    name: str  # Slurm's NodeName and the namespace's hostname
+    name: str  # Slurm's NodeName (the machine's name in the machines fixture)
     netns: str
-    address: str  # on the bridge (NodeAddr), also where its sshd listens
-    device: str = "eth0"  # the node's interface into the bridge
-    host_key_pub: str = ""
+    address: str  # its management address: NodeAddr, where its sshd listens
+    sshd_pid: int
+    device: str = "mgmt0"  # its interface on the management network
 
     @property
     def netns_path(self) -> str:
@@ -117,12 +125,21 @@ class ComputeNode:
 class Cluster:
     workdir: Path
     conf: Path
-    bridge: str
-    bridge_address: str
+    machines: Machines
     nodes: list[ComputeNode]
-    user_key: Path
-    known_hosts: Path
     daemons: dict[str, Daemon] = field(default_factory=dict)
+
+    @property
+    def user_key(self) -> Path:
+        return self.machines.user_key
+
+    @property
+    def known_hosts(self) -> Path:
+        return self.machines.known_hosts
+
+    @property
+    def switch_path(self) -> str:
+        return f"/run/netns/{self.machines.switch}"
 
     @property
     def env(self) -> dict[str, str]:
@@ -131,24 +148,21 @@ class Cluster:
 
     def command(self, *argv: str, timeout: float = 30, check: bool = True,
                 env: dict | None = None) -> subprocess.CompletedProcess:
-        return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=check,
+        """A command on the login node (the switch namespace, where slurmctld listens)."""
+        return subprocess.run(["nsenter", f"--net={self.switch_path}", *argv],
+                              capture_output=True, text=True, timeout=timeout, check=check,
                               env={**os.environ, **self.env, **(env or {})})
 
-    def inventory_template(self) -> str:
-        """The template for a study whose roles each have one interface ``eth0``."""
-        return ("ssh:\n"
-                "  user: root\n"
-                f"  key: {self.user_key}\n"
-                f"  known_hosts: {self.known_hosts}\n")
+    def harness(self, *args: str, timeout: float = 300,
+                env: dict | None = None) -> subprocess.CompletedProcess:
+        """The harness CLI on the login node, as a user submits."""
+        return self.command(sys.executable, "-m", "harness", *args, timeout=timeout,
+                            check=False, env=env)
 
     def node_pids(self) -> dict[str, set[int]]:
         """The processes in each node's namespace (its sshd and slurmd among them)."""
-        out = {}
-        for node in self.nodes:
-            text = subprocess.run(["ip", "netns", "pids", node.netns], capture_output=True,
-                                  text=True).stdout
-            out[node.name] = {int(p) for p in text.split()}
-        return out
+        return {node.name: set(self.machines.processes(node.name)) | {node.sshd_pid}
+                for node in self.nodes}
 
     def wait_idle(self, timeout: float = 60) -> None:
         """Until every node is idle (a job's epilogue and the node's release take a moment)."""
@@ -161,37 +175,6 @@ class Cluster:
             if time.monotonic() > deadline:
                 raise RuntimeError(f"nodes not idle after {timeout} s: {states}")
             time.sleep(0.5)
-
-
-def _free_ports(count: int) -> list[int]:
-    """Consecutive TCP ports free on the host, from a range the harness's labs do not use."""
-    for _ in range(50):
-        base = 30000 + secrets.randbelow(2000) * 2
-        ports = list(range(base, base + count))
-        try:
-            for port in ports:
-                with socket.socket() as s:
-                    s.bind(("0.0.0.0", port))
-            return ports
-        except OSError:
-            continue
-    raise RuntimeError("no free ports for slurmctld/slurmd")
-
-
-def _free_subnet() -> int:
-    """A third octet x so that 198.19.x.0/24 (RFC 2544, outside the labs' 198.18/15 use of
-    198.19.0.0/24) is on none of the host's interfaces."""
-    used = _run("ip", "-4", "-o", "addr", "show")
-    for _ in range(50):
-        octet = 200 + secrets.randbelow(50)
-        if f"198.19.{octet}." not in used:
-            return octet
-    raise RuntimeError("no free 198.19.x.0/24 for the cluster's bridge")
-
-
-def _keypair(path: Path, comment: str) -> str:
-    _run("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", comment, "-f", str(path))
-    return path.with_name(path.name + ".pub").read_text().strip()
 
 
 def _wait_for(check, what: str, daemon: Daemon | None, timeout: float) -> None:
@@ -228,7 +211,7 @@ def _slurm_conf(cluster: Cluster, ports: list[int], kill_wait: int) -> str:
     host = socket.gethostname().split(".")[0]
     lines = [
         "ClusterName=harnesstest",
-        f"SlurmctldHost={host}({cluster.bridge_address})",
+        f"SlurmctldHost={host}({MANAGEMENT}.1)",
         f"SlurmctldPort={ports[0]}",
         f"SlurmdPort={ports[1]}",
         "SlurmUser=root",
@@ -266,58 +249,19 @@ def _slurm_conf(cluster: Cluster, ports: list[int], kill_wait: int) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _sshd_config(cluster: Cluster, node: ComputeNode, host_key: Path) -> Path:
-    config = cluster.workdir / f"sshd_config.{node.name}"
-    config.write_text("\n".join([
-        "Port 22", f"ListenAddress {node.address}", f"HostKey {host_key}",
-        f"AuthorizedKeysFile {cluster.workdir / 'authorized_keys'}", "PidFile none",
-        "UsePAM no", "StrictModes no", "PasswordAuthentication no",
-        "KbdInteractiveAuthentication no", "PubkeyAuthentication yes",
-        "PermitRootLogin prohibit-password", "MaxSessions 64", "MaxStartups 64",
-        "LogLevel INFO", ""]))
-    return config
-
-
 @contextmanager
 def running_cluster(count: int = 2, kill_wait: int = 30) -> Iterator[Cluster]:
-    """munged, slurmctld and ``count`` slurmd (each with its sshd); all stopped on exit."""
-    tag = secrets.token_hex(2)
-    octet = _free_subnet()
-    workdir = Path(tempfile.mkdtemp(prefix="harness-slurm-"))
-    os.chmod(workdir, 0o755)  # munged (user munge) must reach its own folder inside
-    cluster = Cluster(workdir=workdir, conf=workdir / "slurm.conf", bridge=f"hsl{tag}br",
-                      bridge_address=f"198.19.{octet}.1",
-                      nodes=[ComputeNode(f"n{i + 1}", f"hsl{tag}n{i + 1}",
-                                         f"198.19.{octet}.{11 + i}") for i in range(count)],
-                      user_key=workdir / "user_ed25519", known_hosts=workdir / "known_hosts")
+    """munged, slurmctld and ``count`` slurmd on as many machines; all stopped on exit."""
     with ExitStack() as stack:
+        machines = stack.enter_context(running_machines(
+            [], [MachineSpec(f"n{i + 1}", ()) for i in range(count)]))
+        workdir = Path(tempfile.mkdtemp(prefix="harness-slurm-"))
         stack.callback(shutil.rmtree, workdir, True)
-        # the network: a bridge on the host, a namespace per node with a veth into it
-        _run("ip", "link", "add", cluster.bridge, "type", "bridge")
-        stack.callback(subprocess.run, ["ip", "link", "del", cluster.bridge], check=False)
-        _run("ip", "addr", "add", f"{cluster.bridge_address}/24", "dev", cluster.bridge)
-        _run("ip", "link", "set", cluster.bridge, "up")
-        for node in cluster.nodes:
-            _run("ip", "netns", "add", node.netns)
-            stack.callback(_delete_netns, node.netns)
-            outer = f"{node.netns}h"
-            _run("ip", "link", "add", outer, "type", "veth", "peer", "name", node.device,
-                 "netns", node.netns)
-            stack.callback(subprocess.run, ["ip", "link", "del", outer], check=False,
-                           capture_output=True)
-            _run("ip", "link", "set", outer, "master", cluster.bridge, "up")
-            _run("ip", "-n", node.netns, "addr", "add", f"{node.address}/24", "dev", node.device)
-            _run("ip", "-n", node.netns, "link", "set", node.device, "up")
-            _run("ip", "-n", node.netns, "link", "set", "lo", "up")
-        # SSH: one user key, a host key per node, a known_hosts naming each node's address
-        user_pub = _keypair(cluster.user_key, "harness-slurm-test-user")
-        (workdir / "authorized_keys").write_text(user_pub + "\n")
-        known = []
-        for node in cluster.nodes:
-            node.host_key_pub = _keypair(workdir / f"host_{node.name}", f"host-{node.name}")
-            keytype, blob = node.host_key_pub.split()[:2]
-            known.append(f"{node.address} {keytype} {blob}")
-        cluster.known_hosts.write_text("\n".join(known) + "\n")
+        os.chmod(workdir, 0o755)  # munged (user munge) must reach its own folder inside
+        nodes = [ComputeNode(m.spec.name, m.netns, m.management_address, m.sshd_pid)
+                 for m in machines.machines.values()]
+        cluster = Cluster(workdir=workdir, conf=workdir / "slurm.conf", machines=machines,
+                          nodes=nodes)
         # munge, entirely inside the work folder
         mdir = workdir / "munge"
         mdir.mkdir()
@@ -326,34 +270,28 @@ def running_cluster(count: int = 2, kill_wait: int = 30) -> Iterator[Cluster]:
         os.chmod(mdir / "munge.key", 0o400)
         _run("chown", "-R", "munge:munge", str(mdir))
         munged = _start(stack, cluster, "munged", [
-            "setpriv", "--reuid=munge", "--regid=munge", "--init-groups", "munged", "-F", "--key-file", f"{mdir}/munge.key",
+            "setpriv", "--reuid=munge", "--regid=munge", "--init-groups", "munged", "-F",
+            "--key-file", f"{mdir}/munge.key",
             "--socket", f"{mdir}/munge.socket", "--pid-file", f"{mdir}/munged.pid",
             "--seed-file", f"{mdir}/munged.seed", "--log-file", f"{mdir}/munged.log"])
         _wait_for(lambda: (mdir / "munge.socket").exists(), "munged", munged, 15)
         # Slurm
-        ports = _free_ports(2)
+        ports = [6817, 6818]  # Slurm's own: slurmctld and slurmd each in a namespace of ours
         (workdir / "plugstack.conf").write_text("")
         for sub in ("state", "spool"):
             (workdir / sub).mkdir()
         cluster.conf.write_text(_slurm_conf(cluster, ports, kill_wait))
         env = cluster.env
-        ctld = _start(stack, cluster, "slurmctld", ["slurmctld", "-D", "-i"], env)
+        ctld = _start(stack, cluster, "slurmctld", ["nsenter", f"--net={cluster.switch_path}",
+                                                    "slurmctld", "-D", "-i"], env)
         _wait_for(lambda: cluster.command("scontrol", "ping", check=False).stdout.count("UP") > 0,
                   "slurmctld", ctld, 30)
         for node in cluster.nodes:
-            sshd_config = _sshd_config(cluster, node, workdir / f"host_{node.name}")
-            inner = (f"hostname {node.name} && "
-                     f"mount -t tmpfs -o mode=755,size=4m harness-{node.name} /run && "
-                     f"mkdir -m 755 /run/sshd && exec {SSHD} -D -e -f {sshd_config}")
-            sshd = _start(stack, cluster, f"sshd-{node.name}", [
-                "nsenter", f"--net={node.netns_path}", "unshare", "--uts", "--mount",
-                "--propagation", "private", "sh", "-c", inner])
-            _wait_for(lambda s=sshd: "Server listening" in s.log.read_text(errors="replace"),
-                      f"sshd on {node.name}", sshd, 15)
             (workdir / "spool" / node.name).mkdir()
+            # in the machine's network and UTS namespaces (its hostname), the host's mounts
             _start(stack, cluster, f"slurmd-{node.name}", [
-                "nsenter", f"--net={node.netns_path}", "unshare", "--uts", "sh", "-c",
-                f"hostname {node.name} && exec slurmd -D -N {node.name}"], env)
+                "nsenter", f"--net={node.netns_path}", f"--uts=/proc/{node.sshd_pid}/ns/uts",
+                "slurmd", "-D", "-N", node.name], env)
         _wait_for(lambda: _all_idle(cluster), "slurmd registration",
                   None, 60)
         try:
@@ -384,13 +322,6 @@ def _cancel_all(cluster: Cluster) -> None:
         if not queued:
             return
         time.sleep(0.5)
-
-
-def _delete_netns(netns: str) -> None:
-    """Stop what still runs in our namespace (sshd's per-connection children), by pid and
-    start time, then delete it."""
-    _kill_and_wait(_netns_pids(netns))
-    subprocess.run(["ip", "netns", "del", netns], check=False, timeout=30)
 
 
 if __name__ == "__main__":  # a manual check: start, show sinfo and one 2-node job, stop

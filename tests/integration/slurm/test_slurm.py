@@ -1,9 +1,11 @@
 """`harness run|batch --slurm` against a real Slurm (Debian's slurm-wlm 22.05 and munge).
 
 One cluster for the module (tests/integration/slurm/cluster.py): munged, slurmctld and two
-slurmd, each compute node a namespace with its own hostname and sshd behind a bridge. The
-harness in a job reaches the allocation's nodes over SSH only. Each job takes both nodes
-(the ping study has two roles, ``--exclusive``), so the jobs of a sweep follow each other.
+slurmd, each compute node one of the inventory tests' machines (tests/integration/
+machines.py: a namespace with its own hostname, /run and sshd behind a switch); the tests
+submit from the switch namespace, where slurmctld listens. The harness in a job reaches the
+allocation's nodes over SSH only. Each job takes both nodes (the ping study has two roles,
+``--exclusive``), so the jobs of a sweep follow each other.
 """
 
 from __future__ import annotations
@@ -47,9 +49,8 @@ def data(tmp_path):
 
 
 def harness(cluster, data: Path, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
-    env = {**os.environ, **cluster.env, "HARNESS_DATA": str(data)}
-    return subprocess.run([sys.executable, "-m", "harness", *args], capture_output=True,
-                          text=True, env=env, timeout=timeout)
+    """The harness CLI on the cluster's login node (where slurmctld listens)."""
+    return cluster.harness(*args, timeout=timeout, env={"HARNESS_DATA": str(data)})
 
 
 def write_sweep(path: Path, cluster, rates: list, count: int = 3, known_hosts=None) -> Path:
@@ -60,7 +61,7 @@ def write_sweep(path: Path, cluster, rates: list, count: int = 3, known_hosts=No
         "inventory_template": {
             "ssh": {"user": "root", "key": str(cluster.user_key),
                     "known_hosts": str(known_hosts or cluster.known_hosts)},
-            "interfaces": {"eth0": {"device": "eth0", "address": "{ip}/24"}}},
+            "interfaces": {"eth0": {"device": "mgmt0", "address": "{ip}/24"}}},
     }, sort_keys=False))
     return path
 
@@ -263,7 +264,7 @@ def write_template(tmp_path: Path, cluster) -> Path:
     path.write_text(yaml.safe_dump({
         "ssh": {"user": "root", "key": str(cluster.user_key),
                 "known_hosts": str(cluster.known_hosts)},
-        "interfaces": {"eth0": {"device": "eth0", "address": "{ip}/24"}}}))
+        "interfaces": {"eth0": {"device": "mgmt0", "address": "{ip}/24"}}}))
     return path
 
 
