@@ -250,11 +250,14 @@ def _slurm_conf(cluster: Cluster, ports: list[int], kill_wait: int) -> str:
 
 
 @contextmanager
-def running_cluster(count: int = 2, kill_wait: int = 30) -> Iterator[Cluster]:
-    """munged, slurmctld and ``count`` slurmd on as many machines; all stopped on exit."""
+def running_cluster(count: int = 2, kill_wait: int = 30, networks=(),
+                    specs: list[MachineSpec] | None = None) -> Iterator[Cluster]:
+    """munged, slurmctld and a slurmd on each machine: ``count`` machines n1, n2, ... with
+    only their management port, or ``specs`` on ``networks`` (e.g. S4's client and server,
+    whose node names are then theirs); all stopped on exit."""
+    specs = specs or [MachineSpec(f"n{i + 1}", ()) for i in range(count)]
     with ExitStack() as stack:
-        machines = stack.enter_context(running_machines(
-            [], [MachineSpec(f"n{i + 1}", ()) for i in range(count)]))
+        machines = stack.enter_context(running_machines(list(networks), specs))
         workdir = Path(tempfile.mkdtemp(prefix="harness-slurm-"))
         stack.callback(shutil.rmtree, workdir, True)
         os.chmod(workdir, 0o755)  # munged (user munge) must reach its own folder inside
