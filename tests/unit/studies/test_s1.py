@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness.claims import INCONCLUSIVE, NOT_REPRODUCED, NOT_TESTABLE, REPRODUCED
+from harness.claims import INCONCLUSIVE, INVALID, NOT_REPRODUCED, NOT_TESTABLE, REPRODUCED
 from harness.errors import SpecError
 from harness.placement import VMOffer, decide
 from harness.probe import Capabilities
@@ -180,7 +180,7 @@ def test_claims_reproduced_on_a_run_like_the_paper():
 
 
 def test_claims_not_reproduced_when_the_stacks_swap():
-    got = outcomes(synthetic(tcp_ratio=0.8, nagle_rough=0.0, events=0.9, cpu=0.5,
+    got = outcomes(synthetic(tcp_ratio=0.8, nagle_rough=0.0, events=0.9, cpu=0.95,
                              small_bw=0.7, large_bw=0.6))
     for claim in ("latency_tcp_over_verbs_4b", "verbs_below_tcp_every_size",
                   "tcp_nagle_irregular", "verbs_bw_better_small", "verbs_bw_large",
@@ -211,6 +211,38 @@ def test_irregularity_is_small_for_a_smooth_curve_and_large_for_a_jagged_one():
     assert s1_analysis.irregularity(smooth) < 0.2
     assert s1_analysis.irregularity(jagged) > 1.5
     assert math.isnan(s1_analysis.irregularity(smooth.iloc[:2]))
+
+
+@pytest.mark.parametrize("sizes", [(4, 64, 512, 1024), (4, 64, 512), (1, 3, 100, 1000, 1024)])
+def test_a_power_law_over_unevenly_spaced_sizes_is_regular_and_a_sawtooth_is_not(sizes):
+    """The review's case: S1's sizes 4, 64, 512, 1024 B are 4, 3 and 1 doublings apart; the
+    second difference over consecutive sizes scored a perfect power law 1.58 doublings."""
+    power = pd.Series([0.5 * s ** 0.8 for s in sizes], index=list(sizes))
+    saw = power * [4 if i % 2 else 1 for i in range(len(sizes))]  # every other point 2 doublings up
+    assert s1_analysis.irregularity(power) == pytest.approx(0.0, abs=1e-9)
+    assert s1_analysis.irregularity(saw) > 1.0
+    smooth = pd.Series([400 * s / (s + 2000) for s in sizes], index=list(sizes))
+    assert s1_analysis.irregularity(smooth) < 0.3
+
+
+def test_a_zero_bandwidth_point_makes_the_bandwidth_claims_invalid_and_is_named():
+    frame = synthetic()
+    hit = (frame.method == "verbs-send-bw") & (frame["size"] == 64) & (frame.repetition == 2)
+    frame.loc[hit, "bw_mbit"] = 0.0
+    table = s1_analysis.claims(frame)
+    row = table.set_index("claim_id").loc["s1.verbs_bw_better_small"]
+    assert row.outcome == INVALID
+    assert "repetition 2, verbs-send-bw at 64 B" in row.invalid
+    assert table.set_index("claim_id").loc["s1.verbs_bw_large", "outcome"] == REPRODUCED
+
+
+def test_a_cpu_share_above_one_thread_makes_the_cpu_claim_invalid():
+    frame = synthetic()
+    hit = (frame.method == "verbs-send") & (frame.repetition == 1)
+    frame.loc[hit, "cpu_net_s"] = frame.loc[hit, "cpu_net_s"] * 1.3  # 0.9 -> 117 %
+    row = s1_analysis.claims(frame).set_index("claim_id").loc["s1.polling_costs_cpu"]
+    assert row.outcome == INVALID
+    assert "repetition 1, verbs-send client" in row.invalid and "> 100 %" in row.invalid
 
 
 def test_tcg_is_said_when_the_vms_were_emulated():
@@ -336,7 +368,8 @@ def test_measure_runs_every_method_in_a_shuffled_order_and_archives_everything(m
 
     calls = []
 
-    def fake_sweep(journal, server, client, plan, host, timeout):
+    def fake_sweep(journal, server, client, plan, host, timeout, retries):
+        assert retries == 2  # a size the client could not finish gets two fresh attempts
         calls.append(plan.run.tool + ("-e" if plan.run.events else ""))
         assert host == "198.18.1.2" and plan.run.gid_index == 1 and plan.run.device == "rxe0"
         # the latency sweeps end with their CPU floor: the fewest iterations, smallest size
@@ -430,5 +463,8 @@ def test_the_design_is_the_profiles_the_study_runs():
         assert registered == profile, name
     assert set(s1_analysis.DESIGN["points"]) == {c.id for c in s1_analysis.CLAIMS.values()}
     registration = get_study("s1").registration().to_dict()
-    assert registration["design"]["profiles"]["verdict"]["repetitions"] == 15
-    assert registration["changes"] == [] and s1_analysis.CHANGES == ()
+    assert registration["design"]["profiles"]["verdict"]["repetitions"] == 10
+    assert registration["changes"] == [c.to_dict() for c in s1_analysis.CHANGES]
+    ids = {c.id for c in s1_analysis.CLAIMS.values()}
+    for change in s1_analysis.CHANGES:
+        assert change.date == "2026-11-26" and change.why and set(change.claims) <= ids
