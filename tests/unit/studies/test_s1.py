@@ -236,6 +236,15 @@ def test_a_zero_bandwidth_point_makes_the_bandwidth_claims_invalid_and_is_named(
     assert table.set_index("claim_id").loc["s1.verbs_bw_large", "outcome"] == REPRODUCED
 
 
+def test_a_client_doing_nothing_extra_cannot_pass_the_cpu_claim():
+    """The region is the paper's 'uses the CPU while it polls', not 'a hair more than events':
+    10 pp more CPU when polling is measured and clear, yet not the claim."""
+    got = outcomes(synthetic(cpu=1.0))
+    assert got["s1.polling_costs_cpu"] == NOT_REPRODUCED
+    got = outcomes(synthetic(cpu=0.9 / 0.8))  # events 80 %, polling 90 %
+    assert got["s1.polling_costs_cpu"] == NOT_REPRODUCED
+
+
 def test_a_cpu_share_above_one_thread_makes_the_cpu_claim_invalid():
     frame = synthetic()
     hit = (frame.method == "verbs-send") & (frame.repetition == 1)
