@@ -201,6 +201,18 @@ def _sshd_config(workdir: Path, machine: Machine, host_key: Path) -> Path:
     return config
 
 
+def _settle(machines: dict[str, Machine], timeout: float = 10) -> None:
+    """Wait until IPv6 duplicate address detection is over on every port: until then the
+    kernel is still changing the machines' addresses by itself, and a snapshot taken before
+    a run would differ from one taken after for no doing of the harness."""
+    deadline = time.monotonic() + timeout
+    for m in machines.values():
+        while "tentative" in _run("ip", "-n", m.netns, "addr", "show"):
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{m.spec.name}: addresses still tentative after {timeout} s")
+            time.sleep(0.1)
+
+
 def _delete_netns(netns: str) -> None:
     _kill_and_wait(_netns_pids(netns))
     subprocess.run(["ip", "netns", "del", netns], check=False, timeout=30)
@@ -324,6 +336,7 @@ def running_machines(networks: list[Network], specs: list[MachineSpec],
         for m in machines.values():
             _start_sshd(stack, workdir, m, _sshd_config(workdir, m, workdir /
                                                         f"host_{m.spec.name}"), created)
+        _settle(machines)
         result = Machines(workdir, switch, machines, user_key, known_hosts,
                           workdir / "inventory.yaml", user, created)
         result.write_inventory(result.inventory_path)

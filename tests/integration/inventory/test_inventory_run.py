@@ -1,0 +1,144 @@
+"""A whole study on machines the harness did not build, reached over SSH only (issue 25).
+
+The machines (:mod:`tests.integration.machines`): namespaces with their own hostname,
+/run and sshd, joined by a switch that also routes (the user's network as found). The
+harness runs from the switch's management address and knows them only from the
+inventory. Each test snapshots every machine (addresses, links, routes, rules, qdiscs,
+MPTCP endpoints and limits, net.* sysctls) before and after: the run must leave them as
+found. S4's small run took 61-69 s here (host load 1.6-3.1, 2026-11-26).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+from conftest import needs_root, needs_tools
+
+from tests.integration.machines import (congestion_allowed, running_machines, s4_machines,
+                                        s4_networks, skip_reason)
+
+pytestmark = [pytest.mark.integration, needs_root,
+              needs_tools("iperf3", "mptcpize", "globus-url-copy", "globus-gridftp-server")]
+
+NOTEBOOK = Path(__file__).resolve().parents[3] / "notebooks" / "s4_mptcp.ipynb"
+SMALL = ("-p", "streams", "1,10", "-p", "duration_s", "2", "-p", "repetitions", "1",
+         "-p", "sender_cpus", "0,0.01", "-p", "gridftp_streams", "2",
+         "-p", "gridftp_mbytes", "16", "-p", "verify_seconds", "1")
+
+
+@pytest.fixture(scope="module")
+def machines():
+    reason = skip_reason()
+    if reason:
+        pytest.skip(reason)
+    with congestion_allowed("cubic"), running_machines(s4_networks(), s4_machines()) as m:
+        yield m
+
+
+def snapshots(m) -> dict:
+    return {name: m.snapshot(name) for name in m.machines}
+
+
+def machine_run_dir(m, name: str) -> list[str]:
+    """The files in a machine's own /run (its mount namespace, seen through its sshd).
+
+    Folders are left out: the harness keeps its lock folder /run/harness and its stop
+    folder /run/harness-tracked once made (as on the controlling machine); a lock, a stop
+    file or a process record left in them would show here."""
+    pid = m.machines[name].sshd_pid
+    out = subprocess.run(["nsenter", "-t", str(pid), "-m", "find", "/run", "-mindepth", "1",
+                          "-not", "-type", "d"],
+                         capture_output=True, text=True, timeout=30, check=True).stdout
+    return sorted(out.split())
+
+
+def run_s4(m, data: Path, inventory: Path, *extra: str):
+    return m.harness("run", "-q", str(NOTEBOOK), "--inventory", str(inventory),
+                     "--share-machine", *SMALL, *extra, env={"HARNESS_DATA": str(data)})
+
+
+def test_s4_runs_on_the_inventory_and_leaves_every_machine_as_found(machines, tmp_path):
+    m = machines
+    before, run_before = snapshots(m), {n: machine_run_dir(m, n) for n in m.machines}
+    out = run_s4(m, tmp_path, m.inventory_path)
+    assert out.returncode == 0, out.stderr[-4000:]
+    (run_dir,) = list((tmp_path / "runs" / "s4").iterdir())
+    meta = json.loads((run_dir / "run.json").read_text())
+    assert meta["status"] == "complete" and meta["placement"]["where"] == "inventory"
+    # reached over SSH: the machines' own hostnames, not the controller's
+    bed = meta["testbed"]
+    assert {n: bed["machines"][n]["hostname"] for n in m.machines} == \
+        {n: x.hostname for n, x in m.machines.items()}
+    assert {n: bed["nodes"][n]["type"] for n in m.machines} == {"client": "ssh", "server": "ssh"}
+    for name, machine in bed["machines"].items():
+        assert machine["kernel"] and meta["capabilities"][name]["tools"]["iperf3"]
+        assert machine["sysctls"]["net.mptcp.enabled"] == "1"
+    assert bed["address_plan"]["client"]["eth1"] == {"device": "eth1",
+                                                     "address": "198.51.100.10/24"}
+    assert any("192.0.2.10/24" in line for line in bed["machines"]["client"]["addresses"])
+    # the harness shaped nothing here, and says so; verification reached every real path
+    assert {link["made_by"] for link in bed["links"]} == {"the user's network as found"}
+    assert not any(link["shaped_by_harness"] for link in bed["links"])
+    assert "the user&#x27;s network as found" in (run_dir / "report.html").read_text() or \
+        "the user's network as found" in (run_dir / "report.html").read_text()
+    checks = {c["link"]: c for c in meta["link_verification"]}
+    assert set(checks) >= {"client:eth0->server:eth0", "client:eth1->server:eth0"}
+    assert all(c["rtt_ms"] and c["rtt_ms"] > 0 for c in checks.values())
+    # the changes: recorded per machine, then undone
+    kinds = {(c["node"], c["kind"]) for c in meta["configuration"]}
+    assert {("client", "sysctl"), ("server", "sysctl"), ("client", "mptcp-endpoint")} <= kinds
+    assert not meta["not_undone"]
+    assert set(meta["machine_lock"]) >= {"client", "server"}  # and the controller's, "local"
+    frame = pd.read_parquet(run_dir / "results.parquet")
+    mp = frame[(frame.tool == "iperf3") & (frame.transport == "mptcp")]
+    assert (mp.path2_tx_bytes > 0).all()  # the second real path carried data
+    assert len(pd.read_csv(run_dir / "claims.csv")) > 0
+    assert snapshots(m) == before
+    assert {n: machine_run_dir(m, n) for n in m.machines} == run_before
+    assert all(not m.processes(n) for n in m.machines)
+
+
+def test_machines_without_tipc_are_refused_for_s3_naming_the_feature(machines, tmp_path):
+    """S3's TIPC needs the tipc module: these machines lack it (``modprobe tipc`` is the
+    user's to do; the harness loads no module on a user's machine)."""
+    m = machines
+    client, server = m.machines["client"], m.machines["server"]
+    inventory = tmp_path / "s3.yaml"
+    data = m.inventory()
+    data["nodes"] = {
+        "reducer": {"host": client.management_address,
+                    "interfaces": {"eth0": {"device": "eth0", "address": "192.0.2.10/24"}}},
+        "m01": {"host": server.management_address,
+                "interfaces": {"eth0": {"device": "eth0", "address": "203.0.113.5/24"}}}}
+    inventory.write_text(yaml.safe_dump(data))
+    before = snapshots(m)
+    out = m.harness("run", "-q", str(NOTEBOOK.with_name("s3_tipc.ipynb")), "--inventory",
+                    str(inventory), "--share-machine", "-p", "lab_mappers", "1",
+                    env={"HARNESS_DATA": str(tmp_path)})
+    assert out.returncode != 0
+    assert "tipc" in out.stderr and ("reducer" in out.stderr or "m01" in out.stderr), \
+        out.stderr[-3000:]
+    assert snapshots(m) == before
+    for run_dir in (tmp_path / "runs").glob("s3/*"):
+        meta = json.loads((run_dir / "run.json").read_text())
+        assert meta["status"] != "complete" and not meta.get("configuration")
+        assert not set(meta.get("machine_lock") or {}) & {"reducer", "m01"}  # none locked
+
+
+def test_roles_outnumbering_the_machines_are_refused_naming_the_role(machines, tmp_path):
+    m = machines
+    data = m.inventory()
+    del data["nodes"]["server"]
+    inventory = tmp_path / "client-only.yaml"
+    inventory.write_text(yaml.safe_dump(data))
+    before = snapshots(m)
+    out = run_s4(m, tmp_path, inventory)
+    assert out.returncode == 2
+    assert "no node 'server'" in out.stderr
+    assert not (tmp_path / "runs").exists()
+    assert snapshots(m) == before
