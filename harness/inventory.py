@@ -8,6 +8,7 @@ logical interface names to real devices and addresses::
       key: ~/.ssh/id_ed25519
       known_hosts: ~/.ssh/known_hosts
       accept_unknown_hosts: false   # true only if you have checked the keys another way
+      ssh_agent: false              # true: offer ssh-agent's keys to this node (default off)
     nodes:
       client:
         host: client.lab.example.org
@@ -19,6 +20,10 @@ logical interface names to real devices and addresses::
         host: server.lab.example.org
         interfaces:
           eth0: {device: ens3, address: 203.0.113.5/24}
+
+``ssh_agent`` (under ``ssh`` or a node) is off by default: an agent offers every key
+it holds to whichever host asks, so it is allowed only where the inventory says so (an
+encrypted key must then be in the agent; otherwise use ``key:``).
 
 Nodes of the topology that are routers (forwarding) may be left out: the
 real network between the machines takes their place. The harness builds
@@ -83,6 +88,7 @@ class InventoryHost:
     key: str | None = None
     known_hosts: str | None = None
     accept_unknown_hosts: bool = False
+    ssh_agent: bool = False
     interfaces: dict[str, InventoryInterface] = field(default_factory=dict)
 
 
@@ -119,7 +125,8 @@ class Inventory:
         if not isinstance(defaults, dict):
             raise bad("'ssh' must be a mapping")
         _refuse_passwords(defaults, "ssh", source)
-        unknown = set(defaults) - {"user", "key", "known_hosts", "accept_unknown_hosts", "port"}
+        unknown = set(defaults) - {"user", "key", "known_hosts", "accept_unknown_hosts", "port",
+                                    "ssh_agent"}
         if unknown:
             raise bad(f"unknown keys under 'ssh': {sorted(unknown)}")
         hosts = {}
@@ -129,7 +136,7 @@ class Inventory:
                 raise bad(f"node {name!r} needs a 'host'")
             _refuse_passwords(entry, f"node {name!r}", source)
             unknown = set(entry) - {"host", "port", "user", "key", "known_hosts",
-                                    "accept_unknown_hosts", "interfaces"}
+                                    "accept_unknown_hosts", "ssh_agent", "interfaces"}
             if unknown:
                 raise bad(f"node {name!r} has unknown keys {sorted(unknown)}")
             merged = {**defaults, **entry}
@@ -167,6 +174,9 @@ class Inventory:
             accept = merged.get("accept_unknown_hosts", False)
             if not isinstance(accept, bool):
                 raise bad("accept_unknown_hosts must be true or false (YAML true/false, not text)")
+            agent = merged.get("ssh_agent", False)
+            if not isinstance(agent, bool):
+                raise bad("ssh_agent must be true or false (YAML true/false, not text)")
             if accept and not merged.get("known_hosts"):
                 raise SpecError(
                     f"inventory {source}: node {name!r}: accept_unknown_hosts needs an explicit "
@@ -177,7 +187,7 @@ class Inventory:
                 name=name, host=str(merged["host"]), port=port,
                 user=str(merged.get("user", "root")), key=merged.get("key"),
                 known_hosts=merged.get("known_hosts"), accept_unknown_hosts=accept,
-                interfaces=interfaces,
+                ssh_agent=agent, interfaces=interfaces,
             )
         return cls(source, hosts)
 
@@ -206,4 +216,5 @@ class Inventory:
                        key_filename=str(Path(host.key).expanduser()) if host.key else None,
                        known_hosts=str(Path(host.known_hosts).expanduser())
                        if host.known_hosts else None,
-                       accept_unknown_host=host.accept_unknown_hosts)
+                       accept_unknown_host=host.accept_unknown_hosts,
+                       allow_agent=host.ssh_agent)

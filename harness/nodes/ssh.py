@@ -111,6 +111,7 @@ class SSHNode(Node):
         known_hosts: str | None = None,
         accept_unknown_host: bool = False,
         connect_timeout: float = 10.0,
+        allow_agent: bool = False,
     ):
         self.name = name
         self.host = host
@@ -120,6 +121,7 @@ class SSHNode(Node):
         self.known_hosts = known_hosts
         self.accept_unknown_host = bool(accept_unknown_host)
         self.connect_timeout = float(connect_timeout)
+        self.allow_agent = allow_agent is True
         self._lock = threading.RLock()
         self._client: paramiko.SSHClient | None = None
         self._sftp: paramiko.SFTPClient | None = None
@@ -183,7 +185,8 @@ class SSHNode(Node):
 
     def _endpoint(self) -> SSHEndpoint:
         return SSHEndpoint(self._where(), self.host, self.port, self.user, self.key_filename,
-                           self.known_hosts_path, self.accept_unknown_host, self.connect_timeout)
+                           self.known_hosts_path, self.accept_unknown_host, self.connect_timeout,
+                           self.allow_agent)
 
     def _drop(self) -> None:
         """Forget the connection (closing what is left of it)."""

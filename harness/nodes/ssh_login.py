@@ -1,7 +1,10 @@
 """Logging in to an SSH node: its key, the host-key check, and errors that say what to do.
 
 Key authentication only: no password is ever passed. An encrypted private key must be in
-ssh-agent. Whatever paramiko or the socket layer raises while connecting becomes one
+ssh-agent, and the agent is offered only to nodes whose inventory says ``ssh_agent: true``:
+an agent offers every key it holds, so a node that does not need it (or an impostor that
+passed the host-key check of a careless known_hosts) would learn every public key and could
+use a forwarded agent. Whatever paramiko or the socket layer raises while connecting becomes one
 :class:`NodeError` naming the node and the fix.
 """
 
@@ -31,6 +34,7 @@ class SSHEndpoint:
     known_hosts_path: str
     accept_unknown_host: bool
     connect_timeout: float
+    allow_agent: bool = False  # an inventory choice, off unless the node's entry asks
 
     @property
     def address(self) -> str:
@@ -83,7 +87,7 @@ def connect(end: SSHEndpoint, accepted: dict[str, paramiko.PKey]) -> paramiko.SS
             banner_timeout=timeout,
             auth_timeout=timeout,
             channel_timeout=timeout,
-            allow_agent=True,
+            allow_agent=end.allow_agent,
             look_for_keys=pkey is None,
         )
     except BaseException as exc:
@@ -111,13 +115,15 @@ def connect(end: SSHEndpoint, accepted: dict[str, paramiko.PKey]) -> paramiko.SS
 def encrypted_key_error(end: SSHEndpoint) -> NodeError:
     return NodeError(
         f"{end.where}: private key {end.key_filename} is encrypted",
-        f"load it into ssh-agent (`ssh-add {end.key_filename}`) and leave key_filename"
-        f" unset; the harness never asks for or stores passphrases",
+        f"load it into ssh-agent (`ssh-add {end.key_filename}`), leave key_filename"
+        f" unset and allow the agent for this node (inventory `ssh_agent: true`);"
+        f" the harness never asks for or stores passphrases",
     )
 
 
 def auth_error(end: SSHEndpoint, exc: Exception) -> NodeError:
-    keys = end.key_filename or "the keys from ssh-agent and ~/.ssh/id_*"
+    keys = end.key_filename or ("the keys from ssh-agent and ~/.ssh/id_*" if end.allow_agent
+                                else "the keys ~/.ssh/id_* (ssh-agent not allowed)")
     pub = f"{end.key_filename}.pub" if end.key_filename else "your public key"
     return NodeError(
         f"{end.where}: authentication as {end.user!r} failed with {keys} ({exc})",
