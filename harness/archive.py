@@ -176,12 +176,35 @@ class Run:
         return target
 
     def add_file(self, name: str, source: Path) -> Path:
+        """Copy ``source`` into the run as ``name``, created exclusively.
+
+        Neither end may be a symlink (O_NOFOLLOW): a link planted in a run folder
+        would make root write through it, and a linked source would copy whatever
+        file it points at (say /etc/shadow) into an archive meant to be shared."""
         self._check_open()
+        if not name or "/" in name or name in (".", ".."):
+            raise ArchiveError(f"file name {name!r} must not contain a path")
         target = self.path / name
-        if target.exists():
-            raise ArchiveError(f"{target} exists already")
-        with _removed_if_cut_short(target):
-            target.write_bytes(Path(source).read_bytes())
+        try:
+            src = os.open(source, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError as exc:
+            raise ArchiveError(f"cannot read {source} to archive it: {exc.strerror}"
+                               + (" (a symlink is not followed)" if os.path.islink(source)
+                                  else ""), "archive a regular file") from None
+        try:
+            if not stat.S_ISREG(os.fstat(src).st_mode):
+                raise ArchiveError(f"{source} is not a regular file", "archive a regular file")
+            try:
+                dst = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+                              | os.O_CLOEXEC, 0o644)
+            except FileExistsError:
+                raise ArchiveError(f"{target} exists already") from None
+            with os.fdopen(dst, "wb") as out, _removed_if_cut_short(target):
+                while chunk := os.read(src, 1 << 20):
+                    out.write(chunk)
+                out.flush()
+        finally:
+            os.close(src)
         return target
 
     def write_table(self, frame, name: str = "results") -> Path:

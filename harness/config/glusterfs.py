@@ -73,9 +73,9 @@ CLI = "gluster --mode=script"
 _SERVER_HINT = "install GlusterFS's server: apt-get install glusterfs-server"
 _CLIENT_HINT = ("install GlusterFS's FUSE client (apt-get install glusterfs-client) and use a "
                 "kernel with fuse")
-_VOLUME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_-]{0,63}$")
-_KEY = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,127}$")
-_VALUE = re.compile(r"^[A-Za-z0-9_.:/,=+-]{1,255}$")
+_VOLUME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_-]{0,63}\Z")
+_KEY = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,127}\Z")
+_VALUE = re.compile(r"^[A-Za-z0-9_.:/,=+-]{1,255}\Z")
 READY_S = 60  # glusterd answered its CLI after about 2 s here under TCG
 
 

@@ -64,7 +64,7 @@ NOT_INSTALLED_HINT = ("GPFS operations run only on real IBM Storage Scale cluste
                       "it. Leave the GPFS steps out elsewhere")
 NOT_ACTIVE_HINT = ("as root on that node, check `mmlscluster` and `mmgetstate -a`; the node must "
                    "be an admin node of an active cluster")
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,254}$")
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,254}\Z")
 
 
 def mm(*args: str) -> str:
@@ -293,7 +293,7 @@ ATTRIBUTES = {a.name.lower(): a for a in (
     Attribute("socketSndBufferSize", "int", False),
 )}
 DEFAULT = "DEFAULT"  # mmchconfig's value for "back to the documented default"
-_SIZE = re.compile(r"^(\d+)([KMGT]?)$", re.IGNORECASE)
+_SIZE = re.compile(r"^(\d+)([KMGT]?)\Z", re.IGNORECASE)
 
 
 def attribute(name: str) -> Attribute:
@@ -421,4 +421,4 @@ def _restore_config(node: Node, data: dict) -> None:
              timeout=120)
 
 
-_VALUE_WORD = re.compile(r"^[A-Za-z0-9_.:,/+-]{1,255}$")
+_VALUE_WORD = re.compile(r"^[A-Za-z0-9_.:,/+-]{1,255}\Z")

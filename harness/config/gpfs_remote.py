@@ -51,7 +51,7 @@ from .gpfs import (
 from .operation import UNKNOWN, Change, Fact, Operation
 
 ACCESS = ("rw", "ro")
-_PATH = re.compile(r"^/[A-Za-z0-9_.+/-]*$")
+_PATH = re.compile(r"^/[A-Za-z0-9_.+/-]*\Z")
 
 
 def check_path(what: str, path: str) -> str:
@@ -225,7 +225,7 @@ def _names(kind: str, data: dict, *fields: str) -> None:
         undo_checks.text(kind, f, data.get(f), _GPFS_NAME)
 
 
-_GPFS_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,254}$")
+_GPFS_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,254}\Z")
 
 
 @undo_handler("gpfs-grant", gone_with_namespace=False)

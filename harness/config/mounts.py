@@ -44,9 +44,9 @@ from .operation import UNKNOWN, Change, Fact, Operation
 STATE_TAG = "harness-state"  # the tmpfs source name of a state directory made writable
 # An absolute path that needs no quoting in /proc/mounts or in a mount option (no spaces,
 # commas, colons); shlex-quoted anyway wherever it goes.
-_HOST = re.compile(r"^[A-Za-z0-9][A-Za-z0-9.-]{0,252}$|^[0-9a-fA-F:]*:[0-9a-fA-F:.]*$")
-_OPTION = re.compile(r"^[a-z][a-z0-9_-]*(=[A-Za-z0-9@._:/-]+)?$")
-_PATH = re.compile(r"^/[A-Za-z0-9_.@+-][A-Za-z0-9_./@+-]*$")
+_HOST = re.compile(r"^[A-Za-z0-9][A-Za-z0-9.-]{0,252}\Z|^[0-9a-fA-F:]*:[0-9a-fA-F:.]*\Z")
+_OPTION = re.compile(r"^[a-z][a-z0-9_-]*(=[A-Za-z0-9@._:/-]+)?\Z")
+_PATH = re.compile(r"^/[A-Za-z0-9_.@+-][A-Za-z0-9_./@+-]*\Z")
 _OCTAL = re.compile(r"\\([0-7]{3})")
 
 
@@ -163,8 +163,8 @@ def _unmount(node: Node, data: dict) -> None:
     node.run(unmount_script(path, fstype, source), timeout=120)
 
 
-_FSTYPE = re.compile(r"^[a-z0-9][a-z0-9._]{0,31}$")
-_SOURCE = re.compile(r"^[A-Za-z0-9_.:/@+-]{1,512}$")
+_FSTYPE = re.compile(r"^[a-z0-9][a-z0-9._]{0,31}\Z")
+_SOURCE = re.compile(r"^[A-Za-z0-9_.:/@+-]{1,512}\Z")
 
 
 def unmount_record(kind: str, data: dict) -> tuple[str, str, str]:

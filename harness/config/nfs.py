@@ -96,7 +96,7 @@ _SERVER_HINT = ("install the server's user space (apt-get install nfs-kernel-ser
 CLIENT_HINT = ("install the client (apt-get install nfs-common) and use a kernel with nfsv4 "
                 "(Debian's stock kernel: run the study in the VM lab)")
 # exports(5) client: a host, an address, address/prefix, a wildcard pattern, @netgroup or *
-_CLIENT = re.compile(r"^(\*|@?[A-Za-z0-9*?][A-Za-z0-9*?.:_-]{0,252}(/[0-9.]{1,15})?)$")
+_CLIENT = re.compile(r"^(\*|@?[A-Za-z0-9*?][A-Za-z0-9*?.:_-]{0,252}(/[0-9.]{1,15})?)\Z")
 
 
 def _machine_only(node: Node, what: str) -> None:
@@ -236,7 +236,7 @@ def parse_exportfs_v(text: str) -> tuple[Export, ...]:
             rest = line.strip()
         if path is None or not rest:
             continue
-        match = re.match(r"^(\S+?)\((.*)\)$", rest)
+        match = re.fullmatch(r"(\S+?)\((.*)\)", rest)
         if match:
             exports.append(Export(path, match.group(1),
                                   tuple(o for o in match.group(2).split(",") if o)))
@@ -320,7 +320,7 @@ class NfsExport(Operation):
         return [change]
 
 
-_CLIENT = re.compile(r"^[A-Za-z0-9_.*/-]{1,255}$")  # a host, address or network
+_CLIENT = re.compile(r"^[A-Za-z0-9_.*/-]{1,255}\Z")  # a host, address or network
 
 
 @undo_handler("nfs-export", gone_with_namespace=False)

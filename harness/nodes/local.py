@@ -18,7 +18,8 @@ def in_cgroup(cmd: str, cgroup: str | None) -> str:
     """Wrap a shell command so that it starts inside the cgroup v2 directory ``cgroup``."""
     if not cgroup:
         return cmd
-    return f"echo $$ > {cgroup}/cgroup.procs && exec sh -c {quote(cmd)}"
+    # Quoted: a cgroup path comes from a study's record and reaches a root shell.
+    return f"echo $$ > {quote(cgroup + '/cgroup.procs')} && exec sh -c {quote(cmd)}"
 
 
 def quote(text: str) -> str:

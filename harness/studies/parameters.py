@@ -65,6 +65,10 @@ def param(default: Any, help: str, *, unit: str = "", low: float | None = None,
     return field(default=default, metadata={META_KEY: rules})
 
 
+# A sweep of more points than this would run for weeks; a range wider than it is a typo.
+MAX_RANGE_ITEMS = 10_000
+
+
 # -- readers for each kind of value ---------------------------------------------------------
 
 def int_list(name: str, value, low: float | None, high: float | None,
@@ -78,6 +82,16 @@ def int_list(name: str, value, low: float | None, high: float | None,
             try:
                 if "-" in part:
                     a, b = (int(x) for x in part.split("-", 1))
+                    # The bounds first: "1-10000000000" would otherwise be a list of
+                    # 10^10 items (tens of GB) before its range was ever checked.
+                    _check_range(name, a, low, high, above)
+                    _check_range(name, b, low, high, above)
+                    if b < a or b - a >= MAX_RANGE_ITEMS:
+                        raise SpecError(f"parameter {name}={value!r}: range {part} is "
+                                        + ("backwards" if b < a else
+                                           f"more than {MAX_RANGE_ITEMS} values"),
+                                        "write low-high with low <= high, "
+                                        f"at most {MAX_RANGE_ITEMS} values")
                     items.extend(range(a, b + 1))
                 else:
                     items.append(int(part))

@@ -45,10 +45,10 @@ FIO = Tool("fio", "fio --version", "fio")
 RW = ("write", "read")
 IOENGINES = ("psync", "sync", "libaio", "io_uring", "posixaio")
 MAX_JOBS = 256  # fio's own limit per job section is higher; a study never needs more clients
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}\Z")
 # An absolute path without characters fio's option parser splits on (':' separates
 # several files in --filename, ',' several values) or that a shell would read.
-PATH = re.compile(r"^/[A-Za-z0-9_./@+-]*$")  # what a directory or file name may be
+PATH = re.compile(r"^/[A-Za-z0-9_./@+-]*\Z")  # what a directory or file name may be
 _PATH = PATH
 
 
