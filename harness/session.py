@@ -53,6 +53,7 @@ from .placement import (
     measure_wire_ceiling,
     vm_offer,
 )
+from .privileges import read_access, require_root
 from .probe import Capabilities, probe, require
 from .testbed import InventoryTestbed, LabTestbed
 from .topology import Topology
@@ -133,6 +134,12 @@ class Session:
             bed = InventoryTestbed(topology, Inventory.load(self.inventory))
             self.stack.callback(bed.close)
             bed.connect()
+            # who the harness is on each machine, before the probe (it needs root too)
+            access = [read_access(name, node) for name, node in bed.nodes.items()]
+            if not self.dry_run:
+                self.run.update(access={a.node: a.to_dict() for a in access})
+            require_root(self.study, set(features).union(*(node_features or {}).values()),
+                         access)
             # every machine's features and tools checked before its lock is taken: a machine
             # that lacks one is refused, naming it, before anything changes anywhere
             for name, node in bed.nodes.items():

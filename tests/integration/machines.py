@@ -237,8 +237,10 @@ def _add_user(stack: ExitStack, created: list[str], workdir: Path, name: str) ->
     except KeyError:
         pass
     home = workdir / f"home-{name}"
+    # password "*": no password login, but not a locked account ("!"), which sshd without
+    # PAM refuses even for key authentication
     _run("useradd", "--no-create-home", "--home-dir", str(home), "--shell", "/bin/sh",
-         "--user-group", name)
+         "--user-group", "--password", "*", name)
     created.append(f"user {name}")
     stack.callback(subprocess.run, ["userdel", name], check=False, capture_output=True)
     home.mkdir()

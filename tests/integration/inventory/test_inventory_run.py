@@ -36,7 +36,8 @@ def machines():
     reason = skip_reason()
     if reason:
         pytest.skip(reason)
-    with congestion_allowed("cubic"), running_machines(s4_networks(), s4_machines()) as m:
+    with congestion_allowed("cubic"), running_machines(s4_networks(), s4_machines(),
+                                                       unprivileged_user=True) as m:
         yield m
 
 
@@ -75,6 +76,7 @@ def test_s4_runs_on_the_inventory_and_leaves_every_machine_as_found(machines, tm
     assert {n: bed["machines"][n]["hostname"] for n in m.machines} == \
         {n: x.hostname for n, x in m.machines.items()}
     assert {n: bed["nodes"][n]["type"] for n in m.machines} == {"client": "ssh", "server": "ssh"}
+    assert all(a["root"] for a in meta["access"].values())
     for name, machine in bed["machines"].items():
         assert machine["kernel"] and meta["capabilities"][name]["tools"]["iperf3"]
         assert machine["sysctls"]["net.mptcp.enabled"] == "1"
@@ -128,6 +130,26 @@ def test_machines_without_tipc_are_refused_for_s3_naming_the_feature(machines, t
         meta = json.loads((run_dir / "run.json").read_text())
         assert meta["status"] != "complete" and not meta.get("configuration")
         assert not set(meta.get("machine_lock") or {}) & {"reducer", "m01"}  # none locked
+
+
+def test_a_machine_reached_as_an_ordinary_user_is_refused_naming_what_needs_root(machines,
+                                                                                tmp_path):
+    """The server is reached as the fixture's user (not root): the run stops before the
+    probe and any lock, naming the machine, the user and each operation's privilege; the
+    client, reached as root, is recorded as root."""
+    m = machines
+    inventory = m.write_inventory(tmp_path / "user.yaml", users={"server": m.user})
+    before = snapshots(m)
+    out = run_s4(m, tmp_path, inventory)
+    assert out.returncode != 0
+    assert f"server (user {m.user}, uid" in out.stderr, out.stderr[-3000:]
+    assert "mptcp-endpoint: CAP_NET_ADMIN" in out.stderr and "log in as root" in out.stderr
+    assert snapshots(m) == before
+    (run_dir,) = list((tmp_path / "runs" / "s4").iterdir())
+    meta = json.loads((run_dir / "run.json").read_text())
+    assert meta["status"] != "complete" and not meta.get("configuration")
+    assert meta["access"]["client"]["root"] and not meta["access"]["server"]["root"]
+    assert not set(meta.get("machine_lock") or {}) & {"client", "server"}  # none locked
 
 
 def test_roles_outnumbering_the_machines_are_refused_naming_the_role(machines, tmp_path):
