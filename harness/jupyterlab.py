@@ -6,6 +6,11 @@ harness needs root for namespaces, qdiscs and cgroups; ``jupyter lab`` refuses r
 ``--allow-root``). The port is chosen before the start and retries are off, so the URL and
 the ``ssh -L`` line printed first are the ones that work. Kernels talk to the server over
 Unix sockets (see :mod:`harness.kernels`), not TCP ports.
+
+The token reaches the server in its environment (``JUPYTER_TOKEN``, which jupyter_server's
+``IdentityProvider.token`` reads when not given on the command line), never in its argv:
+/proc/PID/cmdline is readable by every local user, /proc/PID/environ only by the server's
+own user (and root), and the server runs as root.
 """
 
 from __future__ import annotations
@@ -38,9 +43,16 @@ class LabServer:
     def argv(self) -> list[str]:
         args = [sys.executable, "-m", "jupyterlab", "--no-browser", f"--ip={LOOPBACK}",
                 f"--port={self.port}", "--ServerApp.port_retries=0",
-                f"--IdentityProvider.token={self.token}", f"--ServerApp.root_dir={self.root_dir}",
+                f"--ServerApp.root_dir={self.root_dir}",
                 "--KernelManager.transport=ipc"]
         return [*args, "--allow-root"] if self.as_root else args
+
+    def env(self, base: dict[str, str] | None = None) -> dict[str, str]:
+        """The server's environment: ``base`` (default ours) with the token in it."""
+        env = dict(os.environ if base is None else base)
+        env.pop("JUPYTER_TOKEN_FILE", None)  # ours, not a file someone else may have named
+        env["JUPYTER_TOKEN"] = self.token
+        return env
 
     def instructions(self, user: str, host: str) -> str:
         return "\n".join([
@@ -85,7 +97,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     lab = server(args.port, args.root_dir)
     print(lab.instructions(getpass.getuser(), host_name()), flush=True)
-    os.execv(sys.executable, lab.argv())
+    os.execve(sys.executable, lab.argv(), lab.env())
 
 
 if __name__ == "__main__":

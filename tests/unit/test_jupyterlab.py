@@ -18,7 +18,10 @@ def test_the_server_listens_on_loopback_only_behind_the_printed_token():
     assert argv[:3] == [sys.executable, "-m", "jupyterlab"]
     assert "--ip=127.0.0.1" in argv and "--port=8890" in argv and "--no-browser" in argv
     assert "--ServerApp.port_retries=0" in argv  # the printed port is the one it gets, or none
-    assert "--IdentityProvider.token=t0ken" in argv and "--ServerApp.root_dir=/src/notebooks" in argv
+    assert "--ServerApp.root_dir=/src/notebooks" in argv
+    assert not any("t0ken" in arg for arg in argv)  # argv is readable by every local user
+    assert lab.env({"JUPYTER_TOKEN_FILE": "/tmp/x", "HOME": "/h"}) == {"JUPYTER_TOKEN": "t0ken",
+                                                                      "HOME": "/h"}
     assert "--allow-root" not in argv
     assert "--allow-root" in LabServer(8890, "t", Path("/x"), as_root=True).argv()
     assert lab.url == "http://127.0.0.1:8890/lab?token=t0ken"
@@ -51,3 +54,4 @@ def test_the_ssh_line_never_names_localhost(monkeypatch):
     assert jupyterlab.host_name() == "lab1"
     monkeypatch.setattr(jupyterlab.socket, "getfqdn", lambda: "lab1.example.org")
     assert jupyterlab.host_name() == "lab1.example.org"
+
