@@ -14,7 +14,9 @@ nodes of this project share the host's root file system read-only, so a
 binary built here is already there: :meth:`CProgram.build_on` first asks the
 node whether the host's binary is visible at the same path *with the same
 content* (sha256) and uses it; only otherwise does it compile on the node,
-in its cache or, if that is read-only, under /tmp.
+in a private folder (owned by the node's user, 0700, no symlink): its cache or, if that
+is read-only, ``/tmp/harness-cache-<uid>``. A binary found there runs only if its sha256
+is the one recorded when it was built.
 """
 
 from __future__ import annotations
@@ -113,39 +115,93 @@ class CProgram:
         return self._build_remote(node)
 
     def _build_remote(self, node: Node) -> str:
+        """Compile on ``node`` into a private cache folder; a binary found there runs only
+        if its sha256 is the one recorded when it was built.
+
+        Private: the cache root is a real folder (no symlink) owned by the node's user,
+        mode 0700 (see :data:`PRIVATE_DIR`). The old fallback, a shared
+        ``/tmp/harness-cache-<name>`` whose name anyone could compute, let another user
+        plant a binary there that root then ran; the fallback now is
+        ``/tmp/harness-cache-<uid>`` and passes the same checks (someone else's folder of
+        that name is refused, never used)."""
         probe = node.run(
             'for c in gcc cc; do command -v "$c" && "$c" --version | head -n1 && break; done;'
-            ' printf "%s\\n" "${XDG_CACHE_HOME:-$HOME/.cache}"',
+            ' id -u; printf "%s\\n" "${XDG_CACHE_HOME:-$HOME/.cache}"',
             check=False, timeout=60,
         )
         lines = probe.stdout.splitlines()
-        if len(lines) < 3:
+        if len(lines) < 4:
             raise CapabilityMissing(f"no C compiler (gcc or cc) on {node.name}", INSTALL_HINT)
-        cc, version, cache = lines[0], lines[1], lines[-1]
+        cc, version, uid, cache = lines[0], lines[1], lines[-2], lines[-1]
         source = self.source_bytes()
         key = self.cache_key(source, version)
-        for root in (f"{cache}/harness/{self.name}", f"/tmp/harness-cache-{self.name}"):
-            directory = f"{root}/{key}"
-            binary = f"{directory}/{self.name}"
-            if node.run(["test", "-x", binary], check=False, timeout=30).ok:
-                return binary
-            if node.run(["mkdir", "-p", directory], check=False, timeout=30).ok and \
-                    node.run(["test", "-w", directory], check=False, timeout=30).ok:
-                break
-        else:
-            raise BuildFailed(f"no writable cache directory on {node.name}",
-                              "make $XDG_CACHE_HOME or /tmp writable on the node")
+        root = private_root(node, (f"{cache}/harness", f"{SHARED_TMP}/harness-cache-{uid}"))
+        directory = f"{root}/{self.name}/{key}"
+        binary = f"{directory}/{self.name}"
+        if remote_digest(node, binary) is not None:
+            return binary
+        node.run(f"umask 077 && mkdir -p -- {shlex.quote(directory)}", timeout=30)
         remote_src = f"{directory}/{self.source.name}"
-        node.run(f"cat > {shlex.quote(remote_src)}", stdin=source, timeout=60)
+        node.run(f"umask 077 && cat > {shlex.quote(remote_src)}", stdin=source, timeout=60)
         tmp_bin = f"{binary}.tmp.{os.getpid()}"
+        q = shlex.quote
         result = node.run(
-            f"{shlex.join([cc, *self.cflags, '-o', tmp_bin, remote_src])} && "
-            f"mv -f {shlex.quote(tmp_bin)} {shlex.quote(binary)}", check=False, timeout=300)
+            f"umask 077 && {shlex.join([cc, *self.cflags, '-o', tmp_bin, remote_src])} && "
+            f"chmod 0700 {q(tmp_bin)} && sha256sum {q(tmp_bin)} | cut -d' ' -f1 > "
+            f"{q(binary + DIGEST_SUFFIX)} && mv -f {q(tmp_bin)} {q(binary)}",
+            check=False, timeout=300)
         if not result.ok:
             raise BuildFailed(f"compiling {self.what} on {node.name} failed:\n"
                               f"{result.stderr.strip()[-2000:]}",
                               "check the node's compiler (gcc >= 8) and its cache directory")
+        if remote_digest(node, binary) is None:
+            raise BuildFailed(f"{self.what} built on {node.name} at {binary} does not match "
+                              "the sha256 recorded at its build",
+                              "something else writes to that folder: remove it and run again")
         return binary
+
+
+# The fallback cache's parent when the node's own cache is read-only (a VM sharing the
+# host's root file system). A module constant so tests can point it at their own folder.
+SHARED_TMP = "/tmp"
+DIGEST_SUFFIX = ".sha256"
+
+# Makes $d a private folder or says why it cannot be one (exit 1, reason on stderr).
+PRIVATE_DIR = r"""d=$1
+[ -L "$d" ] && { echo "$d is a symlink" >&2; exit 1; }
+[ -e "$d" ] || (umask 077 && mkdir -p -- "$d") || exit 1
+[ -L "$d" ] && { echo "$d is a symlink" >&2; exit 1; }
+[ -d "$d" ] || { echo "$d is not a folder" >&2; exit 1; }
+o=$(stat -c %u -- "$d") && u=$(id -u) || exit 1
+[ "$o" = "$u" ] || { echo "$d belongs to uid $o, not to uid $u" >&2; exit 1; }
+chmod 0700 -- "$d" && [ "$(stat -c %a -- "$d")" = 700 ] && [ -w "$d" ] \
+  || { echo "$d cannot be made private (0700) and writable" >&2; exit 1; }"""
+
+
+def private_root(node: Node, candidates: tuple[str, ...]) -> str:
+    """The first of ``candidates`` that is (or now is) a private folder on ``node``."""
+    reasons = []
+    for root in candidates:
+        res = node.run(["sh", "-c", PRIVATE_DIR, "private_dir", root], check=False, timeout=30)
+        if res.ok:
+            return root
+        reasons.append(res.stderr.strip() or f"{root}: exit {res.returncode}")
+    raise BuildFailed(f"no private cache folder on {node.name}: " + "; ".join(reasons),
+                      "make $XDG_CACHE_HOME writable on the node, or remove the folders "
+                      "named above if they are not yours")
+
+
+def remote_digest(node: Node, binary: str) -> str | None:
+    """The sha256 of ``binary`` on ``node`` if it is a regular file (not a symlink) whose
+    hash is the one recorded beside it at build time, else None (never trusted)."""
+    q = shlex.quote
+    res = node.run(f"[ -f {q(binary)} ] && [ ! -L {q(binary)} ] && "
+                   f"sha256sum {q(binary)} && cat {q(binary + DIGEST_SUFFIX)}",
+                   check=False, timeout=60)
+    lines = res.stdout.split() if res.ok else []
+    if len(lines) == 3 and len(lines[0]) == 64 and lines[0] == lines[2]:
+        return lines[0]
+    return None
 
 
 def local_compiler() -> str:
