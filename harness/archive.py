@@ -44,6 +44,32 @@ def data_root() -> Path:
     return Path(env) if env else project_root() / "data"
 
 
+def notebook_record(notebook: str | os.PathLike | None) -> str | None:
+    """How run.json names a notebook: relative to the project when it is inside it.
+
+    An absolute path names a folder of the machine that made the run (the committed
+    reference runs name /tmp/ref/notebooks/...), meaningless elsewhere; nothing
+    executes it anyway (a rerun finds its notebook by study, see harness.rerun)."""
+    if not notebook:
+        return None
+    path = Path(notebook).resolve()
+    try:
+        return str(path.relative_to(project_root()))
+    except ValueError:
+        return str(path)
+
+
+def archived_notebook(meta: dict) -> Path | None:
+    """The notebook a run.json names, as a path on this machine (old runs wrote absolute
+    paths, newer ones paths relative to the project). For display and comparison only:
+    never imported or executed as given."""
+    named = meta.get("notebook")
+    if not isinstance(named, str) or not named:
+        return None
+    path = Path(named)
+    return path if path.is_absolute() else project_root() / path
+
+
 def runs_root(root: Path | None = None) -> Path:
     return (root or data_root()) / "runs"
 
@@ -93,7 +119,7 @@ class Run:
             "study": study,
             "status": INCOMPLETE,
             "parameters": parameters,
-            "notebook": notebook,
+            "notebook": notebook_record(notebook),
             "started": now_iso(),
             "ended": None,
             "owner_pid": os.getpid(),

@@ -1,7 +1,8 @@
 """``harness rerun RUN``: the same notebook with the same parameters, as a new run.
 
-The original's run.json gives the notebook and every resolved parameter; the
-new run is an ordinary ``harness run`` of them, whose run.json names the
+The original's run.json gives the study and every resolved parameter; the notebook
+is this checkout's notebook of that study (found by study under ``notebooks/``, never
+the path run.json names: see :func:`checkout_notebook`); the new run is an ordinary ``harness run`` of them, whose run.json names the
 original (``rerun_of``). Before it starts, a warning for each way this machine
 now differs from the original's (git commit or uncommitted changes, kernel);
 after it, one if the placement (host or VM, scaling) came out differently.
@@ -10,12 +11,70 @@ The original is only read.
 
 from __future__ import annotations
 
+import os
 import platform
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePath
 
 from .archive import Run, project_root
 from .errors import SpecError
+
+
+def checkout_notebook(original: Run) -> tuple[Path, str | None]:
+    """This checkout's notebook of the original's study, and a note if its name differs.
+
+    run.json's notebook path is never opened: it names a folder of the machine that made
+    the run (the reference runs name /tmp/ref/...), and a run folder from elsewhere could
+    name any file, whose metadata would then choose a module to import as root. Only the
+    notebooks under this checkout's ``notebooks/`` are candidates, matched by the study
+    their metadata names; the recorded file name picks among several."""
+    meta = original.meta
+    study, named = meta.get("study"), str(meta.get("notebook"))
+    folder = project_root() / "notebooks"
+    found = []
+    for path in sorted(folder.rglob("*.ipynb")):
+        if ".ipynb_checkpoints" not in path.parts and not path.is_symlink() \
+                and _study_of(path) == study:
+            found.append(path)
+    here = _inside_checkout(named)
+    if here is not None and _study_of(here) == study:
+        return here, None
+    wanted = PurePath(named).name
+    same = [p for p in found if p.name == wanted]
+    if same:
+        return same[0], None
+    if len(found) == 1:
+        return found[0], (f"the original ran notebook {named}; this checkout's notebook of "
+                          f"study {study} is {found[0].relative_to(project_root())}")
+    names = ", ".join(str(p.relative_to(project_root())) for p in found) or "none"
+    raise SpecError(f"run {original.run_id} ran notebook {named} of study {study!r}; this "
+                    f"checkout's notebooks/ has no notebook of that name (notebooks of study "
+                    f"{study!r}: {names})",
+                    "check out the run's commit (its notebook is found by study in "
+                    "notebooks/), or run a notebook yourself: harness run NOTEBOOK -f "
+                    "PARAMS.yaml")
+
+
+def _inside_checkout(named: str) -> Path | None:
+    """A relative path (as newer run.json files write) to a notebook file of this checkout:
+    no '..' out of it, no symlink on the way; else None."""
+    if PurePath(named).is_absolute() or PurePath(named).suffix != ".ipynb":
+        return None
+    root = project_root().resolve()
+    path = Path(os.path.normpath(root / named))
+    if not path.is_relative_to(root) or path.resolve() != path or not path.is_file():
+        return None
+    return path
+
+
+def _study_of(notebook: Path) -> str | None:
+    """The study a notebook's metadata names (read as JSON, nothing imported)."""
+    from .studies.registry import notebook_metadata
+
+    try:
+        return notebook_metadata(notebook).get("study")
+    except SpecError:
+        return None
 
 
 @dataclass(frozen=True)
@@ -37,14 +96,11 @@ def plan(original: Run) -> RerunPlan:
                         "by a notebook whose file was not found)",
                         "run its study's notebook with the parameters of its run.json: "
                         "harness run NOTEBOOK -f PARAMS.yaml")
-    notebook = Path(meta["notebook"])
-    if not notebook.exists():
-        raise SpecError(f"run {original.run_id}'s notebook {notebook} no longer exists",
-                        "restore it (git checkout the run's commit) or run another notebook")
+    notebook, moved = checkout_notebook(original)
     given = {k: v for k, v in (meta.get("parameters") or {}).items()
              if k not in HARNESS_PARAMETERS or (k == "inventory" and v)}
     check_parameters(notebook.resolve(), given)
-    warnings = []
+    warnings = [moved] if moved else []
     git = (meta.get("provenance") or {}).get("git") or {}
     now = git_state(project_root())
     if git.get("commit") != now.get("commit"):

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import yaml
 
-from .archive import COMPLETE, Run, list_runs
+from .archive import COMPLETE, Run, archived_notebook, list_runs
 from .errors import SpecError
 
 FORMAT = "see the format in harness/sweep.py"
@@ -93,7 +93,7 @@ def completed_runs(study: str, notebook: Path, root: Path | None = None) -> list
     """Complete runs of ``study`` from ``notebook``, oldest first: by ``harness run``, or by the
     notebook itself in JupyterLab, papermill or nbclient (run.json names its source notebook)."""
     return [run for run in list_runs(study, root, COMPLETE)
-            if Path(run.meta.get("notebook") or "").resolve() == notebook]
+            if (archived_notebook(run.meta) or Path("")).resolve() == notebook]
 
 
 def completed_parameters(study: str, notebook: Path, root: Path | None = None) -> list[dict]:

@@ -232,8 +232,10 @@ class Study(ABC):
 
         registration = self.registration()
         session.run.add_json(REGISTRATION_FILE, registration.to_dict())
-        notebook = session.run.meta.get("notebook")
-        code = file_digests([*self.code_files(), *([Path(notebook)] if notebook else [])])
+        from ..archive import archived_notebook
+
+        notebook = archived_notebook(session.run.meta)
+        code = file_digests([*self.code_files(), *([notebook] if notebook else [])])
         session.note(registration=registration.summary(), code_digests=code)
 
     def _archive_claims(self, session: Session) -> None:

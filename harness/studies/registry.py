@@ -9,8 +9,8 @@ module is imported. :func:`discover` imports every place studies may live:
 - ``*.py`` files in the folders of ``$HARNESS_STUDY_PATH`` (colon-separated).
 
 A notebook names its study in its metadata, ``{"harness": {"study": NAME}}``,
-and may add ``"module": "FILE.py"`` (a path relative to the notebook) for a
-study kept beside its notebook, outside any package.
+and may add ``"module": "FILE.py"`` (a file right beside the notebook, no path) for a
+study kept beside its notebook, outside any package, or ``"harness.studies.NAME"``.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ import importlib.util
 import json
 import os
 import pkgutil
+import re
 import sys
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -109,12 +110,44 @@ def notebook_metadata(notebook: Path) -> dict:
     return harness
 
 
+_MODULE_FILE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]{0,127}\.py")
+_PACKAGE_MODULE = re.compile(r"harness\.studies\.[A-Za-z_][A-Za-z0-9_]{0,127}")
+
+
+def import_notebook_module(notebook: Path, module) -> None:
+    """Import the module a notebook's metadata names, but only one of two kinds.
+
+    ``harness.studies.NAME`` (imported as a package module), or a plain file name of a
+    ``.py`` file right in the notebook's folder (not a symlink). Metadata travels with
+    notebooks that came from elsewhere (an archived run's executed notebook, a
+    colleague's tarball): a path that leaves the folder (``../../tmp/x.py``, ``/tmp/x.py``)
+    would make ``harness params`` or ``lab show`` run any file as root, so it is refused
+    before anything is imported."""
+    hint = ('name a file beside the notebook ("module": "my_study.py") or a module '
+            '"harness.studies.NAME"')
+    if isinstance(module, str) and _PACKAGE_MODULE.fullmatch(module):
+        try:
+            importlib.import_module(module)
+        except ModuleNotFoundError:
+            raise SpecError(f"{notebook}: metadata harness.module {module!r} does not exist",
+                            hint) from None
+        return
+    if not isinstance(module, str) or not _MODULE_FILE.fullmatch(module):
+        raise SpecError(f"{notebook}: metadata harness.module {module!r} is not a file in the "
+                        "notebook's folder (no path, no '..')", hint)
+    path = notebook.parent / module
+    if path.is_symlink():
+        raise SpecError(f"{notebook}: metadata harness.module {module!r} is a symlink "
+                        f"(to {os.readlink(path)}), which is not followed", hint)
+    import_file(path)
+
+
 def study_of_notebook(notebook: str | Path) -> Study:
     """The study a notebook runs, importing its module when the notebook names one."""
     notebook = Path(notebook).resolve()
     meta = notebook_metadata(notebook)
     if meta.get("module"):
-        import_file(notebook.parent / meta["module"])
+        import_notebook_module(notebook, meta["module"])
     return get_study(meta["study"])
 
 
