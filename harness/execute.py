@@ -10,8 +10,12 @@ or incomplete, with the error, if anything went wrong or Ctrl-C came.
 
 from __future__ import annotations
 
+import json
+import os
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -78,14 +82,43 @@ def check_parameters(notebook: Path, given: dict) -> tuple[Study, object]:
     return study, params
 
 
-def refuse_if_machine_taken() -> None:
-    """Refuse before the run folder exists when another run measures here and sharing was not
-    asked (the kernel's session takes the lock itself; this only fails earlier)."""
-    from .machinelock import LocalLock, busy_error, sharing_requested
+@contextmanager
+def machine_taken(study: str) -> Iterator[tuple[object, dict]]:
+    """This machine's lock, taken before the run folder exists and held until the run is
+    finished (the kernel's whole life, its undo and the report included).
 
-    holder = LocalLock().holder()
-    if holder is not None and not sharing_requested():
-        raise busy_error("local", holder)
+    Why: when only checked here and taken inside the kernel, two runs started 3 s apart
+    both passed the check and the second died in its notebook with MachineBusy, leaving
+    an incomplete run folder with a papermill traceback. Now a refused run leaves only
+    its one error. The kernel learns that the lock is held for its run from
+    ``$HARNESS_LOCK_HELD`` (see :func:`harness.machinelock.held_for`)."""
+    from .machinelock import LocalLock, sharing_requested, this_process
+
+    share = sharing_requested()
+    lock = LocalLock()
+    record = lock.acquire(this_process("", study, "", share), share)
+    try:
+        yield lock, record
+    finally:
+        lock.release()
+
+
+@contextmanager
+def lock_named_for_kernel(lock, run: Run) -> Iterator[None]:
+    """Name the run in the lock and tell the kernel (by environment) that it is held."""
+    from .machinelock import HELD_ENV, relabel, this_process
+
+    owner = this_process(run.run_id, run.study, str(run.path), lock.owner.share)
+    relabel(lock, owner)
+    before = os.environ.get(HELD_ENV)
+    os.environ[HELD_ENV] = json.dumps(owner.to_dict(), sort_keys=True)
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(HELD_ENV, None)
+        else:
+            os.environ[HELD_ENV] = before
 
 
 def notebook_defaults(notebook: Path) -> dict:
@@ -126,19 +159,26 @@ def run_notebook(notebook: str | Path, parameters: dict | None = None,
                  root: Path | None = None, progress: bool = False,
                  note: dict | None = None) -> NotebookRun:
     """Execute ``notebook`` into a new run; ``note``: extra run.json fields (``rerun_of``)."""
+    notebook = Path(notebook).resolve()
+    given = dict(parameters or {})
+    study, params = check_parameters(notebook, given)
+    with machine_taken(study.name) as (lock, lock_record):
+        run = Run.create(study.name, {**params.to_dict(), **{k: v for k, v in given.items()
+                                                        if k in HARNESS_PARAMETERS}},
+                         root, notebook=str(notebook))
+        with lock_named_for_kernel(lock, run):
+            lock_record = {**lock_record, "holder": lock_record["holder"]
+                           if lock_record["mode"] == "shared" else lock.owner.to_dict()}
+            run.update(machine_lock={"local": lock_record}, **(note or {}))
+            return _execute(notebook, given, run, study, progress)
+
+
+def _execute(notebook: Path, given: dict, run: Run, study, progress: bool) -> NotebookRun:
+    """The kernel's life for ``run``, then its undo, report and final status."""
     import papermill as pm
 
     from .report import render_report  # pandas and nbconvert: only when a run renders
 
-    notebook = Path(notebook).resolve()
-    given = dict(parameters or {})
-    study, params = check_parameters(notebook, given)
-    refuse_if_machine_taken()
-    run = Run.create(study.name, {**params.to_dict(), **{k: v for k, v in given.items()
-                                                    if k in HARNESS_PARAMETERS}},
-                     root, notebook=str(notebook))
-    if note:
-        run.update(**note)
     executed = run.path / "notebook.ipynb"
     started = time.monotonic()
     error: BaseException | None = None

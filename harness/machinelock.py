@@ -268,6 +268,52 @@ class LocalLock:
                     pass  # other sharers are still there
 
 
+# Set by ``harness run`` for its notebook's kernel: the owner (JSON) under which it holds
+# this machine's lock for that run, so that the kernel's session does not refuse itself.
+HELD_ENV = "HARNESS_LOCK_HELD"
+
+
+def relabel(lock: LocalLock, owner: Owner) -> None:
+    """Name ``owner`` (the same process, now with its run id and folder) in the lock we hold:
+    ``harness run`` takes the lock before its run folder exists, so before it has an id."""
+    with lock._guard():
+        if lock._fd is not None:
+            os.ftruncate(lock._fd, 0)
+            os.pwrite(lock._fd, json.dumps(owner.to_dict(), sort_keys=True).encode(), 0)
+            os.fsync(lock._fd)
+        elif lock._share_file is not None:
+            lock._share_file.write_text(json.dumps(owner.to_dict(), sort_keys=True))
+        else:
+            raise HarnessError(f"the lock of {lock.machine} is not held by this object")
+        lock.owner = owner
+
+
+def held_for(run_id: str, directory: Path | None = None) -> tuple[LocalLock, dict] | None:
+    """The lock ``harness run`` holds for run ``run_id`` on behalf of this kernel, if the
+    environment names one and the lock folder confirms it: its file (or, when sharing, its
+    sharer file) names that owner, pid and start ticks alive, and that very run id.
+    Returns a LocalLock that knows its owner but holds nothing (releasing it is a no-op),
+    and the record for run.json; None when there is none (a notebook run from JupyterLab:
+    the kernel then takes the lock itself)."""
+    named = Owner.from_text(os.environ.get(HELD_ENV, ""))
+    if named is None or named.run_id != run_id or not named.alive():
+        return None
+    lock = LocalLock(directory=directory)
+    try:
+        if named.share:
+            path = lock.shares / f"{named.pid}-{named.start_ticks}.json"
+            recorded = Owner.from_text(path.read_text())
+        else:
+            recorded = Owner.from_text(lock.path.read_text())
+    except FileNotFoundError:
+        return None
+    if recorded != named:
+        return None
+    lock.owner = named
+    return lock, {"machine": lock.machine, "mode": "shared" if named.share else "exclusive",
+                  "holder": named.to_dict(), "held_by": "harness run", "took_over": []}
+
+
 def clear_stale(directory: Path | None = None) -> list[str]:
     """Remove lock and sharer files of this machine whose owners are gone (``harness lab
     clean``); a lock some live process holds is left alone. Returns the run ids freed."""

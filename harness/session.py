@@ -40,7 +40,8 @@ from .errors import Interrupted, SpecError
 from .inventory import Inventory
 from .journal import Journal
 from .lab import Lab
-from .machinelock import LocalLock, remote_lock, sharing_requested, this_process
+from .machinelock import (LocalLock, held_for, remote_lock, sharing_requested,
+                          this_process)
 from .machinewatch import MachineWatch
 from .nodes import LocalNode, Node
 from .placement import (
@@ -274,10 +275,16 @@ class Session:
     def take_machine(self) -> None:
         """Take this machine's lock (or join its holder when sharing was asked) and start
         watching its load; refused with one error, before any change, when it is taken."""
-        share = sharing_requested()
-        lock = LocalLock()
-        owner = this_process(self.run.run_id, self.study, str(self.run.path), share)
-        self.machine_locks["local"] = lock.acquire(owner, share)
+        held = held_for(self.run.run_id)  # `harness run` took it for this run already
+        if held is not None:
+            lock, record = held
+            self.machine_locks["local"] = (self.run.meta.get("machine_lock") or {}).get(
+                "local") or record
+        else:
+            share = sharing_requested()
+            lock = LocalLock()
+            owner = this_process(self.run.run_id, self.study, str(self.run.path), share)
+            self.machine_locks["local"] = lock.acquire(owner, share)
         self._lock = lock
         self.run.update(machine_lock=self.machine_locks)
         self._watch = MachineWatch(lock).start()

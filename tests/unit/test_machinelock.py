@@ -154,17 +154,45 @@ def test_lab_clean_frees_only_locks_whose_owner_is_gone(lock_folder, other_proce
     live.release()
 
 
-def test_harness_run_refuses_before_making_a_run_folder_unless_sharing(other_process,
-                                                                      monkeypatch):
-    from harness.execute import refuse_if_machine_taken
+def test_harness_run_takes_the_lock_before_its_folder_unless_sharing(other_process,
+                                                                     monkeypatch):
+    from harness.execute import machine_taken
 
     holder = LocalLock()
     holder.acquire(owner_of(other_process, "RUN-A"))
     with pytest.raises(MachineBusy, match="RUN-A"):
-        refuse_if_machine_taken()
+        with machine_taken("s0"):
+            raise AssertionError("refused before the body")
     monkeypatch.setenv(SHARE_ENV, "1")
-    refuse_if_machine_taken()
+    with machine_taken("s0") as (_lock, record):
+        assert record["mode"] == "shared" and record["holder"]["run_id"] == "RUN-A"
     holder.release()
+
+
+def test_the_kernel_of_a_harness_run_finds_its_lock_held_and_a_stranger_does_not(
+        tmp_path, other_process, monkeypatch):
+    """harness run holds the lock and names it for its run; the kernel's session takes it as
+    held (no MachineBusy against its own parent), and records the parent as holder. The
+    same variable naming another run, a dead process or a lock it does not hold is ignored."""
+    from harness.execute import lock_named_for_kernel, machine_taken
+    from harness.machinelock import HELD_ENV, held_for
+
+    with machine_taken("tlock") as (lock, _record):
+        run = Run.create("tlock", {}, tmp_path)
+        with lock_named_for_kernel(lock, run):
+            named = json.loads(__import__("os").environ[HELD_ENV])
+            assert named["run_id"] == run.run_id and LocalLock().holder().run_id == run.run_id
+            assert held_for("ANOTHER-RUN") is None
+            with open_session("tlock", {}, root=tmp_path, run_dir=str(run.path)) as kernel:
+                assert kernel.machine_locks["local"]["holder"]["run_id"] == run.run_id
+            assert LocalLock().holder().run_id == run.run_id  # the kernel released nothing
+        assert HELD_ENV not in __import__("os").environ
+    assert LocalLock().holder() is None
+    stranger = owner_of(other_process, "RUN-X")
+    monkeypatch.setenv(HELD_ENV, json.dumps(stranger.to_dict()))
+    assert held_for("RUN-X") is None  # names a live process, but the lock does not say so
+    monkeypatch.setenv(HELD_ENV, json.dumps(dead_owner("RUN-D").to_dict()))
+    assert held_for("RUN-D") is None
 
 
 def test_both_reports_say_the_machine_was_shared():
