@@ -1,0 +1,235 @@
+"""Hostile inputs the harness reads (issue 26): run.json, notebook metadata, sweep files,
+cached binaries and the values validators check. One row per kind: each is refused or
+neutralised, nothing outside the test's own folder is touched, and no code from the input
+runs -- a sentinel module (or program) writes a file when imported (or run), and that file
+must not exist at the end. (Journals and stop files: tests/unit/test_hostile_journal.py.)"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from harness import cbuild
+from harness.archive import ArchiveError, Run, archived_notebook, project_root
+from harness.errors import SpecError
+from harness.rerun import checkout_notebook, plan
+from harness.studies.registry import study_for
+
+ROOT = project_root()
+
+
+@pytest.fixture
+def sentinel(tmp_path):
+    """A module and a program that leave ``tmp_path/EXECUTED`` if anything runs them."""
+    mark = tmp_path / "EXECUTED"
+    evil = tmp_path / "evil"
+    evil.mkdir()
+    (evil / "sentinel.py").write_text(f"open({str(mark)!r}, 'w').write('imported')\n")
+    (evil / "sentinel.sh").write_text(f"#!/bin/sh\necho ran > {mark}\necho planted\n")
+    (evil / "sentinel.sh").chmod(0o755)
+    yield evil
+    assert not mark.exists(), "code from a hostile input ran"
+
+
+def notebook(folder: Path, study: str, module=None, name: str = "nb.ipynb") -> Path:
+    meta = {"study": study, **({"module": module} if module is not None else {})}
+    path = folder / name
+    path.write_text(json.dumps({"cells": [], "nbformat": 4, "nbformat_minor": 5,
+                                "metadata": {"harness": meta}}))
+    return path
+
+
+# -- notebook metadata: what `harness params`, `lab show` and `run --dry-run` read ----------
+
+@pytest.mark.parametrize("module", [
+    "../evil/sentinel.py",              # leaves the notebook's folder
+    "{evil}/sentinel.py",               # an absolute path
+    "sub/../../evil/sentinel.py",       # a path at all
+    "os",                               # a module that is not the harness's studies
+    "harness.studies.x;import os",      # not a module name
+    ["sentinel.py"],                    # not text
+    "link.py",                          # a symlink beside the notebook, to the sentinel
+])
+def test_notebook_metadata_names_a_module_outside_its_folder(tmp_path, sentinel, module):
+    folder = tmp_path / "nbs"
+    folder.mkdir()
+    (folder / "link.py").symlink_to(sentinel / "sentinel.py")
+    if isinstance(module, str):
+        module = module.format(evil=sentinel)
+    path = notebook(folder, "no-such-study", module)
+    with pytest.raises(SpecError, match="harness.module"):
+        study_for(str(path))
+
+
+# -- run.json: what `harness rerun` reads ----------------------------------------------------
+
+def make_original(data: Path, study: str, named: str) -> Run:
+    run = Run.create(study, {}, data)
+    meta = json.loads((run.path / "run.json").read_text())
+    meta["notebook"] = named  # as a run folder from elsewhere may say
+    (run.path / "run.json").write_text(json.dumps(meta))
+    return Run(run.path)
+
+
+@pytest.mark.parametrize("named", [
+    "{evil}/s1_via.ipynb",                    # absolute, elsewhere, named like the study's
+    "../../../../{evil}/s1_via.ipynb",        # relative, leaving the checkout
+    "notebooks/../../{evil}/s1_via.ipynb",
+])
+def test_run_json_naming_a_notebook_elsewhere_reruns_the_checkouts(tmp_path, sentinel, named):
+    notebook(sentinel, "s1", "../evil/sentinel.py", name="s1_via.ipynb")
+    original = make_original(tmp_path / "data", "s1", named.format(evil=sentinel))
+    found, note = checkout_notebook(original)
+    assert found == ROOT / "notebooks" / "s1_via.ipynb" and note is None
+
+
+def test_run_json_of_a_study_without_a_notebook_here_is_refused_naming_it(tmp_path, sentinel):
+    hostile = notebook(sentinel, "ping-demo", "../evil/sentinel.py")
+    original = make_original(tmp_path / "data", "ping-demo", str(hostile))
+    with pytest.raises(SpecError, match=r"notebooks of study 'ping-demo': none"):
+        plan(original)
+
+
+def test_the_committed_reference_runs_rerun_their_studys_notebook():
+    """They name folders of the machine that made them (/tmp/ref/..., /work/main/...)."""
+    refs = sorted((ROOT / "data" / "reference").glob("*/*/run.json"))
+    assert refs
+    for path in refs:
+        run = Run(path.parent)
+        found, _note = checkout_notebook(run)
+        assert found.parent == ROOT / "notebooks" and archived_notebook(run.meta).name == found.name
+
+
+def test_new_runs_name_their_notebook_relative_to_the_project(tmp_path):
+    run = Run.create("s1", {}, tmp_path, notebook=str(ROOT / "notebooks" / "s1_via.ipynb"))
+    assert run.meta["notebook"] == "notebooks/s1_via.ipynb"
+    assert archived_notebook(run.meta) == ROOT / "notebooks" / "s1_via.ipynb"
+
+
+# -- sweep files: `harness batch` --------------------------------------------------------------
+
+def test_a_sweep_whose_notebook_imports_from_elsewhere_is_refused(tmp_path, sentinel):
+    from harness.execute import check_parameters
+    from harness.sweep import Sweep
+
+    folder = tmp_path / "nbs"
+    folder.mkdir()
+    notebook(folder, "no-such-study", "../evil/sentinel.py")
+    sweep = tmp_path / "sweep.yaml"
+    sweep.write_text("notebook: nbs/nb.ipynb\nsweep: {count: [2, 3]}\n")
+    loaded = Sweep.load(sweep)
+    with pytest.raises(SpecError, match="harness.module"):
+        check_parameters(loaded.notebook, loaded.points()[0])
+
+
+@pytest.mark.parametrize("value, message", [
+    ("1-10000000000", "out of range"),  # was a list of 10^10 integers before the check
+    ("5-1", "backwards"),
+])
+def test_a_swept_range_is_checked_before_it_is_expanded(value, message):
+    from harness.studies.parameters import int_list
+
+    with pytest.raises(SpecError, match=message):
+        int_list("streams", value, 1, 64)
+    with pytest.raises(SpecError, match="more than 10000 values"):
+        int_list("sizes", "1-10000000000", 1, None)
+
+
+# -- cached binaries: a helper compiled on a remote node ---------------------------------------
+
+@pytest.mark.skipif(not (shutil.which("gcc") or shutil.which("cc")), reason="no C compiler")
+def test_a_planted_cached_binary_is_not_run(tmp_path, sentinel, monkeypatch):
+    from harness.nodes.local import LocalNode
+
+    class Remote(LocalNode):
+        is_local = False
+
+    monkeypatch.setattr(cbuild, "SHARED_TMP", str(tmp_path))
+    src = tmp_path / "hello.c"
+    src.write_text('#include <stdio.h>\nint main(void){puts("hello");return 0;}\n')
+    program = cbuild.CProgram("hello", src, ("-O0",), "the test program")
+    cache = tmp_path / "cache"
+    key = program.cache_key(src.read_bytes(), cbuild.compiler_id(cbuild.local_compiler()))
+    for where in (cache / "harness" / "hello" / key,  # the node's cache, and the old shared
+                  tmp_path / "harness-cache-hello" / key):  # fallback anyone could name
+        where.mkdir(parents=True)
+        shutil.copy(sentinel / "sentinel.sh", where / "hello")
+    (cache / "harness" / "hello" / key / "hello.sha256").write_text("0" * 64 + "\n")
+    binary = program.build_on(Remote("r", prefix=["env", f"XDG_CACHE_HOME={cache}"]),
+                              reuse_host_build=False)
+    import subprocess
+
+    assert subprocess.run([binary], capture_output=True, text=True).stdout == "hello\n"
+
+
+# -- validators: one value each that only passed because of a trailing newline -----------------
+
+def _patterns():
+    from harness.config import glusterfs, gpfs, gpfs_remote, mounts, nfs
+    from harness.tools import fio
+
+    return [("gpfs name", gpfs._NAME, "fs1"), ("gpfs size", gpfs._SIZE, "4M"),
+            ("gpfs value", gpfs._VALUE_WORD, "yes"), ("gpfs remote path", gpfs_remote._PATH, "/g"),
+            ("gpfs remote name", gpfs_remote._GPFS_NAME, "fs1"),
+            ("mount host", mounts._HOST, "server1"), ("mount ipv6", mounts._HOST, "fd00::1"),
+            ("mount option", mounts._OPTION, "vers=4.2"), ("mount path", mounts._PATH, "/mnt/x"),
+            ("mount fstype", mounts._FSTYPE, "nfs4"), ("mount source", mounts._SOURCE, "h:/x"),
+            ("gluster volume", glusterfs._VOLUME, "gv0"), ("gluster key", glusterfs._KEY, "a.b"),
+            ("gluster value", glusterfs._VALUE, "on"), ("nfs client", nfs._CLIENT, "10.0.0.0/24"),
+            ("fio name", fio._NAME, "job1"), ("fio path", fio.PATH, "/data/f")]
+
+
+@pytest.mark.parametrize("what, pattern, good", _patterns(), ids=[p[0] for p in _patterns()])
+def test_a_trailing_newline_no_longer_passes_a_validator(what, pattern, good):
+    assert pattern.match(good) and not pattern.match(good + "\n")
+
+
+def test_the_checks_built_on_them_refuse_it_with_one_error():
+    from harness.config import gpfs, gpfs_remote, mounts
+
+    for check, good in ((lambda v: gpfs.check_name("device", v), "fs1"),
+                        (lambda v: gpfs_remote.check_path("path", v), "/gpfs/fs1"),
+                        (lambda v: mounts.check_path("path", v), "/mnt/x"),
+                        (lambda v: mounts.check_host("host", v), "server1"),
+                        (lambda v: mounts.check_options("options", [v]), "vers=4.2")):
+        check(good)
+        with pytest.raises(SpecError):
+            check(good + "\n")
+
+
+# -- files the archive writes, and a cgroup path reaching a shell ------------------------------
+
+def test_archive_add_file_neither_follows_nor_replaces(tmp_path):
+    run = Run.create("s1", {}, tmp_path / "data")
+    secret = tmp_path / "secret"
+    secret.write_text("not for the archive")
+    link = tmp_path / "link.ipynb"
+    link.symlink_to(secret)
+    with pytest.raises(ArchiveError, match="symlink is not followed"):
+        run.add_file("notebook.ipynb", link)
+    victim = tmp_path / "victim"
+    victim.write_text("untouched")
+    (run.path / "planted.ipynb").symlink_to(victim)
+    real = tmp_path / "real.ipynb"
+    real.write_text("{}")
+    with pytest.raises(ArchiveError, match="exists already"):
+        run.add_file("planted.ipynb", real)
+    with pytest.raises(ArchiveError, match="must not contain a path"):
+        run.add_file("../escape.ipynb", real)
+    assert victim.read_text() == "untouched" and not (tmp_path / "data" / "escape.ipynb").exists()
+    assert run.add_file("notebook.ipynb", real).read_text() == "{}"
+
+
+def test_a_cgroup_path_is_quoted_in_the_shell(tmp_path, sentinel):
+    from harness.nodes.local import in_cgroup
+
+    mark = tmp_path / "EXECUTED"
+    cmd = in_cgroup("true", f"/sys/fs/cgroup/x; echo ran > {mark}; :")
+    import subprocess
+
+    subprocess.run(["sh", "-c", cmd], capture_output=True)
+    assert not mark.exists()
