@@ -155,8 +155,10 @@ def test_lab_clean_frees_only_locks_whose_owner_is_gone(lock_folder, other_proce
 
 
 def test_harness_run_takes_the_lock_before_its_folder_unless_sharing(other_process,
-                                                                     monkeypatch):
-    from harness.execute import machine_taken
+                                                                     monkeypatch, tmp_path,
+                                                                     lock_folder):
+    from harness.execute import lock_named_for_kernel, machine_taken
+    from harness.machinelock import held_for
 
     holder = LocalLock()
     holder.acquire(owner_of(other_process, "RUN-A"))
@@ -164,8 +166,14 @@ def test_harness_run_takes_the_lock_before_its_folder_unless_sharing(other_proce
         with machine_taken("s0"):
             raise AssertionError("refused before the body")
     monkeypatch.setenv(SHARE_ENV, "1")
-    with machine_taken("s0") as (_lock, record):
+    with machine_taken("s0") as (lock, record):
         assert record["mode"] == "shared" and record["holder"]["run_id"] == "RUN-A"
+        run = Run.create("s0", {}, tmp_path)
+        with lock_named_for_kernel(lock, run):  # the kernel finds its parent's sharer file
+            found, kernel_record = held_for(run.run_id)
+            assert kernel_record["mode"] == "shared" and found.owner.run_id == run.run_id
+            assert [o.run_id for o in found.others()] == ["RUN-A"]
+    assert not (lock_folder / "local.share").exists()
     holder.release()
 
 
