@@ -13,8 +13,10 @@ names the holder, and the holder's watch (:mod:`harness.machinewatch`) sees
 the sharer and records it in its own run.json.
 
 The lock of this machine is ``flock(2)`` on ``/run/harness/locks/local.lock``
-(``$HARNESS_LOCK_DIR`` moves the folder), held by the process that runs the
-session (the notebook's kernel) and holding its identity: pid, start time
+(``$HARNESS_LOCK_DIR`` moves the folder), held by ``harness run`` from before its run
+folder exists until the run is finished (its kernel learns so from ``$HARNESS_LOCK_HELD``,
+checked against the lock file, see :func:`held_for`), or, for a notebook run from
+JupyterLab or papermill, by the kernel's session; the file holds the holder's identity: pid, start time
 (field 22 of /proc/PID/stat, so a reused pid is never taken for the owner),
 run id, study. The kernel drops a flock when its holder dies, so a run
 killed with SIGKILL leaves a lock anyone can take; the file's stale contents
