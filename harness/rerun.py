@@ -3,9 +3,10 @@
 The original's run.json gives the study and every resolved parameter; the notebook
 is this checkout's notebook of that study (found by study under ``notebooks/``, never
 the path run.json names: see :func:`checkout_notebook`); the new run is an ordinary
-``harness run`` of them, whose run.json names the original (``rerun_of``). Before it starts, a warning for each way this machine
-now differs from the original's (git commit or uncommitted changes, kernel);
-after it, one if the placement (host or VM, scaling) came out differently.
+``harness run`` of them, whose run.json names the original (``rerun_of``). Before it
+starts, a warning for each way this machine now differs from the original's (git commit
+or uncommitted changes, kernel); after it, one if the placement (host or VM, scaling)
+came out differently.
 The original is only read.
 """
 
