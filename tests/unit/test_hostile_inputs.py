@@ -7,7 +7,6 @@ must not exist at the end. (Journals and stop files: tests/unit/test_hostile_jou
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from pathlib import Path
 
