@@ -62,3 +62,12 @@ def test_inventory_file_errors(tmp_path):
     bad.write_text("nodes: [unclosed")
     with pytest.raises(SpecError, match="not valid YAML"):
         Inventory.load(bad)
+
+
+def test_roles_outnumbering_the_machines_are_refused_naming_the_role():
+    import copy
+
+    data = copy.deepcopy(GOOD_INVENTORY)
+    del data["nodes"]["server"]
+    with pytest.raises(SpecError, match="no node 'server', which study topology 's4-mptcp'"):
+        Inventory.from_dict(data).check_covers(s4.topology(s4.Params.resolve()))
