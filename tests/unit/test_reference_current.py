@@ -22,9 +22,7 @@ from harness.studies.registry import discover, get_study
 DECISION = ("claim_id", "source", "region", "value", "low", "high", "n", "outcome")
 #: references that predate the registration of their study's claims, and why they stay for
 #: now; the test below fails as soon as one of them is current (so the list cannot linger)
-PREDATE_REGISTRATION = {
-    "s1": "S1's claims are re-measured the paper's way in issue 24, then its reference is remade",
-}
+PREDATE_REGISTRATION: dict[str, str] = {}
 
 
 def reference_runs() -> list[Path]:
