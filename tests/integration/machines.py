@@ -2,7 +2,7 @@
 
 API (stable; the Slurm tests and the inventory tests use it)::
 
-    from tests.integration.machines import (MachineSpec, Port, Network, running_machines,
+    from integration.machines import (MachineSpec, Port, Network, running_machines,
                                             s4_machines, skip_reason)
 
     with running_machines(networks, machines, unprivileged_user=False) as m:
@@ -54,7 +54,7 @@ from pathlib import Path
 
 import yaml
 
-from tests.integration.nodes.sshd_fixture import _kill_and_wait, _netns_pids, _start_ticks
+from .nodes.sshd_fixture import _kill_and_wait, _netns_pids, _start_ticks
 
 SSHD = "/usr/sbin/sshd"
 PROGRAMS = ("ip", "nsenter", "unshare", "ssh-keygen", "useradd", "userdel", SSHD)

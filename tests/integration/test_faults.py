@@ -152,8 +152,8 @@ print(study.run(study.parameters(sizes=(4, 1024), repetitions=1, iterations=20,
 S2_CHILD = """
 from harness.studies.s2 import S2
 study = S2()
-print(study.run(study.parameters(windows_kib=(1024,), window_seconds=1, clients=(1,),
-                                 point_seconds=1, mtus=(1500,), verify_seconds=1)), flush=True)
+print(study.run(study.parameters(windows_kib=(1024,), clients=(1,), point_rtts=10,
+                                 mtus=(1500,), verify_seconds=1)), flush=True)
 """
 
 S3_CHILD = """

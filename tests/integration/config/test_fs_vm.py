@@ -29,8 +29,8 @@ from harness.vm.qemu import GUEST_ADDR
 
 pytestmark = [pytest.mark.integration, pytest.mark.vm, needs_root]
 
-EXPORT, NFS_MNT = "/tmp/s2-export", "/tmp/s2-nfs"
-BRICK_FS, GLUSTER_MNT = "/tmp/s2-bricks", "/tmp/s2-gluster"
+EXPORT, NFS_MNT = "/tmp/harness-s2-export", "/tmp/harness-s2-nfs"
+BRICK_FS, GLUSTER_MNT = "/tmp/harness-s2-bricks", "/tmp/harness-s2-gluster"
 BRICK = f"{BRICK_FS}/b1"
 MB = 1 << 20
 # What the state check leaves out: its own shell, ps and the SSH session; kernel workers.
@@ -39,7 +39,7 @@ TRANSIENT = ("ps", "sh", "sshd", "cat", "cut", "sort", "awk", "timeout", "ls")
 
 def _state(vm) -> dict:
     out = vm.run("cat /proc/mounts; echo @@; cut -d' ' -f1 /proc/modules | sort; echo @@; "
-                 "ps -eo pid=,comm=; echo @@; ls -d /tmp/s2-* 2>/dev/null; true",
+                 "ps -eo pid=,comm=; echo @@; ls -d /tmp/harness-s2-* 2>/dev/null; true",
                  timeout=60).stdout
     mounts, modules, procs, paths = out.split("@@\n")
     return {"mounts": sorted(mounts.splitlines()), "modules": modules.split(),

@@ -19,7 +19,7 @@ import pytest
 import yaml
 from conftest import needs_root, needs_tools
 
-from tests.integration.machines import (congestion_allowed, running_machines, s4_machines,
+from ..machines import (congestion_allowed, running_machines, s4_machines,
                                         s4_networks, skip_reason)
 
 pytestmark = [pytest.mark.integration, needs_root,

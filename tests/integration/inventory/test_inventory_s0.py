@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from conftest import needs_root, needs_tools
 
-from tests.integration.machines import running_machines, s0_machines, s0_networks, skip_reason
+from ..machines import running_machines, s0_machines, s0_networks, skip_reason
 
 pytestmark = [pytest.mark.integration, needs_root, needs_tools("iperf3", "socat", "NPtcp")]
 

@@ -40,8 +40,8 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tests.integration.machines import MANAGEMENT, Machines, MachineSpec, running_machines
-from tests.integration.machines import skip_reason as machines_skip_reason
+from ..machines import MANAGEMENT, Machines, MachineSpec, running_machines
+from ..machines import skip_reason as machines_skip_reason
 
 PROGRAMS = ("munged", "slurmctld", "slurmd", "sbatch", "scontrol", "squeue", "scancel",
             "nsenter", "setpriv")

@@ -24,10 +24,7 @@ import yaml
 from harness.archive import COMPLETE, INCOMPLETE, Run, list_runs
 from harness.nodes.procfs import read_stat
 
-try:
-    from .cluster import running_cluster, skip_reason
-except ImportError:
-    from cluster import running_cluster, skip_reason
+from .cluster import running_cluster, skip_reason
 
 pytestmark = pytest.mark.integration
 
@@ -69,7 +66,7 @@ def write_sweep(path: Path, cluster, rates: list, count: int = 3, known_hosts=No
 def node_state(cluster) -> dict:
     """What a run could leave on a node: its processes (sshd, slurmd and nothing else once
     idle), links, addresses, qdiscs."""
-    from tests.conftest import alive
+    from conftest import alive
 
     out = {}
     for node in cluster.nodes:
