@@ -320,9 +320,6 @@ class NfsExport(Operation):
         return [change]
 
 
-_CLIENT = re.compile(r"^[A-Za-z0-9_.*/-]{1,255}\Z")  # a host, address or network
-
-
 @undo_handler("nfs-export", gone_with_namespace=False)
 def _unexport(node: Node, data: dict) -> None:
     """``exportfs -u``, if the export is still there (a stopped server may have taken it)."""
