@@ -165,30 +165,28 @@ def _cpu(report: perftest.PerftestReport) -> float | None:
     return (report.cpu_user_s or 0) + (report.cpu_system_s or 0)
 
 
-def latency_rows(reports: list[perftest.PerftestReport],
-                 floor: perftest.PerftestReport | None = None) -> list[dict]:
+def latency_rows(reports: list[perftest.PerftestReport]) -> list[dict]:
     """perftest latency reports as rows: median half round trip, CPU per round trip.
 
-    A process's CPU time includes its start, QP set-up and exit (~1 s under TCG, more
-    than 50 round trips). ``floor``, a run of the same tool with the fewest iterations,
-    measures that: (CPU - floor's) / (iterations - floor's) is the CPU per round trip.
+    The CPU is the client's over its measured exchange only (``phase_cpu_s``: read at the
+    results header and at the result row, :mod:`harness.tools.perftest`), over that
+    exchange's wall time (``phase_wall_s``). Until 2026-11-27 it was the process's
+    whole-life CPU net of a 5-iteration run's, over the round trips' time: set-up CPU the
+    floor did not take off gave one thread 103-120 % in the reference of 2026-11-26.
     """
-    base = _cpu(floor) if floor is not None else None
-    base_n = floor.rows[0].iterations if floor is not None and floor.rows else 0
     rows = []
     for report in reports:
         for row in report.rows:
             cpu = _cpu(report)
-            per_rt = None
-            if cpu is not None and row.iterations > base_n:
-                per_rt = 1e6 * max(0.0, cpu - (base or 0.0)) / (row.iterations - base_n)
+            phase_cpu, phase_wall = report.phase_cpu_s, report.phase_wall_s
             rows.append({"size": row.size, "latency_us": _finite(row.t_typical_us),
                          "latency_mean_us": _finite(row.t_avg_us),
                          "latency_p99_us": _finite(row.t_p99_us),
-                         "iterations": row.iterations, "cpu_s": cpu, "cpu_floor_s": base,
-                         "cpu_net_s": None if cpu is None else max(0.0, cpu - (base or 0.0)),
+                         "iterations": row.iterations, "cpu_s": cpu,
+                         "cpu_phase_s": phase_cpu, "wall_phase_s": phase_wall,
                          # CPU per round trip (one round trip is two half round trips)
-                         "cpu_us_per_rt": per_rt,
+                         "cpu_us_per_rt": None if phase_cpu is None
+                         else 1e6 * phase_cpu / row.iterations,
                          "wall_us_per_rt": _finite(2 * row.t_avg_us)})
     return rows
 
@@ -230,21 +228,19 @@ class Pair:
     gid_index: int | None
 
 
-def measure_method(session: Session, pair: Pair, params: Params, method: str, rep: int
-                   ) -> list[dict]:
-    """One method over every size: one sweep (verbs) or one ping-pong client run (TCP)."""
+def measure_method(session: Session, pair: Pair, params: Params, method: str, rep: int,
+                   sizes: tuple[int, ...] | None = None) -> list[dict]:
+    """One method over every size (in the order given: shuffled per repetition), one sweep
+    (verbs) or one ping-pong client run (TCP)."""
     family, kind, tool, completion, nagle = METHODS[method]
-    sizes = tuple(sorted(params.sizes))
+    sizes = tuple(sizes or sorted(params.sizes))
     started = time.monotonic()
     if family == "verbs":
         run = perftest.PerftestRun(tool, iterations=params.iterations if kind == "latency"
                                    else params.bw_iterations, events=completion == "events",
                                    device=RXE, gid_index=pair.gid_index, port=PERFTEST_PORT)
-        # latency: the sweep ends with a run of MIN_ITERATIONS at the smallest size, whose CPU
-        # time is the process's own (start, QP set-up, exit): taken off each size's before
-        # dividing
-        floor = (sizes[0], perftest.MIN_ITERATIONS) if kind == "latency" else None
-        plan = perftest_sweep.PerftestSweep(run, sizes, floor=floor)
+        # each size is an invocation of its own in the sweep's script, in the shuffled order
+        plan = perftest_sweep.PerftestSweep(run, sizes)
         budget = 120 + len(sizes) * (10 + run.iterations * 0.05) + plan.longest_s()
         # two fresh attempts for the sizes a client could not finish: the one retry gave out
         # at repetition ~11 of a verdict run at host load 7 (the client's connect window
@@ -254,8 +250,7 @@ def measure_method(session: Session, pair: Pair, params: Params, method: str, re
         reports = swept.reports
         session.raw(f"{method}-r{rep}.client.txt", swept.client_out)
         session.raw(f"{method}-r{rep}.server.txt", swept.server_out)
-        rows = latency_rows(reports, swept.floor) if kind == "latency" else \
-            bandwidth_rows(reports)
+        rows = latency_rows(reports) if kind == "latency" else bandwidth_rows(reports)
         info = reports[0].info
         extra = {"rdma_mtu": info.get("mtu"), "link_type": info.get("link_type")}
     else:
@@ -380,13 +375,17 @@ class S1(Study):
             for rep in range(1, params.repetitions + 1):
                 for position, method in enumerate(order.shuffle(params.methods)):
                     t0 = time.monotonic()
-                    rows += [{**row, "order": position}
-                             for row in measure_method(session, pair, params, method, rep)]
+                    sizes = tuple(order.shuffle(params.sizes))
+                    rows += [{**row, "order": position,
+                              "size_position": sizes.index(row["size"])}
+                             for row in measure_method(session, pair, params, method, rep,
+                                                       sizes)]
                     timings[method] = round(timings.get(method, 0.0) + time.monotonic() - t0, 1)
                     bar.step(f"{method}, repetition {rep}")
         session.results(pd.DataFrame(rows))
         notes: dict = {"order": order.record(
-                           "the methods, in a new random order in each repetition"),
+                           "the methods, in a new random order in each repetition, and the "
+                           "sizes in a new random order for each method"),
                        "method_seconds": timings,
                        "rdma": {"device": RXE, "gid_index": gid_a,
                                 "active_mtu": port_a.active_mtu,

@@ -11,7 +11,10 @@ Two kinds were seen in archived S1 runs and decided claims unseen:
   net of a 5-iteration floor, divided by the wall time of its round trips only, so
   set-up CPU the floor did not take off (QP set-up under TCG varies from run to
   run, more under load) lands in a shorter interval. No process can use more than
-  its thread; :func:`harness.validity.check_share` marks it.
+  its thread; :func:`harness.validity.check_share` marks it. Since 2026-11-27 the
+  share is the thread's CPU over the wall time of the measured exchange alone (both
+  read at its start and end, :mod:`harness.tools.perftest`), which cannot exceed
+  100 %; the check stays as the gate a point must pass.
 """
 
 from __future__ import annotations

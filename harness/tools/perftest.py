@@ -18,6 +18,18 @@ and inside a shell that prints, after the tool exits, the CPU time the tool
 used (its ``cutime``/``cstime`` in ``/proc/$$/stat``): busy polling against
 sleeping on completion events (``-e``) is a claim about CPU time, so it is
 measured per process rather than inferred.
+
+That whole-life CPU includes start, QP set-up and exit (~1 s under TCG, more than
+300 round trips): divided by the round trips' time it gave one-threaded clients
+103-120 % (S1's reference of 2026-11-26). So the shell also reads the tool's CPU
+time (``/proc/PID/schedstat``, ns) and the clock when the tool prints its results
+header -- perftest prints it after set-up and the last handshake, just before the
+measured loop (``send_lat.c``) -- and again at its first result row, the loop
+over (``@phase``, :attr:`PerftestReport.phase_cpu_s`). The tool's stdout is
+line-buffered for that (``stdbuf -oL``; a pipe is otherwise block-buffered and
+both lines would arrive at exit). CPU over wall time of one thread in one
+interval cannot exceed 1: a busy loop read 0.28 at host load 5 (it had 28 % of a
+core), a sleeper 0.
 """
 
 from __future__ import annotations
@@ -47,9 +59,21 @@ CONNECTIONS = ("RC", "UC", "UD")
 MAX_SIZE = 1 << 23  # -a sweeps 2 .. 2^23
 MIN_ITERATIONS = 5  # "-n ... at least 5"
 DEFAULT_PORT = 18515
-# Runs "$@" and then prints the CPU seconds it used, as ticks: "@cpu USER SYSTEM HZ".
-_CPU_WRAPPER = ('"$@"; s=$?; echo "@cpu $(cut -d")" -f2- /proc/$$/stat | '
-                'cut -d" " -f15,16) $(getconf CLK_TCK)"; exit $s')
+# Runs "$@" line-buffered (stdbuf -oL) and passes its output through; reads the tool's
+# CPU time (/proc/PID/schedstat, ns) and the clock (ns) when it prints its results header
+# ("#bytes ...": set-up is over, the measured exchange starts) and again when it prints
+# its first result row (the exchange is over), and prints "@phase CPU0 T0 CPU1 T1"; then,
+# after the tool exits, the CPU the whole process used, as ticks: "@cpu USER SYSTEM HZ".
+_CPU_WRAPPER = (
+    '{ stdbuf -oL "$@" & echo "@pid $!"; wait $!; echo "@exit $?"; } | { p=; s=1; a=; b=; '
+    'while IFS= read -r l; do case $l in "@pid "*) p=${l#@pid };; "@exit "*) s=${l#@exit };; '
+    '*) printf "%s\\n" "$l"; w=${l#"${l%%[! ]*}"}; '
+    'if [ -z "$a" ]; then case $w in "#bytes"*) read -r c _ 2>/dev/null < /proc/$p/schedstat && '
+    'a="$c $(date +%s%N)";; esac; elif [ -z "$b" ]; then case $w in [0-9]*) '
+    'read -r c _ 2>/dev/null < /proc/$p/schedstat && b="$c $(date +%s%N)";; esac; fi;; esac; done; '
+    '[ -n "$b" ] && echo "@phase $a $b"; exit $s; }; '
+    's=$?; echo "@cpu $(cut -d")" -f2- /proc/$$/stat | cut -d" " -f15,16) $(getconf CLK_TCK)"; '
+    'exit $s')
 
 
 @dataclass(frozen=True)
@@ -201,6 +225,10 @@ class PerftestReport:
     cpu_user_s: float | None = None
     cpu_system_s: float | None = None
     raw: str = field(default="", repr=False)
+    # the measured exchange alone (results header to first row): the tool's CPU time
+    # (/proc/PID/schedstat) and the wall time between the two readings, in seconds
+    phase_cpu_s: float | None = None
+    phase_wall_s: float | None = None
 
     @property
     def events(self) -> bool:
@@ -229,13 +257,16 @@ def parse_output(tool: str, text: str) -> PerftestReport:
     info: dict[str, str] = {}
     rows: list = []
     header = ""
-    cpu = None
+    cpu = phase = None
     rules = 0  # the settings are printed between the first two rules of dashes
     for line in text.splitlines():
         words = line.split()
         rules += line.startswith("-----")
         if line.startswith("@cpu") and len(words) == 4 and all(w.isdigit() for w in words[1:]):
             cpu = [int(w) for w in words[1:]]
+        elif line.startswith("@phase") and len(words) == 5 and all(w.isdigit()
+                                                                  for w in words[1:]):
+            phase = [int(w) for w in words[1:]]
         elif "#bytes" in line:
             header = line
             if "[cycles]" in header:
@@ -257,6 +288,9 @@ def parse_output(tool: str, text: str) -> PerftestReport:
     report = PerftestReport(tool, rows, info, raw=text)
     if cpu:
         report.cpu_user_s, report.cpu_system_s = cpu[0] / cpu[2], cpu[1] / cpu[2]
+    if phase and phase[3] > phase[1]:
+        report.phase_cpu_s = (phase[2] - phase[0]) / 1e9
+        report.phase_wall_s = (phase[3] - phase[1]) / 1e9
     return report
 
 

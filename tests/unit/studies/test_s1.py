@@ -88,16 +88,17 @@ def test_requirements_name_every_tool():
 
 # -- rows from the tools ------------------------------------------------------------------------
 
-def test_latency_rows_carry_cpu_per_round_trip():
+def test_latency_rows_carry_cpu_per_round_trip_of_the_measured_exchange_only():
     report = PerftestReport("ib_send_lat", [LatencyRow(4, 200, 30, 90, 40, 42, 5, 80, 90)],
-                            cpu_user_s=0.006, cpu_system_s=0.002)
+                            cpu_user_s=0.9, cpu_system_s=0.1, phase_cpu_s=0.006,
+                            phase_wall_s=0.0168)
     (row,) = s1.latency_rows([report])
-    assert row["latency_us"] == 40 and row["cpu_us_per_rt"] == pytest.approx(40.0)
-    floor = PerftestReport("ib_send_lat", [LatencyRow(4, 5, 30, 90, 40, 42, 5, 80, 90)],
-                           cpu_user_s=0.002, cpu_system_s=0.001)
-    (row,) = s1.latency_rows([report], floor)
-    assert row["cpu_us_per_rt"] == pytest.approx(1e6 * 0.005 / 195)
+    # the whole life's 1 s of CPU is kept (cpu_s) but not divided by the round trips
+    assert row["latency_us"] == 40 and row["cpu_us_per_rt"] == pytest.approx(30.0)
+    assert row["cpu_s"] == pytest.approx(1.0) and row["wall_phase_s"] == 0.0168
     assert row["wall_us_per_rt"] == 84
+    (row,) = s1.latency_rows([PerftestReport("ib_send_lat", report.rows)])
+    assert row["cpu_us_per_rt"] is None  # no @phase line: no CPU per round trip
 
 
 def test_bandwidth_rows_in_decimal_mbit():
@@ -143,8 +144,9 @@ def synthetic(reps=4, tcp_ratio=1.4, noise=0.02, nagle_rough=1.0, events=1.3, cp
                 if method.startswith("verbs-send"):
                     row["wall_us_per_rt"], row["iterations"] = 2 * value, 100
                     share = 0.9 if method == "verbs-send" else 0.9 / cpu
-                    row["cpu_net_s"] = share * 2 * value * 100 / 1e6 * jitter()
-                    row["cpu_us_per_rt"] = 1e6 * row["cpu_net_s"] / 100
+                    row["wall_phase_s"] = 2 * value * 100 / 1e6
+                    row["cpu_phase_s"] = share * row["wall_phase_s"] * jitter()
+                    row["cpu_us_per_rt"] = 1e6 * row["cpu_phase_s"] / 100
                 if family == "tcp":
                     tcp_bw = 400 * size / (size + 2000)
                     wobble = 2 ** (nagle_rough * (1 if (size.bit_length() % 2) else -1)) \
@@ -248,7 +250,7 @@ def test_a_client_doing_nothing_extra_cannot_pass_the_cpu_claim():
 def test_a_cpu_share_above_one_thread_makes_the_cpu_claim_invalid():
     frame = synthetic()
     hit = (frame.method == "verbs-send") & (frame.repetition == 1)
-    frame.loc[hit, "cpu_net_s"] = frame.loc[hit, "cpu_net_s"] * 1.3  # 0.9 -> 117 %
+    frame.loc[hit, "cpu_phase_s"] = frame.loc[hit, "cpu_phase_s"] * 1.3  # 0.9 -> 117 %
     row = s1_analysis.claims(frame).set_index("claim_id").loc["s1.polling_costs_cpu"]
     assert row.outcome == INVALID
     assert "repetition 1, verbs-send client" in row.invalid and "> 100 %" in row.invalid
@@ -375,24 +377,19 @@ def test_measure_runs_every_method_in_a_shuffled_order_and_archives_everything(m
 
     from harness.tools import pingpong, qperf
 
-    calls = []
+    calls, sizes = [], []
 
     def fake_sweep(journal, server, client, plan, host, timeout, retries):
         assert retries == 2  # a size the client could not finish gets two fresh attempts
         calls.append(plan.run.tool + ("-e" if plan.run.events else ""))
         assert host == "198.18.1.2" and plan.run.gid_index == 1 and plan.run.device == "rxe0"
-        # the latency sweeps end with their CPU floor: the fewest iterations, smallest size
-        assert plan.floor == ((min(plan.sizes), 5) if "lat" in plan.run.tool else None)
+        assert plan.floor is None  # the CPU is read around the measured exchange instead
+        sizes.append(plan.sizes)
         text = "".join(f"@size {s}\n" + (one_size_bw(s) if "bw" in plan.run.tool
                                           else one_size_lat(s)) for s in plan.sizes)
         text = text.replace("       200  ", f"       {plan.run.iterations}  ")
-        floor = None
-        if plan.floor:
-            floor_text = f"@floor {plan.floor[0]}\n" + one_size_lat(plan.floor[0]).replace(
-                "       200  ", "       5  ").replace("@cpu 20 5 100", "@cpu 15 4 100")
-            floor = perftest_sweep.parse_floor(plan.run.tool, text + floor_text)
-            assert floor is not None and floor.rows[0].iterations == 5
-        return perftest_sweep.Swept(perftest_sweep.parse_sweep(plan.run.tool, text), text, "server", floor)
+        return perftest_sweep.Swept(perftest_sweep.parse_sweep(plan.run.tool, text), text,
+                                    "server")
 
     def fake_client(journal, node, targets, sizes, lat_budget, stream_budget, stream=True,
                     warmup=5, nagle=False, timeout=None):
@@ -416,13 +413,15 @@ def test_measure_runs_every_method_in_a_shuffled_order_and_archives_everything(m
     assert [type(op).__name__ for op in session.applied] == ["Mtu", "RxeLink"] * 2
     assert configured["a"].startswith("link rxe0/1 state ACTIVE")
     study.measure(session, bed, params, configured)
-    # 7 methods (a latency method's sweep ends with its CPU floor) in each of 2 repetitions
+    # 7 methods in each of 2 repetitions
     assert len(calls) == 14 and calls[:7] != calls[7:]  # shuffled per repetition (seed 5)
     frame = session.tables["results"]
     assert set(frame.method) == set(s1.METHODS) and len(frame) == 2 * 7 * 2
     assert set(frame.order) == set(range(7))
     assert frame[frame.method == "verbs-send"].cpu_us_per_rt.notna().all()
-    assert (frame[frame.method == "verbs-send"].cpu_floor_s == 0.19).all()
+    assert (frame[frame.method == "verbs-send"].cpu_phase_s == 0.19).all()
+    # the sizes in a shuffled order per method and repetition, each row saying where
+    assert {(4, 64), (64, 4)} <= set(sizes) and set(frame.size_position) == {0, 1}
     assert "Soft-RoCE (rxe0)" in session.tables["table1"].columns
     assert "qperf_error" not in session.notes["s1"], session.notes["s1"].get("qperf_error")
     assert set(session.tables["qperf"].test) == {"rc_lat", "tcp_lat", "rc_bw", "tcp_bw"}
@@ -456,6 +455,7 @@ def one_size(size, t):
         f" {size}       200          {t}          412.85       {t}    \t       {t}       \t12.31"
         "  \t\t98.66   \t\t412.85 \n"
         "---------------------------------------------------------------------------------------\n"
+        "@phase 1000000000 5 1190000000 500000005\n"
         "@cpu 20 5 100\n")
 
 
@@ -476,4 +476,5 @@ def test_the_design_is_the_profiles_the_study_runs():
     assert registration["changes"] == [c.to_dict() for c in s1_analysis.CHANGES]
     ids = {c.id for c in s1_analysis.CLAIMS.values()}
     for change in s1_analysis.CHANGES:
-        assert change.date == "2026-11-26" and change.why and set(change.claims) <= ids
+        assert change.date in ("2026-11-26", "2026-11-27") and change.why \
+            and set(change.claims) <= ids
