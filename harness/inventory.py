@@ -9,6 +9,7 @@ logical interface names to real devices and addresses::
       known_hosts: ~/.ssh/known_hosts
       accept_unknown_hosts: false   # true only if you have checked the keys another way
       ssh_agent: false              # true: offer ssh-agent's keys to this node (default off)
+      sudo: false                   # true: a login that is not root may use `sudo -n`
     nodes:
       client:
         host: client.lab.example.org
@@ -24,6 +25,11 @@ logical interface names to real devices and addresses::
 ``ssh_agent`` (under ``ssh`` or a node) is off by default: an agent offers every key
 it holds to whichever host asks, so it is allowed only where the inventory says so (an
 encrypted key must then be in the agent; otherwise use ``key:``).
+
+``sudo`` (under ``ssh`` or a node) is off by default: a login that is not root then
+changes nothing on that machine (see :mod:`harness.privileges`). ``sudo: true`` says the
+login may run commands as root with ``sudo -n`` (a NOPASSWD rule: the harness never types
+a password); every command on that machine then runs through it (:mod:`.inventory_sudo`).
 
 Nodes of the topology that are routers (forwarding) may be left out: the
 real network between the machines takes their place. The harness builds
@@ -89,6 +95,8 @@ class InventoryHost:
     known_hosts: str | None = None
     accept_unknown_hosts: bool = False
     ssh_agent: bool = False
+    #: the login may use ``sudo -n`` (only meaningful when ``user`` is not root)
+    sudo: bool = False
     interfaces: dict[str, InventoryInterface] = field(default_factory=dict)
 
 
@@ -126,7 +134,7 @@ class Inventory:
             raise bad("'ssh' must be a mapping")
         _refuse_passwords(defaults, "ssh", source)
         unknown = set(defaults) - {"user", "key", "known_hosts", "accept_unknown_hosts", "port",
-                                    "ssh_agent"}
+                                    "ssh_agent", "sudo"}
         if unknown:
             raise bad(f"unknown keys under 'ssh': {sorted(unknown)}")
         hosts = {}
@@ -136,7 +144,7 @@ class Inventory:
                 raise bad(f"node {name!r} needs a 'host'")
             _refuse_passwords(entry, f"node {name!r}", source)
             unknown = set(entry) - {"host", "port", "user", "key", "known_hosts",
-                                    "accept_unknown_hosts", "ssh_agent", "interfaces"}
+                                    "accept_unknown_hosts", "ssh_agent", "sudo", "interfaces"}
             if unknown:
                 raise bad(f"node {name!r} has unknown keys {sorted(unknown)}")
             merged = {**defaults, **entry}
@@ -177,6 +185,9 @@ class Inventory:
             agent = merged.get("ssh_agent", False)
             if not isinstance(agent, bool):
                 raise bad("ssh_agent must be true or false (YAML true/false, not text)")
+            sudo = merged.get("sudo", False)
+            if not isinstance(sudo, bool):
+                raise bad("sudo must be true or false (YAML true/false, not text)")
             if accept and not merged.get("known_hosts"):
                 raise SpecError(
                     f"inventory {source}: node {name!r}: accept_unknown_hosts needs an explicit "
@@ -187,7 +198,7 @@ class Inventory:
                 name=name, host=str(merged["host"]), port=port,
                 user=str(merged.get("user", "root")), key=merged.get("key"),
                 known_hosts=merged.get("known_hosts"), accept_unknown_hosts=accept,
-                ssh_agent=agent, interfaces=interfaces,
+                ssh_agent=agent, sudo=sudo, interfaces=interfaces,
             )
         return cls(source, hosts)
 
@@ -209,10 +220,12 @@ class Inventory:
                         "{device: ..., address: ...}")
 
     def connect(self, name: str) -> Node:
+        from .inventory_sudo import SudoSSHNode
         from .nodes.ssh import SSHNode
 
         host = self.hosts[name]
-        return SSHNode(name=name, host=host.host, port=host.port, user=host.user,
+        kind = SudoSSHNode if host.sudo and host.user != "root" else SSHNode
+        return kind(name=name, host=host.host, port=host.port, user=host.user,
                        key_filename=str(Path(host.key).expanduser()) if host.key else None,
                        known_hosts=str(Path(host.known_hosts).expanduser())
                        if host.known_hosts else None,

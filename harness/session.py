@@ -54,7 +54,9 @@ from .placement import (
     measure_wire_ceiling,
     vm_offer,
 )
-from .privileges import read_access, require_root
+from .as_found import NO_LOCK, AsFound
+from .as_found import capabilities as found_capabilities
+from .privileges import AS_FOUND, decide, read_access
 from .probe import Capabilities, probe, require
 from .testbed import InventoryTestbed, LabTestbed
 from .topology import Topology
@@ -80,6 +82,8 @@ class Session:
     machine_locks: dict[str, dict] = field(default_factory=dict)  # machine -> lock record
     _lock: LocalLock | None = None
     _watch: MachineWatch | None = None
+    #: set when a login is not root and may not sudo: nothing is changed (:mod:`.as_found`)
+    as_found: AsFound | None = None
 
     def __post_init__(self) -> None:
         if not self.study:
@@ -95,6 +99,10 @@ class Session:
         if self.dry_run:
             records = [c.record() for c in plan(ops)]
             self._planned += records
+            return records
+        if self.as_found is not None:  # planned from the facts, recorded, not made
+            records = self.as_found.plan(plan(ops))
+            self.run.update(as_found=self.as_found.to_dict())
             return records
         return apply(self.journal, ops)
 
@@ -119,11 +127,14 @@ class Session:
 
     def testbed(self, topology: Topology, features: set[str] = frozenset(),
                 tools: set[str] = frozenset(),
-                node_features: dict[str, set[str]] | None = None) -> LabTestbed | InventoryTestbed:
+                node_features: dict[str, set[str]] | None = None,
+                as_found_ok: bool = False) -> LabTestbed | InventoryTestbed:
         """Build the lab (or reach the inventory machines) after checking every requirement.
 
         ``features``/``tools`` are needed on every node; ``node_features`` adds
-        per-node needs. Nothing is changed anywhere if a check fails.
+        per-node needs. Nothing is changed anywhere if a check fails. ``as_found_ok``: the
+        study can measure inventory machines as found when a login is not root and may not
+        sudo (:mod:`.as_found`); otherwise such a login is refused.
         """
         started = time.monotonic()
         topology.validate()
@@ -139,8 +150,10 @@ class Session:
             access = [read_access(name, node) for name, node in bed.nodes.items()]
             if not self.dry_run:
                 self.run.update(access={a.node: a.to_dict() for a in access})
-            require_root(self.study, set(features).union(*(node_features or {}).values()),
-                         access)
+            mode = decide(self.study, set(features).union(*(node_features or {}).values()),
+                          access, as_found_ok)
+            if mode == AS_FOUND:
+                return self._as_found_testbed(bed, access, tools)
             # every machine's features and tools checked before its lock is taken: a machine
             # that lacks one is refused, naming it, before anything changes anywhere
             for name, node in bed.nodes.items():
@@ -158,6 +171,25 @@ class Session:
         self.timings["testbed_s"] = time.monotonic() - started
         self.run.update(testbed=bed.record(), placement=self.placement(),
                         capabilities={k: v.to_dict() for k, v in self.capabilities.items()})
+        return bed
+
+    def _as_found_testbed(self, bed: InventoryTestbed, access, tools) -> InventoryTestbed:
+        """Machines measured as found: programs checked, no feature probe, no lock, and from
+        here on every ``apply`` planned and recorded, never made (:mod:`.as_found`)."""
+        started = time.monotonic()
+        self.as_found = AsFound([a for a in access if not a.root])
+        for name, node in bed.nodes.items():
+            caps = self.capabilities[name] = found_capabilities(name, node, bed.found[name],
+                                                                tools)
+            require(caps, set(), tools, purpose=f"study {self.study} on node {name}")
+        self.bed = bed
+        if not self.dry_run:
+            self.machine_locks.update({name: {"machine": name, "mode": "not taken",
+                                              "reason": NO_LOCK} for name in bed.nodes})
+            self.timings["testbed_s"] = time.monotonic() - started
+            self.run.update(as_found=self.as_found.to_dict(), machine_lock=self.machine_locks,
+                            testbed=bed.record(), placement=self.placement(),
+                            capabilities={k: v.to_dict() for k, v in self.capabilities.items()})
         return bed
 
     def _place(self, topology: Topology, features: set[str], tools: set[str],

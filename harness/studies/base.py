@@ -24,6 +24,7 @@ archive -- and undo every change, also after an error or Ctrl-C.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import json
 from abc import ABC, abstractmethod
@@ -97,6 +98,19 @@ class RunData:
         return cls(path, meta, tables)
 
 
+def _marking_as_found(claims):
+    """A study's ``claims`` whose table has the claims that rest on a change a run as found
+    did not make marked "not testable here" (:func:`harness.as_found.mark_claims`): one place,
+    so neither the archived table nor a notebook's own call can judge them."""
+    @functools.wraps(claims)
+    def wrapper(self, data: RunData) -> pd.DataFrame:
+        from ..as_found import mark_claims
+
+        return mark_claims(claims(self, data), data.meta, type(self).as_found)
+
+    return wrapper
+
+
 class Study(ABC):
     """One study. Subclasses fill in the class variables and the abstract methods."""
 
@@ -107,9 +121,17 @@ class Study(ABC):
     #: the module that declares CLAIMS, DESIGN and CHANGES (harness.registration); empty:
     #: ``<study module>_analysis``, else the study's own module
     analysis_module: ClassVar[str] = ""
+    #: Whether the study can measure a user's machines as found when a login is not root
+    #: and may not sudo (:mod:`harness.as_found`), and which of its claims then rest on a
+    #: change it could not make: claim id -> the kind of change (``mtu``, ``sysctl``,
+    #: ``mptcp-endpoint``...: :data:`harness.privileges.OPERATIONS`). None: the study
+    #: measures nothing without its changes, and such a login is refused before anything runs.
+    as_found: ClassVar[dict[str, str] | None] = None
 
     def __init_subclass__(cls, **kwargs) -> None:
         super().__init_subclass__(**kwargs)
+        if "claims" in cls.__dict__:
+            cls.claims = _marking_as_found(cls.__dict__["claims"])
         if "name" in cls.__dict__:  # a concrete study, not an intermediate base
             from .registry import register
 
@@ -270,7 +292,8 @@ class Study(ABC):
         needs = self.requirements(params)
         return session.testbed(self.topology(params), features=set(needs.features),
                                tools=needs.tools,
-                               node_features={k: set(v) for k, v in needs.node_features.items()})
+                               node_features={k: set(v) for k, v in needs.node_features.items()},
+                               as_found_ok=self.as_found is not None)
 
     def describe(self) -> str:
         lines = [f"{self.name}: {self.title}"]

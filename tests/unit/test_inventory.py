@@ -71,3 +71,21 @@ def test_roles_outnumbering_the_machines_are_refused_naming_the_role():
     del data["nodes"]["server"]
     with pytest.raises(SpecError, match="no node 'server', which study topology 's4-mptcp'"):
         Inventory.from_dict(data).check_covers(s4.topology(s4.Params.resolve()))
+
+
+def test_sudo_is_off_unless_the_inventory_says_so_and_only_a_user_login_goes_through_it():
+    import copy
+
+    from harness.inventory_sudo import SudoSSHNode
+
+    data = copy.deepcopy(GOOD_INVENTORY)
+    data["nodes"]["server"].update(user="alice", sudo=True)
+    data["nodes"]["client"]["sudo"] = True  # root: sudo would add nothing
+    inv = Inventory.from_dict(data)
+    assert not Inventory.from_dict(GOOD_INVENTORY).hosts["server"].sudo
+    server, client = inv.connect("server"), inv.connect("client")  # no connection yet
+    assert isinstance(server, SudoSSHNode) and server.describe()["sudo"] is True
+    assert not isinstance(client, SudoSSHNode)
+    data["nodes"]["server"]["sudo"] = "yes"
+    with pytest.raises(SpecError, match="sudo must be true or false"):
+        Inventory.from_dict(data)
