@@ -32,7 +32,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.vm]
 def test_a_crashed_vm_stops_the_run_naming_it_and_leaves_nothing(tmp_path, monkeypatch):
     _require_vm_host()
     monkeypatch.setenv("HARNESS_LOCK_DIR", str(tmp_path / "locks"))
-    host_change = tmp_path / "host-change"
+    host_change = tmp_path / "harness-host-change"  # undo removes only harness-* folders
     spec = VM(name=f"crash{os.getpid()}", cpus=1, memory_mib=1024, boot_timeout_s=150)
     with pytest.raises(HarnessError) as crashed:
         with open_session("tcrash", {}, root=tmp_path / "data") as session:
