@@ -15,6 +15,7 @@ from pathlib import Path
 import pandas as pd
 
 from .reference import compare_claims, find_reference
+from .slurm_report import slurm_rows
 
 PROVENANCE_ID = "provenance"
 REFERENCE_ID = "reference-run"
@@ -193,6 +194,7 @@ def provenance_section(meta: dict, citation: str, notebook_kernel: str = "") -> 
                                  "Python": prov.get("python"),
                                  "notebook kernel": notebook_kernel or None}),
         ("Placement", meta.get("placement") or {"where": None}),
+        *([("Slurm job", slurm_rows(meta))] if slurm_rows(meta) else []),
         ("Lab links, verified before measuring", verification_rows(meta.get("link_verification"))),
         *([("Links: shaped by the harness or the user's network as found",
             link_origin_rows(meta))] if link_origin_rows(meta) else []),

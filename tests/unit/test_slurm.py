@@ -286,3 +286,30 @@ def test_an_allocations_inventory_is_kept_under_its_jobs_name_never_overwritten(
     second = write_inventory({"nodes": {"a": {"host": "h2"}}}, tmp_path, "8")
     assert (first.name, second.name) == ("8.yaml", "8-2.yaml")
     assert "h1" in first.read_text() and "h2" in second.read_text()
+
+
+def test_the_reports_provenance_shows_the_runs_slurm_job():
+    from harness.report_sections import provenance_section
+    from harness.slurm_report import slurm_rows
+
+    from dataclasses import replace
+
+    text = replace(script((point_arguments({"count": 3}), point_arguments({"count": 4}))),
+                   options=SbatchOptions.parse("--partition=debug --time=30 "
+                                               "--comment='two words'")).text()
+    meta = {"slurm": {"job_id": "13", "array_job_id": "12", "array_task_id": 1,
+                      "node_list": "n[1-2]", "partition": "debug", "cluster": "c1",
+                      "roles": {"a": "n1", "b": "n2"}, "script": text}}
+    rows = slurm_rows(meta)
+    assert rows["job"] == "12_1 (job id 13)" and rows["array"] == "job 12, task 1"
+    assert rows["node list"] == "n[1-2]" and rows["roles (allocation order)"] == "a on n1, b on n2"
+    assert rows["sbatch options given (--slurm)"] == \
+        "--partition=debug --time=30 '--comment=\"two words\"'"
+    assert "--nodes=2 --exclusive" in rows["sbatch options set by the harness"]
+    assert rows["job log"] == "/shared/data/slurm/logs/12_1.out"
+    assert "slurm/submissions/12.json" in rows["sbatch script"]
+    html = provenance_section(meta, "")
+    assert "<h3>Slurm job</h3>" in html and "12_1 (job id 13)" in html
+    # an salloc run has no script; a run outside Slurm has no Slurm section at all
+    assert "salloc" in slurm_rows({"slurm": {"job_id": "7"}})["sbatch script"]
+    assert "Slurm job" not in provenance_section({}, "")
