@@ -29,7 +29,7 @@ encrypted key must then be in the agent; otherwise use ``key:``).
 ``sudo`` (under ``ssh`` or a node) is off by default: a login that is not root then
 changes nothing on that machine (see :mod:`harness.privileges`). ``sudo: true`` says the
 login may run commands as root with ``sudo -n`` (a NOPASSWD rule: the harness never types
-a password); every command on that machine then runs through it (:mod:`.inventory_sudo`).
+a password); every command on that machine then runs through it (:mod:`.nodes.sudo`).
 
 Nodes of the topology that are routers (forwarding) may be left out: the
 real network between the machines takes their place. The harness builds
@@ -220,7 +220,7 @@ class Inventory:
                         "{device: ..., address: ...}")
 
     def connect(self, name: str) -> Node:
-        from .inventory_sudo import SudoSSHNode
+        from .nodes.sudo import SudoSSHNode
         from .nodes.ssh import SSHNode
 
         host = self.hosts[name]

@@ -6,7 +6,7 @@ On a user's cluster the harness may log in as the user, not root. Before anythin
 inventory is asked who the login is (``id -u``, one read-only command). Then:
 
 - a login that is root, or one the inventory lets use ``sudo -n`` (``sudo: true``; every
-  command then runs through it, :mod:`harness.inventory_sudo`) and for which
+  command then runs through it, :mod:`harness.nodes.sudo`) and for which
   ``sudo -n`` works: the run changes the machines as the study asks, records and undoes it;
 - a machine whose inventory allows sudo but where ``sudo -n`` fails (a password asked, no
   rule): ONE error with sudo's own words, before anything runs;

@@ -41,6 +41,7 @@ def node_from_description(desc: dict) -> Node:
         return MachineRootNode(node_from_description(desc["parent"]), desc.get("name"))
     if kind == "ssh":
         from .ssh import SSHNode
+        from .sudo import SudoSSHNode
 
-        return SSHNode.from_description(desc)
+        return (SudoSSHNode if desc.get("sudo") is True else SSHNode).from_description(desc)
     raise ValueError(f"unknown node type in description: {desc!r}")

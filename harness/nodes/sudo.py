@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import shlex
 
-from .nodes.ssh import SSHNode
+from .ssh import SSHNode
 
 SUDO = "sudo -n --"
 

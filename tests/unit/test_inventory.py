@@ -76,7 +76,7 @@ def test_roles_outnumbering_the_machines_are_refused_naming_the_role():
 def test_sudo_is_off_unless_the_inventory_says_so_and_only_a_user_login_goes_through_it():
     import copy
 
-    from harness.inventory_sudo import SudoSSHNode
+    from harness.nodes.sudo import SudoSSHNode
 
     data = copy.deepcopy(GOOD_INVENTORY)
     data["nodes"]["server"].update(user="alice", sudo=True)
@@ -86,6 +86,11 @@ def test_sudo_is_off_unless_the_inventory_says_so_and_only_a_user_login_goes_thr
     server, client = inv.connect("server"), inv.connect("client")  # no connection yet
     assert isinstance(server, SudoSSHNode) and server.describe()["sudo"] is True
     assert not isinstance(client, SudoSSHNode)
+    # the journal's undo rebuilds the node from its description: through sudo too
+    from harness.nodes import node_from_description
+
+    assert isinstance(node_from_description(server.describe()), SudoSSHNode)
+    assert not isinstance(node_from_description(client.describe()), SudoSSHNode)
     data["nodes"]["server"]["sudo"] = "yes"
     with pytest.raises(SpecError, match="sudo must be true or false"):
         Inventory.from_dict(data)

@@ -37,7 +37,7 @@ def test_an_unreadable_uid_is_not_root():
 from harness.as_found import AsFound, mark_claims  # noqa: E402
 from harness.claims import NOT_TESTABLE, TARGET, Claim, Region, judge, table  # noqa: E402
 from harness.config.operation import Change  # noqa: E402
-from harness.inventory_sudo import sudo_command  # noqa: E402
+from harness.nodes.sudo import sudo_command  # noqa: E402
 from harness.intervals import mean_estimate  # noqa: E402
 from harness.nodes import LocalNode  # noqa: E402
 from harness.privileges import AS_FOUND, CHANGES, decide  # noqa: E402
