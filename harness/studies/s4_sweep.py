@@ -125,7 +125,8 @@ def sweep_iperf3(session: Session, bed, params, cgroups: Mapping[float, str | No
         return {"tool": "iperf3", "goodput_mbit": result.received_bps / 1e6,
                 "sent_mbit": result.sent_bps / 1e6, "retransmits": result.retransmits,
                 "congestion": result.congestion, "bytes": result.bytes_received,
-                "measure_s": result.seconds, "tool_s": result.process_s}
+                "measure_s": result.seconds, "tool_s": result.process_s,
+                "attempts": result.attempts}
 
     j = session.journal
     with iperf3_server(j, server, server_ip, IPERF_PORTS["tcp"]), \

@@ -25,6 +25,11 @@ MPTCPIZE = Tool("mptcpize", "mptcpize --version", "mptcpize")  # MPTCP for progr
 
 MAX_STREAMS = 128
 BUSY_RETRIES = 4
+#: What iperf3 prints when its test never started or was cut by the server, not by the
+#: path: "busy" while the server still resets from the previous test, and a control
+#: connection the server closed (seen once in CI, 2026-11-26: S4's 1 %-CPU sender beside a
+#: suite at load ~9). Such a test is run again, and the result counts its attempts.
+TRANSIENT = ("server is busy", "control socket has closed unexpectedly")
 
 
 @dataclass
@@ -38,6 +43,8 @@ class Iperf3Result:
     congestion: str | None
     raw: dict = field(repr=False, default_factory=dict)
     process_s: float | None = None  # wall time of the iperf3 process (set by iperf3_client)
+    attempts: int = 1  # tests started until this one ran (set by iperf3_client)
+    retried: list[str] = field(default_factory=list)  # why each earlier attempt was run again
 
     @property
     def received_mbps(self) -> float:
@@ -123,13 +130,16 @@ def iperf3_client(node: Node, server: str, port: int = 5201, seconds: float = 5.
     """
     argv = iperf3_client_argv(server, port, seconds, streams, congestion, bind, mptcp, omit,
                               window, reverse)
+    retried: list[str] = []
     for attempt in range(1, BUSY_RETRIES + 1):
         res = node.run(in_cgroup(command_text(argv), cgroup), timeout=seconds + omit + 30,
                        check=False, track=True)
         # iperf3 serves one test at a time; a loaded machine may not have reset the
         # server from the previous test yet: "the server is busy running a test".
-        if "server is busy" not in res.stdout or attempt == BUSY_RETRIES:
+        transient = next((t for t in TRANSIENT if t in res.stdout), None)
+        if transient is None or attempt == BUSY_RETRIES:
             break
+        retried.append(transient)
         time.sleep(0.5 * attempt)
     if not res.ok:
         try:
@@ -139,6 +149,7 @@ def iperf3_client(node: Node, server: str, port: int = 5201, seconds: float = 5.
         raise CommandFailed(res)
     result = parse_iperf3_json(res.stdout, streams)
     result.process_s = res.duration
+    result.attempts, result.retried = len(retried) + 1, retried
     return result
 
 
