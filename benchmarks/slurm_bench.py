@@ -93,6 +93,7 @@ def first_code_cell(run: Path) -> float:
 def one_variant(cluster, name: str, workdir: Path, points: int, count: int) -> dict:
     workdir.mkdir(parents=True, exist_ok=True)
     data = workdir / f"data-{name}"
+    data.mkdir()  # the shared data folder exists before a submission (harness refuses else)
     sweep = workdir / f"sweep-{name}.yaml"
     write_sweep(sweep, cluster, points, count)
     load = os.getloadavg()[0]

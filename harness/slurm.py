@@ -156,6 +156,31 @@ class JobScript:
         return "\n".join(lines) + "\n"
 
 
+def check_data_folder(data: Path) -> Path:
+    """The data folder a job archives into, refused unless it is there and writable.
+
+    Each job writes its run folder, its log and its inventory into it from whichever node
+    Slurm picks, so it must be a folder every node sees (the cluster's shared file system):
+    the harness cannot see from the submit host whether the nodes share it, but it can
+    refuse one that does not exist -- creating it here would make a folder only this host
+    has, and the jobs would then fail (Slurm cannot open their logs) or archive on a node's
+    own disk -- or that this user cannot write."""
+    import os
+
+    where = "HARNESS_DATA" if os.environ.get("HARNESS_DATA") else "the data folder"
+    if not data.is_dir():
+        raise SpecError(f"{where} {data} does not exist (or is not a folder), and a Slurm job "
+                        "archives its run there",
+                        "create it on a file system every node of the cluster mounts (e.g. "
+                        "mkdir -p /shared/you/harness-data) and set HARNESS_DATA to it")
+    if not os.access(data, os.W_OK | os.X_OK):
+        raise SpecError(f"{where} {data} is not writable by this user, and a Slurm job "
+                        "archives its run, its log and its inventory there",
+                        "give HARNESS_DATA a folder on the shared file system that you may "
+                        "write (check its owner and mode: ls -ld)")
+    return data
+
+
 def point_arguments(point: dict) -> tuple[str, ...]:
     """A point's parameters as ``-p NAME VALUE`` words (values as YAML, read back by run)."""
     import yaml

@@ -84,6 +84,11 @@ def run_in_allocation(args, params: dict) -> int:
     study, resolved = check_parameters(notebook, given)
     topology = study.topology(resolved)
     hosts = allocated_hosts()
+    if not args.dry_run:
+        from .archive import data_root
+        from .slurm import check_data_folder
+
+        check_data_folder(data_root().resolve())
     inventory = build(topology, template, hosts)
     with tempfile.TemporaryDirectory(prefix="harness-slurm-inv-") as tmp:
         path = write_inventory(inventory, Path(tmp))  # checked before anything is written
@@ -99,8 +104,16 @@ def run_in_allocation(args, params: dict) -> int:
     note = {"slurm": {**job, "roles": dict(zip(roles(topology, template),
                                                (h.hostname for h in hosts))),
                       "inventory": inventory, "inventory_template": template}}
-    result = run_notebook(notebook, {**given, "inventory": str(path)},
-                          progress=not args.quiet, note=note)
+    from .slurm_ending import ending_line, quiet_kernel_death
+    from .slurm_sweep import runs_by_job  # imported now: not while SIGTERM unwinds
+
+    quiet_kernel_death()  # Slurm's SIGTERM reaches the kernel too: its death is no news
+    try:
+        result = run_notebook(notebook, {**given, "inventory": str(path)},
+                              progress=not args.quiet, note=note)
+    except KeyboardInterrupt:  # scancel or the time limit: SIGTERM, the run undone
+        print(ending_line(runs_by_job().get(job_inventory_name())), file=sys.stderr)
+        return 130
     print(f"run {result.run.path}: {result.status} in {result.seconds:.1f}s")
     if "script" not in job:  # an salloc shell: refresh the index; a batch job of ours
         _index()             # leaves it to --wait/--status (jobs side by side would race)

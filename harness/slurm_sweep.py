@@ -24,7 +24,8 @@ from pathlib import Path
 
 from .archive import data_root, list_runs
 from .errors import SpecError
-from .slurm import JobScript, SbatchOptions, point_arguments, submit, test_only
+from .slurm import (JobScript, SbatchOptions, check_data_folder, point_arguments, submit,
+                    test_only)
 from .slurm_jobs import TaskState, job_states
 
 POLL_SECONDS = 5.0
@@ -128,6 +129,7 @@ def submit_points(source: Path, notebook: Path, points: list[dict], options: str
     text = script.text()
     if dry_run:
         return None, text
+    check_data_folder(script.data)  # ours first, then Slurm's own refusal
     test_only(text)  # Slurm's own refusal, before anything is submitted or written
     script.log_dir.mkdir(parents=True, exist_ok=True)
     job_id = submit(text)

@@ -201,3 +201,53 @@ def test_a_parameters_file_that_is_not_a_mapping_is_refused(tmp_path, capsys, qu
     err = refused(capsys, ["run", str(S4), "-f", str(path)])
     assert "must be a mapping" in err
     quiet_machine()
+
+
+PING = ROOT / "tests" / "studies" / "ping_study.ipynb"
+SLURM_TEMPLATE = {"ssh": {"user": "root", "key": "~/.ssh/id_ed25519",
+                          "known_hosts": "~/.ssh/known_hosts"},
+                  "interfaces": {"eth0": {"device": "ib0", "address": "{ip}/24"}}}
+
+#: Slurm's part (harness/slurm*.py). Each is refused before sbatch is asked: an unknown
+#: partition is Slurm's own refusal (sbatch --test-only), checked against a real Slurm in
+#: tests/integration/slurm/test_slurm.py::test_bad_sbatch_options_are_refused_...
+BAD_SLURM = [
+    ("--nodes fewer than the roles", ["--slurm", "--nodes=1"], None, None,
+     "sets --nodes, which the harness sets itself"),
+    ("-N fewer than the roles", ["--slurm", "-N1"], None, None,
+     "sets --nodes, which the harness sets itself"),
+    ("data folder missing", ["--slurm", "--time=5"], None, "missing",
+     "does not exist (or is not a folder), and a Slurm job archives its run there"),
+    ("data folder not writable", ["--slurm", "--time=5"], None, "/proc/sys",
+     "is not writable by this user"),
+    ("template address without a placeholder", ["--slurm", "--time=5"],
+     _set("interfaces.eth0.address", "10.1.0.1/24"), None, "address 10.1.0.1 is given twice"),
+    ("template with an unknown placeholder", ["--slurm", "--time=5"],
+     _set("interfaces.eth0.address", "{ipaddr}/24"), None, "uses {ipaddr}"),
+    ("template naming a role the study lacks", ["--slurm", "--time=5"],
+     _set("nodes", {"server": {"host": "{node_addr}"}}), None, "names ['server']"),
+    ("--inventory slurm outside an allocation", ["--inventory", "slurm"], None, None,
+     "needs a Slurm allocation, and SLURM_JOB_NODELIST is not set"),
+]
+
+
+@pytest.mark.parametrize("case, argv, mutate, data, message", BAD_SLURM,
+                         ids=[c[0] for c in BAD_SLURM])
+def test_bad_slurm_input_is_refused_before_anything(case, argv, mutate, data, message,
+                                                    data_root, tmp_path, capsys, monkeypatch,
+                                                    quiet_machine):
+    for name in ("SLURM_JOB_NODELIST", "SLURM_JOB_ID", "SLURM_ARRAY_JOB_ID"):
+        monkeypatch.delenv(name, raising=False)
+    if data == "/proc/sys":  # a folder no one may write into, root included
+        monkeypatch.setenv("HARNESS_DATA", data)
+    elif data != "missing":
+        data_root.mkdir()
+    template = copy.deepcopy(SLURM_TEMPLATE)
+    if mutate:
+        mutate(template)
+    path = tmp_path / "template.yaml"
+    path.write_text(yaml.safe_dump(template))
+    err = refused(capsys, ["run", str(PING), *argv, "--inventory-template", str(path)])
+    assert message in err
+    quiet_machine()
+    assert not (data_root / "slurm").exists()  # no submission, no log, no inventory

@@ -313,3 +313,32 @@ def test_the_reports_provenance_shows_the_runs_slurm_job():
     # an salloc run has no script; a run outside Slurm has no Slurm section at all
     assert "salloc" in slurm_rows({"slurm": {"job_id": "7"}})["sbatch script"]
     assert "Slurm job" not in provenance_section({}, "")
+
+
+def test_a_kernel_killed_with_the_job_leaves_no_traceback_but_other_errors_do():
+    import asyncio
+    import logging
+
+    import zmq
+    from nbclient.exceptions import DeadKernelError
+
+    from harness.slurm_ending import ending_line, quiet_kernel_death
+
+    def record(message, exc):
+        return logging.LogRecord("asyncio", logging.ERROR, __file__, 1, message, (),
+                                 (type(exc), exc, None) if exc else None)
+
+    quiet_kernel_death()
+    quiet_kernel_death()  # once is enough: no second filter
+    from harness.slurm_ending import KernelGoneFilter
+
+    [filt] = [f for f in logging.getLogger("asyncio").filters if isinstance(f, KernelGoneFilter)]
+    abandoned = "Task exception was never retrieved\nfuture: <Task finished>"
+    assert not filt.filter(record(abandoned, DeadKernelError("Kernel died")))
+    assert not filt.filter(record(abandoned, zmq.error.ZMQError(9, "Socket operation on "
+                                                                  "non-socket")))
+    assert not filt.filter(record("Kernel died while waiting for execute reply.", None))
+    assert filt.filter(record(abandoned, ValueError("a real bug")))  # still shown
+    assert filt.filter(record("Task was destroyed but it is pending!", None))
+    assert filt.filter(record("unrelated", asyncio.CancelledError()))
+    assert "before a run started: nothing was changed" in ending_line(None)

@@ -42,7 +42,11 @@ def cluster():
 
 @pytest.fixture
 def data(tmp_path):
-    return tmp_path / "data"
+    """The shared data folder: made by the user before submitting (the harness refuses a
+    missing one, which only the submit host would have)."""
+    folder = tmp_path / "data"
+    folder.mkdir()
+    return folder
 
 
 def harness(cluster, data: Path, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
@@ -132,7 +136,7 @@ def test_bad_sbatch_options_are_refused_with_slurms_message_before_anything(clus
     typo = harness(cluster, data, "run", str(PING), "--slurm", "--tme=10",
                    "--inventory-template", str(write_template(tmp_path, cluster)))
     assert typo.returncode == 2 and "unrecognized option" in typo.stderr
-    assert not data.exists()  # no run, no submission record, no log folder
+    assert not any(data.iterdir())  # no run, no submission record, no log folder
     assert cluster.command("squeue", "-h").stdout.strip() == ""
 
 
@@ -175,6 +179,18 @@ def test_scancel_of_a_running_job_leaves_the_run_incomplete_and_the_nodes_as_fou
     assert node_state(cluster) == before  # no process behind, nothing left configured
     state = cluster.command("scontrol", "show", "job", "-o", job).stdout
     assert "JobState=CANCELLED" in state
+    assert_one_ending_line(data, job, run)
+
+
+def assert_one_ending_line(data: Path, job: str, run: Run) -> None:
+    """The job's log ends with one line on the run and its undo; the kernel's death (Slurm
+    signals it too) leaves no traceback and no "Kernel died" in it."""
+    log = (data / "slurm" / "logs" / f"{job}.out").read_text()
+    assert "Traceback" not in log and "Kernel died" not in log, log
+    last = log.strip().splitlines()[-1]
+    assert last.startswith(f"harness: run {run.path} ended by SIGTERM"), log
+    assert last.endswith(f"incomplete; all {len(run.journal.entries())} recorded change(s) "
+                         "undone"), log
 
 
 def test_after_a_hard_kill_lab_clean_finishes_on_the_nodes(cluster, data, tmp_path):
@@ -201,6 +217,26 @@ def test_after_a_hard_kill_lab_clean_finishes_on_the_nodes(cluster, data, tmp_pa
     assert clean.returncode == 0, clean.stdout + clean.stderr
     assert f"undoing {len(left)} change(s)" in clean.stdout
     assert not Run(run.path).journal.pending()
+    cluster.wait_idle()
+    assert node_state(cluster) == before
+
+
+def test_a_job_over_its_time_limit_ends_incomplete_with_everything_undone(cluster, data,
+                                                                         tmp_path):
+    """``--time=1`` (a minute, Slurm's least) on three minutes of ping: slurmctld finds the
+    job over its limit at its next check (every 30 s), so it ends 60-90 s after it started,
+    by SIGTERM to every process of the job (SIGKILL only after KillWait, 30 s here: the
+    harness undoes well within it; the SIGKILL case is the hard-kill test above)."""
+    cluster.wait_idle()
+    before = node_state(cluster)
+    job, run = submit_a_minute_of_ping(cluster, data, tmp_path, count=900, time_limit=1)
+    wait_for_end(cluster, job, timeout=180)
+    state = cluster.command("scontrol", "show", "job", "-o", job).stdout
+    assert "JobState=TIMEOUT" in state, state
+    run = Run(run.path)
+    assert run.meta["status"] == INCOMPLETE and "interrupted" in run.meta["error"]
+    assert not run.journal.pending()
+    assert_one_ending_line(data, job, run)
     cluster.wait_idle()
     assert node_state(cluster) == before
 
@@ -247,10 +283,12 @@ def test_inside_an_salloc_the_run_takes_the_allocations_nodes(cluster, data, tmp
     assert (data / "index.html").exists()  # refreshed, unlike inside a batch job
 
 
-def submit_a_minute_of_ping(cluster, data: Path, tmp_path: Path) -> tuple[str, Run]:
-    """One job of 300 echo requests 0.2 s apart, and its run once it measures."""
-    out = harness(cluster, data, "run", str(PING), "-p", "count", "300", "-p", "interval_s",
-                  "0.2", "--slurm", "--time=10", "--inventory-template",
+def submit_a_minute_of_ping(cluster, data: Path, tmp_path: Path, count: int = 300,
+                            time_limit: int = 10) -> tuple[str, Run]:
+    """One job of ``count`` echo requests 0.2 s apart (300: a minute), and its run once it
+    measures."""
+    out = harness(cluster, data, "run", str(PING), "-p", "count", str(count), "-p", "interval_s",
+                  "0.2", "--slurm", f"--time={time_limit}", "--inventory-template",
                   str(write_template(tmp_path, cluster)), "--share-machine")
     assert out.returncode == 0, out.stderr
     return out.stdout.split("submitted job ")[1].split()[0], wait_for_measuring(data)
