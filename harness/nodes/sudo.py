@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import shlex
 
+from ..errors import NodeError
 from .ssh import SSHNode
 
 SUDO = "sudo -n --"
@@ -26,12 +27,31 @@ def sudo_command(cmd: str) -> str:
     return f"{SUDO} sh -c {shlex.quote(cmd)}"
 
 
+class SudoRefused(NodeError):
+    """The inventory allows sudo on a machine, but ``sudo -n`` does not run a command there."""
+
+
 class SudoSSHNode(SSHNode):
-    """An SSH machine whose every command runs as root through ``sudo -n``."""
+    """An SSH machine whose every command runs as root through ``sudo -n``.
+
+    Before its first command, ``sudo -n true`` once: a sudo that wants a password (or has
+    no rule for the login) stops the run there with sudo's own words, instead of every
+    command failing with them later."""
 
     sudo = True
+    _sudo_checked = False
 
     def _execute(self, cmd: str, timeout: float, stdin: bytes | None) -> tuple[int, str, str]:
+        if not self._sudo_checked:
+            status, out, err = super()._execute(sudo_command("true"), 30, None)
+            if status != 0:
+                raise SudoRefused(
+                    f"{self._where()}: the inventory allows sudo here, but `sudo -n` does not "
+                    f"give root: {(err or out).strip()[-300:] or f'exit status {status}'}",
+                    "give the login a NOPASSWD rule (e.g. `USER ALL=(root) NOPASSWD: ALL` in "
+                    "/etc/sudoers.d/, edited with visudo): the harness never types a password; "
+                    "or set sudo: false to measure the machines as found. Nothing was changed.")
+            self._sudo_checked = True
         return super()._execute(sudo_command(cmd), timeout, stdin)
 
     def login_command(self, cmd: str, timeout: float = 20) -> tuple[int, str, str]:

@@ -5,7 +5,7 @@ API (stable; the Slurm tests and the inventory tests use it)::
     from integration.machines import (MachineSpec, Port, Network, running_machines,
                                             s4_machines, skip_reason)
 
-    with running_machines(networks, machines, unprivileged_user=False) as m:
+    with running_machines(networks, machines, unprivileged_user=False, sudo_on=()) as m:
         m.inventory_path          # inventory YAML naming every machine (user root)
         m.write_inventory(path, users={"server": m.user}, sudo={"server": False})
         m.harness("run", NB, "--inventory", inv, env=...)  # runs the CLI from the controller
@@ -13,6 +13,11 @@ API (stable; the Slurm tests and the inventory tests use it)::
         m.exec("client", "ip", "addr")   # the test's own look inside, never the harness's
         m.machines["client"].hostname, .management_address, .netns, .sshd_pid
         m.user                    # the unprivileged login, when asked for ("" otherwise)
+
+``sudo_on`` names the machines where that user may ``sudo`` without a password (a
+sudoers file of the machine's own, bound over /etc/sudoers in its mount namespace as its
+/etc/hosts is: the host's /etc/sudoers is never touched); elsewhere sudo asks for a
+password the user does not have.
 
 ``s4_machines()`` gives S4's client (two ports) and server, with the paths a user's own
 router would give (the switch routes between its networks; the client's policy routing
@@ -252,8 +257,17 @@ def _add_user(stack: ExitStack, created: list[str], workdir: Path, name: str) ->
     shutil.chown(home, name, name)
 
 
+def _sudoers(workdir: Path, machine: Machine, user: str) -> str:
+    """A sudoers of the machine's own letting ``user`` run anything as root without a
+    password; the command that binds it over /etc/sudoers inside the machine."""
+    path = workdir / f"sudoers.{machine.spec.name}"
+    path.write_text(f"root ALL=(ALL:ALL) ALL\n{user} ALL=(root) NOPASSWD: ALL\n")
+    os.chmod(path, 0o440)  # sudo refuses a sudoers file others may write
+    return f"mount --bind {path} /etc/sudoers && "
+
+
 def _start_sshd(stack: ExitStack, workdir: Path, machine: Machine, config: Path,
-                created: list[str], ready_timeout: float = 20) -> None:
+                created: list[str], ready_timeout: float = 20, sudo_user: str = "") -> None:
     # its own /etc/hosts too (bound over the host's in the machine's mount namespace only):
     # a real machine resolves its own name (globus-gridftp-server refuses to start if not)
     hosts = workdir / f"hosts.{machine.spec.name}"
@@ -262,6 +276,7 @@ def _start_sshd(stack: ExitStack, workdir: Path, machine: Machine, config: Path,
     inner = (f"hostname {machine.hostname} && "
              f"mount -t tmpfs -o mode=755,size=16m harness-{machine.hostname} /run && "
              f"mount --bind {hosts} /etc/hosts && "
+             + (_sudoers(workdir, machine, sudo_user) if sudo_user else "") +
              f"mkdir -m 755 /run/sshd && exec {SSHD} -D -e -f {config}")
     machine.log = workdir / f"sshd.{machine.spec.name}.log"
     with open(machine.log, "wb") as out:
@@ -291,7 +306,8 @@ def _start_sshd(stack: ExitStack, workdir: Path, machine: Machine, config: Path,
 
 @contextmanager
 def running_machines(networks: list[Network], specs: list[MachineSpec],
-                     unprivileged_user: bool = False) -> Iterator[Machines]:
+                     unprivileged_user: bool = False,
+                     sudo_on: tuple[str, ...] = ()) -> Iterator[Machines]:
     """Start the switch and the machines; remove all of it on exit, also on error."""
     tag = secrets.token_hex(3)
     workdir = Path(tempfile.mkdtemp(prefix="harness-machines-"))
@@ -342,7 +358,8 @@ def running_machines(networks: list[Network], specs: list[MachineSpec],
             _add_user(stack, created, workdir, user)
         for m in machines.values():
             _start_sshd(stack, workdir, m, _sshd_config(workdir, m, workdir /
-                                                        f"host_{m.spec.name}"), created)
+                                                        f"host_{m.spec.name}"), created,
+                        sudo_user=user if m.spec.name in sudo_on else "")
         _settle(machines)
         result = Machines(workdir, switch, machines, user_key, known_hosts,
                           workdir / "inventory.yaml", user, created)
