@@ -88,8 +88,11 @@ def describe_check(r: dict, status: bool = True) -> str:
                      f"({_num(r.get('rate_ratio'), '.2f')} of the rate"
                      + (f"; attempts {', '.join(_num(a, '.2f') for a in r['attempts'])})"
                         if r.get("attempts") else ")"))
+    elif r.get("goodput_mbit") is not None:  # a user's machines: measured, not judged
+        parts.append(f"unshaped: TCP goodput {_num(r['goodput_mbit'])} Mbit/s "
+                     f"(iperf3, {r.get('seconds') or '?'} s)")
     else:
-        parts.append("unshaped")
+        parts.append("unshaped" + (f" ({r['note']})" if r.get("note") else ""))
     if r.get("rtt_ms") is not None:
         parts.append(f"RTT {_num(r['rtt_ms'], '.3g')} ms"
                      + (f" (expected {_num(r['expected_rtt_ms'], '.3g')})"
@@ -216,7 +219,14 @@ def link_origin_rows(meta: dict) -> dict:
         planned = (f"planned {_num(link.get('planned_mbit'), '.0f')} Mbit/s"
                    if link.get("planned_mbit") else "planned unshaped")
         who = "shaped by the harness" if link.get("shaped_by_harness") else link.get("made_by")
-        rows[link["link"]] = f"{who} ({planned}; devices {link.get('devices')})"
+        measured = "; ".join(
+            f"{m['path']}: " + (f"{_num(m.get('goodput_mbit'))} Mbit/s, "
+                                if m.get("goodput_mbit") is not None else "")
+            + (f"RTT {_num(m.get('rtt_ms'), '.3g')} ms" if m.get("rtt_ms") is not None
+               else "no answer")
+            for m in link.get("measured") or [])
+        rows[link["link"]] = (f"{who} ({planned}; devices {link.get('devices')})"
+                              + (f"; measured {measured}" if measured else ""))
     return rows
 
 
