@@ -14,9 +14,11 @@ Ethernet NIC) plays M-VIA, against kernel TCP over the same wire. Two nodes,
 each the initial network namespace of a VM of its own (rxe's UDP socket lives
 only there on Linux 6.x: see :class:`harness.topology.TopologyNode`), joined by
 a wire. Verbs: perftest (``ib_send_lat``, ``ib_write_lat``, ``ib_send_lat -e``,
-``ib_send_bw``, ``ib_write_bw``), each end's CPU time per process; TCP: the
-harness's ping-pong and streaming tool with TCP_NODELAY and with Nagle on;
-one qperf point as a cross-check (C on both sides: rc_lat against tcp_lat);
+``ib_send_bw``, ``ib_write_bw``), the client's CPU time over its measured exchange;
+TCP: qperf's ``tcp_lat`` and ``tcp_bw`` at every size (C against perftest's C: the
+latency and bandwidth claims' TCP), and the harness's ping-pong and streaming tool
+with TCP_NODELAY and with Nagle on (the Nagle claim, TCP against TCP in one tool;
+a cross-check of qperf); one qperf point of rc_lat/rc_bw as a second verbs opinion;
 ``ibv_devinfo -v`` archived and the paper's Table 1 rebuilt from it.
 """
 
@@ -58,6 +60,8 @@ METHODS = {
     "verbs-write-bw": ("verbs", "bandwidth", "ib_write_bw", "polling", None),
     "tcp-nodelay": ("tcp", "both", "pingpong", None, False),
     "tcp-nagle": ("tcp", "both", "pingpong", None, True),
+    # C against C: the latency and bandwidth claims' TCP (qperf sets no TCP_NODELAY)
+    "tcp-qperf": ("tcp", "both", "qperf", None, True),
 }
 
 
@@ -116,7 +120,9 @@ class Params(Parameters):
                                         choices=("polling", "events"), item="mode")
     qperf_size: int = param(64, "the qperf cross-check point (rc_lat, rc_bw, tcp_lat, tcp_bw)",
                             unit="B", low=1, high=MAX_SIZE, zero="no qperf cross-check")
-    qperf_seconds: int = param(1, "seconds per qperf test", unit="s", low=1, high=60)
+    qperf_seconds: int = param(1, "seconds per qperf test (tcp_lat and tcp_bw at each size: "
+                               "the claims' TCP; and the cross-check point)", unit="s", low=1,
+                               high=60)
     seed: int = param(0, "seed of the randomised order of the methods in each repetition",
                       low=0, high=2**31 - 1, zero="a fresh seed, recorded in run.json")
     verify_seconds: int = param(1, "seconds per link direction when verifying the lab",
@@ -147,9 +153,8 @@ def topology(params: Params) -> Topology:
 
 
 def tools(params: Params) -> tuple:
-    out = (RDMA, PRLIMIT, ibverbs.IBV_DEVINFO, perftest.IB_SEND_LAT, perftest.IB_WRITE_LAT,
-           perftest.IB_SEND_BW, perftest.IB_WRITE_BW)
-    return out + ((qperf.QPERF,) if params.qperf_size else ())
+    return (RDMA, PRLIMIT, ibverbs.IBV_DEVINFO, perftest.IB_SEND_LAT, perftest.IB_WRITE_LAT,
+            perftest.IB_SEND_BW, perftest.IB_WRITE_BW, qperf.QPERF)
 
 
 # -- measurement --------------------------------------------------------------------------------
@@ -204,6 +209,19 @@ def bandwidth_rows(reports: list[perftest.PerftestReport]) -> list[dict]:
     return rows
 
 
+def qperf_rows(by_size: dict[int, list[qperf.QperfResult]]) -> list[dict]:
+    """qperf's tcp_lat and tcp_bw per size as rows: mean half round trip (qperf reports
+    no median), streaming Mbit/s."""
+    rows = []
+    for size, results in by_size.items():
+        got = {r.test: r for r in results}
+        lat = got["tcp_lat"].latency_us if "tcp_lat" in got else None
+        rows.append({"size": size, "latency_us": lat, "latency_mean_us": lat,
+                     "latency_p99_us": None, "iterations": None,
+                     "bw_mbit": got["tcp_bw"].bw_mbit_s if "tcp_bw" in got else None})
+    return rows
+
+
 def tcp_rows(result: dict) -> list[dict]:
     """The ping-pong tool's output as rows: median half round trip, streaming Mbit/s."""
     (target,) = result["targets"].values()
@@ -253,6 +271,17 @@ def measure_method(session: Session, pair: Pair, params: Params, method: str, re
         rows = latency_rows(reports) if kind == "latency" else bandwidth_rows(reports)
         info = reports[0].info
         extra = {"rdma_mtu": info.get("mtu"), "link_type": info.get("link_type")}
+    elif tool == "qperf":
+        plan = qperf.QperfSweep(sizes, params.qperf_seconds, QPERF_PORT)
+        res = pair.client.run(["sh", "-c", plan.client_command(pair.server_ip)], check=False,
+                              track=True, timeout=plan.timeout_s())
+        session.raw(f"{method}-r{rep}.txt", res.stdout + res.stderr)
+        if not res.ok:
+            raise HarnessError(f"qperf sweep failed (exit {res.exit_status}): "
+                               f"{(res.stderr or res.stdout).strip()[-300:]}",
+                               "is the qperf server on b still running?")
+        rows = qperf_rows(qperf.parse_sweep(res.stdout))
+        extra = {}
     else:
         result = pingpong.client(session.journal, pair.client,
                                  {"tcp": (pair.server_ip, TCP_PORT)}, list(sizes),
@@ -301,25 +330,25 @@ def wait_active(node, timeout: float = 30.0) -> str:
 
 
 def measure_qperf(session: Session, pair: Pair, params: Params) -> list[dict]:
-    """One cross-check point: qperf's rc_lat, rc_bw, tcp_lat, tcp_bw at ``qperf_size``."""
+    """One cross-check point: qperf's rc_lat, rc_bw, tcp_lat, tcp_bw at ``qperf_size`` (its
+    server is the one the tcp-qperf method uses, running for the whole measurement)."""
     run = qperf.QperfRun(("rc_lat", "rc_bw", "tcp_lat", "tcp_bw"), params.qperf_size,
                          params.qperf_seconds, QPERF_PORT, device=RXE)
-    with qperf.server(session.journal, pair.server, QPERF_PORT, timeout=30):
+    res = pair.client.run(run.client_argv(pair.server_ip), check=False, track=True,
+                          timeout=60 + 4 * (params.qperf_seconds + 10))
+    session.raw("qperf.txt", res.stdout + res.stderr)
+    if not res.ok:  # qperf's RC tests on Soft-RoCE: "failed to modify QP to RTR" (no
+        rc_error = (res.stderr or res.stdout).strip()[-300:]  # RoCE v2 GID without -cm1)
+        run = qperf.QperfRun(("tcp_lat", "tcp_bw"), params.qperf_size,
+                             params.qperf_seconds, QPERF_PORT)
         res = pair.client.run(run.client_argv(pair.server_ip), check=False, track=True,
-                              timeout=60 + 4 * (params.qperf_seconds + 10))
-        session.raw("qperf.txt", res.stdout + res.stderr)
-        if not res.ok:  # qperf's RC tests on Soft-RoCE: "failed to modify QP to RTR" (no
-            rc_error = (res.stderr or res.stdout).strip()[-300:]  # RoCE v2 GID without -cm1)
-            run = qperf.QperfRun(("tcp_lat", "tcp_bw"), params.qperf_size,
-                                 params.qperf_seconds, QPERF_PORT)
-            res = pair.client.run(run.client_argv(pair.server_ip), check=False, track=True,
-                                  timeout=60 + 2 * (params.qperf_seconds + 10))
-            session.raw("qperf-tcp.txt", res.stdout + res.stderr)
-            if not res.ok:
-                raise HarnessError(f"qperf failed (exit {res.exit_status}): "
-                                   f"{(res.stderr or res.stdout).strip()[-300:]}")
-            rows = [r.row() for r in qperf.parse_output(res.stdout)]
-            return [{**row, "note": f"rc tests failed: {rc_error}"} for row in rows]
+                              timeout=60 + 2 * (params.qperf_seconds + 10))
+        session.raw("qperf-tcp.txt", res.stdout + res.stderr)
+        if not res.ok:
+            raise HarnessError(f"qperf failed (exit {res.exit_status}): "
+                               f"{(res.stderr or res.stdout).strip()[-300:]}")
+        rows = [r.row() for r in qperf.parse_output(res.stdout)]
+        return [{**row, "note": f"rc tests failed: {rc_error}"} for row in rows]
     return [r.row() for r in qperf.parse_output(res.stdout)]
 
 
@@ -370,7 +399,9 @@ class S1(Study):
         order = MeasuringOrder(params.seed)
         rows: list[dict] = []
         timings: dict[str, float] = {}
+        notes: dict = {}
         with pingpong.server(session.journal, b, server_ip, TCP_PORT, timeout=60), \
+                qperf.server(session.journal, b, QPERF_PORT, timeout=30), \
                 progress(params.repetitions * len(params.methods), "s1 methods") as bar:
             for rep in range(1, params.repetitions + 1):
                 for position, method in enumerate(order.shuffle(params.methods)):
@@ -382,8 +413,14 @@ class S1(Study):
                                                        sizes)]
                     timings[method] = round(timings.get(method, 0.0) + time.monotonic() - t0, 1)
                     bar.step(f"{method}, repetition {rep}")
+            if params.qperf_size:
+                try:
+                    session.results(pd.DataFrame(measure_qperf(session, pair, params)),
+                                    "qperf")
+                except HarnessError as exc:  # a cross-check: its failure is said, not fatal
+                    notes["qperf_error"] = exc.message
         session.results(pd.DataFrame(rows))
-        notes: dict = {"order": order.record(
+        notes |= {"order": order.record(
                            "the methods, in a new random order in each repetition, and the "
                            "sizes in a new random order for each method"),
                        "method_seconds": timings,
@@ -391,11 +428,6 @@ class S1(Study):
                                 "active_mtu": port_a.active_mtu,
                                 "links": configured},
                        "wire_mtu": params.mtu, "socket_facts": vars(facts)}
-        if params.qperf_size:
-            try:
-                session.results(pd.DataFrame(measure_qperf(session, pair, params)), "qperf")
-            except HarnessError as exc:  # a cross-check: its failure is said, not fatal
-                notes["qperf_error"] = exc.message
         notes["measure_s"] = round(time.monotonic() - started, 1)
         session.note(s1=notes)
 

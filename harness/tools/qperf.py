@@ -23,6 +23,7 @@ tests open data connections on ports of their own.
 from __future__ import annotations
 
 import re
+import shlex
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -207,3 +208,62 @@ def client(node: Node, run: QperfRun, server_host: str, timeout: float | None = 
                            f"{(res.stderr or res.stdout).strip()[-600:]}",
                            "is the qperf server running and reachable?")
     return parse_output(res.stdout)
+
+
+SIZE_MARK = "@size"
+
+
+@dataclass(frozen=True)
+class QperfSweep:
+    """qperf's TCP tests at several sizes in ONE command on the client (one round trip into a
+    TCG VM instead of one per size): for each size, in the order given, one invocation of
+    ``tcp_lat`` and ``tcp_bw`` for ``seconds`` each, its output after an ``@size N`` line.
+
+    Time-based: qperf's ``-n`` (a message count) hangs its socket tests ("failed to receive
+    synchronization after test", qperf 0.4.11 on loopback here, 2026-11-27), so a count
+    cannot be made equal to another tool's. qperf's socket tests do not set TCP_NODELAY and
+    have no switch for it. Each message is one write, and Linux holds a sub-MSS segment only
+    while an earlier *small* segment is unacknowledged (Minshall's variant of Nagle): a
+    ping-pong's last partial segment leaves at once; a stream of small writes is coalesced,
+    as Nagle's algorithm does.
+    """
+
+    sizes: tuple[int, ...]
+    seconds: int = 1
+    listen_port: int = LISTEN_PORT
+
+    def run(self, size: int) -> QperfRun:
+        return QperfRun(("tcp_lat", "tcp_bw"), size, self.seconds, self.listen_port)
+
+    def client_command(self, server: str) -> str:
+        if not self.sizes:
+            raise SpecError("a qperf sweep needs at least one size")
+        return "\n".join(f"echo {SIZE_MARK} {size} && "
+                         f"{shlex.join(self.run(size).client_argv(server))} || exit $?"
+                         for size in self.sizes)
+
+    def timeout_s(self) -> float:
+        """Set-up and both tests per size, generously (a size took ~3-4 s under TCG)."""
+        return 60 + len(self.sizes) * (2 * self.seconds + 20)
+
+
+def parse_sweep(text: str) -> dict[int, list[QperfResult]]:
+    """A sweep's client output by size (``@size N`` lines); HarnessError naming a size
+    whose tests reported nothing."""
+    parts: dict[int, list[str]] = {}
+    current = None
+    for line in text.splitlines():
+        words = line.split()
+        if words[:1] == [SIZE_MARK] and len(words) == 2 and words[1].isdigit():
+            current = int(words[1])
+            parts[current] = []
+        elif current is not None:
+            parts[current].append(line)
+    out = {}
+    for size, lines in parts.items():
+        try:
+            out[size] = parse_output("\n".join(lines))
+        except HarnessError as exc:
+            raise HarnessError(f"qperf at {size} B: {exc.message}", exc.hint) from None
+    return out
+

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -30,7 +31,7 @@ def test_profiles_resolve_with_the_papers_sizes():
     assert {4, 512, 1024, 8192} <= set(verdict.sizes) and max(verdict.sizes) == 65536
     assert verdict.repetitions >= 10 and verdict.repetitions > quick.repetitions
     paper = s1.Params.resolve(profile="paper")
-    assert paper.sizes[0] == 1 and paper.sizes[-1] == 1 << 20 and len(paper.methods) == 7
+    assert paper.sizes[0] == 1 and paper.sizes[-1] == 1 << 20 and len(paper.methods) == 8
     assert "verbs-send-events" in quick.methods
     assert "verbs-send-events" not in s1.Params.resolve(completion="polling").methods
     assert s1.Params.resolve(sizes="4,64", mtu=9000).sizes == (4, 64)
@@ -82,7 +83,8 @@ def test_requirements_name_every_tool():
     names = s1.S1().requirements(s1.Params.resolve()).tool_names()
     assert {"rdma", "prlimit", "ibv_devinfo", "ib_send_lat", "ib_write_lat", "ib_send_bw",
             "ib_write_bw", "qperf"} <= names
-    assert "qperf" not in s1.S1().requirements(s1.Params.resolve(qperf_size=0)).tool_names()
+    # qperf is the latency and bandwidth claims' TCP: needed without the cross-check point too
+    assert "qperf" in s1.S1().requirements(s1.Params.resolve(qperf_size=0)).tool_names()
     assert s1.S1().requirements(s1.Params.resolve()).features == {"rdma_rxe"}
 
 
@@ -134,11 +136,12 @@ def synthetic(reps=4, tcp_ratio=1.4, noise=0.02, nagle_rough=1.0, events=1.3, cp
             base = 40 + size / 10  # verbs send latency, us
             lat = {"verbs-send": base, "verbs-write": base * 0.9,
                    "verbs-send-events": base * events, "tcp-nodelay": base * tcp_ratio,
-                   "tcp-nagle": base * tcp_ratio}
+                   "tcp-nagle": base * tcp_ratio, "tcp-qperf": base * tcp_ratio}
             for method, value in lat.items():
                 family = "tcp" if method.startswith("tcp") else "verbs"
                 row = {"repetition": rep, "method": method, "family": family,
                        "kind": "latency", "size": size, "latency_us": value * jitter(),
+                       "latency_mean_us": value * jitter(),
                        "completion": "events" if method.endswith("events") else "polling",
                        "bw_mbit": None, "cpu_us_per_rt": None}
                 if method.startswith("verbs-send"):
@@ -329,6 +332,10 @@ class FakeNode:
             out = DEVINFO
         elif text.startswith("rdma link show"):
             out = "link rxe0/1 state ACTIVE physical_state LINK_UP netdev wire"
+        elif "qperf" in text and "@size" in text:  # the tcp-qperf method's sweep
+            out = "".join(f"@size {size}\ntcp_lat:\n    latency  =  {70000 + size} ns\n"
+                          f"tcp_bw:\n    bw  =  {8000000 + size} B/sec\n"
+                          for size in map(int, re.findall(r"@size (\d+)", text)))
         elif "qperf" in text:
             out = ("rc_lat:\n    latency  =  50000 ns\n    msg_size  =  64 bytes\n"
                    "tcp_lat:\n    latency  =  70000 ns\n    msg_size  =  64 bytes\n"
@@ -413,11 +420,14 @@ def test_measure_runs_every_method_in_a_shuffled_order_and_archives_everything(m
     assert [type(op).__name__ for op in session.applied] == ["Mtu", "RxeLink"] * 2
     assert configured["a"].startswith("link rxe0/1 state ACTIVE")
     study.measure(session, bed, params, configured)
-    # 7 methods in each of 2 repetitions
+    # 7 methods through the fakes (and tcp-qperf through the node) in each of 2 repetitions
     assert len(calls) == 14 and calls[:7] != calls[7:]  # shuffled per repetition (seed 5)
     frame = session.tables["results"]
-    assert set(frame.method) == set(s1.METHODS) and len(frame) == 2 * 7 * 2
-    assert set(frame.order) == set(range(7))
+    assert set(frame.method) == set(s1.METHODS) and len(frame) == 2 * 8 * 2
+    assert set(frame.order) == set(range(8))
+    qp = frame[frame.method == "tcp-qperf"].set_index("size")
+    assert qp.loc[64, "latency_mean_us"].tolist() == [pytest.approx(70.064)] * 2
+    assert qp.loc[4, "bw_mbit"].tolist() == [pytest.approx(64.000032)] * 2
     assert frame[frame.method == "verbs-send"].cpu_us_per_rt.notna().all()
     assert (frame[frame.method == "verbs-send"].cpu_phase_s == 0.19).all()
     # the sizes in a shuffled order per method and repetition, each row saying where

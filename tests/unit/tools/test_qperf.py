@@ -139,3 +139,20 @@ def test_the_client_returns_results_or_says_why_it_failed():
     assert qperf.client(Node(0, UNIFIED), run, "vm1")[0].latency_us == pytest.approx(28.7)
     with pytest.raises(HarnessError, match="exit 1.*failed to connect"):
         qperf.client(Node(1, "", "qperf: failed to connect to vm1"), run, "vm1")
+
+
+def test_a_sweep_runs_every_size_in_the_order_given_in_one_command_and_parses_by_size():
+    sweep = qperf.QperfSweep((512, 4), seconds=2, listen_port=19001)
+    script = sweep.client_command("198.18.1.2")
+    assert script.index("@size 512") < script.index("@size 4")
+    assert script.count("tcp_lat tcp_bw") == 2 and "-t 2" in script and "-lp 19001" in script
+    got = qperf.parse_sweep("@size 512\ntcp_lat:\n    latency  =  70500 ns\n"
+                            "tcp_bw:\n    bw  =  8000000 bytes/sec\n"
+                            "@size 4\ntcp_lat:\n    latency  =  70000 ns\n"
+                            "tcp_bw:\n    bw  =  100000 bytes/sec\n")
+    assert [r.latency_us for r in got[512]][0] == pytest.approx(70.5)
+    assert got[4][1].bw_mbit_s == pytest.approx(0.8)
+    with pytest.raises(HarnessError, match="qperf at 4 B"):
+        qperf.parse_sweep("@size 4\nfailed to connect\n")
+    with pytest.raises(SpecError):
+        qperf.QperfSweep(()).client_command("h")
