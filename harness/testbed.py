@@ -14,9 +14,9 @@ from .journal import Journal
 from .lab import Lab
 from .machine_facts import MachineFacts, read_machine_facts
 from .nodes import Node
-from .tools.ping import ping_rtt_ms
 from .topology import Topology
 from .verify import LinkCheck, verify_lab
+from .verify_machines import verify_machines
 
 
 class LabTestbed:
@@ -51,6 +51,8 @@ class InventoryTestbed:
     kind: str = "inventory"
     #: each machine as found, read before the run changes anything (:mod:`.machine_facts`)
     found: dict[str, MachineFacts] = field(default_factory=dict)
+    #: the paths between the machines as measured by :meth:`verify`
+    checks: list[LinkCheck] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.inventory.check_covers(self.topology)
@@ -78,23 +80,12 @@ class InventoryTestbed:
         return self.inventory.hosts[node].interfaces[ifname].device
 
     def verify(self, journal: Journal, seconds: int = 2) -> list[LinkCheck]:
-        """Real links are not shaped by us: record reachability and RTT between the machines."""
-        checks = []
-        names = list(self.nodes)
-        for src in names:
-            for src_if in self.inventory.hosts[src].interfaces.values():
-                for dst in names:
-                    if dst == src:
-                        continue
-                    for dst_if in self.inventory.hosts[dst].interfaces.values():
-                        rtt = ping_rtt_ms(self.nodes[src], dst_if.ip, src_if.ip, count=3)
-                        checks.append(LinkCheck(
-                            link=f"{src}:{src_if.device}->{dst}:{dst_if.device}",
-                            direction=f"{src}->{dst}", configured_mbit=None,
-                            link_layer_mbit=None, goodput_mbit=None, rate_ratio=None,
-                            configured_one_way_delay_ms=0.0, expected_rtt_ms=None, rtt_ms=rtt,
-                            rate_ok=None, rtt_ok=rtt is not None))
-        return checks
+        """Real links are not shaped by us: measure each path's RTT and goodput between the
+        machines (:mod:`.verify_machines`); :meth:`links` puts them beside each link."""
+        interfaces = {name: [(i.device, i.ip) for i in self.inventory.hosts[name].interfaces
+                             .values()] for name in self.nodes}
+        self.checks = verify_machines(journal, self.nodes, interfaces, seconds)
+        return self.checks
 
     def close(self) -> None:
         for node in self.nodes.values():
@@ -118,7 +109,22 @@ class InventoryTestbed:
             rows.append({"link": " - ".join(ends), "devices": devices,
                          "planned_mbit": link.rate_mbit, "planned_delay_ms": link.delay_ms,
                          "shaped_by_harness": False,
-                         "made_by": "the user's network as found"})
+                         "made_by": "the user's network as found",
+                         "measured": self._measured(link)})
+        return rows
+
+    def _measured(self, link) -> list[dict]:
+        """The verified paths that start or end at this link's interfaces on the machines
+        (a link to a router the user's network provides: the paths through it)."""
+        ends = {f"{e.node}:{self.inventory.hosts[e.node].interfaces[e.ifname].device}"
+                for e in (link.a, link.b) if e.node in self.nodes}
+        rows = []
+        for check in self.checks:
+            src, _, dst = check.link.partition("->")
+            if src in ends or dst in ends:
+                rows.append({"path": check.link, "goodput_mbit": check.goodput_mbit,
+                             "rtt_ms": check.rtt_ms, "seconds": check.seconds,
+                             **({"note": check.note} if check.note else {})})
         return rows
 
     def record(self) -> dict:

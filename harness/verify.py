@@ -103,6 +103,8 @@ class LinkCheck:
     rtt_ok: bool | None
     samples: int | None = None  # byte-counter samples behind the rate
     attempts: list | None = None  # rate ratios of each try, when the first missed the target
+    note: str = ""  # why a rate was not measured (a user's machines: harness.verify_machines)
+    seconds: int | None = None  # length of the rate test
     # each try's tool output (iperf3's JSON, the counter samples, ping), archived as raw files
     outputs: list[str] = field(default_factory=list, repr=False)
 

@@ -89,8 +89,18 @@ def test_s4_runs_on_the_inventory_and_leaves_every_machine_as_found(machines, tm
     assert "the user&#x27;s network as found" in (run_dir / "report.html").read_text() or \
         "the user's network as found" in (run_dir / "report.html").read_text()
     checks = {c["link"]: c for c in meta["link_verification"]}
-    assert set(checks) >= {"client:eth0->server:eth0", "client:eth1->server:eth0"}
+    paths = {"client:eth0->server:eth0", "client:eth1->server:eth0",
+             "server:eth0->client:eth0", "server:eth0->client:eth1"}
+    assert set(checks) == paths
     assert all(c["rtt_ms"] and c["rtt_ms"] > 0 for c in checks.values())
+    # each real path's rate measured (iperf3, 1 s; veths through a namespace bridge carry
+    # Gbit/s), not judged: nothing was configured to compare it with
+    assert all(c["goodput_mbit"] > 50 and c["rate_ok"] is None and c["seconds"] == 1
+               for c in checks.values()), checks
+    by_link = {link["link"]: link for link in bed["links"]}
+    assert {m["path"] for m in by_link["client:eth1 - router:eth1"]["measured"]} == \
+        {"client:eth1->server:eth0", "server:eth0->client:eth1"}
+    assert "unshaped: TCP goodput" in (run_dir / "report.html").read_text()
     # the changes: recorded per machine, then undone
     kinds = {(c["node"], c["kind"]) for c in meta["configuration"]}
     assert {("client", "sysctl"), ("server", "sysctl"), ("client", "mptcp-endpoint")} <= kinds
