@@ -1,0 +1,118 @@
+"""The relay's targets (harness.relay.targets) judged on relay_bench reports."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from harness.claims import INCONCLUSIVE, MET, NOT_MET, NOT_TESTABLE, TARGET
+from harness.errors import SpecError
+from harness.relay import targets
+
+
+def result(run: int, path: str, gbps: float, retr: int, half_us: float) -> dict:
+    return {"path": path, "run": run, "throughput_gbps": gbps, "retransmits": retr,
+            "pingpong": {"median_us": half_us}}
+
+
+def report(rows: list[dict]) -> dict:
+    return {"benchmark": "relay_bench", "started": "2026-11-27T03:00:00Z", "commit": "abc",
+            "machine": {"cpus": 2, "loadavg_at_start": [7.0, 0, 0],
+                        "loadavg_at_end": [9.0, 0, 0]},
+            "config": {"runs": 3}, "results": rows}
+
+
+def runs(paths: dict[str, tuple[list[float], list[int], list[float]]]) -> list[dict]:
+    rows = []
+    for path, (gbps, retr, half) in paths.items():
+        for i, (g, r, h) in enumerate(zip(gbps, retr, half, strict=True), start=1):
+            rows.append(result(i, path, g, r, h))
+    return rows
+
+
+def outcomes(rep: dict) -> dict[str, tuple[str, float]]:
+    return {v.claim.id.split(".")[-1]: (v.outcome, v.estimate.value if v.estimate else math.nan)
+            for v in targets.verdicts(rep)}
+
+
+def test_every_target_is_ours_and_registered_with_its_quantity():
+    reg = targets.registration()
+    assert {r["source"] for r in reg} == {TARGET}
+    assert all(r["quantity"] and r["region"]["rule"] for r in reg)
+    assert len({r["id"] for r in reg}) == len(reg) == len(targets.CLAIMS)
+
+
+def test_paired_ratios_differences_and_per_relay_latency():
+    rep = report(runs({
+        "forward": ([10.0, 5.0, 8.0], [5, 9, 2], [5.0, 6.0, 5.5]),
+        "srd": ([9.6, 4.8, 7.7], [1, 2, 0], [9.0, 10.0, 9.5]),        # 0.96x, 4 us
+        "socat": ([6.0, 3.0, 5.0], [30, 40, 20], [13.0, 14.0, 13.5]),
+        "srd2": ([6.0, 3.1, 5.0], [50, 60, 70], [45.0, 46.0, 45.5]),  # 0.62x, 20 us per relay
+        "socat2": ([5.0, 2.5, 4.0], [10, 12, 11], [20.0, 21.0, 20.5]),
+    }))
+    got = outcomes(rep)
+    assert got["srd_vs_forward"][0] == MET
+    assert got["srd_vs_forward"][1] == pytest.approx((0.96 * 0.96 * 0.9625) ** (1 / 3), rel=1e-6)
+    assert got["srd_retransmits"] == (MET, pytest.approx(-29.0))
+    assert got["srd_added_half_rtt"] == (MET, pytest.approx(4.0))
+    assert got["srd2_vs_forward"][0] == NOT_MET
+    assert got["srd2_retransmits"] == (NOT_MET, pytest.approx(49.0))
+    assert got["srd2_added_half_rtt"] == (NOT_MET, pytest.approx(20.0))
+
+
+def test_a_path_the_benchmark_lacks_makes_its_targets_not_testable():
+    rep = report(runs({"forward": ([10.0, 9.0], [0, 0], [5.0, 5.0]),
+                       "srd": ([9.0, 9.5], [0, 1], [9.0, 8.0])}))
+    got = outcomes(rep)
+    assert got["srd2_vs_forward"][0] == got["srd_retransmits"][0] == NOT_TESTABLE
+    assert got["srd_vs_forward"][0] in (MET, NOT_MET, INCONCLUSIVE)
+
+
+def test_a_failed_measurement_is_left_out_not_counted_as_zero():
+    rows = runs({"forward": ([10.0, 10.0, 10.0], [0, 0, 0], [5.0, 5.0, 5.0]),
+                 "srd": ([9.5, 9.6, 9.4], [0, 0, 0], [8.0, 8.0, 8.0])})
+    rows[3]["throughput_gbps"] = None  # srd's first run: iperf3 failed
+    got = targets.verdicts(report(rows))
+    ratio = next(v for v in got if v.claim.id.endswith("srd_vs_forward"))
+    assert ratio.estimate.n == 2
+
+
+def test_the_table_is_the_claims_table_with_the_benchmark_named(tmp_path):
+    rep = report(runs({"forward": ([10.0, 9.0], [0, 0], [5.0, 5.0]),
+                       "srd": ([9.0, 9.5], [0, 1], [9.0, 8.0])}))
+    frame = targets.targets_table(rep)
+    assert list(frame.source.unique()) == [TARGET]
+    assert frame.note.str.contains("2026-11-27T03:00:00Z").all()
+    assert frame.note.str.contains("load 7.0 -> 9.0").all()
+
+
+def test_a_run_shows_the_benchmark_it_archived_and_none_without(tmp_path):
+    class Session:
+        def raw(self, name: str, content: str):
+            (tmp_path / "raw").mkdir(exist_ok=True)
+            (tmp_path / "raw" / name).write_text(content)
+
+    assert targets.table_of_run(tmp_path) is None
+    bench = tmp_path / "relay.json"
+    assert not targets.archive_into(Session(), bench)  # no benchmark: nothing archived
+    bench.write_text(json.dumps(report(runs({"forward": ([10.0], [0], [5.0])}))))
+    assert targets.archive_into(Session(), bench)
+    frame = targets.table_of_run(tmp_path)
+    assert len(frame) == len(targets.CLAIMS)
+
+
+@pytest.mark.parametrize("content, fragment", [
+    (None, "no relay benchmark"),
+    ("{not json", "not a readable relay benchmark"),
+    (json.dumps({"benchmark": "lab_bench", "results": []}), "not a relay_bench report"),
+])
+def test_a_file_that_is_no_relay_benchmark_is_refused_with_the_command(tmp_path, content,
+                                                                        fragment):
+    path = tmp_path / "relay.json"
+    if content is not None:
+        path.write_text(content)
+    with pytest.raises(SpecError, match=fragment) as err:
+        targets.load(path)
+    assert "relay_bench.py" in err.value.hint
