@@ -223,6 +223,18 @@ DESIGN = {
              "method (drawn from the same generator; each row keeps its size_position): a "
              "perftest sweep runs its sizes as invocations of their own in one script per "
              "end, in that order; the ping-pong client measures its sizes in the order given",
+    "completion": "verbs latency is measured both ways in every repetition: polling the CQ "
+                  "(ib_send_lat, perftest's default) and sleeping on completion events "
+                  "(ib_send_lat -e); the paper names polling only for Berkeley VIA and cLAN "
+                  "(001:64) and does not say which its M-VIA figures used, so the verbs "
+                  "against TCP claims use polling and events are drawn beside it. Under TCG "
+                  "polling is pathological: the busy poll competes for the emulated vCPU with "
+                  "the kernel that does Soft-RoCE's work (~1.0-1.2 ms small-message half round "
+                  "trips polling against ~0.55 ms with events in the runs of 2026-11-26), so "
+                  "a polling/events ratio measures emulation as much as completion modes",
+    "smp": "not measured: the paper's SMP-kernel observation (001:52, latency larger overall "
+           "with an SMP kernel) needs the study run in 1-vCPU and 2-vCPU VMs, a second pair of "
+           "VM boots; not registered as a claim (left for a later change)",
     "scale": "ratios on a log scale: geometric means over sizes within a repetition and over "
              "repetitions; 95 % intervals, Student t below 10 repetitions, bootstrap from 10",
     "metric": {"latency": "mean half round trip, us (perftest t_avg against qperf tcp_lat, "
