@@ -246,3 +246,50 @@ def test_plain_links_fold_into_one_row_and_shaped_ones_stay():
 def test_a_failed_plain_link_fails_the_folded_row():
     table = verification_table([_plain(1, 0.3), _plain(2, None, ok=False)])
     assert table.ok.tolist() == [False] and table.rtt_ms[0] == 0.3
+
+
+# -- a user's machines: every path between them, and each link's measured paths ----------
+def test_paths_pair_every_interface_with_every_other_machines_interfaces():
+    from harness.verify_machines import paths
+
+    found = paths({"client": [("eth0", "192.0.2.10"), ("eth1", "198.51.100.10")],
+                   "server": [("ens3", "203.0.113.5")]})
+    assert [p.label for p in found] == ["client:eth0->server:ens3", "client:eth1->server:ens3",
+                                        "server:ens3->client:eth0", "server:ens3->client:eth1"]
+    assert found[1].src_ip == "198.51.100.10" and found[1].dst_ip == "203.0.113.5"
+
+
+def test_each_inventory_link_lists_the_paths_measured_through_its_interfaces():
+    from harness.inventory import Inventory
+    from harness.report_sections import describe_check, link_origin_rows
+    from harness.studies import s4
+    from harness.testbed import InventoryTestbed
+    from harness.verify import LinkCheck
+
+    inv = Inventory.from_dict({"nodes": {
+        "client": {"host": "c", "interfaces": {
+            "eth0": {"device": "enp1s0", "address": "192.0.2.10/24"},
+            "eth1": {"device": "enp2s0", "address": "198.51.100.10/24"}}},
+        "server": {"host": "s", "interfaces": {
+            "eth0": {"device": "ens3", "address": "203.0.113.5/24"}}}}})
+    bed = InventoryTestbed(s4.topology(s4.Params.resolve()), inv)
+    bed.nodes = {"client": None, "server": None}  # reached: only their names matter here
+
+    def check(link, goodput, rtt, note=""):
+        return LinkCheck(link, "", None, None, goodput, None, 0.0, None, rtt, None,
+                         rtt is not None, note=note, seconds=1)
+
+    bed.checks = [check("client:enp2s0->server:ens3", 480.0, 0.2),
+                  check("server:ens3->client:enp2s0", None, None, "no answer to ping")]
+    links = {row["link"]: row for row in bed.links()}
+    row = links["client:eth1 - router:eth1"]
+    assert not row["shaped_by_harness"]
+    assert [m["path"] for m in row["measured"]] == ["client:enp2s0->server:ens3",
+                                                    "server:ens3->client:enp2s0"]
+    assert links["client:eth0 - router:eth0"]["measured"] == []
+    text = link_origin_rows({"testbed": {"links": [row]}})["client:eth1 - router:eth1"]
+    assert "client:enp2s0->server:ens3: 480.0 Mbit/s, RTT 0.2 ms" in text
+    assert "server:ens3->client:enp2s0: no answer" in text
+    assert "unshaped: TCP goodput 480.0 Mbit/s (iperf3, 1 s)" in describe_check(
+        bed.checks[0].to_dict())
+    assert "no answer to ping" in describe_check(bed.checks[1].to_dict())
