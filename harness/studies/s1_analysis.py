@@ -173,9 +173,9 @@ CLAIMS = {
         quote="이 방법은 폴링하는 동안 CPU를 사용하기 때문에",
         seed_line="001:64",
         quantity="per repetition: the client perftest thread's CPU share during its measured "
-                 "exchanges only (CPU time from /proc/PID/schedstat and the clock, both read "
-                 "when perftest prints its results header, after set-up, and again at its "
-                 "result row), CPU over wall time with all sizes of the latency sweep summed, "
+                 "exchanges only (CPU time from /proc/PID/schedstat and the scheduler's clock "
+                 "that counts it, both read when perftest prints its results header, after "
+                 "set-up, and again at its result row), CPU over elapsed time with all sizes of the latency sweep summed, "
                  "ib_send_lat (polling) minus ib_send_lat -e (events), in percentage points; "
                  "arithmetic mean over the repetitions with a t or bootstrap interval",
         regime="said in words (001:64), no figure or number: polling uses the CPU while it "
@@ -252,7 +252,7 @@ DESIGN = {
                          "(measured 2026-11-27), and perftest's duration mode (-D) is "
                          "untested under TCG here",
                "cpu": "the client perftest thread's CPU time (/proc/PID/schedstat) over the "
-                      "wall time of its measured exchanges (results header to result row), "
+                      "time (on the scheduler's clock) of its measured exchanges (results header to result row), "
                       "all sizes summed"},
     "profiles": {
         "quick": {"sizes": (4, 64, 512, 16384), "repetitions": 2, "iterations": 50,
@@ -343,7 +343,9 @@ CHANGES: tuple[DesignChange, ...] = (
         "exchanges only (/proc/PID/schedstat and the clock read when perftest prints its "
         "results header and again at its result row) over that interval's wall time (was: "
         "the process's whole-life CPU net of a 5-iteration run's, over the round trips' "
-        "time); the 5-iteration floor invocation is no longer run",
+        "time); the 5-iteration floor invocation is no longer run. The interval is read on "
+        "the scheduler's clock that counts the CPU time: against `date` an events client "
+        "read 36-124 % of one thread inside the TCG guests (a quick run, 2026-11-27)",
         "made AFTER the reference 20261126T225254Z-faa2c6 showed invalid points (one-thread "
         "shares of 103-120 %, the claim 'invalid' at +53.6 pp): that is why it changed. "
         "Start-up, QP set-up and exit under TCG vary by more than the floor took off, and "

@@ -27,9 +27,12 @@ header -- perftest prints it after set-up and the last handshake, just before th
 measured loop (``send_lat.c``) -- and again at its first result row, the loop
 over (``@phase``, :attr:`PerftestReport.phase_cpu_s`). The tool's stdout is
 line-buffered for that (``stdbuf -oL``; a pipe is otherwise block-buffered and
-both lines would arrive at exit). CPU over wall time of one thread in one
-interval cannot exceed 1: a busy loop read 0.28 at host load 5 (it had 28 % of a
-core), a sleeper 0.
+both lines would arrive at exit). The interval is read on the scheduler's clock, the
+one the CPU time is counted on (the reading shell's ``se.exec_start``): inside a TCG
+guest that clock and the wall clock (``date``) disagreed -- an events client read
+36-124 % of one thread against ``date`` (S1 quick run, 2026-11-27). CPU over one
+interval of the same clock cannot exceed 1 for one thread: a busy loop read 0.28 at
+host load 5 (it had 28 % of a core), a sleeper 0.
 """
 
 from __future__ import annotations
@@ -60,8 +63,9 @@ MAX_SIZE = 1 << 23  # -a sweeps 2 .. 2^23
 MIN_ITERATIONS = 5  # "-n ... at least 5"
 DEFAULT_PORT = 18515
 # Runs "$@" line-buffered (stdbuf -oL) and passes its output through; reads the tool's
-# CPU time (/proc/PID/schedstat, ns) and the clock (ns) when it prints its results header
-# ("#bytes ...": set-up is over, the measured exchange starts) and again when it prints
+# CPU time (/proc/PID/schedstat, ns) and the scheduler's clock (the reading shell's own
+# se.exec_start in /proc/self/sched, ms: it was just scheduled in) when the tool prints its
+# results header ("#bytes ...": set-up is over, the measured exchange starts) and again at
 # its first result row (the exchange is over), and prints "@phase CPU0 T0 CPU1 T1"; then,
 # after the tool exits, the CPU the whole process used, as ticks: "@cpu USER SYSTEM HZ".
 _CPU_WRAPPER = (
@@ -69,8 +73,10 @@ _CPU_WRAPPER = (
     'while IFS= read -r l; do case $l in "@pid "*) p=${l#@pid };; "@exit "*) s=${l#@exit };; '
     '*) printf "%s\\n" "$l"; w=${l#"${l%%[! ]*}"}; '
     'if [ -z "$a" ]; then case $w in "#bytes"*) read -r c _ 2>/dev/null < /proc/$p/schedstat && '
-    'a="$c $(date +%s%N)";; esac; elif [ -z "$b" ]; then case $w in [0-9]*) '
-    'read -r c _ 2>/dev/null < /proc/$p/schedstat && b="$c $(date +%s%N)";; esac; fi;; esac; done; '
+    '{ read -r _; read -r _; read -r _ _ t; } < /proc/self/sched && a="$c $t";; esac; elif [ -z "$b" ]; then case $w in [0-9]*) '
+    'read -r c _ 2>/dev/null < /proc/$p/schedstat && '
+    '{ read -r _; read -r _; read -r _ _ t; } < /proc/self/sched && b="$c $t";; esac; fi;; '
+    'esac; done; '
     '[ -n "$b" ] && echo "@phase $a $b"; exit $s; }; '
     's=$?; echo "@cpu $(cut -d")" -f2- /proc/$$/stat | cut -d" " -f15,16) $(getconf CLK_TCK)"; '
     'exit $s')
@@ -264,9 +270,9 @@ def parse_output(tool: str, text: str) -> PerftestReport:
         rules += line.startswith("-----")
         if line.startswith("@cpu") and len(words) == 4 and all(w.isdigit() for w in words[1:]):
             cpu = [int(w) for w in words[1:]]
-        elif line.startswith("@phase") and len(words) == 5 and all(w.isdigit()
-                                                                  for w in words[1:]):
-            phase = [int(w) for w in words[1:]]
+        elif line.startswith("@phase") and len(words) == 5 and all(
+                re.fullmatch(r"\d+(\.\d+)?", w) for w in words[1:]):
+            phase = [float(w) for w in words[1:]]
         elif "#bytes" in line:
             header = line
             if "[cycles]" in header:
@@ -288,9 +294,9 @@ def parse_output(tool: str, text: str) -> PerftestReport:
     report = PerftestReport(tool, rows, info, raw=text)
     if cpu:
         report.cpu_user_s, report.cpu_system_s = cpu[0] / cpu[2], cpu[1] / cpu[2]
-    if phase and phase[3] > phase[1]:
+    if phase and phase[3] > phase[1]:  # CPU in ns, the scheduler's clock in ms
         report.phase_cpu_s = (phase[2] - phase[0]) / 1e9
-        report.phase_wall_s = (phase[3] - phase[1]) / 1e9
+        report.phase_wall_s = (phase[3] - phase[1]) / 1e3
     return report
 
 
