@@ -327,7 +327,14 @@ class Journal:
 
     # -- writing -----------------------------------------------------------
     def _append(self, rec: dict) -> None:
-        line = (json.dumps(rec, sort_keys=True) + "\n").encode()
+        self._append_lines([rec])
+
+    def _append_lines(self, recs: list[dict]) -> None:
+        """Append records in one write and one fsync (a crash tears at most the last line,
+        which :meth:`_load` skips; the lines before it stand)."""
+        line = "".join(json.dumps(rec, sort_keys=True) + "\n" for rec in recs).encode()
+        if not line:
+            return
         try:
             with open(self.path, "ab+") as fh:
                 # A torn last line (a crash mid-write) must not swallow this record: start
@@ -370,6 +377,37 @@ class Journal:
             self._writers.add(os.getpid())
         return entry
 
+    def record_many(self, changes: list[tuple[str, Node, dict]]) -> list[Entry]:
+        """Record several changes about to be made, in one write and one fsync.
+
+        For a lab's hundreds of links, addresses and qdiscs, all made after this returns:
+        an fsync per record took 0.8-0.9 s of a 48-host star's build on this machine
+        (2026-11-27). Each change is still its own ``do`` line, undone on its own."""
+        for kind, _node, _data in changes:
+            if kind not in _HANDLERS:
+                raise ValueError(f"no undo handler registered for {kind!r}")
+        machines = [self._identity(node) for _kind, node, _data in changes]
+        common = {"time": time.time(), "pid": os.getpid(),
+                  "pid_start": process_start_ticks(os.getpid()),
+                  "controller": local_identity().to_dict()}
+        with self._lock:
+            first = self._next_seq()
+            entries, lines = [], []
+            for offset, ((kind, node, data), machine) in enumerate(zip(changes, machines)):
+                entry = Entry(first + offset, kind, node.describe(), dict(data),
+                              module=_MODULES[kind], machine=machine)
+                entries.append(entry)
+                lines.append({"op": "do", "seq": entry.seq, "kind": kind, "node": entry.node,
+                              "data": entry.data, "module": entry.module, **common,
+                              "machine": machine})
+            self._append_lines(lines)  # first: no change is made before its record is on disk
+            for entry, (_kind, node, _data) in zip(entries, changes):
+                self._entries[entry.seq] = entry
+                self._nodes.setdefault(json.dumps(entry.node, sort_keys=True), node)
+            if entries:
+                self._writers.add(os.getpid())
+        return entries
+
     def note(self, node: Node, record: dict) -> int:
         """Record a configuration found already as asked: in the run's view, nothing to undo."""
         with self._lock:
@@ -406,6 +444,19 @@ class Journal:
             except HarnessError:
                 self.unwritten.append(entry.seq)
 
+    def mark_undone_many(self, entries: list[Entry]) -> None:
+        """Mark several changes undone in one write (see :meth:`mark_undone`)."""
+        if not entries:
+            return
+        with self._lock:
+            for entry in entries:
+                entry.undone = True
+            try:
+                self._append_lines([{"op": "undone", "seq": e.seq, "time": time.time()}
+                                    for e in entries])
+            except HarnessError:
+                self.unwritten.extend(e.seq for e in entries)
+
     def _identity(self, node: Node) -> dict:
         """The identity of ``node``'s machine for a record (one round trip per machine and
         journal; ``{}`` when it cannot be read: such a record is never undone elsewhere)."""
@@ -426,7 +477,8 @@ class Journal:
             self._nodes[key] = node_from_description(_without_trust(desc))
         return self._nodes[key]
 
-    def undo(self, entry: Entry) -> None:
+    def undo(self, entry: Entry, mark: bool = True) -> None:
+        """Undo one change (``mark``: and write that it is undone; else the caller does)."""
         if entry.undone:
             return
         reason = self.refusal(entry)
@@ -442,7 +494,8 @@ class Journal:
         if entry.kind not in _GONE_WITH_NAMESPACE or not _inside_vanished_namespace(node):
             with _trust(entry):
                 _HANDLERS[entry.kind](node, entry.data)
-        self.mark_undone(entry)
+        if mark:
+            self.mark_undone(entry)
 
     def undo_all(self, after_seq: int = 0,
                  leave: Callable[[Entry], bool] | None = None) -> list[str]:
@@ -458,10 +511,23 @@ class Journal:
         failures = []
         batch = [e for e in self.pending() if e.seq > after_seq and not (leave and leave(e))]
         # Namespaces deleted in this batch take their links, qdiscs, routes and
-        # sysctls with them: no need to undo those one by one.
-        doomed = {(json.dumps(e.node, sort_keys=True), e.data.get("name"))
+        # sysctls with them: no need to undo those one by one. They are marked undone
+        # once their namespace is (``inside``), and every mark of this undo goes to disk
+        # in one write at the end: an fsync per mark took 0.4-0.8 s of a 48-host star's
+        # teardown (2026-11-27). A crash before that leaves them pending, and a second
+        # undo finds their namespace gone.
+        doomed = {_netns_key(e.node, e.data.get("name"))
                   for e in batch if e.kind == "netns" and self.refusal(e) is None}
+        inside: dict[tuple[str, object], list[Entry]] = {}
+        marks: list[Entry] = []
         group: list[Entry] = []  # consecutive entries undone by one batch handler
+
+        def undone(entries: list[Entry]) -> None:
+            for e in entries:
+                e.undone = True
+                marks.append(e)
+                if e.kind == "netns":
+                    undone(inside.pop(_netns_key(e.node, e.data.get("name")), []))
 
         def flush_group() -> None:
             if not group:
@@ -477,30 +543,39 @@ class Journal:
                 with _trust(*group):
                     _BATCH_HANDLERS[group[0].kind](self._node(group[0].node),
                                                    [e.data for e in group])
-                for e in group:
-                    self.mark_undone(e)
+                undone(list(group))
             except Exception as exc:
                 failures.append(f"{group[0].kind} {[e.data for e in group]}: {exc}")
             group.clear()
 
         with signals_deferred():
-            for entry in reversed(batch):
-                try:
-                    if entry.kind in _GONE_WITH_NAMESPACE and entry.node.get("type") == "netns" \
-                            and (json.dumps(entry.node["parent"], sort_keys=True),
-                                 entry.node["netns"]) in doomed:
-                        self.mark_undone(entry)
-                        continue
-                    if entry.kind in _BATCH_HANDLERS:
-                        if group and (group[0].kind != entry.kind or group[0].node != entry.node):
-                            flush_group()
-                        group.append(entry)
-                        continue
-                    flush_group()
-                    self.undo(entry)
-                except Exception as exc:  # keep going: undo as much as possible
-                    failures.append(f"{entry.kind} {entry.data}: {exc}")
-            flush_group()
+            try:
+                for entry in reversed(batch):
+                    try:
+                        if entry.kind in _GONE_WITH_NAMESPACE \
+                                and entry.node.get("type") == "netns" \
+                                and _netns_key(entry.node["parent"],
+                                               entry.node["netns"]) in doomed:
+                            inside.setdefault(_netns_key(entry.node["parent"],
+                                                         entry.node["netns"]), []).append(entry)
+                            continue
+                        if entry.kind in _BATCH_HANDLERS:
+                            if group and (group[0].kind != entry.kind
+                                          or group[0].node != entry.node):
+                                flush_group()
+                            group.append(entry)
+                            continue
+                        flush_group()
+                        self.undo(entry, mark=False)
+                        undone([entry])
+                    except Exception as exc:  # keep going: undo as much as possible
+                        failures.append(f"{entry.kind} {entry.data}: {exc}")
+                flush_group()
+            finally:
+                self.mark_undone_many(marks)
+        for entries in inside.values():  # their namespace was not deleted: still there
+            failures += [f"{e.kind} {e.data}: not undone, its namespace was not deleted"
+                         for e in entries]
         if failures:
             raise UndoFailed(
                 "could not undo every change:\n  " + "\n  ".join(failures),
@@ -585,6 +660,11 @@ def _machine_key(desc: dict) -> str:
     while isinstance(desc, dict) and desc.get("type") in ("netns", "machine-root"):
         desc = desc.get("parent")
     return json.dumps(desc, sort_keys=True)
+
+
+def _netns_key(parent: dict, name) -> tuple[str, object]:
+    """A namespace by the node it was made on and its name (a dict key)."""
+    return json.dumps(parent, sort_keys=True), name
 
 
 def _mismatch(named: MachineId, found: MachineId | None) -> str | None:

@@ -15,6 +15,7 @@ from conftest import group_alive, interruptible, needs_root, needs_tools, netns_
 from harness.errors import CapabilityMissing
 from harness.journal import Journal
 from harness.lab import Lab
+from harness.netlink import NetlinkError
 from harness.nodes import LocalNode
 from harness.probe import probe
 from harness.topology import TopologyBuilder
@@ -78,10 +79,49 @@ def test_a_failure_half_way_removes_what_was_built(journal):
             .route("a", "198.18.0.0/15", via="203.0.113.1")
             .build())
     lab = Lab(topo, journal)
-    with pytest.raises(Exception):
+    # one error, with the kernel's refusal and the request it refused
+    with pytest.raises(NetlinkError, match=r"route 198\.18\.0\.0/15 via 203\.0\.113\.1"):
         lab.build()
     assert mine(lab.prefix) == set()
     assert journal.pending() == []
+
+
+def test_star_is_built_in_few_requests_every_change_journalled_and_undone(journal):
+    """A star of 8 hosts (the benchmark's topology, smaller): one socket write per
+    namespace, the records on disk in one write before anything is made, every host
+    reaches its port and the others through the switch, and nothing is left."""
+    n = 8
+    b = TopologyBuilder("star").node("sw", forwarding=True)
+    for i in range(1, n + 1):
+        b.node(f"h{i}").link((f"h{i}", "eth0", f"198.18.{i}.2/24"),
+                             ("sw", f"p{i}", f"198.18.{i}.1/24"), rate_mbit=100)
+        b.route(f"h{i}", "198.18.0.0/15", via=f"198.18.{i}.1")
+    lab = Lab(b.build(), journal)
+    before = os.readlink("/proc/thread-self/ns/net")
+    with lab:
+        kinds = [e.kind for e in journal.entries()]
+        assert kinds.count("netns") == n + 1 and kinds.count("veth") == n
+        assert kinds.count("qdisc") == 2 * n and kinds.count("route") == n
+        assert lab.timings.requests["netns"] == n + 1
+        assert lab.timings.requests["veth"] == n
+        # 9 namespaces configured + the veths from the root namespace
+        assert lab.timings.requests["socket write"] == n + 2
+        assert lab.timings.requests["qdisc/class"] == 4 * n  # htb root + class per end
+        for i in (1, n):
+            assert lab.node(f"h{i}").run(["ping", "-c", "1", "-W", "2",
+                                          f"198.18.{i}.1"], check=False).ok
+        across = lab.node("h1").run(["ping", "-c", "1", "-W", "2", f"198.18.{n}.2"],
+                                    check=False)
+        assert across.ok, across.stdout
+        classes = lab.node(f"h{n}").run(["tc", "class", "show", "dev", "eth0"]).stdout
+        assert "rate 100Mbit ceil 100Mbit" in classes, classes
+        ports = lab.node("sw").run(["ip", "-o", "link", "show"]).stdout
+        assert all(f" p{i}@" in ports for i in range(1, n + 1)), ports
+    assert os.readlink("/proc/thread-self/ns/net") == before
+    assert mine(lab.prefix) == set()
+    assert journal.pending() == []
+    lines = [json.loads(line) for line in journal.path.read_text().splitlines()]
+    assert sum(line["op"] == "undone" for line in lines) == len(journal.entries())
 
 
 def test_existing_namespace_name_is_refused(journal):
@@ -100,6 +140,7 @@ CHILD = r"""
 import sys, time
 from harness.journal import Journal
 from harness.lab import Lab
+from harness.netlink import NetlinkError
 from harness.session import sigterm_as_interrupt
 from harness.tools.iperf3 import iperf3_server
 sys.path.insert(0, {tests!r})
