@@ -25,7 +25,13 @@ import pytest
 from harness.journal import Journal
 from harness.lab import Lab
 from harness.relay import RelaySpec, RelayStartError, build_local, running_relay, start_relay
-from harness.relay.line import MIDDLE_LEFT_IP, SERVER_IP, line_topology, netns_socket
+from harness.relay.line import (
+    MIDDLE_LEFT_IP,
+    MIDDLE_RIGHT_IP,
+    SERVER_IP,
+    line_topology,
+    netns_socket,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
@@ -634,3 +640,113 @@ def test_mux_pair_carries_concurrent_streams_over_one_connection_intact(lab, jou
         assert sorted(server.results) == [0] + [size] * streams
         assert len(shared) == 1  # one connection between the halves for 20 streams
         assert entry_half.running() and exit_half.running()
+
+
+# -- the throughput fix of issue 27: what must not come back, checked on srd's live sockets --------
+
+_PIDFD_OPEN, _PIDFD_GETFD, _F_GETPIPE_SZ = 434, 438, 1032  # x86_64 syscalls, fcntl command
+
+
+def borrow_fds(pid: int, kind: str) -> list[int]:
+    """Duplicates (pidfd_getfd) of the process's descriptors of ``kind`` ('socket', 'pipe')."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    pidfd = libc.syscall(_PIDFD_OPEN, pid, 0)
+    assert pidfd >= 0, os.strerror(ctypes.get_errno())
+    try:
+        out = []
+        for name in os.listdir(f"/proc/{pid}/fd"):
+            try:
+                link = os.readlink(f"/proc/{pid}/fd/{name}")
+            except FileNotFoundError:
+                continue
+            if link.startswith(f"{kind}:["):
+                fd = libc.syscall(_PIDFD_GETFD, pidfd, int(name), 0)
+                assert fd >= 0, os.strerror(ctypes.get_errno())
+                out.append(fd)
+        return out
+    finally:
+        os.close(pidfd)
+
+
+def test_srd_leaves_buffers_to_autotuning_sets_nodelay_and_gets_its_pipe_size(lab, journal):
+    """Fixing a buffer size (SO_RCVBUF/SO_SNDBUF) turns TCP's autotuning off and caps the
+    window: srd must not. Before data moves, each of its two stream sockets reads the sizes
+    of this test's own client socket (established the same way, sizes left to the kernel;
+    a size set by setsockopt would read twice the value set), TCP_NODELAY is on, and each
+    pipe has the size asked for."""
+    middle = lab.node("middle")
+    pipe = 256 << 10
+    sport, rport = next_port(), next_port()
+    with Server(lab, sport, lambda conn: conn.recv(1)) as server, \
+            running_relay(journal, middle, relay_spec(rport, sport, pipe_size=pipe)) as relay:
+        with connect(lab, rport) as client:
+            rmem = client.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF)
+            wmem = client.getsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF)
+            wait_for(lambda: relay.events("connected"), what="connected event")
+            sockets = [socket.socket(fileno=fd) for fd in borrow_fds(relay.pid, "socket")]
+            pipes = borrow_fds(relay.pid, "pipe")
+            try:
+                streams = [s for s in sockets if s.getsockopt(socket.SOL_SOCKET,
+                                                              socket.SO_ACCEPTCONN) == 0]
+                assert len(streams) == 2  # the client's connection and the one to the target
+                for s in streams:
+                    assert s.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF) == rmem
+                    assert s.getsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF) == wmem
+                    assert s.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) == 1
+                sizes = [fcntl_getpipe(fd) for fd in pipes]
+                assert len(sizes) == 4 and set(sizes) == {pipe}, sizes  # 2 pipes, 2 ends each
+            finally:
+                for s in sockets:
+                    s.close()
+                for fd in pipes:
+                    os.close(fd)
+        server.wait(1)
+
+
+def fcntl_getpipe(fd: int) -> int:
+    import fcntl
+
+    return fcntl.fcntl(fd, _F_GETPIPE_SZ)
+
+
+def test_large_transfer_intact_through_two_relays_in_a_row(lab, journal):
+    """S0's proxies path: client -> srd -> srd -> server, both directions at once, hashed."""
+    up, down = os.urandom(64 << 20), os.urandom(16 << 20)
+
+    def handler(conn: socket.socket):
+        sender = threading.Thread(target=send_in_random_chunks, args=(conn, down, 4))
+        sender.start()
+        digest, size = hashlib.sha256(), 0
+        while chunk := conn.recv(1 << 20):
+            digest.update(chunk)
+            size += len(chunk)
+        sender.join()
+        conn.shutdown(socket.SHUT_WR)
+        return size, digest.hexdigest()
+
+    sport, second, first = next_port(), next_port(), next_port()
+    middle = lab.node("middle")
+    hop = RelaySpec.parse(f"{MIDDLE_RIGHT_IP}:{second}", f"{SERVER_IP}:{sport}")
+    with Server(lab, sport, handler) as server, \
+            running_relay(journal, middle, hop) as relay2, \
+            running_relay(journal, middle, RelaySpec.parse(f"{MIDDLE_LEFT_IP}:{first}",
+                                                           f"{MIDDLE_RIGHT_IP}:{second}")) \
+            as relay1:
+        with connect(lab, first) as sock:
+            received: list[bytes] = []
+            reader = threading.Thread(target=lambda: received.append(read_all(sock)))
+            reader.start()
+            send_in_random_chunks(sock, up, 3)
+            sock.shutdown(socket.SHUT_WR)
+            reader.join(120)
+        server.wait(1, timeout=120)
+        assert not server.errors
+        assert server.results == [(len(up), hashlib.sha256(up).hexdigest())]
+        assert hashlib.sha256(received[0]).hexdigest() == hashlib.sha256(down).hexdigest()
+        for relay in (relay1, relay2):
+            close = wait_for(lambda r=relay: r.events("close"), what="close event")[0]
+            assert (close.get("reason"), close.int("c2s"), close.int("s2c")) == \
+                ("eof", len(up), len(down))
+    assert relay1.exit_status == relay2.exit_status == 0
