@@ -66,6 +66,7 @@ import pandas as pd
 from ..config.interface import ETHTOOL
 from ..config.sysctl import Sysctl
 from ..errors import CapabilityMissing, SpecError
+from ..relay import targets as relay_targets
 from ..session import Session
 from ..testbed import InventoryTestbed
 from ..tools import pingpong
@@ -243,6 +244,7 @@ class S0(Study):
             timings["bench_s"] = time.monotonic() - t
             loadavg["after_bench"] = machine_load(bed.node("a1"))
             session.results(pd.DataFrame(bench_rows), "bench")
+            relay_targets.archive_into(session)  # the relay benchmark the report shows
         far_where = None
         if params.far and not isinstance(bed, InventoryTestbed):
             t = time.monotonic()
@@ -275,8 +277,10 @@ class S0(Study):
     def claims(self, data: RunData) -> pd.DataFrame:
         from . import s0_analysis
 
-        return s0_analysis.claims(data.results, data.tables.get("bench"), data.meta,
-                                  data.tables.get("far"))
+        frame = s0_analysis.claims(data.results, data.tables.get("bench"), data.meta,
+                                   data.tables.get("far"))
+        relay = relay_targets.table_of_run(data.path)  # issue 27's targets, archived benchmark
+        return frame if relay is None else pd.concat([frame, relay], ignore_index=True)
 
     def figures(self, data: RunData) -> dict:
         from . import s0_figures

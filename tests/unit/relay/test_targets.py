@@ -116,3 +116,33 @@ def test_a_file_that_is_no_relay_benchmark_is_refused_with_the_command(tmp_path,
     with pytest.raises(SpecError, match=fragment) as err:
         targets.load(path)
     assert "relay_bench.py" in err.value.hint
+
+
+def test_s0_shows_the_benchmark_its_run_archived_as_target_rows_apart(tmp_path):
+    """S0's claims table: a run folder without the copy gives exactly what it archived (so
+    the reference runs stay as they are); with the copy, the relay's targets follow as
+    TARGET rows, after the paper's claims and S0's own."""
+    import shutil
+
+    import pandas as pd
+
+    from harness.relay.targets import ARCHIVED
+    from harness.reference import reference_root
+    from harness.studies.s0 import S0
+
+    if not ARCHIVED.exists():
+        pytest.skip("no archived relay benchmark in this checkout")
+    run = next(iter(sorted(reference_root().glob("s0/*/run.json")))).parent
+    keep = ("run.json", "results.parquet", "bench.parquet", "far.parquet", "claims.parquet")
+    for name in keep:
+        shutil.copy(run / name, tmp_path / name)
+    study = S0()
+    before = study.claims(study.load(tmp_path))
+    assert len(before) == len(pd.read_parquet(run / "claims.parquet"))
+    (tmp_path / "raw").mkdir()
+    shutil.copy(ARCHIVED, tmp_path / "raw" / targets.RUN_FILE)
+    after = study.claims(study.load(tmp_path))
+    added = after.iloc[len(before):]
+    assert sorted(added.claim_id) == sorted(c.id for c in targets.CLAIMS.values())
+    assert set(added.source) == {TARGET}
+    assert after.iloc[:len(before)].claim_id.tolist() == before.claim_id.tolist()
