@@ -201,6 +201,8 @@ def provenance_section(meta: dict, citation: str, notebook_kernel: str = "") -> 
         ("Lab links, verified before measuring", verification_rows(meta.get("link_verification"))),
         *([("Links: shaped by the harness or the user's network as found",
             link_origin_rows(meta))] if link_origin_rows(meta) else []),
+        *([("Measured as found: nothing changed (no root, no sudo)", as_found_rows(meta))]
+          if meta.get("as_found") else []),
         ("The machine during the run", machine_rows(meta)),
         ("Kernels of the nodes", {node: caps.get("kernel") for node, caps in capabilities.items()}),
         ("Tool versions", _tool_versions(capabilities)),
@@ -227,6 +229,19 @@ def link_origin_rows(meta: dict) -> dict:
             for m in link.get("measured") or [])
         rows[link["link"]] = (f"{who} ({planned}; devices {link.get('devices')})"
                               + (f"; measured {measured}" if measured else ""))
+    return rows
+
+
+def as_found_rows(meta: dict) -> dict:
+    """A run on machines whose login had no root and no sudo (:mod:`harness.as_found`): why,
+    and each change the study would have made, with the privilege it needs."""
+    found = meta.get("as_found") or {}
+    rows = {"why": found.get("why"), "kernel features": found.get("features"),
+            "machine lock": found.get("lock")}
+    for i, change in enumerate(found.get("not_made") or [], 1):
+        rows[f"not made {i}"] = (f"{change.get('node')}: {change.get('kind')} "
+                                 f"{change.get('target')} {change.get('before')} -> "
+                                 f"{change.get('after')} (needs {change.get('privilege')})")
     return rows
 
 
