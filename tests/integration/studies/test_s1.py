@@ -51,11 +51,16 @@ def test_s1_small_run_in_two_vms(tmp_path):
     assert meta["s1"]["rdma"]["active_mtu"] == 1024 and meta["s1"]["rdma"]["gid_index"] is not None
     frame = pd.read_parquet(run_dir / "results.parquet")
     assert set(frame.method) == {"verbs-send", "verbs-write", "verbs-send-events",
-                                 "verbs-send-bw", "verbs-write-bw", "tcp-nodelay", "tcp-nagle"}
+                                 "verbs-send-bw", "verbs-write-bw", "tcp-nodelay", "tcp-nagle",
+                                 "tcp-qperf"}
     assert set(frame["size"]) == {4, 64, 1024, 16384} and set(frame.repetition) == {1, 2}
     lat = frame[frame.kind != "bandwidth"]
     assert (lat.latency_us > 0).all()
     assert frame[frame.method == "verbs-send"].cpu_us_per_rt.notna().all()
+    # the CPU share of the measured exchange: on the scheduler's clock, within one thread
+    lat = frame[frame.method.isin(["verbs-send", "verbs-send-events"])]
+    assert (lat.cpu_phase_s <= lat.wall_phase_s * 1.001).all()
+    assert (frame[frame.method == "tcp-qperf"].latency_mean_us > 0).all()
     assert (frame[frame.kind != "latency"].bw_mbit > 0).all()
     table1 = pd.read_parquet(run_dir / "table1.parquet")
     assert "Soft-RoCE (rxe0)" in table1.columns and "TCP" in table1.columns
