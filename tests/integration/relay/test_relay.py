@@ -158,6 +158,34 @@ def send_in_random_chunks(sock: socket.socket, data: bytes, seed: int) -> None:
         pos += size
 
 
+def hash_and_reply(reply: bytes, seed: int) -> Callable[[socket.socket], tuple[int, str]]:
+    """A server handler: send ``reply`` while reading the request to EOF (both directions
+    flow at once), then half-close; returns the request's size and sha256."""
+    def handler(conn: socket.socket) -> tuple[int, str]:
+        sender = threading.Thread(target=send_in_random_chunks, args=(conn, reply, seed))
+        sender.start()
+        digest, size = hashlib.sha256(), 0
+        while chunk := conn.recv(1 << 20):
+            digest.update(chunk)
+            size += len(chunk)
+        sender.join()
+        conn.shutdown(socket.SHUT_WR)
+        return size, digest.hexdigest()
+    return handler
+
+
+def send_and_read(lab: Lab, port: int, data: bytes, seed: int, timeout: float) -> list[bytes]:
+    """Connect, send ``data`` while reading the reply, half-close; [the reply] once it ended."""
+    with connect(lab, port) as sock:
+        received: list[bytes] = []
+        reader = threading.Thread(target=lambda: received.append(read_all(sock)))
+        reader.start()
+        send_in_random_chunks(sock, data, seed)
+        sock.shutdown(socket.SHUT_WR)
+        reader.join(timeout)
+    return received
+
+
 def relay_spec(port: int, target_port: int, **kw) -> RelaySpec:
     return RelaySpec.parse(f"{MIDDLE_LEFT_IP}:{port}", f"{SERVER_IP}:{target_port}", **kw)
 
@@ -176,30 +204,14 @@ def test_bytes_relayed_intact_both_directions_at_once(lab, journal, tmp_path):
     up = os.urandom(24 << 20)
     down = os.urandom(16 << 20)
 
-    def handler(conn: socket.socket):
-        # Send the reply while still reading the request: both directions flow at once.
-        sender = threading.Thread(target=send_in_random_chunks, args=(conn, down, 2))
-        sender.start()
-        digest, size = hashlib.sha256(), 0
-        while chunk := conn.recv(1 << 20):
-            digest.update(chunk)
-            size += len(chunk)
-        sender.join()
-        conn.shutdown(socket.SHUT_WR)
-        return size, digest.hexdigest()
+    handler = hash_and_reply(down, seed=2)
 
     sport, rport = next_port(), next_port()
     log = tmp_path / "srd.log"
     with Server(lab, sport, handler) as server, \
             running_relay(journal, lab.node("middle"), relay_spec(rport, sport, log_path=str(log))) \
             as relay:
-        with connect(lab, rport) as sock:
-            received: list[bytes] = []
-            reader = threading.Thread(target=lambda: received.append(read_all(sock)))
-            reader.start()
-            send_in_random_chunks(sock, up, 1)
-            sock.shutdown(socket.SHUT_WR)
-            reader.join(60)
+        received = send_and_read(lab, rport, up, seed=1, timeout=60)
         server.wait(1)
         assert not server.errors
         assert server.results == [(len(up), hashlib.sha256(up).hexdigest())]
@@ -715,16 +727,7 @@ def test_large_transfer_intact_through_two_relays_in_a_row(lab, journal):
     """S0's proxies path: client -> srd -> srd -> server, both directions at once, hashed."""
     up, down = os.urandom(64 << 20), os.urandom(16 << 20)
 
-    def handler(conn: socket.socket):
-        sender = threading.Thread(target=send_in_random_chunks, args=(conn, down, 4))
-        sender.start()
-        digest, size = hashlib.sha256(), 0
-        while chunk := conn.recv(1 << 20):
-            digest.update(chunk)
-            size += len(chunk)
-        sender.join()
-        conn.shutdown(socket.SHUT_WR)
-        return size, digest.hexdigest()
+    handler = hash_and_reply(down, seed=4)
 
     sport, second, first = next_port(), next_port(), next_port()
     middle = lab.node("middle")
@@ -734,13 +737,7 @@ def test_large_transfer_intact_through_two_relays_in_a_row(lab, journal):
             running_relay(journal, middle, RelaySpec.parse(f"{MIDDLE_LEFT_IP}:{first}",
                                                            f"{MIDDLE_RIGHT_IP}:{second}")) \
             as relay1:
-        with connect(lab, first) as sock:
-            received: list[bytes] = []
-            reader = threading.Thread(target=lambda: received.append(read_all(sock)))
-            reader.start()
-            send_in_random_chunks(sock, up, 3)
-            sock.shutdown(socket.SHUT_WR)
-            reader.join(120)
+        received = send_and_read(lab, first, up, seed=3, timeout=120)
         server.wait(1, timeout=120)
         assert not server.errors
         assert server.results == [(len(up), hashlib.sha256(up).hexdigest())]
