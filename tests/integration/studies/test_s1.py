@@ -59,7 +59,7 @@ def test_s1_small_run_in_two_vms(tmp_path):
     assert frame[frame.method == "verbs-send"].cpu_us_per_rt.notna().all()
     # the CPU share of the measured exchange: on the scheduler's clock, within one thread
     lat = frame[frame.method.isin(["verbs-send", "verbs-send-events"])]
-    assert (lat.cpu_phase_s <= lat.wall_phase_s * 1.001).all()
+    assert (lat.cpu_phase_s <= lat.wall_phase_s * 1.01).all()  # per-CPU clocks: ~a tick
     assert (frame[frame.method == "tcp-qperf"].latency_mean_us > 0).all()
     assert (frame[frame.kind != "latency"].bw_mbit > 0).all()
     table1 = pd.read_parquet(run_dir / "table1.parquet")
