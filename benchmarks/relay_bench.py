@@ -66,6 +66,16 @@ from other engineers' VMs, so absolute rates are 3-10x below an idle machine's)
   TCP stacks (receive, ACKs, send) than a forwarded one, on two cores that also run
   the iperf3 sender and receiver. perf is installed (linux-perf); srd itself used
   under a tenth of a core.
+- Result, data/benchmarks/relay.json (``--runs 5``, 622 s, load 12.3 -> 13.5; paired per
+  run, geometric means with 95 % t intervals): one srd 0.89x [0.64, 1.23] of forwarding,
+  two in a row 1.08x [0.85, 1.37] (both inconclusive against 0.9x: forwarding itself
+  read 2.1-3.5 Gbit/s); srd / socat 0.93-2.20x per run, srd2 / socat2 1.20-1.75x; the
+  sender's retransmits, median per test: srd 16, socat 415, srd2 13, socat2 629,
+  forward 4099 (reordering hits the forwarded flow too); the middle's own: srd 670,
+  socat 221, srd2 1722, socat2 74 (srd's faster outgoing sockets reorder more); added
+  half-RTT 4.8 us [2.6, 7.0] for one srd (met), 7.1 us [-0.6, 14.8] per relay for two
+  (a 14 us / 42 us bimodal median: where the scheduler puts the two relays under this
+  load; socat2 20-52 us); srd 0.26-0.32 CPU-s per GB relayed, socat 0.72-0.97.
 """
 
 from __future__ import annotations
