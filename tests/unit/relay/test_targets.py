@@ -146,3 +146,19 @@ def test_s0_shows_the_benchmark_its_run_archived_as_target_rows_apart(tmp_path):
     assert sorted(added.claim_id) == sorted(c.id for c in targets.CLAIMS.values())
     assert set(added.source) == {TARGET}
     assert after.iloc[:len(before)].claim_id.tolist() == before.claim_id.tolist()
+
+
+def test_the_benchmark_refuses_to_replace_its_output_before_measuring(tmp_path):
+    """An archived benchmark is never overwritten by accident: one error, nothing measured."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    bench = Path(__file__).resolve().parents[3] / "benchmarks" / "relay_bench.py"
+    out = tmp_path / "relay.json"
+    out.write_text("archived")
+    done = subprocess.run([sys.executable, str(bench), "--out", str(out)], capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 2
+    assert "--replace" in done.stderr and "exists" in done.stderr
+    assert out.read_text() == "archived"
