@@ -1,6 +1,7 @@
 """Benchmarks behind the spine's targets (run as root; prints a table, writes JSON).
 
     python benchmarks/lab_bench.py [--builds 5] [--s4] [--s4-paper] [--out FILE]
+    python benchmarks/lab_bench.py --star 48 --star 200 [--runs 3] [--out FILE]
 
 * 3-node lab (S4's topology) built in <= 2 s, excluding verification traffic,
   and torn down in <= 1 s: median and worst of --builds repetitions.
@@ -8,12 +9,21 @@
 * --s4: the S4 quick profile end to end through `harness run` (target <= 3 min);
   --s4-paper: the paper-scale profile (target <= 15 min).
 * harness overhead per measurement point (<= 5 %), from the S4 run's table.
+* --star N: a star of N hosts at 100 Mbit/s built and torn down through the harness
+  (topology + Lab) beside Mininet 2.3 (``benchmarks/mininet_star.py``, Debian's
+  ``mininet`` package: ``apt-get install -y --no-install-recommends mininet
+  bridge-utils``), each side in a fresh process per repetition, the sides
+  alternating which goes first. Target: build + teardown <= 0.25x Mininet's
+  (issue 27). Verification after the build (pings) is timed apart and reported.
+  What each side leaves behind is checked (namespaces, links, Mininet's shells).
+  See ``star_bench.py``.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -86,8 +96,25 @@ def main() -> None:
     ap.add_argument("--builds", type=int, default=5)
     ap.add_argument("--s4", action="store_true")
     ap.add_argument("--s4-paper", action="store_true")
+    ap.add_argument("--star", type=int, action="append", metavar="N",
+                    help="a star of N hosts beside Mininet (repeatable: --star 48 --star 200)")
+    ap.add_argument("--runs", type=int, default=3, help="repetitions per side (--star)")
     ap.add_argument("--out")
     args = ap.parse_args()
+    if args.star:
+        from star_bench import MAX_HOSTS, bench_stars
+
+        bad = [n for n in args.star if not 1 <= n <= MAX_HOSTS]
+        if bad or args.runs < 1:
+            ap.error(f"--star takes 1..{MAX_HOSTS} hosts (got {bad}) and --runs at least 1 "
+                     f"(got {args.runs}): a /30 each out of 198.18.0.0/15")
+        if os.geteuid() != 0:
+            ap.error("--star builds namespaces and Mininet's network: run it as root")
+
+        result = bench_stars(args.star, args.runs)
+        if args.out:
+            Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
+        return
     result = {"lab": bench_lab(args.builds)}
     lab = result["lab"]
     print(f"lab build     median {lab['build_s']['median']:.3f} s  max {lab['build_s']['max']:.3f} s"
