@@ -84,8 +84,28 @@ class InventoryTestbed:
         machines (:mod:`.verify_machines`); :meth:`links` puts them beside each link."""
         interfaces = {name: [(i.device, i.ip) for i in self.inventory.hosts[name].interfaces
                              .values()] for name in self.nodes}
-        self.checks = verify_machines(journal, self.nodes, interfaces, seconds)
+        self.checks = verify_machines(journal, self.nodes, interfaces, seconds,
+                                      rate_paths=self.facing())
         return self.checks
+
+    def facing(self) -> set[tuple[str, str]]:
+        """("machine:device", "machine:device") of interfaces the study's topology joins:
+        by one link, or through a router the user's network provides (not in the
+        inventory); both directions. Only these paths get a rate test."""
+        def label(end) -> str:
+            return f"{end.node}:{self.inventory.hosts[end.node].interfaces[end.ifname].device}"
+
+        present = [(link.a, link.b) for link in self.topology.links]
+        pairs = {(label(a), label(b)) for a, b in present
+                 if a.node in self.nodes and b.node in self.nodes}
+        by_router: dict[str, list[str]] = {}
+        for a, b in present:
+            for end, other in ((a, b), (b, a)):
+                if end.node in self.nodes and other.node not in self.nodes:
+                    by_router.setdefault(other.node, []).append(label(end))
+        for ends in by_router.values():
+            pairs |= {(x, y) for x in ends for y in ends if x.split(":")[0] != y.split(":")[0]}
+        return pairs | {(y, x) for x, y in pairs}
 
     def close(self) -> None:
         for node in self.nodes.values():

@@ -7,11 +7,14 @@ link in ``testbed.links``, next to ``shaped_by_harness: false``):
 
 - RTT: ping from every interface of every machine to every interface of every other
   machine (the first reply pays for ARP and is dropped; the median of the rest);
-- rate: one iperf3 TCP stream for ``seconds`` over each of those paths that answered the
-  ping, in each direction, one test at a time (each saturates its path), the server a
-  journalled process on the receiving machine, the client a tracked tool. The goodput
-  is TCP's, as the receiver counted it. A machine without iperf3 gets its paths' RTT
-  only, and the record says why.
+- rate: one iperf3 TCP stream for ``seconds`` over each path that answered the ping and
+  that the study's topology uses (two interfaces on one link, or on links to one router
+  that the user's network provides: :meth:`harness.testbed.InventoryTestbed.facing`), in
+  each direction, one test at a time (each saturates its path), the server a journalled
+  process on the receiving machine, the client a tracked tool. The goodput is TCP's, as
+  the receiver counted it. A machine without iperf3 gets its paths' RTT only, and the
+  record says why. Every pair of interfaces instead cost S0's four machines (six
+  interfaces) over 10 minutes at load 14: its test ran out of time.
 
 A path that does not answer is recorded (``rtt_ms`` None, ``rtt_ok`` False): the user's
 network need not join every pair of interfaces, and the study's own checks say whether it
@@ -59,16 +62,21 @@ def paths(interfaces: dict[str, list[tuple[str, str]]]) -> list[Path]:
 
 
 def verify_machines(journal: Journal, nodes: dict[str, Node],
-                    interfaces: dict[str, list[tuple[str, str]]], seconds: int) -> list[LinkCheck]:
-    """RTT of every path, then the goodput of each that answered (see the module doc)."""
+                    interfaces: dict[str, list[tuple[str, str]]], seconds: int,
+                    rate_paths: set[tuple[str, str]] | None = None) -> list[LinkCheck]:
+    """RTT of every path, then the goodput of each that answered and is in ``rate_paths``
+    (("machine:device", "machine:device"); None: every path) (see the module doc)."""
     found = paths(interfaces)
     rtts = {p: ping_rtt_ms(nodes[p.src], p.dst_ip, p.src_ip, count=3) for p in found}
     iperf = {name: node.has_command("iperf3") for name, node in nodes.items()}
     checks = []
     for p in found:
         goodput, outputs, note = None, [], ""
+        src, _, dst = p.label.partition("->")
         if rtts[p] is None:
             note = "no answer to ping: no rate test"
+        elif rate_paths is not None and (src, dst) not in rate_paths:
+            note = "no rate test: the study's topology does not join these interfaces"
         elif not (iperf[p.src] and iperf[p.dst]):
             note = "no rate test: iperf3 is not installed on both machines"
         else:

@@ -67,7 +67,11 @@ MANAGEMENT = "10.99.0"  # the management network inside the switch namespace (/2
 #: net.* keys that are counters or secrets, not settings: left out of snapshots (a NAT run's
 #: conntrack entries outlive it by their timeouts)
 COUNTERS = ("net.netfilter.nf_conntrack_count", "net.ipv6.conf.all.stable_secret",
-            "net.ipv6.conf.default.stable_secret")
+            "net.ipv6.conf.default.stable_secret",
+            # kernel-wide, shown in every namespace: other engineers' runs on this shared host
+            # add and remove CUBIC there while ours runs (seen 2026-11-27: "reno bbr cubic"
+            # before, "reno bbr" after, in a run that changes no sysctl at all)
+            "net.ipv4.tcp_allowed_congestion_control")
 
 
 def skip_reason() -> str | None:

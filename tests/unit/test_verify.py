@@ -293,3 +293,30 @@ def test_each_inventory_link_lists_the_paths_measured_through_its_interfaces():
     assert "unshaped: TCP goodput 480.0 Mbit/s (iperf3, 1 s)" in describe_check(
         bed.checks[0].to_dict())
     assert "no answer to ping" in describe_check(bed.checks[1].to_dict())
+
+
+def test_rate_tests_only_on_interfaces_the_topology_joins():
+    from harness.inventory import Inventory
+    from harness.studies import s0, s4
+    from harness.testbed import InventoryTestbed
+
+    inv = Inventory.from_dict({"nodes": {
+        "client": {"host": "c", "interfaces": {
+            "eth0": {"device": "enp1s0", "address": "192.0.2.10/24"},
+            "eth1": {"device": "enp2s0", "address": "198.51.100.10/24"}}},
+        "server": {"host": "s", "interfaces": {
+            "eth0": {"device": "ens3", "address": "203.0.113.5/24"}}}}})
+    bed = InventoryTestbed(s4.topology(s4.Params.resolve()), inv)
+    bed.nodes = {"client": None, "server": None}
+    # through S4's router, which the user's network provides: each client port to the server
+    assert bed.facing() == {("client:enp1s0", "server:ens3"), ("client:enp2s0", "server:ens3"),
+                            ("server:ens3", "client:enp1s0"), ("server:ens3", "client:enp2s0")}
+    hosts = {"a1": {"eth0": "10.1.0.2/24"}, "fa": {"priv": "10.1.0.1/24", "pub": "198.18.0.1/24"},
+             "fb": {"pub": "198.18.0.2/24", "priv": "10.2.0.1/24"}, "b1": {"eth0": "10.2.0.2/24"}}
+    inv = Inventory.from_dict({"nodes": {n: {"host": n, "interfaces": {
+        i: {"device": i, "address": a} for i, a in ifs.items()}} for n, ifs in hosts.items()}})
+    bed = InventoryTestbed(s0.S0().topology(s0.S0.Params.resolve()), inv)
+    bed.nodes = dict.fromkeys(hosts)
+    # S0's three links, both ways: 6 of the 26 paths between different machines
+    assert bed.facing() == {(x, y) for a, b in (("a1:eth0", "fa:priv"), ("fa:pub", "fb:pub"),
+                                                ("fb:priv", "b1:eth0")) for x, y in ((a, b), (b, a))}
