@@ -66,6 +66,14 @@ from other engineers' VMs, so absolute rates are 3-10x below an idle machine's)
   TCP stacks (receive, ACKs, send) than a forwarded one, on two cores that also run
   the iperf3 sender and receiver. perf is installed (linux-perf); srd itself used
   under a tenth of a core.
+- The middle's own retransmits (srd's outgoing socket) are spurious too: over 4 s
+  tests nstat in the middle counted TcpRetransSegs 1145 and 15653 with
+  TcpExtTCPDSACKRecvSegs 1055 and 15104 (the server had the originals), nearly all
+  fast retransmits; socat's 693 and 13. srd keeps its outgoing socket's queue full, so
+  that socket transmits both from srd's splice and from ACK processing in softirq on
+  the other CPU, two queues for one flow. GRO on the four veth ends (NAPI) did not
+  remove it under this load (srd 1753 and 7972, socat 3791 and 19, forwarding's
+  sender 1911 and 5603).
 - Result, data/benchmarks/relay.json (``--runs 5``, 622 s, load 12.3 -> 13.5; paired per
   run, geometric means with 95 % t intervals): one srd 0.89x [0.64, 1.23] of forwarding,
   two in a row 1.08x [0.85, 1.37] (both inconclusive against 0.9x: forwarding itself
