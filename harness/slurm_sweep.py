@@ -24,8 +24,7 @@ from pathlib import Path
 
 from .archive import data_root, list_runs
 from .errors import SpecError
-from .slurm import (JobScript, SbatchOptions, check_data_folder, point_arguments, submit,
-                    test_only)
+from .slurm import JobScript, SbatchOptions, check_data_folder, point_arguments, submit, test_only
 from .slurm_jobs import TaskState, job_states
 
 POLL_SECONDS = 5.0

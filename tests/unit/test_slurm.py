@@ -289,10 +289,10 @@ def test_an_allocations_inventory_is_kept_under_its_jobs_name_never_overwritten(
 
 
 def test_the_reports_provenance_shows_the_runs_slurm_job():
+    from dataclasses import replace
+
     from harness.report_sections import provenance_section
     from harness.slurm_report import slurm_rows
-
-    from dataclasses import replace
 
     text = replace(script((point_arguments({"count": 3}), point_arguments({"count": 4}))),
                    options=SbatchOptions.parse("--partition=debug --time=30 "

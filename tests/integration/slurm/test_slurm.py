@@ -49,7 +49,7 @@ def data(tmp_path):
     return folder
 
 
-def harness(cluster, data: Path, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+def harness(cluster, data: Path, *args: str, timeout: float = 900) -> subprocess.CompletedProcess:
     """The harness CLI on the cluster's login node (where slurmctld listens)."""
     return cluster.harness(*args, timeout=timeout, env={"HARNESS_DATA": str(data)})
 

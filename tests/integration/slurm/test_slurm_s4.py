@@ -54,7 +54,7 @@ def test_s4_small_run_as_one_two_node_job(cluster, tmp_path):
     data.mkdir()
     out = cluster.harness("run", str(NOTEBOOK), *SMALL, "--slurm", "--time=10", "--wait",
                           "--inventory-template", str(template(cluster, tmp_path / "t.yaml")),
-                          "--share-machine", env={"HARNESS_DATA": str(data)})
+                          "--share-machine", env={"HARNESS_DATA": str(data)}, timeout=900)
     assert out.returncode == 0, out.stdout + out.stderr
     (run_dir,) = list((data / "runs" / "s4").iterdir())
     meta = json.loads((run_dir / "run.json").read_text())
