@@ -5,7 +5,14 @@ slurmd, each compute node one of the inventory tests' machines (tests/integratio
 machines.py: a namespace with its own hostname, /run and sshd behind a switch); the tests
 submit from the switch namespace, where slurmctld listens. The harness in a job reaches the
 allocation's nodes over SSH only. Each job takes both nodes (the ping study has two roles,
-``--exclusive``), so the jobs of a sweep follow each other.
+``--exclusive``), so the jobs of a sweep follow each other. S4's small run as one job is
+in test_slurm_s4.py (a cluster of S4's machines).
+
+How long (2026-11-27, this 2-core machine shared with other engineers' runs): this module's
+seven tests 16 min at host load 11-16 (the sweep 300 s, the failing job and its resubmission
+188 s, salloc 110 s, time limit 102 s, scancel 99 s, hard kill 95 s, bad options 45 s);
+the time-limit test cannot be much shorter: a minute is Slurm's least limit and slurmctld
+checks limits every 30 s (its job ended 70-76 s after it started).
 """
 
 from __future__ import annotations
