@@ -259,12 +259,11 @@ def test_paths_pair_every_interface_with_every_other_machines_interfaces():
     assert found[1].src_ip == "198.51.100.10" and found[1].dst_ip == "203.0.113.5"
 
 
-def test_each_inventory_link_lists_the_paths_measured_through_its_interfaces():
+def _s4_bed():
+    """S4's topology on two inventory machines, reached (only their names matter here)."""
     from harness.inventory import Inventory
-    from harness.report_sections import describe_check, link_origin_rows
     from harness.studies import s4
     from harness.testbed import InventoryTestbed
-    from harness.verify import LinkCheck
 
     inv = Inventory.from_dict({"nodes": {
         "client": {"host": "c", "interfaces": {
@@ -273,7 +272,15 @@ def test_each_inventory_link_lists_the_paths_measured_through_its_interfaces():
         "server": {"host": "s", "interfaces": {
             "eth0": {"device": "ens3", "address": "203.0.113.5/24"}}}}})
     bed = InventoryTestbed(s4.topology(s4.Params.resolve()), inv)
-    bed.nodes = {"client": None, "server": None}  # reached: only their names matter here
+    bed.nodes = {"client": None, "server": None}
+    return bed
+
+
+def test_each_inventory_link_lists_the_paths_measured_through_its_interfaces():
+    from harness.report_sections import describe_check, link_origin_rows
+    from harness.verify import LinkCheck
+
+    bed = _s4_bed()
 
     def check(link, goodput, rtt, note=""):
         return LinkCheck(link, "", None, None, goodput, None, 0.0, None, rtt, None,
@@ -297,17 +304,10 @@ def test_each_inventory_link_lists_the_paths_measured_through_its_interfaces():
 
 def test_rate_tests_only_on_interfaces_the_topology_joins():
     from harness.inventory import Inventory
-    from harness.studies import s0, s4
+    from harness.studies import s0
     from harness.testbed import InventoryTestbed
 
-    inv = Inventory.from_dict({"nodes": {
-        "client": {"host": "c", "interfaces": {
-            "eth0": {"device": "enp1s0", "address": "192.0.2.10/24"},
-            "eth1": {"device": "enp2s0", "address": "198.51.100.10/24"}}},
-        "server": {"host": "s", "interfaces": {
-            "eth0": {"device": "ens3", "address": "203.0.113.5/24"}}}}})
-    bed = InventoryTestbed(s4.topology(s4.Params.resolve()), inv)
-    bed.nodes = {"client": None, "server": None}
+    bed = _s4_bed()
     # through S4's router, which the user's network provides: each client port to the server
     assert bed.facing() == {("client:enp1s0", "server:ens3"), ("client:enp2s0", "server:ens3"),
                             ("server:ens3", "client:enp1s0"), ("server:ens3", "client:enp2s0")}
