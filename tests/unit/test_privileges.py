@@ -2,7 +2,14 @@
 
 import pytest
 
-from harness.privileges import OPERATIONS, Access, PrivilegeMissing, operations, require_root
+from harness.as_found import AsFound, mark_claims
+from harness.claims import NOT_TESTABLE, TARGET, Claim, Region, judge, table
+from harness.config.operation import Change
+from harness.intervals import mean_estimate
+from harness.nodes import LocalNode
+from harness.nodes.sudo import sudo_command
+from harness.privileges import (AS_FOUND, CHANGES, OPERATIONS, Access, PrivilegeMissing, decide,
+                                operations, require_root)
 
 
 def test_operations_follow_the_studys_features():
@@ -34,13 +41,6 @@ def test_an_unreadable_uid_is_not_root():
 
 
 # -- sudo where the inventory allows it, and runs as found (issue 25, "Privileges") -------
-from harness.as_found import AsFound, mark_claims  # noqa: E402
-from harness.claims import NOT_TESTABLE, TARGET, Claim, Region, judge, table  # noqa: E402
-from harness.config.operation import Change  # noqa: E402
-from harness.nodes.sudo import sudo_command  # noqa: E402
-from harness.intervals import mean_estimate  # noqa: E402
-from harness.nodes import LocalNode  # noqa: E402
-from harness.privileges import AS_FOUND, CHANGES, decide  # noqa: E402
 
 
 def test_sudo_that_gives_root_counts_as_root_and_one_that_fails_is_refused_with_its_words():
