@@ -30,6 +30,14 @@ count 3: on the machines fixture at host load 2.3-2.9, spread / serial wall time
 cell. Earlier, on the cluster's first nodes of its own (a host bridge) at host load
 2.9-6.9: 0.71 (86.5 vs 61.1 s), 0.78 (76.4 vs 59.2 s) and 0.74 (111.4 vs 82.3 s); first
 code cell 3.8-4.1 s after submission alone, 7.0-13.2 s when two jobs started at once.
+
+Measured again 2026-11-27 (jobs end with a one-line SIGTERM path; the data folder is made
+before submitting), 2 repetitions: spread / serial 0.72 (88.3 vs 123.2 s, host load
+3.7-5.3) and 0.85 (77.1 vs 90.9 s, load 5.3 falling to 2.0 while serial ran); submission
+to the first code cell 4.2 and 6.4 s for a job alone, 7.4-8.2 s for two starting at once;
+every job 3.2-10.2 s from Slurm's start to its first code cell. One repetition just
+before, at load 14 falling to 6 during the serial variant, gave 0.33 (75.4 vs 227.3 s):
+the variants then ran on different machines in effect, so it says nothing of Slurm.
 """
 
 from __future__ import annotations
