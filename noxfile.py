@@ -65,6 +65,18 @@ def tests(session: nox.Session) -> None:
 
 
 @nox.session
+def slow(session: nox.Session) -> None:
+    """The tests too long for every run of the suite (HARNESS_SLOW_TESTS=1: S1's quick run on
+    two TCG VMs reached as plain machines through an inventory, ~15 min): `nox -s slow`."""
+    install(session, "test")
+    data = tempfile.mkdtemp(prefix="harness-test-data-")
+    session.run("pytest", "-ra", "-m", "vm", "tests/integration/inventory", *session.posargs,
+                env={"HARNESS_DATA": data, "PYTHONUNBUFFERED": "1", "HARNESS_SHARE_MACHINE": "1",
+                     "HARNESS_SLOW_TESTS": "1"})
+    shutil.rmtree(data)
+
+
+@nox.session
 def reproduce(session: nox.Session) -> None:
     """Every ready study on the local lab, archived under data/runs/, reports rendered.
 
