@@ -14,7 +14,10 @@ switch is a router: the topology has no bridges); Mininet's is a Linux bridge
 100 Mbit/s. Before and after each side the bench lists the named namespaces, the
 links of this host's root namespace and Mininet's host shells, and reports what
 a side left behind (other engineers' labs come and go meanwhile: only names a
-side made are counted).
+side made are counted). The committed result is ``data/benchmarks/lab.json``:
+
+    python benchmarks/lab_bench.py --star 48 --star 200 --runs 3 \
+        --out data/benchmarks/lab.json
 """
 
 from __future__ import annotations
