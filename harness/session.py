@@ -56,7 +56,8 @@ from .placement import (
 )
 from .as_found import NO_LOCK, AsFound
 from .as_found import capabilities as found_capabilities
-from .privileges import AS_FOUND, decide, read_access
+from .privileges import AS_FOUND, read_access
+from .privileges import decide as decide_access
 from .probe import Capabilities, probe, require
 from .testbed import InventoryTestbed, LabTestbed
 from .topology import Topology
@@ -150,7 +151,7 @@ class Session:
             access = [read_access(name, node) for name, node in bed.nodes.items()]
             if not self.dry_run:
                 self.run.update(access={a.node: a.to_dict() for a in access})
-            mode = decide(self.study, set(features).union(*(node_features or {}).values()),
+            mode = decide_access(self.study, set(features).union(*(node_features or {}).values()),
                           access, as_found_ok)
             if mode == AS_FOUND:
                 return self._as_found_testbed(bed, access, tools)
