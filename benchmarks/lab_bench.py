@@ -99,8 +99,13 @@ def main() -> None:
     ap.add_argument("--star", type=int, action="append", metavar="N",
                     help="a star of N hosts beside Mininet (repeatable: --star 48 --star 200)")
     ap.add_argument("--runs", type=int, default=3, help="repetitions per side (--star)")
-    ap.add_argument("--out")
+    ap.add_argument("--out", help="JSON output file (the repository keeps data/benchmarks/lab.json)")
+    ap.add_argument("--replace", action="store_true",
+                    help="replace --out if it exists (else refused before measuring)")
     args = ap.parse_args()
+    if args.out and Path(args.out).exists() and not args.replace:
+        ap.error(f"{args.out} exists: a benchmark result is never overwritten silently; "
+                 "pass --replace to replace it, or another --out")
     if args.star:
         from star_bench import MAX_HOSTS, bench_stars
 
@@ -113,7 +118,7 @@ def main() -> None:
 
         result = bench_stars(args.star, args.runs)
         if args.out:
-            Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
+            _write(args.out, result)
         return
     result = {"lab": bench_lab(args.builds)}
     lab = result["lab"]
@@ -133,7 +138,14 @@ def main() -> None:
                   f"harness overhead median {r['harness_overhead_share']['median']:.1%}, "
                   f"max {r['harness_overhead_share']['max']:.1%}")
     if args.out:
-        Path(args.out).write_text(json.dumps(result, indent=2))
+        _write(args.out, result)
+
+
+def _write(out: str, result: dict) -> None:
+    """Whole or nothing: a temporary file beside ``out``, renamed over it."""
+    tmp = Path(out).with_name(f".{Path(out).name}.tmp")
+    tmp.write_text(json.dumps(result, indent=2) + "\n")
+    tmp.replace(out)
 
 
 if __name__ == "__main__":
