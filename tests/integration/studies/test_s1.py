@@ -30,6 +30,7 @@ def harness(*args, data, timeout=1800):
 
 
 
+@pytest.mark.timeout(1800)  # two TCG VMs; past 600 s beside another S1 run (2026-11-27)
 def test_s1_small_run_in_two_vms(tmp_path):
     out = harness("run", "-q", str(NOTEBOOK), "-p", "sizes", "4,64,1024,16384",
                   "-p", "repetitions", "2", "-p", "iterations", "50", "-p", "bw_iterations",
