@@ -25,7 +25,7 @@ def test_s4_small_sweep_aggregates_both_paths_and_limits_the_sender(tmp_path):
     out = harness("run", "-q", str(NOTEBOOK), "-p", "streams", "1,10", "-p", "duration_s", "2",
                   "-p", "repetitions", "1", "-p", "sender_cpus", "0,0.01",
                   "-p", "gridftp_streams", "2", "-p", "gridftp_mbytes", "16",
-                  "-p", "verify_seconds", "1", data=tmp_path)
+                  "-p", "verify_seconds", "2", data=tmp_path)
     assert out.returncode == 0, out.stderr[-3000:]
     (run_dir,) = list((tmp_path / "runs" / "s4").iterdir())
     meta = json.loads((run_dir / "run.json").read_text())
@@ -34,7 +34,9 @@ def test_s4_small_sweep_aggregates_both_paths_and_limits_the_sender(tmp_path):
     assert meta["provenance"]["git"]["commit"]
     for c in meta["link_verification"]:
         # each link shaped and limited: a 1 s reading of a 500 Mbit/s link beside the suite's
-        # other worker (TCG VMs) read 0.86-0.96 on fresh clones; the run's verdict is kept
+        # other worker (TCG VMs) read 0.86-0.96 on fresh clones, and once 1.085 at load 5
+        # beside an S1 run (2026-11-27: too few counter samples under load): 2 s readings;
+        # the run's verdict is kept
         assert 0.8 <= c["rate_ratio"] <= 1.03, c
         assert c["rate_ok"] == (c["rate_ratio"] >= RATE_TOLERANCE), c
     kinds = {c["kind"] for c in meta["configuration"]}
