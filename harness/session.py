@@ -39,6 +39,7 @@ from .config.record import ChangeRecord
 from .errors import Interrupted, SpecError
 from .inventory import Inventory
 from .journal import Journal
+from .kernel_death import quiet_own_death
 from .lab import Lab
 from .machinelock import (LocalLock, held_for, remote_lock, sharing_requested,
                           this_process)
@@ -428,6 +429,7 @@ def sigterm_as_interrupt() -> Iterator[None]:
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
             os.kill(os.getpid(), signal.SIGTERM)
             return
+        quiet_own_death()  # in a kernel: the reply after the undo may find no channel
         raise KeyboardInterrupt
 
     previous = signal.signal(signal.SIGTERM, handler)

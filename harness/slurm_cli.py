@@ -104,7 +104,8 @@ def run_in_allocation(args, params: dict) -> int:
     note = {"slurm": {**job, "roles": dict(zip(roles(topology, template),
                                                (h.hostname for h in hosts))),
                       "inventory": inventory, "inventory_template": template}}
-    from .slurm_ending import ending_line, quiet_kernel_death
+    from .kernel_death import quiet_kernel_death
+    from .slurm_ending import ending_line
     from .slurm_sweep import runs_by_job  # imported now: not while SIGTERM unwinds
 
     quiet_kernel_death()  # Slurm's SIGTERM reaches the kernel too: its death is no news

@@ -322,7 +322,8 @@ def test_a_kernel_killed_with_the_job_leaves_no_traceback_but_other_errors_do():
     import zmq
     from nbclient.exceptions import DeadKernelError
 
-    from harness.slurm_ending import ending_line, quiet_kernel_death
+    from harness.kernel_death import KernelGoneFilter, quiet_kernel_death, quiet_own_death
+    from harness.slurm_ending import ending_line
 
     def record(message, exc):
         return logging.LogRecord("asyncio", logging.ERROR, __file__, 1, message, (),
@@ -330,7 +331,6 @@ def test_a_kernel_killed_with_the_job_leaves_no_traceback_but_other_errors_do():
 
     quiet_kernel_death()
     quiet_kernel_death()  # once is enough: no second filter
-    from harness.slurm_ending import KernelGoneFilter
 
     [filt] = [f for f in logging.getLogger("asyncio").filters if isinstance(f, KernelGoneFilter)]
     abandoned = "Task exception was never retrieved\nfuture: <Task finished>"
@@ -342,3 +342,11 @@ def test_a_kernel_killed_with_the_job_leaves_no_traceback_but_other_errors_do():
     assert filt.filter(record("Task was destroyed but it is pending!", None))
     assert filt.filter(record("unrelated", asyncio.CancelledError()))
     assert "before a run started: nothing was changed" in ending_line(None)
+    # inside the kernel: ipykernel's reply finding the channels closed, and only that
+    quiet_own_death()
+    [own] = [f for f in logging.getLogger("IPKernelApp").filters
+             if isinstance(f, KernelGoneFilter)]
+    handler = "Exception in message handler:"
+    assert not own.filter(record(handler, zmq.error.ZMQError(88, "Socket operation on "
+                                                             "non-socket")))
+    assert own.filter(record(handler, KeyError("msg_id")))
