@@ -31,8 +31,10 @@ both lines would arrive at exit). The interval is read on the scheduler's clock,
 one the CPU time is counted on (the reading shell's ``se.exec_start``): inside a TCG
 guest that clock and the wall clock (``date``) disagreed -- an events client read
 36-124 % of one thread against ``date`` (S1 quick run, 2026-11-27). CPU over one
-interval of the same clock cannot exceed 1 for one thread: a busy loop read 0.28 at
-host load 5 (it had 28 % of a core), a sleeper 0.
+interval of the same clock cannot exceed 1 for one thread by more than the counters'
+resolution: both advance one scheduler tick at a time while their task runs, so a share
+may read up to two ticks over (a busy loop read 1.0076 over 0.4 s, 0.28 at host load 5
+when it had 28 % of a core; a sleeper 0): :func:`harness.validity.counter_resolution_pct`.
 """
 
 from __future__ import annotations

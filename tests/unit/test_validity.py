@@ -4,7 +4,8 @@ import math
 
 import pytest
 
-from harness.validity import SLACK, check_rate, check_rounds, check_share, payload_rate_mbit
+from harness.validity import (CPU_COUNTER_TICK_S, SLACK, check_rate, check_rounds, check_share,
+                              counter_resolution_pct, payload_rate_mbit)
 
 
 def test_a_shaped_wire_carries_1448_of_each_1514_bytes_as_tcp_payload():
@@ -37,6 +38,16 @@ def test_cpu_above_100_percent_per_thread_is_invalid():
     assert check_share("polling, 64 B", 100.0) is None
     assert check_share("two threads", 150.0, threads=2) is None
     assert check_share("two threads", 201.0, threads=2).bound == 200.0
+
+
+def test_a_share_may_pass_its_thread_by_the_counters_tick_and_no_more():
+    # six exchanges over 30 s (S1's polling client): two ticks each, 0.4 pp
+    allowed = counter_resolution_pct(6, 30.0)
+    assert allowed == pytest.approx(100 * 2 * CPU_COUNTER_TICK_S * 6 / 30.0)
+    assert check_share("polling", 100.3, resolution_pct=allowed) is None
+    bad = check_share("polling", 100.5, resolution_pct=allowed)
+    assert bad.bound == pytest.approx(100 + allowed) and "tick" in bad.why
+    assert counter_resolution_pct(6, 0.0) == 0.0  # no wall time: no allowance
 
 
 def test_a_fan_in_point_with_no_completed_round_is_invalid():
