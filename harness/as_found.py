@@ -72,11 +72,12 @@ def capabilities(name: str, node: Node, facts: MachineFacts, tools) -> Capabilit
                         tools=tool_versions(node, tools))
 
 
-def mark_claims(frame: pd.DataFrame, meta: dict, needs: dict[str, str] | None) -> pd.DataFrame:
+def mark_claims(frame: pd.DataFrame, meta: dict,
+                needs: dict[str, str | tuple[str, ...]] | None) -> pd.DataFrame:
     """``frame`` (a claims table) with each claim of ``needs`` (claim id -> the kind of change
-    it rests on) "not testable here" when the run was as found and a change of that kind
-    was not made: the reason names the change, the privilege and the login. Its estimate
-    stays beside it (what the machines gave as found) but decides nothing."""
+    it rests on, or several) "not testable here" when the run was as found and a change of
+    such a kind was not made: the reason names the change, the privilege and the login. Its
+    estimate stays beside it (what the machines gave as found) but decides nothing."""
     found = meta.get("as_found") or {}
     if not found or not needs or frame.empty:
         return frame
@@ -86,7 +87,9 @@ def mark_claims(frame: pd.DataFrame, meta: dict, needs: dict[str, str] | None) -
     logins = ", ".join(f"{a['node']} as {a['user']}" for a in found.get("logins", []))
     frame = frame.copy()
     for i, claim_id in frame["claim_id"].items():
-        rows = missing.get(needs.get(claim_id, ""))
+        kinds = needs.get(claim_id, ())
+        kinds = (kinds,) if isinstance(kinds, str) else kinds
+        rows = next((missing[k] for k in kinds if k in missing), None)
         if not rows:
             continue
         kind = rows[0]["kind"]

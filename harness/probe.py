@@ -155,12 +155,18 @@ def probe(node: Node, timeout: float = PROBE_TIMEOUT_S,
     return caps
 
 
+#: Program folders an ordinary login's PATH usually lacks (Debian: root's only).
+SYSTEM_BIN = ("/usr/local/sbin", "/usr/sbin", "/sbin")
+
+
 def tool_versions(node: Node, tools: Iterable[Tool] | None = None,
                   timeout: float = PROBE_TIMEOUT_S) -> dict[str, str | None]:
     """Each tool's version on ``node`` (None: not installed), in one command."""
     wanted = {t.name: t for t in (all_tools().values() if tools is None else tools)}
-    extra = sorted({t.path for t in wanted.values() if t.path})
-    script = (f'PATH="$PATH:{":".join(extra)}"; ' if extra else "") + "; ".join(
+    # the system folders too: an ordinary login's PATH lacks them, and servers live there
+    # (globus-gridftp-server is /usr/sbin's; the harness starts it by its full path)
+    extra = sorted({t.path for t in wanted.values() if t.path}) + list(SYSTEM_BIN)
+    script = f'PATH="$PATH:{":".join(extra)}"; ' + "; ".join(
         f"if command -v {tool.name} >/dev/null 2>&1; then echo \"{tool.name}=$({tool.version} 2>&1 | head -n1)\";"
         f" else echo '{tool.name}='; fi"
         for tool in wanted.values()

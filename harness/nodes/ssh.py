@@ -63,8 +63,11 @@ _CHUNK = 1 << 16
 # $$ is the process group of everything below: `timeout` makes itself a group
 # leader (setpgid) and `exec` keeps the PID. The inner relay shell turns a
 # death by signal into the shell's 128+N status instead of an SSH
-# "exit-signal" that paramiko reports as -1.
+# "exit-signal" that paramiko reports as -1. The system program folders are added to PATH:
+# an ordinary login's PATH lacks them (Debian gives /usr/sbin to root only), and the
+# harness's commands name sysctl, ip, tc and servers like globus-gridftp-server by name.
 _WRAPPER = r"""printf '__harness_pgid__=%s\n' "$$" >&2
+PATH="$PATH:/usr/local/sbin:/usr/sbin:/sbin"; export PATH
 if [ -n "$2" ] && command -v timeout >/dev/null 2>&1; then
   exec timeout -k 5 "$2" sh -c 'sh -c "$1"; exit $?' harness "$1"
 fi

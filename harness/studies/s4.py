@@ -27,6 +27,7 @@ import pandas as pd
 from ..config import cgroup, mptcp
 from ..config.congestion import DefaultCongestion
 from ..errors import SpecError
+from ..privileges import OPERATIONS
 from ..session import Session
 from ..tools.gridftp import GLOBUS_URL_COPY, GRIDFTP_SERVER
 from ..tools.iperf3 import IPERF3, MPTCPIZE
@@ -34,7 +35,7 @@ from ..topology import Topology, TopologyBuilder
 from .base import Citation, Requirements, RunData, Study
 from .order import MeasuringOrder
 from .parameters import Parameters, param
-from .s4_design import PROFILES, limit_label
+from .s4_design import PROFILES, SENDER_CPUS, limit_label
 from .s4_sweep import CONGESTION, ORDER_DESIGN, sweep_gridftp, sweep_iperf3
 
 STUDY = "s4"
@@ -120,6 +121,24 @@ def topology(params: Params) -> Topology:
     )
 
 
+#: the changes a CPU limit makes (:mod:`harness.config.cgroup`), by cgroup version
+CGROUP_KINDS = ("cgroup-v2", "cgroup-v1", "cgroup-controller")
+
+
+def as_found_needs() -> dict[str, tuple[str, ...]]:
+    """Claim id -> the kinds of change it rests on, for a run as found: MPTCP's claims on the
+    client's second-path endpoint and policy routing, a limited sender's on its cgroup."""
+    needs: dict[str, tuple[str, ...]] = {}
+    mptcp_path = ("mptcp-endpoint", "rule")
+    for cpus in SENDER_CPUS:
+        label, limited = limit_label(cpus), CGROUP_KINDS if cpus else ()
+        needs[f"s4.tcp_peak@{label}"] = needs[f"s4.tcp_gain_1_10@{label}"] = limited
+        needs[f"s4.mptcp_peak@{label}"] = needs[f"s4.mptcp_gain_1_10@{label}"] = \
+            limited + mptcp_path
+    needs["s4.mptcp_over_tcp"] = needs["s4.mptcp_both_paths"] = mptcp_path
+    return {claim: kinds for claim, kinds in needs.items() if kinds}
+
+
 def configure_mptcp(session: Session, bed) -> None:
     """Enable MPTCP; let the client open one extra subflow from its second interface."""
     client, server = bed.node("client"), bed.node("server")
@@ -144,6 +163,11 @@ class S4(Study):
         "CFKO202132348529237); author at KISTI", 2021, "004_d6ca26a4142f3e16.txt",
         note="the seed prints no venue; the record names the date but not the conference")
     Params = Params
+    #: On a user's machines whose login is not root and may not sudo (:mod:`harness.as_found`)
+    #: S4 measures TCP and MPTCP as the machines are; a claim resting on a change not made
+    #: is "not testable here": MPTCP's second subflow needs the client's endpoint, a limited
+    #: sender its cgroup (whose points are then not measured at all, see :meth:`configure`).
+    as_found = as_found_needs()
 
     def topology(self, params: Params) -> Topology:
         return topology(params)
@@ -153,22 +177,32 @@ class S4(Study):
         return Requirements(features=frozenset({"mptcp"}), tools=tools)
 
     def configure(self, session: Session, bed, params: Params) -> dict[float, str | None]:
-        """MPTCP on client and server; a cgroup per sender CPU limit. Returns limit -> cgroup."""
+        """MPTCP on client and server; a cgroup per sender CPU limit. Returns limit -> cgroup
+        for each limit that can be measured: a run as found makes no cgroup, and a point
+        "limited" by a cgroup that does not exist would be an unlimited point mislabelled,
+        so such limits are left out of the sweep and run.json says which and why."""
         configure_mptcp(session, bed)
         cgroups: dict[float, str | None] = {}
+        not_made: dict[str, str] = {}
         for cpus in params.sender_cpus:
             if not cpus:
                 cgroups[cpus] = None
                 continue
             limit = cgroup.CpuLimit(bed.node("client"), cpus, f"s4-sender-{limit_label(cpus)}")
-            session.apply(limit)
+            records = session.apply(limit)
+            if session.as_found is not None and any(r.changed for r in records):
+                not_made[limit_label(cpus)] = (f"not measured: its cgroup {limit.path} was not "
+                                               f"made (run as found: {OPERATIONS['cgroup']})")
+                continue
             cgroups[cpus] = limit.path
+        if not_made:
+            session.note(sender_cpus_not_measured=not_made)
         return cgroups
 
     def measure(self, session: Session, bed, params: Params,
                 cgroups: dict[float, str | None]) -> None:
         """Sweep limits x streams x transports with iperf3, then with GridFTP; archive one table."""
-        order = MeasuringOrder(params.seed)
+        order = MeasuringOrder(params.seed)  # the limits measured: those of ``cgroups``
         rows = sweep_iperf3(session, bed, params, cgroups, order)
         if params.gridftp:
             rows += sweep_gridftp(session, bed, params, cgroups, order)

@@ -107,7 +107,8 @@ def _sweep(bed, order: MeasuringOrder, repetitions: int, streams: Sequence[int],
 
 def sweep_iperf3(session: Session, bed, params, cgroups: Mapping[float, str | None],
                  order: MeasuringOrder) -> list[dict]:
-    """iperf3 (memory to memory) at every point; single-path TCP is pinned to path 1."""
+    """iperf3 (memory to memory) at every point; single-path TCP is pinned to path 1. The
+    limits swept are those of ``cgroups`` (limit -> its cgroup, None: no limit)."""
     server, client = bed.node("server"), bed.node("client")
     server_ip = bed.address("server", "eth0")
     path1_ip = bed.address("client", "eth0")
@@ -131,7 +132,7 @@ def sweep_iperf3(session: Session, bed, params, cgroups: Mapping[float, str | No
     j = session.journal
     with iperf3_server(j, server, server_ip, IPERF_PORTS["tcp"]), \
             iperf3_server(j, server, server_ip, IPERF_PORTS["mptcp"], mptcp=True):
-        return _sweep(bed, order, params.repetitions, params.streams, params.sender_cpus,
+        return _sweep(bed, order, params.repetitions, params.streams, tuple(cgroups),
                       "s4 iperf3", measure)
 
 
@@ -157,5 +158,5 @@ def sweep_gridftp(session: Session, bed, params, cgroups: Mapping[float, str | N
     j = session.journal
     with gridftp_server(j, server, server_ip, GRIDFTP_PORTS["tcp"], mptcp=False), \
             gridftp_server(j, server, server_ip, GRIDFTP_PORTS["mptcp"], mptcp=True):
-        return _sweep(bed, order, params.repetitions, params.gridftp_streams, params.sender_cpus,
+        return _sweep(bed, order, params.repetitions, params.gridftp_streams, tuple(cgroups),
                       "s4 GridFTP", measure)

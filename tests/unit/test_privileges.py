@@ -96,3 +96,10 @@ def test_a_claim_resting_on_a_change_not_made_is_not_testable_naming_the_privile
     # a run with its changes made (no as_found in run.json) is left as judged
     assert mark_claims(frame, {}, needs).equals(frame)
     assert frame.set_index("claim_id").loc["demo.mtu"].outcome == "not met"
+    # a claim resting on several kinds: any one not made makes it not testable
+    several = mark_claims(frame, {"as_found": found.to_dict()},
+                          {"demo.rtt": ("cgroup", "mtu")}).set_index("claim_id")
+    assert several.loc["demo.rtt"].outcome == NOT_TESTABLE and "mtu" in several.loc["demo.rtt"].reason
+    none_missing = mark_claims(frame, {"as_found": found.to_dict()},
+                               {"demo.rtt": ("cgroup", "sysctl")}).set_index("claim_id")
+    assert none_missing.loc["demo.rtt"].outcome == "met"

@@ -26,6 +26,7 @@ pytestmark = [pytest.mark.integration, needs_root,
               needs_tools("iperf3", "mptcpize", "globus-url-copy", "globus-gridftp-server")]
 
 NOTEBOOK = Path(__file__).resolve().parents[3] / "notebooks" / "s4_mptcp.ipynb"
+PING_NOTEBOOK = Path(__file__).resolve().parents[2] / "studies" / "ping_study.ipynb"
 SMALL = ("-p", "streams", "1,10", "-p", "duration_s", "2", "-p", "repetitions", "1",
          "-p", "sender_cpus", "0,0.01", "-p", "gridftp_streams", "2",
          "-p", "gridftp_mbytes", "16", "-p", "verify_seconds", "1")
@@ -115,6 +116,46 @@ def test_s4_runs_on_the_inventory_and_leaves_every_machine_as_found(machines, tm
     assert all(not m.processes(n) for n in m.machines)
 
 
+def test_s4_as_an_ordinary_user_measures_what_it_can_and_changes_nothing(machines, tmp_path):
+    """Issue 25, "Privileges on a user's cluster", with a shipped study: both machines
+    reached as an ordinary user who may not sudo. S4 measures TCP and MPTCP as the machines
+    are; the client's second-path endpoint and the sender's cgroup are recorded as changes
+    not made, with their privileges; the limited sender's points are not measured at all
+    (an unlimited point under a limit's name would be a false point); the claims resting on
+    a missing change are "not testable here", the others judged; nothing is changed."""
+    m = machines
+    inventory = m.write_inventory(tmp_path / "user.yaml", {n: m.user for n in m.machines})
+    before, run_before = snapshots(m), {n: machine_run_dir(m, n) for n in m.machines}
+    out = run_s4(m, tmp_path, inventory)
+    assert out.returncode == 0, out.stderr[-4000:]
+    (run_dir,) = list((tmp_path / "runs" / "s4").iterdir())
+    meta = json.loads((run_dir / "run.json").read_text())
+    assert meta["status"] == "complete" and not meta["configuration"]
+    assert all(not a["root"] for a in meta["access"].values())
+    not_made = {(r["node"], r["kind"]): r["privilege"] for r in meta["as_found"]["not_made"]}
+    assert not_made[("client", "mptcp-endpoint")].startswith("CAP_NET_ADMIN")
+    (cgroup,) = [k for node, k in not_made if k.startswith("cgroup-v")]  # the host's version
+    assert not_made[("client", cgroup)].startswith("root (a cgroup")
+    assert list(meta["sender_cpus_not_measured"]) == ["cpu0.01"]
+    frame = pd.read_parquet(run_dir / "results.parquet")
+    assert set(frame.sender_cpus) == {0.0} and set(frame.transport) == {"tcp", "mptcp"}
+    assert (frame.goodput_mbit > 0).all()
+    mp = frame[(frame.tool == "iperf3") & (frame.transport == "mptcp")]
+    assert (mp.path2_tx_bytes < 0.01 * mp.path1_tx_bytes).all()  # no endpoint: no 2nd path
+    verdicts = pd.read_csv(run_dir / "claims.csv").set_index("claim_id")
+    for claim in ("s4.tcp_peak@cpu0.01", "s4.mptcp_both_paths", "s4.mptcp_peak@nolimit"):
+        assert verdicts.loc[claim, "outcome"] == "not testable here", claim
+        assert f"as {m.user}" in verdicts.loc[claim, "reason"], claim
+    assert "root (a cgroup" in verdicts.loc["s4.tcp_gain_1_10@cpu0.01", "reason"]
+    assert "not measured: its cgroup" in meta["sender_cpus_not_measured"]["cpu0.01"]
+    assert "CAP_NET_ADMIN" in verdicts.loc["s4.mptcp_both_paths", "reason"]
+    # TCP without a limit rests on no change: judged on the machines as found
+    assert "as found" not in str(verdicts.loc["s4.tcp_peak@nolimit", "reason"])
+    assert snapshots(m) == before
+    assert {n: machine_run_dir(m, n) for n in m.machines} == run_before
+    assert all(not m.processes(n) for n in m.machines)
+
+
 def test_machines_without_tipc_are_refused_for_s3_naming_the_feature(machines, tmp_path):
     """S3's TIPC needs the tipc module: these machines lack it (``modprobe tipc`` is the
     user's to do; the harness loads no module on a user's machine)."""
@@ -142,24 +183,32 @@ def test_machines_without_tipc_are_refused_for_s3_naming_the_feature(machines, t
         assert not set(meta.get("machine_lock") or {}) & {"reducer", "m01"}  # none locked
 
 
-def test_a_machine_reached_as_an_ordinary_user_is_refused_naming_what_needs_root(machines,
-                                                                                tmp_path):
-    """The server is reached as the fixture's user (not root): the run stops before the
-    probe and any lock, naming the machine, the user and each operation's privilege; the
-    client, reached as root, is recorded as root."""
+def test_a_machine_reached_as_an_ordinary_user_is_refused_by_a_study_that_must_change_it(
+        machines, tmp_path):
+    """A study that measures nothing without its changes (the ping demo declares no
+    ``as_found``) on an inventory whose b is reached as the fixture's user: the run stops
+    before the probe and any lock, naming the machine, the user and what to do; a, reached
+    as root, is recorded as root. (S4 can measure as found: see the test above.)"""
     m = machines
-    inventory = m.write_inventory(tmp_path / "user.yaml", users={"server": m.user})
+    data = m.inventory({"server": m.user})
+    nodes = data["nodes"]
+    for node in nodes.values():
+        node["interfaces"] = {"eth0": node["interfaces"]["eth0"]}
+    data["nodes"] = {"a": nodes["client"], "b": nodes["server"]}
+    inventory = tmp_path / "user.yaml"
+    inventory.write_text(yaml.safe_dump(data, sort_keys=False))
     before = snapshots(m)
-    out = run_s4(m, tmp_path, inventory)
+    out = m.harness("run", "-q", str(PING_NOTEBOOK), "--inventory", str(inventory),
+                    "--share-machine", env={"HARNESS_DATA": str(tmp_path)})
     assert out.returncode != 0
-    assert f"server (user {m.user}, uid" in out.stderr, out.stderr[-3000:]
-    assert "mptcp-endpoint: CAP_NET_ADMIN" in out.stderr and "log in as root" in out.stderr
+    assert f"b (user {m.user}, uid" in out.stderr, out.stderr[-3000:]
+    assert "measures nothing without changing" in out.stderr and "log in as root" in out.stderr
     assert snapshots(m) == before
-    (run_dir,) = list((tmp_path / "runs" / "s4").iterdir())
+    (run_dir,) = list((tmp_path / "runs" / "ping-demo").iterdir())
     meta = json.loads((run_dir / "run.json").read_text())
     assert meta["status"] != "complete" and not meta.get("configuration")
-    assert meta["access"]["client"]["root"] and not meta["access"]["server"]["root"]
-    assert not set(meta.get("machine_lock") or {}) & {"client", "server"}  # none locked
+    assert meta["access"]["a"]["root"] and not meta["access"]["b"]["root"]
+    assert not set(meta.get("machine_lock") or {}) & {"a", "b"}  # none locked
 
 
 def test_roles_outnumbering_the_machines_are_refused_naming_the_role(machines, tmp_path):

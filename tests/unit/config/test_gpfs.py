@@ -410,7 +410,7 @@ def test_probe_knows_gpfs_and_looks_for_its_commands_outside_path():
 
     node = Recorder()
     assert tool_versions(node, [MMLSCLUSTER]) == {"mmlscluster": "5.1.9-0"}
-    assert node.commands[0].startswith(f'PATH="$PATH:{MMFS_BIN}"; ')
+    assert node.commands[0].startswith(f'PATH="$PATH:{MMFS_BIN}:/usr/local/sbin:/usr/sbin:/sbin"; ')
 
 
 # -- mmchconfig ---------------------------------------------------------------------------------

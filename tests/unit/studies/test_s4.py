@@ -54,3 +54,18 @@ def test_every_factor_is_shuffled_per_repetition_from_the_seed():
     assert [p.streams for p in first] != sorted(p.streams for p in first)  # not ascending
     again = MeasuringOrder(7)
     assert plan(again, (1, 2, 10), (0.0, 0.01)) == first  # reproducible from the seed
+
+
+def test_s4_as_found_names_registered_claims_and_known_changes():
+    """A run as found marks the claims S4.as_found names: an id that is not a claim, or a
+    kind of change no operation makes, would leave a claim judged that rests on nothing."""
+    from harness.privileges import OPERATIONS
+    from harness.studies import s4_analysis
+    from harness.studies.s4 import S4
+
+    ids = {claim.id for claim in s4_analysis.CLAIMS.values()}
+    assert set(S4.as_found) <= ids
+    assert {kind for kinds in S4.as_found.values() for kind in kinds} <= set(OPERATIONS)
+    # TCP without a limit rests on no change; every limited or MPTCP claim on one
+    assert "s4.tcp_peak@nolimit" not in S4.as_found
+    assert {i for i in ids if "cpu0.01" in i or "mptcp" in i} <= set(S4.as_found)
