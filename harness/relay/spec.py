@@ -17,6 +17,8 @@ from ..errors import SpecError
 _LABEL = re.compile(r"^(?!-)[A-Za-z0-9-]{1,63}(?<!-)$")
 
 MAX_PIPE_SIZE = 1 << 30
+#: srd's TCP_NOTSENT_LOWAT (its default too): see srd.c and benchmarks/relay_bench.py's notes
+NOTSENT_LOWAT = 128 << 10
 
 
 @dataclass(frozen=True)
@@ -109,7 +111,10 @@ class RelaySpec:
     ``pipe_size`` bounds the bytes in flight inside the relay per direction and
     stream (the kernel rounds it to a power-of-two number of pages and caps it at
     fs.pipe-max-size for unprivileged users). ``drain`` is how long open streams
-    may go on after SIGTERM before they are cut.
+    may go on after SIGTERM before they are cut. ``notsent_lowat`` caps the bytes
+    waiting unsent in each of the relay's sockets (TCP_NOTSENT_LOWAT; 0 leaves the
+    kernel's): with srd's whole pipe queued unsent, the relayed flows retransmitted
+    5-50x more (benchmarks/relay_bench.py's notes).
     """
 
     listen: HostPort
@@ -118,6 +123,7 @@ class RelaySpec:
     connect_timeout: float = 5.0
     max_streams: int = 1024
     drain: float = 0.0
+    notsent_lowat: int = NOTSENT_LOWAT
     log_path: str | None = None
 
     def __post_init__(self) -> None:
@@ -146,6 +152,7 @@ class RelaySpec:
         _check_number(self.connect_timeout, "connect_timeout", 0.001, 86400)
         _check_number(self.max_streams, "max_streams", 1, 1_000_000, integer=True)
         _check_number(self.drain, "drain", 0, 86400)
+        _check_number(self.notsent_lowat, "notsent_lowat", 0, MAX_PIPE_SIZE, integer=True)
         if self.log_path is not None and (not isinstance(self.log_path, str) or not self.log_path):
             raise SpecError(f"relay log_path must be a path, got {self.log_path!r}",
                             "leave it None to log to the process output")
@@ -160,6 +167,7 @@ class RelaySpec:
             "--connect-timeout", f"{self.connect_timeout:g}",
             "--max-streams", str(self.max_streams),
             "--drain", f"{self.drain:g}",
+            "--notsent-lowat", str(self.notsent_lowat),
         ]
         if self.log_path:
             args += ["--log", self.log_path]

@@ -686,13 +686,16 @@ def test_srd_leaves_buffers_to_autotuning_sets_nodelay_and_gets_its_pipe_size(la
     """Fixing a buffer size (SO_RCVBUF/SO_SNDBUF) turns TCP's autotuning off and caps the
     window: srd must not. Before data moves, each of its two stream sockets reads the sizes
     of this test's own client socket (established the same way, sizes left to the kernel;
-    a size set by setsockopt would read twice the value set), TCP_NODELAY is on, and each
-    pipe has the size asked for."""
+    a size set by setsockopt would read twice the value set), TCP_NODELAY is on, each
+    pipe has the size asked for, and TCP_NOTSENT_LOWAT is the value asked for (not the
+    default, so the option is seen to arrive): without it srd queued its whole pipe unsent
+    and the relayed flows retransmitted 5-50x more (benchmarks/relay_bench.py's notes)."""
     middle = lab.node("middle")
-    pipe = 256 << 10
+    pipe, lowat = 256 << 10, 96 << 10
     sport, rport = next_port(), next_port()
     with Server(lab, sport, lambda conn: conn.recv(1)) as server, \
-            running_relay(journal, middle, relay_spec(rport, sport, pipe_size=pipe)) as relay:
+            running_relay(journal, middle, relay_spec(rport, sport, pipe_size=pipe,
+                                                      notsent_lowat=lowat)) as relay:
         with connect(lab, rport) as client:
             rmem = client.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF)
             wmem = client.getsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF)
@@ -707,6 +710,7 @@ def test_srd_leaves_buffers_to_autotuning_sets_nodelay_and_gets_its_pipe_size(la
                     assert s.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF) == rmem
                     assert s.getsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF) == wmem
                     assert s.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) == 1
+                    assert s.getsockopt(socket.IPPROTO_TCP, socket.TCP_NOTSENT_LOWAT) == lowat
                 sizes = [fcntl_getpipe(fd) for fd in pipes]
                 assert len(sizes) == 4 and set(sizes) == {pipe}, sizes  # 2 pipes, 2 ends each
             finally:

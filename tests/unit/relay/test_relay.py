@@ -16,6 +16,7 @@ from harness.nodes.base import Node
 from harness.nodes.local import LocalNode
 from harness.relay import HostPort, RelaySpec, build, parse_events, parse_host_port, start_relay
 from harness.relay.events import error_lines, parse_line
+from harness.relay.spec import NOTSENT_LOWAT
 
 needs_cc = pytest.mark.skipif(
     not (shutil.which("gcc") or shutil.which("cc")), reason="no C compiler (apt-get install gcc)"
@@ -74,6 +75,7 @@ def spec(**kw) -> RelaySpec:
     ("connect_timeout", 0), ("connect_timeout", -1), ("connect_timeout", "5"),
     ("max_streams", 0), ("max_streams", 2_000_000),
     ("drain", -0.5), ("log_path", ""),
+    ("notsent_lowat", -1), ("notsent_lowat", 2**31), ("notsent_lowat", 131072.0),
 ])
 def test_spec_rejects_bad_options(field, value):
     with pytest.raises(SpecError, match=field):
@@ -87,12 +89,15 @@ def test_ports_are_checked_in_spec(port):
 
 
 def test_argv_is_what_the_daemon_parses():
-    s = spec(pipe_size=262144, connect_timeout=1.5, max_streams=64, drain=2, log_path="/x/y.log")
+    s = spec(pipe_size=262144, connect_timeout=1.5, max_streams=64, drain=2,
+             notsent_lowat=65536, log_path="/x/y.log")
     assert s.argv("/bin/srd") == [
         "/bin/srd", "--listen", "198.18.0.2:5201", "--target", "198.18.1.2:5202",
         "--pipe-size", "262144", "--connect-timeout", "1.5", "--max-streams", "64",
-        "--drain", "2", "--log", "/x/y.log",
+        "--drain", "2", "--notsent-lowat", "65536", "--log", "/x/y.log",
     ]
+    # the default is passed explicitly, so a run's command line records the value it used
+    assert spec().argv("srd")[-2:] == ["--notsent-lowat", str(NOTSENT_LOWAT)]
     v6 = RelaySpec.parse("[::]:5201", "[fd00::2]:5202")
     assert v6.argv("srd")[1:5] == ["--listen", "[::]:5201", "--target", "[fd00::2]:5202"]
 
@@ -210,6 +215,8 @@ def srd_binary(tmp_path_factory):
     (["--listen", "1.2.3.4:80", "--target", "1.2.3.5:80", "--pipe-size", "12"], "pipe-size"),
     (["--listen", "1.2.3.4:80", "--target", "1.2.3.5:80", "--connect-timeout", "0"],
      "connect-timeout"),
+    (["--listen", "1.2.3.4:80", "--target", "1.2.3.5:80", "--notsent-lowat", "-1"],
+     "notsent-lowat"),
     (["--listen", "1.2.3.4:80", "--target", "1.2.3.5:80", "--bogus"], "unknown option"),
     (["--listen", "1.2.3.4:80", "--target", "1.2.3.5:80", "extra"], "unexpected argument"),
 ])
@@ -226,6 +233,8 @@ def test_daemon_version_and_help(srd_binary):
     usage = subprocess.run([srd_binary, "--help"], check=False,
                            capture_output=True, text=True, timeout=10)
     assert usage.returncode == 0 and "--target HOST:PORT" in usage.stdout
+    # srd run by hand keeps the value the harness passes (and registers) by default
+    assert f"(default {NOTSENT_LOWAT};" in usage.stdout
 
 
 class RemoteLikeNode(LocalNode):
