@@ -74,16 +74,58 @@ from other engineers' VMs, so absolute rates are 3-10x below an idle machine's)
   the other CPU, two queues for one flow. GRO on the four veth ends (NAPI) did not
   remove it under this load (srd 1753 and 7972, socat 3791 and 19, forwarding's
   sender 1911 and 5603).
-- Result, data/benchmarks/relay.json (``--runs 5``, 622 s, load 12.3 -> 13.5; paired per
-  run, geometric means with 95 % t intervals): one srd 0.89x [0.64, 1.23] of forwarding,
-  two in a row 1.08x [0.85, 1.37] (both inconclusive against 0.9x: forwarding itself
-  read 2.1-3.5 Gbit/s); srd / socat 0.93-2.20x per run, srd2 / socat2 1.20-1.75x; the
-  sender's retransmits, median per test: srd 16, socat 415, srd2 13, socat2 629,
-  forward 4099 (reordering hits the forwarded flow too); the middle's own: srd 670,
-  socat 221, srd2 1722, socat2 74 (srd's faster outgoing sockets reorder more); added
-  half-RTT 4.8 us [2.6, 7.0] for one srd (met), 7.1 us [-0.6, 14.8] per relay for two
-  (a 14 us / 42 us bimodal median: where the scheduler puts the two relays under this
-  load; socat2 20-52 us); srd 0.26-0.32 CPU-s per GB relayed, socat 0.72-0.97.
+- The load-12 result archived before (5 runs: one srd 0.89x [0.64, 1.23] of forwarding,
+  inconclusive) was replaced by a run at load 2.2-5.3 (one srd 0.71x [0.66, 0.77], two
+  0.52x; the sender's retransmits, median per test, srd 92548 against socat 2743).
+
+Notes of 2026-11-27, srd 1.1 (experiments side by side in one lab, the paths shuffled per
+run, iperf3 5 s; "ratio" is throughput / forwarding's in the same run):
+- (a) TCP_NOTSENT_LOWAT on both of srd's sockets (``--notsent-lowat``): a splice into a
+  socket stops once that many bytes wait unsent and EPOLLOUT returns only below it, so
+  the queue follows the ACKs instead of holding the whole 1 MiB pipe. Kept, 128 KiB.
+  Load 1-3, 3 runs: sender retransmits srd (unset) 48903 / 76722 / 99706, 128 KiB
+  2919 / 2296 / 2758, 512 KiB 13775 / 5443 / 6742, 1 MiB 15577 / 13832 / 21219, socat
+  27837 / 17517 / 20211; the middle's own 22.6k-63.5k unset, 1.3k-2.0k at 128 KiB.
+  Ratios unset 0.65 / 0.53 / 0.68, 128 KiB 0.63 / 0.54 / 0.64, socat 0.69 / 0.50 / 0.66.
+  Load 2.6-5.5, 3 runs: unset 17898 / 124717 / 7910, 32 KiB 1834 / 6149 / 3048,
+  128 KiB 19838 / 6731 / 1837, 256 KiB 6093 / 5098 / 553, socat 18650 / 8043 / 13259;
+  two srds unset 9943 / 16858 / 22182, 32 KiB 1425 / 54 / 852, 128 KiB 1422 / 1411 / 1489,
+  two socats 15513 / 3245 / 9193. Load 5-7.4, 5 runs: 32 KiB 599 / 3713 / 70 / 479 / 450
+  (ratio 0.56-0.84), 128 KiB 104 / 164 / 2626 / 667 / 2109 (0.44-0.83), socat 1450-11407
+  (0.55-0.86); two srds at 128 KiB 797-2026 (0.38-0.48), two socats 2-5886 (0.38-0.68).
+  At 32 KiB the middle retransmitted nothing (0-19 segments in 13 tests) and 64 KiB,
+  256 KiB did as well as 128 KiB within the noise; 128 KiB is the default because it
+  measured the same and leaves the relay 4x longer to wake up before a socket runs dry
+  (32 KiB drains in 26 us at 10 Gbit/s). The relay's own CPU rose from 0.20-0.33 to
+  0.35-0.48 cores (more, smaller splices), which the host's total did not show.
+- (b) Splicing at most 64 KiB per call into the socket (instead of all the pipe holds):
+  dropped. The loop refilled the queue at once, so retransmits stayed as high
+  (13426 / 118867 / 75375 against srd's 48903 / 76722 / 99706) and ratios 0.66-0.72.
+  Cutting each splice to the room TCP_INFO reports is what TCP_NOTSENT_LOWAT does in the
+  kernel already (the splice returns short), without the extra getsockopt per splice.
+- (c) SO_RCVLOWAT on the source: dropped unmeasured for throughput, because it breaks a
+  relay: a socket with SO_RCVLOWAT 64 KiB holding 1 byte stays unreadable (poll answered
+  nothing for 1 s, until the peer's FIN), so a ping-pong through srd would stall.
+- (d) srd pinned to one CPU (taskset -c 0), with and without 128 KiB: no help. Pinned
+  alone retransmitted 22425 / 195355 / 136262 (ratios 0.61-0.76); pinned with 128 KiB
+  1905 / 10385 / 14204 (0.68-0.88) against 128 KiB unpinned 2294 / 9626 / 6006
+  (0.60-0.96): ACKs are processed in softirq on whichever CPU the receiver ran on.
+- Where the rest of the gap is: CPU. Every relayed test kept both CPUs >= 1.85 busy
+  (/proc/stat, all CPUs, during iperf3); forwarding did too under load, and at load 1-3 it
+  moved 13-14 Gbit/s with 1.3-1.5 busy, i.e. forwarding was not always CPU-bound when the
+  relays were. Host CPU per GB moved, load 2.6-5.5: forward 1.40-1.70 core-s, srd at
+  128 KiB 1.54-2.37, socat 2.20-2.27, two srds 3.03-3.56, two socats 2.73-3.26; srd itself
+  is 0.22-0.27 of its path's CPU, so on saturated CPUs a relay costing nothing would
+  reach its ratio / (1 - share), about 1.3x what srd reaches, and no relay can do better
+  than that on this machine. The
+  benchmark now reports this per run (``summary.cpu_analysis``: the throughput ratio over
+  the CPU-cost ratio, whether both paths saturated, the relay's share, the ratio a free
+  relay would reach), with the caveat that busy time includes other work on a shared
+  machine. On two cores shared by the iperf3 sender and receiver, the extra two TCP
+  terminations per relay (receive + ACK + send in softirq) are what the relay costs; the
+  relay's own ceiling shows on a machine with >= 4 cores where iperf3's sender and
+  receiver are pinned to cores the relay and its softirqs (RPS/IRQ affinity of the
+  middle's veths) do not use, so that neither path is CPU-bound.
 """
 
 from __future__ import annotations
@@ -170,6 +212,8 @@ class PathResult:
     relay_cpu_cores: float | None = None    # CPU of the relay's processes during iperf3
     relay_cpu_s_per_gb: float | None = None  # ... per GB relayed: less sensitive to contention
     middle_retransmits: int | None = None  # segments the middle's relays retransmitted
+    host_busy_cores: float | None = None    # all CPUs busy (/proc/stat) during iperf3, in cores
+    host_cpu_s_per_gb: float | None = None  # ... per GB moved: what the whole path costs the host
     pingpong: dict | None = None
     nptcp_half_rtt_us: float | None = None
     errors: list[str] = field(default_factory=list)
@@ -181,6 +225,21 @@ def wait_listening(node, port: int, timeout: float = 10.0) -> None:
     if facts.wait_listening(node, port, timeout):
         return
     raise RuntimeError(f"nothing listens on port {port} in {node.name} after {timeout:g}s")
+
+
+def host_cpu_times() -> tuple[float, float]:
+    """(busy, all) CPU seconds of every CPU since boot, from /proc/stat's first line.
+
+    Busy is everything but idle, iowait and steal: the kernel's TCP work in softirq
+    counts (it is most of what a path costs here), time the hypervisor took does not.
+    """
+    with open("/proc/stat") as fh:
+        fields = [int(v) for v in fh.readline().split()[1:]]
+    # user nice system idle iowait irq softirq steal guest guest_nice (guest is in user)
+    idle, iowait, steal = fields[3], fields[4], fields[7] if len(fields) > 7 else 0
+    total = sum(fields[:8])
+    tick = os.sysconf("SC_CLK_TCK")
+    return (total - idle - iowait - steal) / tick, total / tick
 
 
 def group_cpu_seconds(pgid: int) -> float:
@@ -254,10 +313,12 @@ class Bench:
             cpu_now = lambda: sum(map(group_cpu_seconds, self.relay_groups))  # noqa: E731
             cpu0 = cpu_now() if self.relay_groups else None
             retr0 = self.middle_retransmits()
+            host0 = host_cpu_times()
             t0 = time.monotonic()
             out = self.line.node("client").run(
                 ["iperf3", "-c", host, "-p", str(port), "-t", str(self.args.duration), "-O", "1",
                  "-J"], timeout=self.args.duration + 60, check=False)
+            host1 = host_cpu_times()
             cpu = cpu_now() - cpu0 if cpu0 is not None else None
             elapsed = time.monotonic() - t0
             result.middle_retransmits = self.middle_retransmits() - retr0
@@ -266,10 +327,13 @@ class Bench:
             result.errors.append(f"iperf3: {data.get('error') or out.stderr.strip()}")
             return
         result.throughput_gbps = data["end"]["sum_received"]["bits_per_second"] / 1e9
+        # All intervals, also the omitted first second (-O 1): the CPU was spent on those too.
+        gbytes = sum(iv["sum"]["bytes"] for iv in data.get("intervals", [])) / 1e9
+        busy = host1[0] - host0[0]
+        result.host_busy_cores = round(busy / elapsed, 3)
+        result.host_cpu_s_per_gb = round(busy / gbytes, 4) if gbytes else None
         if cpu is not None:
             result.relay_cpu_cores = round(cpu / elapsed, 3)
-            # All intervals, also the omitted first second (-O 1): the CPU was spent on those too.
-            gbytes = sum(iv["sum"]["bytes"] for iv in data.get("intervals", [])) / 1e9
             result.relay_cpu_s_per_gb = round(cpu / gbytes, 4) if gbytes else None
         result.retransmits = data["end"]["sum_sent"].get("retransmits")
 
@@ -331,6 +395,8 @@ def summarize(results: list[PathResult]) -> dict:
             "relay_cpu_s_per_gb": spread([r.relay_cpu_s_per_gb for r in rs], best=min),
             "retransmits": spread([r.retransmits for r in rs], best=min),
             "middle_retransmits": spread([r.middle_retransmits for r in rs], best=min),
+            "host_busy_cores": spread([r.host_busy_cores for r in rs], best=min),
+            "host_cpu_s_per_gb": spread([r.host_cpu_s_per_gb for r in rs], best=min),
         }
     runs = sorted({r.run for r in results})
 
@@ -355,11 +421,74 @@ def summarize(results: list[PathResult]) -> dict:
         per_run(lambda r: tput(r, "srd") / tput(r, "socat")))
     summary["ratios"]["srd2_vs_socat2_throughput"] = spread(
         per_run(lambda r: tput(r, "srd2") / tput(r, "socat2")))
+    cost = lambda row, p: row[p].host_cpu_s_per_gb  # noqa: E731
+    for p in PATHS[1:]:
+        summary["ratios"][f"{p}_vs_forward_cpu_cost"] = spread(
+            per_run(lambda r, p=p: cost(r, "forward") / cost(r, p)))
+    summary["cpu_analysis"] = cpu_analysis(results, runs)
     for p in PATHS[1:]:
         hops = 2 if p.endswith("2") else 1
         summary["ratios"][f"{p}_added_half_rtt_us_per_relay"] = spread(
             per_run(lambda r, p=p, hops=hops: (lat(r, p) - lat(r, "forward")) / hops), best=min)
     return summary
+
+
+#: a path "saturates" the machine when all CPUs together were at least this busy during iperf3
+SATURATED = 0.9
+
+
+def cpu_analysis(results: list[PathResult], runs: list[int]) -> dict:
+    """Is the gap to kernel forwarding the relay's extra kernel TCP work? Per run and path.
+
+    A relayed byte crosses two more TCP terminations than a forwarded one (four more for
+    two relays), all on the machine's CPUs that also run iperf3's sender and receiver. If
+    both paths keep every CPU busy, the throughput each reaches is (CPUs / CPU-s per GB),
+    so the throughput ratio equals the ratio of the host's CPU cost per GB
+    (``cpu_cost_ratio`` = forward's CPU-s/GB over the relay's), and ``explained`` -- the
+    throughput ratio over that -- is near 1. The relay process's own share of that cost
+    (``relay_share``) says how much of it a faster relay could save at most, and
+    ``free_relay_ratio`` the throughput ratio a relay costing no CPU would reach. Busy time is
+    all CPUs' (/proc/stat), so other work on a shared machine counts too: quote the load.
+    """
+    cpus = os.cpu_count() or 1
+    per_run: list[dict] = []
+    for run in runs:
+        row = {r.path: r for r in results if r.run == run}
+        fw = row.get("forward")
+        if not fw or not fw.throughput_gbps or not fw.host_cpu_s_per_gb:
+            continue
+        for p in PATHS[1:]:
+            r = row.get(p)
+            if not r or not r.throughput_gbps or not r.host_cpu_s_per_gb:
+                continue
+            tput_ratio = r.throughput_gbps / fw.throughput_gbps
+            cost_ratio = fw.host_cpu_s_per_gb / r.host_cpu_s_per_gb
+            per_run.append({
+                "run": run, "path": p, "throughput_ratio": round(tput_ratio, 3),
+                "cpu_cost_ratio": round(cost_ratio, 3),
+                "explained": round(tput_ratio / cost_ratio, 3),
+                "forward_busy_cores": fw.host_busy_cores, "path_busy_cores": r.host_busy_cores,
+                "both_saturated": bool(fw.host_busy_cores >= SATURATED * cpus
+                                       and r.host_busy_cores >= SATURATED * cpus),
+                "relay_share": (round(r.relay_cpu_s_per_gb / r.host_cpu_s_per_gb, 3)
+                                if r.relay_cpu_s_per_gb else None),
+                # the throughput ratio a relay process costing no CPU at all would reach
+                "free_relay_ratio": (round(fw.host_cpu_s_per_gb
+                                           / (r.host_cpu_s_per_gb - r.relay_cpu_s_per_gb), 3)
+                                     if r.relay_cpu_s_per_gb else None)})
+    by_path = {}
+    for p in PATHS[1:]:
+        rows = [x for x in per_run if x["path"] == p]
+        sat = [x for x in rows if x["both_saturated"]]
+        by_path[p] = {
+            "cpu_cost_ratio": spread([x["cpu_cost_ratio"] for x in rows]),
+            "explained": spread([x["explained"] for x in rows]),
+            "explained_when_both_saturated": spread([x["explained"] for x in sat]),
+            "relay_share": spread([x["relay_share"] for x in rows]),
+            "free_relay_ratio": spread([x["free_relay_ratio"] for x in rows]),
+            "runs_both_saturated": len(sat), "runs": len(rows)}
+    return {"cpus": cpus, "saturated_at_cores": SATURATED * cpus, "per_run": per_run,
+            "by_path": by_path}
 
 
 def judged_targets(report: dict) -> list[dict]:
@@ -388,6 +517,14 @@ def print_table(summary: dict) -> None:
     for p in PATHS[1:]:
         print(f"{p} CPU per GB relayed: {fmt(summary[p]['relay_cpu_s_per_gb'], 'core-s/GB', 3)}"
               f"   CPU while relaying: {fmt(summary[p]['relay_cpu_cores'], 'cores', 2)}")
+    for p in PATHS:
+        print(f"{p} host CPU (all CPUs, /proc/stat): {fmt(summary[p]['host_busy_cores'], 'cores', 2)}"
+              f"   per GB moved: {fmt(summary[p]['host_cpu_s_per_gb'], 'core-s/GB', 2)}")
+    for p, a in summary["cpu_analysis"]["by_path"].items():
+        print(f"{p}: throughput ratio / CPU-cost ratio {fmt(a['explained'], 'x', 2)};"
+              f" both paths saturated in {a['runs_both_saturated']} of {a['runs']} runs;"
+              f" the relay process's share of the path's CPU {fmt(a['relay_share'], '', 2)};"
+              f" a relay costing no CPU would reach {fmt(a['free_relay_ratio'], 'x', 2)}")
     for key, value in summary["ratios"].items():
         unit = "us" if key.endswith("_us_per_relay") else "x"
         print(f"{key + ' (per run):':<48} {fmt(value, unit, 1 if unit == 'us' else 2)}")
@@ -421,6 +558,7 @@ def benchmark(args) -> dict:
     from harness.relay.line import line_topology
 
     from harness.relay import targets
+    from harness.relay.spec import NOTSENT_LOWAT
 
     preflight()
     registered = targets.registration()  # fixed before any measurement
@@ -481,7 +619,7 @@ def benchmark(args) -> dict:
                     "loadavg_at_end": os.getloadavg()},
         "config": {"runs": args.runs, "iperf_seconds": args.duration, "pingpong_iters": args.iters,
                    "seed": seed, "order": "the paths shuffled per run from the seed",
-                   "srd_binary": binary,
+                   "srd_binary": binary, "srd_notsent_lowat": NOTSENT_LOWAT,
                    "socat": "socat -b 262144 TCP-LISTEN:P,fork,reuseaddr,nodelay TCP:S,nodelay",
                    "lab": "3 netns line, veth unshaped, 198.18.0.0/15; srd2/socat2: two relays "
                           "in the middle namespace, joined over its loopback"},
