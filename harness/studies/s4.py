@@ -26,7 +26,7 @@ import pandas as pd
 
 from ..config import cgroup, mptcp
 from ..config.congestion import DefaultCongestion
-from ..errors import SpecError
+from ..errors import CapabilityMissing, SpecError
 from ..privileges import OPERATIONS
 from ..session import Session
 from ..tools.gridftp import GLOBUS_URL_COPY, GRIDFTP_SERVER
@@ -152,6 +152,24 @@ def configure_mptcp(session: Session, bed) -> None:
                                       bed.device("client", "eth1"), ("subflow",)))
 
 
+ALLOWED_CONGESTION = "/proc/sys/net/ipv4/tcp_allowed_congestion_control"
+
+
+def require_congestion_allowed(node) -> None:
+    """Before measuring as found: iperf3 asks for CUBIC on every sender socket, which a login
+    without CAP_NET_ADMIN may do only if the kernel's allowed list names it (this host's
+    kernel defaults to bbr and allows "reno bbr"); otherwise every point would fail with
+    iperf3's EPERM. Say so once, before the first point."""
+    allowed = node.read_text(ALLOWED_CONGESTION).split()
+    if CONGESTION not in allowed:
+        raise CapabilityMissing(
+            f"{node.name} lets ordinary logins use only the congestion control "
+            f"{' '.join(allowed) or '(none)'}, and S4 measures with {CONGESTION} (the paper's)",
+            f"ask its administrator to add {CONGESTION} to net.ipv4.tcp_allowed_congestion_"
+            f"control, or reach it as root or with sudo: true in the inventory; nothing was "
+            f"changed")
+
+
 class S4(Study):
     name = STUDY
     title = "MPTCP versus TCP for Globus/GridFTP-style parallel transfers"
@@ -182,6 +200,8 @@ class S4(Study):
         "limited" by a cgroup that does not exist would be an unlimited point mislabelled,
         so such limits are left out of the sweep and run.json says which and why."""
         configure_mptcp(session, bed)
+        if session.as_found is not None:
+            require_congestion_allowed(bed.node("client"))
         cgroups: dict[float, str | None] = {}
         not_made: dict[str, str] = {}
         for cpus in params.sender_cpus:

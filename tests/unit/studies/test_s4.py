@@ -69,3 +69,23 @@ def test_s4_as_found_names_registered_claims_and_known_changes():
     # TCP without a limit rests on no change; every limited or MPTCP claim on one
     assert "s4.tcp_peak@nolimit" not in S4.as_found
     assert {i for i in ids if "cpu0.01" in i or "mptcp" in i} <= set(S4.as_found)
+
+
+def test_as_found_s4_stops_before_measuring_when_cubic_is_not_allowed_to_users():
+    from harness.errors import CapabilityMissing
+    from harness.studies.s4 import ALLOWED_CONGESTION, require_congestion_allowed
+
+    class Node:
+        name = "client"
+
+        def __init__(self, allowed):
+            self.allowed = allowed
+
+        def read_text(self, path):
+            assert path == ALLOWED_CONGESTION
+            return self.allowed + "\n"
+
+    require_congestion_allowed(Node("reno cubic bbr"))
+    with pytest.raises(CapabilityMissing) as err:
+        require_congestion_allowed(Node("reno bbr"))  # this host's kernel default
+    assert "reno bbr" in str(err.value) and "cubic" in err.value.hint
