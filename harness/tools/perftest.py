@@ -70,8 +70,15 @@ DEFAULT_PORT = 18515
 # results header ("#bytes ...": set-up is over, the measured exchange starts) and again at
 # its first result row (the exchange is over), and prints "@phase CPU0 T0 CPU1 T1"; then,
 # after the tool exits, the CPU the whole process used, as ticks: "@cpu USER SYSTEM HZ".
+# The reading shell pins itself to one CPU first (taskset, its first allowed CPU): the
+# scheduler's clock is per CPU, and CPUs' clocks need not agree -- on this project's host
+# CPU 1's read 404 ms behind CPU 0's (2026-11-27), so a reader that moved between its two
+# readings measured a 0.4 s exchange as 0.81 s, or as negative. Without taskset it reads
+# unpinned (and such a machine's shares may be off by that skew).
 _CPU_WRAPPER = (
-    '{ stdbuf -oL "$@" & echo "@pid $!"; wait $!; echo "@exit $?"; } | { p=; s=1; a=; b=; '
+    '{ stdbuf -oL "$@" & echo "@pid $!"; wait $!; echo "@exit $?"; } | { '
+    'k=$(sed -n "s/^Cpus_allowed_list:[[:space:]]*\\([0-9]*\\).*/\\1/p" /proc/self/status); '
+    'taskset -pc "$k" "$(sh -c \'echo $PPID\')" >/dev/null 2>&1; p=; s=1; a=; b=; '
     'while IFS= read -r l; do case $l in "@pid "*) p=${l#@pid };; "@exit "*) s=${l#@exit };; '
     '*) printf "%s\\n" "$l"; w=${l#"${l%%[! ]*}"}; '
     'if [ -z "$a" ]; then case $w in "#bytes"*) read -r c _ 2>/dev/null < /proc/$p/schedstat && '
