@@ -35,7 +35,7 @@ def test_s1_small_run_in_two_vms(tmp_path):
     out = harness("run", "-q", str(NOTEBOOK), "-p", "sizes", "4,64,1024,16384",
                   "-p", "repetitions", "2", "-p", "iterations", "50", "-p", "bw_iterations",
                   "50", "-p", "tcp_budget_s", "0.03", "-p", "seed", "7", "-p", "rdma_write",
-                  "true", data=tmp_path)
+                  "true", "-p", "wire_mbit", "30", data=tmp_path)
     assert out.returncode == 0, out.stderr[-3000:]
     (run_dir,) = list((tmp_path / "runs" / "s1").iterdir())
     meta = json.loads((run_dir / "run.json").read_text())
@@ -50,6 +50,12 @@ def test_s1_small_run_in_two_vms(tmp_path):
     assert list(journalled.values()).count("root-nic") == 2  # each wire end renamed in place
     assert set(journalled) <= undone, "every change of the run was undone"
     assert meta["s1"]["rdma"]["active_mtu"] == 1024 and meta["s1"]["rdma"]["gid_index"] is not None
+    # the wire shaped (wire_mbit 30: below the VMs' wire ceiling, so not scaled), at both ends,
+    # its qdiscs journalled (and undone, above), and the claims read that wire
+    plans = meta["testbed"]["egress_plans"]
+    assert plans["a:wire"]["rate_bit"] == plans["b:wire"]["rate_bit"] == 30_000_000
+    assert meta["placement"]["scaling"]["factor"] == 1.0
+    assert "qdisc" in set(journalled.values())
     frame = pd.read_parquet(run_dir / "results.parquet")
     assert set(frame.method) == {"verbs-send", "verbs-write", "verbs-send-events",
                                  "verbs-send-bw", "verbs-write-bw", "tcp-nodelay", "tcp-nagle",
@@ -67,6 +73,8 @@ def test_s1_small_run_in_two_vms(tmp_path):
     assert "Soft-RoCE (rxe0)" in table1.columns and "TCP" in table1.columns
     claims = pd.read_parquet(run_dir / "claims.parquet")
     assert len(claims) == 9 and "not testable here" in set(claims.outcome)
+    large = claims.set_index("claim_id").loc["s1.verbs_bw_large"]
+    assert "shaped to 30 Mbit/s" in large.note, large.note
     assert (run_dir / "raw" / "ibv_devinfo-a.txt").exists()
     assert (run_dir / "report.html").stat().st_size > 10_000
     assert [e for e in Journal(run_dir / "journal.jsonl").entries()
