@@ -394,7 +394,7 @@ CHANGES: tuple[DesignChange, ...] = (
             "claim was judged outside that regime (a referee's point, issue 24). That run, "
             "unshaped: ib_send_bw 48 Mbit/s against qperf tcp_bw 187 at 64 KiB (medians) -- a "
             "CPU contest under TCG. The 90 % is read from the words 'run into the wire', not "
-            "from any data: no run with a shaped wire existed",
+            "from any data: it was fixed before the first run with a shaped wire",
         claims=("s1.verbs_bw_large", "s1.verbs_bw_better_small", "s1.tcp_nagle_irregular",
                 "s1.latency_tcp_over_verbs_4b", "s1.verbs_below_tcp_every_size",
                 "s1.polling_lowers_latency", "s1.polling_costs_cpu")),
