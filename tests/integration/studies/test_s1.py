@@ -52,11 +52,14 @@ def test_s1_small_run_in_two_vms(tmp_path):
     assert list(journalled.values()).count("root-nic") == 2  # each wire end renamed in place
     assert set(journalled) <= undone, "every change of the run was undone"
     assert meta["s1"]["rdma"]["active_mtu"] == 1024 and meta["s1"]["rdma"]["gid_index"] is not None
-    # the wire shaped (wire_mbit 30: below the VMs' wire ceiling, so not scaled), at both ends,
-    # its qdiscs journalled (and undone, above), and the claims read that wire
+    # the wire shaped at both ends (wire_mbit 30, scaled when the VMs' wire carries less: to
+    # 11.1 Mbit/s at load 5-7, 2026-11-27), its qdiscs journalled (and undone, above), and the
+    # claims read the wire the lab built
     plans = meta["testbed"]["egress_plans"]
-    assert plans["a:wire"]["rate_bit"] == plans["b:wire"]["rate_bit"] == 30_000_000
-    assert meta["placement"]["scaling"]["factor"] == 1.0
+    factor = meta["placement"]["scaling"]["factor"]
+    assert 0 < factor <= 1
+    assert plans["a:wire"]["rate_bit"] == plans["b:wire"]["rate_bit"] \
+        == pytest.approx(30e6 * factor)
     assert "qdisc" in set(journalled.values())
     frame = pd.read_parquet(run_dir / "results.parquet")
     assert set(frame.method) == {"verbs-send", "verbs-write", "verbs-send-events",
@@ -79,7 +82,7 @@ def test_s1_small_run_in_two_vms(tmp_path):
     claims = pd.read_parquet(run_dir / "claims.parquet")
     assert len(claims) == 9 and "not testable here" in set(claims.outcome)
     large = claims.set_index("claim_id").loc["s1.verbs_bw_large"]
-    assert "shaped to 30 Mbit/s" in large.note, large.note
+    assert f"shaped to {30 * factor:.4g} Mbit/s" in large.note, large.note
     assert (run_dir / "raw" / "ibv_devinfo-a.txt").exists()
     assert (run_dir / "report.html").stat().st_size > 10_000
     assert [e for e in Journal(run_dir / "journal.jsonl").entries()
