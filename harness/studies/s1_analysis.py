@@ -164,6 +164,8 @@ class Wire:
     mtu: int
     active_mtu: int
     asked_mbit: float = 0.0
+    burst_bytes: int = 0  # the shaper's bucket (htb burst), the larger of the two ends'
+    qperf_seconds: float = 0.0  # how long each qperf tcp_bw point lasts
 
     @property
     def shaped(self) -> bool:
@@ -192,8 +194,10 @@ def wire_of(meta: dict | None) -> Wire:
     factor = (((meta.get("placement") or {}).get("scaling") or {}).get("factor")) or 1.0
     mtu = int(params.get("mtu") or 1500)
     active = ((meta.get("s1") or {}).get("rdma") or {}).get("active_mtu")
+    plans = ((meta.get("testbed") or {}).get("egress_plans") or {}).values()
+    burst = max([int(p.get("burst_bytes") or 0) for p in plans] or [0])
     return Wire(asked * float(factor), mtu, int(active) if active else roce_active_mtu(mtu),
-                asked)
+                asked, burst, float(params.get("qperf_seconds") or 0.0))
 
 
 def wire_bound_shortfalls(frame: pd.DataFrame, wire: Wire, sizes: list[int],
@@ -373,7 +377,8 @@ def _bandwidth_invalid(frame: pd.DataFrame, methods: tuple[str, ...], sizes: lis
                        wire: Wire) -> list:
     """Failed points (0 Mbit/s or none) and, on a shaped wire, points faster than it."""
     return (failed_bandwidth(frame, methods, sizes)
-            + faster_than_wire(frame, methods, sizes, wire.mbit, wire.mtu, wire.active_mtu))
+            + faster_than_wire(frame, methods, sizes, wire.mbit, wire.mtu, wire.active_mtu,
+                               wire.burst_bytes, wire.qperf_seconds))
 
 
 def _min_rows(ratio: pd.DataFrame) -> pd.DataFrame:

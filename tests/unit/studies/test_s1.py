@@ -324,6 +324,38 @@ def test_a_point_faster_than_the_wire_is_invalid_with_each_stacks_own_framing():
     assert outcomes(frame, None)["s1.verbs_bw_better_small"] != INVALID
 
 
+def test_the_shapers_bucket_allows_a_short_point_its_burst_and_no_more():
+    """htb lets its burst through at line speed: a point lasting T carries at most
+    rate x T + burst. A 0.03 s streaming point on an 11.1 Mbit/s wire read 16.3 Mbit/s
+    (2026-11-27): possible with a 32 KiB bucket (up to 8.7 Mbit/s more), not without."""
+    meta = {"parameters": {"wire_mbit": 11.1, "mtu": 1500, "qperf_seconds": 1},
+            "testbed": {"egress_plans": {"a:wire": {"burst_bytes": 32768},
+                                         "b:wire": {"burst_bytes": 32768}}}}
+    wire = s1_analysis.wire_of(meta)
+    assert wire.burst_bytes == 32768 and wire.qperf_seconds == 1.0
+    rows = pd.DataFrame([
+        # 16.3 Mbit/s for 0.03 s: 61 KB, of which the bucket may carry 32 KiB: possible
+        {"repetition": 1, "method": "tcp-nodelay", "family": "tcp", "size": 1024,
+         "bw_mbit": 16.3, "stream_messages": round(16.3e6 * 0.03 / 8 / 1024)},
+        # the same rate held for 1 s: the bucket adds 0.26 Mbit/s, not 5.7
+        {"repetition": 2, "method": "tcp-qperf", "family": "tcp", "size": 1024,
+         "bw_mbit": 16.3, "stream_messages": None},
+        # 300 verbs messages of 64 KiB at 14 Mbit/s: 11 s, 0.02 Mbit/s allowed
+        {"repetition": 3, "method": "verbs-send-bw", "family": "verbs", "size": 65536,
+         "bw_mbit": 14.0, "iterations": 300},
+    ])
+    bad = s1_validity.faster_than_wire(rows, ("tcp-nodelay", "tcp-qperf", "verbs-send-bw"),
+                                       [1024, 65536], wire.mbit, wire.mtu, wire.active_mtu,
+                                       wire.burst_bytes, wire.qperf_seconds)
+    assert [b.point for b in bad] == ["repetition 2, tcp-qperf at 1024 B",
+                                      "repetition 3, verbs-send-bw at 65536 B"]
+    assert "32768 B bucket over the point's 1 s" in bad[0].text()
+    assert s1_validity.bucket_allowance_mbit(32768, 0.03) == pytest.approx(8.74, abs=0.01)
+    # no bucket recorded: no allowance, the short point is faster than the wire
+    assert len(s1_validity.faster_than_wire(rows, ("tcp-nodelay",), [1024], wire.mbit,
+                                            wire.mtu, wire.active_mtu)) == 1
+
+
 def test_the_wire_is_read_from_the_run_with_its_scaling():
     meta = {"parameters": {"wire_mbit": 100.0, "mtu": 9000},
             "placement": {"scaling": {"factor": 0.5}}}
