@@ -16,6 +16,7 @@ over one and the same emulated NIC and wire.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -33,8 +34,15 @@ from .s1_claims import (  # noqa: F401  (CLAIMS, DESIGN, CHANGES: read from here
     LARGE_MIN,
     PAPER,
     SMALL_MAX,
+    WIRE_BOUND_FRACTION,
 )
-from .s1_validity import failed_bandwidth, impossible_shares
+from .s1_validity import (
+    failed_bandwidth,
+    faster_than_wire,
+    impossible_shares,
+    payload_bound_mbit,
+    roce_active_mtu,
+)
 
 
 
@@ -142,6 +150,138 @@ def _phase_sums(frame: pd.DataFrame) -> pd.DataFrame:
     return sums
 
 
+# -- the wire ----------------------------------------------------------------------------------
+
+_STACK = {"verbs-send-bw": "verbs (ib_send_bw)", "tcp-qperf": "TCP (qperf tcp_bw)"}
+
+
+@dataclass(frozen=True)
+class Wire:
+    """The wire a run measured over: the rate its lab built (``wire_mbit`` times the scaling
+    to the VMs' ceiling; 0 unshaped), the netdev MTU and RoCE's path MTU over it."""
+
+    mbit: float
+    mtu: int
+    active_mtu: int
+    asked_mbit: float = 0.0
+    burst_bytes: int = 0  # the shaper's bucket (htb burst), the larger of the two ends'
+    qperf_seconds: float = 0.0  # how long each qperf tcp_bw point lasts
+
+    @property
+    def shaped(self) -> bool:
+        return self.mbit > 0
+
+    def bound(self, family: str) -> float:
+        """The payload the wire carries for a stack (Mbit/s): RoCE's or TCP's framing."""
+        return payload_bound_mbit(family, self.mbit, self.mtu, self.active_mtu)
+
+    def text(self) -> str:
+        if not self.shaped:
+            return "the wire unshaped"
+        scaled = (f" (wire_mbit {self.asked_mbit:g}, scaled to the VMs' wire)"
+                  if self.asked_mbit and abs(self.asked_mbit - self.mbit) > 1e-9 else "")
+        return (f"the wire shaped to {self.mbit:.4g} Mbit/s{scaled}: it carries "
+                f"{self.bound('tcp'):.4g} Mbit/s of TCP payload and {self.bound('verbs'):.4g} "
+                f"of RoCE's (path MTU {self.active_mtu} B)")
+
+
+def wire_of(meta: dict | None) -> Wire:
+    """The run's wire from run.json: its parameters, the placement's scaling factor and the
+    RoCE port's active MTU (:meth:`S1.measure` records it)."""
+    meta = meta or {}
+    params = meta.get("parameters") or {}
+    asked = float(params.get("wire_mbit") or 0.0)
+    factor = (((meta.get("placement") or {}).get("scaling") or {}).get("factor")) or 1.0
+    mtu = int(params.get("mtu") or 1500)
+    active = ((meta.get("s1") or {}).get("rdma") or {}).get("active_mtu")
+    plans = ((meta.get("testbed") or {}).get("egress_plans") or {}).values()
+    burst = max([int(p.get("burst_bytes") or 0) for p in plans] or [0])
+    return Wire(asked * float(factor), mtu, int(active) if active else roce_active_mtu(mtu),
+                asked, burst, float(params.get("qperf_seconds") or 0.0))
+
+
+def wire_bound_shortfalls(frame: pd.DataFrame, wire: Wire, sizes: list[int],
+                          methods: tuple[str, ...] = ("verbs-send-bw", "tcp-qperf")
+                          ) -> tuple[list[str], list[str]]:
+    """Each stack's median goodput (over the repetitions) at each of ``sizes`` as text, and
+    those below :data:`WIRE_BOUND_FRACTION` of its payload bound over ``wire`` (all of them
+    when the wire is unshaped: there is no bound to reach)."""
+    rates, short = [], []
+    for method in methods:
+        sub = frame[(frame.method == method) & frame["size"].isin(sizes)]
+        for size, group in sub.groupby("size"):
+            median = float(group.bw_mbit.median())
+            family = group.family.iloc[0]
+            text = f"{_STACK.get(method, method)} {median:.3g} Mbit/s at {int(size)} B"
+            if wire.shaped:
+                share = median / wire.bound(family)
+                text += f" ({share:.0%} of its bound)"
+            if not wire.shaped or not share >= WIRE_BOUND_FRACTION:
+                short.append(text)
+            rates.append(text)
+    return rates, short
+
+
+@dataclass(frozen=True)
+class _BandwidthRatio:
+    """ib_send_bw over qperf tcp_bw at some sizes: the ratio per repetition and size, its
+    estimate, the verdict's note and the invalid points it rests on (failed, or faster than
+    a shaped wire)."""
+
+    ratio: pd.DataFrame
+    estimate: object
+    note: str
+    invalid: list
+    wire: Wire
+
+    @classmethod
+    def of(cls, frame: pd.DataFrame, bw: pd.DataFrame, picked: list[int], wire: Wire,
+           tcg: str) -> _BandwidthRatio:
+        ratio = _ratio(bw, "verbs-send-bw", "tcp-qperf", picked)
+        if ratio.empty or ratio.columns.empty:
+            return cls(pd.DataFrame(), None, "", [], wire)
+        python = _ratio(bw, "verbs-send-bw", "tcp-nodelay", picked)
+        note = (f"ib_send_bw against qperf tcp_bw, sizes {int(min(ratio.columns))}.."
+                f"{int(max(ratio.columns))} B; {wire.text()}"
+                + _cross_check(_geomean_rows(python).to_frame(0) if not python.empty
+                               else python) + tcg)
+        return cls(ratio, mean_estimate(_geomean_rows(ratio), "x", log=True), note,
+                   _bandwidth_invalid(frame, ("verbs-send-bw", "tcp-qperf"), picked, wire),
+                   wire)
+
+    @property
+    def missing(self) -> bool:
+        return self.ratio.empty
+
+    def judged(self, claim, note: str = ""):
+        if self.missing:
+            return not_testable(claim, "no size in this range has both verbs and qperf TCP "
+                                       "bandwidth")
+        return judge(claim, self.estimate, self.note + note, invalid=self.invalid)
+
+
+def _bw_large(part: _BandwidthRatio, frame: pd.DataFrame):
+    """bw_large: invalid points first (they never decide; a point faster than the wire
+    would also fake the regime), then the regime (both stacks wire-bound), then the ratio."""
+    claim = CLAIMS["bw_large"]
+    if part.missing or part.invalid:
+        return part.judged(claim)
+    wire = part.wire
+    rates, short = wire_bound_shortfalls(frame, wire, list(part.ratio.columns))
+    if not wire.shaped:
+        return not_testable(claim, "the paper's regime is both stacks running into the wire; "
+                            "here the wire is unshaped, so there is no wire to be bound by and "
+                            "the ratio compares the machines' CPUs (medians over the "
+                            "repetitions: " + "; ".join(rates) + "; set wire_mbit to shape it)",
+                            part.note)
+    if short:
+        return not_testable(claim, f"not both stacks wire-bound: below "
+                            f"{WIRE_BOUND_FRACTION:.0%} of their payload bound on "
+                            f"{wire.text()}: " + "; ".join(short) + " (medians over the "
+                            "repetitions)", part.note)
+    return part.judged(claim, "; both stacks wire-bound: " + "; ".join(rates))
+
+
 # -- claims -------------------------------------------------------------------------------------
 
 def claims(frame: pd.DataFrame, meta: dict | None = None) -> pd.DataFrame:
@@ -151,6 +291,7 @@ def claims(frame: pd.DataFrame, meta: dict | None = None) -> pd.DataFrame:
     bw = per_repetition(frame, "bw_mbit")
     sizes = sorted(frame["size"].unique()) if "size" in frame else []
     tcg = _tcg_note(meta)
+    wire = wire_of(meta)
     verdicts = []
 
     ratio = _ratio(mean_lat, "tcp-qperf", "verbs-send", [4])
@@ -162,6 +303,8 @@ def claims(frame: pd.DataFrame, meta: dict | None = None) -> pd.DataFrame:
                               "paired per repetition; means of half round trips, qperf "
                               "tcp_lat against ib_send_lat (C against C)"
                               + _cross_check(_ratio(lat, "tcp-nodelay", "verbs-send", [4]))
+                              + _events_check(_ratio(mean_lat, "tcp-qperf",
+                                                     "verbs-send-events", [4]))
                               + tcg))
 
     ratio = _ratio(mean_lat, "tcp-qperf", "verbs-send", sizes)
@@ -176,7 +319,10 @@ def claims(frame: pd.DataFrame, meta: dict | None = None) -> pd.DataFrame:
                               f"{len(ratio.columns)} sizes; the smallest ratio is mostly at "
                               f"{int(at)} B; qperf tcp_lat against ib_send_lat, means"
                               + _cross_check(python.min(axis=1).to_frame(0)
-                                             if not python.empty else python) + tcg))
+                                             if not python.empty else python)
+                              + _events_check(_min_rows(_ratio(mean_lat, "tcp-qperf",
+                                                               "verbs-send-events", sizes)))
+                              + tcg))
 
     irr = irregularity_table(frame)
     wide = irr.pivot_table(index="repetition", columns="method", values="irregularity") \
@@ -190,25 +336,14 @@ def claims(frame: pd.DataFrame, meta: dict | None = None) -> pd.DataFrame:
                               f"irregularity (doublings): Nagle {wide['tcp-nagle'].mean():.2f}, "
                               f"TCP_NODELAY {wide['tcp-nodelay'].mean():.2f}; streaming, "
                               "one connection per run",
-                              invalid=failed_bandwidth(
+                              invalid=_bandwidth_invalid(
                                   frame, ("tcp-nagle", "tcp-nodelay"),
-                                  [s for s in sizes if s <= SMALL_MAX])))
+                                  [s for s in sizes if s <= SMALL_MAX], wire)))
 
-    for key, picked in (("bw_small", [s for s in sizes if s <= BW_SMALL_MAX]),
-                        ("bw_large", [s for s in sizes if s >= LARGE_MIN])):
-        ratio = _ratio(bw, "verbs-send-bw", "tcp-qperf", picked)
-        if ratio.empty or ratio.columns.empty:
-            verdicts.append(not_testable(CLAIMS[key], "no size in this range has both verbs and "
-                                         "qperf TCP bandwidth"))
-            continue
-        python = _ratio(bw, "verbs-send-bw", "tcp-nodelay", picked)
-        verdicts.append(judge(CLAIMS[key], mean_estimate(_geomean_rows(ratio), "x", log=True),
-                              f"ib_send_bw against qperf tcp_bw, sizes "
-                              f"{int(min(ratio.columns))}..{int(max(ratio.columns))} B"
-                              + _cross_check(_geomean_rows(python).to_frame(0)
-                                             if not python.empty else python) + tcg,
-                              invalid=failed_bandwidth(frame, ("verbs-send-bw", "tcp-qperf"),
-                                                       picked)))
+    verdicts.append(_BandwidthRatio.of(frame, bw, [s for s in sizes if s <= BW_SMALL_MAX], wire,
+                                       tcg).judged(CLAIMS["bw_small"]))
+    verdicts.append(_bw_large(_BandwidthRatio.of(frame, bw, [s for s in sizes if s >= LARGE_MIN],
+                                                 wire, tcg), frame))
 
     small = [s for s in sizes if s <= SMALL_MAX]
     ratio = _ratio(lat, "verbs-send-events", "verbs-send", small)
@@ -238,16 +373,40 @@ def claims(frame: pd.DataFrame, meta: dict | None = None) -> pd.DataFrame:
     return table(verdicts)
 
 
+def _bandwidth_invalid(frame: pd.DataFrame, methods: tuple[str, ...], sizes: list[int],
+                       wire: Wire) -> list:
+    """Failed points (0 Mbit/s or none) and, on a shaped wire, points faster than it."""
+    return (failed_bandwidth(frame, methods, sizes)
+            + faster_than_wire(frame, methods, sizes, wire.mbit, wire.mtu, wire.active_mtu,
+                               wire.burst_bytes, wire.qperf_seconds))
+
+
+def _min_rows(ratio: pd.DataFrame) -> pd.DataFrame:
+    return ratio.min(axis=1).to_frame(0) if not ratio.empty else ratio
+
+
+def _events_check(ratio: pd.DataFrame) -> str:
+    """The same TCP/verbs latency ratio with verbs sleeping on completion events: the paper
+    does not say which mode its M-VIA figures used (001:52), so it is shown, not judged."""
+    return _geomean_text(ratio, "verbs with completion events (ib_send_lat -e) in polling's "
+                                "place")
+
+
 def _cross_check(ratio: pd.DataFrame) -> str:
     """The same ratio with the harness's Python TCP tool (TCP_NODELAY) in place of qperf."""
+    return _geomean_text(ratio, "the Python TCP tool (TCP_NODELAY) in qperf's place")
+
+
+def _geomean_text(ratio: pd.DataFrame, what: str) -> str:
+    """'; cross-check, WHAT: 0.52x': the geometric mean of the first column's positive values
+    (empty when there are none)."""
     if ratio.empty:
         return ""
     values = ratio.iloc[:, 0].dropna()
     values = values[values > 0]
     if values.empty:
         return ""
-    return (f"; cross-check, the Python TCP tool (TCP_NODELAY) in qperf's place: "
-            f"{float(np.exp(np.log(values).mean())):.2f}x")
+    return f"; cross-check, {what}: {float(np.exp(np.log(values).mean())):.2f}x"
 
 
 def _tcg_note(meta: dict | None) -> str:

@@ -16,6 +16,8 @@ import pytest
 from conftest import needs_root, run_harness, survivors
 
 from harness.journal import Journal
+from harness.studies import s1_analysis
+from harness.studies.s1_validity import impossible_shares
 
 pytestmark = [pytest.mark.integration, pytest.mark.vm, needs_root]
 
@@ -35,7 +37,7 @@ def test_s1_small_run_in_two_vms(tmp_path):
     out = harness("run", "-q", str(NOTEBOOK), "-p", "sizes", "4,64,1024,16384",
                   "-p", "repetitions", "2", "-p", "iterations", "50", "-p", "bw_iterations",
                   "50", "-p", "tcp_budget_s", "0.03", "-p", "seed", "7", "-p", "rdma_write",
-                  "true", data=tmp_path)
+                  "true", "-p", "wire_mbit", "30", data=tmp_path)
     assert out.returncode == 0, out.stderr[-3000:]
     (run_dir,) = list((tmp_path / "runs" / "s1").iterdir())
     meta = json.loads((run_dir / "run.json").read_text())
@@ -50,6 +52,15 @@ def test_s1_small_run_in_two_vms(tmp_path):
     assert list(journalled.values()).count("root-nic") == 2  # each wire end renamed in place
     assert set(journalled) <= undone, "every change of the run was undone"
     assert meta["s1"]["rdma"]["active_mtu"] == 1024 and meta["s1"]["rdma"]["gid_index"] is not None
+    # the wire shaped at both ends (wire_mbit 30, scaled when the VMs' wire carries less: to
+    # 11.1 Mbit/s at load 5-7, 2026-11-27), its qdiscs journalled (and undone, above), and the
+    # claims read the wire the lab built
+    plans = meta["testbed"]["egress_plans"]
+    factor = meta["placement"]["scaling"]["factor"]
+    assert 0 < factor <= 1
+    assert plans["a:wire"]["rate_bit"] == plans["b:wire"]["rate_bit"] \
+        == pytest.approx(30e6 * factor)
+    assert "qdisc" in set(journalled.values())
     frame = pd.read_parquet(run_dir / "results.parquet")
     assert set(frame.method) == {"verbs-send", "verbs-write", "verbs-send-events",
                                  "verbs-send-bw", "verbs-write-bw", "tcp-nodelay", "tcp-nagle",
@@ -58,15 +69,20 @@ def test_s1_small_run_in_two_vms(tmp_path):
     lat = frame[frame.kind != "bandwidth"]
     assert (lat.latency_us > 0).all()
     assert frame[frame.method == "verbs-send"].cpu_us_per_rt.notna().all()
-    # the CPU share of the measured exchange: on the scheduler's clock, within one thread
-    lat = frame[frame.method.isin(["verbs-send", "verbs-send-events"])]
-    assert (lat.cpu_phase_s <= lat.wall_phase_s * 1.01).all()  # per-CPU clocks: ~a tick
+    # the CPU share of the measured exchanges, on the scheduler's clock: within one thread by
+    # the rule the CPU claim is gated by (all sizes summed, the counters' tick allowed). One
+    # size alone may read a little over: 1.932 s of CPU in 1.894 s (102 %) at 1024 B polling
+    # at load 5-7 (2026-11-27), where the sum over the sweep read 98 %
+    share, readings = s1_analysis.cpu_share(frame), s1_analysis.cpu_readings(frame)
+    assert not impossible_shares(share, readings), share
     assert (frame[frame.method == "tcp-qperf"].latency_mean_us > 0).all()
     assert (frame[frame.kind != "latency"].bw_mbit > 0).all()
     table1 = pd.read_parquet(run_dir / "table1.parquet")
     assert "Soft-RoCE (rxe0)" in table1.columns and "TCP" in table1.columns
     claims = pd.read_parquet(run_dir / "claims.parquet")
     assert len(claims) == 9 and "not testable here" in set(claims.outcome)
+    large = claims.set_index("claim_id").loc["s1.verbs_bw_large"]
+    assert f"shaped to {30 * factor:.4g} Mbit/s" in large.note, large.note
     assert (run_dir / "raw" / "ibv_devinfo-a.txt").exists()
     assert (run_dir / "report.html").stat().st_size > 10_000
     assert [e for e in Journal(run_dir / "journal.jsonl").entries()

@@ -14,7 +14,7 @@ from harness.claims import INCONCLUSIVE, INVALID, NOT_REPRODUCED, NOT_TESTABLE, 
 from harness.errors import SpecError
 from harness.placement import VMOffer, decide
 from harness.probe import Capabilities
-from harness.studies import s1, s1_analysis
+from harness.studies import s1, s1_analysis, s1_validity
 from harness.studies.registry import get_study
 from harness.tools import ibverbs, perftest, perftest_sweep
 from harness.tools.perftest import LatencyRow, PerftestReport
@@ -67,6 +67,14 @@ def test_two_whole_machines_joined_by_one_wire():
     assert topo.whole_machine_nodes() == ["a", "b"]
     assert topo.machines() == ["", "b"] and len(topo.wires()) == 1
     assert topo.interface("b", s1.WIRE).ip == "198.18.1.2"
+    assert not topo.links[0].shaped  # wire_mbit 0: unshaped
+    shaped = s1.topology(s1.Params.resolve(wire_mbit=100))
+    assert shaped.links[0].rate_mbit == 100 and "shaped to 100 Mbit/s" in shaped.notes
+
+
+def test_a_wire_rate_below_one_mbit_is_refused():
+    with pytest.raises(SpecError, match="wire_mbit"):
+        s1.Params.resolve(wire_mbit=0.5)
 
 
 def test_placement_puts_both_nodes_in_vms_even_on_a_host_with_rxe():
@@ -166,13 +174,32 @@ def synthetic(reps=4, tcp_ratio=1.4, noise=0.02, nagle_rough=1.0, events=1.3, cp
     return pd.DataFrame(rows)
 
 
-def outcomes(frame) -> dict:
-    table = s1_analysis.claims(frame)
+#: A run's meta with the wire shaped (run.json's parameters, scaling and RoCE's path MTU).
+GIGABIT = {"parameters": {"wire_mbit": 1000.0, "mtu": 1500},
+           "placement": {"scaling": {"factor": 1.0}}, "s1": {"rdma": {"active_mtu": 1024}}}
+
+
+def at_the_wire(frame: pd.DataFrame, verbs: float, tcp: float, meta: dict = GIGABIT,
+                noise: float = 0.003, seed: int = 5) -> pd.DataFrame:
+    """``frame`` with its large-message bandwidth (verbs-send-bw, tcp-qperf at >= 8 KiB) set
+    to ``verbs`` and ``tcp`` times each stack's payload bound over ``meta``'s wire."""
+    wire = s1_analysis.wire_of(meta)
+    rng = np.random.default_rng(seed)
+    frame = frame.copy()
+    for method, share, family in (("verbs-send-bw", verbs, "verbs"), ("tcp-qperf", tcp, "tcp")):
+        hit = (frame.method == method) & (frame["size"] >= s1_analysis.LARGE_MIN)
+        frame.loc[hit, "bw_mbit"] = [share * wire.bound(family) * math.exp(rng.normal(0, noise))
+                                     for _ in range(int(hit.sum()))]
+    return frame
+
+
+def outcomes(frame, meta: dict | None = GIGABIT) -> dict:
+    table = s1_analysis.claims(frame, meta)
     return dict(zip(table.claim_id, table.outcome))
 
 
 def test_claims_reproduced_on_a_run_like_the_paper():
-    got = outcomes(synthetic())
+    got = outcomes(at_the_wire(synthetic(), verbs=0.99, tcp=0.92))
     assert got["s1.latency_tcp_over_verbs_4b"] == REPRODUCED
     assert got["s1.verbs_below_tcp_every_size"] == REPRODUCED
     assert got["s1.tcp_nagle_irregular"] == REPRODUCED
@@ -185,8 +212,8 @@ def test_claims_reproduced_on_a_run_like_the_paper():
 
 
 def test_claims_not_reproduced_when_the_stacks_swap():
-    got = outcomes(synthetic(tcp_ratio=0.8, nagle_rough=0.0, events=0.9, cpu=0.95,
-                             small_bw=0.7, large_bw=0.6))
+    got = outcomes(at_the_wire(synthetic(tcp_ratio=0.8, nagle_rough=0.0, events=0.9, cpu=0.95,
+                                         small_bw=0.7, large_bw=0.6), verbs=0.91, tcp=0.99))
     for claim in ("latency_tcp_over_verbs_4b", "verbs_below_tcp_every_size",
                   "tcp_nagle_irregular", "verbs_bw_better_small", "verbs_bw_large",
                   "polling_lowers_latency", "polling_costs_cpu"):
@@ -231,14 +258,112 @@ def test_a_power_law_over_unevenly_spaced_sizes_is_regular_and_a_sawtooth_is_not
 
 
 def test_a_zero_bandwidth_point_makes_the_bandwidth_claims_invalid_and_is_named():
-    frame = synthetic()
+    frame = at_the_wire(synthetic(), verbs=0.99, tcp=0.92)
     hit = (frame.method == "verbs-send-bw") & (frame["size"] == 64) & (frame.repetition == 2)
     frame.loc[hit, "bw_mbit"] = 0.0
-    table = s1_analysis.claims(frame)
+    table = s1_analysis.claims(frame, GIGABIT)
     row = table.set_index("claim_id").loc["s1.verbs_bw_better_small"]
     assert row.outcome == INVALID
     assert "repetition 2, verbs-send-bw at 64 B" in row.invalid
     assert table.set_index("claim_id").loc["s1.verbs_bw_large", "outcome"] == REPRODUCED
+
+
+# -- the wire: shaped (wire_mbit), its payload bounds, bw_large's regime ------------------------
+
+def test_large_bandwidth_is_judged_only_where_both_stacks_are_wire_bound():
+    frame = synthetic()  # large-message rates of a CPU contest: 321 and 388 Mbit/s of TCP
+    assert outcomes(at_the_wire(frame, verbs=0.99, tcp=0.92))["s1.verbs_bw_large"] == REPRODUCED
+    assert outcomes(at_the_wire(frame, verbs=0.91, tcp=0.99))["s1.verbs_bw_large"] \
+        == NOT_REPRODUCED
+    # verbs at half its bound: the host, not the wire, sets its rate
+    row = s1_analysis.claims(at_the_wire(frame, verbs=0.5, tcp=0.99), GIGABIT) \
+        .set_index("claim_id").loc["s1.verbs_bw_large"]
+    assert row.outcome == NOT_TESTABLE
+    assert "not both stacks wire-bound" in row.reason and "90%" in row.reason
+    assert re.search(r"verbs \(ib_send_bw\) 47\d Mbit/s at 8192 B \(50% of its bound\)",
+                     row.reason), row.reason
+    assert "TCP (qperf" not in row.reason  # the stack at the wire is not named as short
+
+
+def test_an_unshaped_wire_makes_large_bandwidth_not_testable_naming_the_rates():
+    frame = synthetic(large_bw=0.3)  # would read 'not reproduced' on any wire before
+    for meta in (None, {"parameters": {"wire_mbit": 0}}):
+        row = s1_analysis.claims(frame, meta).set_index("claim_id").loc["s1.verbs_bw_large"]
+        assert row.outcome == NOT_TESTABLE
+        assert "the wire is unshaped" in row.reason and "no wire to be bound by" in row.reason
+        # the measured medians: TCP ~388 Mbit/s at 64 KiB, verbs 0.3x of TCP (~96 at 8 KiB)
+        assert re.search(r"TCP \(qperf tcp_bw\) 3[89]\d Mbit/s at 65536 B", row.reason)
+        assert re.search(r"verbs \(ib_send_bw\) 9\d\.\d Mbit/s at 8192 B", row.reason)
+
+
+def test_a_point_faster_than_the_wire_is_invalid_with_each_stacks_own_framing():
+    meta = {"parameters": {"wire_mbit": 100.0, "mtu": 1500}, "s1": {"rdma": {"active_mtu": 1024}}}
+    wire = s1_analysis.wire_of(meta)
+    assert wire.bound("tcp") == pytest.approx(100 * 1448 / 1514)
+    assert wire.bound("verbs") == pytest.approx(100 * 1024 / 1082)
+    frame = synthetic(small_bw=0.1)
+    frame = frame[frame["size"] <= 512].copy()  # small sizes stay below 100 Mbit/s ...
+    frame = pd.concat([frame, at_the_wire(synthetic(), 0.99, 0.95, meta)
+                       .query("size >= 8192")])
+    assert outcomes(frame, meta)["s1.verbs_bw_large"] == REPRODUCED
+    # ... and a verbs point at 97 Mbit/s passes TCP's bound (95.6 + 2 %) but not RoCE's (94.6)
+    hit = (frame.method == "verbs-send-bw") & (frame["size"] == 65536) & (frame.repetition == 3)
+    frame.loc[hit, "bw_mbit"] = 97.0
+    row = s1_analysis.claims(frame, meta).set_index("claim_id").loc["s1.verbs_bw_large"]
+    assert row.outcome == INVALID
+    assert "repetition 3, verbs-send-bw at 65536 B" in row.invalid and "RoCE v2" in row.invalid
+    # a TCP point above its bound, at a small size too
+    frame.loc[hit, "bw_mbit"] = 90.0
+    hit = (frame.method == "tcp-qperf") & (frame["size"] == 512) & (frame.repetition == 1)
+    frame.loc[hit, "bw_mbit"] = 120.0
+    table = s1_analysis.claims(frame, meta).set_index("claim_id")
+    assert table.loc["s1.verbs_bw_better_small", "outcome"] == INVALID
+    assert "repetition 1, tcp-qperf at 512 B" in table.loc["s1.verbs_bw_better_small", "invalid"]
+    assert table.loc["s1.verbs_bw_large", "outcome"] == REPRODUCED
+    # unshaped, nothing is faster than a wire
+    assert outcomes(frame, None)["s1.verbs_bw_better_small"] != INVALID
+
+
+def test_the_shapers_bucket_allows_a_short_point_its_burst_and_no_more():
+    """htb lets its burst through at line speed: a point lasting T carries at most
+    rate x T + burst. A 0.03 s streaming point on an 11.1 Mbit/s wire read 16.3 Mbit/s
+    (2026-11-27): possible with a 32 KiB bucket (up to 8.7 Mbit/s more), not without."""
+    meta = {"parameters": {"wire_mbit": 11.1, "mtu": 1500, "qperf_seconds": 1},
+            "testbed": {"egress_plans": {"a:wire": {"burst_bytes": 32768},
+                                         "b:wire": {"burst_bytes": 32768}}}}
+    wire = s1_analysis.wire_of(meta)
+    assert wire.burst_bytes == 32768 and wire.qperf_seconds == 1.0
+    rows = pd.DataFrame([
+        # 16.3 Mbit/s for 0.03 s: 61 KB, of which the bucket may carry 32 KiB: possible
+        {"repetition": 1, "method": "tcp-nodelay", "family": "tcp", "size": 1024,
+         "bw_mbit": 16.3, "stream_messages": round(16.3e6 * 0.03 / 8 / 1024)},
+        # the same rate held for 1 s: the bucket adds 0.26 Mbit/s, not 5.7
+        {"repetition": 2, "method": "tcp-qperf", "family": "tcp", "size": 1024,
+         "bw_mbit": 16.3, "stream_messages": None},
+        # 300 verbs messages of 64 KiB at 14 Mbit/s: 11 s, 0.02 Mbit/s allowed
+        {"repetition": 3, "method": "verbs-send-bw", "family": "verbs", "size": 65536,
+         "bw_mbit": 14.0, "iterations": 300},
+    ])
+    bad = s1_validity.faster_than_wire(rows, ("tcp-nodelay", "tcp-qperf", "verbs-send-bw"),
+                                       [1024, 65536], wire.mbit, wire.mtu, wire.active_mtu,
+                                       wire.burst_bytes, wire.qperf_seconds)
+    assert [b.point for b in bad] == ["repetition 2, tcp-qperf at 1024 B",
+                                      "repetition 3, verbs-send-bw at 65536 B"]
+    assert "32768 B bucket over the point's 1 s" in bad[0].text()
+    assert s1_validity.bucket_allowance_mbit(32768, 0.03) == pytest.approx(8.74, abs=0.01)
+    # no bucket recorded: no allowance, the short point is faster than the wire
+    assert len(s1_validity.faster_than_wire(rows, ("tcp-nodelay",), [1024], wire.mbit,
+                                            wire.mtu, wire.active_mtu)) == 1
+
+
+def test_the_wire_is_read_from_the_run_with_its_scaling():
+    meta = {"parameters": {"wire_mbit": 100.0, "mtu": 9000},
+            "placement": {"scaling": {"factor": 0.5}}}
+    wire = s1_analysis.wire_of(meta)
+    assert wire.mbit == 50.0 and wire.asked_mbit == 100.0 and wire.active_mtu == 4096
+    assert "shaped to 50 Mbit/s (wire_mbit 100, scaled" in wire.text()
+    assert not s1_analysis.wire_of(None).shaped
+    assert [s1_validity.roce_active_mtu(m) for m in (1500, 9000, 1100)] == [1024, 4096, 1024]
 
 
 def test_a_client_doing_nothing_extra_cannot_pass_the_cpu_claim():
