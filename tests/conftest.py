@@ -37,6 +37,39 @@ def pytest_collection_modifyitems(config, items):
     items.sort(key=lambda item: file_cost[str(item.path)])  # stable: collection order kept
 
 
+# The kernel's allowed congestion controls are one list for the whole host (a namespace may
+# make only an allowed control its default: EPERM otherwise). S4 wants CUBIC on its nodes;
+# this host allows "reno bbr". A lab run adds cubic and, when it ends, restores the list it
+# found; a module of SSH machines running beside it (another xdist worker) then lost cubic
+# mid-run (CI of 2026-11-27: S4 on the inventory failed with EPERM twice). So the session's
+# controller adds cubic once before any worker starts, and takes out exactly that token after
+# the last has ended; every run and fixture in between finds it allowed and changes nothing.
+SUITE_CONGESTION = "cubic"
+ALLOWED_CC = "/proc/sys/net/ipv4/tcp_allowed_congestion_control"
+
+
+def pytest_configure(config):
+    if hasattr(config, "workerinput") or os.geteuid() != 0:
+        return  # a worker, or a run that cannot change it: the fixtures decide alone
+    try:
+        names = open(ALLOWED_CC).read().split()
+        if SUITE_CONGESTION not in names:
+            with open(ALLOWED_CC, "w") as f:
+                f.write(" ".join([*names, SUITE_CONGESTION]))
+            config._harness_added_congestion = SUITE_CONGESTION
+    except OSError:
+        pass  # not available on this kernel: the S4 tests say so themselves
+
+
+def pytest_unconfigure(config):
+    added = getattr(config, "_harness_added_congestion", None)
+    if added:
+        now = open(ALLOWED_CC).read().split()
+        if added in now:
+            with open(ALLOWED_CC, "w") as f:
+                f.write(" ".join(n for n in now if n != added))
+
+
 def run_harness(*args: str, env: dict | None = None, timeout: float = 600
                 ) -> subprocess.CompletedProcess:
     """``python -m harness ARGS`` with its output, as a user would run it.
