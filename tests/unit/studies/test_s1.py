@@ -14,7 +14,7 @@ from harness.claims import INCONCLUSIVE, INVALID, NOT_REPRODUCED, NOT_TESTABLE, 
 from harness.errors import SpecError
 from harness.placement import VMOffer, decide
 from harness.probe import Capabilities
-from harness.studies import s1, s1_analysis, s1_validity
+from harness.studies import s1, s1_analysis, s1_validity, s1_wire
 from harness.studies.registry import get_study
 from harness.tools import ibverbs, perftest, perftest_sweep
 from harness.tools.perftest import LatencyRow, PerftestReport
@@ -183,7 +183,7 @@ def at_the_wire(frame: pd.DataFrame, verbs: float, tcp: float, meta: dict = GIGA
                 noise: float = 0.003, seed: int = 5) -> pd.DataFrame:
     """``frame`` with its large-message bandwidth (verbs-send-bw, tcp-qperf at >= 8 KiB) set
     to ``verbs`` and ``tcp`` times each stack's payload bound over ``meta``'s wire."""
-    wire = s1_analysis.wire_of(meta)
+    wire = s1_wire.wire_of(meta)
     rng = np.random.default_rng(seed)
     frame = frame.copy()
     for method, share, family in (("verbs-send-bw", verbs, "verbs"), ("tcp-qperf", tcp, "tcp")):
@@ -298,7 +298,7 @@ def test_an_unshaped_wire_makes_large_bandwidth_not_testable_naming_the_rates():
 
 def test_a_point_faster_than_the_wire_is_invalid_with_each_stacks_own_framing():
     meta = {"parameters": {"wire_mbit": 100.0, "mtu": 1500}, "s1": {"rdma": {"active_mtu": 1024}}}
-    wire = s1_analysis.wire_of(meta)
+    wire = s1_wire.wire_of(meta)
     assert wire.bound("tcp") == pytest.approx(100 * 1448 / 1514)
     assert wire.bound("verbs") == pytest.approx(100 * 1024 / 1082)
     frame = synthetic(small_bw=0.1)
@@ -331,7 +331,7 @@ def test_the_shapers_bucket_allows_a_short_point_its_burst_and_no_more():
     meta = {"parameters": {"wire_mbit": 11.1, "mtu": 1500, "qperf_seconds": 1},
             "testbed": {"egress_plans": {"a:wire": {"burst_bytes": 32768},
                                          "b:wire": {"burst_bytes": 32768}}}}
-    wire = s1_analysis.wire_of(meta)
+    wire = s1_wire.wire_of(meta)
     assert wire.burst_bytes == 32768 and wire.qperf_seconds == 1.0
     rows = pd.DataFrame([
         # 16.3 Mbit/s for 0.03 s: 61 KB, of which the bucket may carry 32 KiB: possible
@@ -359,10 +359,10 @@ def test_the_shapers_bucket_allows_a_short_point_its_burst_and_no_more():
 def test_the_wire_is_read_from_the_run_with_its_scaling():
     meta = {"parameters": {"wire_mbit": 100.0, "mtu": 9000},
             "placement": {"scaling": {"factor": 0.5}}}
-    wire = s1_analysis.wire_of(meta)
+    wire = s1_wire.wire_of(meta)
     assert wire.mbit == 50.0 and wire.asked_mbit == 100.0 and wire.active_mtu == 4096
     assert "shaped to 50 Mbit/s (wire_mbit 100, scaled" in wire.text()
-    assert not s1_analysis.wire_of(None).shaped
+    assert not s1_wire.wire_of(None).shaped
     assert [s1_validity.roce_active_mtu(m) for m in (1500, 9000, 1100)] == [1024, 4096, 1024]
 
 
