@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field
 
 from .errors import CapabilityMissing
 from .nodes import Node
+from .nodes.base import SYSTEM_BIN
 from .tools.registry import Tool, all_tools, lookup, registered
 
 # feature -> (what it is, how to get it)
@@ -153,10 +154,6 @@ def probe(node: Node, timeout: float = PROBE_TIMEOUT_S,
     caps.features["gpfs"] = gpfs_member(node)
     caps.tools = tool_versions(node, tools, timeout)
     return caps
-
-
-#: Program folders an ordinary login's PATH usually lacks (Debian: root's only).
-SYSTEM_BIN = ("/usr/local/sbin", "/usr/sbin", "/sbin")
 
 
 def tool_versions(node: Node, tools: Iterable[Tool] | None = None,

@@ -18,6 +18,9 @@ from .result import Result
 Command = str | Sequence[str]
 
 DEFAULT_TIMEOUT = 60.0
+#: Program folders an ordinary login's PATH usually lacks (Debian gives them to root only),
+#: where sysctl, ip, tc and servers like globus-gridftp-server live.
+SYSTEM_BIN = ("/usr/local/sbin", "/usr/sbin", "/sbin")
 
 #: Set by :mod:`harness.tracked` while a run's journal is active: runs a command with
 #: ``track=True`` journalled (see there). None: such commands run as any other.

@@ -44,7 +44,7 @@ from typing import Self
 import paramiko
 
 from ..errors import CommandTimeout, HarnessError, NodeError
-from .base import Command, Node, Process, command_text
+from .base import SYSTEM_BIN, Command, Node, Process, command_text
 from .hostkeys import DEFAULT_KNOWN_HOSTS
 from .remote_process import ShellProcess
 from .ssh_login import SSHEndpoint, connect
@@ -67,12 +67,12 @@ _CHUNK = 1 << 16
 # an ordinary login's PATH lacks them (Debian gives /usr/sbin to root only), and the
 # harness's commands name sysctl, ip, tc and servers like globus-gridftp-server by name.
 _WRAPPER = r"""printf '__harness_pgid__=%s\n' "$$" >&2
-PATH="$PATH:/usr/local/sbin:/usr/sbin:/sbin"; export PATH
+PATH="$PATH:@SYSTEM_BIN@"; export PATH
 if [ -n "$2" ] && command -v timeout >/dev/null 2>&1; then
   exec timeout -k 5 "$2" sh -c 'sh -c "$1"; exit $?' harness "$1"
 fi
 exec sh -c 'sh -c "$1"; exit $?' harness "$1"
-"""
+""".replace("@SYSTEM_BIN@", ":".join(SYSTEM_BIN))
 
 
 def remote_command(cmd: str, timeout: float | None, slack: float = REMOTE_TIMEOUT_SLACK) -> str:
