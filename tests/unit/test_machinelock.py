@@ -300,7 +300,14 @@ def test_a_remote_lock_whose_controller_died_is_taken_over_and_recorded(tmp_path
         journal.undo_all()
         bystander.kill()
         bystander.wait()
+        # what `harness lab clean` does with the dead run's journal: its holder is stopped
+        # already; the undo removes that holder's log (left in /tmp by every suite before)
+        dead = Journal(tmp_path / "dead.jsonl")
+        (holder_entry,) = [e for e in dead.pending() if e.kind == "process"]
+        dead_log = holder_entry.data["log"]
+        dead.undo_all()
     assert not (lock_folder / "machine.lock").exists()
+    assert not os.path.exists(dead_log), "the dead controller's holder log is removed"
 
 
 def test_a_remote_lock_of_a_live_run_or_of_another_controller_is_busy(tmp_path, lock_folder,
