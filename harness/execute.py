@@ -184,7 +184,7 @@ def _execute(notebook: Path, given: dict, run: Run, study, progress: bool) -> No
     error: BaseException | None = None
     with sigterm_as_interrupt():
         try:
-            with ipc_kernel() as kernel:
+            with ipc_kernel(run.journal) as kernel:
                 pm.execute_notebook(
                     str(notebook), str(executed),
                     parameters={**given, "run_dir": str(run.path)},

@@ -1,4 +1,5 @@
-"""harness.kernels: papermill's kernel over Unix sockets, so a run prints no TCP warning."""
+"""harness.kernels: papermill's kernel over Unix sockets, so a run prints no TCP warning; the
+sockets' folder is journalled, so a hard-killed harness leaves it to `lab clean`."""
 
 from __future__ import annotations
 
@@ -11,8 +12,9 @@ import nbformat
 
 SCRIPT = """
 import sys, papermill
+from harness.journal import Journal
 from harness.kernels import ipc_kernel
-with ipc_kernel() as kernel:
+with ipc_kernel(Journal(sys.argv[4])) as kernel:
     folder = kernel["config"].KernelManager.ip.rsplit("/", 1)[0]
     nb = papermill.execute_notebook(sys.argv[1], sys.argv[2], kernel_name="python3",
                                     progress_bar=False, cwd=sys.argv[3], **kernel)
@@ -27,10 +29,39 @@ def test_a_notebook_runs_over_ipc_without_the_tcp_warning(tmp_path):
     nbformat.write(nb, str(notebook))
     cwd = tmp_path / "elsewhere"  # the kernel's cwd differs from ours: the socket path is absolute
     cwd.mkdir()
-    out = subprocess.run([sys.executable, "-c", SCRIPT, str(notebook), str(tmp_path / "out.ipynb"), str(cwd)],
+    journal = tmp_path / "journal.jsonl"
+    out = subprocess.run([sys.executable, "-c", SCRIPT, str(notebook), str(tmp_path / "out.ipynb"),
+                          str(cwd), str(journal)],
                          capture_output=True, text=True, timeout=120, cwd=Path(__file__).resolve().parents[2])
     assert out.returncode == 0, out.stderr
     assert f"OUTPUT 42 {cwd}" in out.stdout
     assert "WARNING" not in out.stderr and "without encryption" not in out.stderr, out.stderr
     folder = Path(out.stdout.split("SOCKETS ")[1].strip())
     assert folder.parent == Path(tempfile.gettempdir()) and not folder.exists()  # removed with the kernel
+    from harness.journal import Journal
+    assert Journal(journal).pending() == []  # recorded, and undone on the way out
+
+
+KILLED = """
+import os, sys
+from harness.journal import Journal
+from harness.kernels import ipc_kernel
+with ipc_kernel(Journal(sys.argv[1])) as kernel:
+    print(kernel["config"].KernelManager.ip.rsplit("/", 1)[0], flush=True)
+    os._exit(9)  # killed hard: no finally runs
+"""
+
+
+def test_a_hard_killed_harness_leaves_the_folder_to_its_journal(tmp_path):
+    from harness.journal import Journal
+
+    journal = tmp_path / "journal.jsonl"
+    out = subprocess.run([sys.executable, "-c", KILLED, str(journal)], capture_output=True,
+                         text=True, timeout=60, cwd=Path(__file__).resolve().parents[2])
+    assert out.returncode == 9, out.stderr
+    folder = Path(out.stdout.strip())
+    assert folder.is_dir() and folder.name.startswith("harness-kernel-")
+    (entry,) = Journal(journal).pending()
+    assert (entry.kind, entry.data["path"]) == ("file", str(folder))
+    Journal(journal).undo_all()  # what `harness lab clean` does
+    assert not folder.exists()
