@@ -136,7 +136,12 @@ def cmd_lab_clean(args) -> int:
 
     cleaned = failed = 0
     for run in list_runs(root=Path(args.data) if args.data else None):
-        journal = run.journal
+        try:
+            journal = run.journal
+        except HarnessError as exc:  # a folder, FIFO or symlink for a journal: the others go on
+            print(f"could not clean {run.path}: {exc}")
+            failed += 1
+            continue
         for problem in journal.problems:
             print(f"warning: {problem}")
         pending = journal.pending()

@@ -48,6 +48,7 @@ import json
 import os
 import re
 import signal
+import stat
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -173,6 +174,19 @@ class UndoFailed(HarnessError):
     pass
 
 
+class UnreadableJournal(HarnessError):
+    """A journal file that is not a regular file this process can open without a symlink."""
+
+    def __init__(self, path: Path, why: str):
+        super().__init__(f"journal {path} cannot be read: {why}",
+                         "a run folder's journal.jsonl is a regular file the harness wrote; "
+                         "look at this one and undo by hand what it lists, if anything")
+
+
+#: Kinds as :func:`undo_handler` registers them (``file``, ``mptcp-limits``, ``tipc_bearer``).
+_KIND = re.compile(r"[a-z][a-z0-9_-]{0,63}")
+
+
 class Journal:
     """Append-only change log at ``path`` (created if missing)."""
 
@@ -197,8 +211,23 @@ class Journal:
     # -- reading -----------------------------------------------------------
     def _load(self) -> None:
         """Read every sound line; report and skip the others (a torn last line after a
-        crash, a record missing a field, a line someone else wrote)."""
-        with open(self.path, "rb") as fh:
+        crash, a record missing a field, a line someone else wrote).
+
+        The journal itself must be a regular file, opened without following a symlink:
+        a run folder from elsewhere may hold a folder, a FIFO (reading it would block
+        ``lab clean`` for ever) or a link to any file root can read under that name. Such
+        a journal is refused with :class:`UnreadableJournal`; ``lab clean`` reports it
+        and goes on with the other runs."""
+        try:
+            fd = os.open(self.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        except OSError as exc:
+            raise UnreadableJournal(self.path, exc.strerror
+                                    + (" (a symlink is not followed)"
+                                       if self.path.is_symlink() else "")) from None
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise UnreadableJournal(self.path, "not a regular file")
+        with os.fdopen(fd, "rb") as fh:
             raw = fh.read()
         for number, line in enumerate(raw.decode("utf-8", errors="replace").split("\n"), 1):
             if not line.strip():
@@ -221,6 +250,9 @@ class Journal:
             if not (isinstance(kind, str) and isinstance(node, dict) and isinstance(data, dict)
                     and isinstance(module, str) and (record is None or isinstance(record, dict))):
                 raise TypeError("kind, node, data, module or record of the wrong type")
+            if not _KIND.fullmatch(kind):
+                # printed by `lab clean` as it is: no terminal escapes, no other lines
+                raise ValueError(f"kind {kind[:40]!r} is not a name an undo handler has")
             if seq in self._entries or seq in self._noted:
                 raise ValueError(f"seq {seq} recorded twice")
             machine = rec.get("machine")

@@ -493,3 +493,41 @@ def test_a_folder_the_run_chose_is_undone_by_the_run_but_never_from_a_file(tmp_p
     assert chosen.is_dir()
     journal.undo_all()
     assert not chosen.exists() and sentinels_intact(root)
+
+
+# -- journal files that are not files, and kinds that are not names ------------------------------
+
+def test_lab_clean_refuses_a_journal_that_is_not_a_regular_file_and_cleans_the_others(
+        tmp_path, root, monkeypatch, capsys):
+    """A folder, a FIFO (reading it blocked for ever) or a symlink under the name
+    journal.jsonl: that run is reported, the next run is still cleaned, the exit is 1."""
+    from harness import cli
+    from harness.archive import Run
+
+    monkeypatch.setenv("HARNESS_LOCK_DIR", str(tmp_path / "locks"))
+    data = tmp_path / "data"
+    elsewhere = root / "harness-linked"  # what the linked journal would have removed
+    elsewhere.mkdir()
+    linked = tmp_path / "linked.jsonl"
+    write(linked, do_line(1, str(elsewhere)))
+    for make in (lambda p: p.mkdir(), lambda p: os.mkfifo(p), lambda p: p.symlink_to(linked)):
+        make(Run.create("s0", {}, data).path / "journal.jsonl")
+    made = root / "harness-sound"
+    made.mkdir()
+    write(Run.create("s0", {}, data).path / "journal.jsonl", do_line(1, str(made)))
+    assert cli.main(["lab", "clean", "--data", str(data)]) == 1
+    out = capsys.readouterr().out
+    assert out.count("cannot be read") == 3, out
+    assert "not a regular file" in out and "symlink is not followed" in out
+    assert not made.exists() and elsewhere.is_dir() and sentinels_intact(root)
+
+
+@pytest.mark.parametrize("kind", ["file\x1b]0;owned\x07", "file\nwarning: all clean", "FILE",
+                                  "x" * 65, ""])
+def test_a_kind_that_is_no_handlers_name_is_an_unsound_line(tmp_path, root, kind):
+    """`lab clean` prints each pending record's kind as it is: one with terminal escapes or
+    a line break is skipped as unsound, never printed."""
+    write(tmp_path / "j.jsonl", {**do_line(1, str(root / "harness-x")), "kind": kind})
+    journal = Journal(tmp_path / "j.jsonl")
+    assert journal.pending() == [] and len(journal.problems) == 1
+    assert "\x1b" not in journal.problems[0] and "\n" not in journal.problems[0]
