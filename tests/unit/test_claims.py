@@ -179,3 +179,20 @@ def test_a_gain_in_percent_keeps_its_ratios_log_scale():
     assert samples_to_decide(gain, region) == samples_to_decide(est, Region(-math.inf, 1.145, ""))
     with pytest.raises(ValueError, match="log scale"):
         Estimate(1.0, 0.9, 1.1, 3).as_gain_pct()
+
+
+def test_the_notebooks_invalid_note_lists_each_point_once_and_says_so_when_there_is_none():
+    from harness.claims import INVALID, invalid_note
+    from harness.validity import check_rate, check_rounds
+
+    fast = check_rate("ping-pong 16 KB, repetition 2", 190.0, 100.0)
+    failed = check_rounds("tipc 1:48 x 64 KB, repetition 1", 0)
+    inside = Estimate(2.1, 2.05, 2.15, 12, "x")
+    frame = table([judge(ABOUT_2_1, inside, invalid=[fast, failed]),
+                   judge(ABOUT_2_1, inside, invalid=[failed])])
+    assert list(frame.outcome) == [INVALID, INVALID]
+    note = invalid_note(frame)
+    assert note.count(fast.text()) == 1 and note.count(failed.text()) == 1
+    assert "physically impossible or failed" in note
+    clean = invalid_note(table([judge(ABOUT_2_1, inside)]))
+    assert clean.startswith("**Invalid points:** none") and "190" not in clean
