@@ -71,6 +71,8 @@ def cmd_claims_history(args) -> int:
               f"{row['digest']}{where}")
         for line in row["changed"]:
             print(f"    changed: {line}")
+        if row.get("note"):
+            print(f"    note: {row['note']}")
     for change in study.registration().changes:
         print(f"recorded change {change.date}: {change.what} -- why: {change.why}")
     return 0

@@ -124,6 +124,13 @@ class ArchivedRegistration:
     path: Path
     commit: str
     body: dict | None  # None: the run predates registration (or its file is unreadable)
+    status: str = ""  # run.json's: complete, incomplete ("" when it says none)
+
+    @property
+    def stopped_unregistered(self) -> bool:
+        """An incomplete run with no registration stopped before it registered its claims
+        (e.g. refused at the machine lock): it measured nothing under any registration."""
+        return self.body is None and self.status == "incomplete"
 
     @property
     def digest(self) -> str:
@@ -134,7 +141,8 @@ def read_archived(run_path: Path) -> ArchivedRegistration:
     meta = _json(run_path / "run.json") or {}
     body = _json(run_path / FILE)
     commit = ((meta.get("provenance") or {}).get("git") or {}).get("commit") or ""
-    return ArchivedRegistration(run_path.name, run_path, commit, body)
+    return ArchivedRegistration(run_path.name, run_path, commit, body,
+                                str(meta.get("status") or ""))
 
 
 def _json(path: Path) -> dict | None:
@@ -176,15 +184,28 @@ def claim_differences(before: dict | None, after: dict | None) -> list[str]:
 def history(current: Registration, runs: Iterable[Path]) -> list[dict]:
     """Each archived run in time order with the registration it was made with, and where a
     run's registration differs from the previous run's (and the last from today's) what
-    changed."""
-    out, previous = [], None
+    changed.
+
+    A run id given twice (a reference run is a copy of an archived run) is one run. A run
+    that stopped before it registered its claims is listed with a note but is no step of the
+    registration's history: on 2026-11-27 an S4 run refused at the machine lock read as two
+    changes, "(no registration)" and back.
+    """
+    out, previous, seen = [], None, set()
     for path in sorted(runs, key=lambda p: p.name):
+        if path.name in seen:
+            continue
+        seen.add(path.name)
         archived = read_archived(path)
-        changed = (claim_differences(previous.body, archived.body)
-                   if previous is not None and previous.digest != archived.digest else [])
-        out.append({"run_id": archived.run_id, "commit": archived.commit[:12],
-                    "digest": archived.digest[7:19] or "-", "changed": changed,
-                    "path": str(path)})
+        row = {"run_id": archived.run_id, "commit": archived.commit[:12],
+               "digest": archived.digest[7:19] or "-", "changed": [], "path": str(path)}
+        if archived.stopped_unregistered:
+            out.append({**row, "note": "incomplete: stopped before it registered its claims, "
+                                       "so nothing was measured under any registration"})
+            continue
+        if previous is not None and previous.digest != archived.digest:
+            row["changed"] = claim_differences(previous.body, archived.body)
+        out.append(row)
         previous = archived
     now = current.to_dict()
     if previous is not None and previous.digest != now["digest"]:

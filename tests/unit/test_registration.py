@@ -102,10 +102,12 @@ def test_differences_name_each_claim_and_what_moved():
         "(made before claims were registered: no registration archived)"]
 
 
-def archived(tmp_path: Path, run_id: str, reg: Registration | None, commit: str) -> Path:
+def archived(tmp_path: Path, run_id: str, reg: Registration | None, commit: str,
+             status: str | None = None) -> Path:
     path = tmp_path / run_id
     path.mkdir()
-    (path / "run.json").write_text(json.dumps({"provenance": {"git": {"commit": commit}}}))
+    meta = {"provenance": {"git": {"commit": commit}}, **({"status": status} if status else {})}
+    (path / "run.json").write_text(json.dumps(meta))
     if reg is not None:
         (path / "registration.json").write_text(json.dumps(reg.to_dict()))
     return path
@@ -129,6 +131,31 @@ def test_history_shows_where_the_registration_changed_with_the_commits(tmp_path)
     rows = history(now, runs)
     assert rows[-1]["run_id"] == "(the code now)"
     assert rows[-1]["changed"] == ["a: region '1.5..3x' -> '2..3x'"]
+
+
+def test_a_run_that_stopped_before_registering_is_no_change_and_a_copy_is_one_run(tmp_path):
+    """An S4 run refused at the machine lock (incomplete, no registration.json) had read as
+    '(no registration)' and then '(made before claims were registered)' between two runs
+    registered alike; the reference run, found both in the archive and in data/reference/,
+    was listed twice."""
+    reg = Registration("s9", (claim("a"),), {"reps": 10})
+    (tmp_path / "archive").mkdir()
+    (tmp_path / "reference").mkdir()
+    ref = archived(tmp_path / "archive", "20261101T000000Z-aaaaaa", reg, "c1" * 20, "complete")
+    copy = archived(tmp_path / "reference", ref.name, reg, "c1" * 20, "complete")
+    refused = archived(tmp_path / "archive", "20261102T000000Z-bbbbbb", None, "c2" * 20,
+                       "incomplete")
+    later = archived(tmp_path / "archive", "20261103T000000Z-cccccc", reg, "c2" * 20,
+                     "complete")
+    rows = history(reg, [ref, refused, later, copy])
+    assert [r["run_id"] for r in rows] == [ref.name, refused.name, later.name]
+    assert [r["changed"] for r in rows] == [[], [], []]
+    assert "stopped before it registered" in rows[1]["note"] and "note" not in rows[2]
+    # a complete run without a registration predates it: that stays a change
+    old = archived(tmp_path, "20261031T000000Z-000000", None, "c0" * 20, "complete")
+    rows = history(reg, [old, ref])
+    assert rows[1]["changed"] == [
+        "(made before claims were registered: no registration archived)"]
 
 
 def test_a_module_declares_claims_design_and_changes(tmp_path, monkeypatch):
