@@ -738,7 +738,7 @@ def remove_process_log(node: Node, log: str) -> None:
         node.run(["rm", "-f", log, f"{log}.status"], check=False, timeout=10)
 
 
-_PROCESS_LOG = re.compile(r"^harness-proc-[A-Za-z0-9_]{6,32}(\.log)?$")
+_PROCESS_LOG = re.compile(r"^harness-proc-[A-Za-z0-9_]{6,32}(\.log)?\Z")
 
 
 def _process_log(data: dict) -> str:

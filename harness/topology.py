@@ -16,8 +16,8 @@ from dataclasses import asdict, dataclass, field
 
 from .errors import SpecError
 
-IFNAME = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]{0,14}$")
-NODENAME = re.compile(r"^[a-z][a-z0-9]{0,11}$")
+IFNAME = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]{0,14}\Z")
+NODENAME = re.compile(r"^[a-z][a-z0-9]{0,11}\Z")
 SHAPERS = ("htb", "serialise")  # how a link's rate is enforced: see harness.shaping
 
 
@@ -98,7 +98,7 @@ class Rule:
     priority: int
 
 
-DISKNAME = re.compile(r"^[a-z][a-z0-9-]{0,19}$")
+DISKNAME = re.compile(r"^[a-z][a-z0-9-]{0,19}\Z")
 
 
 @dataclass(frozen=True)

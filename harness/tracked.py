@@ -49,7 +49,7 @@ from .nodes.procfs import PROC_STAT_SH, read_stat
 from .nodes.result import Result
 
 PREFIX = "harness-tracked-"
-NAME = re.compile(r"^harness-tracked-[0-9a-f]{16}$")
+NAME = re.compile(r"^harness-tracked-[0-9a-f]{16}\Z")
 #: Where the wrappers' files live on every machine: the running user's (root's), mode 0700.
 #: Not under /run/harness: in a VM of the lab that is the read-only share of its boot folder.
 #: A user who cannot write /run (a non-root inventory user) gets ~/.harness-tracked instead.

@@ -36,10 +36,10 @@ from contextlib import contextmanager
 
 from .errors import HarnessError
 
-IFNAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,14}$")
-NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")  # namespaces, volumes, tables, keys
-SYSCTL_KEY = re.compile(r"^[a-z0-9_]+([./][A-Za-z0-9_.-]+)+$")
-MODULE = re.compile(r"^harness(\.[A-Za-z_][A-Za-z0-9_]*)+$")
+IFNAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,14}\Z")
+NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}\Z")  # namespaces, volumes, tables, keys
+SYSCTL_KEY = re.compile(r"^[a-z0-9_]+([./][A-Za-z0-9_.-]+)+\Z")
+MODULE = re.compile(r"^harness(\.[A-Za-z_][A-Za-z0-9_]*)+\Z")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 #: Folders below which the harness makes folders and files of its own (each named

@@ -114,8 +114,8 @@ class CpuLimit(Operation):
 
 
 #: A cgroup this module makes: ``harness-LABEL-TOKEN`` right under a cgroup hierarchy's mount.
-_OWN_CGROUP = re.compile(r"^harness-[A-Za-z0-9_.-]{1,64}$")
-_CONTROLLER = re.compile(r"^[a-z_]{1,32}$")
+_OWN_CGROUP = re.compile(r"^harness-[A-Za-z0-9_.-]{1,64}\Z")
+_CONTROLLER = re.compile(r"^[a-z_]{1,32}\Z")
 _CGROUP_ROOT = "/sys/fs/cgroup"
 
 

@@ -121,4 +121,4 @@ def _restore_offload(node: Node, data: dict) -> None:
              check=False, timeout=10)
 
 
-_FEATURE = re.compile(r"^[a-z][a-z0-9-]{0,63}$")  # ethtool -k's names: tso, gro, rx-gro-hw
+_FEATURE = re.compile(r"^[a-z][a-z0-9-]{0,63}\Z")  # ethtool -k's names: tso, gro, rx-gro-hw

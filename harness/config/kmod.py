@@ -119,7 +119,7 @@ class KernelModules(Operation):
                 for i, m in enumerate(self.modules)]
 
 
-_MODULE_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")  # as /proc/modules names them
+_MODULE_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}\Z")  # as /proc/modules names them
 
 
 @undo_handler("kernel-module", gone_with_namespace=False)

@@ -42,8 +42,8 @@ NFT = Tool("nft", "nft --version", "nftables")
 CONNTRACK = Tool("conntrack", "conntrack -V", "conntrack")
 
 FAMILY = "ip"
-_LABEL = re.compile(r"^[a-z][a-z0-9]{0,15}$")
-_DEVICE = re.compile(r"^[A-Za-z0-9_.:@-]{1,15}$")
+_LABEL = re.compile(r"^[a-z][a-z0-9]{0,15}\Z")
+_DEVICE = re.compile(r"^[A-Za-z0-9_.:@-]{1,15}\Z")
 TRANSLATED_COUNTER = "translated"  # comment of the forward-chain rule counting SNAT'd traffic
 
 
@@ -382,7 +382,7 @@ def conntrack_entries(node: Node) -> list[ConntrackEntry]:
 
 
 #: The tables this module makes: harness_<label>_<6 hex digits>, never another one.
-_OWN_TABLE = re.compile(r"^harness_[A-Za-z0-9_-]{1,40}$")
+_OWN_TABLE = re.compile(r"^harness_[A-Za-z0-9_-]{1,40}\Z")
 
 
 @undo_handler("nat-table")

@@ -60,8 +60,8 @@ RDMA = Tool("rdma", "rdma -V", "iproute2")
 PRLIMIT = Tool("prlimit", "prlimit --version", "util-linux")
 
 MODULE = "rdma_rxe"
-_LINK_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]{0,62}$")  # an IB device name (< 64 bytes)
-_NETDEV = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,14}$")  # IFNAMSIZ 16 with its NUL
+_LINK_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]{0,62}\Z")  # an IB device name (< 64 bytes)
+_NETDEV = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,14}\Z")  # IFNAMSIZ 16 with its NUL
 _NO_NETLINK = "Failed to open NETLINK_RDMA socket"  # no ib_core loaded yet: no links either
 _MODULE_HINT = ("use a kernel that has rdma_rxe (Debian's linux-image-amd64 builds it as a "
                 "module, CONFIG_RDMA_RXE=m): run the study in the VM lab, or install the "

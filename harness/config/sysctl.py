@@ -79,8 +79,8 @@ def sysctl_change(node: Node, key: str, before, after: str) -> Change:
 
 #: Every key the harness changes is a network one (net.ipv4.*, net.core.*, net.mptcp.*);
 #: a record restoring any other (kernel.core_pattern runs a program as root) is refused.
-_KEY = re.compile(r"^net(\.[A-Za-z0-9_-]+){1,6}$")
-_VALUE = re.compile(r"^[A-Za-z0-9 _.:,/+-]{0,256}$")
+_KEY = re.compile(r"^net(\.[A-Za-z0-9_-]+){1,6}\Z")
+_VALUE = re.compile(r"^[A-Za-z0-9 _.:,/+-]{0,256}\Z")
 
 
 @undo_handler("sysctl")

@@ -40,8 +40,8 @@ from .operation import UNKNOWN, Change, Fact, Operation
 TIPC = Tool("tipc", "tipc help 2>&1 | grep -m1 -i usage", "iproute2")
 
 MEDIA = ("udp", "eth")
-_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,15}$")
-_IDENTITY = re.compile(r"^[A-Za-z0-9_.-]{1,16}$")
+_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,15}\Z")
+_IDENTITY = re.compile(r"^[A-Za-z0-9_.-]{1,16}\Z")
 _MISSING_MODULE = "Unable to get TIPC nl family id"
 
 
@@ -134,7 +134,7 @@ def bearer_args(media: str, *, dev: str | None = None, name: str | None = None,
     if media not in MEDIA:
         raise SpecError(f"TIPC media {media!r} is not supported", f"use one of {MEDIA}")
     if media == "eth":
-        if not dev or not re.match(r"^[A-Za-z][A-Za-z0-9_.-]{0,14}$", dev):
+        if not dev or not re.match(r"^[A-Za-z][A-Za-z0-9_.-]{0,14}\Z", dev):
             raise SpecError(f"an Ethernet bearer needs an interface name, got {dev!r}")
         args = ["media", "eth", "device", dev]
     else:

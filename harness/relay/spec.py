@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from ..errors import SpecError
 
 # RFC 1123 host names: dot-separated labels of letters, digits and inner hyphens.
-_LABEL = re.compile(r"^(?!-)[A-Za-z0-9-]{1,63}(?<!-)$")
+_LABEL = re.compile(r"^(?!-)[A-Za-z0-9-]{1,63}(?<!-)\Z")
 
 MAX_PIPE_SIZE = 1 << 30
 #: srd's TCP_NOTSENT_LOWAT (its default too): see srd.c and benchmarks/relay_bench.py's notes

@@ -179,7 +179,33 @@ def _patterns():
             ("mount fstype", mounts._FSTYPE, "nfs4"), ("mount source", mounts._SOURCE, "h:/x"),
             ("gluster volume", glusterfs._VOLUME, "gv0"), ("gluster key", glusterfs._KEY, "a.b"),
             ("gluster value", glusterfs._VALUE, "on"), ("nfs client", nfs._CLIENT, "10.0.0.0/24"),
-            ("fio name", fio._NAME, "job1"), ("fio path", fio.PATH, "/data/f")]
+            ("fio name", fio._NAME, "job1"), ("fio path", fio.PATH, "/data/f"),
+            *_patterns_since()]
+
+
+def _patterns_since():
+    """Validators found still written ``^...$`` by the audit of 2026-11-27 (TIPC, RDMA, NAT,
+    relay host names, topology names) and the patterns the undo checks use."""
+    from harness import journal, topology, tracked, undo_checks
+    from harness.config import cgroup, interface, kmod, nat, rdma, sysctl, tipc
+    from harness.relay import spec
+
+    return [("tipc bearer", tipc._NAME, "b1"), ("tipc identity", tipc._IDENTITY, "n1"),
+            ("rdma link", rdma._LINK_NAME, "rxe0"), ("rdma netdev", rdma._NETDEV, "eth0"),
+            ("nat label", nat._LABEL, "nat"), ("nat device", nat._DEVICE, "eth0"),
+            ("nat table", nat._OWN_TABLE, "harness_nat_1"),
+            ("relay host label", spec._LABEL, "server1"),
+            ("topology ifname", topology.IFNAME, "eth0"),
+            ("topology node", topology.NODENAME, "h1"), ("topology disk", topology.DISKNAME, "d1"),
+            ("undo ifname", undo_checks.IFNAME, "veth0"), ("undo name", undo_checks.NAME, "ns1"),
+            ("undo sysctl", undo_checks.SYSCTL_KEY, "net.ipv4.ip_forward"),
+            ("undo module", undo_checks.MODULE, "harness.journal"),
+            ("sysctl key", sysctl._KEY, "net.ipv4.ip_forward"), ("sysctl value", sysctl._VALUE, "1"),
+            ("kernel module", kmod._MODULE_NAME, "tipc"), ("offload", interface._FEATURE, "tso"),
+            ("own cgroup", cgroup._OWN_CGROUP, "harness-x-1"),
+            ("cgroup controller", cgroup._CONTROLLER, "cpu"),
+            ("process log", journal._PROCESS_LOG, "harness-proc-abc123"),
+            ("stop file", tracked.NAME, tracked.PREFIX + "0" * 16)]
 
 
 @pytest.mark.parametrize("what, pattern, good", _patterns(), ids=[p[0] for p in _patterns()])
@@ -201,6 +227,37 @@ def test_the_checks_built_on_them_refuse_it_with_one_error():
 
 
 # -- files the archive writes, and a cgroup path reaching a shell ------------------------------
+
+def test_specs_with_a_trailing_newline_are_refused_with_one_error():
+    """The checks on the patterns above, as a study or an inventory reaches them."""
+    from harness.config import nat, rdma, tipc
+    from harness.nodes.local import LocalNode
+    from harness.relay.spec import check_host
+    from harness.topology import DataDisk, Link, LinkEnd, Topology
+    from harness.topology import TopologyNode as Node
+
+    def topology(node="h1", ifname="eth0", disk=None):
+        return Topology("t", (Node(node, machine="m1", whole_machine=disk is not None,
+                                   disks=(DataDisk(disk, 64),) if disk else ()),
+                              Node("h2")),
+                        (Link(LinkEnd(node, ifname, "10.0.0.1/24"),
+                              LinkEnd("h2", "eth0", "10.0.0.2/24")),))
+
+    checks = [(lambda v: tipc.bearer_args("eth", dev=v), "eth0"),
+              (lambda v: tipc.bearer_args("udp", name=v, localip="10.0.0.1"), "b1"),
+              (lambda v: tipc.TipcNode(LocalNode(), v, "eth", {"dev": "eth0"}).check(), "n1"),
+              (lambda v: rdma.RxeLink(LocalNode(), v, "eth0").check(), "rxe0"),
+              (lambda v: rdma.RxeLink(LocalNode(), "rxe0", v).check(), "eth0"),
+              (lambda v: nat._device(v), "eth0"),
+              (lambda v: check_host(v, "relay target", numeric=False), "server1"),
+              (lambda v: topology(node=v).validate(), "h1"),
+              (lambda v: topology(ifname=v).validate(), "eth0"),
+              (lambda v: topology(disk=v).validate(), "d1")]
+    for check, good in checks:
+        check(good)
+        with pytest.raises(SpecError):
+            check(good + "\n")
+
 
 def test_archive_add_file_neither_follows_nor_replaces(tmp_path):
     run = Run.create("s1", {}, tmp_path / "data")
