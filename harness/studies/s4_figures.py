@@ -56,6 +56,16 @@ def overhead(frame: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+def invalid_table(frame: pd.DataFrame, path_rate_mbit: float = PAPER_PATH_MBIT,
+                  server_rate_mbit: float = PAPER_SERVER_MBIT) -> pd.DataFrame:
+    """Every point of the run (iperf3 and GridFTP, every limit and stream count) faster than
+    its wire, with its numbers: the report lists them beside the count of points checked,
+    including those no claim rests on (the claims table names only its own)."""
+    bad = invalid_rows(_with_limit(frame), path_rate_mbit, server_rate_mbit)
+    return pd.DataFrame([vars(p) for p in bad],
+                        columns=["point", "quantity", "value", "bound", "unit", "why", "breaks"])
+
+
 def figure(frame: pd.DataFrame, path_rate_mbit: float = PAPER_PATH_MBIT,
            server_rate_mbit: float = PAPER_SERVER_MBIT,
            title: str = "S4: throughput vs parallel streams, per sender CPU limit"):

@@ -174,6 +174,19 @@ def test_figure_marks_invalid_points():
     assert any("paper TCP" in label for label in labels)
 
 
+def test_the_reports_invalid_table_checks_every_point_not_only_the_claims():
+    data = repeated({1: 438, 4: 450, 10: 460}, {1: 805, 4: 900, 10: 934}, 0.0002, reps=2)
+    assert figures.invalid_table(data).empty
+    four = data.index[(data.transport == "mptcp") & (data.streams == 4)][0]  # under no claim
+    data.loc[four, "goodput_mbit"] = 1023.0
+    first_tcp = data[data.transport == "tcp"].iloc[[0]]
+    data = pd.concat([data, first_tcp.assign(tool="gridftp", goodput_mbit=490.0)])
+    bad = figures.invalid_table(data)
+    assert sorted(zip(bad.value, bad.bound.round(1))) == [(490.0, 478.2), (1023.0, 956.4)]
+    assert bad.point.str.contains("mptcp 4 streams").any() and \
+        bad.point.str.startswith("gridftp tcp").any()
+
+
 def test_a_regime_the_interval_cannot_show_is_said_so_not_called_filled():
     # one stream at 455 +- 3 % over two repetitions: its t interval reaches 460
     v = verdicts(analysis.claims(repeated({1: 455, 10: 460}, {1: 805, 10: 934}, 0.03, reps=2)))
