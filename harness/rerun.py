@@ -78,6 +78,29 @@ def _study_of(notebook: Path) -> str | None:
         return None
 
 
+def _check_shape(original: Run, meta) -> None:
+    """run.json as the harness writes it: a mapping, its study and notebook text, its
+    parameters and provenance mappings. A run folder from elsewhere may hold anything there;
+    each is one error naming the field, before anything is read from it."""
+    def bad(what: str) -> SpecError:
+        return SpecError(f"run {original.run_id}: run.json {what}",
+                         "a run.json the harness wrote has none of this; rerun a run made "
+                         "here, or run its notebook yourself: harness run NOTEBOOK -f PARAMS.yaml")
+
+    if not isinstance(meta, dict):
+        raise bad("is not a mapping")
+    for name, kind in (("study", str), ("notebook", str), ("parameters", dict),
+                       ("provenance", dict), ("placement", dict)):
+        if meta.get(name) is not None and not isinstance(meta[name], kind):
+            raise bad(f"field {name!r} is not a {'mapping' if kind is dict else 'text'}: "
+                      f"{meta[name]!r:.80}")
+    for outer, inner in (("provenance", "git"), ("provenance", "controller"),
+                         ("placement", "scaling")):
+        value = (meta.get(outer) or {}).get(inner)
+        if value is not None and not isinstance(value, dict):
+            raise bad(f"field '{outer}.{inner}' is not a mapping: {value!r:.80}")
+
+
 @dataclass(frozen=True)
 class RerunPlan:
     original: Run
@@ -91,7 +114,12 @@ def plan(original: Run) -> RerunPlan:
     from .execute import HARNESS_PARAMETERS, check_parameters
     from .provenance import git_state
 
-    meta = original.meta
+    try:
+        meta = original.meta
+    except (ValueError, OSError) as exc:  # not JSON, not UTF-8, not a file
+        raise SpecError(f"run {original.run_id}: its run.json cannot be read ({exc})",
+                        "rerun a run folder the harness made") from None
+    _check_shape(original, meta)
     if not meta.get("notebook"):
         raise SpecError(f"run {original.run_id} names no notebook (a run made by a script, or "
                         "by a notebook whose file was not found)",

@@ -99,14 +99,24 @@ def notebook_metadata(notebook: Path) -> dict:
     if not notebook.exists():
         raise SpecError(f"notebook {notebook} does not exist", "give a path under notebooks/")
     try:
-        meta = json.loads(notebook.read_text()).get("metadata", {})
-    except json.JSONDecodeError as exc:
+        data = json.loads(notebook.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise SpecError(f"{notebook} is not a notebook (invalid JSON: {exc})",
                         "give a .ipynb file") from None
-    harness = meta.get("harness") or {}
+    # A notebook may come from anywhere (a colleague's tarball, an archived run): each level
+    # is checked for its shape, so that a list or a number is one error, not a traceback.
+    meta = data.get("metadata", {}) if isinstance(data, dict) else None
+    harness = (meta.get("harness") or {}) if isinstance(meta, dict) else None
+    if not isinstance(harness, dict):
+        raise SpecError(f"{notebook} is not a notebook with harness metadata (its JSON or its "
+                        "metadata is not a mapping)",
+                        'give a .ipynb file whose metadata has "harness": {"study": "NAME"}')
     if not harness.get("study"):
         raise SpecError(f"{notebook} does not name its study",
                         'add "harness": {"study": "NAME"} to the notebook metadata')
+    if not isinstance(harness["study"], str):
+        raise SpecError(f"{notebook}: metadata harness.study {harness['study']!r} is not a name",
+                        'write "harness": {"study": "NAME"}')
     return harness
 
 

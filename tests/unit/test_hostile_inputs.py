@@ -64,7 +64,37 @@ def test_notebook_metadata_names_a_module_outside_its_folder(tmp_path, sentinel,
         study_for(str(path))
 
 
+@pytest.mark.parametrize("content", [
+    "[1, 2]", '{"metadata": []}', '{"metadata": {"harness": "s0"}}',
+    '{"metadata": {"harness": {"study": ["s0"]}}}', '{"metadata": {"harness": {"study": 7}}}',
+    b"\xff\xfe not text",
+])
+def test_notebook_metadata_of_the_wrong_shape_is_one_error(tmp_path, content):
+    """Each was an AttributeError or TypeError traceback out of `harness params`/`lab show`."""
+    path = tmp_path / "nb.ipynb"
+    path.write_bytes(content if isinstance(content, bytes) else content.encode())
+    with pytest.raises(SpecError, match="notebook|harness.study"):
+        study_for(str(path))
+
+
 # -- run.json: what `harness rerun` reads ----------------------------------------------------
+
+@pytest.mark.parametrize("meta, field", [
+    ("[]", "not a mapping"), ("{", "cannot be read"),
+    ({"study": ["s0"], "notebook": "notebooks/s0_relay.ipynb"}, "'study'"),
+    ({"study": "s0", "notebook": ["x"]}, "'notebook'"),
+    ({"study": "s0", "notebook": "x.ipynb", "parameters": [1]}, "'parameters'"),
+    ({"study": "s0", "notebook": "x.ipynb", "provenance": "x"}, "'provenance'"),
+    ({"study": "s0", "notebook": "x.ipynb", "provenance": {"git": []}}, "'provenance.git'"),
+    ({"study": "s0", "notebook": "x.ipynb", "placement": {"scaling": 2}}, "'placement.scaling'"),
+])
+def test_a_run_json_of_the_wrong_shape_is_refused_naming_the_field(tmp_path, meta, field):
+    """A run folder from elsewhere: one error before anything runs (these were tracebacks)."""
+    run = Run.create("s0", {}, tmp_path / "data")
+    (run.path / "run.json").write_text(meta if isinstance(meta, str) else json.dumps(meta))
+    with pytest.raises(SpecError, match=field):
+        plan(Run(run.path))
+
 
 def make_original(data: Path, study: str, named: str) -> Run:
     run = Run.create(study, {}, data)
