@@ -255,12 +255,17 @@ class Run:
             self._freeze()
 
     def _freeze(self) -> None:
-        """Make every file of a complete run read-only."""
+        """Make every file of a complete run read-only.
+
+        A symlink in the folder is left as it is: chmod follows links, so a link planted
+        there (or a tool's output that is one) would make root take the write bits off
+        whatever file it names (/etc/passwd) outside the run."""
         for dirpath, _dirs, files in os.walk(self.path):
             for name in files:
                 p = Path(dirpath) / name
-                mode = p.stat().st_mode
-                p.chmod(mode & ~(stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
+                mode = p.lstat().st_mode
+                if stat.S_ISREG(mode):
+                    p.chmod(mode & ~(stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
 
 
 @contextmanager

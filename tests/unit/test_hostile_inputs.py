@@ -319,3 +319,63 @@ def test_a_cgroup_path_is_quoted_in_the_shell(tmp_path, sentinel):
 
     subprocess.run(["sh", "-c", cmd], capture_output=True)
     assert not mark.exists()
+
+
+# -- inventory: ssh-agent only where the inventory asks for it --------------------------------
+
+@pytest.mark.parametrize("entry, offered", [({}, False), ({"ssh_agent": False}, False),
+                                            ({"ssh_agent": True}, True)])
+def test_the_agent_is_offered_only_to_a_node_whose_inventory_says_so(monkeypatch, entry, offered):
+    """An agent offers every key it holds to whichever host asks (an impostor that passed a
+    careless known_hosts too): paramiko's allow_agent follows the node's entry, default off;
+    and a journal's description of the node never turns it on."""
+    from harness.errors import NodeError
+    from harness.inventory import Inventory
+    from harness.nodes import node_from_description, ssh_login
+
+    seen = []
+
+    class Client:
+        def connect(self, *args, **kwargs):
+            seen.append(kwargs["allow_agent"])
+            raise OSError(111, "Connection refused")
+
+        def get_transport(self):
+            return None
+
+        def close(self):
+            pass
+
+    monkeypatch.setattr(ssh_login.paramiko, "SSHClient", Client)
+    monkeypatch.setattr(ssh_login, "check_host_keys", lambda *a, **k: None)
+    inv = Inventory.from_dict({"ssh": {"known_hosts": "/nonexistent"},
+                               "nodes": {"a": {"host": "192.0.2.1", **entry}}})
+    node = inv.connect("a")
+    assert node.allow_agent is offered
+    for each in (node, node_from_description(node.describe())):
+        with pytest.raises(NodeError):
+            each.run("true")
+    assert seen == [offered, False]
+
+
+def test_ssh_agent_must_be_yes_or_no_in_yaml():
+    from harness.inventory import Inventory
+
+    with pytest.raises(SpecError, match="ssh_agent must be true or false"):
+        Inventory.from_dict({"nodes": {"a": {"host": "h", "ssh_agent": "yes"}}})
+
+
+def test_finishing_a_run_never_changes_a_file_a_symlink_in_it_names(tmp_path):
+    """A complete run is made read-only file by file; a link in its folder is not followed."""
+    import os
+    import stat
+
+    victim = tmp_path / "victim"
+    victim.write_text("stays writable")
+    victim.chmod(0o644)
+    run = Run.create("s0", {}, tmp_path / "data")
+    (run.path / "raw" / "planted").symlink_to(victim)
+    run.add_raw("out.txt", "x")
+    run.finish("complete")
+    assert stat.S_IMODE(victim.stat().st_mode) == 0o644
+    assert not os.stat(run.path / "raw" / "out.txt").st_mode & 0o222
