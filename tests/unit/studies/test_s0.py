@@ -363,6 +363,25 @@ def test_pingpong_bound_allows_the_shapers_two_frames_and_nothing_else():
                             None) == []  # unshaped: no wire to break
 
 
+def test_pingpong_points_the_lab_cannot_bound_are_shown_apart_against_one_real_hop():
+    """Messages of at most two frames pass the shaper at once: never invalid here, so the
+    report counts them, and those faster than one hop of a real wire, apart."""
+    from harness.studies import s0_validity as v
+
+    assert v.one_hop_mbit(1024, 100) == pytest.approx(93.94, abs=0.01)  # 1090 wire bytes
+    rows = [{"repetition": r, "method": "direct", "size": size, "stream_mbit": 50.0,
+             "pingpong_mbit": mbit}
+            for r, (size, mbit) in enumerate([(1024, 190.0), (1024, 80.0), (2048, 185.0),
+                                               (16384, 112.0)], 1)]
+    frame = pd.DataFrame(rows)
+    assert v.invalid_points(frame, 100.0) == []  # the lab's own bounds: all pass
+    out = v.unbounded_pingpong(frame, 100.0)
+    assert list(out["size"]) == [1024, 2048]  # 16 KB has a bound: not listed
+    assert list(out.points) == [2, 1] and list(out.above_one_hop) == [1, 1]
+    assert list(out.pingpong_max_mbit) == [190.0, 185.0]
+    assert v.unbounded_pingpong(frame, 0).empty  # unshaped: no wire to compare with
+
+
 def test_outside_the_papers_regime_is_not_testable_with_the_measured_reason():
     frame = synthetic({"direct": 1, "proxies": 2.1, "nat_srd": 1.5},
                       {"direct": 1, "proxies": 0.4, "nat_srd": 0.49})
