@@ -213,20 +213,27 @@ class Journal:
         """Read every sound line; report and skip the others (a torn last line after a
         crash, a record missing a field, a line someone else wrote).
 
-        The journal itself must be a regular file, opened without following a symlink:
-        a run folder from elsewhere may hold a folder, a FIFO (reading it would block
-        ``lab clean`` for ever) or a link to any file root can read under that name. Such
-        a journal is refused with :class:`UnreadableJournal`; ``lab clean`` reports it
-        and goes on with the other runs."""
+        The journal itself must be a regular file, opened without following a symlink,
+        owned by the user reading it (the harness wrote it as that user) and not writable
+        by every user: a run folder from elsewhere may hold a folder, a FIFO (reading it
+        would block ``lab clean`` for ever), a link to any file root can read, or a file
+        another local user wrote naming this machine's boot id (which every user can
+        read). Such a journal is refused with :class:`UnreadableJournal`; ``lab clean``
+        reports it and goes on with the other runs."""
         try:
             fd = os.open(self.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
         except OSError as exc:
             raise UnreadableJournal(self.path, exc.strerror
                                     + (" (a symlink is not followed)"
                                        if self.path.is_symlink() else "")) from None
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        found = os.fstat(fd)
+        why = ("not a regular file" if not stat.S_ISREG(found.st_mode)
+               else f"it belongs to uid {found.st_uid}, not to uid {os.geteuid()} that reads it: "
+                    "another user wrote it" if found.st_uid != os.geteuid()
+               else "every user may write to it" if found.st_mode & stat.S_IWOTH else "")
+        if why:
             os.close(fd)
-            raise UnreadableJournal(self.path, "not a regular file")
+            raise UnreadableJournal(self.path, why)
         with os.fdopen(fd, "rb") as fh:
             raw = fh.read()
         for number, line in enumerate(raw.decode("utf-8", errors="replace").split("\n"), 1):

@@ -499,8 +499,9 @@ def test_a_folder_the_run_chose_is_undone_by_the_run_but_never_from_a_file(tmp_p
 
 def test_lab_clean_refuses_a_journal_that_is_not_a_regular_file_and_cleans_the_others(
         tmp_path, root, monkeypatch, capsys):
-    """A folder, a FIFO (reading it blocked for ever) or a symlink under the name
-    journal.jsonl: that run is reported, the next run is still cleaned, the exit is 1."""
+    """A folder, a FIFO (reading it blocked for ever), a symlink, a file of another user or
+    one every user may write, under the name journal.jsonl: that run is reported, the next
+    run is still cleaned, the exit is 1."""
     from harness import cli
     from harness.archive import Run
 
@@ -510,15 +511,22 @@ def test_lab_clean_refuses_a_journal_that_is_not_a_regular_file_and_cleans_the_o
     elsewhere.mkdir()
     linked = tmp_path / "linked.jsonl"
     write(linked, do_line(1, str(elsewhere)))
-    for make in (lambda p: p.mkdir(), lambda p: os.mkfifo(p), lambda p: p.symlink_to(linked)):
+    def theirs(path, mode=0o644, uid=65534):
+        write(path, do_line(1, str(elsewhere)))  # this machine and boot, as anyone can read
+        os.chown(path, uid, uid)
+        path.chmod(mode)
+
+    for make in (lambda p: p.mkdir(), lambda p: os.mkfifo(p), lambda p: p.symlink_to(linked),
+                 theirs, lambda p: theirs(p, 0o666, os.geteuid())):
         make(Run.create("s0", {}, data).path / "journal.jsonl")
     made = root / "harness-sound"
     made.mkdir()
     write(Run.create("s0", {}, data).path / "journal.jsonl", do_line(1, str(made)))
     assert cli.main(["lab", "clean", "--data", str(data)]) == 1
     out = capsys.readouterr().out
-    assert out.count("cannot be read") == 3, out
+    assert out.count("cannot be read") == 5, out
     assert "not a regular file" in out and "symlink is not followed" in out
+    assert "another user wrote it" in out and "every user may write to it" in out
     assert not made.exists() and elsewhere.is_dir() and sentinels_intact(root)
 
 
