@@ -22,11 +22,31 @@ ROOT = Path(__file__).resolve().parents[2]
 SEEDS = ROOT.parent / "shared" / "seeds"
 
 
+def notebook_studies(folder: Path) -> list[str]:
+    """The studies of the notebooks in ``folder`` that name a module beside them
+    (``"module": "FILE.py"``): discover() does not import those, so without this a new
+    study kept beside its notebook (README, "Adding a study") was never checked here."""
+    from harness.errors import SpecError
+    from harness.studies.registry import notebook_metadata, study_of_notebook
+
+    names = []
+    for notebook in sorted(folder.glob("*.ipynb")):
+        try:
+            meta = notebook_metadata(notebook)
+        except SpecError:  # not a study's notebook
+            continue
+        if meta.get("module"):
+            names.append(study_of_notebook(notebook).name)
+    return names
+
+
 def registered_studies() -> list[str]:
-    """Every study the harness finds (a new one under harness/studies/ is checked too)."""
+    """Every study the harness finds (a new one under harness/studies/, or beside its notebook
+    under notebooks/, is checked too)."""
     from harness.studies.registry import _REGISTRY
 
     discover()
+    notebook_studies(ROOT / "notebooks")
     return sorted(_REGISTRY)
 
 
@@ -41,6 +61,15 @@ def seed_lines(seed_line: str) -> str:
     assert len(files) == 1, f"no seed file {seed}_*.txt under {SEEDS} (is ../shared/ there?)"
     text = files[0].read_text().splitlines()
     return " ".join(text[int(n) - 1] for n in lines.split(","))
+
+
+def test_a_study_beside_its_notebook_is_found_for_these_checks(tmp_path):
+    """The README's example study sits beside its notebook (tests/studies/): found by its
+    notebook's metadata; a notebook without harness metadata names no study."""
+    assert notebook_studies(ROOT / "tests" / "studies") == ["ping-demo"]
+    (tmp_path / "plain.ipynb").write_text(json.dumps(
+        {"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+    assert notebook_studies(tmp_path) == []
 
 
 def test_the_five_studies_are_among_them():
