@@ -420,8 +420,11 @@ def forget_changes_in_vms(journal: Journal) -> int:
     pending change made inside one of its VMs. Their QEMU is stopped by the same
     clean (or is dead already), and the guest's state ends with it.
     """
-    ports = {e.data["vm"]["ssh_port"] for e in journal.pending()
-             if e.kind == "process" and isinstance(e.data.get("vm"), dict)}
+    # read back from a file: a port is an int, anything else names no VM (and is no reason
+    # to leave the run's other changes undone)
+    found = [e.data["vm"].get("ssh_port") for e in journal.pending()
+             if e.kind == "process" and isinstance(e.data.get("vm"), dict)]
+    ports = {p for p in found if isinstance(p, int) and not isinstance(p, bool)}
     count = 0
     for entry in journal.pending():
         desc = entry.node

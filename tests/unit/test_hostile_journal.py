@@ -539,3 +539,22 @@ def test_a_kind_that_is_no_handlers_name_is_an_unsound_line(tmp_path, root, kind
     journal = Journal(tmp_path / "j.jsonl")
     assert journal.pending() == [] and len(journal.problems) == 1
     assert "\x1b" not in journal.problems[0] and "\n" not in journal.problems[0]
+
+
+@pytest.mark.parametrize("vm", [{"ssh_port": []}, {}, {"ssh_port": {"a": 1}}, {"ssh_port": True}])
+def test_a_vm_record_of_the_wrong_shape_names_no_vm_and_the_rest_is_cleaned(tmp_path, root, vm):
+    """`lab clean` first drops the changes made inside a run's VMs (they end with QEMU); a
+    QEMU record whose port is not a number (an unhashable list was a TypeError that left
+    the run's every change undone) names no VM."""
+    from harness.vm import forget_changes_in_vms
+
+    made = root / "harness-made"
+    made.mkdir()
+    qemu = {**do_line(1, ""), "kind": "process", "module": "harness.journal",
+            "data": {"pid": 4242, "start_ticks": 1, "vm": vm}}
+    inside = {**do_line(2, str(made)), "node": {"type": "ssh", "name": "vm", "host": "127.0.0.1",
+                                                "port": 1}}
+    write(tmp_path / "j.jsonl", qemu, inside, do_line(3, str(made)))
+    journal = Journal(tmp_path / "j.jsonl")
+    assert forget_changes_in_vms(journal) == 0
+    assert [e.seq for e in journal.pending()] == [1, 2, 3]
