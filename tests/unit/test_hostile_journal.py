@@ -558,3 +558,55 @@ def test_a_vm_record_of_the_wrong_shape_names_no_vm_and_the_rest_is_cleaned(tmp_
     journal = Journal(tmp_path / "j.jsonl")
     assert forget_changes_in_vms(journal) == 0
     assert [e.seq for e in journal.pending()] == [1, 2, 3]
+
+
+def test_an_ssh_node_of_a_journal_is_asked_nothing_before_its_host_key_is_verified(tmp_path):
+    """A record of an SSH node whose host key is not in its known_hosts (the record asks to
+    accept unknown keys): its machine is never asked who it is -- the client stops at the
+    key exchange, no login is tried, no command sent -- and the record is refused saying so."""
+    import socket
+    import threading
+
+    import paramiko
+
+    tried = []
+
+    class Iface(paramiko.ServerInterface):
+        def get_allowed_auths(self, username):
+            tried.append(username)
+            return "publickey"
+
+        def check_auth_publickey(self, username, key):
+            tried.append(username)
+            return paramiko.AUTH_FAILED
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(1)
+    transports = []
+
+    def serve():
+        conn, _ = server.accept()
+        transport = paramiko.Transport(conn)
+        transport.add_server_key(paramiko.RSAKey.generate(2048))
+        transports.append(transport)
+        try:
+            transport.start_server(server=Iface())
+        except (paramiko.SSHException, EOFError, OSError):
+            pass
+
+    threading.Thread(target=serve, daemon=True).start()
+    known = tmp_path / "known_hosts"
+    known.write_text("")
+    node = {"type": "ssh", "name": "n", "host": "127.0.0.1", "port": server.getsockname()[1],
+            "user": "root", "known_hosts": str(known), "accept_unknown_host": True,
+            "connect_timeout": 10}
+    write(tmp_path / "j.jsonl", {**do_line(1, "/tmp/harness-x"), "node": node})
+    try:
+        with pytest.raises(UndoFailed, match="could not be asked who it is.*not known"):
+            Journal(tmp_path / "j.jsonl").undo_all()
+    finally:
+        server.close()
+        for transport in transports:
+            transport.close()
+    assert tried == [] and known.read_text() == ""
