@@ -159,6 +159,16 @@ class Cluster:
         return self.command(sys.executable, "-m", "harness", *args, timeout=timeout,
                             check=False, env=env)
 
+    def harness_on(self, node: ComputeNode, *args: str, timeout: float = 300,
+                   env: dict | None = None) -> subprocess.CompletedProcess:
+        """The harness CLI on a compute node (its network and UTS namespaces: its hostname),
+        as a user runs it there after a job (``srun -w NODE harness lab clean``)."""
+        return subprocess.run(["nsenter", f"--net={node.netns_path}",
+                               f"--uts=/proc/{node.sshd_pid}/ns/uts", sys.executable, "-m",
+                               "harness", *args], capture_output=True, text=True,
+                              timeout=timeout, check=False,
+                              env={**os.environ, **self.env, **(env or {})})
+
     def node_pids(self) -> dict[str, set[int]]:
         """The processes in each node's namespace (its sshd and slurmd among them)."""
         return {node.name: set(self.machines.processes(node.name)) | {node.sshd_pid}

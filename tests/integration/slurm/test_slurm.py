@@ -207,9 +207,10 @@ def test_after_a_hard_kill_lab_clean_finishes_on_the_nodes(cluster, data, tmp_pa
     # A hard kill (the OOM killer, KillWait passed during a long undo): SIGKILL to the job's
     # harness and every process under it at once. `scancel --signal=KILL` would not do: Slurm
     # then cancels the job the usual way, SIGTERM first (seen here: the run undid everything
-    # itself). The harness is the parent of the kernel that writes the run's journal.
-    [writer] = run.journal.writers()
-    harness_pid = parent(writer)
+    # itself). The harness (its kernel's socket folder) and the kernel it started both write
+    # the run's journal; the harness is the kernel's parent.
+    writers = run.journal.writers()
+    (harness_pid,) = [w for w in writers if parent(w) not in writers]
     for pid in [harness_pid, *descendants(harness_pid)]:
         try:
             os.kill(pid, signal.SIGKILL)
@@ -219,11 +220,24 @@ def test_after_a_hard_kill_lab_clean_finishes_on_the_nodes(cluster, data, tmp_pa
     run = Run(run.path)
     assert run.meta["status"] == INCOMPLETE
     left = run.journal.pending()
-    assert {e.node["host"] for e in left} == {n.address for n in cluster.nodes}  # both locks
+    remote = [e for e in left if e.node.get("type") == "ssh"]
+    assert {e.node["host"] for e in remote} == {n.address for n in cluster.nodes}  # both locks
+    # and, where the job's harness ran, its kernel's socket folder (harness.kernels)
+    (sockets,) = [e for e in left if e.node.get("type") == "local"]
+    assert sockets.kind == "file" and Path(sockets.data["path"]).is_dir()
+    # on the login node: the nodes' records are undone over SSH; the folder on the compute
+    # node is refused there, naming the machine it was made on
     clean = harness(cluster, data, "lab", "clean", "--data", str(data))
-    assert clean.returncode == 0, clean.stdout + clean.stderr
+    assert clean.returncode == 1, clean.stdout + clean.stderr
     assert f"undoing {len(left)} change(s)" in clean.stdout
+    assert "a journal of another machine is never undone here" in clean.stdout + clean.stderr
+    assert [e.kind for e in Run(run.path).journal.pending()] == ["file"]
+    # on the compute node the job ran on (its hostname is in the record): the rest
+    (ran_on,) = [n for n in cluster.nodes if hostname(n) == sockets.machine["hostname"]]
+    clean = cluster.harness_on(ran_on, "lab", "clean", "--data", str(data))
+    assert clean.returncode == 0, clean.stdout + clean.stderr
     assert not Run(run.path).journal.pending()
+    assert not Path(sockets.data["path"]).exists()
     cluster.wait_idle()
     assert node_state(cluster) == before
 
@@ -246,6 +260,11 @@ def test_a_job_over_its_time_limit_ends_incomplete_with_everything_undone(cluste
     assert_one_ending_line(data, job, run)
     cluster.wait_idle()
     assert node_state(cluster) == before
+
+
+def hostname(node) -> str:
+    return subprocess.run(["nsenter", f"--uts=/proc/{node.sshd_pid}/ns/uts", "hostname"],
+                          capture_output=True, text=True, check=True).stdout.strip()
 
 
 def parent(pid: int) -> int:
