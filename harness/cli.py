@@ -179,10 +179,15 @@ def cmd_runs(args) -> int:
     from .archive import list_runs
 
     for run in list_runs(args.study):
-        meta = run.meta
-        print(f"{meta['status']:10s} {run.path}  {meta.get('started')}  "
+        try:
+            meta = run.meta
+            status = meta["status"]
+        except (ValueError, KeyError, TypeError, OSError):  # one damaged run.json: the others
+            print(f"{'unreadable':10s} {run.path}  (run.json is not a run's record)")
+            continue
+        print(f"{status:10s} {run.path}  {meta.get('started')}  "
               f"{meta.get('parameters', {}).get('profile') or '':8s} "
-              f"{verdict_summary(run.path) if meta['status'] == 'complete' else ''}"
+              f"{verdict_summary(run.path) if status == 'complete' else ''}"
               f"{meta.get('error') or ''}")
     return 0
 
