@@ -291,7 +291,9 @@ def list_runs(study: str | None = None, root: Path | None = None,
             try:
                 if status is None or run.status == status:
                     runs.append(run)
-            except (json.JSONDecodeError, KeyError):
+            except (ValueError, KeyError, TypeError, OSError):
+                # not JSON, not UTF-8, not a mapping, not a file: no run of that status (one
+                # damaged run.json made `harness batch` and `compare` fail for every run)
                 continue
     return runs
 

@@ -31,6 +31,10 @@ from .archive import COMPLETE, Run, archived_notebook, list_runs
 from .errors import SpecError
 
 FORMAT = "see the format in harness/sweep.py"
+#: At most this many points (runs) in one sweep, counted before the product is built: a
+#: two-line file of 9 axes with 10 values each was 10^9 points, a MemoryError after
+#: filling this machine's 24 GiB. Each point is a run of minutes; 10000 is weeks already.
+MAX_POINTS = 10_000
 
 
 @dataclass(frozen=True)
@@ -69,6 +73,14 @@ class Sweep:
             if not isinstance(values, list) or not values:
                 raise SpecError(f"sweep file {path}: sweep.{name} must be a non-empty list",
                                 f"write sweep: {{{name}: [value, value, ...]}}")
+        count = 1
+        for values in axes.values():
+            count *= len(values)
+        if count > MAX_POINTS:
+            raise SpecError(f"sweep file {path}: {' x '.join(str(len(v)) for v in axes.values())}"
+                            f" = {count} points, more than {MAX_POINTS} runs",
+                            "sweep fewer values (split the sweep into files, or fix a "
+                            "parameter under parameters:)")
         overlap = set(fixed) & set(axes)
         if overlap:
             raise SpecError(f"sweep file {path}: {sorted(overlap)} are both fixed and swept",

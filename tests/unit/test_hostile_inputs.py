@@ -155,6 +155,40 @@ def test_a_sweep_whose_notebook_imports_from_elsewhere_is_refused(tmp_path, sent
         check_parameters(loaded.notebook, loaded.points()[0])
 
 
+def test_a_sweep_is_counted_before_its_points_are_built(tmp_path):
+    """9 axes of 10 values in a two-line file were 10^9 points: a MemoryError after filling
+    the machine's memory. Counted first, it is one error."""
+    from harness.sweep import Sweep
+
+    folder = tmp_path / "nbs"
+    folder.mkdir()
+    notebook(folder, "s4")
+    axes = ", ".join(f"{name}: [{', '.join(map(str, range(10)))}]" for name in "abcdefghi")
+    sweep = tmp_path / "sweep.yaml"
+    sweep.write_text(f"notebook: nbs/nb.ipynb\nsweep: {{{axes}}}\n")
+    with pytest.raises(SpecError, match="1000000000 points, more than 10000"):
+        Sweep.load(sweep)
+
+
+@pytest.mark.parametrize("content", ["[]", "{", "\"text\"", '{"no": "status"}'])
+def test_a_damaged_run_json_is_passed_over_by_listings(tmp_path, monkeypatch, capsys, content):
+    """One run.json that is not a run's record (a list, torn JSON): `harness runs`, `batch`
+    and `compare` list the others (a TypeError out of each before)."""
+    from harness import cli
+    from harness.archive import COMPLETE, list_runs
+
+    data = tmp_path / "data"
+    damaged = Run.create("s0", {}, data)
+    (damaged.path / "run.json").write_text(content)
+    good = Run.create("s0", {}, data)
+    good.finish(COMPLETE)
+    assert list_runs("s0", data, COMPLETE) == [good]
+    monkeypatch.setenv("HARNESS_DATA", str(data))
+    assert cli.main(["runs"]) == 0
+    out = capsys.readouterr().out
+    assert f"unreadable {damaged.path}" in out and f"complete   {good.path}" in out
+
+
 @pytest.mark.parametrize("value, message", [
     ("1-10000000000", "out of range"),  # was a list of 10^10 integers before the check
     ("5-1", "backwards"),
