@@ -98,6 +98,10 @@ def int_list(name: str, value, low: float | None, high: float | None,
             except ValueError:
                 raise SpecError(f"parameter {name}={value!r} is not a list of integers",
                                 "write e.g. 1,2,4 or 1-10") from None
+            if len(items) > MAX_RANGE_ITEMS:  # each range is bounded, and so is their sum:
+                # 300 times "1-9999" was 3 million values, a million times 10^10
+                raise SpecError(f"parameter {name}={value[:60]!r}...: more than "
+                                f"{MAX_RANGE_ITEMS} values", f"give at most {MAX_RANGE_ITEMS}")
     elif isinstance(value, int) and not isinstance(value, bool):
         items = [value]
     elif isinstance(value, Iterable):

@@ -200,6 +200,9 @@ def test_a_swept_range_is_checked_before_it_is_expanded(value, message):
         int_list("streams", value, 1, 64)
     with pytest.raises(SpecError, match="more than 10000 values"):
         int_list("sizes", "1-10000000000", 1, None)
+    with pytest.raises(SpecError, match="more than 10000 values"):  # each range in bounds
+        int_list("sizes", ",".join(["1-9999"] * 300), 1, None)
+    assert len(int_list("sizes", "1-5000,5001-10000", 1, None)) == 10000
 
 
 # -- cached binaries: a helper compiled on a remote node ---------------------------------------
