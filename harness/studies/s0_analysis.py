@@ -31,7 +31,7 @@ from .s0_claims import (
     METRICS,
     SMALL_SIZES,
 )
-from .s0_validity import among, invalid_points
+from .s0_validity import among, invalid_points, unbounded_note
 
 __all__ = ["CHANGES", "CLAIMS", "DESIGN", "claims", "explain", "invalid_table", "table1"]
 
@@ -308,26 +308,31 @@ def claims(frame: pd.DataFrame, bench: pd.DataFrame | None = None,
     elif lat_regime:
         out += [not_testable(CLAIMS[k], lat_regime) for k in lat_claims]
     else:
-        for key, ratio in (("proxies_latency", lat.proxies / lat.direct),
-                           ("nat_latency", lat.nat_srd / lat.direct)):
+        for key, method in (("proxies_latency", "proxies"), ("nat_latency", "nat_srd")):
             out.append(judge(CLAIMS[key], mean_estimate(
-                _geomean_per_rep(ratio, *LATENCY_SIZES), "x", log=True), why_lat))
+                _geomean_per_rep(lat[method] / lat.direct, *LATENCY_SIZES), "x", log=True),
+                _notes(why_lat, unbounded_note(frame, rate, ("direct", method),
+                                               LATENCY_SIZES))))
         est = mean_estimate(_geomean_per_rep(lat.nat_srd / lat.proxies, *LATENCY_SIZES),
                             log=True)
-        out.append(judge(CLAIMS["nat_vs_proxies_latency"], est and est.as_gain_pct(),
-                         "NAT on fa replaces a user-space hop (two socket terminations, a "
-                         "process wake-up, framing onto the shared connection) with kernel "
-                         "forwarding"))
+        out.append(judge(CLAIMS["nat_vs_proxies_latency"], est and est.as_gain_pct(), _notes(
+            "NAT on fa replaces a user-space hop (two socket terminations, a process wake-up, "
+            "framing onto the shared connection) with kernel forwarding",
+            unbounded_note(frame, rate, ("proxies", "nat_srd"), LATENCY_SIZES))))
     for metric in METRICS:
-        out += _bandwidth_verdicts(frame, metric, bw_regime, invalid)
+        out += _bandwidth_verdicts(frame, metric, bw_regime, invalid, rate)
     out.append(_far_latency(far, meta))
     if bench is not None and not bench.empty:
         out += bench_targets(bench)
     return table(out)
 
 
+def _notes(*parts: str) -> str:
+    return "; ".join(p for p in parts if p)
+
+
 def _bandwidth_verdicts(frame: pd.DataFrame, metric: str, regime: str,
-                        invalid: list) -> list[Verdict]:
+                        invalid: list, rate: float | None = None) -> list[Verdict]:
     keys = [k for k in CLAIMS if k.startswith(f"bandwidth.{metric}.")]
     bw = per_repetition(frame, f"{metric}_mbit")
     if not set(METHODS) <= set(bw.columns):
@@ -335,17 +340,23 @@ def _bandwidth_verdicts(frame: pd.DataFrame, metric: str, regime: str,
     if regime:
         return [not_testable(CLAIMS[k], regime) for k in keys]
     quantity = "streaming" if metric == "stream" else "ping-pong"
+
+    def note(methods, sizes) -> str:  # streaming is bounded at every size; ping-pong is not
+        return unbounded_note(frame, rate, methods, sizes) if metric == "pingpong" else ""
+
     out = []
     for method in ("proxies", "nat_srd"):
         est = mean_estimate(_geomean_per_rep(bw[method] / bw.direct, *ALL_SIZES), "x",
                             log=True)
         out.append(judge(CLAIMS[f"bandwidth.{metric}.{method}_below_half"], est,
+                         note(("direct", method), ALL_SIZES),
                          invalid=among(invalid, ("direct", method), ALL_SIZES, quantity)))
     gain = bw.nat_srd / bw.proxies
     for key, sizes in (("gain_1k_32k", SMALL_SIZES), ("gain_128k_1m", LARGE_SIZES),
                        ("gain_appropriate", APPROPRIATE_SIZES)):
         est = mean_estimate(_geomean_per_rep(gain, *sizes), log=True)
         out.append(judge(CLAIMS[f"bandwidth.{metric}.{key}"], est and est.as_gain_pct(),
+                         note(("proxies", "nat_srd"), sizes),
                          invalid=among(invalid, ("proxies", "nat_srd"), sizes, quantity)))
     return out
 

@@ -109,6 +109,22 @@ def unbounded_pingpong(frame: pd.DataFrame, rate_mbit: float | None) -> pd.DataF
     return out[cols]
 
 
+def unbounded_note(frame: pd.DataFrame, rate_mbit: float | None, methods,
+                   sizes: tuple[int, int]) -> str:
+    """For a claim's verdict: how many of the ping-pong points it rests on (its methods, sizes
+    lo..hi) this lab cannot bound, and how many of those beat one hop of a real wire ('' when
+    none). Its outcome stands; the note says what it stands on."""
+    free = unbounded_pingpong(frame, rate_mbit)
+    lo, hi = sizes
+    part = free[free.method.isin(methods) & free["size"].between(lo, hi)]
+    if part.empty:
+        return ""
+    return (f"{int(part.points.sum())} of its ping-pong points (<= {PEAK_FRAMES} frames) have "
+            "no bound in this lab (the shaper passes them at once); "
+            f"{int(part.above_one_hop.sum())} read faster than one hop of a real "
+            f"{rate_mbit:g} Mbit/s wire allows")
+
+
 def among(points: list[Invalid], methods, sizes: tuple[int, int], quantity: str = "") -> list[
         Invalid]:
     """The invalid points a claim rests on: its methods, its sizes lo..hi, its quantity."""

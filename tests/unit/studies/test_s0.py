@@ -382,6 +382,28 @@ def test_pingpong_points_the_lab_cannot_bound_are_shown_apart_against_one_real_h
     assert v.unbounded_pingpong(frame, 0).empty  # unshaped: no wire to compare with
 
 
+def test_a_claim_on_unbounded_pingpong_points_says_so_and_keeps_its_outcome():
+    """Latency and ping-pong claims name how many of their points fit the shaper's bucket
+    (no bound here) and how many beat one real 100 Mbit/s hop; streaming claims, bounded at
+    every size, say nothing of it."""
+    frame = synthetic({"direct": 1, "proxies": 2.1, "nat_srd": 1.5},
+                      {"direct": 1, "proxies": 0.4, "nat_srd": 0.49},
+                      sizes=(1, 1024, 16 * 1024, 128 * 1024, 1 << 20))
+    before = outcomes(frame)
+    fast = (frame.method == "direct") & (frame["size"] == 1024) & (frame.repetition <= 2)
+    frame.loc[fast, "pingpong_mbit"] = 190.0  # what a 1 KB ping-pong reads at veth speed
+    c = analysis.claims(frame).set_index("claim_id")
+    assert dict(zip(c.index, c.outcome)) == before  # a note, never an outcome
+    # 1 B and 1 KB, 6 repetitions, direct and proxies: 24 points; 2 above 94 Mbit/s
+    assert "24 of its ping-pong points" in c.loc["s0.latency.proxies_x", "note"]
+    assert "; 2 read faster than one hop of a real 100 Mbit/s wire" in \
+        c.loc["s0.latency.proxies_x", "note"]
+    assert "direct is" in c.loc["s0.latency.proxies_x", "note"]  # the earlier note stays
+    assert "0 read faster" in c.loc["s0.bandwidth.pingpong.gain_1k_32k", "note"]
+    assert c.loc["s0.bandwidth.pingpong.gain_128k_1m", "note"] == ""  # every size bounded
+    assert c.loc["s0.bandwidth.stream.gain_1k_32k", "note"] == ""
+
+
 def test_outside_the_papers_regime_is_not_testable_with_the_measured_reason():
     frame = synthetic({"direct": 1, "proxies": 2.1, "nat_srd": 1.5},
                       {"direct": 1, "proxies": 0.4, "nat_srd": 0.49})
