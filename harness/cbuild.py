@@ -9,7 +9,9 @@ silently reused.
 
 Where: ``$HARNESS_CACHE_DIR/<name>/<key>/<name>``, else
 ``${XDG_CACHE_HOME:-~/.cache}/harness/<name>/<key>/<name>``. Local nodes (the
-controlling machine and its namespaces) share the controller's cache. VM
+controlling machine and its namespaces) share the controller's cache, used only if no
+user but this one (and root) can change it and run only with the sha256 recorded at its
+build (:func:`check_own_path`, :func:`local_digest`). VM
 nodes of this project share the host's root file system read-only, so a
 binary built here is already there: :meth:`CProgram.build_on` first asks the
 node whether the host's binary is visible at the same path *with the same
@@ -26,6 +28,7 @@ import hashlib
 import os
 import shlex
 import shutil
+import stat
 import subprocess
 import tempfile
 from dataclasses import dataclass
@@ -73,14 +76,27 @@ class CProgram:
         return Path(base) / "harness" / self.name
 
     def build_local(self, cache_root: Path | None = None) -> Path:
-        """Path of the compiled program on this machine, compiling it if needed."""
+        """Path of the compiled program on this machine, compiling it if needed.
+
+        The cache is checked like a remote node's (issue 26): its folder and every folder
+        above it must be writable by no user but this one and root (:func:`check_own_path`),
+        and a binary found there runs only if its sha256 is the one recorded at its build.
+        Why: root with another user's environment (``sudo -E``, a shared
+        ``$HARNESS_CACHE_DIR``) would otherwise run whatever that user put at
+        ``~/.cache/harness/srd/KEY/srd``."""
         source = self.source_bytes()
         cc = local_compiler()
         binary = (cache_root or self.local_cache_root()) / self.cache_key(
             source, compiler_id(cc)) / self.name
-        if binary.is_file() and os.access(binary, os.X_OK):
+        old_umask = os.umask(0o022)
+        try:
+            binary.parent.mkdir(parents=True, exist_ok=True)
+        finally:
+            os.umask(old_umask)
+        check_own_path(binary.parent, self.what)
+        digest_file = binary.with_name(self.name + DIGEST_SUFFIX)
+        if local_digest(binary) is not None and local_digest(binary) == _read_text(digest_file):
             return binary
-        binary.parent.mkdir(parents=True, exist_ok=True)
         # Compile in a private temp dir, then rename: concurrent builders never see half a file.
         with tempfile.TemporaryDirectory(dir=binary.parent, prefix=".build-") as tmp:
             src = Path(tmp) / self.source.name
@@ -93,6 +109,9 @@ class CProgram:
                                   f"{proc.stderr.strip()[-2000:]}",
                                   "report this with the compiler output (gcc >= 8 is needed)")
             os.chmod(out, 0o755)
+            record = Path(tmp) / digest_file.name
+            record.write_text(hashlib.sha256(out.read_bytes()).hexdigest() + "\n")
+            os.replace(record, digest_file)
             os.replace(out, binary)
         return binary
 
@@ -202,6 +221,47 @@ def remote_digest(node: Node, binary: str) -> str | None:
     if len(lines) == 3 and len(lines[0]) == 64 and lines[0] == lines[2]:
         return lines[0]
     return None
+
+
+def check_own_path(folder: Path, what: str) -> None:
+    """Refuse (BuildFailed) a cache folder that someone other than this user or root could
+    change: every folder from / down to it (symlinks resolved) must be owned by this user or
+    root and writable by no one else -- unless sticky (/tmp), where each entry stays its
+    owner's. Checked like OpenSSH's StrictModes; a binary is run from there as root."""
+    uid = os.geteuid()
+    real = Path(os.path.realpath(folder))
+    for current in (*reversed(real.parents), real):
+        st = os.lstat(current)
+        if st.st_uid not in (0, uid):
+            raise BuildFailed(f"the cache of {what} is under {current}, which belongs to uid "
+                              f"{st.st_uid}: that user could replace what runs as uid {uid}",
+                              "point $HARNESS_CACHE_DIR at a folder of your own (sudo -E "
+                              "keeps another user's $HOME and $XDG_CACHE_HOME)")
+        if st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX:
+            raise BuildFailed(f"the cache of {what} is under {current}, which group or others "
+                              f"may write (mode {stat.S_IMODE(st.st_mode):o})",
+                              f"chmod go-w {current}, or point $HARNESS_CACHE_DIR elsewhere")
+
+
+def local_digest(binary: Path) -> str | None:
+    """The sha256 of ``binary`` if it is a regular file (no symlink) of this user that no one
+    else may write; None otherwise (never trusted)."""
+    try:
+        fd = os.open(binary, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as fh:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o022:
+            return None
+        return hashlib.sha256(fh.read()).hexdigest()
+
+
+def _read_text(path: Path) -> str | None:
+    try:
+        return path.read_text().strip()
+    except (OSError, UnicodeDecodeError):
+        return None
 
 
 def local_compiler() -> str:

@@ -113,3 +113,45 @@ def test_folders_of_another_user_are_refused_naming_their_owner(tmp_path, progra
         program.build_on(node_with_cache(cache), reuse_host_build=False)
     assert "belongs to uid 65534" in str(err.value) and str(foreign) in str(err.value)
     assert list(foreign.iterdir()) == [] and list((cache / "harness").iterdir()) == []
+
+
+# -- the controller's own cache ---------------------------------------------------------------
+
+@needs_cc
+def test_the_local_cache_runs_only_a_binary_with_its_recorded_hash(tmp_path, program):
+    cache = tmp_path / "local"
+    binary = program.build_local(cache)
+    assert runs(binary) == "hello\n"
+    stamp = os.stat(binary).st_mtime_ns
+    assert program.build_local(cache) == binary and os.stat(binary).st_mtime_ns == stamp
+    binary.chmod(0o755)
+    binary.write_text("#!/bin/sh\necho planted\n")  # changed after its build: rebuilt
+    assert runs(program.build_local(cache)) == "hello\n"
+    binary.with_name("hello.sha256").unlink()  # no record (a cache of before): rebuilt
+    binary.write_text("#!/bin/sh\necho planted\n")
+    assert runs(program.build_local(cache)) == "hello\n"
+
+
+@needs_cc
+@pytest.mark.skipif(os.geteuid() != 0, reason="chown needs root")
+@pytest.mark.parametrize("how", ["owner", "writable", "parent"])
+def test_a_local_cache_another_user_could_change_is_refused(tmp_path, program, how):
+    """root under `sudo -E` (another user's $XDG_CACHE_HOME) or with a shared
+    $HARNESS_CACHE_DIR: a binary planted there, even with a matching record, never runs."""
+    home = tmp_path / "home"
+    cache = home / "cache"
+    key = program.cache_key(program.source_bytes(), cbuild.compiler_id(cbuild.local_compiler()))
+    planted = cache / key / "hello"
+    planted.parent.mkdir(parents=True)
+    planted.write_text("#!/bin/sh\necho planted\n")
+    planted.chmod(0o755)
+    (planted.parent / "hello.sha256").write_text(cbuild.local_digest(planted) + "\n")
+    if how == "owner":
+        os.chown(cache, 65534, 65534)
+    elif how == "writable":
+        cache.chmod(0o777)
+    else:
+        os.chown(home, 65534, 65534)  # that user can swap the folders below
+    with pytest.raises(BuildFailed, match="uid 65534|may write"):
+        program.build_local(cache)
+    assert planted.read_text() == "#!/bin/sh\necho planted\n"  # left, never run
