@@ -202,3 +202,31 @@ def test_a_module_declares_claims_design_and_changes(tmp_path, monkeypatch):
     assert declared("s9", ["s9_missing"]).claims == ()
     with pytest.raises(ModuleNotFoundError, match="no_such_module_here"):
         declared("s9", ["s9_broken"])  # a module that exists but fails is said, not skipped
+
+
+def test_claims_history_command_lists_a_refused_run_with_a_note_not_a_change(data_root, capsys):
+    """`harness claims history` on an archive as it was on 2026-11-27: a registered run, one
+    refused at the machine lock before it registered, and a registered run after it."""
+    from argparse import Namespace
+
+    from harness.archive import COMPLETE, INCOMPLETE, Run
+    from harness.cli_claims import cmd_claims_history
+    from harness.studies import study_for
+
+    notebook = ROOT / "tests" / "studies" / "ping_study.ipynb"
+    study = study_for(str(notebook))
+
+    def run(registered: bool, status: str) -> Run:
+        made = Run.create(study.name, {"count": 5}, data_root, notebook=str(notebook))
+        made.update(provenance={"git": {"commit": "c0ffee" * 6}})
+        if registered:
+            made.add_json("registration.json", study.registration().to_dict())
+        made.finish(status, None if status == COMPLETE else "machine busy")
+        return made
+
+    runs = [run(True, COMPLETE), run(False, INCOMPLETE), run(True, COMPLETE)]
+    assert cmd_claims_history(Namespace(study=str(notebook), verbose=False)) == 0
+    out = capsys.readouterr().out
+    listed = [line.split()[0] for line in out.splitlines() if line[:1].isdigit()]
+    assert sorted(listed) == sorted(r.path.name for r in runs)  # each once (same-second ids)
+    assert "changed:" not in out and out.count("note: incomplete: stopped before") == 1
