@@ -36,6 +36,7 @@ from pathlib import Path
 
 from .errors import CapabilityMissing, HarnessError
 from .nodes.base import Node
+from .ownpath import not_own_reason
 
 COMPILERS = ("gcc", "cc")
 INSTALL_HINT = "install a C compiler: `apt-get install gcc` (Debian/Ubuntu) or `dnf install gcc`"
@@ -88,6 +89,7 @@ class CProgram:
         cc = local_compiler()
         binary = (cache_root or self.local_cache_root()) / self.cache_key(
             source, compiler_id(cc)) / self.name
+        check_own_path(binary.parent, self.what)  # before anything is made there
         old_umask = os.umask(0o022)
         try:
             binary.parent.mkdir(parents=True, exist_ok=True)
@@ -225,22 +227,14 @@ def remote_digest(node: Node, binary: str) -> str | None:
 
 def check_own_path(folder: Path, what: str) -> None:
     """Refuse (BuildFailed) a cache folder that someone other than this user or root could
-    change: every folder from / down to it (symlinks resolved) must be owned by this user or
-    root and writable by no one else -- unless sticky (/tmp), where each entry stays its
-    owner's. Checked like OpenSSH's StrictModes; a binary is run from there as root."""
-    uid = os.geteuid()
-    real = Path(os.path.realpath(folder))
-    for current in (*reversed(real.parents), real):
-        st = os.lstat(current)
-        if st.st_uid not in (0, uid):
-            raise BuildFailed(f"the cache of {what} is under {current}, which belongs to uid "
-                              f"{st.st_uid}: that user could replace what runs as uid {uid}",
-                              "point $HARNESS_CACHE_DIR at a folder of your own (sudo -E "
-                              "keeps another user's $HOME and $XDG_CACHE_HOME)")
-        if st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX:
-            raise BuildFailed(f"the cache of {what} is under {current}, which group or others "
-                              f"may write (mode {stat.S_IMODE(st.st_mode):o})",
-                              f"chmod go-w {current}, or point $HARNESS_CACHE_DIR elsewhere")
+    change (:func:`harness.ownpath.not_own_reason`): a binary is run from there as root."""
+    why = not_own_reason(folder)
+    if why is not None:
+        raise BuildFailed(f"the cache of {what} is {folder}, and {why}: that user could "
+                          f"replace what runs as uid {os.geteuid()}",
+                          "point $HARNESS_CACHE_DIR at a folder of your own (sudo -E keeps "
+                          "another user's $HOME and $XDG_CACHE_HOME), or chmod go-w the "
+                          "folder named")
 
 
 def local_digest(binary: Path) -> str | None:

@@ -26,6 +26,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from ..nodes import LocalNode
+from ..ownpath import not_own_reason, own_file
 from .qemu import accel_args
 
 PROBE_TIMEOUT_S = 20.0
@@ -58,6 +59,9 @@ def cache_path(kernel_version: str, host_release: str | None = None) -> Path:
 
 
 def _read_cache(path: Path) -> AccelVerdict | None:
+    """The cached verdict, if no other user could have written it (:mod:`harness.ownpath`)."""
+    if not_own_reason(path.parent) is not None or not own_file(path):
+        return None
     try:
         data = json.loads(path.read_text())
         if data.get("accel") in ("kvm", "tcg"):

@@ -21,6 +21,7 @@ import struct
 import tempfile
 from pathlib import Path
 
+from ..ownpath import not_own_reason, own_file
 from .accel import cache_dir
 
 XZ_MAGIC = b"\xfd7zXZ\x00"
@@ -66,10 +67,16 @@ def extract_vmlinux(bzimage: bytes) -> bytes | None:
 
 
 def bootable_kernel(vmlinuz: str, version: str) -> tuple[str, str]:
-    """(path to boot, how): the cached PVH vmlinux if possible, else ``vmlinuz``."""
+    """(path to boot, how): the cached PVH vmlinux if possible, else ``vmlinuz``.
+
+    The cache is used only if no other user can change it (:mod:`harness.ownpath`: under
+    ``sudo -E`` it is another user's ``~/.cache``, and root would boot their kernel);
+    otherwise the bzImage itself is booted, slower and never wrong."""
     st = os.stat(vmlinuz)
     cached = cache_dir() / f"vmlinux-{version}-{st.st_size}-{st.st_mtime_ns}"
-    if cached.is_file():
+    if not_own_reason(cached.parent) is not None:
+        return vmlinuz, "bzimage"
+    if own_file(cached):
         return str(cached), "pvh"
     with open(vmlinuz, "rb") as fh:
         elf = extract_vmlinux(fh.read())
