@@ -132,17 +132,22 @@ def machine_script(calls: Sequence[Call], token: str, jobs: int = DEFAULT_JOBS) 
     lines = [_RUNNER % {"token": token}]
     running = 0
     for i, call in enumerate(calls):
-        line = f"__hg_run {i} {shlex.quote(call.node.command_on_machine(call.command))}"
+        # Every call in the background, then `wait`, the exclusive ones alone: a shell waiting
+        # on a foreground child runs its TERM trap only once that child ends, and a child that
+        # lingers past the stopper's grace (an iperf3 client after its "interrupt" summary)
+        # saw the shell SIGKILLed with its folder left in /tmp (one per test suite here);
+        # `wait` returns at once on a trapped signal.
+        line = f"__hg_run {i} {shlex.quote(call.node.command_on_machine(call.command))} &"
         if call.exclusive or jobs <= 1:
             if running:
                 lines.append("wait")
-            lines.append(line)
+            lines += [line, "wait"]
             running = 0
             continue
         if running >= jobs:
             lines.append("wait")
             running = 0
-        lines.append(line + " &")
+        lines.append(line)
         running += 1
     if running:
         lines.append("wait")

@@ -109,7 +109,7 @@ def test_batches_of_jobs_and_exclusive_calls_in_the_script():
     script = machine_script(calls, "TOKEN", jobs=2)
     body = [line for line in script.splitlines() if line.startswith(("__hg_run ", "wait"))]
     assert body == ["__hg_run 0 a &", "__hg_run 1 b &", "wait", "__hg_run 2 c &", "wait",
-                    "__hg_run 3 x", "__hg_run 4 d &", "wait"]
+                    "__hg_run 3 x &", "wait", "__hg_run 4 d &", "wait"]
     # budget follows the same schedule: max per batch, exclusive alone, plus slack
     timed = [Call(m, "a", 5), Call(m, "b", 7), Call(m, "c", 2), Call(m, "x", 10, True)]
     assert machine_budget(timed, jobs=2) == pytest.approx(30 + 7 + 2 + 10)
@@ -158,3 +158,29 @@ def test_a_timed_out_round_trip_leaves_no_work_directory(tmp_path, monkeypatch):
         run_group([Call(m, "sleep 30")], timeout=0.5)
     assert list(tmp_path.iterdir()) == []
     assert len(m.executed) == 2  # the script, then the removal of its directory
+
+
+def test_a_stopped_round_trip_removes_its_folder_while_a_call_lingers(tmp_path):
+    """TERM to the script's group (how a tracked command is stopped) removes the work folder
+    at once, although the exclusive call in it ignores TERM (as a tool that lingers after its
+    summary): the stopper's SIGKILL after its grace then finds nothing left to remove."""
+    import os
+    import signal
+    import subprocess
+    import time
+
+    script = machine_script([Call(LocalNode(), "trap '' TERM; sleep 20", exclusive=True)],
+                            "t" * 32)
+    proc = subprocess.Popen(["sh", "-c", script], stdout=subprocess.DEVNULL,
+                            env={**os.environ, "TMPDIR": str(tmp_path)}, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 10
+        while not list(tmp_path.iterdir()) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.3)  # the call is running
+        os.killpg(proc.pid, signal.SIGTERM)
+        assert proc.wait(timeout=5) == 143
+        assert list(tmp_path.iterdir()) == []
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)  # the lingering call, as the stopper would
+        proc.wait()
