@@ -181,7 +181,7 @@ def unmount_script(path: str, fstype: str, source: str) -> str:
     return (f"top=$(awk -v p={p} '$2 == p {{top = $1 \" \" $3}} END {{print top}}' /proc/mounts); "
             f"mine=$(awk -v p={p} -v s={s} -v t={t} '$2 == p && $1 == s && $3 == t' /proc/mounts); "
             f"if [ \"$top\" = {shlex.quote(source + ' ' + fstype)} ]; then umount {p}; "
-            f"elif [ -n \"$mine\" ]; then echo \"{path} is hidden by $top mounted on top\" >&2; "
+            f"elif [ -n \"$mine\" ]; then echo {p}\" is hidden by $top mounted on top\" >&2; "
             "exit 1; fi")
 
 

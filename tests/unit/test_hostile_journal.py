@@ -610,3 +610,19 @@ def test_an_ssh_node_of_a_journal_is_asked_nothing_before_its_host_key_is_verifi
         for transport in transports:
             transport.close()
     assert tried == [] and known.read_text() == ""
+
+
+def test_an_unmount_record_never_runs_its_path_even_when_its_mount_is_hidden(tmp_path):
+    """The path reaches the shell quoted in every branch: the message for a mount hidden
+    by another put it inside double quotes, where $(...) and `...` run (a user may FUSE-mount
+    on a path of that name). Run against a mounts table in which it is hidden."""
+    from harness.config.mounts import unmount_script
+
+    mark = tmp_path / "EXECUTED"
+    path = f"/mnt/a`touch${{IFS}}{mark}`$(touch${{IFS}}{mark})"  # no space: one field
+    table = tmp_path / "mounts"
+    table.write_text(f"srv:/v {path} nfs4 rw 0 0\nother {path} tmpfs rw 0 0\n")
+    script = unmount_script(path, "nfs4", "srv:/v").replace("/proc/mounts", str(table))
+    res = subprocess.run(["sh", "-c", script], capture_output=True, text=True, timeout=10)
+    assert res.returncode == 1 and f"{path} is hidden by other tmpfs" in res.stderr
+    assert not mark.exists()
