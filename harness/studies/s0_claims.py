@@ -292,12 +292,13 @@ CHANGES = (
         "(a). Per claim: the three latency claims and the distance claim (1 B-1 KB, all "
         "unpaced at MTU 1500) become not testable here; ping-pong 'half or less' counts 4 KB-1 "
         "MB (was 1 B-1 MB); ping-pong gain_1k_32k and gain_appropriate count 4-32 KB (were 1-32 "
-        "KB); ping-pong gain_128k_1m and every streaming claim unchanged (all their sizes are "
-        "paced); regions, repetitions, order and metrics unchanged",
+        "KB); ping-pong gain_128k_1m: the wording of its quantity only (all its sizes are paced, so "
+        "its estimate cannot change); every streaming claim unchanged (streaming is paced at "
+        "every size); regions, repetitions, order and metrics unchanged",
         ("s0.latency.proxies_x", "s0.latency.nat_srd_x", "s0.latency.nat_vs_proxies_pct",
          "s0.latency.far_nat_vs_proxies_x", "s0.bandwidth.pingpong.proxies_below_half",
          "s0.bandwidth.pingpong.nat_srd_below_half", "s0.bandwidth.pingpong.gain_1k_32k",
-         "s0.bandwidth.pingpong.gain_appropriate")),
+         "s0.bandwidth.pingpong.gain_128k_1m", "s0.bandwidth.pingpong.gain_appropriate")),
     DesignChange(
         "2026-11-27", "'about 25 % with an appropriately sized message' (000:111): per "
         "repetition the largest NAT + SRD / two proxies gain among the (paced) sizes of 1-32 "

@@ -546,7 +546,7 @@ def test_registration_fixes_repetitions_and_records_the_changes():
     late = [c for c in reg.changes if c.date == "2026-11-27"]  # issue 23's G1 and G2
     assert len(late) == 2 and all("AFTER" in c.what and "f2ea50" in c.what for c in late)
     assert "s0.latency.proxies_x" in late[0].claims
-    assert "s0.bandwidth.pingpong.gain_128k_1m" not in late[0].claims  # all its sizes paced
+    assert "s0.bandwidth.stream.gain_1k_32k" not in late[0].claims  # streaming: all paced
     assert set(late[1].claims) == {"s0.bandwidth.stream.gain_appropriate",
                                    "s0.bandwidth.pingpong.gain_appropriate"}
     about = analysis.CLAIMS["bandwidth.pingpong.gain_appropriate"].region
