@@ -369,8 +369,11 @@ def _notes(*parts: str) -> str:
 def _none_paced(frame: pd.DataFrame, rate, methods, sizes: tuple[int, int], mtu: int) -> str:
     """The reason a claim with no paced size in its range is not testable here."""
     lo, hi = sizes
+    left = unpaced_note(frame, rate, methods, sizes, mtu)
+    if not left:
+        return f"the run measured no size of {size_label(lo)}-{size_label(hi)}"
     return (f"no size of {size_label(lo)}-{size_label(hi)} is paced in this lab, so none can "
-            "show a wire's serialisation: " + unpaced_note(frame, rate, methods, sizes, mtu))
+            "show a wire's serialisation: " + left)
 
 
 def _latency_verdicts(frame: pd.DataFrame, lat: pd.DataFrame, rate, mtu: int,

@@ -418,6 +418,8 @@ def test_claims_with_only_unpaced_sizes_are_not_testable_and_name_them():
     assert c.loc["s0.bandwidth.stream.gain_1k_32k", "note"] == ""  # streaming: all paced
     assert analysis.claims(frame, meta=SMALL_MTU).set_index("claim_id").loc[
         "s0.latency.proxies_x", "outcome"] == REPRODUCED  # 1 KB is paced at MTU 300
+    big = analysis.claims(frame[frame["size"] > 1024]).set_index("claim_id")
+    assert big.loc["s0.latency.proxies_x", "reason"] == "the run measured no size of 1 B-1 KB"
 
 
 def test_latency_and_pingpong_claims_are_judged_on_the_paced_sizes_only():
