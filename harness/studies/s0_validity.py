@@ -52,9 +52,10 @@ def paced(size: int, mtu: int = MTU) -> bool:
     """Whether the serialising shaper paces a ``size``-byte message sent alone: only when it
     takes more than :data:`~harness.shaping.PEAK_FRAMES` frames' payload at ``mtu`` (more than
     :func:`largest_unpaced` bytes). A smaller message fits the peak bucket and crosses the lab
-    at veth speed: the reference 20261126T164838Z-f2ea50 read up to 317 Mbit/s at 512 B and a
-    7 us direct half round trip at 1 B, where one hop of a real 100 Mbit/s wire allows 89
-    Mbit/s and 5.4 us. Latency and ping-pong claims count only paced sizes (s0_claims)."""
+    at veth speed: the reference 20261127T092615Z-efd65a read up to 338 Mbit/s at 512 B and a
+    7.0 us direct half round trip at 1 B (median), where one hop of a real 100 Mbit/s wire
+    allows 89 Mbit/s and 5.4 us (its predecessor f2ea50, in git history: 317 Mbit/s, 7 us).
+    Latency and ping-pong claims count only paced sizes (s0_claims)."""
     return wire_bytes(size, mtu) > PEAK_FRAMES * (mtu + ETHERNET)
 
 
@@ -117,9 +118,10 @@ def unbounded_pingpong(frame: pd.DataFrame, rate_mbit: float | None,
     shaper's peak bucket and crosses the lab at veth speed (module docstring), so
     :func:`invalid_points` has no bound for it and never calls it invalid. On the paper's
     100 Mbit/s Ethernet the same message would take a frame time per hop: the reference run
-    20261126T164838Z-f2ea50 read 184-222 Mbit/s at 1-2 KB and up to 317 at 512 B, where one
-    hop allows 94 and 89. The report shows these points apart so that no reader takes them
-    for checked ones.
+    20261127T092615Z-efd65a has 1080 such points of 1890, 412 of them above one hop, up to 338
+    Mbit/s at 512 B where one hop allows 89 (its predecessor 20261126T164838Z-f2ea50, in git
+    history: 184-222 Mbit/s at 1-2 KB, where one hop allows 94). The report shows these points
+    apart so that no reader takes them for checked ones; since 2026-11-27 no claim counts them.
     """
     cols = ["method", "size", "points", "pingpong_max_mbit", "one_real_hop_mbit",
             "above_one_hop"]
