@@ -31,7 +31,15 @@ from .s0_claims import (
     METRICS,
     SMALL_SIZES,
 )
-from .s0_validity import among, invalid_points, unbounded_note
+from .s0_validity import (
+    MTU,
+    among,
+    invalid_points,
+    paced,
+    run_mtu,
+    unpaced_note,
+    unpaced_sizes,
+)
 
 __all__ = ["CHANGES", "CLAIMS", "DESIGN", "claims", "explain", "invalid_table", "table1"]
 
@@ -224,6 +232,35 @@ def _geomean_per_rep(series: pd.Series, lo: int, hi: int) -> pd.Series:
     return np.exp(np.log(part).groupby(level="repetition").mean())
 
 
+def paced_only(x, mtu: int):
+    """The rows of a (repetition, size)-indexed series or frame whose size the lab paces (G1 of
+    issue 23, :func:`.s0_validity.paced`): latency and ping-pong claims count only these."""
+    sizes = x.index.get_level_values("size")
+    return x[[paced(int(s), mtu) for s in sizes]]
+
+
+def best_size_gain(gain: pd.Series, lo: int, hi: int) -> tuple[pd.Series, pd.Series]:
+    """Per repetition: the largest ratio among the sizes lo..hi, and the size it was at.
+
+    The paper's "with an appropriately sized message" (000:111) read literally: the best
+    size. A maximum of several noisy ratios is biased upward; the registration says so.
+    """
+    sizes = gain.index.get_level_values("size")
+    part = gain[(sizes >= lo) & (sizes <= hi)].dropna()
+    part = part[part > 0]
+    if part.empty:
+        return part, part
+    by_rep = part.groupby(level="repetition")
+    at = by_rep.idxmax().map(lambda key: key[1])
+    return by_rep.max(), at
+
+
+def _best_note(at: pd.Series) -> str:
+    counts = at.value_counts().sort_index()
+    return "best size per repetition: " + ", ".join(
+        f"{size_label(size)} in {n}" for size, n in counts.items())
+
+
 def _regime(frame: pd.DataFrame, meta: dict) -> tuple[str, str]:
     """Why the run is outside the paper's regime ('' if inside): (for latency, for bandwidth)."""
     rate = (meta.get("parameters") or {}).get("rate_mbit", 100.0)
@@ -254,8 +291,9 @@ def far_ratios(far: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame({"nat_vs_proxies_x": ratio, "direct_1b_half_rtt_us": direct_1b})
 
 
-def _far_latency(far: pd.DataFrame | None, meta: dict) -> Verdict:
-    """The distance claim, at the largest swept delay, if the sweep reached it."""
+def _far_latency(far: pd.DataFrame | None, meta: dict, mtu: int = MTU) -> Verdict:
+    """The distance claim, at the largest swept delay, if the sweep reached it, on the sizes
+    the lab paces (G1 of issue 23; the sweep's lab has the main lab's shaper)."""
     claim = CLAIMS["far_latency"]
     if far is None or far.empty:
         caps = meta.get("capabilities") or {}
@@ -265,6 +303,12 @@ def _far_latency(far: pd.DataFrame | None, meta: dict) -> Verdict:
             why += f"; this host's kernel ({host.get('kernel', '?')}) has no netem"
         return not_testable(claim, why)
     top = max(FAR_DELAYS_MS)
+    if not any(paced(int(size), mtu) for size in far["size"].unique()):
+        rate = (meta.get("parameters") or {}).get("rate_mbit", 100.0)
+        return not_testable(claim, "no swept size is paced in this lab, so none can show a "
+                            "wire's serialisation: " + unpaced_note(
+                                far, rate, ("proxies", "nat_srd"), LATENCY_SIZES, mtu))
+    far = far[[paced(int(size), mtu) for size in far["size"]]]
     r = far_ratios(far)
     delays = set(r.index.get_level_values("one_way_delay_ms"))
     if top not in delays or 0.0 not in delays:
@@ -294,7 +338,8 @@ def claims(frame: pd.DataFrame, bench: pd.DataFrame | None = None,
     """
     meta = meta or {}
     rate = (meta.get("parameters") or {}).get("rate_mbit", 100.0)
-    invalid = invalid_points(frame, rate)
+    mtu = run_mtu(meta)
+    invalid = invalid_points(frame, rate, mtu)
     lat_regime, bw_regime = _regime(frame, meta)
     s = summary(frame).set_index(["size", "method"])
     lat = per_repetition(frame, "half_rtt_us")
@@ -308,20 +353,10 @@ def claims(frame: pd.DataFrame, bench: pd.DataFrame | None = None,
     elif lat_regime:
         out += [not_testable(CLAIMS[k], lat_regime) for k in lat_claims]
     else:
-        for key, method in (("proxies_latency", "proxies"), ("nat_latency", "nat_srd")):
-            out.append(judge(CLAIMS[key], mean_estimate(
-                _geomean_per_rep(lat[method] / lat.direct, *LATENCY_SIZES), "x", log=True),
-                _notes(why_lat, unbounded_note(frame, rate, ("direct", method),
-                                               LATENCY_SIZES))))
-        est = mean_estimate(_geomean_per_rep(lat.nat_srd / lat.proxies, *LATENCY_SIZES),
-                            log=True)
-        out.append(judge(CLAIMS["nat_vs_proxies_latency"], est and est.as_gain_pct(), _notes(
-            "NAT on fa replaces a user-space hop (two socket terminations, a process wake-up, "
-            "framing onto the shared connection) with kernel forwarding",
-            unbounded_note(frame, rate, ("proxies", "nat_srd"), LATENCY_SIZES))))
+        out += _latency_verdicts(frame, lat, rate, mtu, why_lat)
     for metric in METRICS:
-        out += _bandwidth_verdicts(frame, metric, bw_regime, invalid, rate)
-    out.append(_far_latency(far, meta))
+        out += _bandwidth_verdicts(frame, metric, bw_regime, invalid, rate, mtu)
+    out.append(_far_latency(far, meta, mtu))
     if bench is not None and not bench.empty:
         out += bench_targets(bench)
     return table(out)
@@ -331,8 +366,46 @@ def _notes(*parts: str) -> str:
     return "; ".join(p for p in parts if p)
 
 
+def _none_paced(frame: pd.DataFrame, rate, methods, sizes: tuple[int, int], mtu: int) -> str:
+    """The reason a claim with no paced size in its range is not testable here."""
+    lo, hi = sizes
+    left = unpaced_note(frame, rate, methods, sizes, mtu)
+    if not left:
+        return f"the run measured no size of {size_label(lo)}-{size_label(hi)}"
+    return (f"no size of {size_label(lo)}-{size_label(hi)} is paced in this lab, so none can "
+            "show a wire's serialisation: " + left)
+
+
+def _latency_verdicts(frame: pd.DataFrame, lat: pd.DataFrame, rate, mtu: int,
+                      why_lat: str) -> list[Verdict]:
+    """The three latency claims, on the paced sizes of 1 B-1 KB only (G1 of issue 23)."""
+    keys = {"proxies_latency": ("direct", "proxies"), "nat_latency": ("direct", "nat_srd"),
+            "nat_vs_proxies_latency": ("proxies", "nat_srd")}
+    sizes = [int(s) for s in lat.index.get_level_values("size").unique()
+             if LATENCY_SIZES[0] <= s <= LATENCY_SIZES[1]]
+    if not any(paced(s, mtu) for s in sizes):
+        return [not_testable(CLAIMS[k], _none_paced(frame, rate, m, LATENCY_SIZES, mtu))
+                for k, m in keys.items()]
+    lat = paced_only(lat, mtu)
+    out = []
+    for key, method in (("proxies_latency", "proxies"), ("nat_latency", "nat_srd")):
+        out.append(judge(CLAIMS[key], mean_estimate(
+            _geomean_per_rep(lat[method] / lat.direct, *LATENCY_SIZES), "x", log=True),
+            _notes(why_lat, unpaced_note(frame, rate, keys[key], LATENCY_SIZES, mtu))))
+    est = mean_estimate(_geomean_per_rep(lat.nat_srd / lat.proxies, *LATENCY_SIZES), log=True)
+    out.append(judge(CLAIMS["nat_vs_proxies_latency"], est and est.as_gain_pct(), _notes(
+        "NAT on fa replaces a user-space hop (two socket terminations, a process wake-up, "
+        "framing onto the shared connection) with kernel forwarding",
+        unpaced_note(frame, rate, keys["nat_vs_proxies_latency"], LATENCY_SIZES, mtu))))
+    return out
+
+
 def _bandwidth_verdicts(frame: pd.DataFrame, metric: str, regime: str,
-                        invalid: list, rate: float | None = None) -> list[Verdict]:
+                        invalid: list, rate: float | None = None,
+                        mtu: int = MTU) -> list[Verdict]:
+    """A metric's bandwidth claims. Ping-pong counts only the sizes the lab paces (G1 of issue
+    23); streaming is paced at every size. The appropriate-size gain takes each repetition's
+    best size (G2)."""
     keys = [k for k in CLAIMS if k.startswith(f"bandwidth.{metric}.")]
     bw = per_repetition(frame, f"{metric}_mbit")
     if not set(METHODS) <= set(bw.columns):
@@ -340,31 +413,52 @@ def _bandwidth_verdicts(frame: pd.DataFrame, metric: str, regime: str,
     if regime:
         return [not_testable(CLAIMS[k], regime) for k in keys]
     quantity = "streaming" if metric == "stream" else "ping-pong"
+    pingpong = metric == "pingpong"
+    if pingpong:
+        bw = paced_only(bw, mtu)
 
-    def note(methods, sizes) -> str:  # streaming is bounded at every size; ping-pong is not
-        return unbounded_note(frame, rate, methods, sizes) if metric == "pingpong" else ""
+    def left_out(methods, sizes) -> str:  # the unpaced sizes a ping-pong claim leaves out
+        return unpaced_note(frame, rate, methods, sizes, mtu) if pingpong else ""
+
+    def none_paced(sizes) -> bool:
+        lo, hi = sizes
+        present = bw.index.get_level_values("size")
+        return pingpong and bool(unpaced_sizes(frame, sizes, mtu)) and \
+            not ((present >= lo) & (present <= hi)).any()
 
     out = []
     for method in ("proxies", "nat_srd"):
+        claim, methods = CLAIMS[f"bandwidth.{metric}.{method}_below_half"], ("direct", method)
+        if none_paced(ALL_SIZES):
+            out.append(not_testable(claim, _none_paced(frame, rate, methods, ALL_SIZES, mtu)))
+            continue
         est = mean_estimate(_geomean_per_rep(bw[method] / bw.direct, *ALL_SIZES), "x",
                             log=True)
-        out.append(judge(CLAIMS[f"bandwidth.{metric}.{method}_below_half"], est,
-                         note(("direct", method), ALL_SIZES),
-                         invalid=among(invalid, ("direct", method), ALL_SIZES, quantity)))
-    gain = bw.nat_srd / bw.proxies
+        out.append(judge(claim, est, left_out(methods, ALL_SIZES),
+                         invalid=among(invalid, methods, ALL_SIZES, quantity)))
+    gain, pair = bw.nat_srd / bw.proxies, ("proxies", "nat_srd")
     for key, sizes in (("gain_1k_32k", SMALL_SIZES), ("gain_128k_1m", LARGE_SIZES),
                        ("gain_appropriate", APPROPRIATE_SIZES)):
-        est = mean_estimate(_geomean_per_rep(gain, *sizes), log=True)
-        out.append(judge(CLAIMS[f"bandwidth.{metric}.{key}"], est and est.as_gain_pct(),
-                         note(("proxies", "nat_srd"), sizes),
-                         invalid=among(invalid, ("proxies", "nat_srd"), sizes, quantity)))
+        claim = CLAIMS[f"bandwidth.{metric}.{key}"]
+        if none_paced(sizes):
+            out.append(not_testable(claim, _none_paced(frame, rate, pair, sizes, mtu)))
+            continue
+        note = left_out(pair, sizes)
+        if key == "gain_appropriate":
+            best, at = best_size_gain(gain, *sizes)
+            est = mean_estimate(best, log=True)
+            note = _notes(_best_note(at) if len(at) else "", note)
+        else:
+            est = mean_estimate(_geomean_per_rep(gain, *sizes), log=True)
+        out.append(judge(claim, est and est.as_gain_pct(), note,
+                         invalid=among(invalid, pair, sizes, quantity)))
     return out
 
 
 def invalid_table(frame: pd.DataFrame, meta: dict) -> pd.DataFrame:
     """Every physically impossible point of the run, with its numbers (for the report)."""
     rate = (meta.get("parameters") or {}).get("rate_mbit", 100.0)
-    return pd.DataFrame([vars(p) for p in invalid_points(frame, rate)],
+    return pd.DataFrame([vars(p) for p in invalid_points(frame, rate, run_mtu(meta))],
                         columns=["point", "quantity", "value", "bound", "unit", "why", "breaks"])
 
 

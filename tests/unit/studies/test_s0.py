@@ -225,6 +225,12 @@ def synthetic(lat_x: dict[str, float], stream_x: dict[str, float], reps: int = 6
     return pd.DataFrame(rows)
 
 
+# A lab of 300-byte MTU: two frames carry 496 B, so the shaper paces 1 KB but not 1 B (G1 of
+# issue 23). At the default 1500 no latency size (1 B-1 KB) is paced.
+SMALL_MTU = {"testbed": {"topology": {"links": [{"name": "pub", "mtu": 300},
+                                                {"name": "priv", "mtu": 1500}]}}}
+
+
 def outcomes(frame: pd.DataFrame, meta: dict | None = None) -> dict[str, str]:
     c = analysis.claims(frame, meta=meta)
     return dict(zip(c.claim_id, c.outcome))
@@ -233,10 +239,11 @@ def outcomes(frame: pd.DataFrame, meta: dict | None = None) -> dict[str, str]:
 def test_claims_reproduced_when_ours_match_the_paper():
     frame = synthetic({"direct": 1, "proxies": 2.1, "nat_srd": 1.5},
                       {"direct": 1, "proxies": 0.4, "nat_srd": 0.4 * 1.22})
-    v = outcomes(frame)
-    assert v["s0.latency.proxies_x"] == REPRODUCED
+    v = outcomes(frame, SMALL_MTU)  # latency at 1 KB, paced at MTU 300 (its streaming is not:
+    assert v["s0.latency.proxies_x"] == REPRODUCED  # 90 Mbit/s breaks that wire's payload rate)
     assert v["s0.latency.nat_srd_x"] == REPRODUCED
     assert v["s0.latency.nat_vs_proxies_pct"] == REPRODUCED  # 1.5/2.1 = -28.6%
+    v = outcomes(frame)
     assert v["s0.bandwidth.stream.proxies_below_half"] == REPRODUCED
     assert v["s0.bandwidth.stream.nat_srd_below_half"] == REPRODUCED
     assert v["s0.bandwidth.stream.gain_1k_32k"] == REPRODUCED
@@ -244,8 +251,8 @@ def test_claims_reproduced_when_ours_match_the_paper():
 
 def test_claims_not_reproduced_when_relays_cost_nothing():
     frame = synthetic({m: 1.0 for m in s0.METHODS}, {m: 1.0 for m in s0.METHODS})
+    assert outcomes(frame, SMALL_MTU)["s0.latency.proxies_x"] == NOT_REPRODUCED
     v = outcomes(frame)
-    assert v["s0.latency.proxies_x"] == NOT_REPRODUCED
     assert v["s0.bandwidth.stream.proxies_below_half"] == NOT_REPRODUCED
     assert v["s0.bandwidth.stream.gain_appropriate"] == NOT_REPRODUCED
     r = analysis.ratios(frame)
@@ -256,7 +263,7 @@ def test_two_noisy_repetitions_near_the_paper_are_inconclusive():
     """Two repetitions 2.0x and 2.3x: the t interval (df 1) straddles 2.0..2.2."""
     frame = synthetic({"direct": 1, "proxies": 2.15, "nat_srd": 1.5},
                       {m: 1.0 for m in s0.METHODS}, reps=2, wobble=(0.93, 1.07))
-    c = analysis.claims(frame).set_index("claim_id").loc["s0.latency.proxies_x"]
+    c = analysis.claims(frame, meta=SMALL_MTU).set_index("claim_id").loc["s0.latency.proxies_x"]
     assert c.outcome == INCONCLUSIVE and c.n == 2 and c.low < 2.0 < 2.2 < c.high
 
 
@@ -382,26 +389,92 @@ def test_pingpong_points_the_lab_cannot_bound_are_shown_apart_against_one_real_h
     assert v.unbounded_pingpong(frame, 0).empty  # unshaped: no wire to compare with
 
 
-def test_a_claim_on_unbounded_pingpong_points_says_so_and_keeps_its_outcome():
-    """Latency and ping-pong claims name how many of their points fit the shaper's bucket
-    (no bound here) and how many beat one real 100 Mbit/s hop; streaming claims, bounded at
-    every size, say nothing of it."""
+def test_claims_with_only_unpaced_sizes_are_not_testable_and_name_them():
+    """G1 of issue 23: at MTU 1500 a message of <= 2896 B passes the shaper's two-frame bucket
+    at veth speed; the latency claims (1 B-1 KB) and the distance claim have no paced size, so
+    they are not testable here, naming the sizes and counting their points; a ping-pong claim
+    with paced sizes too is judged and says which it left out; streaming says nothing."""
     frame = synthetic({"direct": 1, "proxies": 2.1, "nat_srd": 1.5},
                       {"direct": 1, "proxies": 0.4, "nat_srd": 0.49},
                       sizes=(1, 1024, 16 * 1024, 128 * 1024, 1 << 20))
-    before = outcomes(frame)
     fast = (frame.method == "direct") & (frame["size"] == 1024) & (frame.repetition <= 2)
     frame.loc[fast, "pingpong_mbit"] = 190.0  # what a 1 KB ping-pong reads at veth speed
+    far = far_frame({"direct": 0, "proxies": 60, "nat_srd": 25})
+    c = analysis.claims(frame, far=far).set_index("claim_id")
+    for cid in ("s0.latency.proxies_x", "s0.latency.nat_srd_x", "s0.latency.nat_vs_proxies_pct",
+                "s0.latency.far_nat_vs_proxies_x"):
+        assert c.loc[cid, "outcome"] == NOT_TESTABLE, cid
+        assert "sizes 1, 1024 B are not paced" in c.loc[cid, "reason"], cid
+        assert "<= 2896 B at MTU 1500" in c.loc[cid, "reason"], cid
+    # 1 B and 1 KB, 6 repetitions, direct and proxies: 24 points; 2 above a real hop's 94 Mbit/s
+    assert "24 points of its methods, 2 faster than one hop of a real 100 Mbit/s wire" in \
+        c.loc["s0.latency.proxies_x", "reason"]
+    assert "0 faster" in c.loc["s0.latency.nat_vs_proxies_pct", "reason"]  # proxies, nat_srd
+    assert "48 points of its methods" in c.loc["s0.latency.far_nat_vs_proxies_x", "reason"]
+    gain = c.loc["s0.bandwidth.pingpong.gain_1k_32k"]
+    assert gain.outcome != NOT_TESTABLE and gain.n == 6  # judged on 16 KB
+    assert "sizes 1024 B are not paced" in gain.note
+    assert c.loc["s0.bandwidth.pingpong.gain_128k_1m", "note"] == ""  # every size paced
+    assert c.loc["s0.bandwidth.stream.gain_1k_32k", "note"] == ""  # streaming: all paced
+    assert analysis.claims(frame, meta=SMALL_MTU).set_index("claim_id").loc[
+        "s0.latency.proxies_x", "outcome"] == REPRODUCED  # 1 KB is paced at MTU 300
+    big = analysis.claims(frame[frame["size"] > 1024]).set_index("claim_id")
+    assert big.loc["s0.latency.proxies_x", "reason"] == "the run measured no size of 1 B-1 KB"
+
+
+def test_latency_and_pingpong_claims_are_judged_on_the_paced_sizes_only():
+    """At MTU 300 (1 KB paced, 1 B not) a 1 B ratio of 5x must not move the latency estimate;
+    at MTU 1500 a 1 KB ping-pong gain of +100 % (unpaced) must not move the 1-32 KB gain."""
+    from harness.studies import s0_validity as v
+
+    assert v.run_mtu(SMALL_MTU) == 300 and v.run_mtu({}) == v.MTU == 1500
+    assert v.largest_unpaced(1500) == 2896 and v.largest_unpaced(300) == 496
+    assert not v.paced(2896) and v.paced(2897) and v.paced(1024, 300) and not v.paced(496, 300)
+    frame = synthetic({"direct": 1, "proxies": 2.1, "nat_srd": 1.5},
+                      {"direct": 1, "proxies": 0.4, "nat_srd": 0.4},
+                      sizes=(1, 1024, 4096, 32 * 1024, 128 * 1024, 1 << 20))
+    one = (frame.method == "proxies") & (frame["size"] == 1)
+    frame.loc[one, "half_rtt_us"] *= 5 / 2.1
+    row = analysis.claims(frame, meta=SMALL_MTU).set_index("claim_id").loc[
+        "s0.latency.proxies_x"]
+    assert row.outcome == REPRODUCED and row.value == pytest.approx(2.1, rel=0.01)
+    assert "sizes 1 B are not paced" in row.note and "<= 496 B at MTU 300" in row.note
+    pp = frame.method == "proxies"
+    frame.loc[pp & (frame["size"] == 1024), "pingpong_mbit"] /= 2.0  # +100 % at 1 KB
+    frame.loc[pp & frame["size"].isin([4096, 32 * 1024]), "pingpong_mbit"] /= 1.22
+    row = analysis.claims(frame).set_index("claim_id").loc["s0.bandwidth.pingpong.gain_1k_32k"]
+    assert row.value == pytest.approx(22.0, abs=0.01) and row.outcome == REPRODUCED
+    assert "sizes 1024 B are not paced" in row.note
+
+
+def test_appropriate_gain_is_each_repetitions_best_paced_size_averaged_on_a_log_scale():
+    """G2: the best size differs per repetition; the estimate is the geometric mean of the
+    per-repetition maxima among the paced sizes of 1-32 KB (ping-pong: not 1 KB, whose +200 %
+    the lab cannot pace), which the mean over sizes (gain_1k_32k) is not."""
+    sizes = (1024, 4096, 8192, 16384, 32 * 1024, 128 * 1024, 1 << 20)
+    frame = synthetic({"direct": 1, "proxies": 2.1, "nat_srd": 1.5},
+                      {"direct": 1, "proxies": 0.4, "nat_srd": 0.4}, sizes=sizes, reps=4)
+    best = {1: (4096, 1.30), 2: (8192, 1.20), 3: (16384, 1.25), 4: (4096, 1.25)}
+    for rep, (size, g) in best.items():
+        at = (frame.method == "proxies") & (frame.repetition == rep)
+        for metric in ("pingpong_mbit", "stream_mbit"):
+            frame.loc[at & (frame["size"] <= 32 * 1024), metric] /= 1.05
+            frame.loc[at & (frame["size"] == size), metric] *= 1.05 / g
+            frame.loc[at & (frame["size"] == 1024), metric] /= 3.0 / 1.05 if \
+                metric == "pingpong_mbit" else 1.0
+    expect = ((1.30 * 1.20 * 1.25 * 1.25) ** 0.25 - 1) * 100
     c = analysis.claims(frame).set_index("claim_id")
-    assert dict(zip(c.index, c.outcome)) == before  # a note, never an outcome
-    # 1 B and 1 KB, 6 repetitions, direct and proxies: 24 points; 2 above 94 Mbit/s
-    assert "24 of its ping-pong points" in c.loc["s0.latency.proxies_x", "note"]
-    assert "; 2 read faster than one hop of a real 100 Mbit/s wire" in \
-        c.loc["s0.latency.proxies_x", "note"]
-    assert "direct is" in c.loc["s0.latency.proxies_x", "note"]  # the earlier note stays
-    assert "0 read faster" in c.loc["s0.bandwidth.pingpong.gain_1k_32k", "note"]
-    assert c.loc["s0.bandwidth.pingpong.gain_128k_1m", "note"] == ""  # every size bounded
-    assert c.loc["s0.bandwidth.stream.gain_1k_32k", "note"] == ""
+    pp = c.loc["s0.bandwidth.pingpong.gain_appropriate"]
+    assert pp.value == pytest.approx(expect, abs=0.01) and pp.n == 4
+    assert "best size per repetition: 4 KB in 2, 8 KB in 1, 16 KB in 1" in pp.note
+    assert "sizes 1024 B are not paced" in pp.note
+    st = c.loc["s0.bandwidth.stream.gain_appropriate"]
+    assert st.value == pytest.approx(expect, abs=0.01)  # streaming: 1 KB counts, gains +5 %
+    assert c.loc["s0.bandwidth.pingpong.gain_1k_32k", "value"] < 12  # the mean over sizes
+    gains = analysis.per_repetition(frame, "pingpong_mbit")
+    top, at = analysis.best_size_gain(gains.nat_srd / gains.proxies, 4096, 32 * 1024)
+    assert list(at) == [4096, 8192, 16384, 4096]
+    assert list(top.round(6)) == [1.30, 1.20, 1.25, 1.25]
 
 
 def test_outside_the_papers_regime_is_not_testable_with_the_measured_reason():
@@ -415,7 +488,8 @@ def test_outside_the_papers_regime_is_not_testable_with_the_measured_reason():
     c = analysis.claims(slow).set_index("claim_id")
     assert c.loc["s0.bandwidth.stream.gain_1k_32k", "outcome"] == NOT_TESTABLE
     assert "60.0 Mbit/s" in c.loc["s0.bandwidth.stream.gain_1k_32k", "reason"]
-    assert c.loc["s0.latency.proxies_x", "outcome"] == REPRODUCED  # latency needs no such floor
+    assert analysis.claims(slow, meta=SMALL_MTU).set_index("claim_id").loc[
+        "s0.latency.proxies_x", "outcome"] == REPRODUCED  # latency needs no such floor
     far = c.loc["s0.latency.far_nat_vs_proxies_x"]
     assert far.outcome == NOT_TESTABLE and "swept no front-to-front delay" in far.reason
 
@@ -440,11 +514,12 @@ def test_distance_claim_judged_at_the_largest_delay_only_if_the_path_showed_it()
     far = far_frame({"direct": 0, "proxies": 60, "nat_srd": 25})
     r = analysis.far_ratios(far)
     assert r.nat_vs_proxies_x.xs(0.0, level="one_way_delay_ms").max() < 0.6  # apart at 0 ms
-    row = analysis.claims(frame, far=far).set_index("claim_id").loc[
+    row = analysis.claims(frame, far=far, meta=SMALL_MTU).set_index("claim_id").loc[
         "s0.latency.far_nat_vs_proxies_x"]
     assert row.outcome == REPRODUCED and "direct rose 10.00 ms" in row.note
-    short = analysis.claims(frame, far=far_frame({"direct": 0, "proxies": 60, "nat_srd": 25},
-                                                 reached=0.5)).set_index("claim_id")
+    short = analysis.claims(frame, meta=SMALL_MTU,
+                            far=far_frame({"direct": 0, "proxies": 60, "nat_srd": 25},
+                                          reached=0.5)).set_index("claim_id")
     assert short.loc["s0.latency.far_nat_vs_proxies_x", "outcome"] == NOT_TESTABLE
     assert "rose only 5.00 ms" in short.loc["s0.latency.far_nat_vs_proxies_x", "reason"]
 
@@ -470,4 +545,12 @@ def test_registration_fixes_repetitions_and_records_the_changes():
     assert reg.design["repetitions"]["verdict"] == s0.PROFILES["verdict"]["repetitions"]
     assert reg.design["repetitions"]["quick"] == s0.PROFILES["quick"]["repetitions"]
     assert any("45" in c.what for c in reg.changes)
+    late = [c for c in reg.changes if c.date == "2026-11-27"]  # issue 23's G1 and G2
+    assert len(late) == 2 and all("AFTER" in c.what and "f2ea50" in c.what for c in late)
+    assert "s0.latency.proxies_x" in late[0].claims
+    assert "s0.bandwidth.stream.gain_1k_32k" not in late[0].claims  # streaming: all paced
+    assert set(late[1].claims) == {"s0.bandwidth.stream.gain_appropriate",
+                                   "s0.bandwidth.pingpong.gain_appropriate"}
+    about = analysis.CLAIMS["bandwidth.pingpong.gain_appropriate"].region
+    assert (about.low, about.high) == (24, 26)  # 'about 25 %': the one convention, unmoved
     assert len({c.id for c in reg.claims}) == len(reg.claims) == len(analysis.CLAIMS)
