@@ -212,6 +212,15 @@ CHANGES = (
         "TIPC's average gain over CUBIC at 1:48 and <= 8 KB at +3.5, +4.8, +22, +23 and +96 %, "
         "each with an interval made from its rounds",
         ("s3.tipc_best_most", "s3.tipc_gain_avg", "s3.tipc_gain_max")),
+    DesignChange(
+        "2026-11-27", "the verdict profile's sizes 1, 4, 8, 16, 64 KB -> 1, 4, 8, 16, 32, 64 KB "
+        "(fan-in 8 and 48, repetitions, rounds and order rules unchanged)",
+        "s3.tipc_collapse_32kb, registered since 2026-11-26 as a claim of its own, had no "
+        "point in the verdict profile and read 'not testable here' in its reference "
+        "(20261126T171237Z-bbc0db); an acceptance audit of issue 23 named it. Made after "
+        "that reference existed; its outcome at 16 and 64 KB (0.88x not reproduced, 64 KB "
+        "invalid: no round completed) is not what moved it: no region or rule changes",
+        ("s3.tipc_collapse_32kb",)),
 )
 
 

@@ -46,10 +46,11 @@ PROFILES = {
                   repetitions=2, cpu_periods_paper_ms=(PAPER_PERIOD_MS,), cpu_sizes_kb=(1, 4),
                   cpu_rounds=6, cpu_repetitions=2),
     # verdict: the claims' points at enough repetitions to decide most claims: 1:48 at
-    # 1, 4, 8 KB (the gains), 16 and 64 KB (the collapse), 1:8 beside them (TIPC best?);
+    # 1, 4, 8 KB (the gains), 16, 32 and 64 KB (the collapse, each size a claim of its own;
+    # 32 added 2026-11-27: s3_analysis.CHANGES), 1:8 beside them (TIPC best?);
     # ~45 min here under a host load of 7-9 (a quick run's fleets then took 43-54 s at 6
     # points x 5 rounds, a CPU fleet 38-46 s at the 871 ms its 28 Mbit/s port gave)
-    "verdict": dict(mappers=(8, 48), sizes_kb=(1, 4, 8, 16, 64), rounds=10, warmup=2,
+    "verdict": dict(mappers=(8, 48), sizes_kb=(1, 4, 8, 16, 32, 64), rounds=10, warmup=2,
                     repetitions=5, cpu_periods_paper_ms=(PAPER_PERIOD_MS,),
                     cpu_sizes_kb=(1, 4), cpu_rounds=6, cpu_repetitions=10),
     # paper: the paper's 7 x 7 grid of Fig. 7 (fan-in 1..48, 1..64 KB, 1000 rounds a point)
