@@ -33,6 +33,7 @@ from typing import ClassVar
 
 import pandas as pd
 
+from ..config.cpu import KIND as CPU_KIND
 from ..config.cpu import CpuOnline
 from ..config.interface import Mtu
 from ..config.rdma import PRLIMIT, RDMA, RxeLink
@@ -409,15 +410,27 @@ def cpu_level(session: Session, nodes, cpus: int) -> Iterator[dict[str, str]]:
     """Both machines on ``cpus`` online CPUs for the block: level 1 takes CPU 1 offline
     (journalled; brought back when the block ends, also on error or Ctrl-C), level 2 has it
     online (as found: configure saw it so). Yields the online CPUs read back from each
-    machine, and stops if they are not the level's."""
-    with session.journal.scope():
-        session.apply(*(CpuOnline(node, HOTPLUG_CPU, cpus == 2) for node in nodes))
+    machine, and stops if they are not the level's.
+
+    Only the CPU entries are undone at the end, never the journal's whole scope: tools copy
+    their scripts into the machines on first use (journalled files), and undoing those with
+    the level took the ping-pong script from under the next level (integration run,
+    2026-11-27). An entry left pending by an interrupt is undone with the run's teardown."""
+    journal = session.journal
+    before = {entry.seq for entry in journal.pending()}
+    session.apply(*(CpuOnline(node, HOTPLUG_CPU, cpus == 2) for node in nodes))
+    taken = [entry for entry in journal.pending()
+             if entry.seq not in before and entry.kind == CPU_KIND]
+    try:
         online = read_online(nodes)
         if any(value != ONLINE_AT[cpus] for value in online.values()):
             raise HarnessError(f"at the {cpus}-CPU level the machines' online CPUs read "
                                f"{online}, not {ONLINE_AT[cpus]!r} each",
                                "did something else change the CPUs meanwhile?")
         yield online
+    finally:
+        for entry in reversed(taken):
+            journal.undo(entry)
 
 
 class S1(Study):

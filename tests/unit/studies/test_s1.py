@@ -19,7 +19,6 @@ from harness.studies.registry import get_study
 from harness.tools import ibverbs, perftest, perftest_sweep
 from harness.tools.perftest import LatencyRow, PerftestReport
 from harness.config.cpu import CpuOnline
-from contextlib import contextmanager
 
 # -- parameters ----------------------------------------------------------------------------------
 
@@ -503,21 +502,29 @@ class FakeBed:
         return s1.ADDRESSES[node].split("/")[0]
 
 
+class FakeEntry:
+    def __init__(self, seq, kind, node):
+        self.seq, self.kind, self.node = seq, kind, node
+
+
 class FakeJournal:
-    """scope() brings every CPU the block took offline back, as the journal's undo does."""
+    """An entry per CPU taken offline and one per file a tool copies; undo brings a CPU back
+    (what the cpu-online handler does) and removes a file."""
 
-    def __init__(self, session):
-        self.session = session
+    def __init__(self):
+        self.entries, self.seq = [], 0
 
-    @contextmanager
-    def scope(self):
-        start = len(self.session.applied)
-        try:
-            yield self
-        finally:
-            for op in self.session.applied[start:]:
-                if isinstance(op, CpuOnline):
-                    op.node.online = "0-1"
+    def pending(self):
+        return list(self.entries)
+
+    def add(self, kind, node):
+        self.seq += 1
+        self.entries.append(FakeEntry(self.seq, kind, node))
+
+    def undo(self, entry):
+        assert entry.kind == "cpu-online", f"undid a {entry.kind} entry"
+        entry.node.online = "0-1"
+        self.entries.remove(entry)
 
 
 class FakeSession:
@@ -525,8 +532,7 @@ class FakeSession:
 
     def __init__(self):
         self.raws, self.tables, self.notes, self.applied = {}, {}, {}, []
-        self.journal = FakeJournal(self)
-        self.levels = []  # the online CPUs of (a, b) each time a method is measured
+        self.journal = FakeJournal()
 
     def raw(self, name, content):
         assert name not in self.raws
@@ -541,9 +547,10 @@ class FakeSession:
     def apply(self, *ops):
         self.applied += ops
         for op in ops:
-            if isinstance(op, CpuOnline):
+            if isinstance(op, CpuOnline) and (op.node.online == "0-1") != op.online:
                 assert op.cpu == 1
                 op.node.online = "0-1" if op.online else "0"
+                self.journal.add("cpu-online", op.node)
 
 
 def test_measure_runs_every_method_in_a_shuffled_order_and_archives_everything(monkeypatch):
@@ -557,6 +564,8 @@ def test_measure_runs_every_method_in_a_shuffled_order_and_archives_everything(m
         assert retries == 2  # a size the client could not finish gets two fresh attempts
         calls.append(plan.run.tool + ("-e" if plan.run.events else ""))
         levels.append((client.online, server.online))
+        if not any(e.kind == "file" for e in session.journal.entries):
+            session.journal.add("file", client)  # a tool's script, copied on first use
         assert host == "198.18.1.2" and plan.run.gid_index == 1 and plan.run.device == "rxe0"
         assert plan.floor is None  # the CPU is read around the measured exchange instead
         sizes.append(plan.sizes)
@@ -597,6 +606,8 @@ def test_measure_runs_every_method_in_a_shuffled_order_and_archives_everything(m
     assert sorted(one) == ["ib_send_lat", "ib_send_lat", "ib_send_lat-e", "ib_send_lat-e"]
     assert {level for level in levels} == {("0", "0"), ("0-1", "0-1")}
     assert bed.nodes["a"].online == bed.nodes["b"].online == "0-1"  # CPU 1 back online
+    # only the CPU entries were undone: the file a tool copied is still the run's
+    assert [e.kind for e in session.journal.entries] == ["file"]
     frame = session.tables["results"]
     assert set(frame.cpus) == {1, 2} and set(frame.cpus_position) == {0, 1}
     assert set(frame[frame.cpus == 1].method) == set(s1.SMP_METHODS)
