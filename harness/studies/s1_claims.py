@@ -41,11 +41,13 @@ HARDWARE = ("needs a hardware RDMA device (InfiniBand, RoCE or iWARP NIC), which
 # is half a round trip, bandwidth the data sent per unit time from sender to receiver.
 _PLATFORM = ("Pentium III-500, Linux 2.2.16 UP (001:44); latency half a round trip, bandwidth "
              "data per unit time sender to receiver")
-_OURS = ("ours: Soft-RoCE (verbs emulated in the kernel, M-VIA's role) and kernel TCP over "
-         "one virtio wire (unshaped unless wire_mbit shapes it: htb at both ends) between two "
-         "TCG-emulated VMs, each with both its vCPUs online (the rows of the cpus=2 level; "
-         "the 1-CPU level serves s1.smp_latency_larger only), MTU 1500; emulation "
-         "multiplies every absolute time, so ratios, not microseconds, are compared")
+_WIRE_VMS = ("ours: Soft-RoCE (verbs emulated in the kernel, M-VIA's role) and kernel TCP over "
+             "one virtio wire (unshaped unless wire_mbit shapes it: htb at both ends) between "
+             "two TCG-emulated VMs")
+_EMULATION = ("MTU 1500; emulation multiplies every absolute time, so ratios, not microseconds, "
+              "are compared")
+_OURS = (_WIRE_VMS + ", each with both its vCPUs online (the rows of the cpus=2 level; the "
+         "1-CPU level serves s1.smp_latency_larger only), " + _EMULATION)
 _SAMPLES = ("samples: the repetitions (every method over every size in each, methods in a "
             "shuffled order; fresh perftest processes and a fresh TCP connection per method), "
             "geometric mean with a Student t (< 10) or bootstrap interval")
@@ -208,7 +210,8 @@ CLAIMS = {
                "vCPUs per VM four emulator threads share two host cores, with 1 two do, so "
                "emulation may favour either level. Completion events, not polling: on one "
                "CPU a busy poll competes with the kernel doing Soft-RoCE's work (DESIGN "
-               "completion), which would make '1 CPU slower' an artefact; " + _OURS),
+               "completion), which would make '1 CPU slower' an artefact; " + _WIRE_VMS
+               + ", " + _EMULATION),
     "hw_latency": Claim(
         "s1.hardware_latency_4b", "hardware VIA/RDMA latency at 4 B, against software verbs",
         "cLAN ~10 us, ~4x below M-VIA",
@@ -467,7 +470,11 @@ CHANGES: tuple[DesignChange, ...] = (
             "said so). Registered before any data of it existed: no run had measured a 1-CPU "
             "level when the claim, its quantity, stacks and region were written. The methods' "
             "order within a repetition now follows the levels' draw from the same seed, so "
-            "a seed gives another order than before this change",
+            "a seed gives another order than before this change. After the first data of "
+            "it (the small integration run of 2026-11-27 09:02: quick sizes, 2 repetitions, "
+            "2.41x) only its regime's wording was corrected (it had taken over the other "
+            "claims' 'both vCPUs online'); its quantity, stacks, sizes, region and "
+            "repetitions are as first written",
         claims=("s1.smp_latency_larger", "s1.verbs_bw_large", "s1.verbs_bw_better_small",
                 "s1.tcp_nagle_irregular", "s1.latency_tcp_over_verbs_4b",
                 "s1.verbs_below_tcp_every_size", "s1.polling_lowers_latency",
