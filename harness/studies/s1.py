@@ -26,11 +26,15 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import ClassVar
 
 import pandas as pd
 
+from ..config.cpu import KIND as CPU_KIND
+from ..config.cpu import CpuOnline
 from ..config.interface import Mtu
 from ..config.rdma import PRLIMIT, RDMA, RxeLink
 from ..errors import HarnessError, SpecError
@@ -65,6 +69,16 @@ METHODS = {
 }
 
 
+#: the methods of the 1-CPU level (s1.smp_latency_larger): verbs with completion events and
+#: qperf's tcp_lat judge it; polling is its cross-check (on one CPU a busy poll competes with
+#: the kernel doing Soft-RoCE's work)
+SMP_METHODS = ("verbs-send", "verbs-send-events", "tcp-qperf")
+HOTPLUG_CPU = 1  # the CPU the 1-CPU level takes offline (x86's CPU 0 cannot go offline)
+ONLINE_LIST = "/sys/devices/system/cpu/online"
+#: what ONLINE_LIST reads at each level in a 2-vCPU VM
+ONLINE_AT = {1: "0", 2: "0-1"}
+
+
 def powers_of_two(top: int) -> tuple[int, ...]:
     return tuple(1 << i for i in range(top.bit_length()) if 1 << i <= top)
 
@@ -79,7 +93,7 @@ PROFILES = {
     # (every perftest size is a process at each end, ~3 s under TCG: 17 sizes x 5 methods
     # would take ~4 min per repetition)
     "quick": dict(sizes=QUICK_SIZES, repetitions=2, iterations=50, bw_iterations=50,
-                  tcp_budget_s=0.05, rdma_write=False),
+                  tcp_budget_s=0.05, rdma_write=False, cpus=(1, 2)),
     # verdict: each claim's sizes (4 B; <= 512 B; <= 1 KB; >= 8 KB up to 64 KB), send/recv,
     # enough repetitions for the intervals to decide (each perftest size is ~5.5 s under TCG:
     # all 17 sizes with RDMA write were on course for ~65 min). Two runs of 10 repetitions
@@ -90,10 +104,10 @@ PROFILES = {
     # outcomes (2026-11-26 01:28): a count moved after seeing results, so 10, the count fixed
     # before any data, is fixed again (s1_analysis.CHANGES)
     "verdict": dict(sizes=(4, 64, 512, 1024, 8192, 65536), repetitions=10, iterations=300,
-                    bw_iterations=300, tcp_budget_s=0.1, rdma_write=False),
+                    bw_iterations=300, tcp_budget_s=0.1, rdma_write=False, cpus=(1, 2)),
     # paper: the paper's sizes up to 1 MB, perftest's default 1000 iterations
     "paper": dict(sizes=powers_of_two(MAX_SIZE), repetitions=10, iterations=1000,
-                  bw_iterations=1000, tcp_budget_s=0.2, rdma_write=True),
+                  bw_iterations=1000, tcp_budget_s=0.2, rdma_write=True, cpus=(1, 2)),
 }
 
 
@@ -131,6 +145,11 @@ class Params(Parameters):
     qperf_seconds: int = param(1, "seconds per qperf test (tcp_lat and tcp_bw at each size: "
                                "the claims' TCP; and the cross-check point)", unit="s", low=1,
                                high=60)
+    cpus: tuple[int, ...] = param((1, 2), "online CPUs per machine, the levels of the SMP "
+                                  "factor: 2 measures every method (every claim), 1 takes CPU "
+                                  "1 offline in both machines and measures the latency the "
+                                  "SMP claim needs; levels in a random order per repetition",
+                                  low=1, high=2)
     seed: int = param(0, "seed of the randomised order of the methods in each repetition",
                       low=0, high=2**31 - 1, zero="a fresh seed, recorded in run.json")
     verify_seconds: int = param(1, "seconds per link direction when verifying the lab",
@@ -143,12 +162,26 @@ class Params(Parameters):
                             "events to compare the two")
         if len(set(self.sizes)) != len(self.sizes):
             raise SpecError(f"parameter sizes={self.sizes} repeats a size", "give each once")
+        if len(set(self.cpus)) != len(self.cpus):
+            raise SpecError(f"parameter cpus={self.cpus} repeats a level", "give 1,2 or 2")
+        if 2 not in self.cpus:
+            raise SpecError("parameter cpus must include 2",
+                            "every claim but the SMP one rests on the 2-CPU rows; give 1,2 "
+                            "(or 2 alone: the SMP claim is then not testable)")
 
     @property
     def methods(self) -> tuple[str, ...]:
         return tuple(m for m in METHODS
                      if (m != "verbs-send-events" or "events" in self.completion)
                      and ("write" not in m or self.rdma_write))
+
+    @property
+    def smp_methods(self) -> tuple[str, ...]:
+        """The methods of the 1-CPU level (none without it)."""
+        return tuple(m for m in self.methods if m in SMP_METHODS) if 1 in self.cpus else ()
+
+    def level_methods(self, cpus: int) -> tuple[str, ...]:
+        return self.methods if cpus == 2 else self.smp_methods
 
 
 def topology(params: Params) -> Topology:
@@ -257,9 +290,11 @@ class Pair:
 
 
 def measure_method(session: Session, pair: Pair, params: Params, method: str, rep: int,
-                   sizes: tuple[int, ...] | None = None) -> list[dict]:
+                   sizes: tuple[int, ...] | None = None, cpus: int = 2) -> list[dict]:
     """One method over every size (in the order given: shuffled per repetition), one sweep
-    (verbs) or one ping-pong client run (TCP)."""
+    (verbs) or one ping-pong client run (TCP), at the CPU level ``cpus`` (its raw files say
+    which: ``-1cpu`` for level 1)."""
+    tag = f"r{rep}" + ("" if cpus == 2 else f"-{cpus}cpu")
     family, kind, tool, completion, nagle = METHODS[method]
     sizes = tuple(sizes or sorted(params.sizes))
     started = time.monotonic()
@@ -276,16 +311,18 @@ def measure_method(session: Session, pair: Pair, params: Params, method: str, re
         swept = perftest_sweep.sweep(session.journal, pair.server, pair.client, plan,
                                      pair.server_ip, timeout=budget, retries=2)
         reports = swept.reports
-        session.raw(f"{method}-r{rep}.client.txt", swept.client_out)
-        session.raw(f"{method}-r{rep}.server.txt", swept.server_out)
+        session.raw(f"{method}-{tag}.client.txt", swept.client_out)
+        session.raw(f"{method}-{tag}.server.txt", swept.server_out)
         rows = latency_rows(reports) if kind == "latency" else bandwidth_rows(reports)
         info = reports[0].info
         extra = {"rdma_mtu": info.get("mtu"), "link_type": info.get("link_type")}
     elif tool == "qperf":
-        plan = qperf.QperfSweep(sizes, params.qperf_seconds, QPERF_PORT)
+        # the 1-CPU level needs tcp_lat only (no claim reads its bandwidth)
+        plan = qperf.QperfSweep(sizes, params.qperf_seconds, QPERF_PORT,
+                                tests=("tcp_lat", "tcp_bw") if cpus == 2 else ("tcp_lat",))
         res = pair.client.run(["sh", "-c", plan.client_command(pair.server_ip)], check=False,
                               track=True, timeout=plan.timeout_s())
-        session.raw(f"{method}-r{rep}.txt", res.stdout + res.stderr)
+        session.raw(f"{method}-{tag}.txt", res.stdout + res.stderr)
         if not res.ok:
             raise HarnessError(f"qperf sweep failed (exit {res.exit_status}): "
                                f"{(res.stderr or res.stdout).strip()[-300:]}",
@@ -298,11 +335,11 @@ def measure_method(session: Session, pair: Pair, params: Params, method: str, re
                                  params.tcp_budget_s, params.tcp_budget_s, stream=True,
                                  warmup=5, nagle=bool(nagle),
                                  timeout=120 + len(sizes) * params.tcp_budget_s * 2 * 40)
-        session.raw(f"{method}-r{rep}.json", _json(result))
+        session.raw(f"{method}-{tag}.json", _json(result))
         rows = tcp_rows(result)
         extra = {}
     seconds = time.monotonic() - started
-    return [{"repetition": rep, "method": method, "family": family, "kind": kind,
+    return [{"repetition": rep, "cpus": cpus, "method": method, "family": family, "kind": kind,
              "tool": tool, "completion": completion, "nagle": nagle, **row, **extra,
              "method_s": seconds} for row in rows]
 
@@ -362,6 +399,40 @@ def measure_qperf(session: Session, pair: Pair, params: Params) -> list[dict]:
     return [r.row() for r in qperf.parse_output(res.stdout)]
 
 
+def read_online(nodes) -> dict[str, str]:
+    """Each node's online CPUs as the kernel lists them ("0-1", "0")."""
+    return {node.name: node.run(["cat", ONLINE_LIST], timeout=30).stdout.strip()
+            for node in nodes}
+
+
+@contextmanager
+def cpu_level(session: Session, nodes, cpus: int) -> Iterator[dict[str, str]]:
+    """Both machines on ``cpus`` online CPUs for the block: level 1 takes CPU 1 offline
+    (journalled; brought back when the block ends, also on error or Ctrl-C), level 2 has it
+    online (as found: configure saw it so). Yields the online CPUs read back from each
+    machine, and stops if they are not the level's.
+
+    Only the CPU entries are undone at the end, never the journal's whole scope: tools copy
+    their scripts into the machines on first use (journalled files), and undoing those with
+    the level took the ping-pong script from under the next level (integration run,
+    2026-11-27). An entry left pending by an interrupt is undone with the run's teardown."""
+    journal = session.journal
+    before = {entry.seq for entry in journal.pending()}
+    session.apply(*(CpuOnline(node, HOTPLUG_CPU, cpus == 2) for node in nodes))
+    taken = [entry for entry in journal.pending()
+             if entry.seq not in before and entry.kind == CPU_KIND]
+    try:
+        online = read_online(nodes)
+        if any(value != ONLINE_AT[cpus] for value in online.values()):
+            raise HarnessError(f"at the {cpus}-CPU level the machines' online CPUs read "
+                               f"{online}, not {ONLINE_AT[cpus]!r} each",
+                               "did something else change the CPUs meanwhile?")
+        yield online
+    finally:
+        for entry in reversed(taken):
+            journal.undo(entry)
+
+
 class S1(Study):
     name = STUDY
     title = "User-level messaging (RDMA verbs over Soft-RoCE, VIA's heir) against kernel TCP"
@@ -380,11 +451,24 @@ class S1(Study):
         return Requirements(features=frozenset({"rdma_rxe"}), tools=tools(params))
 
     def configure(self, session: Session, bed, params: Params) -> dict:
-        """The wire's MTU and a Soft-RoCE link over it, on both machines (recorded, undone)."""
+        """The wire's MTU and a Soft-RoCE link over it, on both machines (recorded, undone).
+
+        First, before anything changes, the CPUs: the levels need both machines on CPUs 0
+        and 1 exactly, with CPU 1 able to go offline (its ``online`` file read in the same
+        batch of facts as the MTU's; a machine without it is one error before any change)."""
+        if not session.dry_run:
+            online = read_online([bed.node("a"), bed.node("b")])
+            if any(value != ONLINE_AT[2] for value in online.values()):
+                raise SpecError(f"S1's CPU levels need machines with CPUs 0 and 1 online and "
+                                f"no other; the machines have {online}",
+                                "run its VMs with 2 vCPUs (this host: at least 2 cores), or "
+                                "inventory machines with exactly 2 online CPUs")
         ops = []
         for name in ("a", "b"):
             node, dev = bed.node(name), bed.device(name, WIRE)
             ops += [Mtu(node, dev, params.mtu), RxeLink(node, RXE, dev)]
+            if 1 in params.cpus:  # can CPU 1 go offline? (a no-op now: it is online)
+                ops.append(CpuOnline(node, HOTPLUG_CPU, True))
         session.apply(*ops)
         if session.dry_run:
             return {}
@@ -409,20 +493,31 @@ class S1(Study):
         order = MeasuringOrder(params.seed)
         rows: list[dict] = []
         timings: dict[str, float] = {}
-        notes: dict = {}
+        notes: dict = {"online_cpus": []}
+        steps = params.repetitions * sum(len(params.level_methods(c)) for c in params.cpus)
         with pingpong.server(session.journal, b, server_ip, TCP_PORT, timeout=60), \
                 qperf.server(session.journal, b, QPERF_PORT, timeout=30), \
-                progress(params.repetitions * len(params.methods), "s1 methods") as bar:
+                progress(steps, "s1 methods") as bar:
             for rep in range(1, params.repetitions + 1):
-                for position, method in enumerate(order.shuffle(params.methods)):
-                    t0 = time.monotonic()
-                    sizes = tuple(order.shuffle(params.sizes))
-                    rows += [{**row, "order": position,
-                              "size_position": sizes.index(row["size"])}
-                             for row in measure_method(session, pair, params, method, rep,
-                                                       sizes)]
-                    timings[method] = round(timings.get(method, 0.0) + time.monotonic() - t0, 1)
-                    bar.step(f"{method}, repetition {rep}")
+                for level_position, cpus in enumerate(order.shuffle(params.cpus)):
+                    t_level = time.monotonic()
+                    with cpu_level(session, (a, b), cpus) as online:
+                        notes["online_cpus"].append({"repetition": rep, "cpus": cpus,
+                                                     "online": online})
+                        for position, method in enumerate(
+                                order.shuffle(params.level_methods(cpus))):
+                            t0 = time.monotonic()
+                            sizes = tuple(order.shuffle(params.sizes))
+                            rows += [{**row, "order": position, "cpus_position": level_position,
+                                      "size_position": sizes.index(row["size"])}
+                                     for row in measure_method(session, pair, params, method,
+                                                               rep, sizes, cpus)]
+                            key = method if cpus == 2 else f"{method}@{cpus}cpu"
+                            timings[key] = round(timings.get(key, 0.0) + time.monotonic() - t0,
+                                                 1)
+                            bar.step(f"{method}, {cpus} CPU, repetition {rep}")
+                    key = f"level {cpus} cpu (switch and measure)"
+                    timings[key] = round(timings.get(key, 0.0) + time.monotonic() - t_level, 1)
             if params.qperf_size:
                 try:
                     session.results(pd.DataFrame(measure_qperf(session, pair, params)),
@@ -431,8 +526,9 @@ class S1(Study):
                     notes["qperf_error"] = exc.message
         session.results(pd.DataFrame(rows))
         notes |= {"order": order.record(
-                           "the methods, in a new random order in each repetition, and the "
-                           "sizes in a new random order for each method"),
+                           "the CPU levels in a new random order in each repetition; within "
+                           "each level its methods in a new random order, and the sizes in a "
+                           "new random order for each method"),
                        "method_seconds": timings,
                        "rdma": {"device": RXE, "gid_index": gid_a,
                                 "active_mtu": port_a.active_mtu,

@@ -36,12 +36,26 @@ from .s1_claims import (  # noqa: F401  (CLAIMS, DESIGN, CHANGES: read from here
     SMALL_MAX,
     WIRE_BOUND_FRACTION,
 )
-from .s1_validity import failed_bandwidth, faster_than_wire, impossible_shares
+from .s1_validity import failed_bandwidth, failed_latency, faster_than_wire, impossible_shares
 from .s1_wire import Wire, wire_bound_shortfalls, wire_of
 
 
 
+#: The SMP claim's stacks (judged) and its cross-check (polling, shown in the note).
+SMP_STACKS = ("verbs-send-events", "tcp-qperf")
+SMP_CHECK = "verbs-send"
+
+
 # -- tidy views -------------------------------------------------------------------------------
+
+def at_cpus(frame: pd.DataFrame, cpus: int) -> pd.DataFrame:
+    """The rows measured with ``cpus`` online CPUs per machine. Rows of runs from before the
+    CPU factor (2026-11-27) carry no level: their VMs had 2 vCPUs (placement.vm_cpus on this
+    2-core host), so they are the 2-CPU level's and no run of them has a 1-CPU level."""
+    if "cpus" not in frame:
+        return frame if cpus == 2 else frame.iloc[0:0]
+    return frame[frame["cpus"] == cpus]
+
 
 def per_repetition(frame: pd.DataFrame, value: str) -> pd.DataFrame:
     """``value`` per repetition (rows) and (method, size) (columns)."""
@@ -52,7 +66,9 @@ def per_repetition(frame: pd.DataFrame, value: str) -> pd.DataFrame:
 
 
 def summary(frame: pd.DataFrame) -> pd.DataFrame:
-    """Per method and size: mean latency and bandwidth over the repetitions, spread, n."""
+    """Per method and size: mean latency and bandwidth over the repetitions, spread, n (the
+    2-CPU level's rows: :func:`smp_table` has the 1-CPU level)."""
+    frame = at_cpus(frame, 2)
     spec = {name: (column, how) for name, column, how in (
         ("latency_us", "latency_us", "mean"), ("latency_sd", "latency_us", "std"),
         ("bw_mbit", "bw_mbit", "mean"), ("bw_sd", "bw_mbit", "std"),
@@ -208,7 +224,11 @@ def _bw_large(part: _BandwidthRatio, frame: pd.DataFrame):
 # -- claims -------------------------------------------------------------------------------------
 
 def claims(frame: pd.DataFrame, meta: dict | None = None) -> pd.DataFrame:
-    """The paper's claims judged on the repetitions' intervals (ratios on a log scale)."""
+    """The paper's claims judged on the repetitions' intervals (ratios on a log scale).
+
+    Every claim but the SMP one rests on the 2-CPU level's rows only (as registered); the
+    SMP claim pairs the two levels within each repetition."""
+    every_level, frame = frame, at_cpus(frame, 2)
     lat = per_repetition(frame, "latency_us")
     mean_lat = per_repetition(frame, "latency_mean_us")
     bw = per_repetition(frame, "bw_mbit")
@@ -291,9 +311,103 @@ def claims(frame: pd.DataFrame, meta: dict | None = None) -> pd.DataFrame:
                               invalid=impossible_shares(
                                   share[["verbs-send", "verbs-send-events"]],
                                   cpu_readings(frame)[["verbs-send", "verbs-send-events"]])))
+    verdicts.append(smp_claim(every_level, tcg))
     verdicts.append(not_testable(CLAIMS["hw_latency"], HARDWARE))
     verdicts.append(not_testable(CLAIMS["hw_bandwidth"], HARDWARE))
     return table(verdicts)
+
+
+def smp_ratios(frame: pd.DataFrame, method: str) -> pd.DataFrame:
+    """Mean latency with 2 CPUs over with 1, per repetition (rows) and size (columns), for
+    ``method``; empty unless both levels measured it."""
+    two = per_repetition(at_cpus(frame, 2), "latency_mean_us")
+    one = per_repetition(at_cpus(frame, 1), "latency_mean_us")
+    if two.empty or one.empty or method not in two.columns.get_level_values(0) \
+            or method not in one.columns.get_level_values(0):
+        return pd.DataFrame()
+    common = [s for s in two[method].columns if s in one[method].columns]
+    return two[method][common] / one[method][common].reindex(two.index)
+
+
+def smp_claim(frame: pd.DataFrame, tcg: str = ""):
+    """s1.smp_latency_larger: per repetition, the geometric mean over the sizes and both
+    stacks (verbs with completion events, qperf tcp_lat) of latency at 2 CPUs over at 1."""
+    claim = CLAIMS["smp"]
+    levels = set(frame["cpus"].dropna().astype(int)) if "cpus" in frame else {2}
+    if 1 not in levels:
+        return not_testable(claim, "the 1-CPU level was not measured (parameter cpus "
+                            "without 1, or a run from before the CPU factor): the claim "
+                            "pairs latency at 1 and 2 online CPUs")
+    ratios = {m: smp_ratios(frame, m) for m in SMP_STACKS}
+    missing = [LABELS[m] for m, r in ratios.items() if r.empty or r.columns.empty]
+    if missing:
+        return not_testable(claim, "not measured at both CPU levels: " + ", ".join(missing)
+                            + " (events need completion to include events)")
+    both = pd.concat(ratios, axis=1)
+    per_rep = _geomean_rows(both).dropna()
+    sizes = sorted({int(s) for r in ratios.values() for s in r.columns})
+    stacks = "; ".join(f"{LABELS[m]} {float(np.exp(np.log(r.where(r > 0)).stack().mean())):.2f}x"
+                       for m, r in ratios.items())
+    check = smp_ratios(frame, SMP_CHECK)
+    cross = "" if check.empty else (
+        f"; cross-check, {LABELS[SMP_CHECK]} (a busy poll on one CPU competes with the kernel "
+        f"doing Soft-RoCE's work): "
+        f"{float(np.exp(np.log(check.where(check > 0)).stack().mean())):.2f}x")
+    note = (f"latency at 2 online CPUs over 1 (CPU 1 offline in both VMs), paired per "
+            f"repetition, means; sizes {sizes[0]}..{sizes[-1]} B; each stack alone: {stacks}"
+            + cross + tcg)
+    return judge(claim, mean_estimate(per_rep, "x", log=True), note,
+                 invalid=failed_latency(frame, SMP_STACKS, sizes))
+
+
+def smp_table(frame: pd.DataFrame) -> pd.DataFrame:
+    """Mean latency (us, over the repetitions) at 1 and 2 online CPUs per method and size, and
+    their ratio (geometric mean of the per-repetition ratios): the SMP claim's points."""
+    rows = []
+    for method in (*SMP_STACKS, SMP_CHECK):
+        ratio = smp_ratios(frame, method)
+        if ratio.empty:
+            continue
+        for size in ratio.columns:
+            values = {cpus: at_cpus(frame, cpus) for cpus in (1, 2)}
+            means = {cpus: sub[(sub.method == method) & (sub["size"] == size)]
+                     .latency_mean_us.mean() for cpus, sub in values.items()}
+            r = ratio[size].where(ratio[size] > 0).dropna()
+            rows.append({"method": LABELS[method], "judged": method in SMP_STACKS,
+                         "size": int(size), "latency_1cpu_us": means[1],
+                         "latency_2cpu_us": means[2],
+                         "ratio_2_over_1": float(np.exp(np.log(r).mean())) if len(r)
+                         else math.nan, "n": len(r)})
+    return pd.DataFrame(rows)
+
+
+def figure_smp(frame: pd.DataFrame, title: str = "S1: latency on 1 and on 2 online CPUs"):
+    """The SMP claim's points: each stack's mean latency against size at both CPU levels,
+    95 % intervals over the repetitions (polling, the cross-check, dashed)."""
+    fig, ax = plt.subplots(figsize=(8, 5))
+    for i, method in enumerate((*SMP_STACKS, SMP_CHECK)):
+        for cpus, style in ((1, "--"), (2, "-")):
+            sub = at_cpus(frame, cpus)
+            sub = sub[(sub.method == method) & sub.latency_mean_us.notna()] \
+                if "latency_mean_us" in sub else sub.iloc[0:0]
+            if sub.empty:
+                continue
+            points = [(size, *_mean_ci(g.latency_mean_us)) for size, g in sub.groupby("size")]
+            x, y, err = zip(*points)
+            ax.errorbar(x, y, yerr=err, marker="o" if cpus == 2 else "s", markersize=3,
+                        capsize=2, color=f"C{i}", linestyle=style,
+                        alpha=1.0 if method in SMP_STACKS else 0.5,
+                        label=f"{LABELS[method]}, {cpus} CPU" + ("" if method in SMP_STACKS
+                                                                else " (cross-check)"))
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.grid(alpha=0.3, which="both")
+    ax.set_xlabel("message size (bytes)")
+    ax.set_ylabel("latency, mean half round trip (us)")
+    ax.set_title(title)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    return fig
 
 
 def _bandwidth_invalid(frame: pd.DataFrame, methods: tuple[str, ...], sizes: list[int],
@@ -370,6 +484,7 @@ def figure_latency(frame: pd.DataFrame, title: str = "S1: latency against messag
     """Mirror of the paper's Fig. 2/4: half round-trip latency against size, 95 % intervals
     over the repetitions, the paper's 4-byte points (2001 hardware) beside ours."""
     fig, ax = plt.subplots(figsize=(8, 5))
+    frame = at_cpus(frame, 2)  # the 1-CPU level is the SMP figure's
     _curves(ax, frame, ["verbs-send", "verbs-write", "verbs-send-events", "tcp-nodelay",
                         "tcp-nagle", "tcp-qperf"], "latency_us")
     for (key, label), marker in zip((("mvia_4b_us", "paper: M-VIA 4 B"),
@@ -386,6 +501,7 @@ def figure_latency(frame: pd.DataFrame, title: str = "S1: latency against messag
 def figure_bandwidth(frame: pd.DataFrame, title: str = "S1: bandwidth against message size"):
     """Mirror of the paper's bandwidth figure: verbs and TCP (Nagle on and off), 95 % intervals."""
     fig, ax = plt.subplots(figsize=(8, 5))
+    frame = at_cpus(frame, 2)
     _curves(ax, frame, ["verbs-send-bw", "verbs-write-bw", "tcp-nodelay", "tcp-nagle",
                         "tcp-qperf"], "bw_mbit")
     ax.axvline(BW_SMALL_MAX, color="grey", linestyle=":", linewidth=1)
@@ -399,7 +515,9 @@ def figure_bandwidth(frame: pd.DataFrame, title: str = "S1: bandwidth against me
 
 
 def polling_table(frame: pd.DataFrame) -> pd.DataFrame:
-    """Polling against events per size: latency and the client's CPU time per round trip."""
+    """Polling against events per size: latency and the client's CPU time per round trip
+    (2 CPUs)."""
+    frame = at_cpus(frame, 2)
     sub = frame[frame.method.isin(["verbs-send", "verbs-send-events"])]
     if sub.empty:
         return pd.DataFrame()
@@ -414,6 +532,7 @@ def qperf_check(frame: pd.DataFrame, qperf: pd.DataFrame | None) -> pd.DataFrame
     repetitions): C against C for verbs and TCP, and how much the Python ping-pong adds."""
     if qperf is None or qperf.empty:
         return pd.DataFrame()
+    frame = at_cpus(frame, 2)  # the qperf point is measured with both CPUs online
     size = int(qperf.msg_size.dropna().iloc[0]) if qperf.msg_size.notna().any() else None
     rows = []
     for test, method, value in (("rc_lat", "verbs-send", "latency_us"),

@@ -41,10 +41,13 @@ HARDWARE = ("needs a hardware RDMA device (InfiniBand, RoCE or iWARP NIC), which
 # is half a round trip, bandwidth the data sent per unit time from sender to receiver.
 _PLATFORM = ("Pentium III-500, Linux 2.2.16 UP (001:44); latency half a round trip, bandwidth "
              "data per unit time sender to receiver")
-_OURS = ("ours: Soft-RoCE (verbs emulated in the kernel, M-VIA's role) and kernel TCP over "
-         "one virtio wire (unshaped unless wire_mbit shapes it: htb at both ends) between two "
-         "TCG-emulated VMs, MTU 1500; emulation "
-         "multiplies every absolute time, so ratios, not microseconds, are compared")
+_WIRE_VMS = ("ours: Soft-RoCE (verbs emulated in the kernel, M-VIA's role) and kernel TCP over "
+             "one virtio wire (unshaped unless wire_mbit shapes it: htb at both ends) between "
+             "two TCG-emulated VMs")
+_EMULATION = ("MTU 1500; emulation multiplies every absolute time, so ratios, not microseconds, "
+              "are compared")
+_OURS = (_WIRE_VMS + ", each with both its vCPUs online (the rows of the cpus=2 level; the "
+         "1-CPU level serves s1.smp_latency_larger only), " + _EMULATION)
 _SAMPLES = ("samples: the repetitions (every method over every size in each, methods in a "
             "shuffled order; fresh perftest processes and a fresh TCP connection per method), "
             "geometric mean with a Student t (< 10) or bootstrap interval")
@@ -177,6 +180,38 @@ CLAIMS = {
         regime="said in words (001:64), no figure or number: polling uses the CPU while it "
                "polls, unsuited to a heavily loaded system. Ours: the client's process only "
                "(the server's is not summed), every size of the latency sweep; " + _OURS),
+    "smp": Claim(
+        "s1.smp_latency_larger",
+        "latency with the kernel on 2 CPUs over on 1 CPU, verbs and TCP (geometric mean over "
+        "sizes and both stacks)", "SMP latency larger overall",
+        Region.above(1.0, "the paper: with an SMP kernel '지연시간이 전체적으로 커지는' "
+                          "(latency becomes larger overall, 001:52): a direction only, no "
+                          "number; 'overall' read as over the sizes and both stacks of the "
+                          "experiment (M-VIA and TCP/IP), so their geometric mean of SMP "
+                          "over UP latency above 1"), "x",
+        quote="동일한 실험을 SMP 커널을 사용하여 수행하면 지연시간이 전체적으로 커지는 것을 "
+              "관찰할 수 있다.",
+        seed_line="001:52",
+        quantity="per repetition: the geometric mean, over the profile's sizes and the two "
+                 "stacks, of the mean half round trip with both vCPUs online over that with "
+                 "CPU 1 offline in both VMs, paired within the repetition, for verbs "
+                 "ib_send_lat -e (completion events) and qperf tcp_lat (both means); "
+                 "ib_send_lat polling's ratio and each stack's alone as cross-checks in the "
+                 "note; " + _SAMPLES + " (the two CPU levels in a new random order in each)",
+        regime="the paper's latency experiment (M-VIA and TCP/IP on one eepro/100, Fig. 2) "
+               "run with an SMP build of Linux 2.2.16 instead of the UP build it reports "
+               "(001:44, 001:52) on an Intel L440GX+, a dual-processor board (the text does "
+               "not say a second CPU was fitted or used); no size or number. Ours: one stock "
+               "Debian 6.1 SMP kernel in each VM, run on 1 online vCPU (CPU 1 taken offline "
+               "in both VMs, journalled, brought back) against 2, under TCG on a 2-core host "
+               "that both VMs' vCPU threads share with other jobs. The kernel build is the "
+               "same at both levels (an SMP build cannot be swapped for a UP one here), so "
+               "what varies is the number of CPUs it runs on, not UP against SMP code; with 2 "
+               "vCPUs per VM four emulator threads share two host cores, with 1 two do, so "
+               "emulation may favour either level. Completion events, not polling: on one "
+               "CPU a busy poll competes with the kernel doing Soft-RoCE's work (DESIGN "
+               "completion), which would make '1 CPU slower' an artefact; " + _WIRE_VMS
+               + ", " + _EMULATION),
     "hw_latency": Claim(
         "s1.hardware_latency_4b", "hardware VIA/RDMA latency at 4 B, against software verbs",
         "cLAN ~10 us, ~4x below M-VIA",
@@ -238,9 +273,26 @@ DESIGN = {
             "faster point is invalid. s1.verbs_bw_large counts only where both stacks reach "
             f"{WIRE_BOUND_FRACTION:.0%} of their payload bound at every size >= {LARGE_MIN} B "
             "(medians over the repetitions)",
-    "smp": "not measured: the paper's SMP-kernel observation (001:52, latency larger overall "
-           "with an SMP kernel) needs the study run in 1-vCPU and 2-vCPU VMs, a second pair of "
-           "VM boots; not registered as a claim (left for a later change)",
+    "smp": "a second factor, cpus, levels 1 and 2 (parameter cpus, every profile (1, 2)), "
+           "for s1.smp_latency_larger (001:52). In each repetition the levels run in a random "
+           "order (the run's MeasuringOrder, drawn before the methods' order of each level; "
+           "each row keeps its level in 'cpus' and the level's position in 'cpus_position'). "
+           "Level 1: CPU 1 taken offline in both VMs (harness.config.cpu, journalled, restored "
+           "to what was found when the level ends, also on error); level 2: both online. The "
+           "online CPUs are read back in both VMs before each level measures (run.json). At "
+           "level 2 every method of the profile is measured, exactly as before this factor: "
+           "every other claim rests on those rows only (cpus=2, today's 2 vCPUs). At level 1 "
+           "only the methods the SMP claim and its cross-check need: ib_send_lat -e (events), "
+           "qperf tcp_lat (its sweep without tcp_bw) and ib_send_lat (polling, the "
+           "cross-check), each at every size of the profile, sizes shuffled as at level 2. "
+           "Why events and qperf, not polling: on one CPU a busy poll competes with the kernel "
+           "doing Soft-RoCE's work (see completion), so '1 CPU slower' with polling would be "
+           "an artefact of polling, not of the kernel's CPUs. A machine whose CPU 1 cannot "
+           "go offline stops the run before anything is configured (one error; run with "
+           "cpus=2 and the claim is not testable). A latency point of the claim's stacks "
+           "missing or not above 0 at either level is a failed point (validity.Invalid: the "
+           "claim is invalid), never dropped from the mean. Registered 2026-11-27 before any data of "
+           "it existed",
     "scale": "ratios on a log scale: geometric means over sizes within a repetition and over "
              "repetitions; 95 % intervals, Student t below 10 repetitions, bootstrap from 10",
     "metric": {"latency": "mean half round trip, us (perftest t_avg against qperf tcp_lat, "
@@ -263,18 +315,22 @@ DESIGN = {
     "profiles": {
         "quick": {"sizes": (4, 64, 512, 16384), "repetitions": 2, "iterations": 50,
                   "bw_iterations": 50, "tcp_budget_s": 0.05, "rdma_write": False,
+                  "cpus": (1, 2),
                   "methods": ("verbs-send", "verbs-send-events", "verbs-send-bw",
-                              "tcp-nodelay", "tcp-nagle", "tcp-qperf")},
+                              "tcp-nodelay", "tcp-nagle", "tcp-qperf"),
+                  "smp_methods": ("verbs-send", "verbs-send-events", "tcp-qperf")},
         "verdict": {"sizes": (4, 64, 512, 1024, 8192, 65536), "repetitions": 10,
                     "iterations": 300, "bw_iterations": 300, "tcp_budget_s": 0.1,
-                    "rdma_write": False,
+                    "rdma_write": False, "cpus": (1, 2),
                     "methods": ("verbs-send", "verbs-send-events", "verbs-send-bw",
-                                "tcp-nodelay", "tcp-nagle", "tcp-qperf")},
+                                "tcp-nodelay", "tcp-nagle", "tcp-qperf"),
+                    "smp_methods": ("verbs-send", "verbs-send-events", "tcp-qperf")},
         "paper": {"sizes": tuple(1 << i for i in range(21)), "repetitions": 10,
                   "iterations": 1000, "bw_iterations": 1000, "tcp_budget_s": 0.2,
-                  "rdma_write": True,
+                  "rdma_write": True, "cpus": (1, 2),
                   "methods": ("verbs-send", "verbs-write", "verbs-send-events",
-                              "verbs-send-bw", "verbs-write-bw", "tcp-nodelay", "tcp-nagle", "tcp-qperf")},
+                              "verbs-send-bw", "verbs-write-bw", "tcp-nodelay", "tcp-nagle", "tcp-qperf"),
+                  "smp_methods": ("verbs-send", "verbs-send-events", "tcp-qperf")},
     },
     # the points each claim is judged on, by claim id
     "points": {
@@ -290,6 +346,9 @@ DESIGN = {
                                      "verbs-send",
         "s1.polling_costs_cpu": "every size of the latency sweep, summed; verbs-send minus "
                                 "verbs-send-events",
+        "s1.smp_latency_larger": "every measured size; verbs-send-events and tcp-qperf "
+                                 "(tcp_lat means) at cpus 2 over cpus 1; verbs-send's ratio "
+                                 "as the cross-check",
         "s1.hardware_latency_4b": "none: needs an RDMA NIC (not testable here)",
         "s1.hardware_bandwidth": "none: needs an RDMA NIC (not testable here)",
     },
@@ -398,4 +457,26 @@ CHANGES: tuple[DesignChange, ...] = (
         claims=("s1.verbs_bw_large", "s1.verbs_bw_better_small", "s1.tcp_nagle_irregular",
                 "s1.latency_tcp_over_verbs_4b", "s1.verbs_below_tcp_every_size",
                 "s1.polling_lowers_latency", "s1.polling_costs_cpu")),
+    DesignChange(
+        date="2026-11-27",
+        what="s1.smp_latency_larger registered and measured (a cpus factor, levels 1 and 2 "
+             "online vCPUs in both VMs, in a random order per repetition from the run's seed; "
+             "at level 1 CPU 1 is taken offline in both VMs and ib_send_lat -e, qperf tcp_lat "
+             "and ib_send_lat (polling, cross-check) are measured at every size; at level 2 "
+             "every method as before). Every other claim keeps its rows, now labelled cpus=2, "
+             "and its region, metric, sizes and repetitions; their regime text says their "
+             "rows are the 2-vCPU level's",
+        why="issue 24: the paper's SMP observation (001:52) was not measured (DESIGN smp "
+            "said so). Registered before any data of it existed: no run had measured a 1-CPU "
+            "level when the claim, its quantity, stacks and region were written. The methods' "
+            "order within a repetition now follows the levels' draw from the same seed, so "
+            "a seed gives another order than before this change. After the first data of "
+            "it (the small integration run of 2026-11-27 09:02: quick sizes, 2 repetitions, "
+            "2.41x) only its regime's wording was corrected (it had taken over the other "
+            "claims' 'both vCPUs online'); its quantity, stacks, sizes, region and "
+            "repetitions are as first written",
+        claims=("s1.smp_latency_larger", "s1.verbs_bw_large", "s1.verbs_bw_better_small",
+                "s1.tcp_nagle_irregular", "s1.latency_tcp_over_verbs_4b",
+                "s1.verbs_below_tcp_every_size", "s1.polling_lowers_latency",
+                "s1.polling_costs_cpu")),
 )

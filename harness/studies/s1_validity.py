@@ -160,6 +160,28 @@ def failed_bandwidth(frame: pd.DataFrame, methods: tuple[str, ...],
     return out
 
 
+def failed_latency(frame: pd.DataFrame, methods: tuple[str, ...],
+                   sizes: list[int]) -> list[Invalid]:
+    """Each row of ``methods`` at ``sizes`` whose mean latency is missing or not above 0 (a
+    round trip takes time: such a row is a failed point, e.g. perftest's ``inf`` when its
+    clock arithmetic fails under TCG). Rows carry their CPU level when they have one."""
+    if "latency_mean_us" not in frame or frame.empty:
+        return []
+    sub = frame[frame.method.isin(methods) & frame["size"].isin(sizes)]
+    out = []
+    for row in sub.to_dict("records"):
+        value = row["latency_mean_us"]
+        value = math.nan if value is None else float(value)
+        if math.isfinite(value) and value > 0:
+            continue
+        level = f", {int(row['cpus'])} CPU" if row.get("cpus") is not None else ""
+        out.append(Invalid(f"repetition {row['repetition']}{level}, {row['method']} at "
+                           f"{int(row['size'])} B", "mean half round trip", value, 0.0, "us",
+                           "a round trip takes time: a missing or non-positive latency is a "
+                           "failed point", breaks="<=" if math.isfinite(value) else "not >"))
+    return out
+
+
 def impossible_shares(share: pd.DataFrame, readings: pd.DataFrame | None = None
                       ) -> list[Invalid]:
     """Each (repetition, method) CPU share (a fraction) above 100 % of the client's thread,

@@ -119,6 +119,8 @@ REFUSED = {
     "sysctl": [{"key": "kernel.core_pattern", "before": "|/tmp/evil"},
                {"key": "net.ipv4.ip_forward", "before": "1\nkernel.core_pattern=|/x"}],
     "mtu": [{"ifname": "eth0", "before": "1500; reboot"}],
+    "cpu-online": [{"path": "/etc/passwd", "before": 1},
+                   {"path": "/sys/devices/system/cpu/cpu1/online", "before": "1; rm"}],
     "offload": [{"ifname": "eth0", "feature": "tso; reboot", "before": True}],
     "tipc-bearer": [{"media": "udp", "name": "$(reboot)"}, {"media": "ib", "dev": "x"}],
     "tipc_bearer": [{"media": "eth", "dev": "eth0; reboot"}],

@@ -51,6 +51,11 @@ def test_s1_small_run_in_two_vms(tmp_path):
     undone = {e["seq"] for e in lines if e.get("op") == "undone"}
     assert list(journalled.values()).count("root-nic") == 2  # each wire end renamed in place
     assert set(journalled) <= undone, "every change of the run was undone"
+    # the 1-CPU level: CPU 1 taken offline in both VMs once per repetition, each brought back
+    offline = [e for e in lines if e.get("kind") == "cpu-online" and "seq" in e]
+    assert len(offline) == 2 * 2 and all(e["seq"] in undone for e in offline)
+    assert {str(x["online"]) for x in meta["s1"]["online_cpus"]} == {
+        str({"a": "0", "b": "0"}), str({"a": "0-1", "b": "0-1"})}
     assert meta["s1"]["rdma"]["active_mtu"] == 1024 and meta["s1"]["rdma"]["gid_index"] is not None
     # the wire shaped at both ends (wire_mbit 30, scaled when the VMs' wire carries less: to
     # 11.1 Mbit/s at load 5-7, 2026-11-27), its qdiscs journalled (and undone, above), and the
@@ -66,6 +71,9 @@ def test_s1_small_run_in_two_vms(tmp_path):
                                  "verbs-send-bw", "verbs-write-bw", "tcp-nodelay", "tcp-nagle",
                                  "tcp-qperf"}
     assert set(frame["size"]) == {4, 64, 1024, 16384} and set(frame.repetition) == {1, 2}
+    assert set(frame[frame.cpus == 1].method) == {"verbs-send", "verbs-send-events", "tcp-qperf"}
+    assert (frame[frame.cpus == 1].latency_mean_us > 0).all()
+    frame = frame[frame.cpus == 2]  # the rows every claim but the SMP one rests on
     lat = frame[frame.kind != "bandwidth"]
     assert (lat.latency_us > 0).all()
     assert frame[frame.method == "verbs-send"].cpu_us_per_rt.notna().all()
@@ -80,7 +88,9 @@ def test_s1_small_run_in_two_vms(tmp_path):
     table1 = pd.read_parquet(run_dir / "table1.parquet")
     assert "Soft-RoCE (rxe0)" in table1.columns and "TCP" in table1.columns
     claims = pd.read_parquet(run_dir / "claims.parquet")
-    assert len(claims) == 9 and "not testable here" in set(claims.outcome)
+    assert len(claims) == 10 and "not testable here" in set(claims.outcome)
+    smp = claims.set_index("claim_id").loc["s1.smp_latency_larger"]
+    assert smp.outcome in ("reproduced", "not reproduced", "inconclusive"), smp.reason
     large = claims.set_index("claim_id").loc["s1.verbs_bw_large"]
     assert f"shaped to {30 * factor:.4g} Mbit/s" in large.note, large.note
     assert (run_dir / "raw" / "ibv_devinfo-a.txt").exists()

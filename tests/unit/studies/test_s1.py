@@ -18,6 +18,7 @@ from harness.studies import s1, s1_analysis, s1_validity, s1_wire
 from harness.studies.registry import get_study
 from harness.tools import ibverbs, perftest, perftest_sweep
 from harness.tools.perftest import LatencyRow, PerftestReport
+from harness.config.cpu import CpuOnline
 
 # -- parameters ----------------------------------------------------------------------------------
 
@@ -455,9 +456,10 @@ def test_table1_from_the_device_and_the_socket_facts():
 # -- the measurement's glue, with the tools faked -------------------------------------------------
 
 class FakeNode:
-    def __init__(self, name):
+    def __init__(self, name, online="0-1"):
         self.name = name
         self.commands = []
+        self.online = online  # /sys/devices/system/cpu/online
 
     def run(self, cmd, timeout=60, check=True, track=False):
         from harness.nodes.result import Result
@@ -467,11 +469,16 @@ class FakeNode:
         out = ""
         if text.startswith("ibv_devinfo"):
             out = DEVINFO
+        elif text == "cat /sys/devices/system/cpu/online":
+            out = self.online
         elif text.startswith("rdma link show"):
             out = "link rxe0/1 state ACTIVE physical_state LINK_UP netdev wire"
         elif "qperf" in text and "@size" in text:  # the tcp-qperf method's sweep
-            out = "".join(f"@size {size}\ntcp_lat:\n    latency  =  {70000 + size} ns\n"
-                          f"tcp_bw:\n    bw  =  {8000000 + size} B/sec\n"
+            # 10 us more with one CPU online (the 1-CPU level's sweep has no tcp_bw)
+            slower = 10000 * (self.online == "0")
+            out = "".join(f"@size {size}\ntcp_lat:\n    latency  =  {70000 + size + slower} ns\n"
+                          + (f"tcp_bw:\n    bw  =  {8000000 + size} B/sec\n"
+                             if "tcp_bw" in text else "")
                           for size in map(int, re.findall(r"@size (\d+)", text)))
         elif "qperf" in text:
             out = ("rc_lat:\n    latency  =  50000 ns\n    msg_size  =  64 bytes\n"
@@ -495,12 +502,37 @@ class FakeBed:
         return s1.ADDRESSES[node].split("/")[0]
 
 
+class FakeEntry:
+    def __init__(self, seq, kind, node):
+        self.seq, self.kind, self.node = seq, kind, node
+
+
+class FakeJournal:
+    """An entry per CPU taken offline and one per file a tool copies; undo brings a CPU back
+    (what the cpu-online handler does) and removes a file."""
+
+    def __init__(self):
+        self.entries, self.seq = [], 0
+
+    def pending(self):
+        return list(self.entries)
+
+    def add(self, kind, node):
+        self.seq += 1
+        self.entries.append(FakeEntry(self.seq, kind, node))
+
+    def undo(self, entry):
+        assert entry.kind == "cpu-online", f"undid a {entry.kind} entry"
+        entry.node.online = "0-1"
+        self.entries.remove(entry)
+
+
 class FakeSession:
     dry_run = False
-    journal = None
 
     def __init__(self):
         self.raws, self.tables, self.notes, self.applied = {}, {}, {}, []
+        self.journal = FakeJournal()
 
     def raw(self, name, content):
         assert name not in self.raws
@@ -514,6 +546,11 @@ class FakeSession:
 
     def apply(self, *ops):
         self.applied += ops
+        for op in ops:
+            if isinstance(op, CpuOnline) and (op.node.online == "0-1") != op.online:
+                assert op.cpu == 1
+                op.node.online = "0-1" if op.online else "0"
+                self.journal.add("cpu-online", op.node)
 
 
 def test_measure_runs_every_method_in_a_shuffled_order_and_archives_everything(monkeypatch):
@@ -521,11 +558,14 @@ def test_measure_runs_every_method_in_a_shuffled_order_and_archives_everything(m
 
     from harness.tools import pingpong, qperf
 
-    calls, sizes = [], []
+    calls, sizes, levels = [], [], []
 
     def fake_sweep(journal, server, client, plan, host, timeout, retries):
         assert retries == 2  # a size the client could not finish gets two fresh attempts
         calls.append(plan.run.tool + ("-e" if plan.run.events else ""))
+        levels.append((client.online, server.online))
+        if not any(e.kind == "file" for e in session.journal.entries):
+            session.journal.add("file", client)  # a tool's script, copied on first use
         assert host == "198.18.1.2" and plan.run.gid_index == 1 and plan.run.device == "rxe0"
         assert plan.floor is None  # the CPU is read around the measured exchange instead
         sizes.append(plan.sizes)
@@ -538,6 +578,7 @@ def test_measure_runs_every_method_in_a_shuffled_order_and_archives_everything(m
     def fake_client(journal, node, targets, sizes, lat_budget, stream_budget, stream=True,
                     warmup=5, nagle=False, timeout=None):
         calls.append("tcp-nagle" if nagle else "tcp-nodelay")
+        levels.append((node.online, bed.nodes["b"].online))
         return {"targets": {"tcp": {"points": [
             {"size": s, "latency": {"median_us": 60.0 + s, "mean_us": 61.0 + s, "n": 9,
                                     "pingpong_mbit": 1.0}, "stream": {"mbit": 10.0 + s,
@@ -554,12 +595,27 @@ def test_measure_runs_every_method_in_a_shuffled_order_and_archives_everything(m
     params = s1.Params.resolve(sizes="4,64", repetitions=2, seed=5, rdma_write=True)
     study = s1.S1()
     configured = study.configure(session, bed, params)
-    assert [type(op).__name__ for op in session.applied] == ["Mtu", "RxeLink"] * 2
+    # CPU 1 probed (it can go offline) in the same batch as the MTU, before any change
+    assert [type(op).__name__ for op in session.applied] == ["Mtu", "RxeLink", "CpuOnline"] * 2
     assert configured["a"].startswith("link rxe0/1 state ACTIVE")
     study.measure(session, bed, params, configured)
-    # 7 methods through the fakes (and tcp-qperf through the node) in each of 2 repetitions
-    assert len(calls) == 14 and calls[:7] != calls[7:]  # shuffled per repetition (seed 5)
+    # per repetition: at 2 CPUs 7 methods through the fakes (and tcp-qperf through the
+    # node), at 1 CPU ib_send_lat and ib_send_lat -e (and tcp-qperf): 2 x 9 calls
+    assert len(calls) == 18 and calls[:9] != calls[9:]  # shuffled per repetition (seed 5)
+    one = [c for c, level in zip(calls, levels) if level == ("0", "0")]
+    assert sorted(one) == ["ib_send_lat", "ib_send_lat", "ib_send_lat-e", "ib_send_lat-e"]
+    assert {level for level in levels} == {("0", "0"), ("0-1", "0-1")}
+    assert bed.nodes["a"].online == bed.nodes["b"].online == "0-1"  # CPU 1 back online
+    # only the CPU entries were undone: the file a tool copied is still the run's
+    assert [e.kind for e in session.journal.entries] == ["file"]
     frame = session.tables["results"]
+    assert set(frame.cpus) == {1, 2} and set(frame.cpus_position) == {0, 1}
+    assert set(frame[frame.cpus == 1].method) == set(s1.SMP_METHODS)
+    assert len(frame) == 2 * 8 * 2 + 2 * 3 * 2
+    frame1, frame = frame[frame.cpus == 1], frame[frame.cpus == 2]
+    assert frame1[frame1.method == "tcp-qperf"].bw_mbit.isna().all()  # tcp_lat alone
+    assert (frame1[frame1.method == "tcp-qperf"].latency_mean_us
+            > frame[frame.method == "tcp-qperf"].latency_mean_us.max()).all()
     assert set(frame.method) == set(s1.METHODS) and len(frame) == 2 * 8 * 2
     assert set(frame.order) == set(range(8))
     qp = frame[frame.method == "tcp-qperf"].set_index("size")
@@ -575,8 +631,30 @@ def test_measure_runs_every_method_in_a_shuffled_order_and_archives_everything(m
     assert "verbs-send-r1.client.txt" in session.raws and "ibv_devinfo-b.txt" in session.raws
     notes = session.notes["s1"]
     assert notes["order"]["seed"] == 5 and notes["rdma"]["active_mtu"] == 1024
-    table = s1_analysis.claims(frame)
-    assert len(table) == 9
+    assert [x["online"] for x in notes["online_cpus"] if x["cpus"] == 1] == [
+        {"a": "0", "b": "0"}] * 2
+    assert "verbs-send-events-r1-1cpu.client.txt" in session.raws
+    table = s1_analysis.claims(session.tables["results"]).set_index("claim_id")
+    assert len(table) == 10
+    # qperf 10 us slower on one CPU, perftest the same: SMP/UP below 1, judged
+    assert table.loc["s1.smp_latency_larger", "outcome"] == NOT_REPRODUCED
+
+
+def test_a_machine_without_two_online_cpus_stops_before_any_change(monkeypatch):
+    session, bed = FakeSession(), FakeBed()
+    bed.nodes["b"].online = "0"
+    with pytest.raises(SpecError, match="CPUs 0 and 1 online.*'b': '0'"):
+        s1.S1().configure(session, bed, s1.Params.resolve())
+    assert session.applied == []
+
+
+def test_cpus_must_include_the_two_cpu_level():
+    assert s1.Params.resolve(cpus="2").smp_methods == ()
+    assert s1.Params.resolve().smp_methods == s1.SMP_METHODS
+    with pytest.raises(SpecError, match="must include 2"):
+        s1.Params.resolve(cpus="1")
+    with pytest.raises(SpecError, match="out of range"):
+        s1.Params.resolve(cpus="1,2,3")
 
 
 def one_size_lat(size):
@@ -616,6 +694,7 @@ def test_the_design_is_the_profiles_the_study_runs():
     for name, profile in s1.PROFILES.items():
         registered = dict(design[name])
         assert registered.pop("methods") == s1.Params.resolve(profile=name).methods, name
+        assert registered.pop("smp_methods") == s1.Params.resolve(profile=name).smp_methods
         assert registered == profile, name
     assert set(s1_analysis.DESIGN["points"]) == {c.id for c in s1_analysis.CLAIMS.values()}
     registration = get_study("s1").registration().to_dict()

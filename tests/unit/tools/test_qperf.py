@@ -156,3 +156,10 @@ def test_a_sweep_runs_every_size_in_the_order_given_in_one_command_and_parses_by
         qperf.parse_sweep("@size 4\nfailed to connect\n")
     with pytest.raises(SpecError):
         qperf.QperfSweep(()).client_command("h")
+
+
+def test_a_latency_only_sweep_runs_tcp_lat_alone_and_needs_less_time():
+    both, lat = qperf.QperfSweep((4, 64)), qperf.QperfSweep((4, 64), tests=("tcp_lat",))
+    script = lat.client_command("198.18.1.2")
+    assert script.count("tcp_lat") == 2 and "tcp_bw" not in script
+    assert lat.timeout_s() == both.timeout_s() - 2 * 1
