@@ -76,6 +76,7 @@ class Session:
     study: str = ""
     capabilities: dict[str, Capabilities] = field(default_factory=dict)
     checks: list[LinkCheck] = field(default_factory=list)
+    earlier_checks: list[list[dict]] = field(default_factory=list)  # verifications before
     bed: LabTestbed | InventoryTestbed | None = None
     timings: dict[str, float] = field(default_factory=dict)
     scaling: Scaling | None = None
@@ -356,12 +357,20 @@ class Session:
     def verify(self, seconds: int = 2) -> list[LinkCheck]:
         self._refuse_in_dry_run("link verification (session.verify)")
         started = time.monotonic()
+        if self.checks:  # verified before in this run: keep that pass, archive this apart
+            self.earlier_checks.append([c.to_dict() for c in self.checks])
         self.checks = self.bed.verify(self.journal, seconds)
         self.timings["verify_s"] = time.monotonic() - started
-        self.run.update(link_verification=[c.to_dict() for c in self.checks])
+        self.run.update(link_verification=[c.to_dict() for c in self.checks],
+                        **({"link_verification_earlier": self.earlier_checks}
+                           if self.earlier_checks else {}))
+        # the first pass's raw files keep their names; a later pass's are prefixed with its
+        # number (archived files are never replaced: a second pass under the same names was
+        # refused, "exists already")
+        prefix = f"pass{len(self.earlier_checks) + 1}-" if self.earlier_checks else ""
         for check in self.checks:
             for name, text in check.raw_files().items():
-                self.raw(name, text)
+                self.raw(prefix + name, text)
         return self.checks
 
     def raw(self, name: str, content: str | bytes):

@@ -321,3 +321,39 @@ def test_rate_tests_only_on_interfaces_the_topology_joins():
     # S0's three links, both ways: 6 of the 26 paths between different machines
     assert bed.facing() == {(x, y) for a, b in (("a1:eth0", "fa:priv"), ("fa:pub", "fb:pub"),
                                                 ("fb:priv", "b1:eth0")) for x, y in ((a, b), (b, a))}
+
+
+def test_a_second_verification_in_one_run_is_archived_apart_and_the_first_kept(tmp_path,
+                                                                              monkeypatch):
+    """A session verified twice (a test's retry under load did): the first pass's raw files
+    and record stay, the second's raw files are prefixed pass2- (archived files are never
+    replaced: the same names were refused, "exists already", in a fresh clone's suite)."""
+    import json
+
+    from harness.session import open_session
+    from harness.verify import LinkCheck
+
+    class Bed:  # a testbed that verifies with a fixed reading per pass
+        passes = 0
+
+        def verify(self, journal, seconds):
+            Bed.passes += 1
+            return [LinkCheck("a:eth0--b:eth0", "a->b", 50.0, 50.0, 47.0 + Bed.passes,
+                              0.94, 0.0, None, 0.1, True, None,
+                              outputs=[f"pass {Bed.passes}\n"])]
+
+        def record(self):
+            return {"stand-in": True}
+
+    monkeypatch.setenv("HARNESS_LOCK_DIR", str(tmp_path / "locks"))  # not the machine's
+    with open_session("tverify", {}, root=tmp_path) as session:
+        session.bed = Bed()
+        session.verify(1)
+        session.verify(1)
+        run = session.run.path
+    raw = {p.name: p.read_text() for p in (run / "raw").iterdir()}
+    assert raw == {"verify-a_eth0--b_eth0-a-_b-1.txt": "pass 1\n",
+                   "pass2-verify-a_eth0--b_eth0-a-_b-1.txt": "pass 2\n"}
+    meta = json.loads((run / "run.json").read_text())
+    assert [c["goodput_mbit"] for c in meta["link_verification"]] == [49.0]
+    assert [[c["goodput_mbit"] for c in p] for p in meta["link_verification_earlier"]] == [[48.0]]
