@@ -40,6 +40,7 @@ from ..config.rdma import PRLIMIT, RDMA, RxeLink
 from ..errors import HarnessError, SpecError
 from ..progress import progress
 from ..session import Session
+from .. import msgcount
 from ..tools import ibverbs, perftest, perftest_sweep, pingpong, qperf
 from ..topology import Topology, TopologyBuilder
 from .base import Citation, Requirements, RunData, Study
@@ -53,6 +54,7 @@ RXE = "rxe0"
 TCP_PORT = 47100
 PERFTEST_PORT = 18515
 QPERF_PORT = 19765
+MSGCOUNT_PORT = 47200
 MAX_SIZE = 1 << 20  # the paper's figures end at 1 MB (issue 11: "up to 1 MB")
 
 # The compared methods: (family, kind, tool, completion, nagle)
@@ -66,6 +68,10 @@ METHODS = {
     "tcp-nagle": ("tcp", "both", "pingpong", None, True),
     # C against C: the latency and bandwidth claims' TCP (qperf sets no TCP_NODELAY)
     "tcp-qperf": ("tcp", "both", "qperf", None, True),
+    # C, a count of messages like ib_send_bw's -n (the bandwidth claims' TCP since
+    # 2026-11-27): Nagle on as qperf, and TCP_NODELAY as its cross-check
+    "tcp-count": ("tcp", "bandwidth", "msgcount", None, True),
+    "tcp-count-nodelay": ("tcp", "bandwidth", "msgcount", None, False),
 }
 
 
@@ -120,7 +126,8 @@ class Params(Parameters):
                              "shuffled order in each (the claims' samples)", low=1, high=100)
     iterations: int = param(50, "perftest round trips per latency point (-n)",
                             low=perftest.MIN_ITERATIONS, high=1_000_000)
-    bw_iterations: int = param(50, "perftest messages per bandwidth point (-n)",
+    bw_iterations: int = param(50, "messages per bandwidth point, the same count for verbs "
+                               "(perftest -n) and TCP (msgcount)",
                                low=perftest.MIN_ITERATIONS, high=1_000_000)
     tcp_budget_s: float = param(0.05, "seconds per size for the TCP ping-pong and again for "
                                 "TCP streaming (at least 5 round trips)", unit="s", low=0.01,
@@ -287,6 +294,7 @@ class Pair:
     server: object
     server_ip: str
     gid_index: int | None
+    msgcount_client: str = ""  # the msgcount binary's path on the client
 
 
 def measure_method(session: Session, pair: Pair, params: Params, method: str, rep: int,
@@ -328,6 +336,16 @@ def measure_method(session: Session, pair: Pair, params: Params, method: str, re
                                f"{(res.stderr or res.stdout).strip()[-300:]}",
                                "is the qperf server on b still running?")
         rows = qperf_rows(qperf.parse_sweep(res.stdout))
+        extra = {}
+    elif tool == "msgcount":
+        run = msgcount.CountRun(params.bw_iterations, sizes, nodelay=not nagle)
+        res = pair.client.run(run.client_argv(pair.msgcount_client, pair.server_ip,
+                                              MSGCOUNT_PORT),
+                              check=False, track=True, timeout=run.timeout_s())
+        session.raw(f"{method}-{tag}.txt", res.stdout + res.stderr)
+        # a size that failed is a row without a rate (a failed point, shown and judged
+        # invalid), never left out; output that is not the program's stops the run
+        rows = [r.row() for r in msgcount.parse_output(res.stdout, sizes)]
         extra = {}
     else:
         result = pingpong.client(session.journal, pair.client,
@@ -463,6 +481,9 @@ class S1(Study):
                                 f"no other; the machines have {online}",
                                 "run its VMs with 2 vCPUs (this host: at least 2 cores), or "
                                 "inventory machines with exactly 2 online CPUs")
+        if not session.dry_run:  # compiled (or found built) before anything changes
+            for name in ("a", "b"):
+                msgcount.build_on(bed.node(name))
         ops = []
         for name in ("a", "b"):
             node, dev = bed.node(name), bed.device(name, WIRE)
@@ -489,7 +510,7 @@ class S1(Study):
                    ibverbs.tcp_column(facts)]
         session.results(pd.DataFrame(ibverbs.table1(columns)), "table1")
         server_ip = bed.address("b", WIRE)
-        pair = Pair(a, b, server_ip, gid_a)
+        pair = Pair(a, b, server_ip, gid_a, msgcount.build_on(a))
         order = MeasuringOrder(params.seed)
         rows: list[dict] = []
         timings: dict[str, float] = {}
@@ -497,6 +518,8 @@ class S1(Study):
         steps = params.repetitions * sum(len(params.level_methods(c)) for c in params.cpus)
         with pingpong.server(session.journal, b, server_ip, TCP_PORT, timeout=60), \
                 qperf.server(session.journal, b, QPERF_PORT, timeout=30), \
+                msgcount.server(session.journal, b, msgcount.build_on(b), server_ip,
+                                MSGCOUNT_PORT), \
                 progress(steps, "s1 methods") as bar:
             for rep in range(1, params.repetitions + 1):
                 for level_position, cpus in enumerate(order.shuffle(params.cpus)):

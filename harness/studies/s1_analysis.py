@@ -26,6 +26,7 @@ from ..claims import judge, not_testable, table
 from ..intervals import T975, mean_estimate
 from .s1_claims import (  # noqa: F401  (CLAIMS, DESIGN, CHANGES: read from here too)
     BW_SMALL_MAX,
+    BW_TCP,
     CHANGES,
     CLAIMS,
     DESIGN,
@@ -44,6 +45,10 @@ from .s1_wire import Wire, wire_bound_shortfalls, wire_of
 #: The SMP claim's stacks (judged) and its cross-check (polling, shown in the note).
 SMP_STACKS = ("verbs-send-events", "tcp-qperf")
 SMP_CHECK = "verbs-send"
+#: The cross-checks shown beside each bandwidth verdict (its TCP: s1_claims.BW_TCP).
+BW_CROSS_CHECKS = (("tcp-count-nodelay", "msgcount with TCP_NODELAY"),
+                   ("tcp-qperf", "qperf tcp_bw (1 s of messages)"),
+                   ("tcp-nodelay", "the Python streaming tool (TCP_NODELAY)"))
 
 
 # -- tidy views -------------------------------------------------------------------------------
@@ -163,9 +168,10 @@ def _phase_sums(frame: pd.DataFrame) -> pd.DataFrame:
 
 @dataclass(frozen=True)
 class _BandwidthRatio:
-    """ib_send_bw over qperf tcp_bw at some sizes: the ratio per repetition and size, its
-    estimate, the verdict's note and the invalid points it rests on (failed, or faster than
-    a shaped wire)."""
+    """ib_send_bw over msgcount's TCP (Nagle on) at some sizes, the same count of messages
+    on both sides: the ratio per repetition and size, its estimate, the verdict's note (with
+    TCP_NODELAY, qperf's 1 s tcp_bw and the Python tool as cross-checks) and the invalid
+    points it rests on (failed, or faster than a shaped wire)."""
 
     ratio: pd.DataFrame
     estimate: object
@@ -176,16 +182,17 @@ class _BandwidthRatio:
     @classmethod
     def of(cls, frame: pd.DataFrame, bw: pd.DataFrame, picked: list[int], wire: Wire,
            tcg: str) -> _BandwidthRatio:
-        ratio = _ratio(bw, "verbs-send-bw", "tcp-qperf", picked)
+        ratio = _ratio(bw, "verbs-send-bw", BW_TCP, picked)
         if ratio.empty or ratio.columns.empty:
             return cls(pd.DataFrame(), None, "", [], wire)
-        python = _ratio(bw, "verbs-send-bw", "tcp-nodelay", picked)
-        note = (f"ib_send_bw against qperf tcp_bw, sizes {int(min(ratio.columns))}.."
-                f"{int(max(ratio.columns))} B; {wire.text()}"
-                + _cross_check(_geomean_rows(python).to_frame(0) if not python.empty
-                               else python) + tcg)
+        checks = "".join(_geomean_text(_over_sizes(_ratio(bw, "verbs-send-bw", method,
+                                                          picked)), label)
+                         for method, label in BW_CROSS_CHECKS)
+        note = (f"ib_send_bw against msgcount (C, Nagle on), the same count of messages, "
+                f"sizes {int(min(ratio.columns))}..{int(max(ratio.columns))} B; "
+                f"{wire.text()}{checks}{tcg}")
         return cls(ratio, mean_estimate(_geomean_rows(ratio), "x", log=True), note,
-                   _bandwidth_invalid(frame, ("verbs-send-bw", "tcp-qperf"), picked, wire),
+                   _bandwidth_invalid(frame, ("verbs-send-bw", BW_TCP), picked, wire),
                    wire)
 
     @property
@@ -194,8 +201,9 @@ class _BandwidthRatio:
 
     def judged(self, claim, note: str = ""):
         if self.missing:
-            return not_testable(claim, "no size in this range has both verbs and qperf TCP "
-                                       "bandwidth")
+            return not_testable(claim, "no size in this range has both verbs and msgcount "
+                                       "TCP bandwidth (runs before 2026-11-27's change "
+                                       "measured TCP with qperf only)")
         return judge(claim, self.estimate, self.note + note, invalid=self.invalid)
 
 
@@ -418,6 +426,13 @@ def _bandwidth_invalid(frame: pd.DataFrame, methods: tuple[str, ...], sizes: lis
                                wire.burst_bytes, wire.qperf_seconds))
 
 
+def _over_sizes(ratio: pd.DataFrame) -> pd.DataFrame:
+    """Per repetition the geometric mean over the sizes, as one column (empty stays empty)."""
+    if ratio.empty or ratio.columns.empty:
+        return pd.DataFrame()
+    return _geomean_rows(ratio).to_frame(0)
+
+
 def _min_rows(ratio: pd.DataFrame) -> pd.DataFrame:
     return ratio.min(axis=1).to_frame(0) if not ratio.empty else ratio
 
@@ -502,8 +517,8 @@ def figure_bandwidth(frame: pd.DataFrame, title: str = "S1: bandwidth against me
     """Mirror of the paper's bandwidth figure: verbs and TCP (Nagle on and off), 95 % intervals."""
     fig, ax = plt.subplots(figsize=(8, 5))
     frame = at_cpus(frame, 2)
-    _curves(ax, frame, ["verbs-send-bw", "verbs-write-bw", "tcp-nodelay", "tcp-nagle",
-                        "tcp-qperf"], "bw_mbit")
+    _curves(ax, frame, ["verbs-send-bw", "verbs-write-bw", "tcp-count", "tcp-count-nodelay",
+                        "tcp-nodelay", "tcp-nagle", "tcp-qperf"], "bw_mbit")
     ax.axvline(BW_SMALL_MAX, color="grey", linestyle=":", linewidth=1)
     ax.text(BW_SMALL_MAX, ax.get_ylim()[0], " 512 B (paper)", fontsize=7, color="grey",
             va="bottom")

@@ -10,10 +10,11 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from .s1_claims import WIRE_BOUND_FRACTION
+from .s1_claims import BW_TCP, WIRE_BOUND_FRACTION
 from .s1_validity import payload_bound_mbit, roce_active_mtu
 
-_STACK = {"verbs-send-bw": "verbs (ib_send_bw)", "tcp-qperf": "TCP (qperf tcp_bw)"}
+_STACK = {"verbs-send-bw": "verbs (ib_send_bw)", "tcp-qperf": "TCP (qperf tcp_bw)",
+          "tcp-count": "TCP (msgcount, Nagle on)"}
 
 
 @dataclass(frozen=True)
@@ -62,7 +63,7 @@ def wire_of(meta: dict | None) -> Wire:
 
 
 def wire_bound_shortfalls(frame: pd.DataFrame, wire: Wire, sizes: list[int],
-                          methods: tuple[str, ...] = ("verbs-send-bw", "tcp-qperf")
+                          methods: tuple[str, ...] = ("verbs-send-bw", BW_TCP)
                           ) -> tuple[list[str], list[str]]:
     """Each stack's median goodput (over the repetitions) at each of ``sizes`` as text, and
     those below :data:`WIRE_BOUND_FRACTION` of its payload bound over ``wire`` (all of them

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from pathlib import Path
@@ -32,7 +33,7 @@ def test_profiles_resolve_with_the_papers_sizes():
     assert {4, 512, 1024, 8192} <= set(verdict.sizes) and max(verdict.sizes) == 65536
     assert verdict.repetitions >= 10 and verdict.repetitions > quick.repetitions
     paper = s1.Params.resolve(profile="paper")
-    assert paper.sizes[0] == 1 and paper.sizes[-1] == 1 << 20 and len(paper.methods) == 8
+    assert paper.sizes[0] == 1 and paper.sizes[-1] == 1 << 20 and len(paper.methods) == 10
     assert "verbs-send-events" in quick.methods
     assert "verbs-send-events" not in s1.Params.resolve(completion="polling").methods
     assert s1.Params.resolve(sizes="4,64", mtu=9000).sizes == (4, 64)
@@ -166,6 +167,11 @@ def synthetic(reps=4, tcp_ratio=1.4, noise=0.02, nagle_rough=1.0, events=1.3, cp
                     row["bw_mbit"] = tcp_bw * wobble * jitter()
                 rows.append(row)
             tcp_bw = 400 * size / (size + 2000)
+            for method in ("tcp-count", "tcp-count-nodelay"):  # C, ib_send_bw's count
+                rows.append({"repetition": rep, "method": method, "family": "tcp",
+                             "kind": "bandwidth", "size": size, "latency_us": None,
+                             "completion": None, "bw_mbit": tcp_bw * jitter(),
+                             "iterations": 300, "cpu_us_per_rt": None})
             factor = small_bw if size <= 512 else large_bw if size >= 8192 else 1.2
             for method in ("verbs-send-bw", "verbs-write-bw"):
                 rows.append({"repetition": rep, "method": method, "family": "verbs",
@@ -182,12 +188,12 @@ GIGABIT = {"parameters": {"wire_mbit": 1000.0, "mtu": 1500},
 
 def at_the_wire(frame: pd.DataFrame, verbs: float, tcp: float, meta: dict = GIGABIT,
                 noise: float = 0.003, seed: int = 5) -> pd.DataFrame:
-    """``frame`` with its large-message bandwidth (verbs-send-bw, tcp-qperf at >= 8 KiB) set
+    """``frame`` with its large-message bandwidth (verbs-send-bw, tcp-count at >= 8 KiB) set
     to ``verbs`` and ``tcp`` times each stack's payload bound over ``meta``'s wire."""
     wire = s1_wire.wire_of(meta)
     rng = np.random.default_rng(seed)
     frame = frame.copy()
-    for method, share, family in (("verbs-send-bw", verbs, "verbs"), ("tcp-qperf", tcp, "tcp")):
+    for method, share, family in (("verbs-send-bw", verbs, "verbs"), ("tcp-count", tcp, "tcp")):
         hit = (frame.method == method) & (frame["size"] >= s1_analysis.LARGE_MIN)
         frame.loc[hit, "bw_mbit"] = [share * wire.bound(family) * math.exp(rng.normal(0, noise))
                                      for _ in range(int(hit.sum()))]
@@ -283,7 +289,7 @@ def test_large_bandwidth_is_judged_only_where_both_stacks_are_wire_bound():
     assert "not both stacks wire-bound" in row.reason and "90%" in row.reason
     assert re.search(r"verbs \(ib_send_bw\) 47\d Mbit/s at 8192 B \(50% of its bound\)",
                      row.reason), row.reason
-    assert "TCP (qperf" not in row.reason  # the stack at the wire is not named as short
+    assert "TCP (msgcount" not in row.reason  # the stack at the wire is not named as short
 
 
 def test_an_unshaped_wire_makes_large_bandwidth_not_testable_naming_the_rates():
@@ -293,7 +299,7 @@ def test_an_unshaped_wire_makes_large_bandwidth_not_testable_naming_the_rates():
         assert row.outcome == NOT_TESTABLE
         assert "the wire is unshaped" in row.reason and "no wire to be bound by" in row.reason
         # the measured medians: TCP ~388 Mbit/s at 64 KiB, verbs 0.3x of TCP (~96 at 8 KiB)
-        assert re.search(r"TCP \(qperf tcp_bw\) 3[89]\d Mbit/s at 65536 B", row.reason)
+        assert re.search(r"TCP \(msgcount, Nagle on\) 3[89]\d Mbit/s at 65536 B", row.reason)
         assert re.search(r"verbs \(ib_send_bw\) 9\d\.\d Mbit/s at 8192 B", row.reason)
 
 
@@ -315,11 +321,11 @@ def test_a_point_faster_than_the_wire_is_invalid_with_each_stacks_own_framing():
     assert "repetition 3, verbs-send-bw at 65536 B" in row.invalid and "RoCE v2" in row.invalid
     # a TCP point above its bound, at a small size too
     frame.loc[hit, "bw_mbit"] = 90.0
-    hit = (frame.method == "tcp-qperf") & (frame["size"] == 512) & (frame.repetition == 1)
+    hit = (frame.method == "tcp-count") & (frame["size"] == 512) & (frame.repetition == 1)
     frame.loc[hit, "bw_mbit"] = 120.0
     table = s1_analysis.claims(frame, meta).set_index("claim_id")
     assert table.loc["s1.verbs_bw_better_small", "outcome"] == INVALID
-    assert "repetition 1, tcp-qperf at 512 B" in table.loc["s1.verbs_bw_better_small", "invalid"]
+    assert "repetition 1, tcp-count at 512 B" in table.loc["s1.verbs_bw_better_small", "invalid"]
     assert table.loc["s1.verbs_bw_large", "outcome"] == REPRODUCED
     # unshaped, nothing is faster than a wire
     assert outcomes(frame, None)["s1.verbs_bw_better_small"] != INVALID
@@ -473,6 +479,14 @@ class FakeNode:
             out = self.online
         elif text.startswith("rdma link show"):
             out = "link rxe0/1 state ACTIVE physical_state LINK_UP netdev wire"
+        elif text.startswith("/x/msgcount send"):  # tcp-count(-nodelay): one line per size
+            _, _, _, _, count, sizes, *nodelay = text.split()
+            out = "".join(
+                json.dumps({"size": int(z), "count": int(count), "nodelay": int(bool(nodelay)),
+                            "bytes": int(z) * int(count), "ns": 1_000_000 + int(z),
+                            "mbit": 0, "writes": int(count), "cpu_user_us": 5,
+                            "cpu_sys_us": 7}) + "\n"
+                for z in sizes.split(","))
         elif "qperf" in text and "@size" in text:  # the tcp-qperf method's sweep
             # 10 us more with one CPU online (the 1-CPU level's sweep has no tcp_bw)
             slower = 10000 * (self.online == "0")
@@ -556,6 +570,7 @@ class FakeSession:
 def test_measure_runs_every_method_in_a_shuffled_order_and_archives_everything(monkeypatch):
     from contextlib import nullcontext
 
+    from harness import msgcount
     from harness.tools import pingpong, qperf
 
     calls, sizes, levels = [], [], []
@@ -589,6 +604,8 @@ def test_measure_runs_every_method_in_a_shuffled_order_and_archives_everything(m
     monkeypatch.setattr(pingpong, "client", fake_client)
     monkeypatch.setattr(pingpong, "server", lambda *a, **k: nullcontext())
     monkeypatch.setattr(qperf, "server", lambda *a, **k: nullcontext())
+    monkeypatch.setattr(msgcount, "server", lambda *a, **k: nullcontext())
+    monkeypatch.setattr(msgcount, "build_on", lambda node: "/x/msgcount")
     monkeypatch.setattr(ibverbs, "read_socket_facts",
                         lambda node, dev: ibverbs.SocketFacts(1500, "Ethernet", 1024))
     session, bed = FakeSession(), FakeBed()
@@ -611,13 +628,21 @@ def test_measure_runs_every_method_in_a_shuffled_order_and_archives_everything(m
     frame = session.tables["results"]
     assert set(frame.cpus) == {1, 2} and set(frame.cpus_position) == {0, 1}
     assert set(frame[frame.cpus == 1].method) == set(s1.SMP_METHODS)
-    assert len(frame) == 2 * 8 * 2 + 2 * 3 * 2
+    assert len(frame) == 2 * 10 * 2 + 2 * 3 * 2
     frame1, frame = frame[frame.cpus == 1], frame[frame.cpus == 2]
     assert frame1[frame1.method == "tcp-qperf"].bw_mbit.isna().all()  # tcp_lat alone
     assert (frame1[frame1.method == "tcp-qperf"].latency_mean_us
             > frame[frame.method == "tcp-qperf"].latency_mean_us.max()).all()
-    assert set(frame.method) == set(s1.METHODS) and len(frame) == 2 * 8 * 2
-    assert set(frame.order) == set(range(8))
+    assert set(frame.method) == set(s1.METHODS) and len(frame) == 2 * 10 * 2
+    assert set(frame.order) == set(range(10))
+    # TCP's bandwidth claims' side: the same count of messages as ib_send_bw's -n
+    sent = [c for c in bed.nodes["a"].commands if c.startswith("/x/msgcount send")]
+    assert len(sent) == 4 and all(c.split()[4] == str(params.bw_iterations) for c in sent)
+    assert sorted(c.endswith(" nodelay") for c in sent) == [False, False, True, True]
+    count = frame[frame.method == "tcp-count"].set_index("size")
+    assert (count.iterations == params.bw_iterations).all()
+    assert count.loc[64, "bw_mbit"].tolist() == [pytest.approx(64 * params.bw_iterations * 8
+                                                               / 1_000_064 * 1e3)] * 2
     qp = frame[frame.method == "tcp-qperf"].set_index("size")
     assert qp.loc[64, "latency_mean_us"].tolist() == [pytest.approx(70.064)] * 2
     assert qp.loc[4, "bw_mbit"].tolist() == [pytest.approx(64.000032)] * 2
@@ -704,3 +729,19 @@ def test_the_design_is_the_profiles_the_study_runs():
     for change in s1_analysis.CHANGES:
         assert change.date in ("2026-11-26", "2026-11-27") and change.why \
             and set(change.claims) <= ids
+
+
+def test_a_tcp_count_size_that_failed_is_a_failed_point_not_dropped():
+    """msgcount prints an error row for a size it could not finish (parse_output keeps it
+    as a row without a rate): the bandwidth claim resting on it is invalid, naming it."""
+    frame = at_the_wire(synthetic(), verbs=0.99, tcp=0.92)
+    hit = (frame.method == "tcp-count") & (frame["size"] == 4) & (frame.repetition == 3)
+    frame.loc[hit, "bw_mbit"] = None
+    table = s1_analysis.claims(frame, GIGABIT).set_index("claim_id")
+    assert table.loc["s1.verbs_bw_better_small", "outcome"] == INVALID
+    assert "repetition 3, tcp-count at 4 B" in table.loc["s1.verbs_bw_better_small", "invalid"]
+    # the TCP_NODELAY count is a cross-check, shown in the note beside the verdict
+    frame = at_the_wire(synthetic(), verbs=0.99, tcp=0.92)
+    note = s1_analysis.claims(frame, GIGABIT).set_index("claim_id").loc[
+        "s1.verbs_bw_better_small", "note"]
+    assert "the same count of messages" in note and "msgcount with TCP_NODELAY: 1.5" in note
