@@ -15,37 +15,37 @@ each the initial network namespace of a VM of its own (rxe's UDP socket lives
 only there on Linux 6.x: see :class:`harness.topology.TopologyNode`), joined by
 a wire. Verbs: perftest (``ib_send_lat``, ``ib_write_lat``, ``ib_send_lat -e``,
 ``ib_send_bw``, ``ib_write_bw``), the client's CPU time over its measured exchange;
-TCP: qperf's ``tcp_lat`` and ``tcp_bw`` at every size (C against perftest's C: the
-latency and bandwidth claims' TCP), and the harness's ping-pong and streaming tool
+TCP: qperf's ``tcp_lat`` at every size (C against perftest's C: the latency claims'
+TCP; its ``tcp_bw`` a cross-check), msgcount (:mod:`harness.msgcount`, C: the
+bandwidth claims' TCP, the same count of messages as ``ib_send_bw -n``, Nagle on and,
+as a cross-check, TCP_NODELAY), and the harness's ping-pong and streaming tool
 with TCP_NODELAY and with Nagle on (the Nagle claim, TCP against TCP in one tool;
-a cross-check of qperf); one qperf point of rc_lat/rc_bw as a second verbs opinion;
+a cross-check of both); one qperf point of rc_lat/rc_bw as a second verbs opinion;
 ``ibv_devinfo -v`` archived and the paper's Table 1 rebuilt from it.
 """
 
 from __future__ import annotations
 
-import math
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import ClassVar
 
 import pandas as pd
 
-from ..config.cpu import KIND as CPU_KIND
+from .. import msgcount
 from ..config.cpu import CpuOnline
 from ..config.interface import Mtu
 from ..config.rdma import PRLIMIT, RDMA, RxeLink
 from ..errors import HarnessError, SpecError
 from ..progress import progress
 from ..session import Session
-from .. import msgcount
 from ..tools import ibverbs, perftest, perftest_sweep, pingpong, qperf
 from ..topology import Topology, TopologyBuilder
 from .base import Citation, Requirements, RunData, Study
 from .order import MeasuringOrder
 from .parameters import Parameters, param
+from .s1_cpus import HOTPLUG_CPU, ONLINE_AT, ONLINE_LIST, cpu_level, read_online  # noqa: F401
+from .s1_rows import bandwidth_rows, latency_rows, qperf_rows, tcp_rows  # noqa: F401
 
 STUDY = "s1"
 WIRE = "wire"  # the interface name of the wire at both nodes
@@ -79,10 +79,6 @@ METHODS = {
 #: qperf's tcp_lat judge it; polling is its cross-check (on one CPU a busy poll competes with
 #: the kernel doing Soft-RoCE's work)
 SMP_METHODS = ("verbs-send", "verbs-send-events", "tcp-qperf")
-HOTPLUG_CPU = 1  # the CPU the 1-CPU level takes offline (x86's CPU 0 cannot go offline)
-ONLINE_LIST = "/sys/devices/system/cpu/online"
-#: what ONLINE_LIST reads at each level in a 2-vCPU VM
-ONLINE_AT = {1: "0", 2: "0-1"}
 
 
 def powers_of_two(top: int) -> tuple[int, ...]:
@@ -208,83 +204,6 @@ def tools(params: Params) -> tuple:
 
 
 # -- measurement --------------------------------------------------------------------------------
-
-def _finite(value: float) -> float | None:
-    """perftest prints inf/-nan when its clock arithmetic fails (seen under TCG): missing."""
-    return value if math.isfinite(value) else None
-
-
-def _cpu(report: perftest.PerftestReport) -> float | None:
-    if report.cpu_user_s is None:
-        return None
-    return (report.cpu_user_s or 0) + (report.cpu_system_s or 0)
-
-
-def latency_rows(reports: list[perftest.PerftestReport]) -> list[dict]:
-    """perftest latency reports as rows: median half round trip, CPU per round trip.
-
-    The CPU is the client's over its measured exchange only (``phase_cpu_s``: read at the
-    results header and at the result row, :mod:`harness.tools.perftest`), over that
-    exchange's wall time (``phase_wall_s``). Until 2026-11-27 it was the process's
-    whole-life CPU net of a 5-iteration run's, over the round trips' time: set-up CPU the
-    floor did not take off gave one thread 103-120 % in the reference of 2026-11-26.
-    """
-    rows = []
-    for report in reports:
-        for row in report.rows:
-            cpu = _cpu(report)
-            phase_cpu, phase_wall = report.phase_cpu_s, report.phase_wall_s
-            rows.append({"size": row.size, "latency_us": _finite(row.t_typical_us),
-                         "latency_mean_us": _finite(row.t_avg_us),
-                         "latency_p99_us": _finite(row.t_p99_us),
-                         "iterations": row.iterations, "cpu_s": cpu,
-                         "cpu_phase_s": phase_cpu, "wall_phase_s": phase_wall,
-                         # CPU per round trip (one round trip is two half round trips)
-                         "cpu_us_per_rt": None if phase_cpu is None
-                         else 1e6 * phase_cpu / row.iterations,
-                         "wall_us_per_rt": _finite(2 * row.t_avg_us)})
-    return rows
-
-
-def bandwidth_rows(reports: list[perftest.PerftestReport]) -> list[dict]:
-    rows = []
-    for report in reports:
-        for row in report.rows:
-            cpu = (report.cpu_user_s or 0) + (report.cpu_system_s or 0) \
-                if report.cpu_user_s is not None else None
-            rows.append({"size": row.size, "bw_mbit": row.bw_avg_mbit_s,
-                         "bw_peak_mbit": row.bw_peak_mib_s * (1 << 20) * 8 / 1e6,
-                         "msg_rate_mpps": row.msg_rate_mpps, "iterations": row.iterations,
-                         "cpu_s": cpu})
-    return rows
-
-
-def qperf_rows(by_size: dict[int, list[qperf.QperfResult]]) -> list[dict]:
-    """qperf's tcp_lat and tcp_bw per size as rows: mean half round trip (qperf reports
-    no median), streaming Mbit/s."""
-    rows = []
-    for size, results in by_size.items():
-        got = {r.test: r for r in results}
-        lat = got["tcp_lat"].latency_us if "tcp_lat" in got else None
-        rows.append({"size": size, "latency_us": lat, "latency_mean_us": lat,
-                     "latency_p99_us": None, "iterations": None,
-                     "bw_mbit": got["tcp_bw"].bw_mbit_s if "tcp_bw" in got else None})
-    return rows
-
-
-def tcp_rows(result: dict) -> list[dict]:
-    """The ping-pong tool's output as rows: median half round trip, streaming Mbit/s."""
-    (target,) = result["targets"].values()
-    rows = []
-    for point in target["points"]:
-        lat, stream = point["latency"], point.get("stream") or {}
-        rows.append({"size": point["size"], "latency_us": lat["median_us"],
-                     "latency_mean_us": lat["mean_us"], "latency_p99_us": None,
-                     "iterations": lat["n"], "bw_mbit": stream.get("mbit"),
-                     "pingpong_mbit": lat.get("pingpong_mbit"),
-                     "stream_messages": stream.get("messages")})
-    return rows
-
 
 @dataclass
 class Pair:
@@ -415,40 +334,6 @@ def measure_qperf(session: Session, pair: Pair, params: Params) -> list[dict]:
         rows = [r.row() for r in qperf.parse_output(res.stdout)]
         return [{**row, "note": f"rc tests failed: {rc_error}"} for row in rows]
     return [r.row() for r in qperf.parse_output(res.stdout)]
-
-
-def read_online(nodes) -> dict[str, str]:
-    """Each node's online CPUs as the kernel lists them ("0-1", "0")."""
-    return {node.name: node.run(["cat", ONLINE_LIST], timeout=30).stdout.strip()
-            for node in nodes}
-
-
-@contextmanager
-def cpu_level(session: Session, nodes, cpus: int) -> Iterator[dict[str, str]]:
-    """Both machines on ``cpus`` online CPUs for the block: level 1 takes CPU 1 offline
-    (journalled; brought back when the block ends, also on error or Ctrl-C), level 2 has it
-    online (as found: configure saw it so). Yields the online CPUs read back from each
-    machine, and stops if they are not the level's.
-
-    Only the CPU entries are undone at the end, never the journal's whole scope: tools copy
-    their scripts into the machines on first use (journalled files), and undoing those with
-    the level took the ping-pong script from under the next level (integration run,
-    2026-11-27). An entry left pending by an interrupt is undone with the run's teardown."""
-    journal = session.journal
-    before = {entry.seq for entry in journal.pending()}
-    session.apply(*(CpuOnline(node, HOTPLUG_CPU, cpus == 2) for node in nodes))
-    taken = [entry for entry in journal.pending()
-             if entry.seq not in before and entry.kind == CPU_KIND]
-    try:
-        online = read_online(nodes)
-        if any(value != ONLINE_AT[cpus] for value in online.values()):
-            raise HarnessError(f"at the {cpus}-CPU level the machines' online CPUs read "
-                               f"{online}, not {ONLINE_AT[cpus]!r} each",
-                               "did something else change the CPUs meanwhile?")
-        yield online
-    finally:
-        for entry in reversed(taken):
-            journal.undo(entry)
 
 
 class S1(Study):

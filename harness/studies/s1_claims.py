@@ -183,7 +183,8 @@ CLAIMS = {
         quantity="per repetition: the client perftest thread's CPU share during its measured "
                  "exchanges only (CPU time from /proc/PID/schedstat and the scheduler's clock "
                  "that counts it, both read when perftest prints its results header, after "
-                 "set-up, and again at its result row), CPU over elapsed time with all sizes of the latency sweep summed, "
+                 "set-up, and again at its result row), CPU over elapsed time with all sizes "
+                 "of the latency sweep summed, "
                  "ib_send_lat (polling) minus ib_send_lat -e (events), in percentage points; "
                  "arithmetic mean over the repetitions with a t or bootstrap interval",
         regime="said in words (001:64), no figure or number: polling uses the CPU while it "

@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 
 from harness.claims import INCONCLUSIVE, INVALID, NOT_REPRODUCED, NOT_TESTABLE, REPRODUCED
+from harness.config.cpu import CpuOnline
 from harness.errors import SpecError
 from harness.placement import VMOffer, decide
 from harness.probe import Capabilities
@@ -19,7 +20,6 @@ from harness.studies import s1, s1_analysis, s1_validity, s1_wire
 from harness.studies.registry import get_study
 from harness.tools import ibverbs, perftest, perftest_sweep
 from harness.tools.perftest import LatencyRow, PerftestReport
-from harness.config.cpu import CpuOnline
 
 # -- parameters ----------------------------------------------------------------------------------
 
