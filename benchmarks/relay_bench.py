@@ -570,10 +570,8 @@ def preflight() -> None:
 def benchmark(args) -> dict:
     from harness.journal import Journal
     from harness.lab import Lab
-    from harness.relay import build_local
+    from harness.relay import build_local, targets
     from harness.relay.line import line_topology
-
-    from harness.relay import targets
     from harness.relay.spec import NOTSENT_LOWAT
 
     preflight()

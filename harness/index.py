@@ -129,8 +129,8 @@ td.nowrap {{ white-space: nowrap; }}
 <label>status <select id="status"><option value="">all</option>{options(statuses)}</select></label>
 <span id="shown"></span></p>
 <table id="runs"><thead><tr><th>study</th><th>run</th><th>status</th><th>started (UTC)</th>
-<th>key parameters</th><th>placement</th><th>verdicts (paper's claims)</th><th>our targets, lab checks</th><th>files</th>
-<th>note</th></tr></thead>
+<th>key parameters</th><th>placement</th><th>verdicts (paper's claims)</th>
+<th>our targets, lab checks</th><th>files</th><th>note</th></tr></thead>
 <tbody>
 {rows}
 </tbody></table>

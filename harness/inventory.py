@@ -220,8 +220,8 @@ class Inventory:
                         "{device: ..., address: ...}")
 
     def connect(self, name: str) -> Node:
-        from .nodes.sudo import SudoSSHNode
         from .nodes.ssh import SSHNode
+        from .nodes.sudo import SudoSSHNode
 
         host = self.hosts[name]
         kind = SudoSSHNode if host.sudo and host.user != "root" else SSHNode

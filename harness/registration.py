@@ -107,7 +107,7 @@ def declared(study_name: str, modules: Iterable[str]) -> Registration:
                 raise  # the module exists but an import inside it failed: say so
             continue
         if hasattr(module, "CLAIMS"):
-            claims = getattr(module, "CLAIMS")
+            claims = module.CLAIMS
             claims = tuple(claims.values()) if isinstance(claims, Mapping) else tuple(claims)
             return Registration(study_name, claims, dict(getattr(module, "DESIGN", {}) or {}),
                                 tuple(getattr(module, "CHANGES", ()) or ()))

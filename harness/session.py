@@ -34,6 +34,8 @@ from dataclasses import dataclass, field
 
 from . import dryrun, provenance
 from .archive import COMPLETE, INCOMPLETE, Run, project_root
+from .as_found import NO_LOCK, AsFound
+from .as_found import capabilities as found_capabilities
 from .config.operation import Operation, apply, describe, plan
 from .config.record import ChangeRecord
 from .errors import Interrupted, SpecError
@@ -41,8 +43,7 @@ from .inventory import Inventory
 from .journal import Journal
 from .kernel_death import quiet_own_death
 from .lab import Lab
-from .machinelock import (LocalLock, held_for, remote_lock, sharing_requested,
-                          this_process)
+from .machinelock import LocalLock, held_for, remote_lock, sharing_requested, this_process
 from .machinewatch import MachineWatch
 from .nodes import LocalNode, Node
 from .placement import (
@@ -55,8 +56,6 @@ from .placement import (
     measure_wire_ceiling,
     vm_offer,
 )
-from .as_found import NO_LOCK, AsFound
-from .as_found import capabilities as found_capabilities
 from .privileges import AS_FOUND, read_access
 from .privileges import decide as decide_access
 from .probe import Capabilities, probe, require

@@ -52,7 +52,8 @@ def pytest_configure(config):
     if hasattr(config, "workerinput") or os.geteuid() != 0:
         return  # a worker, or a run that cannot change it: the fixtures decide alone
     try:
-        names = open(ALLOWED_CC).read().split()
+        with open(ALLOWED_CC) as f:
+            names = f.read().split()
         if SUITE_CONGESTION not in names:
             with open(ALLOWED_CC, "w") as f:
                 f.write(" ".join([*names, SUITE_CONGESTION]))
@@ -64,7 +65,8 @@ def pytest_configure(config):
 def pytest_unconfigure(config):
     added = getattr(config, "_harness_added_congestion", None)
     if added:
-        now = open(ALLOWED_CC).read().split()
+        with open(ALLOWED_CC) as f:
+            now = f.read().split()
         if added in now:
             with open(ALLOWED_CC, "w") as f:
                 f.write(" ".join(n for n in now if n != added))

@@ -44,11 +44,34 @@ from . import s2_fs
 from .base import Citation, Requirements, RunData, Study
 from .order import MeasuringOrder
 from .parameters import Parameters, param
-from .s2_lab import (ADDRESSES, FILE_SYSTEMS, IPERF_PORTS, KIB, LAN, MIB, NFS_DISK, PFS_DISK,
-                     POINT_RTTS, PROFILES, STUDY, TUNINGS, WAN)
-from .s2_measure import (allow_windows, bed_scaling, file_bytes, file_system_points,
-                         measure_disks, measure_file_systems, measure_flows, measure_mtus,
-                         measure_windows, path_share, set_tuning)
+from .s2_lab import (
+    ADDRESSES,
+    FILE_SYSTEMS,
+    IPERF_PORTS,
+    KIB,
+    LAN,
+    MIB,
+    NFS_DISK,
+    PFS_DISK,
+    POINT_RTTS,
+    PROFILES,
+    STUDY,
+    TUNINGS,
+    WAN,
+)
+from .s2_measure import (
+    allow_windows,
+    bed_scaling,
+    file_bytes,
+    file_system_points,
+    measure_disks,
+    measure_file_systems,
+    measure_flows,
+    measure_mtus,
+    measure_windows,
+    path_share,
+    set_tuning,
+)
 
 __all__ = ["ADDRESSES", "FILE_SYSTEMS", "IPERF_PORTS", "KIB", "LAN", "MIB", "NFS_DISK",
            "PFS_DISK", "PROFILES", "S2", "STUDY", "TUNINGS", "WAN", "Params", "file_bytes",

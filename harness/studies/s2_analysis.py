@@ -10,8 +10,6 @@ line rate (TCP goodput at line rate: 1448 payload bytes per 1514-byte frame at M
 
 from __future__ import annotations
 
-import math
-
 import matplotlib.pyplot as plt
 import pandas as pd
 import seaborn as sns
@@ -19,8 +17,7 @@ import seaborn as sns
 from ..claims import Claim, judge, not_testable, table
 from ..intervals import mean_estimate
 from .base import RunData
-from .s2_claims import (CHANGES, CLAIMS, DESIGN, ERA_PAPER_MBIT, GOODPUT_9000,
-                        GOODPUT_PER_WIRE)
+from .s2_claims import CHANGES, CLAIMS, DESIGN, ERA_PAPER_MBIT, GOODPUT_9000, GOODPUT_PER_WIRE
 from .s2_lab import MIN_RTTS
 from .s2_validity import point_checks
 

@@ -22,15 +22,14 @@ from ..validity import Invalid, check_rate, check_rounds, check_share, payload_r
 from .s3_analysis import (
     CLAIMS,
     CPU_MAPPERS,
-    PAPER,
     LOAD_SLACK,
+    PAPER,
     rate_rows,
     tcp_reference,
     tipc_bypassed,
     wire_share,
 )
 from .s3_design import PAPER_CPU_FANIN
-
 
 # -- validity -------------------------------------------------------------------------------
 

@@ -323,7 +323,7 @@ def running_machines(networks: list[Network], specs: list[MachineSpec],
         _add_netns(stack, created, switch)
         _run("ip", "netns", "exec", switch, "sysctl", "-qw", "net.ipv4.ip_forward=1")
         bridges = {"mgmt": "br-mgmt"} | {n.name: f"br-{n.name}"[:15] for n in networks}
-        for name, bridge in bridges.items():
+        for _name, bridge in bridges.items():
             _run("ip", "-n", switch, "link", "add", bridge, "type", "bridge")
             _run("ip", "-n", switch, "link", "set", bridge, "up")
         _run("ip", "-n", switch, "addr", "add", f"{MANAGEMENT}.1/24", "dev", "br-mgmt")

@@ -230,9 +230,9 @@ def test_lab_clean_refuses_other_machines_journals_and_cleans_past_damaged_ones(
     with a torn line and a record missing its fields, one naming a path outside the
     harness's folders. `lab clean` refuses the first saying why, reads the second as far as
     it is sound and undoes it, refuses the third's bad record, and goes on past each."""
-    from harness.machineid import local_identity
-
     import tempfile
+
+    from harness.machineid import local_identity
 
     data = tmp_path / "data"
     # named like ours, but not below a folder the harness makes things in (/tmp, /run, ...)

@@ -8,8 +8,7 @@ from harness.config.operation import Change
 from harness.intervals import mean_estimate
 from harness.nodes import LocalNode
 from harness.nodes.sudo import sudo_command
-from harness.privileges import (AS_FOUND, CHANGES, OPERATIONS, Access, PrivilegeMissing, decide,
-                                operations, require_root)
+from harness.privileges import AS_FOUND, CHANGES, OPERATIONS, Access, PrivilegeMissing, decide, operations, require_root
 
 
 def test_operations_follow_the_studys_features():

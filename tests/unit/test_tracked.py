@@ -11,11 +11,11 @@ import time
 import pytest
 from conftest import group_alive
 
+from harness import tracked
 from harness.errors import CommandFailed, CommandTimeout
 from harness.journal import Journal
 from harness.nodes import LocalNode
 from harness.nodes.procfs import process_start_ticks
-from harness import tracked
 from harness.tracked import PREFIX, journalled, run_tracked
 
 

@@ -4,8 +4,15 @@ import math
 
 import pytest
 
-from harness.validity import (CPU_COUNTER_TICK_S, SLACK, check_rate, check_rounds, check_share,
-                              counter_resolution_pct, payload_rate_mbit)
+from harness.validity import (
+    CPU_COUNTER_TICK_S,
+    SLACK,
+    check_rate,
+    check_rounds,
+    check_share,
+    counter_resolution_pct,
+    payload_rate_mbit,
+)
 
 
 def test_a_shaped_wire_carries_1448_of_each_1514_bytes_as_tcp_payload():

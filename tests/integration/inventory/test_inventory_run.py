@@ -19,8 +19,7 @@ import pytest
 import yaml
 from conftest import needs_root, needs_tools
 
-from ..machines import (congestion_allowed, running_machines, s4_machines,
-                                        s4_networks, skip_reason)
+from ..machines import congestion_allowed, running_machines, s4_machines, s4_networks, skip_reason
 
 pytestmark = [pytest.mark.integration, needs_root,
               needs_tools("iperf3", "mptcpize", "globus-url-copy", "globus-gridftp-server")]

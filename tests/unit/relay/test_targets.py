@@ -126,8 +126,8 @@ def test_s0_shows_the_benchmark_its_run_archived_as_target_rows_apart(tmp_path):
 
     import pandas as pd
 
-    from harness.relay.targets import ARCHIVED
     from harness.reference import reference_root
+    from harness.relay.targets import ARCHIVED
     from harness.studies.s0 import S0
 
     if not ARCHIVED.exists():

@@ -18,8 +18,8 @@ import pytest
 from harness.errors import HarnessError, SpecError
 from harness.nodes.result import Result
 from harness.tools import perftest, perftest_sweep
-from harness.validity import counter_resolution_pct
 from harness.tools.perftest import BandwidthRow, LatencyRow, PerftestRun
+from harness.validity import counter_resolution_pct
 
 # the header perftest 6.06 prints before its table (Soft-RoCE, ib_send_lat), as it prints it
 BANNER = (Path(__file__).parent / "data" / "perftest-6.06-banner.txt").read_text()
