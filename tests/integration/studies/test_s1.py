@@ -69,7 +69,12 @@ def test_s1_small_run_in_two_vms(tmp_path):
     frame = pd.read_parquet(run_dir / "results.parquet")
     assert set(frame.method) == {"verbs-send", "verbs-write", "verbs-send-events",
                                  "verbs-send-bw", "verbs-write-bw", "tcp-nodelay", "tcp-nagle",
-                                 "tcp-qperf"}
+                                 "tcp-qperf", "tcp-count", "tcp-count-nodelay"}
+    # TCP's side of the bandwidth claims: ib_send_bw's count of messages, its server journalled
+    count = frame[frame.method.isin(["tcp-count", "tcp-count-nodelay"])]
+    assert len(count) == 2 * 2 * 4 and (count.iterations == 50).all() and (count.bw_mbit > 0).all()
+    assert [e for e in lines if e.get("kind") == "process" and "msgcount" in str(e.get("data"))
+            and e["seq"] in undone], "the msgcount server recorded and stopped"
     assert set(frame["size"]) == {4, 64, 1024, 16384} and set(frame.repetition) == {1, 2}
     assert set(frame[frame.cpus == 1].method) == {"verbs-send", "verbs-send-events", "tcp-qperf"}
     assert (frame[frame.cpus == 1].latency_mean_us > 0).all()
