@@ -35,8 +35,8 @@ from .s0_claims import (
     METRICS,
     SMALL_SIZES,
 )
+from .s0_common import KB, LABELS, MB, METHODS, size_label  # noqa: F401 (s0_figures)
 from .s0_estimates import best_size_gain, best_size_note, geomean_per_repetition, per_repetition
-from .s0_sizes import KB, MB, size_label
 from .s0_validity import (
     MTU,
     among,
@@ -51,8 +51,6 @@ from .s0_validity import (
 
 __all__ = ["CHANGES", "CLAIMS", "DESIGN", "claims", "explain", "invalid_table", "table1"]
 
-METHODS = ("direct", "proxies", "nat_srd")
-LABELS = {"direct": "1) direct", "proxies": "2) two proxies", "nat_srd": "3) NAT + SRD"}
 COLORS = {"direct": "C0", "proxies": "C3", "nat_srd": "C2"}
 PAPER = {
     "proxies_latency_x": 2.1,

@@ -16,7 +16,7 @@ from __future__ import annotations
 from ..claims import PAPER, TARGET, Claim, Region
 from ..registration import DesignChange
 from ..shaping import PEAK_FRAMES
-from .s0_sizes import KB, MB
+from .s0_common import KB, MB
 from .s0_validity import MTU, largest_unpaced
 
 LATENCY_SIZES = (1, KB)  # latency claims: messages up to 1 KB (not bandwidth-bound here)

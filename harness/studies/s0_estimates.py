@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .s0_sizes import size_label
+from .s0_common import size_label
 
 
 def per_repetition(frame: pd.DataFrame, value: str) -> pd.DataFrame:

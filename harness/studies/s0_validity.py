@@ -33,7 +33,7 @@ import pandas as pd
 
 from ..shaping import PEAK_EXCESS, PEAK_FRAMES
 from ..validity import Invalid, check_rate, payload_rate_mbit
-from .s0_sizes import size_label
+from .s0_common import size_label
 
 MTU = 1500  # the topology's default (harness.topology.Link); a run's own: run_mtu
 ETHERNET = 14  # bytes a shaper counts per frame beyond the MTU
