@@ -76,10 +76,7 @@ def stop_recorded_process(node: Node, data: dict) -> None:
              timeout=20)
 
 
-#: Daemon state folders the harness makes when they are missing (glusterd's, see
-#: :func:`harness.config.mounts.state_dir_change`): the only "file" records outside
-#: the harness's own folders.
-STATE_DIRS = ("/var/lib/glusterd", "/var/log/glusterfs", "/run/gluster")
+STATE_DIRS = undo_checks.STATE_DIRS  # importable from here, as before
 
 
 def remove_recorded_file(node: Node, data: dict) -> None:
