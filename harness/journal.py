@@ -19,17 +19,8 @@ change found already made is written as a ``noted`` line with nothing to undo.
 The run's configuration list is therefore a view of this file
 (:meth:`Journal.configuration`), complete even when a run fails half-way.
 
-Lines (JSON, one per line):
-
-* ``{"op": "do", "seq", "kind", "node", "data", "module", "record"?, "time", "pid",
-  "pid_start", "machine", "controller"}``: ``machine`` is the identity (hostname and
-  boot id, :mod:`harness.machineid`) of the machine the change is made on,
-  ``controller`` that of the machine whose process ``pid`` (started at tick
-  ``pid_start``) wrote it
-* ``{"op": "update", "seq", "data"}``: facts learned after the change
-* ``{"op": "failed", "seq", "error"}``: the change's command failed
-* ``{"op": "noted", "seq", "node", "record", "time"}``: already as asked, no undo
-* ``{"op": "undone", "seq", "time"}`` (and ``"how"`` when something else ended it: its VM)
+The file -- the format of its lines (listed there), a record appended and fsynced, the
+lines read back -- is :mod:`harness.journal_file`.
 
 What is read back is trusted no further than it can be checked (issue 26): a line
 that is not a sound record is reported in :attr:`Journal.problems` and skipped,
@@ -46,17 +37,16 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import signal
 import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 
 from . import undo_checks
-from .errors import HarnessError, write_failed
+from .errors import HarnessError
+from .journal_file import Contents, Entry, append_records, do_line, read_contents, writer_fields
 from .journal_handlers import (
     STATE_DIRS,
     STOP_RECORDED_PROCESS,
@@ -69,7 +59,6 @@ from .journal_trust import (
     UnreadableJournal,
     machine_key,
     mismatch,
-    read_journal_file,
     record_trust,
     unnamed_machine,
     without_trust,
@@ -90,34 +79,16 @@ from .undo_registry import (
     undo_handler,
 )
 
-# Names that stood here before the trust checks, the built-in undo and the handler registry
-# moved to modules of their own (2026-11-27): the handler modules and tests import them
-# from here, and so may anyone else.
+# Names that stood here before the trust checks, the built-in undo, the handler registry
+# and the file (Entry) moved to modules of their own (2026-11-27): the handler modules and
+# tests import them from here, and so may anyone else.
 __all__ = ["STATE_DIRS", "STOP_RECORDED_PROCESS", "BatchUndoFn", "Entry", "Journal", "UndoFailed", "UndoFn",
            "UnreadableJournal", "batch_undo_handler", "load_undo_handlers", "remove_process_log",
            "signals_deferred", "undo_handler"]
 
 
-@dataclass
-class Entry:
-    seq: int
-    kind: str
-    node: dict
-    data: dict
-    undone: bool = False
-    module: str = ""  # the module that registers the kind's undo handler
-    record: dict | None = None  # a configuration change's record (see harness.config)
-    error: str | None = None  # the change's command failed (it may not have been made)
-    machine: dict | None = None  # hostname and boot id of the machine it was made on
-    loaded: bool = False  # read from the file (not recorded by this process): checked first
-
-
 class UndoFailed(HarnessError):
     pass
-
-
-#: Kinds as :func:`undo_handler` registers them (``file``, ``mptcp-limits``, ``tipc_bearer``).
-_KIND = re.compile(r"[a-z][a-z0-9_-]{0,63}")
 
 
 class Journal:
@@ -127,82 +98,19 @@ class Journal:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        self._entries: dict[int, Entry] = {}
-        self._noted: dict[int, dict] = {}  # seq -> record of a change found already made
         self._nodes: dict[str, Node] = {}
         self._owner_pid = os.getpid()
-        self._writers: set[int] = set()
-        # (pid, start ticks, controller's identity) of each writer that recorded them
-        self._writer_ids: set[tuple[int, int | None, MachineId | None]] = set()
         self._identities: dict[str, MachineId | None] = {}  # machine key -> identity, recorded
         self._checked: dict[str, str | None] = {}  # machine key -> why refused (None: matches)
         self.unwritten: list[int] = []  # undone, but the disk refused to say so
-        self.problems: list[str] = []  # lines that were not sound records, skipped
-        if self.path.exists():
-            self._load()
+        # What the file holds already (a run's own journal after a crash, `lab clean`):
+        # its changes, those found already made, their writers, and the unsound lines.
+        found = read_contents(self.path) if self.path.exists() else Contents()
+        self._entries, self._noted = found.entries, found.noted
+        self._writers, self._writer_ids = found.writers, found.writer_ids
+        self.problems = found.problems  # lines that were not sound records, skipped
 
     # -- reading -----------------------------------------------------------
-    def _load(self) -> None:
-        """Read every sound line; report and skip the others (a torn last line after a
-        crash, a record missing a field, a line someone else wrote). A file that may not
-        be read at all (not a regular file, a symlink, another user's) is refused with
-        :class:`~harness.journal_trust.UnreadableJournal`."""
-        raw = read_journal_file(self.path)
-        for number, line in enumerate(raw.decode("utf-8", errors="replace").split("\n"), 1):
-            if not line.strip():
-                continue
-            try:
-                self._read_line(json.loads(line))
-            except (ValueError, TypeError, KeyError, AttributeError) as exc:
-                self.problems.append(f"{self.path} line {number}: skipped, not a sound record "
-                                     f"({exc.__class__.__name__}: {str(exc)[:120]})")
-
-    def _read_line(self, rec: dict) -> None:
-        if not isinstance(rec, dict):
-            raise TypeError("not a JSON object")
-        op, seq = rec["op"], rec["seq"]
-        if isinstance(seq, bool) or not isinstance(seq, int) or seq < 1:
-            raise ValueError(f"seq {seq!r} is not a positive integer")
-        if op == "do":
-            kind, node, data, module = rec["kind"], rec["node"], rec["data"], rec.get("module", "")
-            record = rec.get("record")
-            if not (isinstance(kind, str) and isinstance(node, dict) and isinstance(data, dict)
-                    and isinstance(module, str) and (record is None or isinstance(record, dict))):
-                raise TypeError("kind, node, data, module or record of the wrong type")
-            if not _KIND.fullmatch(kind):
-                # printed by `lab clean` as it is: no terminal escapes, no other lines
-                raise ValueError(f"kind {kind[:40]!r} is not a name an undo handler has")
-            if seq in self._entries or seq in self._noted:
-                raise ValueError(f"seq {seq} recorded twice")
-            machine = rec.get("machine")
-            self._entries[seq] = Entry(seq, kind, node, data, module=module, record=record,
-                                       machine=machine if isinstance(machine, dict) else None,
-                                       loaded=True)
-            writer = rec.get("pid")
-            if isinstance(writer, int) and not isinstance(writer, bool):
-                self._writers.add(writer)
-                ticks = rec.get("pid_start")
-                self._writer_ids.add((writer, ticks if isinstance(ticks, int) else None,
-                                      MachineId.from_dict(rec.get("controller"))))
-        elif op == "noted":
-            if not isinstance(rec["record"], dict):
-                raise TypeError("record is not an object")
-            self._noted[seq] = rec["record"]
-        elif op in ("undone", "update", "failed"):
-            entry = self._entries.get(seq)
-            if entry is None:
-                raise ValueError(f"{op} of seq {seq}, which no earlier record made")
-            if op == "undone":
-                entry.undone = True
-            elif op == "update":
-                if not isinstance(rec["data"], dict):
-                    raise TypeError("data is not an object")
-                entry.data.update(rec["data"])
-            else:
-                entry.error = str(rec["error"])
-        else:
-            raise ValueError(f"unknown op {op!r}")
-
     def pending(self) -> list[Entry]:
         """Changes recorded and not yet undone, oldest first."""
         return [e for e in sorted(self._entries.values(), key=lambda e: e.seq) if not e.undone]
@@ -274,23 +182,7 @@ class Journal:
         self._append_lines([rec])
 
     def _append_lines(self, recs: list[dict]) -> None:
-        """Append records in one write and one fsync (a crash tears at most the last line,
-        which :meth:`_load` skips; the lines before it stand)."""
-        line = "".join(json.dumps(rec, sort_keys=True) + "\n" for rec in recs).encode()
-        if not line:
-            return
-        try:
-            with open(self.path, "ab+") as fh:
-                # A torn last line (a crash mid-write) must not swallow this record: start
-                # a line of our own after it (the torn one is skipped when read).
-                end = fh.seek(0, os.SEEK_END)
-                if end and os.pread(fh.fileno(), 1, end - 1) != b"\n":
-                    line = b"\n" + line
-                fh.write(line)
-                fh.flush()
-                os.fsync(fh.fileno())
-        except OSError as exc:  # a torn last line is skipped when read (see _load)
-            raise write_failed(self.path, exc) from None
+        append_records(self.path, recs)
 
     def _next_seq(self) -> int:
         return max(max(self._entries, default=0), max(self._noted, default=0)) + 1
@@ -309,13 +201,8 @@ class Journal:
             seq = self._next_seq()
             entry = Entry(seq, kind, node.describe(), dict(data), module=_MODULES[kind],
                           record=None if record is None else dict(record), machine=machine)
-            line = {"op": "do", "seq": seq, "kind": kind, "node": entry.node, "data": entry.data,
-                    "module": entry.module, "time": time.time(), "pid": os.getpid(),
-                    "pid_start": process_start_ticks(os.getpid()),
-                    "controller": local_identity().to_dict(), "machine": machine}
-            if record is not None:
-                line["record"] = entry.record
-            self._append(line)  # first: a change whose record is not on disk is never made
+            # first: a change whose record is not on disk is never made
+            self._append(do_line(entry, writer_fields()))
             self._entries[seq] = entry
             self._nodes.setdefault(json.dumps(entry.node, sort_keys=True), node)
             self._writers.add(os.getpid())
@@ -331,9 +218,7 @@ class Journal:
             if kind not in _HANDLERS:
                 raise ValueError(f"no undo handler registered for {kind!r}")
         machines = [self._identity(node) for _kind, node, _data in changes]
-        common = {"time": time.time(), "pid": os.getpid(),
-                  "pid_start": process_start_ticks(os.getpid()),
-                  "controller": local_identity().to_dict()}
+        common = writer_fields()
         with self._lock:
             first = self._next_seq()
             entries, lines = [], []
@@ -341,9 +226,7 @@ class Journal:
                 entry = Entry(first + offset, kind, node.describe(), dict(data),
                               module=_MODULES[kind], machine=machine)
                 entries.append(entry)
-                lines.append({"op": "do", "seq": entry.seq, "kind": kind, "node": entry.node,
-                              "data": entry.data, "module": entry.module, **common,
-                              "machine": machine})
+                lines.append(do_line(entry, common))
             self._append_lines(lines)  # first: no change is made before its record is on disk
             for entry, (_kind, node, _data) in zip(entries, changes):
                 self._entries[entry.seq] = entry
