@@ -10,7 +10,8 @@ Undo handlers are registered per kind with :func:`undo_handler`; each takes
 the node (rebuilt from its description) and the entry's data. Each entry names
 the module that registered its kind's handler, so another process (``harness
 lab clean`` after a SIGKILL) imports exactly that module: no hand-kept list of
-handler modules to forget to update.
+handler modules to forget to update. The registry is :mod:`harness.undo_registry`; the
+undo of the journal's own kinds (``process``, ``file``) is :mod:`harness.journal_handlers`.
 
 Configuration changes (:mod:`harness.config.operation`) also carry their
 record -- node, kind, target, before, after -- beside the undo data, and a
@@ -18,17 +19,8 @@ change found already made is written as a ``noted`` line with nothing to undo.
 The run's configuration list is therefore a view of this file
 (:meth:`Journal.configuration`), complete even when a run fails half-way.
 
-Lines (JSON, one per line):
-
-* ``{"op": "do", "seq", "kind", "node", "data", "module", "record"?, "time", "pid",
-  "pid_start", "machine", "controller"}``: ``machine`` is the identity (hostname and
-  boot id, :mod:`harness.machineid`) of the machine the change is made on,
-  ``controller`` that of the machine whose process ``pid`` (started at tick
-  ``pid_start``) wrote it
-* ``{"op": "update", "seq", "data"}``: facts learned after the change
-* ``{"op": "failed", "seq", "error"}``: the change's command failed
-* ``{"op": "noted", "seq", "node", "record", "time"}``: already as asked, no undo
-* ``{"op": "undone", "seq", "time"}`` (and ``"how"`` when something else ended it: its VM)
+The file -- the format of its lines (listed there), a record appended and fsynced, the
+lines read back -- is :mod:`harness.journal_file`.
 
 What is read back is trusted no further than it can be checked (issue 26): a line
 that is not a sound record is reported in :attr:`Journal.problems` and skipped,
@@ -38,153 +30,65 @@ records named their machine is refused, saying so: see :meth:`Journal.refusal`);
 its handler checks its data by kind first (:mod:`harness.undo_checks`); and
 only modules of the ``harness`` package that register undo handlers are
 imported for it. Records this process wrote itself are its own and need none
-of that.
+of that. The checks themselves are :mod:`harness.journal_trust`.
 """
 
 from __future__ import annotations
 
-import functools
 import json
 import os
-import re
 import signal
-import stat
 import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 
 from . import undo_checks
-from .errors import HarnessError, write_failed
+from .errors import HarnessError
+from .journal_file import Contents, Entry, append_records, do_line, read_contents, writer_fields
+from .journal_handlers import (
+    STATE_DIRS,
+    STOP_RECORDED_PROCESS,
+    inside_vanished_namespace,
+    remove_process_log,
+    remove_recorded_file,
+    stop_recorded_process,
+)
+from .journal_trust import (
+    UnreadableJournal,
+    machine_key,
+    mismatch,
+    record_trust,
+    unnamed_machine,
+    without_trust,
+)
 from .machineid import MachineId, identity_of, local_identity
 from .nodes import Node, node_from_description
 from .nodes.base import Command, Process
-from .nodes.procfs import PROC_STAT_SH, process_start_ticks
+from .nodes.procfs import process_start_ticks
+from .undo_registry import (
+    _BATCH_HANDLERS,
+    _GONE_WITH_NAMESPACE,
+    _HANDLERS,
+    _MODULES,
+    BatchUndoFn,
+    UndoFn,
+    batch_undo_handler,
+    load_undo_handlers,
+    undo_handler,
+)
 
-UndoFn = Callable[[Node, dict], None]
-BatchUndoFn = Callable[[Node, list[dict]], None]
-_HANDLERS: dict[str, UndoFn] = {}
-_BATCH_HANDLERS: dict[str, BatchUndoFn] = {}
-_GONE_WITH_NAMESPACE: set[str] = set()
-_MODULES: dict[str, str] = {}  # kind -> module that registered its undo handler
-
-
-def undo_handler(kind: str, gone_with_namespace: bool = True) -> Callable[[UndoFn], UndoFn]:
-    """Register the function that undoes changes of ``kind``.
-
-    ``gone_with_namespace``: a change of this kind made inside a network
-    namespace disappears when the namespace is deleted (links, addresses,
-    qdiscs, routes, per-namespace sysctls), so undo skips it then.
-    """
-
-    def register(fn: UndoFn) -> UndoFn:
-        _HANDLERS[kind] = fn
-        _MODULES[kind] = fn.__module__
-        if gone_with_namespace:
-            _GONE_WITH_NAMESPACE.add(kind)
-        return fn
-
-    return register
-
-
-def batch_undo_handler(kind: str) -> Callable[[BatchUndoFn], BatchUndoFn]:
-    """Register a function that undoes several changes of ``kind`` on one node at once.
-
-    Undo uses it for sequences of consecutive entries of that kind on the same node
-    (e.g. the namespaces of a lab): one command instead of one per entry, which
-    matters when each command is a round trip to an emulated VM. The kind also
-    needs its single-entry :func:`undo_handler`.
-    """
-
-    def register(fn: BatchUndoFn) -> BatchUndoFn:
-        _BATCH_HANDLERS[kind] = fn
-        return fn
-
-    return register
-
-
-def load_undo_handlers(module: str = "") -> None:
-    """Import the module that registers a kind's undo handler.
-
-    ``module`` comes from the journal entry: it is imported only if it is one of
-    the harness's own modules that register handlers (a record naming any other
-    is refused, :class:`~harness.undo_checks.RefusedRecord`). Entries written
-    before entries named their module have none: then every module under
-    ``harness.config`` is imported, and every other harness module whose source
-    registers a handler (found by walking the package with pkgutil, not by a list).
-    """
-    import importlib
-
-    if module:
-        undo_checks.python_module("module", module)
-        if module not in _handler_modules():
-            raise undo_checks.refuse("module", "not a harness module with undo handlers",
-                                     module)
-        importlib.import_module(module)
-        return
-    for name in _handler_modules():
-        importlib.import_module(name)
-
-
-@functools.lru_cache(maxsize=1)
-def _handler_modules() -> tuple[str, ...]:
-    """Modules of the ``harness`` package that register undo handlers (read, not imported)."""
-    import pkgutil
-
-    import harness
-
-    found = []
-
-    def walk(paths: list[str], prefix: str) -> None:
-        for info in pkgutil.iter_modules(paths):
-            name = prefix + info.name
-            if info.ispkg:
-                walk([os.path.join(info.module_finder.path, info.name)], name + ".")
-                continue
-            module_spec = info.module_finder.find_spec(name.rsplit(".", 1)[-1], None)
-            origin = module_spec.origin if module_spec else None
-            try:
-                text = Path(origin).read_text() if origin else ""
-            except OSError:
-                text = ""
-            if name.startswith("harness.config.") or "undo_handler(" in text:
-                found.append(name)
-
-    walk(list(harness.__path__), "harness.")
-    return tuple(found)
-
-
-@dataclass
-class Entry:
-    seq: int
-    kind: str
-    node: dict
-    data: dict
-    undone: bool = False
-    module: str = ""  # the module that registers the kind's undo handler
-    record: dict | None = None  # a configuration change's record (see harness.config)
-    error: str | None = None  # the change's command failed (it may not have been made)
-    machine: dict | None = None  # hostname and boot id of the machine it was made on
-    loaded: bool = False  # read from the file (not recorded by this process): checked first
+# Names that stood here before the trust checks, the built-in undo, the handler registry
+# and the file (Entry) moved to modules of their own (2026-11-27): the handler modules and
+# tests import them from here, and so may anyone else.
+__all__ = ["STATE_DIRS", "STOP_RECORDED_PROCESS", "BatchUndoFn", "Entry", "Journal", "UndoFailed", "UndoFn",
+           "UnreadableJournal", "batch_undo_handler", "load_undo_handlers", "remove_process_log",
+           "signals_deferred", "undo_handler"]
 
 
 class UndoFailed(HarnessError):
     pass
-
-
-class UnreadableJournal(HarnessError):
-    """A journal file that is not a regular file this process can open without a symlink."""
-
-    def __init__(self, path: Path, why: str):
-        super().__init__(f"journal {path} cannot be read: {why}",
-                         "a run folder's journal.jsonl is a regular file the harness wrote; "
-                         "look at this one and undo by hand what it lists, if anything")
-
-
-#: Kinds as :func:`undo_handler` registers them (``file``, ``mptcp-limits``, ``tipc_bearer``).
-_KIND = re.compile(r"[a-z][a-z0-9_-]{0,63}")
 
 
 class Journal:
@@ -194,103 +98,19 @@ class Journal:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        self._entries: dict[int, Entry] = {}
-        self._noted: dict[int, dict] = {}  # seq -> record of a change found already made
         self._nodes: dict[str, Node] = {}
         self._owner_pid = os.getpid()
-        self._writers: set[int] = set()
-        # (pid, start ticks, controller's identity) of each writer that recorded them
-        self._writer_ids: set[tuple[int, int | None, MachineId | None]] = set()
         self._identities: dict[str, MachineId | None] = {}  # machine key -> identity, recorded
         self._checked: dict[str, str | None] = {}  # machine key -> why refused (None: matches)
         self.unwritten: list[int] = []  # undone, but the disk refused to say so
-        self.problems: list[str] = []  # lines that were not sound records, skipped
-        if self.path.exists():
-            self._load()
+        # What the file holds already (a run's own journal after a crash, `lab clean`):
+        # its changes, those found already made, their writers, and the unsound lines.
+        found = read_contents(self.path) if self.path.exists() else Contents()
+        self._entries, self._noted = found.entries, found.noted
+        self._writers, self._writer_ids = found.writers, found.writer_ids
+        self.problems = found.problems  # lines that were not sound records, skipped
 
     # -- reading -----------------------------------------------------------
-    def _load(self) -> None:
-        """Read every sound line; report and skip the others (a torn last line after a
-        crash, a record missing a field, a line someone else wrote).
-
-        The journal itself must be a regular file, opened without following a symlink,
-        owned by the user reading it (the harness wrote it as that user) and not writable
-        by every user: a run folder from elsewhere may hold a folder, a FIFO (reading it
-        would block ``lab clean`` for ever), a link to any file root can read, or a file
-        another local user wrote naming this machine's boot id (which every user can
-        read). Such a journal is refused with :class:`UnreadableJournal`; ``lab clean``
-        reports it and goes on with the other runs."""
-        try:
-            fd = os.open(self.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-        except OSError as exc:
-            raise UnreadableJournal(self.path, exc.strerror
-                                    + (" (a symlink is not followed)"
-                                       if self.path.is_symlink() else "")) from None
-        found = os.fstat(fd)
-        why = ("not a regular file" if not stat.S_ISREG(found.st_mode)
-               else f"it belongs to uid {found.st_uid}, not to uid {os.geteuid()} that reads it: "
-                    "another user wrote it" if found.st_uid != os.geteuid()
-               else "every user may write to it" if found.st_mode & stat.S_IWOTH else "")
-        if why:
-            os.close(fd)
-            raise UnreadableJournal(self.path, why)
-        with os.fdopen(fd, "rb") as fh:
-            raw = fh.read()
-        for number, line in enumerate(raw.decode("utf-8", errors="replace").split("\n"), 1):
-            if not line.strip():
-                continue
-            try:
-                self._read_line(json.loads(line))
-            except (ValueError, TypeError, KeyError, AttributeError) as exc:
-                self.problems.append(f"{self.path} line {number}: skipped, not a sound record "
-                                     f"({exc.__class__.__name__}: {str(exc)[:120]})")
-
-    def _read_line(self, rec: dict) -> None:
-        if not isinstance(rec, dict):
-            raise TypeError("not a JSON object")
-        op, seq = rec["op"], rec["seq"]
-        if isinstance(seq, bool) or not isinstance(seq, int) or seq < 1:
-            raise ValueError(f"seq {seq!r} is not a positive integer")
-        if op == "do":
-            kind, node, data, module = rec["kind"], rec["node"], rec["data"], rec.get("module", "")
-            record = rec.get("record")
-            if not (isinstance(kind, str) and isinstance(node, dict) and isinstance(data, dict)
-                    and isinstance(module, str) and (record is None or isinstance(record, dict))):
-                raise TypeError("kind, node, data, module or record of the wrong type")
-            if not _KIND.fullmatch(kind):
-                # printed by `lab clean` as it is: no terminal escapes, no other lines
-                raise ValueError(f"kind {kind[:40]!r} is not a name an undo handler has")
-            if seq in self._entries or seq in self._noted:
-                raise ValueError(f"seq {seq} recorded twice")
-            machine = rec.get("machine")
-            self._entries[seq] = Entry(seq, kind, node, data, module=module, record=record,
-                                       machine=machine if isinstance(machine, dict) else None,
-                                       loaded=True)
-            writer = rec.get("pid")
-            if isinstance(writer, int) and not isinstance(writer, bool):
-                self._writers.add(writer)
-                ticks = rec.get("pid_start")
-                self._writer_ids.add((writer, ticks if isinstance(ticks, int) else None,
-                                      MachineId.from_dict(rec.get("controller"))))
-        elif op == "noted":
-            if not isinstance(rec["record"], dict):
-                raise TypeError("record is not an object")
-            self._noted[seq] = rec["record"]
-        elif op in ("undone", "update", "failed"):
-            entry = self._entries.get(seq)
-            if entry is None:
-                raise ValueError(f"{op} of seq {seq}, which no earlier record made")
-            if op == "undone":
-                entry.undone = True
-            elif op == "update":
-                if not isinstance(rec["data"], dict):
-                    raise TypeError("data is not an object")
-                entry.data.update(rec["data"])
-            else:
-                entry.error = str(rec["error"])
-        else:
-            raise ValueError(f"unknown op {op!r}")
-
     def pending(self) -> list[Entry]:
         """Changes recorded and not yet undone, oldest first."""
         return [e for e in sorted(self._entries.values(), key=lambda e: e.seq) if not e.undone]
@@ -320,15 +140,9 @@ class Journal:
         if not entry.loaded:
             return None
         named = MachineId.from_dict(entry.machine)
-        if named is None and entry.machine == {}:
-            return ("its machine could not say who it was when the record was written, so the "
-                    "harness cannot tell that this is the same machine and boot: undo it by "
-                    "hand if it is this machine's and still there")
         if named is None:
-            return ("it was recorded before journal records named their machine (2026-11-26), "
-                    "so the harness cannot tell which machine and boot it belongs to: undo "
-                    "it by hand if it is this machine's and still there")
-        key = _machine_key(entry.node)
+            return unnamed_machine(entry.machine)
+        key = machine_key(entry.node)
         if key not in self._checked:
             try:
                 node = self._node(entry.node)
@@ -336,9 +150,8 @@ class Journal:
             except Exception as exc:  # noqa: BLE001 -- unreachable, unknown host key, bad node
                 self._checked[key] = f"its machine could not be asked who it is ({exc})"
             else:
-                self._checked[key] = _mismatch(named, found)
-        reason = self._checked[key]
-        return None if reason is None else reason
+                self._checked[key] = mismatch(named, found)
+        return self._checked[key]
 
     def entry(self, seq: int) -> Entry:
         return self._entries[seq]
@@ -369,23 +182,7 @@ class Journal:
         self._append_lines([rec])
 
     def _append_lines(self, recs: list[dict]) -> None:
-        """Append records in one write and one fsync (a crash tears at most the last line,
-        which :meth:`_load` skips; the lines before it stand)."""
-        line = "".join(json.dumps(rec, sort_keys=True) + "\n" for rec in recs).encode()
-        if not line:
-            return
-        try:
-            with open(self.path, "ab+") as fh:
-                # A torn last line (a crash mid-write) must not swallow this record: start
-                # a line of our own after it (the torn one is skipped when read).
-                end = fh.seek(0, os.SEEK_END)
-                if end and os.pread(fh.fileno(), 1, end - 1) != b"\n":
-                    line = b"\n" + line
-                fh.write(line)
-                fh.flush()
-                os.fsync(fh.fileno())
-        except OSError as exc:  # a torn last line is skipped when read (see _load)
-            raise write_failed(self.path, exc) from None
+        append_records(self.path, recs)
 
     def _next_seq(self) -> int:
         return max(max(self._entries, default=0), max(self._noted, default=0)) + 1
@@ -404,13 +201,8 @@ class Journal:
             seq = self._next_seq()
             entry = Entry(seq, kind, node.describe(), dict(data), module=_MODULES[kind],
                           record=None if record is None else dict(record), machine=machine)
-            line = {"op": "do", "seq": seq, "kind": kind, "node": entry.node, "data": entry.data,
-                    "module": entry.module, "time": time.time(), "pid": os.getpid(),
-                    "pid_start": process_start_ticks(os.getpid()),
-                    "controller": local_identity().to_dict(), "machine": machine}
-            if record is not None:
-                line["record"] = entry.record
-            self._append(line)  # first: a change whose record is not on disk is never made
+            # first: a change whose record is not on disk is never made
+            self._append(do_line(entry, writer_fields()))
             self._entries[seq] = entry
             self._nodes.setdefault(json.dumps(entry.node, sort_keys=True), node)
             self._writers.add(os.getpid())
@@ -426,9 +218,7 @@ class Journal:
             if kind not in _HANDLERS:
                 raise ValueError(f"no undo handler registered for {kind!r}")
         machines = [self._identity(node) for _kind, node, _data in changes]
-        common = {"time": time.time(), "pid": os.getpid(),
-                  "pid_start": process_start_ticks(os.getpid()),
-                  "controller": local_identity().to_dict()}
+        common = writer_fields()
         with self._lock:
             first = self._next_seq()
             entries, lines = [], []
@@ -436,9 +226,7 @@ class Journal:
                 entry = Entry(first + offset, kind, node.describe(), dict(data),
                               module=_MODULES[kind], machine=machine)
                 entries.append(entry)
-                lines.append({"op": "do", "seq": entry.seq, "kind": kind, "node": entry.node,
-                              "data": entry.data, "module": entry.module, **common,
-                              "machine": machine})
+                lines.append(do_line(entry, common))
             self._append_lines(lines)  # first: no change is made before its record is on disk
             for entry, (_kind, node, _data) in zip(entries, changes):
                 self._entries[entry.seq] = entry
@@ -500,7 +288,7 @@ class Journal:
         """The identity of ``node``'s machine for a record (one round trip per machine and
         journal; ``{}`` when it cannot be read: such a record is never undone elsewhere)."""
         machine = node.machine
-        key = _machine_key(machine.describe())
+        key = machine_key(machine.describe())
         if key not in self._identities:
             try:
                 self._identities[key] = identity_of(machine)
@@ -513,7 +301,7 @@ class Journal:
     def _node(self, desc: dict) -> Node:
         key = json.dumps(desc, sort_keys=True)
         if key not in self._nodes:
-            self._nodes[key] = node_from_description(_without_trust(desc))
+            self._nodes[key] = node_from_description(without_trust(desc))
         return self._nodes[key]
 
     def undo(self, entry: Entry, mark: bool = True) -> None:
@@ -530,8 +318,8 @@ class Journal:
         if entry.kind not in _HANDLERS and entry.module:
             load_undo_handlers()  # the handler moved to another module since
         node = self._node(entry.node)
-        if entry.kind not in _GONE_WITH_NAMESPACE or not _inside_vanished_namespace(node):
-            with _trust(entry):
+        if entry.kind not in _GONE_WITH_NAMESPACE or not inside_vanished_namespace(node):
+            with record_trust(entry.loaded):
                 _HANDLERS[entry.kind](node, entry.data)
         if mark:
             self.mark_undone(entry)
@@ -579,7 +367,7 @@ class Journal:
             if not group:
                 return
             try:
-                with _trust(*group):
+                with record_trust(any(e.loaded for e in group)):
                     _BATCH_HANDLERS[group[0].kind](self._node(group[0].node),
                                                    [e.data for e in group])
                 undone(list(group))
@@ -686,128 +474,19 @@ def signals_deferred() -> Iterator[None]:
             raise KeyboardInterrupt
 
 
-def _trust(*entries: Entry):
-    """Records this process wrote itself may name paths anywhere the run chose; records read
-    from a file only paths below the harness's own folders (:mod:`harness.undo_checks`)."""
-    from contextlib import nullcontext
-
-    return nullcontext() if any(e.loaded for e in entries) else undo_checks.recorded_here()
-
-
-def _machine_key(desc: dict) -> str:
-    """The machine a node description runs on (namespaces stripped), as a dict key."""
-    while isinstance(desc, dict) and desc.get("type") in ("netns", "machine-root"):
-        desc = desc.get("parent")
-    return json.dumps(desc, sort_keys=True)
-
-
 def _netns_key(parent: dict, name) -> tuple[str, object]:
     """A namespace by the node it was made on and its name (a dict key)."""
     return json.dumps(parent, sort_keys=True), name
 
 
-def _mismatch(named: MachineId, found: MachineId | None) -> str | None:
-    if found is None:
-        return "its machine did not say who it is"
-    if named.hostname != found.hostname:
-        return (f"it was recorded on machine {named.describe()}, and this is "
-                f"{found.describe()}: a journal of another machine is never undone here")
-    if named.boot_id != found.boot_id:
-        return (f"it was recorded in an earlier boot of {named.hostname} (boot "
-                f"{named.boot_id}, now {found.boot_id}): what it made ended with that boot "
-                "or is no longer what it named")
-    return None
-
-
-def _without_trust(desc):
-    """A node description as read from a journal, with nothing that widens trust: an SSH
-    node's unknown host key is never accepted on a journal's word."""
-    if not isinstance(desc, dict):
-        return desc
-    out = dict(desc)
-    if out.get("type") == "ssh":
-        out["accept_unknown_host"] = False
-    if "parent" in out:
-        out["parent"] = _without_trust(out["parent"])
-    return out
-
-
-def _inside_vanished_namespace(node: Node) -> bool:
-    """A change inside a namespace that no longer exists is gone with it."""
-    path = node.netns_path
-    if path is None:
-        return False
-    return not node.machine.run(["test", "-e", path], check=False, timeout=10).ok
-
-
-def remove_process_log(node: Node, log: str) -> None:
-    if log:
-        node.run(["rm", "-f", log, f"{log}.status"], check=False, timeout=10)
-
-
-_PROCESS_LOG = re.compile(r"^harness-proc-[A-Za-z0-9_]{6,32}(\.log)?\Z")
-
-
-def _process_log(data: dict) -> str:
-    """A recorded process's log, if the harness would have named it so: ``harness-proc-*``
-    right in one of its own folders (mktemp there: /tmp or $TMPDIR). Then a plain ``rm -f``
-    is safe (no folder on the way that someone could have made a link; a log that is a
-    link loses the link only) and costs no extra process (~0.2 s each in a TCG VM). Any
-    other log is left where it is; the process is stopped all the same."""
-    log = data.get("log") or ""
-    if not isinstance(log, str) or not log:
-        return ""
-    try:
-        path = undo_checks.under_roots("process", log, "log")
-    except undo_checks.RefusedRecord:
-        return ""
-    folder, name = path.rsplit("/", 1)
-    return path if folder in undo_checks.own_roots() and _PROCESS_LOG.match(name) else ""
-
-
-
-# Stop process group $1 if its leader is still the process that started at tick $2
-# (field 22 of /proc/PID/stat), then remove its log files. One command: each is a
-# round trip to a VM or remote host. `kill -s SIG -- -PGID` works in dash and bash.
-STOP_RECORDED_PROCESS = PROC_STAT_SH + r"""
-p=$1 t=$2
-if proc_stat $p && [ "$proc_start" = "$t" ]; then
-  kill -s TERM -- -$p 2>/dev/null
-  i=0
-  while kill -s 0 -- -$p 2>/dev/null && [ $i -lt 10 ]; do sleep 0.3; i=$((i + 1)); done
-  kill -s KILL -- -$p 2>/dev/null
-fi
-exit 0
-"""
-
-
+# The journal's own kinds (the undo is in harness.journal_handlers). Registered here so
+# that records keep naming harness.journal as their module, as every journal written so
+# far does: a record naming a module that registers no handler is refused.
 @undo_handler("process", gone_with_namespace=False)
 def _undo_process(node: Node, data: dict) -> None:
-    """Stop a recorded process group, only if its leader is still the same process."""
-    import shlex
-
-    pid = undo_checks.pid("process", data.get("pid"))
-    ticks = undo_checks.integer("process", data.get("start_ticks"), "start_ticks", 0)
-    log = _process_log(data)
-    cleanup = f"; rm -f -- {shlex.quote(log)} {shlex.quote(log + '.status')}" if log else ""
-    node.run(f"sh -c {shlex.quote(STOP_RECORDED_PROCESS)} stop {pid} {ticks}{cleanup}",
-             timeout=20)
-
-
-#: Daemon state folders the harness makes when they are missing (glusterd's, see
-#: :func:`harness.config.mounts.state_dir_change`): the only "file" records outside
-#: the harness's own folders.
-STATE_DIRS = ("/var/lib/glusterd", "/var/log/glusterfs", "/run/gluster")
+    stop_recorded_process(node, data)
 
 
 @undo_handler("file", gone_with_namespace=False)
 def _undo_file(node: Node, data: dict) -> None:
-    """Remove a file or folder this run made: only one the harness names (under its own
-    folders, ``harness*``) or a daemon state folder it made, never through a symlink or
-    one owned by another user (:func:`harness.undo_checks.guarded_remove`)."""
-    path = data.get("path")
-    if path not in STATE_DIRS:
-        undo_checks.own_path("file", path)
-    res = node.run(undo_checks.guarded_remove(path), check=False, timeout=30)
-    if res.exit_status == 3:
-        raise undo_checks.RefusedRecord(res.stderr.strip(), "check the path by hand")
+    remove_recorded_file(node, data)

@@ -36,6 +36,11 @@ from contextlib import contextmanager
 
 from .errors import HarnessError
 
+#: Daemon state folders the harness makes when they are missing (glusterd's, see
+#: :func:`harness.config.mounts.state_dir_change`): the only "file" records outside
+#: the harness's own folders that an undo may remove.
+STATE_DIRS = ("/var/lib/glusterd", "/var/log/glusterfs", "/run/gluster")
+
 IFNAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,14}\Z")
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}\Z")  # namespaces, volumes, tables, keys
 SYSCTL_KEY = re.compile(r"^[a-z0-9_]+([./][A-Za-z0-9_.-]+)+\Z")

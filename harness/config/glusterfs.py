@@ -68,7 +68,7 @@ GLUSTERD = Tool("glusterd", "glusterd --version", "glusterfs-server")
 GLUSTER = Tool("gluster", "gluster --version", "glusterfs-cli")
 MOUNT_GLUSTERFS = Tool("mount.glusterfs", "glusterfs --version", "glusterfs-client")
 
-STATE_DIRS = ("/var/lib/glusterd", "/var/log/glusterfs", "/run/gluster")
+STATE_DIRS = undo_checks.STATE_DIRS  # glusterd's folders, made when missing and undone
 CLI = "gluster --mode=script"
 _SERVER_HINT = "install GlusterFS's server: apt-get install glusterfs-server"
 _CLIENT_HINT = ("install GlusterFS's FUSE client (apt-get install glusterfs-client) and use a "

@@ -4,6 +4,10 @@ Two bandwidth definitions are kept apart: *streaming* (one-way, back-to-back
 messages; what the harness's issue asks for) and *ping-pong* (size / half
 round trip, NetPIPE's default and most likely the paper's). Claims about
 bandwidth are judged on both, labelled.
+
+The per-repetition estimates the verdicts rest on are :mod:`.s0_estimates`; which sizes a
+claim may count (the paced-size rule) and which points no wire could produce,
+:mod:`.s0_validity`.
 """
 
 from __future__ import annotations
@@ -31,11 +35,15 @@ from .s0_claims import (
     METRICS,
     SMALL_SIZES,
 )
+from .s0_common import KB, LABELS, MB, METHODS, size_label  # noqa: F401 (s0_figures)
+from .s0_estimates import best_size_gain, best_size_note, geomean_per_repetition, per_repetition
 from .s0_validity import (
     MTU,
     among,
     invalid_points,
+    none_paced_note,
     paced,
+    paced_only,
     run_mtu,
     unpaced_note,
     unpaced_sizes,
@@ -43,11 +51,7 @@ from .s0_validity import (
 
 __all__ = ["CHANGES", "CLAIMS", "DESIGN", "claims", "explain", "invalid_table", "table1"]
 
-METHODS = ("direct", "proxies", "nat_srd")
-LABELS = {"direct": "1) direct", "proxies": "2) two proxies", "nat_srd": "3) NAT + SRD"}
 COLORS = {"direct": "C0", "proxies": "C3", "nat_srd": "C2"}
-KB = 1024
-MB = 1 << 20
 PAPER = {
     "proxies_latency_x": 2.1,
     "nat_latency_x": 1.5,
@@ -129,19 +133,6 @@ def key_sizes(frame: pd.DataFrame, sizes=(1, KB, 32 * KB, 128 * KB, 1 << 20)) ->
     return wide
 
 
-def size_label(size: int) -> str:
-    size = int(size)
-    if size >= 1 << 20:
-        return f"{size >> 20} MB"
-    if size >= KB:
-        return f"{size // KB} KB"
-    return f"{size} B"
-
-
-def _in(r: pd.DataFrame, lo: int, hi: int) -> pd.DataFrame:
-    return r[(r["size"] >= lo) & (r["size"] <= hi)]
-
-
 # -- the unshaped relay benchmark -------------------------------------------------------------
 
 def bench_summary(bench: pd.DataFrame) -> pd.DataFrame:
@@ -219,47 +210,6 @@ def bench_targets(bench: pd.DataFrame) -> list[Verdict]:
 
 
 # -- claims -----------------------------------------------------------------------------------
-
-def per_repetition(frame: pd.DataFrame, value: str) -> pd.DataFrame:
-    """One column per method, one row per (repetition, size): the paired samples."""
-    return frame.pivot_table(index=["repetition", "size"], columns="method", values=value)
-
-
-def _geomean_per_rep(series: pd.Series, lo: int, hi: int) -> pd.Series:
-    """Per repetition: the geometric mean over sizes lo..hi of a per-(repetition, size) ratio."""
-    sizes = series.index.get_level_values("size")
-    part = series[(sizes >= lo) & (sizes <= hi)]
-    return np.exp(np.log(part).groupby(level="repetition").mean())
-
-
-def paced_only(x, mtu: int):
-    """The rows of a (repetition, size)-indexed series or frame whose size the lab paces (G1 of
-    issue 23, :func:`.s0_validity.paced`): latency and ping-pong claims count only these."""
-    sizes = x.index.get_level_values("size")
-    return x[[paced(int(s), mtu) for s in sizes]]
-
-
-def best_size_gain(gain: pd.Series, lo: int, hi: int) -> tuple[pd.Series, pd.Series]:
-    """Per repetition: the largest ratio among the sizes lo..hi, and the size it was at.
-
-    The paper's "with an appropriately sized message" (000:111) read literally: the best
-    size. A maximum of several noisy ratios is biased upward; the registration says so.
-    """
-    sizes = gain.index.get_level_values("size")
-    part = gain[(sizes >= lo) & (sizes <= hi)].dropna()
-    part = part[part > 0]
-    if part.empty:
-        return part, part
-    by_rep = part.groupby(level="repetition")
-    at = by_rep.idxmax().map(lambda key: key[1])
-    return by_rep.max(), at
-
-
-def _best_note(at: pd.Series) -> str:
-    counts = at.value_counts().sort_index()
-    return "best size per repetition: " + ", ".join(
-        f"{size_label(size)} in {n}" for size, n in counts.items())
-
 
 def _regime(frame: pd.DataFrame, meta: dict) -> tuple[str, str]:
     """Why the run is outside the paper's regime ('' if inside): (for latency, for bandwidth)."""
@@ -366,16 +316,6 @@ def _notes(*parts: str) -> str:
     return "; ".join(p for p in parts if p)
 
 
-def _none_paced(frame: pd.DataFrame, rate, methods, sizes: tuple[int, int], mtu: int) -> str:
-    """The reason a claim with no paced size in its range is not testable here."""
-    lo, hi = sizes
-    left = unpaced_note(frame, rate, methods, sizes, mtu)
-    if not left:
-        return f"the run measured no size of {size_label(lo)}-{size_label(hi)}"
-    return (f"no size of {size_label(lo)}-{size_label(hi)} is paced in this lab, so none can "
-            "show a wire's serialisation: " + left)
-
-
 def _latency_verdicts(frame: pd.DataFrame, lat: pd.DataFrame, rate, mtu: int,
                       why_lat: str) -> list[Verdict]:
     """The three latency claims, on the paced sizes of 1 B-1 KB only (G1 of issue 23)."""
@@ -384,15 +324,16 @@ def _latency_verdicts(frame: pd.DataFrame, lat: pd.DataFrame, rate, mtu: int,
     sizes = [int(s) for s in lat.index.get_level_values("size").unique()
              if LATENCY_SIZES[0] <= s <= LATENCY_SIZES[1]]
     if not any(paced(s, mtu) for s in sizes):
-        return [not_testable(CLAIMS[k], _none_paced(frame, rate, m, LATENCY_SIZES, mtu))
+        return [not_testable(CLAIMS[k], none_paced_note(frame, rate, m, LATENCY_SIZES, mtu))
                 for k, m in keys.items()]
     lat = paced_only(lat, mtu)
     out = []
     for key, method in (("proxies_latency", "proxies"), ("nat_latency", "nat_srd")):
         out.append(judge(CLAIMS[key], mean_estimate(
-            _geomean_per_rep(lat[method] / lat.direct, *LATENCY_SIZES), "x", log=True),
+            geomean_per_repetition(lat[method] / lat.direct, *LATENCY_SIZES), "x", log=True),
             _notes(why_lat, unpaced_note(frame, rate, keys[key], LATENCY_SIZES, mtu))))
-    est = mean_estimate(_geomean_per_rep(lat.nat_srd / lat.proxies, *LATENCY_SIZES), log=True)
+    est = mean_estimate(geomean_per_repetition(lat.nat_srd / lat.proxies, *LATENCY_SIZES),
+                        log=True)
     out.append(judge(CLAIMS["nat_vs_proxies_latency"], est and est.as_gain_pct(), _notes(
         "NAT on fa replaces a user-space hop (two socket terminations, a process wake-up, "
         "framing onto the shared connection) with kernel forwarding",
@@ -430,9 +371,10 @@ def _bandwidth_verdicts(frame: pd.DataFrame, metric: str, regime: str,
     for method in ("proxies", "nat_srd"):
         claim, methods = CLAIMS[f"bandwidth.{metric}.{method}_below_half"], ("direct", method)
         if none_paced(ALL_SIZES):
-            out.append(not_testable(claim, _none_paced(frame, rate, methods, ALL_SIZES, mtu)))
+            out.append(not_testable(claim, none_paced_note(frame, rate, methods, ALL_SIZES,
+                                                           mtu)))
             continue
-        est = mean_estimate(_geomean_per_rep(bw[method] / bw.direct, *ALL_SIZES), "x",
+        est = mean_estimate(geomean_per_repetition(bw[method] / bw.direct, *ALL_SIZES), "x",
                             log=True)
         out.append(judge(claim, est, left_out(methods, ALL_SIZES),
                          invalid=among(invalid, methods, ALL_SIZES, quantity)))
@@ -441,15 +383,15 @@ def _bandwidth_verdicts(frame: pd.DataFrame, metric: str, regime: str,
                        ("gain_appropriate", APPROPRIATE_SIZES)):
         claim = CLAIMS[f"bandwidth.{metric}.{key}"]
         if none_paced(sizes):
-            out.append(not_testable(claim, _none_paced(frame, rate, pair, sizes, mtu)))
+            out.append(not_testable(claim, none_paced_note(frame, rate, pair, sizes, mtu)))
             continue
         note = left_out(pair, sizes)
         if key == "gain_appropriate":
             best, at = best_size_gain(gain, *sizes)
             est = mean_estimate(best, log=True)
-            note = _notes(_best_note(at) if len(at) else "", note)
+            note = _notes(best_size_note(at) if len(at) else "", note)
         else:
-            est = mean_estimate(_geomean_per_rep(gain, *sizes), log=True)
+            est = mean_estimate(geomean_per_repetition(gain, *sizes), log=True)
         out.append(judge(claim, est and est.as_gain_pct(), note,
                          invalid=among(invalid, pair, sizes, quantity)))
     return out

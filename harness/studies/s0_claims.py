@@ -16,10 +16,9 @@ from __future__ import annotations
 from ..claims import PAPER, TARGET, Claim, Region
 from ..registration import DesignChange
 from ..shaping import PEAK_FRAMES
+from .s0_common import KB, MB
 from .s0_validity import MTU, largest_unpaced
 
-KB = 1024
-MB = 1 << 20
 LATENCY_SIZES = (1, KB)  # latency claims: messages up to 1 KB (not bandwidth-bound here)
 SMALL_SIZES = (KB, 32 * KB)  # '1~32KB의 작은 메시지'
 LARGE_SIZES = (128 * KB, MB)  # '128KB~1MB의 큰 메시지'

@@ -28,6 +28,7 @@ from ..testbed import InventoryTestbed
 from ..topology import Topology, TopologyBuilder
 from .order import MeasuringOrder
 from .parameters import Parameters, param
+from .s0_common import LABELS, METHODS  # noqa: F401 (s0_far, s0_methods, s0_bench)
 
 A_PRIVATE, B_PRIVATE = "10.1.0.0/24", "10.2.0.0/24"  # only inside the lab's namespaces
 PUBLIC = "198.18.0.0/24"  # RFC 2544 benchmarking range: the "public" segment
@@ -46,8 +47,6 @@ FB_PORTS = [SRD_PORT + a + b for a in (0, SOCAT_OFFSET) for b in (0, IPERF_OFFSE
 B1_PORTS = [SERVER_PORT, IPERF_PORT, NPTCP_PORT]
 PORTS_USER = f"study S0 uses ports {sorted(set(FA_PORTS + FB_PORTS + B1_PORTS))}"
 
-METHODS = ("direct", "proxies", "nat_srd")
-LABELS = {"direct": "1) direct", "proxies": "2) two proxies", "nat_srd": "3) NAT + SRD"}
 OFFLOADS = ("tcp-segmentation-offload", "generic-segmentation-offload",
             "generic-receive-offload")  # off on every shaped interface: one frame per packet
 MAX_SIZE = 1 << 20

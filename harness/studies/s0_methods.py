@@ -23,9 +23,8 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 
 from ..config import nat
-from ..errors import SpecError
+from ..errors import HarnessError, SpecError
 from ..progress import progress
-from ..errors import HarnessError
 from ..relay.process import Relay, relay, srd_clients
 from ..tools import pingpong
 from ..tools.iperf3 import settle

@@ -33,6 +33,7 @@ import pandas as pd
 
 from ..shaping import PEAK_EXCESS, PEAK_FRAMES
 from ..validity import Invalid, check_rate, payload_rate_mbit
+from .s0_common import size_label
 
 MTU = 1500  # the topology's default (harness.topology.Link); a run's own: run_mtu
 ETHERNET = 14  # bytes a shaper counts per frame beyond the MTU
@@ -179,6 +180,23 @@ def unpaced_note(frame: pd.DataFrame, rate_mbit: float | None, methods,
                     for r in pp.itertuples())
         text += f", {above} faster than one hop of a real {rate_mbit:g} Mbit/s wire allows"
     return text
+
+
+def paced_only(x, mtu: int):
+    """The rows of a (repetition, size)-indexed series or frame whose size the lab paces (G1 of
+    issue 23, :func:`paced`): latency and ping-pong claims count only these."""
+    sizes = x.index.get_level_values("size")
+    return x[[paced(int(s), mtu) for s in sizes]]
+
+
+def none_paced_note(frame: pd.DataFrame, rate, methods, sizes: tuple[int, int], mtu: int) -> str:
+    """The reason a claim with no paced size in its range is not testable here."""
+    lo, hi = sizes
+    left = unpaced_note(frame, rate, methods, sizes, mtu)
+    if not left:
+        return f"the run measured no size of {size_label(lo)}-{size_label(hi)}"
+    return (f"no size of {size_label(lo)}-{size_label(hi)} is paced in this lab, so none can "
+            "show a wire's serialisation: " + left)
 
 
 def among(points: list[Invalid], methods, sizes: tuple[int, int], quantity: str = "") -> list[

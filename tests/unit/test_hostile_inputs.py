@@ -253,7 +253,7 @@ def _patterns():
 def _patterns_since():
     """Validators found still written ``^...$`` by the audit of 2026-11-27 (TIPC, RDMA, NAT,
     relay host names, topology names) and the patterns the undo checks use."""
-    from harness import journal, topology, tracked, undo_checks
+    from harness import journal_handlers, topology, tracked, undo_checks
     from harness.config import cgroup, interface, kmod, nat, rdma, sysctl, tipc
     from harness.relay import spec
 
@@ -271,7 +271,7 @@ def _patterns_since():
             ("kernel module", kmod._MODULE_NAME, "tipc"), ("offload", interface._FEATURE, "tso"),
             ("own cgroup", cgroup._OWN_CGROUP, "harness-x-1"),
             ("cgroup controller", cgroup._CONTROLLER, "cpu"),
-            ("process log", journal._PROCESS_LOG, "harness-proc-abc123"),
+            ("process log", journal_handlers._PROCESS_LOG, "harness-proc-abc123"),
             ("stop file", tracked.NAME, tracked.PREFIX + "0" * 16)]
 
 

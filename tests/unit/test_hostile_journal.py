@@ -21,6 +21,7 @@ import pytest
 from harness import journal as journal_mod
 from harness import tracked
 from harness.journal import _HANDLERS, Journal, UndoFailed, load_undo_handlers
+from harness.journal_trust import without_trust
 from harness.machineid import local_identity
 from harness.nodes import LocalNode
 from harness.nodes.base import Node
@@ -395,7 +396,7 @@ def test_a_record_naming_a_module_other_than_a_handler_module_is_refused(tmp_pat
 def test_an_ssh_node_of_a_journal_never_accepts_an_unknown_host_key():
     desc = {"type": "netns", "netns": "n", "name": "n",
             "parent": {"type": "ssh", "name": "h", "host": "192.0.2.1", "accept_unknown_host": True}}
-    assert journal_mod._without_trust(desc)["parent"]["accept_unknown_host"] is False
+    assert without_trust(desc)["parent"]["accept_unknown_host"] is False
 
 
 def test_a_writer_is_alive_only_with_its_start_tick_on_this_machine(tmp_path, sentinel_process):
