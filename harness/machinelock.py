@@ -247,8 +247,10 @@ class LocalLock:
             found.append(holder)
         found += [o for o in self._sharers() if o.alive() and o not in found]
         me = self.owner
+        # a process of this very run (`harness run` and its notebook's kernel) is no other run
         return [o for o in found if me is None or
-                (o.pid, o.start_ticks, o.run_id) != (me.pid, me.start_ticks, me.run_id)]
+                ((o.pid, o.start_ticks, o.run_id) != (me.pid, me.start_ticks, me.run_id)
+                 and o.run_id != me.run_id)]
 
     def release(self) -> None:
         """Give the machine back; our files are removed, the folder stays. Safe to repeat."""
@@ -301,19 +303,26 @@ def held_for(run_id: str, directory: Path | None = None) -> tuple[LocalLock, dic
     if named is None or named.run_id != run_id or not named.alive():
         return None
     lock = LocalLock(directory=directory)
-    try:
-        if named.share:
-            path = lock.shares / f"{named.pid}-{named.start_ticks}.json"
+    # Where `harness run` wrote its owner says how it holds the machine. Asked to share, it
+    # joins a holder (its sharer file) or, finding none, holds the machine itself (the lock
+    # file, with share set): both are its own. Reading only the sharer file when share was
+    # asked missed the second case, and the kernel then joined its own parent as a sharer:
+    # the S1 verdict run of 2026-11-27 12:52 recorded itself as the other run it shared with.
+    places = ([lock.shares / f"{named.pid}-{named.start_ticks}.json"] if named.share
+              else []) + [lock.path]
+    for path in places:
+        try:
             recorded = Owner.from_text(path.read_text())
-        else:
-            recorded = Owner.from_text(lock.path.read_text())
-    except FileNotFoundError:
-        return None
-    if recorded != named:
-        return None
-    lock.owner = named
-    return lock, {"machine": lock.machine, "mode": "shared" if named.share else "exclusive",
-                  "holder": named.to_dict(), "held_by": "harness run", "took_over": []}
+        except FileNotFoundError:
+            continue
+        if recorded == named:
+            lock.owner = named
+            sharing = path != lock.path
+            holder = named if not sharing else lock.holder() or named
+            return lock, {"machine": lock.machine, "mode": "shared" if sharing else "exclusive",
+                          "holder": holder.to_dict(), "held_by": "harness run",
+                          "took_over": []}
+    return None
 
 
 def clear_stale(directory: Path | None = None) -> list[str]:

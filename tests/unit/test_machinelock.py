@@ -177,6 +177,32 @@ def test_harness_run_takes_the_lock_before_its_folder_unless_sharing(other_proce
     holder.release()
 
 
+def test_a_harness_run_asked_to_share_that_found_no_holder_is_not_its_own_other_run(
+        tmp_path, monkeypatch):
+    """`harness run --share-machine` on a free machine holds it itself (the lock file, share
+    set). Its kernel must take that lock as held by its parent: before, it looked only for a
+    sharer file, joined its own parent as a sharer, and the run recorded itself as the other
+    run it shared the machine with (S1 verdict run of 2026-11-27 12:52)."""
+    from harness.execute import lock_named_for_kernel, machine_taken
+    from harness.machinelock import held_for
+
+    monkeypatch.setenv(SHARE_ENV, "1")
+    with machine_taken("tlock") as (lock, record):
+        assert record["mode"] == "exclusive" and lock.owner.share
+        run = Run.create("tlock", {}, tmp_path)
+        with lock_named_for_kernel(lock, run):
+            found, kernel_record = held_for(run.run_id)
+            assert kernel_record["mode"] == "exclusive" and found.owner.run_id == run.run_id
+            assert found.others() == []
+            with open_session("tlock", {}, root=tmp_path, run_dir=str(run.path)) as kernel:
+                assert kernel.machine_locks["local"]["holder"]["run_id"] == run.run_id
+                assert kernel._watch.lock.others() == []
+            assert not (LocalLock().shares.exists() and any(LocalLock().shares.iterdir()))
+    meta = json.loads((run.path / "run.json").read_text())
+    assert meta["machine_activity"]["other_runs"] == [], meta["machine_activity"]
+    assert meta["machine_activity"]["shared"] is False
+
+
 def test_the_kernel_of_a_harness_run_finds_its_lock_held_and_a_stranger_does_not(
         tmp_path, other_process, monkeypatch):
     """harness run holds the lock and names it for its run; the kernel's session takes it as
