@@ -37,10 +37,7 @@ from .s1_claims import (  # noqa: F401  (CLAIMS, DESIGN, CHANGES: read from here
     SMALL_MAX,
     WIRE_BOUND_FRACTION,
 )
-from .s1_frames import at_cpus, per_repetition
-from .s1_frames import geomean_rows as _geomean_rows
-from .s1_frames import mean_ci as _mean_ci
-from .s1_frames import ratio_of as _ratio
+from .s1_frames import at_cpus, geomean_rows, mean_ci, per_repetition, ratio_of
 from .s1_smp import SMP_CHECK, SMP_STACKS, figure_smp, smp_claim, smp_ratios, smp_table  # noqa: F401
 from .s1_validity import failed_bandwidth, faster_than_wire, impossible_shares
 from .s1_wire import Wire, wire_bound_shortfalls, wire_of
@@ -151,16 +148,16 @@ class _BandwidthRatio:
     @classmethod
     def of(cls, frame: pd.DataFrame, bw: pd.DataFrame, picked: list[int], wire: Wire,
            tcg: str) -> _BandwidthRatio:
-        ratio = _ratio(bw, "verbs-send-bw", BW_TCP, picked)
+        ratio = ratio_of(bw, "verbs-send-bw", BW_TCP, picked)
         if ratio.empty or ratio.columns.empty:
             return cls(pd.DataFrame(), None, "", [], wire)
-        checks = "".join(_geomean_text(_over_sizes(_ratio(bw, "verbs-send-bw", method,
+        checks = "".join(_geomean_text(_over_sizes(ratio_of(bw, "verbs-send-bw", method,
                                                           picked)), label)
                          for method, label in BW_CROSS_CHECKS)
         note = (f"ib_send_bw against msgcount (C, Nagle on), the same count of messages, "
                 f"sizes {int(min(ratio.columns))}..{int(max(ratio.columns))} B; "
                 f"{wire.text()}{checks}{tcg}")
-        return cls(ratio, mean_estimate(_geomean_rows(ratio), "x", log=True), note,
+        return cls(ratio, mean_estimate(geomean_rows(ratio), "x", log=True), note,
                    _bandwidth_invalid(frame, ("verbs-send-bw", BW_TCP), picked, wire),
                    wire)
 
@@ -214,7 +211,7 @@ def claims(frame: pd.DataFrame, meta: dict | None = None) -> pd.DataFrame:
     wire = wire_of(meta)
     verdicts = []
 
-    ratio = _ratio(mean_lat, "tcp-qperf", "verbs-send", [4])
+    ratio = ratio_of(mean_lat, "tcp-qperf", "verbs-send", [4])
     if ratio.empty or 4 not in ratio.columns:
         verdicts.append(not_testable(CLAIMS["latency_4b"], "4 B was not measured with qperf "
                                      "and perftest (sizes)"))
@@ -222,25 +219,25 @@ def claims(frame: pd.DataFrame, meta: dict | None = None) -> pd.DataFrame:
         verdicts.append(judge(CLAIMS["latency_4b"], mean_estimate(ratio[4], "x", log=True),
                               "paired per repetition; means of half round trips, qperf "
                               "tcp_lat against ib_send_lat (C against C)"
-                              + _cross_check(_ratio(lat, "tcp-nodelay", "verbs-send", [4]))
-                              + _events_check(_ratio(mean_lat, "tcp-qperf",
+                              + _cross_check(ratio_of(lat, "tcp-nodelay", "verbs-send", [4]))
+                              + _events_check(ratio_of(mean_lat, "tcp-qperf",
                                                      "verbs-send-events", [4]))
                               + tcg))
 
-    ratio = _ratio(mean_lat, "tcp-qperf", "verbs-send", sizes)
+    ratio = ratio_of(mean_lat, "tcp-qperf", "verbs-send", sizes)
     if ratio.empty:
         verdicts.append(not_testable(CLAIMS["latency_every_size"], "needs qperf and perftest "
                                      "latency"))
     else:
         worst = ratio.min(axis=1)
         at = ratio.mean().idxmin()
-        python = _ratio(lat, "tcp-nodelay", "verbs-send", sizes)
+        python = ratio_of(lat, "tcp-nodelay", "verbs-send", sizes)
         verdicts.append(judge(CLAIMS["latency_every_size"], mean_estimate(worst, "x", log=True),
                               f"{len(ratio.columns)} sizes; the smallest ratio is mostly at "
                               f"{int(at)} B; qperf tcp_lat against ib_send_lat, means"
                               + _cross_check(python.min(axis=1).to_frame(0)
                                              if not python.empty else python)
-                              + _events_check(_min_rows(_ratio(mean_lat, "tcp-qperf",
+                              + _events_check(_min_rows(ratio_of(mean_lat, "tcp-qperf",
                                                                "verbs-send-events", sizes)))
                               + tcg))
 
@@ -266,13 +263,13 @@ def claims(frame: pd.DataFrame, meta: dict | None = None) -> pd.DataFrame:
                                                  wire, tcg), frame))
 
     small = [s for s in sizes if s <= SMALL_MAX]
-    ratio = _ratio(lat, "verbs-send-events", "verbs-send", small)
+    ratio = ratio_of(lat, "verbs-send-events", "verbs-send", small)
     if ratio.empty or ratio.columns.empty:
         verdicts.append(not_testable(CLAIMS["polling_latency"], "events were not measured "
                                      "(completion=polling only)"))
     else:
         verdicts.append(judge(CLAIMS["polling_latency"],
-                              mean_estimate(_geomean_rows(ratio), "x", log=True),
+                              mean_estimate(geomean_rows(ratio), "x", log=True),
                               "ib_send_lat -e against ib_send_lat, paired per repetition"))
     share = cpu_share(frame)
     if share.empty or not {"verbs-send", "verbs-send-events"} <= set(share.columns):
@@ -306,7 +303,7 @@ def _over_sizes(ratio: pd.DataFrame) -> pd.DataFrame:
     """Per repetition the geometric mean over the sizes, as one column (empty stays empty)."""
     if ratio.empty or ratio.columns.empty:
         return pd.DataFrame()
-    return _geomean_rows(ratio).to_frame(0)
+    return geomean_rows(ratio).to_frame(0)
 
 
 def _min_rows(ratio: pd.DataFrame) -> pd.DataFrame:
@@ -352,7 +349,7 @@ def _curves(ax, frame: pd.DataFrame, methods: list[str], value: str) -> None:
         sub = frame[(frame.method == method) & frame[value].notna()]
         if sub.empty:
             continue
-        points = [(size, *_mean_ci(group[value])) for size, group in sub.groupby("size")]
+        points = [(size, *mean_ci(group[value])) for size, group in sub.groupby("size")]
         x, y, err = zip(*points)
         ax.errorbar(x, y, yerr=err, marker="o", markersize=3, capsize=2, color=f"C{i}",
                     label=LABELS.get(method, method))

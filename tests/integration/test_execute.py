@@ -44,8 +44,8 @@ def test_ctrl_c_mid_measurement_marks_incomplete_and_leaves_nothing(tmp_path):
         journal = Journal(run_dir / "journal.jsonl")
         pgids = [e.data["pid"] for e in journal.entries() if e.kind == "process"]
         prefix = json.loads((run_dir / "run.json").read_text())["testbed"]["prefix"]
-        namespaces = {os.stat(f"/run/netns/{n}").st_ino for n in netns_names()
-                      if n.startswith(prefix)}
+        namespaces = {os.stat(f"/run/netns/{n}").st_ino: netns_cookie(f"/run/netns/{n}")
+                      for n in netns_names() if n.startswith(prefix)}
         assert namespaces
         os.killpg(proc.pid, signal.SIGINT)
         out, err = proc.communicate(timeout=120)
@@ -64,9 +64,13 @@ def test_ctrl_c_mid_measurement_marks_incomplete_and_leaves_nothing(tmp_path):
     assert not processes_in(namespaces)  # the measuring iperf3 client too
 
 
-def processes_in(namespaces: set[int]) -> list[str]:
-    """The running processes whose network namespace is one of ``namespaces`` (by inode):
-    this run's, whatever their names, and never another test's."""
+def processes_in(namespaces: dict[int, int | None]) -> list[str]:
+    """The running processes whose network namespace is one of ``namespaces`` (inode ->
+    cookie): this run's, whatever their names, and never another test's. A namespace's inode
+    number is reused once it is gone -- in CI (2026-11-27) the other test worker's capability
+    probe (`unshare --net`) got one of this run's numbers after the run removed its namespaces
+    -- so a process on a matching inode counts only if its namespace's cookie, which the kernel
+    never reuses, is the run's too (the inode alone where the kernel gives no cookie)."""
     found = []
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
@@ -75,9 +79,25 @@ def processes_in(namespaces: set[int]) -> list[str]:
             cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
         except (FileNotFoundError, ProcessLookupError, PermissionError):
             continue  # gone, or not the harness's (a container's init)
-        if inode in namespaces and state != "Z":
+        if inode not in namespaces or state == "Z":
+            continue
+        cookie = namespaces[inode]
+        if cookie is None or netns_cookie(f"/proc/{pid}/ns/net") == cookie:
             found.append(cmd)
     return found
+
+
+# SO_NETNS_COOKIE (Linux >= 5.14; the socket module of Python 3.11 lacks the name)
+_COOKIE = ("import socket, struct; print(struct.unpack('Q', socket.socket().getsockopt("
+           "socket.SOL_SOCKET, 71, 8))[0])")
+
+
+def netns_cookie(path: str) -> int | None:
+    """The kernel's never-reused id of the network namespace ``path`` names (a /run/netns
+    file or a process's ns/net link); None if it is gone or the kernel has no cookies."""
+    res = subprocess.run(["nsenter", f"--net={path}", sys.executable, "-c", _COOKIE],
+                         capture_output=True, text=True, timeout=60)
+    return int(res.stdout) if res.returncode == 0 and res.stdout.strip().isdigit() else None
 
 
 def test_batch_runs_each_point_once_and_resumes(tmp_path):

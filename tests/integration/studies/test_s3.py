@@ -74,8 +74,12 @@ def test_s3_small_run_in_vm_lab(tmp_path):
     # whole must show work
     assert ((cpu.system_busy_pct >= 0) & (cpu.system_busy_pct <= 100)).all()
     assert (cpu.system_busy_pct > 0).any(), cpu.system_busy_pct.tolist()
+    # With no overrun the rounds after the first start on their grid points and the "end" mark
+    # is read at or after the point that follows the last round; the "begin" mark is read when
+    # the first round's sleep returns, late by the wake-up (0.1170 s for 3 x 40 ms in CI at load
+    # ~5, 2026-11-27), a lateness the second round starting on time bounds by one period
     kept = cpu[cpu.overruns == 0]
-    assert (kept.cpu_interval_s >= 3 * kept.period_ms / 1000 * 0.98).all()
+    assert (kept.cpu_interval_s > (kept.rounds - 1) * kept.period_ms / 1000).all()
     # the CPU phase: 2 repetitions x the CPU protocols, each pass's order recorded
     assert set(cpu.protocol) == {"tipc", "tcp-cubic"} and len(cpu) == 4
     assert sorted(cpu.repetition) == [1, 1, 2, 2]
