@@ -136,11 +136,20 @@ def test_periodic_rounds_mark_the_measured_interval_for_the_machines_cpu(binary)
     marks = {c["mark"]: c for c in out.cpu if "mark" in c}
     assert set(marks) == {"begin", "end"} and len(out.cpu) == 4  # and the first and last
     assert marks["begin"]["round"] == 2  # the first measured round, after 2 warm-up rounds
+    # the begin mark is read just before the first measured round starts (a mark on another
+    # round is a period off); the end mark on or after the slot that follows the last round,
+    # which round 0 anchors (it never sleeps: the grid starts with it) when no round overran
+    # -- a mark read as the last round ends is most of a period early. Bounds are in
+    # periods, not milliseconds: a wake-up's lateness is the machine's load (the marks of a
+    # loaded machine read 0.1170 s for 3 x 40 ms in S3's CI run, 2026-11-27)
     first_measured = out.measured()[0]["start_ns"]
-    assert 0 <= first_measured - marks["begin"]["t_ns"] < 5e6
+    assert 0 <= first_measured - marks["begin"]["t_ns"] < 0.5 * 40e6
     interval = (marks["end"]["t_ns"] - marks["begin"]["t_ns"]) / 1e9
+    assert interval > 3 * 0.040  # the 2nd to 4th measured rounds start on their slots
     if not out.summary["overruns"]:
-        assert 4 * 0.040 - 0.002 <= interval < 4 * 0.040 + 0.015  # wake-up jitter either end
+        grid_end = out.rounds[0]["start_ns"] + len(out.rounds) * 40e6
+        assert marks["end"]["t_ns"] >= grid_end - 0.5 * 40e6, (marks, out.rounds)
+        assert interval < 5 * 0.040
     assert all(len(c["stat"]) >= 8 for c in marks.values())
 
 
