@@ -24,10 +24,10 @@ import pandas as pd
 
 from ..claims import judge, not_testable, table
 from ..intervals import mean_estimate
-from .s1_claims import (  # noqa: F401  (CLAIMS, DESIGN, CHANGES: read from here too)
+from .s1_changes import CHANGES  # noqa: F401  (read from here with CLAIMS and DESIGN)
+from .s1_claims import (  # noqa: F401  (CLAIMS, DESIGN: read from here too)
     BW_SMALL_MAX,
     BW_TCP,
-    CHANGES,
     CLAIMS,
     DESIGN,
     HARDWARE,

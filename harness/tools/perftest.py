@@ -71,7 +71,7 @@ DEFAULT_PORT = 18515
 # exchange is over), and prints "@phase CPU0 T0 CPU1 T1"; then, after the tool exits, the CPU
 # the whole process used, as ticks: "@cpu USER SYSTEM HZ".
 # se.exec_start is when the scheduler last accounted the shell (it was scheduled in, or a tick
-# came), so it is read before and after the CPU time (function r): equal, the CPU time was read
+# came), so it is read before and after the CPU time (function cpu_and_clock): equal, the CPU time was read
 # in the same slice, less than a tick after that clock; unequal, the shell was preempted or
 # ticked in between, and the pair is read again (up to 50 times; then the earlier clock at the
 # header and the later one at the row, which can only lengthen the interval). Until 2026-11-27
@@ -87,15 +87,15 @@ _CPU_WRAPPER = (
     '{ stdbuf -oL "$@" & echo "@pid $!"; wait $!; echo "@exit $?"; } | { '
     'k=$(sed -n "s/^Cpus_allowed_list:[[:space:]]*\\([0-9]*\\).*/\\1/p" /proc/self/status); '
     'taskset -pc "$k" "$(sh -c \'echo $PPID\')" >/dev/null 2>&1; p=; s=1; a=; b=; '
-    'r() { n=0; while :; do { read -r _; read -r _; read -r _ _ t; } < /proc/self/sched; '
+    'cpu_and_clock() { n=0; while :; do { read -r _; read -r _; read -r _ _ t; } < /proc/self/sched; '
     'read -r c _ 2>/dev/null < /proc/$p/schedstat || return 1; '
     '{ read -r _; read -r _; read -r _ _ u; } < /proc/self/sched; '
     '[ "$t" = "$u" ] && { v="$c $t"; return 0; }; n=$((n+1)); '
     'if [ $n -ge 50 ]; then [ "$1" = end ] && t=$u; v="$c $t"; return 0; fi; done; }; '
     'while IFS= read -r l; do case $l in "@pid "*) p=${l#@pid };; "@exit "*) s=${l#@exit };; '
     '*) printf "%s\\n" "$l"; w=${l#"${l%%[! ]*}"}; '
-    'if [ -z "$a" ]; then case $w in "#bytes"*) r start && a=$v;; esac; '
-    'elif [ -z "$b" ]; then case $w in [0-9]*) r end && b=$v;; esac; fi;; '
+    'if [ -z "$a" ]; then case $w in "#bytes"*) cpu_and_clock start && a=$v;; esac; '
+    'elif [ -z "$b" ]; then case $w in [0-9]*) cpu_and_clock end && b=$v;; esac; fi;; '
     'esac; done; '
     '[ -n "$b" ] && echo "@phase $a $b"; exit $s; }; '
     's=$?; echo "@cpu $(cut -d")" -f2- /proc/$$/stat | cut -d" " -f15,16) $(getconf CLK_TCK)"; '
