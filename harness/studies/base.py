@@ -34,14 +34,14 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import pandas as pd
 
-from ..registration import FILE as REGISTRATION_FILE
-from ..registration import Registration, analysis_module_name, declared
+from ..verdicts.registration import FILE as REGISTRATION_FILE
+from ..verdicts.registration import Registration, declared, registration_module_name
 from .parameters import Parameters
 
 if TYPE_CHECKING:
-    from ..session import Session
+    from ..run.session import Session
+    from ..spec.topology import Topology
     from ..tools.registry import Tool
-    from ..topology import Topology
 
 
 @dataclass(frozen=True)
@@ -100,11 +100,11 @@ class RunData:
 
 def _marking_as_found(claims):
     """A study's ``claims`` whose table has the claims that rest on a change a run as found
-    did not make marked "not testable here" (:func:`harness.as_found.mark_claims`): one place,
+    did not make marked "not testable here" (:func:`harness.machines.as_found.mark_claims`): one place,
     so neither the archived table nor a notebook's own call can judge them."""
     @functools.wraps(claims)
     def wrapper(self, data: RunData) -> pd.DataFrame:
-        from ..as_found import mark_claims
+        from ..machines.as_found import mark_claims
 
         return mark_claims(claims(self, data), data.meta, type(self).as_found)
 
@@ -118,13 +118,13 @@ class Study(ABC):
     title: ClassVar[str]
     citation: ClassVar[Citation | None] = None
     Params: ClassVar[type[Parameters]]
-    #: the module that declares CLAIMS, DESIGN and CHANGES (harness.registration); empty:
+    #: the module that declares CLAIMS, DESIGN and CHANGES (harness.verdicts.registration); empty:
     #: ``<study module>_analysis``, else the study's own module
     analysis_module: ClassVar[str] = ""
     #: Whether the study can measure a user's machines as found when a login is not root
-    #: and may not sudo (:mod:`harness.as_found`), and which of its claims then rest on a
+    #: and may not sudo (:mod:`harness.machines.as_found`), and which of its claims then rest on a
     #: change it could not make: claim id -> the kind of change (``mtu``, ``sysctl``,
-    #: ``mptcp-endpoint``...: :data:`harness.privileges.OPERATIONS`). None: the study
+    #: ``mptcp-endpoint``...: :data:`harness.machines.privileges.OPERATIONS`). None: the study
     #: measures nothing without its changes, and such a login is refused before anything runs.
     as_found: ClassVar[dict[str, str] | None] = None
 
@@ -144,7 +144,7 @@ class Study(ABC):
                   if namespace is not None and name in namespace}
         params = self.Params.resolve(**{**values, **given})
         if namespace is not None:  # a notebook: record its outputs from here on (see run())
-            from ..notebook_run import record
+            from ..run.notebook_run import record
 
             record()
         return params
@@ -190,19 +190,20 @@ class Study(ABC):
         """The figures that mirror the paper's, by name."""
 
     def registration(self) -> Registration:
-        """The claims and design this study registers before data (:mod:`harness.registration`)."""
+        """The claims and design this study registers before data (:mod:`harness.verdicts.registration`)."""
         own = type(self).__module__
         return declared(self.name, [m for m in (self.analysis_module,
-                                                analysis_module_name(own), own) if m])
+                                                registration_module_name(own), own) if m])
 
     def code_files(self) -> list[Path]:
-        """The files whose content is this study's code: its module, its analysis module, and
-        every ``<module>_*.py`` beside it (S4's ``s4_design.py``, ``s4_sweep.py``, ...)."""
+        """The files whose content is this study's code: its module, its registration module,
+        and every module of its package (``harness/studies/s4/*.py``); for a study kept in
+        one file, every ``<module>_*.py`` beside it."""
         import sys
 
         files = set()
         for name in {type(self).__module__, self.analysis_module
-                     or analysis_module_name(type(self).__module__)}:
+                     or registration_module_name(type(self).__module__)}:
             module = sys.modules.get(name)
             if module is None:
                 try:
@@ -214,7 +215,8 @@ class Study(ABC):
         own = sys.modules[type(self).__module__]
         if getattr(own, "__file__", None):
             path = Path(own.__file__)
-            files.update(path.parent.glob(f"{path.stem}_*.py"))
+            in_package = type(self).__module__.rpartition(".")[2] == "study"
+            files.update(path.parent.glob("*.py" if in_package else f"{path.stem}_*.py"))
         return sorted(files)
 
     # -- the one way to run it ------------------------------------------------------------
@@ -225,10 +227,10 @@ class Study(ABC):
         empty one the run folder is made here; in a notebook's kernel (JupyterLab,
         papermill, nbclient) the run then stays incomplete until the notebook's last
         cell has run, and its executed notebook and report are archived with it
-        (:mod:`harness.notebook_run`).
+        (:mod:`harness.run.notebook_run`).
         """
-        from ..notebook_run import begin
-        from ..session import open_session
+        from ..run.notebook_run import begin
+        from ..run.session import open_session
 
         self.check_where(params, inventory)
         self.prepare(params, inventory)
@@ -250,11 +252,11 @@ class Study(ABC):
     def _register(self, session: Session) -> None:
         """The claims' registration and the digests of the study's code, archived before any
         data exists (provenance reads git, which misses a study that is not committed yet)."""
-        from ..provenance import file_digests
+        from ..archive.provenance import file_digests
 
         registration = self.registration()
         session.run.add_json(REGISTRATION_FILE, registration.to_dict())
-        from ..archive import archived_notebook
+        from ..archive.archive import archived_notebook
 
         notebook = archived_notebook(session.run.meta)
         code = file_digests([*self.code_files(), *([notebook] if notebook else [])])
@@ -281,7 +283,7 @@ class Study(ABC):
         Facts are read on machines that exist (this host, inventory machines); nodes of a
         lab that a dry run does not build show the planned value only.
         """
-        from ..session import open_session
+        from ..run.session import open_session
 
         with open_session(self.name, params.to_dict(), "", inventory, dry_run=True) as session:
             bed = self._testbed(session, params)

@@ -3,14 +3,15 @@
 A :class:`~harness.studies.base.Study` subclass registers itself when its
 module is imported. :func:`discover` imports every place studies may live:
 
-- the modules of the ``harness.studies`` package,
+- the study packages of ``harness.studies`` (each one's ``study`` module) and its modules,
 - modules published by installed packages under the entry-point group
   ``harness.studies`` (a researcher's own package of studies),
 - ``*.py`` files in the folders of ``$HARNESS_STUDY_PATH`` (colon-separated).
 
 A notebook names its study in its metadata, ``{"harness": {"study": NAME}}``,
 and may add ``"module": "FILE.py"`` (a file right beside the notebook, no path) for a
-study kept beside its notebook, outside any package, or ``"harness.studies.NAME"``.
+study kept beside its notebook, outside any package, or ``"harness.studies.NAME"`` (a study
+package) or ``"harness.studies.NAME.MODULE"``.
 """
 
 from __future__ import annotations
@@ -66,6 +67,12 @@ def import_file(path: Path) -> None:
         raise
 
 
+def _study_module(package: str) -> str:
+    """A study package's module that defines its :class:`Study` (``harness.studies.s4.study``);
+    the package itself when it has none."""
+    return f"{package}.study" if importlib.util.find_spec(f"{package}.study") else package
+
+
 def discover() -> dict[str, type[Study]]:
     """Import every study module there is; return the registry (name -> class)."""
     global _discovered
@@ -73,7 +80,7 @@ def discover() -> dict[str, type[Study]]:
         from .. import studies
 
         for info in pkgutil.iter_modules(studies.__path__, studies.__name__ + "."):
-            importlib.import_module(info.name)
+            importlib.import_module(_study_module(info.name) if info.ispkg else info.name)
         for point in entry_points(group=ENTRY_POINT_GROUP):
             point.load()
         for folder in filter(None, os.environ.get(PATH_VARIABLE, "").split(os.pathsep)):
@@ -121,13 +128,14 @@ def notebook_metadata(notebook: Path) -> dict:
 
 
 _MODULE_FILE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]{0,127}\.py")
-_PACKAGE_MODULE = re.compile(r"harness\.studies\.[A-Za-z_][A-Za-z0-9_]{0,127}")
+_PACKAGE_MODULE = re.compile(r"harness\.studies(?:\.[A-Za-z_][A-Za-z0-9_]{0,127}){1,2}")
 
 
 def import_notebook_module(notebook: Path, module) -> None:
     """Import the module a notebook's metadata names, but only one of two kinds.
 
-    ``harness.studies.NAME`` (imported as a package module), or a plain file name of a
+    ``harness.studies.NAME`` (a study package: its ``study`` module is imported) or
+    ``harness.studies.NAME.MODULE``, or a plain file name of a
     ``.py`` file right in the notebook's folder (not a symlink). Metadata travels with
     notebooks that came from elsewhere (an archived run's executed notebook, a
     colleague's tarball): a path that leaves the folder (``../../tmp/x.py``, ``/tmp/x.py``)
@@ -137,7 +145,8 @@ def import_notebook_module(notebook: Path, module) -> None:
             '"harness.studies.NAME"')
     if isinstance(module, str) and _PACKAGE_MODULE.fullmatch(module):
         try:
-            importlib.import_module(module)
+            if hasattr(importlib.import_module(module), "__path__"):
+                importlib.import_module(_study_module(module))
         except ModuleNotFoundError:
             raise SpecError(f"{notebook}: metadata harness.module {module!r} does not exist",
                             hint) from None

@@ -12,17 +12,17 @@ from dataclasses import dataclass
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from harness.claims import TARGET, Claim, Region, judge, table
-from harness.intervals import mean_estimate
+from harness.lab.verify import parse_ping_ms
+from harness.spec.topology import TopologyBuilder
 from harness.studies import Citation, Parameters, Requirements, RunData, Study, param
 from harness.tools.iperf3 import IPERF3
 from harness.tools.registry import PING
-from harness.topology import TopologyBuilder
-from harness.verify import parse_ping_ms
+from harness.verdicts.claims import TARGET, Claim, Region, judge, table
+from harness.verdicts.intervals import mean_estimate
 
 A_IP, B_IP = "198.18.0.1", "198.18.0.2"
 
-# Registered before data (harness.registration): a study with no paper has no paper's
+# Registered before data (harness.verdicts.registration): a study with no paper has no paper's
 # claims; its expectations are ours (source TARGET: met or not met, never "reproduced").
 CLAIMS = {
     "veth_rtt": Claim("ping.veth_rtt", "a veth pair answers within 1 ms", "< 1 ms",

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from harness import cbuild
-from harness.archive import ArchiveError, Run, archived_notebook, project_root
+from harness.archive.archive import ArchiveError, Run, archived_notebook, project_root
 from harness.errors import SpecError
-from harness.rerun import checkout_notebook, plan
+from harness.run.rerun import checkout_notebook, plan
 from harness.studies.registry import study_for
 
 ROOT = project_root()
@@ -142,8 +142,8 @@ def test_new_runs_name_their_notebook_relative_to_the_project(tmp_path):
 # -- sweep files: `harness batch` --------------------------------------------------------------
 
 def test_a_sweep_whose_notebook_imports_from_elsewhere_is_refused(tmp_path, sentinel):
-    from harness.execute import check_parameters
-    from harness.sweep import Sweep
+    from harness.run.execute import check_parameters
+    from harness.run.sweep import Sweep
 
     folder = tmp_path / "nbs"
     folder.mkdir()
@@ -158,7 +158,7 @@ def test_a_sweep_whose_notebook_imports_from_elsewhere_is_refused(tmp_path, sent
 def test_a_sweep_is_counted_before_its_points_are_built(tmp_path):
     """9 axes of 10 values in a two-line file were 10^9 points: a MemoryError after filling
     the machine's memory. Counted first, it is one error."""
-    from harness.sweep import Sweep
+    from harness.run.sweep import Sweep
 
     folder = tmp_path / "nbs"
     folder.mkdir()
@@ -175,7 +175,7 @@ def test_a_damaged_run_json_is_passed_over_by_listings(tmp_path, monkeypatch, ca
     """One run.json that is not a run's record (a list, torn JSON): `harness runs`, `batch`
     and `compare` list the others (a TypeError out of each before)."""
     from harness import cli
-    from harness.archive import COMPLETE, list_runs
+    from harness.archive.archive import COMPLETE, list_runs
 
     data = tmp_path / "data"
     damaged = Run.create("s0", {}, data)
@@ -253,9 +253,11 @@ def _patterns():
 def _patterns_since():
     """Validators found still written ``^...$`` by the audit of 2026-11-27 (TIPC, RDMA, NAT,
     relay host names, topology names) and the patterns the undo checks use."""
-    from harness import journal_handlers, topology, tracked, undo_checks
     from harness.config import cgroup, interface, kmod, nat, rdma, sysctl, tipc
+    from harness.journal import handlers as journal_handlers
+    from harness.journal import tracked, undo_checks
     from harness.relay import spec
+    from harness.spec import topology
 
     return [("tipc bearer", tipc._NAME, "b1"), ("tipc identity", tipc._IDENTITY, "n1"),
             ("rdma link", rdma._LINK_NAME, "rxe0"), ("rdma netdev", rdma._NETDEV, "eth0"),
@@ -266,7 +268,7 @@ def _patterns_since():
             ("topology node", topology.NODENAME, "h1"), ("topology disk", topology.DISKNAME, "d1"),
             ("undo ifname", undo_checks.IFNAME, "veth0"), ("undo name", undo_checks.NAME, "ns1"),
             ("undo sysctl", undo_checks.SYSCTL_KEY, "net.ipv4.ip_forward"),
-            ("undo module", undo_checks.MODULE, "harness.journal"),
+            ("undo module", undo_checks.MODULE, "harness.journal.journal"),
             ("sysctl key", sysctl._KEY, "net.ipv4.ip_forward"), ("sysctl value", sysctl._VALUE, "1"),
             ("kernel module", kmod._MODULE_NAME, "tipc"), ("offload", interface._FEATURE, "tso"),
             ("own cgroup", cgroup._OWN_CGROUP, "harness-x-1"),
@@ -300,8 +302,8 @@ def test_specs_with_a_trailing_newline_are_refused_with_one_error():
     from harness.config import nat, rdma, tipc
     from harness.nodes.local import LocalNode
     from harness.relay.spec import check_host
-    from harness.topology import DataDisk, Link, LinkEnd, Topology
-    from harness.topology import TopologyNode as Node
+    from harness.spec.topology import DataDisk, Link, LinkEnd, Topology
+    from harness.spec.topology import TopologyNode as Node
 
     def topology(node="h1", ifname="eth0", disk=None):
         return Topology("t", (Node(node, machine="m1", whole_machine=disk is not None,
@@ -367,7 +369,7 @@ def test_the_agent_is_offered_only_to_a_node_whose_inventory_says_so(monkeypatch
     careless known_hosts too): paramiko's allow_agent follows the node's entry, default off;
     and a journal's description of the node never turns it on."""
     from harness.errors import NodeError
-    from harness.inventory import Inventory
+    from harness.machines.inventory import Inventory
     from harness.nodes import node_from_description, ssh_login
 
     seen = []
@@ -396,7 +398,7 @@ def test_the_agent_is_offered_only_to_a_node_whose_inventory_says_so(monkeypatch
 
 
 def test_ssh_agent_must_be_yes_or_no_in_yaml():
-    from harness.inventory import Inventory
+    from harness.machines.inventory import Inventory
 
     with pytest.raises(SpecError, match="ssh_agent must be true or false"):
         Inventory.from_dict({"nodes": {"a": {"host": "h", "ssh_agent": "yes"}}})

@@ -4,7 +4,7 @@ the harness's own folders is touched, and no other process is signalled.
 Every undo handler gets a row. Rows whose record must be refused before any command run
 against a recording machine (nothing executes; the row asserts no command was sent). Rows
 that act on files or processes run for real on this machine, with a temporary folder as the
-only folder the harness may act in (:func:`harness.undo_checks.only_roots`), sentinel files
+only folder the harness may act in (:func:`harness.journal.undo_checks.only_roots`), sentinel files
 outside it and a sentinel process that must still run at the end.
 """
 
@@ -18,15 +18,15 @@ import time
 
 import pytest
 
-from harness import journal as journal_mod
-from harness import tracked
-from harness.journal import _HANDLERS, Journal, UndoFailed, load_undo_handlers
-from harness.journal_trust import without_trust
-from harness.machineid import local_identity
+from harness.journal import journal as journal_mod
+from harness.journal import tracked
+from harness.journal.journal import _HANDLERS, Journal, UndoFailed, load_undo_handlers
+from harness.journal.machineid import local_identity
+from harness.journal.trust import without_trust
+from harness.journal.undo_checks import RefusedRecord, only_roots
 from harness.nodes import LocalNode
 from harness.nodes.base import Node
 from harness.nodes.procfs import process_start_ticks
-from harness.undo_checks import RefusedRecord, only_roots
 
 load_undo_handlers()  # every handler of the harness, as `harness lab clean` may need them
 
@@ -318,7 +318,7 @@ class _ShellLocal(LocalNode):
 
 def do_line(seq: int, path: str, **extra) -> dict:
     line = {"op": "do", "seq": seq, "kind": "file", "node": {"type": "local", "name": "local"},
-            "data": {"path": path}, "module": "harness.journal", "time": 0, "pid": 4242,
+            "data": {"path": path}, "module": "harness.journal.journal", "time": 0, "pid": 4242,
             "machine": local_identity().to_dict()}
     line.update(extra)
     return line
@@ -383,7 +383,7 @@ def test_a_record_is_never_glued_onto_a_torn_line(tmp_path, root):
     assert len(again.problems) == 1  # the torn line alone
 
 
-@pytest.mark.parametrize("module", ["os", "harness.cli", "harness_evil.x", "harness.journal\n",
+@pytest.mark.parametrize("module", ["os", "harness.cli", "harness_evil.x", "harness.journal.journal\n",
                                     "harness..x"])
 def test_a_record_naming_a_module_other_than_a_handler_module_is_refused(tmp_path, module):
     line = {**do_line(1, "/tmp/harness-never"), "kind": "no-such-kind", "module": module}
@@ -506,7 +506,7 @@ def test_lab_clean_refuses_a_journal_that_is_not_a_regular_file_and_cleans_the_o
     one every user may write, under the name journal.jsonl: that run is reported, the next
     run is still cleaned, the exit is 1."""
     from harness import cli
-    from harness.archive import Run
+    from harness.archive.archive import Run
 
     monkeypatch.setenv("HARNESS_LOCK_DIR", str(tmp_path / "locks"))
     data = tmp_path / "data"
@@ -553,7 +553,7 @@ def test_a_vm_record_of_the_wrong_shape_names_no_vm_and_the_rest_is_cleaned(tmp_
 
     made = root / "harness-made"
     made.mkdir()
-    qemu = {**do_line(1, ""), "kind": "process", "module": "harness.journal",
+    qemu = {**do_line(1, ""), "kind": "process", "module": "harness.journal.journal",
             "data": {"pid": 4242, "start_ticks": 1, "vm": vm}}
     inside = {**do_line(2, str(made)), "node": {"type": "ssh", "name": "vm", "host": "127.0.0.1",
                                                 "port": 1}}

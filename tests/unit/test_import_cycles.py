@@ -112,9 +112,9 @@ def test_graph_sees_relative_imports():
     assert "harness.vm.guest" in graph["harness.vm.boot"]  # from . import guest
     assert "harness.vm" not in graph["harness.vm.boot"]
     assert "harness.nodes.base" in graph["harness.nodes.group"]
-    assert "harness.nodes.group" in graph["harness.verify"]
-    assert "harness.lab" not in graph["harness.verify"]  # only under TYPE_CHECKING
-    assert "harness.lab" in import_graph(typing=True)["harness.verify"]
+    assert "harness.nodes.group" in graph["harness.lab.verify"]
+    assert "harness.lab.lab" not in graph["harness.lab.verify"]  # only under TYPE_CHECKING
+    assert "harness.lab.lab" in import_graph(typing=True)["harness.lab.verify"]
 
 
 def test_no_import_cycles_in_harness():

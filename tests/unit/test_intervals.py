@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from harness.intervals import (
+from harness.verdicts.intervals import (
     BOOTSTRAP_FROM,
     T975,
     Estimate,

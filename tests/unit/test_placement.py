@@ -3,10 +3,10 @@
 import pytest
 
 from harness.errors import CapabilityMissing
-from harness.placement import WIRE_HEADROOM, VMOffer, decide, fit_to_ceiling
-from harness.probe import Capabilities
-from harness.studies import s4
-from harness.topology import TopologyBuilder
+from harness.lab.placement import WIRE_HEADROOM, VMOffer, decide, fit_to_ceiling
+from harness.lab.probe import Capabilities
+from harness.spec.topology import TopologyBuilder
+from harness.studies.s4 import study as s4
 
 HOST = Capabilities("local", "6.18", {"netns": True, "veth": True, "htb": True, "mptcp": True,
                                       "netem": False, "tipc": False, "sctp": False,
@@ -84,8 +84,9 @@ def test_a_vm_lab_measures_ceilings_only_when_a_link_is_shaped(monkeypatch):
     shaped WAN wire) measures its wires' ceilings and is scaled to them."""
     from types import SimpleNamespace
 
-    from harness import session as session_module
-    from harness.studies import s1, s2
+    from harness.run import session as session_module
+    from harness.studies.s1 import study as s1
+    from harness.studies.s2 import study as s2
 
     measured = []
 

@@ -14,9 +14,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from harness.reference import reference_root
-from harness.registration import read_archived
+from harness.archive.reference import reference_root
 from harness.studies.registry import discover, get_study
+from harness.verdicts.registration import read_archived
 
 #: the columns that carry a verdict: the claim, its region, our estimate, the outcome
 DECISION = ("claim_id", "source", "region", "value", "low", "high", "n", "outcome")

@@ -7,11 +7,11 @@ import platform
 
 import pytest
 
-from harness.archive import project_root
+from harness.archive.archive import project_root
+from harness.archive.provenance import git_state
 from harness.errors import SpecError
-from harness.execute import check_parameters, parameters_file
-from harness.provenance import git_state
-from harness.rerun import placement_warning, plan
+from harness.run.execute import check_parameters, parameters_file
+from harness.run.rerun import placement_warning, plan
 from harness.studies import study_of_notebook
 from unit.archived import NOTEBOOK, fingerprint, make_run
 
@@ -41,7 +41,7 @@ def test_rerun_warns_when_the_placement_moved(data_root):
     original = make_run(data_root, {"count": 5})
     moved = make_run(data_root, {"count": 5})
     assert placement_warning(original, moved) is None
-    from harness.archive import Run
+    from harness.archive.archive import Run
 
     other = Run.create("ping-demo", {"count": 5}, data_root)
     other.update(placement={"where": "vm", "scaling": {"factor": 0.25}})
@@ -65,7 +65,7 @@ def test_parameters_file_is_read_and_p_overrides_it(tmp_path, data_root, monkeyp
         check_parameters(NOTEBOOK, params)
         raise SpecError("stop here")
 
-    monkeypatch.setattr("harness.execute.run_notebook", fake_run)
+    monkeypatch.setattr("harness.run.execute.run_notebook", fake_run)
     path = tmp_path / "params.yaml"
     path.write_text("count: 9\ninterval_s: 0.05\n")
     assert cli.main(["run", str(NOTEBOOK), "-f", str(path), "-p", "count", "11"]) == 2

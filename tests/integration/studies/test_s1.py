@@ -15,9 +15,9 @@ import pandas as pd
 import pytest
 from conftest import needs_root, run_harness, survivors
 
-from harness.journal import Journal
-from harness.studies import s1_analysis
-from harness.studies.s1_validity import impossible_shares
+from harness.journal.journal import Journal
+from harness.studies.s1 import analysis as s1_analysis
+from harness.studies.s1.validity import impossible_shares
 
 pytestmark = [pytest.mark.integration, pytest.mark.vm, needs_root]
 

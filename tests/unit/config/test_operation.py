@@ -23,7 +23,7 @@ from harness.config.operation import (
     plan,
 )
 from harness.errors import SpecError
-from harness.journal import Journal, undo_handler
+from harness.journal.journal import Journal, undo_handler
 from harness.nodes import Node
 
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from harness.errors import CapabilityMissing, SpecError
-from harness.execute import HARNESS_PARAMETERS, notebook_parameters
-from harness.probe import Capabilities, require
+from harness.lab.probe import Capabilities, require
+from harness.run.execute import HARNESS_PARAMETERS, notebook_parameters
 from harness.studies import Study, discover, get_study, study_of_notebook
 from harness.studies.registry import import_file, register
 from harness.tools.registry import Tool, registered

@@ -6,11 +6,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from harness.claims import INVALID, LAB, PAPER
-from harness.studies import s4_analysis as analysis
-from harness.studies import s4_figures as figures
-from harness.studies.s4 import S4
-from harness.studies.s4_design import PROFILES, SENDER_CPUS
+from harness.studies.s4 import figures
+from harness.studies.s4 import registration as analysis
+from harness.studies.s4.design import PROFILES, SENDER_CPUS
+from harness.studies.s4.study import S4
+from harness.verdicts.claims import INVALID, LAB, PAPER
 
 SEEDS = Path(__file__).resolve().parents[4] / "shared" / "seeds"
 LIMITED = 0.01
