@@ -94,8 +94,8 @@ def load_undo_handlers(module: str = "") -> None:
 
 
 def module_today(module: str) -> str:
-    """The module a journal record names, under today's name (``harness.netbackend`` ->
-    ``harness.net.backend``); any other name as it is."""
+    """The module a journal record names, under today's name (the flat ``netbackend`` of
+    before -> ``harness.net.backend``); any other name as it is."""
     top, _, rest = module.partition(".")
     return f"harness.{_MOVED[rest]}" if top == "harness" and rest in _MOVED else module
 

@@ -127,7 +127,7 @@ def test_journal_lines_are_json(journal):
 
 def test_archived_journals_name_modules_whose_undo_handlers_still_load():
     """The reference runs' journals were written when the harness's modules were flat
-    (``harness.netbackend``, ``harness.tracked``, ...): `harness lab clean` on such a journal
+    (``netbackend``, ``tracked``, ... right under ``harness``): `harness lab clean` on such a journal
     must still find every record's undo handler, in a fresh process as after a SIGKILL."""
     from pathlib import Path
 

@@ -64,7 +64,7 @@ def test_a_timeout_stops_it_and_closes_the_record(journal, own_tmpdir):
 
 CHILD = """
 import sys
-from harness import tracked
+from harness.journal import tracked
 from harness.journal.journal import Journal
 from harness.nodes import LocalNode
 tracked.STOP_DIR = sys.argv[2]

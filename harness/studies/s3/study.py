@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import ClassVar
 
 import pandas as pd
