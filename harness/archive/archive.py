@@ -34,7 +34,7 @@ INCOMPLETE = "incomplete"
 
 
 def project_root() -> Path:
-    here = Path(__file__).resolve().parents[1]
+    here = Path(__file__).resolve().parents[2]
     return here if (here / "pyproject.toml").exists() else Path.cwd()
 
 

@@ -46,7 +46,7 @@ def file_digests(paths) -> dict[str, str]:
     what a run's code was, whether git tracks it or not."""
     import hashlib
 
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     out = {}
     for path in paths:
         path = Path(path).resolve()

@@ -119,7 +119,8 @@ class Study(ABC):
     citation: ClassVar[Citation | None] = None
     Params: ClassVar[type[Parameters]]
     #: the module that declares CLAIMS, DESIGN and CHANGES (harness.verdicts.registration); empty:
-    #: ``<study module>_analysis``, else the study's own module
+    #: the study package's ``registration`` module (:func:`registration_module_name`), else the
+    #: study's own module
     analysis_module: ClassVar[str] = ""
     #: Whether the study can measure a user's machines as found when a login is not root
     #: and may not sudo (:mod:`harness.machines.as_found`), and which of its claims then rest on a

@@ -214,7 +214,7 @@ DESIGN = {
     "budgets": {"quick": "ping-pong 0.05 s, streaming 0.1 s per point",
                 "verdict": "ping-pong 0.05 s, streaming 0.1 s per point",
                 "paper": "ping-pong 0.3 s, streaming 0.5 s per point"},
-    "shaper": "tbf per egress (harness.spec.shaping 'serialise'): rate 100 Mbit/s, peak rate 0.1 % "
+    "shaper": "tbf per egress (harness.shaping 'serialise'): rate 100 Mbit/s, peak rate 0.1 % "
               "above, a peak bucket of two frames; segmentation offloads off on every shaped "
               "interface",
     "sizes per claim": {"latency": LATENCY_SIZES, "1-32 KB": SMALL_SIZES,
@@ -229,7 +229,7 @@ DESIGN = {
                         "(paced) sizes of 1-32 KB; the geometric mean of these maxima over "
                         "repetitions",
     "validity": "every point's streaming and ping-pong rate against the wire "
-                "(harness.studies.s0.validity); a claim resting on an invalid point is invalid",
+                "(harness.studies.s0_validity); a claim resting on an invalid point is invalid",
     "regime checks": f"bandwidth claims need the links at 100 Mbit/s and direct 1 MB streaming "
                      f">= {DIRECT_LINK_FLOOR:.0%} of the payload rate; the delay claim needs "
                      f"the direct path to show >= {FAR_REACHED:.0%} of the largest delay",

@@ -278,7 +278,7 @@ DESIGN = {
     "wire": "wire_mbit (default 0: unshaped) shapes the wire with htb on both ends' egress "
             "(scaled like any shaped link to the VMs' measured wire ceiling; the run records "
             "the rate built). When shaped, every bandwidth point is checked against the payload "
-            "its stack's framing carries over that rate (TCP: harness.verdicts.validity.check_rate; "
+            "its stack's framing carries over that rate (TCP: harness.validity.check_rate; "
             "RoCE v2: its own 58-byte framing, s1_validity.check_verbs_rate, same slack); a "
             "faster point is invalid. s1.verbs_bw_large counts only where both stacks reach "
             f"{WIRE_BOUND_FRACTION:.0%} of their payload bound at every size >= {LARGE_MIN} B "

@@ -346,6 +346,9 @@ class S1(Study):
                         note="the seed prints no venue; venue, pages and date as cited by "
                              "S. Lee et al., J. KICS 27(4C), 2002, reference 1")
     Params = Params
+    #: its registration is split in two (claims and design in .registration, their changes in
+    #: .changes, which quotes the first's constants): its analysis reads all three together
+    analysis_module = "harness.studies.s1.analysis"
 
     def topology(self, params: Params) -> Topology:
         return topology(params)

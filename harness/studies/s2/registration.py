@@ -324,7 +324,7 @@ DESIGN = {
                     "faster direction of the slower of disk and path, shared by the tasks); "
                     f"a claim counts only points of at least {MIN_RTTS} measured round trips; "
                     "each point's rtts and bdps are in the results",
-    "validity": "every point against its wire and disk (harness.verdicts.validity): WAN points against "
+    "validity": "every point against its wire and disk (harness.validity): WAN points against "
                 "the scaled line's goodput at their MTU (+2 %), LAN points against the LAN "
                 "wire's measured ceiling (+50 %: that ceiling is one 3 s iperf3 under a "
                 "host load that varies 2-3x during a run), disk and file-system points against "
