@@ -43,7 +43,7 @@ MAX_HOSTS = 4096  # /30s of PREFIX would allow 32768; Mininet takes ~0.4 s per h
 
 def star_topology(n: int):
     """N hosts ``h1..hN`` on ``sw`` at 100 Mbit/s, each link a /30 of 198.18.0.0/15."""
-    from harness.spec.topology import TopologyBuilder
+    from harness.topology.topology import TopologyBuilder
 
     builder = TopologyBuilder(f"star{n}").node("sw", forwarding=True)
     nets = itertools.islice(ipaddress.ip_network(PREFIX).subnets(new_prefix=30), n)

@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from harness.journal.journal import Journal  # noqa: E402
 from harness.lab.lab import Lab  # noqa: E402
 from harness.lab.verify import verify_lab  # noqa: E402
-from harness.spec.topology import Link, LinkEnd, Topology, TopologyNode  # noqa: E402
+from harness.topology.topology import Link, LinkEnd, Topology, TopologyNode  # noqa: E402
 from harness.vm import (  # noqa: E402
     VM,
     boot_vm,

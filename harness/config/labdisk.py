@@ -1,4 +1,4 @@
-"""A lab disk (:class:`harness.spec.topology.DataDisk`) formatted and mounted on its machine.
+"""A lab disk (:class:`harness.topology.topology.DataDisk`) formatted and mounted on its machine.
 
 One operation, :class:`LabDiskFs`: find the disk by its serial (``harness-<name>``,
 read from ``/sys/block/*/serial``: the guest runs no udev, so there are no

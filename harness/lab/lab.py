@@ -1,7 +1,7 @@
-"""Realise a :class:`~harness.spec.topology.Topology` as network namespaces.
+"""Realise a :class:`~harness.topology.topology.Topology` as network namespaces.
 
 Each node becomes a namespace, each link a veth pair with its addresses, MTU
-and egress qdiscs (see :mod:`harness.spec.shaping`), then routes, rules and
+and egress qdiscs (see :mod:`harness.topology.shaping`), then routes, rules and
 forwarding. Every change is journalled before it is made; leaving the
 ``with Lab(...)`` block (normally, on error or on Ctrl-C) removes exactly
 what was made, newest first.
@@ -38,9 +38,9 @@ from ..journal.journal import Journal
 from ..net.backend import CommandBackend, NetBackend, NetlinkBackend
 from ..nodes import LocalNode, MachineRootNode, NamespaceNode, Node, described_within
 from ..nodes.group import Call, run_group
-from ..spec.shaping import EgressPlan, plan_egress
-from ..spec.topology import Link, Topology
 from ..tools.ping import parse_ping_ms, ping_argv
+from ..topology.shaping import EgressPlan, plan_egress
+from ..topology.topology import Link, Topology
 from .probe import Capabilities, probe, require
 
 CALIBRATION_PINGS = 10
@@ -320,7 +320,7 @@ class Lab:
 
         The same steps as the build, from the topology alone: namespaces, veth
         pairs or adopted NICs, addresses and MTUs, egress qdiscs (the
-        :func:`~harness.spec.shaping.plan_egress` commands), routes and rules. The
+        :func:`~harness.topology.shaping.plan_egress` commands), routes and rules. The
         sysctls are operations: :meth:`sysctls`.
         """
         topo = self.topology

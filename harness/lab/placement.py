@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass, field, replace
 from ..errors import CapabilityMissing, HarnessError
 from ..journal.journal import Journal
 from ..nodes import Node
-from ..spec.topology import Topology
+from ..topology.topology import Topology
 from .probe import FEATURES, Capabilities
 
 # Features a stock Debian kernel provides as loadable modules, and which.
@@ -89,7 +89,7 @@ def decide(needed: set[str], host: Capabilities, offer: VMOffer, purpose: str,
 
     ``machines`` > 1: the topology keeps nodes in that many separate kernels,
     which one host kernel cannot be: one VM per machine. ``whole_machines``: some
-    node is its machine's initial namespace (:class:`~harness.spec.topology.TopologyNode`),
+    node is its machine's initial namespace (:class:`~harness.topology.topology.TopologyNode`),
     which this host's must never be: VMs too.
     """
     unknown = sorted(f for f in needed if f not in FEATURES)
@@ -208,7 +208,7 @@ def fit_to_ceiling(topology: Topology, ceiling_mbit: float | None,
 def measure_ceiling(journal: Journal, host: Node, capabilities: Capabilities | None = None,
                     seconds: int = 3) -> float:
     """Unshaped TCP goodput between two namespaces on ``host`` (Mbit/s)."""
-    from ..spec.topology import TopologyBuilder
+    from ..topology.topology import TopologyBuilder
     from .lab import Lab
     from .verify import measure_goodput_mbit
 
@@ -224,7 +224,7 @@ def measure_wire_ceiling(journal: Journal, host_a: Node, host_b: Node, mac_a: st
 
     The NICs go back to their root namespaces when the namespaces are deleted.
     """
-    from ..spec.topology import TopologyBuilder
+    from ..topology.topology import TopologyBuilder
     from .lab import Lab
     from .verify import measure_goodput_mbit
 

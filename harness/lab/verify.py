@@ -34,9 +34,9 @@ from ..nodes.base import command_text
 from ..nodes.facts import listening_argv
 from ..nodes.group import Call, run_group
 from ..nodes.result import Result
-from ..spec.topology import Link, LinkEnd
 from ..tools.iperf3 import parse_iperf3_json
 from ..tools.ping import PING_COUNT, parse_ping_ms, ping_argv
+from ..topology.topology import Link, LinkEnd
 
 if TYPE_CHECKING:
     from .lab import Lab
@@ -199,7 +199,7 @@ def rate_call(d: Direction, seconds: int, port: int, interval: float,
     client = command_text(["iperf3", "-c", d.dst.ip, "-B", d.src.ip, "-p", str(port),
                            "-t", str(seconds), "-J"])
     # htb's class 1:1 prints its counter first; a tbf root (a serialising link, see
-    # harness.spec.shaping) has no class statistics, so its root qdisc's counter is read instead
+    # harness.topology.shaping) has no class statistics, so its root qdisc's counter is read instead
     counter = (command_text(["tc", "-s", "class", "show", "dev", d.src.ifname, "classid", "1:1"])
                + "; " + command_text(["tc", "-s", "qdisc", "show", "dev", d.src.ifname, "root"]))
     return Call(d.src_node, ["bash", "--norc", "--noprofile", "-c", RATE_TEST, "rate-test",

@@ -48,7 +48,7 @@ import yaml
 
 from ..errors import SpecError
 from ..nodes import Node
-from ..spec.topology import Topology
+from ..topology.topology import Topology
 
 #: What may reach a command line: Linux interface names (at most 15 bytes, IFNAMSIZ - 1)
 #: without '/', whitespace or shell metacharacters; host names and IP addresses; POSIX user

@@ -22,8 +22,8 @@ from typing import Protocol
 from ..journal import undo_checks
 from ..journal.journal import batch_undo_handler, undo_handler
 from ..nodes import Node
-from ..spec.shaping import EgressPlan
-from ..spec.topology import Route, Rule
+from ..topology.shaping import EgressPlan
+from ..topology.topology import Route, Rule
 
 
 class NetBackend(Protocol):
@@ -55,7 +55,7 @@ class NetlinkBackend:
        in their namespaces with the interface index chosen here (so no lookups);
     3. each namespace's addresses, links up, qdiscs, routes and rules go to its socket
        in a few writes (:class:`harness.net.netlink.Batch`), each request acknowledged;
-    4. tbf with a peak rate (a serialising link, :mod:`harness.spec.shaping`) goes to one
+    4. tbf with a peak rate (a serialising link, :mod:`harness.topology.shaping`) goes to one
        ``tc -n NS -batch`` per namespace that has it.
 
     Measured after (same star, fresh process, load 10-11): built in 0.56-0.72 s

@@ -17,7 +17,7 @@ import threading
 
 from ..errors import NodeError
 from ..nodes import Node
-from ..spec.topology import Topology, TopologyBuilder
+from ..topology.topology import Topology, TopologyBuilder
 
 CLIENT_IP, MIDDLE_LEFT_IP = "198.18.0.1", "198.18.0.2"
 MIDDLE_RIGHT_IP, SERVER_IP = "198.18.1.1", "198.18.1.2"

@@ -58,7 +58,7 @@ from ..machines.inventory import Inventory
 from ..machines.privileges import AS_FOUND, read_access
 from ..machines.privileges import decide as decide_access
 from ..nodes import LocalNode, Node
-from ..spec.topology import Topology
+from ..topology.topology import Topology
 from . import dryrun
 from .kernel_death import quiet_own_death
 from .machinelock import LocalLock, held_for, remote_lock, sharing_requested, this_process

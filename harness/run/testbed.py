@@ -16,7 +16,7 @@ from ..machines.facts import MachineFacts, read_machine_facts
 from ..machines.inventory import Inventory
 from ..machines.verify_paths import verify_machines
 from ..nodes import Node
-from ..spec.topology import Topology
+from ..topology.topology import Topology
 
 
 class LabTestbed:

@@ -40,8 +40,8 @@ from .parameters import Parameters
 
 if TYPE_CHECKING:
     from ..run.session import Session
-    from ..spec.topology import Topology
     from ..tools.registry import Tool
+    from ..topology.topology import Topology
 
 
 @dataclass(frozen=True)

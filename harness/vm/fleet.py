@@ -15,7 +15,7 @@ from contextlib import ExitStack
 
 from ..journal.journal import Journal
 from ..lab.placement import EXTRA_VM_MEMORY_MIB, vm_cpus, vm_memory_mib
-from ..spec.topology import Topology
+from ..topology.topology import Topology
 from .boot import VMNode, boot_vm
 from .machine import VM, Wire
 from .qemu import free_udp_ports

@@ -2,7 +2,7 @@
 
 A lab's links are scaled to what its VMs carry only after they have booted
 (:func:`harness.lab.placement.fit_to_ceiling`); its disks must keep their ratio to
-the links (:class:`harness.spec.topology.DataDisk`), so their caps are set then,
+the links (:class:`harness.topology.topology.DataDisk`), so their caps are set then,
 with ``block_set_io_throttle``. QMP speaks JSON lines over the VM's Unix socket
 (``-qmp unix:PATH,server=on,wait=off``): a greeting, ``qmp_capabilities``, then
 commands; asynchronous events may arrive between replies and are skipped.

@@ -26,7 +26,7 @@ from harness.errors import ArchiveError
 from harness.journal.journal import Journal
 from harness.journal.tracked import STOP_DIR
 from harness.run.session import open_session
-from harness.spec.topology import TopologyBuilder
+from harness.topology.topology import TopologyBuilder
 
 pytestmark = [pytest.mark.integration, needs_root, needs_tools("ping", "iperf3")]
 

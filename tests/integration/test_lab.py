@@ -19,7 +19,7 @@ from harness.lab.probe import probe
 from harness.lab.verify import verify_lab
 from harness.net.netlink import NetlinkError
 from harness.nodes import LocalNode
-from harness.spec.topology import TopologyBuilder
+from harness.topology.topology import TopologyBuilder
 
 pytestmark = [pytest.mark.integration, needs_root, needs_tools("iperf3", "ping")]
 

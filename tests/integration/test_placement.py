@@ -14,8 +14,8 @@ from harness.lab import placement
 from harness.lab.probe import probe
 from harness.nodes import LocalNode
 from harness.run.session import open_session
-from harness.spec.topology import TopologyBuilder
 from harness.studies.s4 import study as s4
+from harness.topology.topology import TopologyBuilder
 
 pytestmark = [pytest.mark.integration, needs_root, needs_tools("iperf3")]
 

@@ -11,7 +11,7 @@ from conftest import needs_root, needs_tools, netns_names
 
 from harness.archive.archive import COMPLETE, INCOMPLETE, Run, project_root
 from harness.run.session import open_session
-from harness.spec.topology import TopologyBuilder
+from harness.topology.topology import TopologyBuilder
 
 pytestmark = [pytest.mark.integration, needs_root, needs_tools("ping")]
 

@@ -13,10 +13,10 @@ import matplotlib.pyplot as plt
 import pandas as pd
 
 from harness.lab.verify import parse_ping_ms
-from harness.spec.topology import TopologyBuilder
 from harness.studies import Citation, Parameters, Requirements, RunData, Study, param
 from harness.tools.iperf3 import IPERF3
 from harness.tools.registry import PING
+from harness.topology.topology import TopologyBuilder
 from harness.verdicts.claims import TARGET, Claim, Region, judge, table
 from harness.verdicts.intervals import mean_estimate
 

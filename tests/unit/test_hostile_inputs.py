@@ -257,7 +257,7 @@ def _patterns_since():
     from harness.journal import handlers as journal_handlers
     from harness.journal import tracked, undo_checks
     from harness.relay import spec
-    from harness.spec import topology
+    from harness.topology import topology
 
     return [("tipc bearer", tipc._NAME, "b1"), ("tipc identity", tipc._IDENTITY, "n1"),
             ("rdma link", rdma._LINK_NAME, "rxe0"), ("rdma netdev", rdma._NETDEV, "eth0"),
@@ -302,8 +302,8 @@ def test_specs_with_a_trailing_newline_are_refused_with_one_error():
     from harness.config import nat, rdma, tipc
     from harness.nodes.local import LocalNode
     from harness.relay.spec import check_host
-    from harness.spec.topology import DataDisk, Link, LinkEnd, Topology
-    from harness.spec.topology import TopologyNode as Node
+    from harness.topology.topology import DataDisk, Link, LinkEnd, Topology
+    from harness.topology.topology import TopologyNode as Node
 
     def topology(node="h1", ifname="eth0", disk=None):
         return Topology("t", (Node(node, machine="m1", whole_machine=disk is not None,

@@ -5,8 +5,8 @@ import pytest
 from harness.errors import CapabilityMissing
 from harness.lab.placement import WIRE_HEADROOM, VMOffer, decide, fit_to_ceiling
 from harness.lab.probe import Capabilities
-from harness.spec.topology import TopologyBuilder
 from harness.studies.s4 import study as s4
+from harness.topology.topology import TopologyBuilder
 
 HOST = Capabilities("local", "6.18", {"netns": True, "veth": True, "htb": True, "mptcp": True,
                                       "netem": False, "tipc": False, "sctp": False,

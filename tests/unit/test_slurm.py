@@ -15,7 +15,7 @@ from harness.run.execute import parse_value
 from harness.slurm.allocation import AllocatedHost, build, check_template, roles
 from harness.slurm.jobs import TaskState, parse_show_job
 from harness.slurm.sbatch import JobScript, SbatchOptions, point_arguments
-from harness.spec.topology import TopologyBuilder
+from harness.topology.topology import TopologyBuilder
 
 
 @pytest.mark.parametrize("text, own", [

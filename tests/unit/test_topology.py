@@ -1,8 +1,8 @@
 import pytest
 
 from harness.errors import SpecError
-from harness.spec.shaping import plan_egress
-from harness.spec.topology import Link, LinkEnd, Topology, TopologyBuilder
+from harness.topology.shaping import plan_egress
+from harness.topology.topology import Link, LinkEnd, Topology, TopologyBuilder
 
 
 def two_nodes(**link):

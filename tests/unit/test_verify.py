@@ -20,8 +20,8 @@ from harness.lab.verify import (
 from harness.nodes import LocalNode, NamespaceNode
 from harness.nodes.group import machine_script
 from harness.nodes.result import Result
-from harness.spec.shaping import plan_egress
-from harness.spec.topology import Link, LinkEnd
+from harness.topology.shaping import plan_egress
+from harness.topology.topology import Link, LinkEnd
 
 PING = """PING 198.18.0.2 (198.18.0.2) from 198.18.0.1 : 56(84) bytes of data.
 64 bytes from 198.18.0.2: icmp_seq=1 ttl=64 time=31.7 ms

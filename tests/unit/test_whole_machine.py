@@ -14,7 +14,7 @@ from harness.lab.placement import VMOffer, decide
 from harness.lab.probe import Capabilities
 from harness.net.backend import CommandBackend
 from harness.nodes import LocalNode, MachineRootNode, Node, node_from_description
-from harness.spec.topology import Topology, TopologyBuilder
+from harness.topology.topology import Topology, TopologyBuilder
 
 HOST = Capabilities("local", "6.18", {"netns": True, "veth": True, "htb": True, "mptcp": True,
                                       "netem": True, "tipc": True, "sctp": True,
@@ -116,7 +116,7 @@ def test_command_backend_renames_in_place_then_configures_the_root_namespace():
     backend = CommandBackend(LocalNode("x"))
     backend.rename_nic("52:54:00:5e:00:01", "wire")
     backend.configure_interface("", "wire", "198.18.1.1/24", 9000)
-    backend.add_route("", __import__("harness.spec.topology", fromlist=["Route"]).Route(
+    backend.add_route("", __import__("harness.topology.topology", fromlist=["Route"]).Route(
         "a", "198.19.0.0/16", via="198.18.1.2"))
     script = backend.script()
     assert "ip -n" not in script and "ip -batch -" in script

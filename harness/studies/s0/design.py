@@ -25,7 +25,7 @@ from ...journal.journal import Journal
 from ...nodes import Node
 from ...run.session import Session
 from ...run.testbed import InventoryTestbed
-from ...spec.topology import Topology, TopologyBuilder
+from ...topology.topology import Topology, TopologyBuilder
 from ..order import MeasuringOrder
 from ..parameters import Parameters, param
 from .common import LABELS, METHODS  # noqa: F401 (s0_far, s0_methods, s0_bench)
@@ -148,7 +148,7 @@ def topology(params: Params, unshaped: bool = False, name: str = "s0-relay",
     """Two clusters (compute node + front node each) joined by a public segment (delayed by
     ``public_delay_ms`` one way, netem, for the distance sweep's lab)."""
     rate = None if unshaped or not params.rate_mbit else params.rate_mbit
-    # serialised: every frame at the wire's pace, no burst (see harness.spec.shaping.PEAK_EXCESS)
+    # serialised: every frame at the wire's pace, no burst (see harness.topology.shaping.PEAK_EXCESS)
     shaping = {"rate_mbit": rate, "shaper": "serialise"} if rate else {}
     return (
         TopologyBuilder(name)
@@ -243,7 +243,7 @@ def offloads_off(bed) -> list[Offload]:
     """Segmentation offloads off on both ends of every shaped link (recorded, undone).
 
     With TSO/GSO a socket hands the qdisc 64 KB super-packets and GRO merges
-    frames on receipt; the serialising shaper (harness.spec.shaping, "serialise")
+    frames on receipt; the serialising shaper (harness.topology.shaping, "serialise")
     must see one frame per packet to pace frames as a wire does.
     """
     if isinstance(bed, InventoryTestbed):

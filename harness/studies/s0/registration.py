@@ -13,7 +13,7 @@ percentage's +- 1 point, a range's ends widened by 1 point.
 
 from __future__ import annotations
 
-from ...spec.shaping import PEAK_FRAMES
+from ...topology.shaping import PEAK_FRAMES
 from ...verdicts.claims import PAPER, TARGET, Claim, Region
 from ...verdicts.registration import DesignChange
 from .common import KB, MB

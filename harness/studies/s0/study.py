@@ -69,12 +69,12 @@ from ...errors import CapabilityMissing, SpecError
 from ...relay import targets as relay_targets
 from ...run.session import Session
 from ...run.testbed import InventoryTestbed
-from ...spec.topology import Topology
 from ...tools import pingpong
 from ...tools.cpu import machine_load
 from ...tools.iperf3 import IPERF3
 from ...tools.registry import PYTHON3
 from ...tools.sockets import check_answers, check_ports_free
+from ...topology.topology import Topology
 from ..base import Citation, Requirements, RunData, Study
 from ..order import MeasuringOrder
 from .bench import measure_bench

@@ -7,8 +7,8 @@ Two rates are read per (repetition, method, size) point, and each has its bound:
   common 2 % slack.
 * **ping-pong** (size / half round trip, NetPIPE's definition): a message of
   ``n`` frames must cross the slowest link, where the serialising shaper
-  (:mod:`harness.spec.shaping`, ``serialise``) lets its first
-  :data:`~harness.spec.shaping.PEAK_FRAMES` frames leave at once (its peak bucket) and
+  (:mod:`harness.topology.shaping`, ``serialise``) lets its first
+  :data:`~harness.topology.shaping.PEAK_FRAMES` frames leave at once (its peak bucket) and
   paces the rest at the peak rate P = R (1 + PEAK_EXCESS). So the one-way time is
   at least (wire bytes - bucket) x 8 / P, and the rate at most
   ``size x 8 x P / ((wire bytes - bucket) x 8)``. Wire bytes: the payload plus
@@ -31,11 +31,11 @@ import math
 
 import pandas as pd
 
-from ...spec.shaping import PEAK_EXCESS, PEAK_FRAMES
+from ...topology.shaping import PEAK_EXCESS, PEAK_FRAMES
 from ...verdicts.validity import Invalid, check_rate, payload_rate_mbit
 from .common import size_label
 
-MTU = 1500  # the topology's default (harness.spec.topology.Link); a run's own: run_mtu
+MTU = 1500  # the topology's default (harness.topology.topology.Link); a run's own: run_mtu
 ETHERNET = 14  # bytes a shaper counts per frame beyond the MTU
 HEADERS = 52  # IP 20, TCP 20, timestamps 12: an MTU's bytes that carry no payload
 FRAME = MTU + ETHERNET  # bytes a shaper counts per full frame
@@ -51,7 +51,7 @@ def wire_bytes(size: int, mtu: int = MTU) -> int:
 
 def paced(size: int, mtu: int = MTU) -> bool:
     """Whether the serialising shaper paces a ``size``-byte message sent alone: only when it
-    takes more than :data:`~harness.spec.shaping.PEAK_FRAMES` frames' payload at ``mtu`` (more than
+    takes more than :data:`~harness.topology.shaping.PEAK_FRAMES` frames' payload at ``mtu`` (more than
     :func:`largest_unpaced` bytes). A smaller message fits the peak bucket and crosses the lab
     at veth speed: the reference 20261127T092615Z-efd65a read up to 338 Mbit/s at 512 B and a
     7.0 us direct half round trip at 1 B (median), where one hop of a real 100 Mbit/s wire
@@ -115,7 +115,7 @@ def unbounded_pingpong(frame: pd.DataFrame, rate_mbit: float | None,
     """The ping-pong points this lab cannot bound, per method and size, beside what one hop of
     a real wire of the same rate would allow and how many points read above that.
 
-    A message of at most :data:`~harness.spec.shaping.PEAK_FRAMES` frames fits the serialising
+    A message of at most :data:`~harness.topology.shaping.PEAK_FRAMES` frames fits the serialising
     shaper's peak bucket and crosses the lab at veth speed (module docstring), so
     :func:`invalid_points` has no bound for it and never calls it invalid. On the paper's
     100 Mbit/s Ethernet the same message would take a frame time per hop: the reference run

@@ -12,7 +12,7 @@ cLAN is lowest everywhere (~10 us at 4 B).
 Here: Soft-RoCE (``rdma_rxe``, verbs emulated by the kernel over an ordinary
 Ethernet NIC) plays M-VIA, against kernel TCP over the same wire. Two nodes,
 each the initial network namespace of a VM of its own (rxe's UDP socket lives
-only there on Linux 6.x: see :class:`harness.spec.topology.TopologyNode`), joined by
+only there on Linux 6.x: see :class:`harness.topology.topology.TopologyNode`), joined by
 a wire. Verbs: perftest (``ib_send_lat``, ``ib_write_lat``, ``ib_send_lat -e``,
 ``ib_send_bw``, ``ib_write_bw``), the client's CPU time over its measured exchange;
 TCP: qperf's ``tcp_lat`` at every size (C against perftest's C: the latency claims'
@@ -39,8 +39,8 @@ from ...config.rdma import PRLIMIT, RDMA, RxeLink
 from ...errors import HarnessError, SpecError
 from ...progress import progress
 from ...run.session import Session
-from ...spec.topology import Topology, TopologyBuilder
 from ...tools import ibverbs, perftest, perftest_sweep, pingpong, qperf
+from ...topology.topology import Topology, TopologyBuilder
 from ..base import Citation, Requirements, RunData, Study
 from ..order import MeasuringOrder
 from ..parameters import Parameters, param

@@ -16,7 +16,7 @@ length is at least ``MIN_RTTS`` round trips (``rtts`` in the results, with ``bdp
 
 from __future__ import annotations
 
-from ...spec.topology import DataDisk
+from ...topology.topology import DataDisk
 
 STUDY = "s2"
 LAN, WAN = "lan", "wan"

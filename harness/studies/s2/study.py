@@ -37,9 +37,9 @@ import pandas as pd
 from ...config.interface import Mtu
 from ...errors import SpecError
 from ...run.session import Session
-from ...spec.topology import Topology, TopologyBuilder
 from ...tools import fio as fio_tool
 from ...tools.iperf3 import IPERF3, iperf3_server
+from ...topology.topology import Topology, TopologyBuilder
 from ..base import Citation, Requirements, RunData, Study
 from ..order import MeasuringOrder
 from ..parameters import Parameters, param

@@ -14,7 +14,7 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
-from ...spec.shaping import BURST_SECONDS, MIN_BURST_BYTES
+from ...topology.shaping import BURST_SECONDS, MIN_BURST_BYTES
 from ...verdicts.claims import NOT_TESTABLE, Region, Verdict, judge, not_testable, table
 from ...verdicts.claims import PAPER as PAPER_SOURCE
 from ...verdicts.intervals import mean_estimate
@@ -40,7 +40,7 @@ def point_name(row) -> str:
 
 def bucket_allowance_mbit(mappers: int, size_kb: int, wire_mbit: float) -> float:
     """How far above the port's payload rate a round's mean rate may read: the htb bucket
-    (:mod:`harness.spec.shaping`: max(32 KB, 2 ms of the rate)) refills while the port idles
+    (:mod:`harness.topology.shaping`: max(32 KB, 2 ms of the rate)) refills while the port idles
     between rounds and lets its bytes leave at once, so a round of R bytes needs at
     least (R - bucket) / rate; infinite when a round fits in the bucket."""
     bucket = max(MIN_BURST_BYTES, wire_mbit * 1e6 / 8 * BURST_SECONDS)

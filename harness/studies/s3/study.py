@@ -41,9 +41,9 @@ from ...config import tipc
 from ...errors import SpecError
 from ...progress import progress
 from ...run.session import Session
-from ...spec.topology import Topology, TopologyBuilder
 from ...tools.iperf3 import IPERF3
 from ...tools.registry import TC
+from ...topology.topology import Topology, TopologyBuilder
 from ..base import Citation, Requirements, RunData, Study
 from ..order import MeasuringOrder
 from ..parameters import Parameters, param

@@ -29,9 +29,9 @@ from ...config.congestion import DefaultCongestion
 from ...errors import CapabilityMissing, SpecError
 from ...machines.privileges import OPERATIONS
 from ...run.session import Session
-from ...spec.topology import Topology, TopologyBuilder
 from ...tools.gridftp import GLOBUS_URL_COPY, GRIDFTP_SERVER
 from ...tools.iperf3 import IPERF3, MPTCPIZE
+from ...topology.topology import Topology, TopologyBuilder
 from ..base import Citation, Requirements, RunData, Study
 from ..order import MeasuringOrder
 from ..parameters import Parameters, param

@@ -18,7 +18,7 @@ from harness.config import nat
 from harness.errors import SpecError
 from harness.lab.lab import Lab
 from harness.relay.line import netns_socket
-from harness.spec.topology import TopologyBuilder
+from harness.topology.topology import TopologyBuilder
 
 pytestmark = [pytest.mark.integration, needs_root, needs_tools("nft", "conntrack")]
 

@@ -12,7 +12,7 @@ from harness.config.sysctl import Sysctl, SysctlAtLeast
 from harness.errors import SpecError
 from harness.lab.lab import Lab
 from harness.nodes import LocalNode
-from harness.spec.topology import TopologyBuilder
+from harness.topology.topology import TopologyBuilder
 
 pytestmark = [pytest.mark.integration, needs_root]
 

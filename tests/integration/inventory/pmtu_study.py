@@ -22,11 +22,11 @@ import matplotlib.pyplot as plt
 import pandas as pd
 
 from harness.config.interface import Mtu
-from harness.spec.topology import TopologyBuilder
 from harness.studies import Citation, Parameters, Requirements, RunData, Study, param
 from harness.studies.order import MeasuringOrder
 from harness.tools.ping import parse_ping_ms
 from harness.tools.registry import PING
+from harness.topology.topology import TopologyBuilder
 from harness.verdicts.claims import LAB, TARGET, Claim, Region, judge, table
 from harness.verdicts.intervals import mean_estimate
 

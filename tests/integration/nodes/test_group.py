@@ -10,7 +10,7 @@ from conftest import needs_root, netns_names
 from harness.lab.lab import Lab
 from harness.nodes import LocalNode
 from harness.nodes.group import Call, run_group
-from harness.spec.topology import TopologyBuilder
+from harness.topology.topology import TopologyBuilder
 
 pytestmark = [pytest.mark.integration, needs_root]
 

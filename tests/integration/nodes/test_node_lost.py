@@ -26,7 +26,7 @@ from harness.errors import NodeError
 from harness.journal.journal import Journal
 from harness.nodes.procfs import process_start_ticks
 from harness.run.session import open_session
-from harness.spec.topology import TopologyBuilder
+from harness.topology.topology import TopologyBuilder
 
 try:  # as a package (tests/integration/__init__.py) or as a rootdir-relative module
     from .sshd_fixture import PORT, SSHD, in_sshd_netns, sshd_server

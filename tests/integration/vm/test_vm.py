@@ -152,7 +152,7 @@ def test_study_modules_load(vm):
 @pytest.fixture(scope="module")
 def lab(vm_env):
     from harness.lab.lab import Lab
-    from harness.spec.topology import Link, LinkEnd, Topology, TopologyNode
+    from harness.topology.topology import Link, LinkEnd, Topology, TopologyNode
 
     vm, journal = vm_env
     topo = Topology(

@@ -18,7 +18,7 @@ from ..errors import SpecError
 
 IFNAME = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]{0,14}\Z")
 NODENAME = re.compile(r"^[a-z][a-z0-9]{0,11}\Z")
-SHAPERS = ("htb", "serialise")  # how a link's rate is enforced: see harness.spec.shaping
+SHAPERS = ("htb", "serialise")  # how a link's rate is enforced: see harness.topology.shaping
 
 
 @dataclass(frozen=True)
@@ -47,7 +47,7 @@ class Link:
     loss_pct: random loss in each direction, percent (needs netem).
     queue_packets / queue_bytes: limit of the bottleneck queue in each
         direction (a switch-port buffer); None keeps the kernel default.
-    shaper: how a rate is enforced (see :mod:`harness.spec.shaping`): "htb" (a
+    shaper: how a rate is enforced (see :mod:`harness.topology.shaping`): "htb" (a
         token bucket with a burst of >= 2 ms at the rate, the default) or
         "serialise" (tbf with a peak rate just above the rate and a one-frame
         peak bucket: every frame leaves at the wire's pace, as on a real
