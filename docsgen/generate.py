@@ -1,10 +1,11 @@
 """Render what the study pages show from the code, before MkDocs builds the site (`nox -s docs`).
 
 A page marks where it wants a study's registered claims or its parameters with
-``<!-- harness:claims NAME -->`` or ``<!-- harness:params NAME -->``. This script asks the harness's
-own command line for them (``harness claims show NAME --json``, ``harness params NAME``) and writes
-Markdown to ``OUT/claims/NAME.md`` and ``OUT/params/NAME.md``; ``docsgen/hooks.py`` puts each in
-place of its marker while MkDocs builds. It goes through the command line, not the modules that
+``<!-- harness:claims NAME -->`` or ``<!-- harness:params NAME -->``, and every command's help with
+``<!-- harness:help all -->``. This script asks the harness's own command line for them
+(``harness claims show NAME --json``, ``harness params NAME``, ``harness COMMAND --help``) and
+writes Markdown to ``OUT/KIND/NAME.md``; ``docsgen/hooks.py`` puts each in place of its marker
+while MkDocs builds. It goes through the command line, not the modules that
 declare the claims, so a page shows what a run archives as ``registration.json``, wherever and
 however the registration is declared.
 
@@ -26,7 +27,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # the harness of this checkout, installed or not
-MARKER = re.compile(r"<!-- harness:(claims|params) ([A-Za-z0-9_.-]+) -->")
+MARKER = re.compile(r"<!-- harness:(claims|params|help) ([A-Za-z0-9_.-]+) -->")
 DEFAULT_OUT = Path(os.environ.get("HARNESS_DOCS_GENERATED") or ROOT / "build" / "docs-generated")
 
 
@@ -52,7 +53,7 @@ def harness(*args: str) -> str:
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         try:
             code = main(list(args))
-        except SystemExit as exc:  # argparse's refusals
+        except SystemExit as exc:  # argparse's refusals, and its --help (exit 0)
             code = exc.code if isinstance(exc.code, int) else 2
     if code:
         said = " ".join(line.strip() for line in (err.getvalue() or out.getvalue()).splitlines())
@@ -107,6 +108,27 @@ def render_params(printed: str, study: str) -> str:
                       "", f"{fence}text", printed.rstrip("\n"), fence, ""])
 
 
+def commands(parser, path: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    """Every command path of the harness's argument parser (``()``, ``("run",)``, ``("lab", "show")``, ...)."""
+    found = [path]
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                found += commands(sub, (*path, name))
+    return found
+
+
+def render_help() -> str:
+    """``harness [COMMAND...] --help`` for every command, as the command line prints it."""
+    from harness.cli import parser
+
+    lines = ["Every command's `--help`, as the command line prints it (generated when this site was built).", ""]
+    for path in commands(parser()):
+        printed = harness(*path, "--help")
+        lines += [f"### {' '.join(('harness', *path))}", "", "```text", printed.rstrip("\n"), "```", ""]
+    return "\n".join(lines)
+
+
 def generate(docs: Path, out: Path) -> list[Path]:
     """Write every page's claims and parameters under ``out`` (made afresh); the files written."""
     if not docs.is_dir():
@@ -115,6 +137,7 @@ def generate(docs: Path, out: Path) -> list[Path]:
     if out.exists():
         shutil.rmtree(out)
     written = []
+    os.environ["COLUMNS"] = "100"  # argparse wraps help to the terminal: the same on every machine
     for page, kind, study in wanted:
         target = out / kind / f"{study}.md"
         if target.exists():
@@ -122,6 +145,10 @@ def generate(docs: Path, out: Path) -> list[Path]:
         try:
             if kind == "claims":
                 body = render_claims(json.loads(harness("claims", "show", study, "--json")))
+            elif kind == "help":
+                if study != "all":
+                    raise GenerateError(f"`<!-- harness:help {study} -->`: the help marker takes `all`")
+                body = render_help()
             else:
                 body = render_params(harness("params", study), study)
         except GenerateError as err:

@@ -129,6 +129,19 @@ def test_each_study_page_shows_its_registration_as_the_cli_prints_it(rendered, c
         assert "repetitions" in (rendered / "params" / f"{study}.md").read_text()
 
 
+def test_the_cli_reference_shows_every_commands_help(rendered):
+    from harness.cli import parser
+
+    assert "<!-- harness:help all -->" in (DOCS / "reference" / "cli.md").read_text()
+    shown = (rendered / "help" / "all.md").read_text()
+    top = parser()._subparsers._group_actions[0].choices
+    for name, sub in top.items():
+        assert f"### harness {name}\n" in shown
+        for option in sub._option_string_actions:
+            assert option in shown
+    assert "### harness lab clean\n" in shown and "### harness claims history\n" in shown
+
+
 def build(config: Path, site: Path, rendered: Path) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-f", str(config),
                            "-d", str(site)], cwd=ROOT, capture_output=True, text=True,
