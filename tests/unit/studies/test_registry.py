@@ -99,3 +99,26 @@ def test_tools_are_declared_once_and_a_missing_one_names_its_package():
         require(caps, tools=[tool])
     assert "apt-get install demo-package" in info.value.hint
     require(Capabilities(node="n1", tools={"demo-tool-xyz": "1.0"}), tools=[tool])
+
+
+@pytest.mark.parametrize("module", ["harness.studies.s4", "harness.studies.s4.study"])
+def test_a_notebook_naming_a_study_package_imports_its_study_module(tmp_path, module):
+    """A study is a package (harness/studies/s4/) whose __init__ defines nothing: a notebook's
+    metadata naming the package, or its study module, imports the module that defines the
+    Study (a fresh process: no discovery has run, so nothing else registers S4)."""
+    import subprocess
+    import sys
+
+    path = tmp_path / "nb.ipynb"
+    path.write_text(json.dumps({"cells": [], "nbformat": 4, "nbformat_minor": 5,
+                                "metadata": {"harness": {"study": "s4", "module": module}}}))
+    root = Path(__file__).resolve().parents[3]
+    script = ("import sys\n"
+              "from pathlib import Path\n"
+              "from harness.studies import registry\n"
+              f"registry.import_notebook_module(Path({str(path)!r}), {module!r})\n"
+              "print(sorted(registry._REGISTRY), registry._discovered)\n")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=root,
+                         env={**__import__("os").environ, "PYTHONPATH": str(root)}, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "['s4'] False"
