@@ -416,3 +416,24 @@ def test_finishing_a_run_never_changes_a_file_a_symlink_in_it_names(tmp_path):
     run.finish("complete")
     assert stat.S_IMODE(victim.stat().st_mode) == 0o644
     assert not os.stat(run.path / "raw" / "out.txt").st_mode & 0o222
+
+
+# -- shared folders and nodes with other local users (issue 37) --------------------------------
+
+def test_a_submission_record_never_writes_through_a_planted_link(tmp_path):
+    """A sweep's DATA/slurm/submissions/JOBID.json was written through a fixed JOBID.tmp: in a
+    shared data folder someone could plant that name as a link, and root's write went to the
+    file it names."""
+    from harness.slurm_sweep import Submission, submissions_dir
+
+    victim = tmp_path / "victim"
+    victim.write_text("untouched")
+    folder = submissions_dir(tmp_path / "data")
+    folder.mkdir(parents=True)
+    (folder / "4242.tmp").symlink_to(victim)
+    saved = Submission("4242", "sweep.yaml", "nb.ipynb", [{"count": 1}], "#!/bin/sh\n",
+                       "2026-11-28T00:00:00+00:00").save(tmp_path / "data")
+    assert victim.read_text() == "untouched"
+    assert saved == folder / "4242.json" and not saved.is_symlink()
+    assert json.loads(saved.read_text())["job_id"] == "4242"
+    assert sorted(p.name for p in folder.iterdir()) == ["4242.json", "4242.tmp"]
