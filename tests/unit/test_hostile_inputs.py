@@ -437,3 +437,66 @@ def test_a_submission_record_never_writes_through_a_planted_link(tmp_path):
     assert saved == folder / "4242.json" and not saved.is_symlink()
     assert json.loads(saved.read_text())["job_id"] == "4242"
     assert sorted(p.name for p in folder.iterdir()) == ["4242.json", "4242.tmp"]
+
+
+def _plant_beside(log: Path, content) -> list[Path]:
+    """What another local user of a node can do once ps shows a process's log: make the names
+    a status file could have, in whichever of their folders is writable by everyone."""
+    planted = []
+    for path in (Path(f"{log}.status"), log.parent / "status"):
+        if path.parent.stat().st_mode & 0o002 and not path.exists():
+            content(path)
+            planted.append(path)
+    return planted
+
+
+@pytest.mark.parametrize("plant", ["link", "fake status"])
+def test_a_process_status_cannot_be_planted_in_a_nodes_shared_tmp(tmp_path, plant):
+    """The exit status of a background process on a node (remote_process) was written beside
+    its log in the node's /tmp, as root, under a name ps shows: a link planted there took
+    root's write to the file it names, a file planted there was believed."""
+    from harness.journal_handlers import remove_process_log
+    from harness.nodes.local import LocalNode
+    from harness.nodes.remote_process import ShellProcess
+
+    shared = tmp_path / "tmp"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    victim = tmp_path / "victim"
+    victim.write_text("untouched")
+    node = LocalNode(prefix=["env", f"TMPDIR={shared}"])
+    proc = ShellProcess.start(node, "echo up; trap '' TERM; sleep 30 & wait" if plant != "link"
+                              else "echo up; sleep 0.3; exit 3")
+    log = Path(proc.info.log)
+    assert log.is_relative_to(shared)
+    planted = _plant_beside(log, (lambda p: p.symlink_to(victim)) if plant == "link"
+                            else (lambda p: p.write_text("0\n")))
+    try:
+        if plant == "link":
+            assert proc.wait(10) == 3
+        else:  # killed: it wrote no status, so none may be read
+            assert proc.stop(grace=0.2) == -9
+        assert victim.read_text() == "untouched"
+    finally:
+        proc.stop()
+        remove_process_log(node, proc.info.log)
+    assert sorted(shared.iterdir()) == sorted(planted)  # the process's own files are gone
+
+
+def test_lab_clean_stops_a_recorded_process_and_removes_its_folder(tmp_path):
+    """After a crash, the journal's process record alone stops the process and takes its log
+    folder away (log and status), as it took the log and status beside it before."""
+    from harness.journal import _HANDLERS, load_undo_handlers
+    from harness.nodes.local import LocalNode
+    from harness.nodes.remote_process import ShellProcess
+    from harness.undo_checks import only_roots
+
+    load_undo_handlers()
+    shared = tmp_path / "tmp"
+    shared.mkdir()
+    node = LocalNode(prefix=["env", f"TMPDIR={shared}"])
+    proc = ShellProcess.start(node, "echo up; sleep 30")
+    with only_roots(str(shared)):
+        _HANDLERS["process"](LocalNode(), {"pid": proc.pid, "start_ticks": proc.info.start_ticks,
+                                           "log": proc.info.log})
+    assert proc.poll() is not None and list(shared.iterdir()) == []
