@@ -13,10 +13,12 @@ controlling machine and its namespaces) share the controller's cache, used only 
 user but this one (and root) can change it and run only with the sha256 recorded at its
 build (:func:`check_own_path`, :func:`local_digest`). VM
 nodes of this project share the host's root file system read-only, so a
-binary built here is already there: :meth:`CProgram.build_on` first asks the
-node whether the host's binary is visible at the same path *with the same
-content* (sha256) and uses it; only otherwise does it compile on the node,
-in a private folder (owned by the node's user, 0700, no symlink): its cache or, if that
+binary built here is already there: :meth:`CProgram.build_on` first asks such a
+node (:attr:`~harness.nodes.base.Node.sees_host_root`) whether the host's binary is
+visible at the same path *with the same content* (sha256) and uses it. Never on an SSH
+machine: there the same path is the node's own file, which anyone able to write it
+there could have made match, and swap between the check and the run. Every other node
+compiles, in a private folder (owned by the node's user, 0700, no symlink): its cache or, if that
 is read-only, ``/tmp/harness-cache-<uid>``. A binary found there runs only if its sha256
 is the one recorded when it was built.
 """
@@ -121,7 +123,7 @@ class CProgram:
         """Path *on node* of the compiled program (built once per source and compiler)."""
         if node.is_local:
             return str(self.build_local())
-        if reuse_host_build:
+        if reuse_host_build and node.sees_host_root:
             try:
                 host_binary = self.build_local()
             except (CapabilityMissing, BuildFailed):

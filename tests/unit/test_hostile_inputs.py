@@ -500,3 +500,28 @@ def test_lab_clean_stops_a_recorded_process_and_removes_its_folder(tmp_path):
         _HANDLERS["process"](LocalNode(), {"pid": proc.pid, "start_ticks": proc.info.start_ticks,
                                            "log": proc.info.log})
     assert proc.poll() is not None and list(shared.iterdir()) == []
+
+
+@pytest.mark.skipif(not (shutil.which("gcc") or shutil.which("cc")), reason="no C compiler")
+def test_a_host_build_is_reused_only_on_the_harness_own_vms(tmp_path, monkeypatch):
+    """On an SSH machine the host binary's path is the node's own file: whoever can write it
+    there could make its sha256 match, and swap it between that check and the run. The node
+    builds its own, in its private cache; only a VM sharing the host's root reuses it."""
+    from harness.nodes.local import LocalNode
+
+    class SSHLike(LocalNode):  # another machine: same commands, none of the host's files
+        is_local = False
+
+    class VMLike(SSHLike):
+        sees_host_root = True
+
+    monkeypatch.setenv("HARNESS_CACHE_DIR", str(tmp_path / "host-cache"))
+    monkeypatch.setattr(cbuild, "SHARED_TMP", str(tmp_path))
+    src = tmp_path / "hello.c"
+    src.write_text('#include <stdio.h>\nint main(void){puts("hello");return 0;}\n')
+    program = cbuild.CProgram("hello", src, ("-O0",), "the test program")
+    host = str(program.build_local())
+    node_cache = tmp_path / "node-cache"
+    on_node = program.build_on(SSHLike("n", prefix=["env", f"XDG_CACHE_HOME={node_cache}"]))
+    assert on_node != host and on_node.startswith(f"{node_cache}/harness/hello/")
+    assert program.build_on(VMLike("vm")) == host
