@@ -525,3 +525,31 @@ def test_a_host_build_is_reused_only_on_the_harness_own_vms(tmp_path, monkeypatc
     on_node = program.build_on(SSHLike("n", prefix=["env", f"XDG_CACHE_HOME={node_cache}"]))
     assert on_node != host and on_node.startswith(f"{node_cache}/harness/hello/")
     assert program.build_on(VMLike("vm")) == host
+
+
+@pytest.mark.skipif(not (shutil.which("gcc") or shutil.which("cc")), reason="no C compiler")
+def test_a_nodes_cache_below_a_folder_others_may_write_is_not_used(tmp_path, monkeypatch):
+    """The node's private cache folder was checked alone: below a folder that others may
+    write (a group-writable home, a login's ~/.cache where root builds under sudo) its owner
+    could rename it away and put a folder of their own, binary and recorded sha256, in its
+    place. Such a cache is passed over for the private fallback in the node's /tmp."""
+    from harness.nodes.local import LocalNode
+
+    class SSHLike(LocalNode):
+        is_local = False
+
+    shared = tmp_path / "tmp"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    monkeypatch.setattr(cbuild, "SHARED_TMP", str(shared))
+    opened = tmp_path / "home"
+    opened.mkdir()
+    opened.chmod(0o777)  # not sticky: anyone may rename what is in it
+    src = tmp_path / "hello.c"
+    src.write_text('#include <stdio.h>\nint main(void){puts("hello");return 0;}\n')
+    program = cbuild.CProgram("hello", src, ("-O0",), "the test program")
+    binary = program.build_on(SSHLike("n", prefix=["env", f"XDG_CACHE_HOME={opened}/.cache"]))
+    assert binary.startswith(f"{shared}/harness-cache-") and not (opened / ".cache").exists()
+    with pytest.raises(cbuild.BuildFailed, match=f"group or others may write {opened} "
+                                                  r"\(mode 777\)"):
+        cbuild.private_root(SSHLike("n"), (f"{opened}/.cache/harness",))
