@@ -553,3 +553,34 @@ def test_a_nodes_cache_below_a_folder_others_may_write_is_not_used(tmp_path, mon
     with pytest.raises(cbuild.BuildFailed, match=f"group or others may write {opened} "
                                                   r"\(mode 777\)"):
         cbuild.private_root(SSHLike("n"), (f"{opened}/.cache/harness",))
+
+
+def test_finishing_a_run_whose_folder_became_a_link_changes_nothing_it_names(tmp_path):
+    """A run folder inside a folder someone else may write can be swapped for a link to their
+    victim's folder before the freeze; the freeze works through descriptors and refuses it."""
+    import os
+    import stat
+
+    run = Run.create("s0", {}, tmp_path / "data")
+    victim = tmp_path / "alice"
+    victim.mkdir()
+    (victim / "thesis.tex").write_text("keep writable")
+    (victim / "thesis.tex").chmod(0o644)
+    real = run.path.with_name("moved")
+    run.path.rename(real)
+    run.path.symlink_to(victim)
+    with pytest.raises(ArchiveError, match="symlink .not followed.: nothing was made read-only"):
+        run._freeze()
+    (victim / "run.json").write_text((real / "run.json").read_text())  # as the swapper would
+    with pytest.raises(ArchiveError, match="nothing was made read-only"):
+        run.finish("complete")
+    assert stat.S_IMODE(os.stat(victim / "thesis.tex").st_mode) == 0o644
+    assert json.loads((victim / "run.json").read_text())["status"] == "incomplete"  # not written
+    run.path.unlink()
+    real.rename(run.path)
+    (run.path / "raw" / "sub").symlink_to(victim)
+    run.add_raw("out.txt", "x")
+    run.finish("complete")
+    assert stat.S_IMODE(os.stat(victim / "thesis.tex").st_mode) == 0o644
+    assert not os.stat(run.path / "raw" / "out.txt").st_mode & 0o222
+    assert not os.stat(run.path / "run.json").st_mode & 0o222
