@@ -584,3 +584,35 @@ def test_finishing_a_run_whose_folder_became_a_link_changes_nothing_it_names(tmp
     assert stat.S_IMODE(os.stat(victim / "thesis.tex").st_mode) == 0o644
     assert not os.stat(run.path / "raw" / "out.txt").st_mode & 0o222
     assert not os.stat(run.path / "run.json").st_mode & 0o222
+
+
+def test_pingpong_is_copied_into_a_folder_only_the_command_user_may_enter(tmp_path):
+    """On a sudo node pingpong was copied by SFTP as the login into /tmp and run as root: a
+    file the login (or its group) could change before root ran it. It is written by the
+    node's command user into a folder that user made, 0700, and goes with the journal."""
+    import os
+
+    from harness.journal import Journal
+    from harness.nodes.local import LocalNode
+    from harness.tools import pingpong
+
+    copied = []
+
+    class Remote(LocalNode):
+        is_local = False
+
+        def put(self, local_path, remote_path):
+            copied.append(remote_path)
+            super().put(local_path, remote_path)
+
+    journal = Journal(tmp_path / "journal.jsonl")
+    argv = pingpong.program(journal, Remote())
+    path = Path(argv[-1])
+    try:
+        assert copied == [] and path.read_bytes() == Path(pingpong.__file__).read_bytes()
+        folder = os.stat(path.parent)
+        assert path.parent != Path("/tmp") and folder.st_uid == os.geteuid()
+        assert folder.st_mode & 0o777 == 0o700
+    finally:
+        journal.undo_all()
+    assert not path.exists() and not path.parent.exists()
