@@ -616,3 +616,75 @@ def test_pingpong_is_copied_into_a_folder_only_the_command_user_may_enter(tmp_pa
     finally:
         journal.undo_all()
     assert not path.exists() and not path.parent.exists()
+
+
+@pytest.mark.parametrize("stream", ["stdout", "stderr"])
+def test_a_command_that_writes_without_end_is_stopped_at_the_cap(monkeypatch, stream):
+    """An SSH command's output was read into memory without a bound: a node (or a program of
+    another local user that a command reads from) could send until the controller ran out."""
+    import threading
+    import time
+
+    from harness.errors import NodeError
+    from harness.nodes import ssh
+
+    chunk = b"x" * (1 << 16)  # one object, sent again and again: the test itself stays small
+
+    class Flood:
+        """A channel whose command writes ``chunk`` to one stream for as long as it is read."""
+
+        def __init__(self):
+            self.closed = False
+            self.status_event = threading.Event()
+            self.exit_status = -1
+            self.marker_sent = False
+
+        def exec_command(self, command):
+            pass
+
+        def _endless(self):
+            return b"" if self.closed else chunk
+
+        def _quiet(self):
+            while not self.closed:
+                time.sleep(0.01)
+            return b""
+
+        def recv(self, _size):
+            return self._endless() if stream == "stdout" else self._quiet()
+
+        def recv_stderr(self, _size):
+            if not self.marker_sent:
+                self.marker_sent = True
+                return b"__harness_pgid__=4242\n"
+            return self._endless() if stream == "stderr" else self._quiet()
+
+        def sendall(self, _data):
+            pass
+
+        def shutdown_write(self):
+            pass
+
+        def exit_status_ready(self):
+            return False
+
+        def get_transport(self):
+            return self
+
+        def is_active(self):
+            return True
+
+        def close(self):
+            self.closed = True
+
+    monkeypatch.setattr(ssh, "OUTPUT_CAP", 1 << 20, raising=False)
+    node = ssh.SSHNode("n", "192.0.2.1")
+    flood, killed = Flood(), []
+    monkeypatch.setattr(node, "_open_channel", lambda: flood)
+    monkeypatch.setattr(node, "_kill_remote", lambda chan, err: killed.append(
+        ssh.split_marker(b"".join(err))[0]))
+    started = time.monotonic()
+    with pytest.raises(NodeError, match=f"n.*`yes` wrote more than 1 MiB to its {stream}; it "
+                                        "was stopped"):
+        node.run("yes", timeout=5)
+    assert time.monotonic() - started < 3 and killed == [4242] and flood.closed
