@@ -688,3 +688,68 @@ def test_a_command_that_writes_without_end_is_stopped_at_the_cap(monkeypatch, st
                                         "was stopped"):
         node.run("yes", timeout=5)
     assert time.monotonic() - started < 3 and killed == [4242] and flood.closed
+
+
+def _fake_lab(monkeypatch, seconds: float):
+    """JupyterLab's place taken by a program that listens on the lab's port for ``seconds``
+    (or exits 1 if it cannot bind it), and an exec that must not happen."""
+    import sys
+
+    from harness import jupyterlab
+
+    def argv(self):
+        return [sys.executable, "-c", "import socket, sys, time\n"
+                "s = socket.socket()\n"
+                "try:\n    s.bind(('127.0.0.1', int(sys.argv[1])))\nexcept OSError:\n"
+                "    sys.exit(1)\n"
+                f"s.listen()\ntime.sleep({seconds})\n", str(self.port)]
+
+    def no_exec(*_args):
+        raise AssertionError("the test process was to be replaced by the server")
+
+    monkeypatch.setattr(jupyterlab.LabServer, "argv", argv)
+    monkeypatch.setattr(jupyterlab.os, "execve", no_exec)
+    monkeypatch.setattr(jupyterlab.secrets, "token_hex", lambda _n: "t0ken" * 8)
+    return jupyterlab
+
+
+def test_the_lab_token_is_shown_only_once_its_own_server_listens(monkeypatch, capsys):
+    """A port found free can be bound by another local user before JupyterLab binds it; the
+    URL with the token, printed before, then sent the token to that user's listener."""
+    import socket
+
+    jupyterlab = _fake_lab(monkeypatch, 1.0)
+    with socket.socket() as taker:  # the other user's listener, there first
+        taker.bind(("127.0.0.1", 0))
+        taker.listen()
+        port = taker.getsockname()[1]
+        assert jupyterlab.main(["--port", str(port)]) == 1
+    out = capsys.readouterr()
+    assert "t0ken" not in out.out and "t0ken" not in out.err
+    assert f"port {port} on 127.0.0.1 is taken by another process" in out.err
+    free = jupyterlab.free_port(20000)
+    assert jupyterlab.main(["--port", str(free)]) == 0  # its own: shown, then waited for
+    assert f"http://127.0.0.1:{free}/lab?token={'t0ken' * 8}" in capsys.readouterr().out
+
+
+def test_a_listener_of_another_process_on_the_port_is_named_not_trusted():
+    import socket
+    import subprocess
+
+    from harness.errors import HarnessError
+    from harness.jupyterlab import PortTaken, await_own_listener
+
+    with socket.socket() as taker:
+        taker.bind(("127.0.0.1", 0))
+        taker.listen()
+        port = taker.getsockname()[1]
+        server = subprocess.Popen(["sleep", "30"])
+        try:
+            with pytest.raises(PortTaken, match=f"port {port} on 127.0.0.1 is taken by another "
+                                                r"process \(uid \d+\)"):
+                await_own_listener(server, port, timeout=5)
+        finally:
+            server.kill()
+            server.wait()
+    with pytest.raises(HarnessError, match="ended .exit status -9. before it listened"):
+        await_own_listener(server, port, timeout=5)
