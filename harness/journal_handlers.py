@@ -80,7 +80,7 @@ def stop_recorded_process(node: Node, data: dict) -> None:
     pid = undo_checks.pid("process", data.get("pid"))
     ticks = undo_checks.integer("process", data.get("start_ticks"), "start_ticks", 0)
     log = _process_log(data)
-    cleanup = f"; {_remove_log_command(log)}" if log else ""
+    cleanup = f" && {_remove_log_command(log)}" if log else ""
     node.run(f"sh -c {shlex.quote(STOP_RECORDED_PROCESS)} stop {pid} {ticks}{cleanup}",
              timeout=20)
 
