@@ -38,7 +38,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from .intervals import T_BELOW, Estimate, t975
+from .intervals import POOLED_METHOD, T_BELOW, Estimate, t975
 from .validity import Invalid
 
 Z975 = 1.96  # the normal quantile a bootstrap interval of many units approaches
@@ -362,6 +362,27 @@ def invalid_note(frame: pd.DataFrame) -> str:
             "each claim resting on one is *invalid*):\n\n" + "\n".join(f"* {p}" for p in bad))
 
 
+def runs_note(frame: pd.DataFrame) -> str:
+    """What the intervals of a claims table can show about runs, in words.
+
+    A table of one run (no estimate counted in runs) says that it is one run and what that
+    cannot show: the variation between runs. A pooled table (``harness claims pool``) says
+    how many runs its intervals stand on.
+    """
+    methods = frame.get("interval", pd.Series(dtype=object)).astype(str)
+    pooled = methods.str.contains(POOLED_METHOD, regex=False)  # not S0's relay benchmark "runs"
+    if pooled.any():
+        n = frame.loc[pooled, "n"]
+        return (f"**Pooled from runs.** Each interval has the run as its unit (up to {int(n.max())} "
+                "runs): it includes the variation between runs (each its own lab build and VM boot) "
+                "as far as that many runs can show it.")
+    return ("**One run.** Every interval here holds the variation between this run's repetitions "
+            "only. It cannot show how much another run of the same registration -- its own lab "
+            "build, VM boot and the machine's state on its day -- would differ, and successive "
+            "runs have differed by more than their intervals (issue 33). A verdict reference "
+            "pools at least three runs: `harness claims pool RUN RUN RUN`.")
+
+
 def display(frame: pd.DataFrame, profile: str = "") -> None:
     """A notebook's claims section: the paper's claims, invalid points, then ours apart."""
     from IPython.display import Markdown
@@ -374,6 +395,7 @@ def display(frame: pd.DataFrame, profile: str = "") -> None:
     methods = sorted({m for m in frame.interval if m})
     if methods:
         lines.append("Intervals: " + "; ".join(methods) + ".")
+    lines.append(runs_note(frame))
     show_in_notebook(Markdown("\n\n".join(lines)))
     show_in_notebook(show(frame, PAPER))
     show_in_notebook(Markdown(invalid_note(frame)))

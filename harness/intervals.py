@@ -52,6 +52,7 @@ T_BELOW = 30  # Student t below this many samples, a bootstrap from here on
 RESAMPLES = 2000
 SEED = 20261125
 REPETITION = "repetition"  # the index level that names a unit's repetition (runs_as_blocks)
+POOLED_METHOD = "run means"  # in the method of every estimate whose units are pooled runs
 
 
 @functools.lru_cache(maxsize=256)
@@ -275,7 +276,7 @@ def run_estimate(values: Sequence[float], runs: Sequence[Hashable], unit: str = 
     sizes = sorted({g.size for g in groups})
     per_run = (f"{sizes[0]} {units}" if len(sizes) == 1
                else f"{sizes[0]}-{sizes[-1]} {units}")
-    head = f"{scale} of {k} run means (each over {per_run})"
+    head = f"{scale} of {k} {POOLED_METHOD} (each over {per_run})"
     value = float(back(run_means.mean()))
     if np.ptp(run_means) == 0:
         return Estimate(value, value, value, k, unit, "runs", f"{head}, all equal", on)

@@ -198,3 +198,16 @@ def test_the_notebooks_invalid_note_lists_each_point_once_and_says_so_when_there
     assert "physically impossible or failed" in note
     clean = invalid_note(table([judge(ABOUT_2_1, inside)]))
     assert clean.startswith("**Invalid points:** none") and "190" not in clean
+
+
+def test_a_single_runs_table_says_it_is_one_run_and_a_pooled_one_says_runs():
+    from harness.claims import runs_note
+    from harness.intervals import run_estimate
+
+    one = table([judge(ABOUT_2_1, mean_estimate([2.0, 2.1, 2.2], "x"))])
+    assert runs_note(one).startswith("**One run.**") and "between this run's repetitions" in runs_note(one)
+    assert "harness claims pool" in runs_note(one)
+    relay = table([judge(ABOUT_2_1, mean_estimate([2.0, 2.1, 2.2], "x", units="runs"))])
+    assert runs_note(relay).startswith("**One run.**")  # a benchmark's "runs" are not pooled runs
+    pooled = table([judge(ABOUT_2_1, run_estimate([2.0, 2.1, 2.2, 2.3], ["a", "a", "b", "c"], "x"))])
+    assert runs_note(pooled).startswith("**Pooled from runs.**") and "up to 3 runs" in runs_note(pooled)
