@@ -211,3 +211,15 @@ def test_a_single_runs_table_says_it_is_one_run_and_a_pooled_one_says_runs():
     assert runs_note(relay).startswith("**One run.**")  # a benchmark's "runs" are not pooled runs
     pooled = table([judge(ABOUT_2_1, run_estimate([2.0, 2.1, 2.2, 2.3], ["a", "a", "b", "c"], "x"))])
     assert runs_note(pooled).startswith("**Pooled from runs.**") and "up to 3 runs" in runs_note(pooled)
+
+
+def test_a_runs_claims_section_in_its_notebook_says_it_is_one_run(monkeypatch):
+    import IPython.display
+
+    from harness.claims import display
+
+    shown = []
+    monkeypatch.setattr(IPython.display, "display", shown.append)
+    display(table([judge(ABOUT_2_1, mean_estimate([2.0, 2.1, 2.2], "x"))]), "verdict")
+    texts = [getattr(obj, "data", "") for obj in shown]
+    assert any("**One run.**" in text and "harness claims pool" in text for text in texts)
