@@ -45,8 +45,6 @@ STRIDE = 1000  # a member's repetition r is STRIDE * k + r in the pooled tables
 #: parameters that may differ between the runs of one pooled reference: each run has fewer
 #: repetitions than one long run would, and its own random order
 MAY_DIFFER = ("repetitions", "seed")
-#: what of a member's run.json the analyses read besides its tables; it must be the same
-SAME_META = ("study", "parameters", "placement")
 POOLED = "pooled"
 
 
@@ -143,6 +141,10 @@ def _same(first: Member, member: Member) -> None:
                         f"({(a.get('placement') or {}).get('reason')!r} vs "
                         f"{(b.get('placement') or {}).get('reason')!r}); the analysis reads it",
                         "pool runs made in the same kind of lab")
+    if a.get("as_found") != b.get("as_found"):
+        raise SpecError(f"runs {first.run_id} and {member.run_id} differ in what they could change "
+                        "(run.json's as_found: a run on machines as found made fewer changes)",
+                        "pool runs made with the same privileges")
 
 
 def _check_current(study, found: list[Member]) -> None:

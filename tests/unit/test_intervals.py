@@ -210,3 +210,8 @@ def test_inside_runs_as_blocks_an_analysis_estimate_pools_by_repetition():
     assert pooled == run_estimate(values, labels, "us") and pooled.units == "runs"
     assert multi.value == pytest.approx(pooled.value) and multi.n == 3
     assert mean_estimate(series, "us").units == "repetitions"  # outside: one run's analysis again
+
+
+def test_a_groups_bootstrap_is_refused_inside_a_pool():
+    with runs_as_blocks({1: "a"}), pytest.raises(UnlabelledUnits, match="cannot pool runs"):
+        bootstrap_groups({"a": [1.0, 2.0]}, lambda d: d["a"].mean())

@@ -146,6 +146,11 @@ REFUSALS = {
     "different parameters": (lambda a, b, t: [a, copy_run(b, t / "x", "dur", parameters={
         **json.loads((b / "run.json").read_text())["parameters"], "duration_s": 8})],
         "differ in parameters duration_s (4 vs 8)"),
+    "different placements": (lambda a, b, t: [a, copy_run(b, t / "x", "vm", placement={"where": "vm",
+                                                                                      "reason": "2 VMs"})],
+                             "were placed differently"),
+    "different privileges": (lambda a, b, t: [a, copy_run(b, t / "x", "found", as_found={"not_made": []})],
+                             "differ in what they could change"),
 }
 
 
