@@ -70,7 +70,8 @@ def _resolve(ref: str) -> Path:
 def members(refs: list[str]) -> list[Member]:
     """The runs ``refs`` name, checked to be poolable; one :class:`SpecError` otherwise:
     fewer than two runs, a run given twice, a run that is not complete, runs of different
-    studies, registrations or parameters (beyond :data:`MAY_DIFFER`)."""
+    studies, registrations (or none), parameters (beyond :data:`MAY_DIFFER`), placements or
+    privileges (the analyses read the first run's record for all of them)."""
     if len(refs) < 2:
         raise SpecError(f"pooling needs at least two runs, got {len(refs)}",
                         "give every run of the reference: harness claims pool RUN RUN RUN")
@@ -124,7 +125,12 @@ def _same(first: Member, member: Member) -> None:
     if a.get("study") != b.get("study"):
         raise SpecError(f"runs of different studies: {first.run_id} is {a.get('study')}, "
                         f"{member.run_id} is {b.get('study')}", "pool runs of one study")
-    if not first.digest or first.digest != member.digest:
+    for m in (first, member):
+        if not m.digest:
+            raise SpecError(f"run {m.run_id} archived no registration (it was made before its "
+                            "study's claims were registered): nothing says what it was made to test",
+                            "pool runs made under a registration")
+    if first.digest != member.digest:
         raise SpecError(f"runs of different registrations: {first.run_id} was registered as "
                         f"{first.digest[7:19] or '(none)'}, {member.run_id} as "
                         f"{member.digest[7:19] or '(none)'}",

@@ -146,6 +146,8 @@ REFUSALS = {
     "different parameters": (lambda a, b, t: [a, copy_run(b, t / "x", "dur", parameters={
         **json.loads((b / "run.json").read_text())["parameters"], "duration_s": 8})],
         "differ in parameters duration_s (4 vs 8)"),
+    "a run without a registration": (lambda a, b, t: [a, b, (b / "registration.json").unlink()][:2],
+                                     "archived no registration"),
     "different placements": (lambda a, b, t: [a, copy_run(b, t / "x", "vm", placement={"where": "vm",
                                                                                       "reason": "2 VMs"})],
                              "were placed differently"),
