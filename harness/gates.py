@@ -25,7 +25,8 @@ The gates (:data:`GATES`):
   emulated, so a guest's CPU time and its per-message latency are the emulator's);
 - ``uniprocessor``: one vCPU per VM, the paper's uniprocessor kernel model;
 - ``cpu_bound``: a measured busy share of a CPU at least a registered level
-  (``table``, ``column``, ``min_pct``), for claims about the CPU cost of a protocol.
+  (``table``, ``column``, ``min_pct``; ``rows`` = ``"column=value"`` selects the rows the
+  claim rests on), for claims about the CPU cost of a protocol.
 
 A run on namespaces of the host kernel, or on a user's machines, has no VMs: the two VM
 gates pass there (the kernel is a real one), ``uniprocessor`` needs the machines' CPU
@@ -55,11 +56,12 @@ class Gate:
             raise ValueError(f"gate {self.name!r} is not one of {sorted(GATES)}: name a gate "
                              "harness.gates defines")
         spec = GATES[self.name]
-        unknown = set(self.params) - set(spec.params)
+        unknown = set(self.params) - set(spec.params) - set(spec.optional)
         missing = set(spec.params) - set(self.params)
         if unknown or missing:
             raise ValueError(f"gate {self.name}: parameters {sorted(self.params)} do not match "
-                             f"what it takes {sorted(spec.params)} (unknown {sorted(unknown)}, "
+                             f"what it takes {sorted(spec.params)} (optional "
+                             f"{sorted(spec.optional)}; unknown {sorted(unknown)}, "
                              f"missing {sorted(missing)})")
 
     def registration(self) -> dict:
@@ -107,8 +109,9 @@ GateCheck = Callable[[RunFacts, Mapping[str, pd.DataFrame], Mapping], GateResult
 @dataclass(frozen=True)
 class GateSpec:
     check: GateCheck
-    params: tuple[str, ...] = ()
+    params: tuple[str, ...] = ()  # required
     what: str = ""
+    optional: tuple[str, ...] = ()
 
 
 def _no_oversubscription(facts: RunFacts, _tables, _params) -> GateResult:
@@ -152,6 +155,11 @@ def _cpu_bound(_facts: RunFacts, tables: Mapping[str, pd.DataFrame], params) -> 
     frame = tables.get(table)
     if frame is None or column not in frame:
         return GateResult(name, False, f"no measured busy share ({table}.{column}) in the run")
+    if params.get("rows"):  # "column=value": the rows the claim rests on
+        key, _, value = str(params["rows"]).partition("=")
+        if key not in frame:
+            return GateResult(name, False, f"no column {key} in {table} to select {params['rows']}")
+        frame = frame[frame[key].astype(str) == value]
     shares = pd.to_numeric(frame[column], errors="coerce").dropna()
     shares = shares[shares.map(math.isfinite)]
     if shares.empty:
@@ -167,7 +175,7 @@ GATES: dict[str, GateSpec] = {
     "accelerated_virtualisation": GateSpec(_accelerated, (), "VMs under a hardware accelerator"),
     "uniprocessor": GateSpec(_uniprocessor, (), "one vCPU per VM (the paper's UP kernel)"),
     "cpu_bound": GateSpec(_cpu_bound, ("table", "column", "min_pct"),
-                          "a measured CPU busy share at least a registered level"),
+                          "a measured CPU busy share at least a registered level", ("rows",)),
 }
 
 

@@ -76,6 +76,13 @@ def test_cpu_bound_reads_the_measured_share_against_its_registered_level():
     result = evaluate(gate, RunFacts.from_meta(NAMESPACES), idle)
     assert not result.passed and "median 1.9 %" in result.figures
     assert evaluate(gate, RunFacts.from_meta(NAMESPACES), busy).passed
+    mixed = {"cpu": pd.DataFrame({"busy_pct": [1.0, 2.0, 90.0, 95.0, 99.0],
+                                  "experiment": ["cpu", "cpu", "rate", "rate", "rate"]})}
+    assert evaluate(gate, RunFacts.from_meta(NAMESPACES), mixed).passed
+    only_cpu = Gate("cpu_bound", {"table": "cpu", "column": "busy_pct", "min_pct": 50,
+                                  "rows": "experiment=cpu"})
+    selected = evaluate(only_cpu, RunFacts.from_meta(NAMESPACES), mixed)
+    assert not selected.passed and "(2 points)" in selected.figures
     missing = evaluate(gate, RunFacts.from_meta(NAMESPACES), {})
     assert not missing.passed and "no measured busy share" in missing.figures
 
