@@ -61,7 +61,7 @@ IMPRACTICAL = 100  # more than this many times the samples we have: say so, not 
 
 COLUMNS = ["claim_id", "source", "claim", "paper", "region", "region_why", "ours", "value", "low", "high",
            "unit", "n", "units", "interval", "outcome", "reason", "more_needed", "note",
-           "quote", "seed_line", "quantity", "regime", "invalid"]
+           "quote", "seed_line", "quantity", "regime", "invalid", "gates"]
 
 
 @dataclass(frozen=True)
@@ -137,6 +137,8 @@ class Claim:
     seed_line: str = ""  # "SEED:LINE" (e.g. "004:66"); several as "003:120,121"
     quantity: str = ""
     regime: str = ""
+    #: the regime gates (harness.gates.Gate) the lab must pass for the claim to be judged
+    gates: tuple = ()
 
     def __post_init__(self) -> None:
         if self.source not in SOURCES:
@@ -154,7 +156,8 @@ class Claim:
                 "regime": self.regime, "unit": self.unit,
                 "region": {"low": None if math.isinf(r.low) else r.low,
                            "high": None if math.isinf(r.high) else r.high,
-                           "text": r.text(self.unit), "rule": r.why}}
+                           "text": r.text(self.unit), "rule": r.why},
+                **({"gates": [g.registration() for g in self.gates]} if self.gates else {})}
 
 
 @dataclass(frozen=True)
@@ -183,6 +186,7 @@ class Verdict:
             "more_needed": self.more_needed, "note": self.note,
             "quote": c.quote, "seed_line": c.seed_line, "quantity": c.quantity,
             "regime": c.regime, "invalid": "; ".join(p.text() for p in self.invalid),
+            "gates": "",  # filled from the run's facts by harness.gates.apply
         }
 
 
@@ -383,6 +387,20 @@ def runs_note(frame: pd.DataFrame) -> str:
             "pools at least three runs: `harness claims pool RUN RUN RUN`.")
 
 
+def gates_note(frame: pd.DataFrame) -> str:
+    """Each claim's regime gates with the figures the run measured (harness.gates), or ""
+    when no claim of the study registers one."""
+    if "gates" not in frame:
+        return ""
+    rows = [(row.claim, row.gates) for row in frame.drop_duplicates("claim").itertuples()
+            if isinstance(row.gates, str) and row.gates]
+    if not rows:
+        return ""
+    return ("**Regime gates** (checked on what this run measured and recorded; a claim with a "
+            "failed gate is *not testable here*):\n\n"
+            + "\n".join(f"* {claim}: {gates}" for claim, gates in rows))
+
+
 def display(frame: pd.DataFrame, profile: str = "") -> None:
     """A notebook's claims section: the paper's claims, invalid points, then ours apart."""
     from IPython.display import Markdown
@@ -411,6 +429,9 @@ def display(frame: pd.DataFrame, profile: str = "") -> None:
         if quoted:
             show_in_notebook(Markdown("**The paper's words** (seed file : line):\n\n"
                                       + "\n".join(quoted)))
+    gated = gates_note(frame)
+    if gated:
+        show_in_notebook(Markdown(gated))
     if "region_why" in frame:
         show_in_notebook(Markdown("**Why each region is what it is:**\n\n" + "\n".join(
             f"* {row.claim}: {row.region} -- {row.region_why}"

@@ -93,6 +93,34 @@ def cmd_claims_pool(args) -> int:
     return 0
 
 
+def cmd_claims_power(args) -> int:
+    """Per claim of a run (a study's committed reference by default): the repetitions its
+    region needs, from the spread that run showed (harness.power)."""
+    from .power import FEASIBLE_REPETITIONS, run_power
+    from .reference import reference_root
+
+    if args.run:
+        runs = [Path(args.run)]
+    else:
+        names = args.study or sorted(p.name for p in reference_root().iterdir() if p.is_dir())
+        runs = [p.parent for name in names for p in sorted((reference_root() / name).glob("*/run.json"))]
+    if not runs:
+        print("no run to plan from: name a run folder (--run) or a study with a committed reference")
+        return 2
+    for run in runs:
+        if not (run / "claims.csv").is_file():
+            print(f"{run}: no claims.csv: the run did not finish its analysis")
+            return 2
+        print(f"{run.parent.name}/{run.name} (feasible: at most {FEASIBLE_REPETITIONS} repetitions)")
+        for c in run_power(run):
+            spread = "-" if c.spread is None else f"{c.spread:.3g}"
+            needed = "-" if c.needed is None else str(c.needed)
+            feasible = {None: "-", True: "yes", False: "no"}[c.feasible]
+            print(f"  {c.claim_id:40s} {c.region:24s} n={c.n:<3d} sd={spread:8s} "
+                  f"needs {needed:>7s}  feasible {feasible:3s}  ({c.why})")
+    return 0
+
+
 def add_claims_command(sub) -> None:
     claims = sub.add_parser("claims", help="a study's registered claims and their history")
     csub = claims.add_subparsers(dest="claims_command", required=True)
@@ -111,3 +139,7 @@ def add_claims_command(sub) -> None:
     pool.add_argument("--out", metavar="DIR", help="the new pooled folder (default: "
                       "$HARNESS_DATA/pooled/<study>/<time>-pool-<id>); never overwritten")
     pool.set_defaults(func=cmd_claims_pool)
+    power = csub.add_parser("power", help="repetitions each claim's region needs, from a run's spread")
+    power.add_argument("study", nargs="*", help="studies whose committed reference to read (all)")
+    power.add_argument("--run", help="an archived run folder to read instead")
+    power.set_defaults(func=cmd_claims_power)
