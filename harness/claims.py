@@ -137,6 +137,9 @@ class Claim:
     seed_line: str = ""  # "SEED:LINE" (e.g. "004:66"); several as "003:120,121"
     quantity: str = ""
     regime: str = ""
+    #: the validity checks its points must pass, by name (harness.validity.CHECKS); read from
+    #: the registration file, not (yet) part of the archived registration or its digest
+    checks: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.source not in SOURCES:

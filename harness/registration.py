@@ -54,6 +54,14 @@ class Registration:
     design: Mapping = field(default_factory=dict)
     changes: tuple[DesignChange, ...] = ()
 
+    def claim(self, claim_id: str) -> Claim:
+        """The registered claim ``claim_id``; a KeyError naming the study's ids if none."""
+        for claim in self.claims:
+            if claim.id == claim_id:
+                return claim
+        raise KeyError(f"{self.study} registers no claim {claim_id!r} (its claims: "
+                       f"{', '.join(c.id for c in self.claims)})")
+
     def body(self) -> dict:
         return {"study": self.study,
                 "claims": [c.registration() for c in self.claims],
