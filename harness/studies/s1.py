@@ -44,6 +44,7 @@ from ..topology import Topology, TopologyBuilder
 from .base import Citation, Requirements, RunData, Study
 from .order import MeasuringOrder
 from .parameters import Parameters, param
+from .s1_claims import REGISTRATION_FILE
 from .s1_cpus import HOTPLUG_CPU, ONLINE_AT, ONLINE_LIST, cpu_level, read_online  # noqa: F401
 from .s1_rows import bandwidth_rows, latency_rows, qperf_rows, tcp_rows  # noqa: F401
 
@@ -338,6 +339,7 @@ def measure_qperf(session: Session, pair: Pair, params: Params) -> list[dict]:
 
 class S1(Study):
     name = STUDY
+    registration_file = REGISTRATION_FILE
     title = "User-level messaging (RDMA verbs over Soft-RoCE, VIA's heir) against kernel TCP"
     citation = Citation("Kangho Kim, Jin-Soo Kim, Haejin Kim",
                         "A Comparison of VIA Implementations on Linux (리눅스 상의 VIA 구현 비교)",
