@@ -33,6 +33,8 @@ from __future__ import annotations
 #: The registered sender CPU limits (0: none), the same in every profile.
 SENDER_CPUS = (0.0, 0.01)
 #: The paper's largest parallelism (004:66 "병렬성(10)"): its peaks and gains are judged there.
+#: the study's registration file (claims, design, changes), beside this module
+REGISTRATION_FILE = "s4_registration.toml"
 TOP_STREAMS = 10
 
 #: The paper's testbed (004:60): two 500 Mbit/s client interfaces, one 1 Gbit/s server.
