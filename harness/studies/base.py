@@ -36,6 +36,7 @@ import pandas as pd
 
 from ..registration import FILE as REGISTRATION_FILE
 from ..registration import Registration, analysis_module_name, declared
+from ..registration_file import RegistrationError, load
 from .parameters import Parameters
 
 if TYPE_CHECKING:
@@ -197,8 +198,6 @@ class Study(ABC):
         its registration file, else what its analysis module declares."""
         path = self.registration_path()
         if path is not None:
-            from ..registration_file import RegistrationError, load
-
             registration = load(path)
             if registration.study != self.name:
                 raise RegistrationError(

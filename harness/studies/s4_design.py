@@ -1,7 +1,7 @@
 """S4's fixed design: the profiles, the sender's CPU limits and the paper's testbed numbers.
 
 Shared by the study (:mod:`.s4`), its sweep (:mod:`.s4_sweep`) and its claims
-(:mod:`.s4_analysis`, whose ``DESIGN`` is built from it), so that none of them imports
+(:mod:`.s4_analysis`; s4_registration.toml states it), so that none of them imports
 another's module for a constant.
 
 The sender's CPU limit (004:66: "송신측 호스트의 CPU bandwidth을 제한하여") is a factor of
