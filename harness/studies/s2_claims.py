@@ -1,7 +1,8 @@
 """S2's registration, read from its file (``s2_registration.toml``: the paper's claims with
 quote, seed line, quantity, regime, region and the rule that made it, the design fixed
-before data, every change made after archived runs existed; README "Verdicts"), and the
-physical constants the analysis uses beside it. Judged by :mod:`harness.studies.s2_analysis`.
+before data, every change made after archived runs existed; docs/explanation/verdicts.md),
+and the physical constants the analysis uses beside it. Judged by
+:mod:`harness.studies.s2_analysis`.
 """
 
 from __future__ import annotations
