@@ -139,6 +139,9 @@ class Claim:
     regime: str = ""
     #: the regime gates (harness.gates.Gate) the lab must pass for the claim to be judged
     gates: tuple = ()
+    #: the validity checks its points must pass, by name (harness.validity.CHECKS); read from
+    #: the registration file, not (yet) part of the archived registration or its digest
+    checks: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.source not in SOURCES:

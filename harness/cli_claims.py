@@ -1,8 +1,9 @@
 """``harness claims show STUDY``, ``harness claims history STUDY`` and ``harness claims pool RUN...``.
 
-``show`` prints a study's registration as a reader reviews a preregistration:
-each claim with the paper's sentence and line, the quantity, the regime, the
-region and its rule, then the fixed design and every recorded change.
+``show`` prints a study's registration, read from its file (``Study.registration_file``,
+:mod:`harness.registration_file`), as a reader reviews a preregistration: each claim with
+the paper's sentence and line, the quantity, the regime, the validity checks, the region
+and its rule, then the fixed design and every recorded change.
 ``history`` lists the study's archived runs (``$HARNESS_DATA`` and the committed
 reference runs) with the registration each was made with, and says, claim by
 claim, what changed between them and since the last run. ``pool`` pools runs of one study
@@ -34,7 +35,8 @@ def cmd_claims_show(args) -> int:
         if claim.quote:
             print(f"    paper ({claim.seed_line}): \u201c{claim.quote}\u201d")
         print(f"    the paper's value: {claim.paper}")
-        for label, text in (("quantity", claim.quantity), ("regime", claim.regime)):
+        for label, text in (("quantity", claim.quantity), ("regime", claim.regime),
+                            ("checks", ", ".join(claim.checks))):
             if text:
                 print(f"    {label}: {text}")
         print(f"    region: {claim.region.text(claim.unit)} -- {claim.region.why}\n")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -321,7 +322,7 @@ def test_the_mtu_expectation_is_judged_beside_the_header_bound():
     +3.8 % the saved headers allow: both rows say so."""
     got = outcomes(synthetic_run(mtu_gain=1.10))
     assert got["mtu_gain"] == REPRODUCED and got["mtu_header_bound"] == NOT_MET
-    bound = s2_analysis.CLAIMS["mtu_header_bound"].region
+    bound = s2_analysis.registered().claim("mtu_header_bound").region
     assert bound.high == pytest.approx(3.8 + 2.0)
     assert pytest.approx(0.038, abs=5e-4) == (8948 / 9014) / (1448 / 1514) - 1
 
@@ -402,7 +403,7 @@ def test_five_flows_are_judged_on_table_2_5_at_the_papers_mtu():
     """The region comes from the text (950..986 Mbit/s at MTU 9000, over 1 Gbit/s's goodput
     there), not from a run: flows at 0.975 of the line reproduce it, 0.8 does not, and
     flows above what the line carries are invalid."""
-    region = s2_analysis.CLAIMS["network_fine"].region
+    region = s2_analysis.registered().claim("network_fine").region
     assert (region.low, region.high) == pytest.approx((0.957, 0.993), abs=5e-4)
     assert outcomes(synthetic_run(flows=0.975))["network_fine"] == REPRODUCED
     assert outcomes(synthetic_run(flows=0.8))["network_fine"] == NOT_REPRODUCED
@@ -457,17 +458,18 @@ def test_the_on_path_check_fails_a_run_whose_points_took_the_other_wire():
 # -- registration (the quotes against the seed: tests/unit/test_registration.py) ----------------
 
 def test_the_design_is_the_profiles_and_defaults_the_study_runs():
-    """DESIGN must be what the study runs, or a change of it would go unregistered."""
-    design = s2_analysis.DESIGN
-    assert design["profiles"] == s2.PROFILES
+    """The registered design (s2_registration.toml) must be what the study runs, or a change
+    of it would go unregistered."""
+    design = s2_analysis.registered().design
+    assert design["profiles"] == json.loads(json.dumps(s2.PROFILES))
     defaults = s2.Params.resolve()
     for key, value in design["fixed"].items():
-        assert getattr(defaults, key) == value, key
-    assert set(design["points"]) == {c.id for c in s2_analysis.CLAIMS.values()}
+        assert json.loads(json.dumps(getattr(defaults, key))) == value, key
+    assert set(design["points"]) == {c.id for c in s2_analysis.registered().claims}
 
 
 def test_the_changes_of_2026_11_26_are_registered():
-    claim = s2_analysis.CLAIMS["fs_on_path"]
+    claim = s2_analysis.registered().claim("fs_on_path")
     assert claim.source == LAB and not claim.quote
     registration = get_study("s2").registration().to_dict()
     changed = [c["claims"] for c in registration["changes"]]
@@ -476,7 +478,7 @@ def test_the_changes_of_2026_11_26_are_registered():
     sources = {c["id"]: c["source"] for c in registration["claims"]}
     assert sources["fs_on_path"] == LAB and sources["network_fine"] == "paper"
     assert sources["mtu_header_bound"] == LAB
-    bimodal = s2_analysis.CLAIMS["gpfs_bimodal"].region
+    bimodal = s2_analysis.registered().claim("gpfs_bimodal").region
     assert bimodal.low > 0 and bimodal.why != "-"
 
 
