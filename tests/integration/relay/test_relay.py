@@ -961,6 +961,7 @@ def test_srd_times_out_idle_streams_and_keeps_busy_ones(lab, journal):
                 busy.sendall(b"b")
                 assert busy.recv(1) == b"b"
                 time.sleep(0.2)
+            silent.settimeout(5)  # (the server's end gives up after 30 s of silence)
             assert silent.recv(10) == b""  # closed (FIN) by the relay
             busy.sendall(b"still here")
             assert recv_exact(busy, 10) == b"still here"
