@@ -32,8 +32,9 @@
  *     flow control pushes back on the sender.
  *   - Target that refuses or does not answer within --connect-timeout: the
  *     client connection is closed and an event is logged.
- *   - Silent connections cannot shut the study's streams out: a stream that
- *     moved no byte for --idle-timeout seconds (default 900, above the
+ *   - Silent connections cannot shut the study's streams out: a stream with
+ *     no event on either socket (no byte, no ACK that freed room, no FIN) for
+ *     --idle-timeout seconds (default 900, above the
  *     longest iperf3 test the harness runs, whose control connection is
  *     silent meanwhile) is closed (event=close reason=idle), and one client
  *     address holds at most --max-per-peer streams (default 256) of the
