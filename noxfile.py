@@ -1,4 +1,4 @@
-"""Tasks: `nox -s tests`, `nox -s reproduce`, `nox -s lab`, `nox -s lint` (see README.md)."""
+"""Tasks: `nox -s tests`, `nox -s reproduce`, `nox -s lab`, `nox -s lint`, `nox -s docs` (see README.md)."""
 
 from __future__ import annotations
 
@@ -103,4 +103,16 @@ def lab(session: nox.Session) -> None:
 @nox.session
 def lint(session: nox.Session) -> None:
     session.install("ruff")
-    session.run("ruff", "check", "harness", "tests", "noxfile.py", "benchmarks")
+    session.run("ruff", "check", "harness", "tests", "noxfile.py", "benchmarks", "docsgen")
+
+
+@nox.session
+def docs(session: nox.Session) -> None:
+    """The documentation (docs/) as a static site in build/site/: each study's registered claims and
+    parameters rendered from the harness's CLI first (docsgen/generate.py), MkDocs strict (a broken
+    link or anchor, or a page missing from the nav, fails), then checked to fetch nothing from outside
+    itself (docsgen/offline.py)."""
+    install(session, "docs")
+    session.run("python", "docsgen/generate.py")
+    session.run("mkdocs", "build", "--strict", "--clean")
+    session.run("python", "docsgen/offline.py", "build/site")

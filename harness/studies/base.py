@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import pandas as pd
 
+from ..gates import apply as apply_gates
 from ..registration import FILE as REGISTRATION_FILE
 from ..registration import Registration, analysis_module_name, declared
 from .parameters import Parameters
@@ -100,13 +101,17 @@ class RunData:
 
 def _marking_as_found(claims):
     """A study's ``claims`` whose table has the claims that rest on a change a run as found
-    did not make marked "not testable here" (:func:`harness.as_found.mark_claims`): one place,
-    so neither the archived table nor a notebook's own call can judge them."""
+    did not make marked "not testable here" (:func:`harness.as_found.mark_claims`), and each
+    claim's registered regime gates applied to the run's facts (:func:`harness.gates.apply`):
+    one place, so neither the archived table nor a notebook's own call can judge a claim
+    outside its regime, and no study can leave the gates out."""
     @functools.wraps(claims)
     def wrapper(self, data: RunData) -> pd.DataFrame:
         from ..as_found import mark_claims
 
-        return mark_claims(claims(self, data), data.meta, type(self).as_found)
+        frame = mark_claims(claims(self, data), data.meta, type(self).as_found)
+        registered = {c.id: tuple(c.gates) for c in self.registration().claims}
+        return apply_gates(frame, data.meta, data.tables, registered)
 
     return wrapper
 

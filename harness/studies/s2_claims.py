@@ -1,6 +1,6 @@
 """S2's registration: the paper's claims (quote, seed line, quantity, regime, region and the
 rule that made it), the design fixed before data, and every change made after archived runs
-existed (README "Verdicts"). Judged by :mod:`harness.studies.s2_analysis`.
+existed (docs/explanation/verdicts.md). Judged by :mod:`harness.studies.s2_analysis`.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ protocols and the points in an order shuffled per repetition; a point's rounds a
 averaged into that repetition's one value (rounds inside one fleet are not independent:
 five quick runs of the old design, whose intervals came from rounds, read TIPC's gain
 over CUBIC at +3.5, +4.8, +22, +23 and +96 %). A ratio TIPC/TCP is paired within a
-repetition and averaged over repetitions on a log scale (Student t below 10
+repetition and averaged over repetitions on a log scale (Student t below 30
 repetitions). A point in which a protocol completed no round, or read faster than the
 port can carry, is *invalid*: shown with its numbers, deciding no claim. A claim is
 judged only in the paper's regime, else "not testable here" with the measured reason.

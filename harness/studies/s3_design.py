@@ -54,7 +54,7 @@ PROFILES = {
                     repetitions=5, cpu_periods_paper_ms=(PAPER_PERIOD_MS,),
                     cpu_sizes_kb=(1, 4), cpu_rounds=6, cpu_repetitions=10),
     # paper: the paper's 7 x 7 grid of Fig. 7 (fan-in 1..48, 1..64 KB, 1000 rounds a point)
-    # and Fig. 8's sizes at three periods; hours here (see the README)
+    # and Fig. 8's sizes at three periods; hours here (see docs/measurements.md, S3)
     "paper": dict(mappers=(1, 8, 16, 24, 32, 40, 48), sizes_kb=(1, 2, 4, 8, 16, 32, 64),
                   rounds=1000, warmup=20, repetitions=3,
                   cpu_periods_paper_ms=(PAPER_PERIOD_MS, 50, 100),

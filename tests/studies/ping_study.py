@@ -1,5 +1,5 @@
 """A throw-away study that lives under tests/ only: it proves that a study is one module and
-one notebook, with nothing under harness/ or noxfile.py edited (README: "Adding a study").
+one notebook, with nothing under harness/ or noxfile.py edited (docs/how-to/adding-a-study.md).
 
 Two namespaces joined by one shaped link; the measurement is ping's round-trip time; the one
 claim is that a veth pair answers within a millisecond.
