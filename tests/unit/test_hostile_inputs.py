@@ -498,7 +498,7 @@ def test_lab_clean_stops_a_recorded_process_and_removes_its_folder(tmp_path):
     proc = ShellProcess.start(node, "echo up; sleep 30")
     with only_roots(str(shared)):
         _HANDLERS["process"](LocalNode(), {"pid": proc.pid, "start_ticks": proc.info.start_ticks,
-                                           "log": proc.info.log})
+                                           "command": proc.info.command, "log": proc.info.log})
     assert proc.poll() is not None and list(shared.iterdir()) == []
 
 
