@@ -111,6 +111,7 @@ from .design import (
 )
 from .far import measure_far
 from .measure import count_connections, sweep
+from .registration import REGISTRATION_FILE
 
 # the study's own names, and those of .s0_lab it re-exports (they were defined here before)
 __all__ = [
@@ -183,6 +184,7 @@ def prepare_inventory(session: Session, bed) -> None:
 class S0(Study):
     name = STUDY
     title = "NAT + user-space relay between private-IP clusters"
+    registration_file = REGISTRATION_FILE
     citation = Citation(
         "Siyoul Choi, Kumrye Park, Sungyong Park, Ohyoung Kwon, Hyoungwoo Park",
         "High Performance Communication Relay method for Clusters that use Private IPs in "

@@ -16,7 +16,7 @@ import pandas as pd
 from ...verdicts.claims import judge, not_testable
 from ...verdicts.intervals import mean_estimate
 from .frames import at_cpus, geomean_rows, mean_ci, per_repetition
-from .registration import CLAIMS, LABELS
+from .registration import LABELS, registered
 from .validity import failed_latency
 
 #: The SMP claim's stacks (judged) and its cross-check (polling, shown in the note).
@@ -39,7 +39,7 @@ def smp_ratios(frame: pd.DataFrame, method: str) -> pd.DataFrame:
 def smp_claim(frame: pd.DataFrame, tcg: str = ""):
     """s1.smp_latency_larger: per repetition, the geometric mean over the sizes and both
     stacks (verbs with completion events, qperf tcp_lat) of latency at 2 CPUs over at 1."""
-    claim = CLAIMS["smp"]
+    claim = registered().claim("s1.smp_latency_larger")
     levels = set(frame["cpus"].dropna().astype(int)) if "cpus" in frame else {2}
     if 1 not in levels:
         return not_testable(claim, "the 1-CPU level was not measured (parameter cpus "

@@ -72,6 +72,7 @@ from .measure import (
     path_share,
     set_tuning,
 )
+from .registration import REGISTRATION_FILE
 
 __all__ = ["ADDRESSES", "FILE_SYSTEMS", "IPERF_PORTS", "KIB", "LAN", "MIB", "NFS_DISK",
            "PFS_DISK", "PROFILES", "S2", "STUDY", "TUNINGS", "WAN", "Params", "file_bytes",
@@ -209,6 +210,7 @@ def topology(params: Params) -> Topology:
 
 class S2(Study):
     name = STUDY
+    registration_file = REGISTRATION_FILE
     title = "A shared file system over a long fat link: TCP window tuning, NFS and a parallel FS"
     citation = Citation("Woo Jun (우 준), KISTI",
                         "Global shared file system I/O performance analysis report "

@@ -57,6 +57,7 @@ from .measure import (
     rate_points,
     round_frame,
 )
+from .registration import REGISTRATION_FILE
 
 STUDY = "s3"
 MAX_MAPPERS = 48  # the paper's largest fan-in, and what one VM lab is built and verified with
@@ -221,6 +222,7 @@ def kernel_record(node) -> dict:
 
 class S3(Study):
     name = STUDY
+    registration_file = REGISTRATION_FILE
     title = "TIPC versus TCP versus SCTP for Hadoop-style shuffle fan-in"
     citation = Citation(
         "Dae Hyun Yoo, Sang Hwa Chung, Tae Hun Kim",
