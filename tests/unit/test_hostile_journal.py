@@ -220,17 +220,17 @@ def test_a_process_record_signals_only_its_own_process(root, sentinel_process):
     elsewhere.write_text("")
     # the sentinel's pid with another start tick: a reused pid, never signalled
     _HANDLERS["process"](LocalNode(), {"pid": sentinel_process.pid, "start_ticks": ticks + 1,
-                                       "log": str(log)})
+                                       "command": "sleep 600", "log": str(log)})
     assert sentinel_process.poll() is None and not log.exists()
     for other in ("/etc/passwd", str(elsewhere), str(root.parent / "outside" / "sentinel")):
         node = Recorder()
-        _HANDLERS["process"](node, {"pid": 4242, "start_ticks": 0, "log": other})
+        _HANDLERS["process"](node, {"pid": 4242, "start_ticks": 0, "command": "x", "log": other})
         (cmd,) = node.commands
         assert "rm -f" not in cmd and " 4242 0" in cmd  # stopped all the same, its log left
     assert elsewhere.exists() and sentinels_intact(root)
     mine = subprocess.Popen(["sleep", "60"], start_new_session=True)
     reaper(mine)
-    _HANDLERS["process"](LocalNode(), {"pid": mine.pid,
+    _HANDLERS["process"](LocalNode(), {"pid": mine.pid, "command": "sleep 60",
                                        "start_ticks": process_start_ticks(mine.pid)})
     assert mine.wait(timeout=10) == -signal.SIGTERM
     assert sentinel_process.poll() is None
