@@ -31,7 +31,9 @@ _MAX_DEPTH = 4
 
 def _simple_commands(text: str) -> list[list[str]]:
     """The simple commands of shell text, each as its words (redirections and their targets
-    and leading assignments dropped); [] if shlex cannot read it (unbalanced quotes)."""
+    and leading assignments dropped); [] if shlex cannot read it (unbalanced quotes). A
+    number right before a redirection is the fd of ``2>file`` or an argument of ``sleep 5
+    >file`` (shlex does not say which): both readings are returned."""
     lex = shlex.shlex(text, posix=True, punctuation_chars=";&|()<>\n")
     lex.whitespace = " \t\r"
     lex.whitespace_split = True
@@ -41,25 +43,32 @@ def _simple_commands(text: str) -> list[list[str]]:
         return []
     out: list[list[str]] = []
     words: list[str] = []
+    fds: set[int] = set()  # indices of words that may be a redirection's fd
+
+    def end() -> None:
+        if words:
+            out.append(list(words))
+            if fds:
+                out.append([w for i, w in enumerate(words) if i not in fds])
+        words.clear()
+        fds.clear()
+
     skip = False
     for token in tokens:
         if skip:
             skip = False
             continue
         if token in _OPERATORS or set(token) <= set(";&|()\n"):
-            if words:
-                out.append(words)
-            words = []
+            end()
         elif token in _REDIRECTS or set(token) <= set("<>&|"):
             skip = True  # its target is the next word
-            if words and words[-1].isdigit():  # 2>/dev/null: the fd number
-                words.pop()
+            if words and words[-1].isdigit():
+                fds.add(len(words) - 1)
         elif not words and "=" in token and token.split("=", 1)[0].isidentifier():
             continue  # VAR=value before the program
         else:
             words.append(token)
-    if words:
-        out.append(words)
+    end()
     return out
 
 
