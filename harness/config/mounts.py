@@ -302,7 +302,7 @@ def state_dir_change(node: Node, path: str, state) -> Change:
 
 class ClientMount(Operation):
     """A network file system mounted on a client: its kernel module loaded, the mountpoint
-    made if missing, then ``mount -t FSTYPE [-o OPTIONS] SOURCE MOUNTPOINT``.
+    made, then ``mount -t FSTYPE [-o OPTIONS] SOURCE MOUNTPOINT``.
 
     Subclasses are dataclasses with ``node``, ``mountpoint`` and ``options``
     fields and a ``source``; they set the class attributes below. A mountpoint
