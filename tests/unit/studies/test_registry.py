@@ -11,7 +11,8 @@ from harness.errors import CapabilityMissing, SpecError
 from harness.execute import HARNESS_PARAMETERS, notebook_parameters
 from harness.probe import Capabilities, require
 from harness.studies import Study, discover, get_study, study_of_notebook
-from harness.studies.registry import import_file, register
+from harness.studies.base import register
+from harness.studies.registry import import_file
 from harness.tools.registry import Tool, registered
 
 ROOT = Path(__file__).resolve().parents[3]
