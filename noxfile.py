@@ -1,4 +1,5 @@
-"""Tasks: `nox -s tests`, `nox -s reproduce`, `nox -s lab`, `nox -s lint` (see README.md)."""
+"""Tasks: `nox -s unit` (before every commit), `nox -s tests`, `nox -s slow`, `nox -s reproduce`,
+`nox -s lab`, `nox -s lint` (see README.md)."""
 
 from __future__ import annotations
 
@@ -40,6 +41,20 @@ def test_workers() -> int:
 
 def install(session: nox.Session, extras: str = "") -> None:
     session.install("-e", f".[{extras}]" if extras else ".")
+
+
+LINTED = ("harness", "tests", "noxfile.py", "benchmarks")
+
+
+@nox.session
+def unit(session: nox.Session) -> None:
+    """Before every commit, in under 3 minutes: ruff, then the unit tests (no lab, no VM)."""
+    install(session, "test,lint")
+    session.run("ruff", "check", *LINTED)
+    data = tempfile.mkdtemp(prefix="harness-unit-data-")
+    session.run("pytest", "-q", "-n", str(test_workers()), "tests/unit", *session.posargs,
+                env={"HARNESS_DATA": data, "PYTHONUNBUFFERED": "1", "HARNESS_SHARE_MACHINE": "1"})
+    shutil.rmtree(data)
 
 
 @nox.session
@@ -102,5 +117,6 @@ def lab(session: nox.Session) -> None:
 
 @nox.session
 def lint(session: nox.Session) -> None:
-    session.install("ruff")
-    session.run("ruff", "check", "harness", "tests", "noxfile.py", "benchmarks")
+    """ruff alone (CI runs it before the suite: a lint error fails in seconds)."""
+    session.install("ruff>=0.5")
+    session.run("ruff", "check", *LINTED)

@@ -231,6 +231,20 @@ class Study(ABC):
             files.update(path.parent.glob(f"{path.stem}_*.py"))
         return sorted(files)
 
+    # -- running it: harness.runner, which imports the session; a study does not ----------
+    def run(self, *args, **kwargs):
+        """Refused with the line that replaces it (notebooks written before the runner)."""
+        raise SpecError(f"{self.name}: Study.run() is gone, a study does not run itself",
+                        "run it with `from harness.runner import run_study` and `run_path = "
+                        "run_study(study, params, run_dir=run_dir, inventory=inventory)`")
+
+    def dry_run(self, *args, **kwargs):
+        """Refused with the line that replaces it."""
+        raise SpecError(f"{self.name}: Study.dry_run() is gone, a study does not run itself",
+                        "use `from harness.runner import dry_run_study` and "
+                        "`dry_run_study(study, params, inventory)`, or `harness run NOTEBOOK "
+                        "--dry-run`")
+
     def describe(self) -> str:
         lines = [f"{self.name}: {self.title}"]
         if self.citation:

@@ -169,3 +169,31 @@ def test_graph_sees_relative_imports():
 def test_no_import_cycles_in_harness():
     assert cycles(import_graph()) == []
     assert cycles(import_graph(typing=True)) == []
+
+
+def reach(graph: dict[str, set[str]], start: str) -> set[str]:
+    """Every module ``start`` imports, directly or through others."""
+    seen, todo = set(), [start]
+    while todo:
+        for target in graph.get(todo.pop(), ()):
+            if target not in seen:
+                seen.add(target)
+                todo.append(target)
+    return seen
+
+
+def test_a_study_does_not_import_what_runs_it():
+    """The runner runs a study through a session; the study's contract (and the registry
+    that finds studies) reaches neither, so a study module can be imported, listed and
+    analysed without the session, the lab or the kernel's notebook run."""
+    graph = import_graph()
+    runners = {"harness.runner", "harness.session", "harness.notebook_run", "harness.testbed",
+               "harness.testbed_build", "harness.lab"}
+    for contract in ("harness.studies", "harness.studies.base", "harness.studies.registry"):
+        assert reach(graph, contract) & runners == set(), contract
+    assert {"harness.session", "harness.studies.base"} <= reach(graph, "harness.runner")
+
+
+def test_the_tools_registry_sits_below_the_studies():
+    graph = import_graph()
+    assert not {m for m in reach(graph, "harness.tools.registry") if m.startswith("harness.studies")}
