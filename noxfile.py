@@ -48,7 +48,7 @@ LINTED = ("harness", "tests", "noxfile.py", "benchmarks")
 
 @nox.session
 def unit(session: nox.Session) -> None:
-    """Before every commit, in under 3 minutes: ruff, then the unit tests (no lab, no VM)."""
+    """Before every commit, in under 3 minutes: ruff, then the unit tests."""
     install(session, "test,lint")
     session.run("ruff", "check", *LINTED)
     data = tempfile.mkdtemp(prefix="harness-unit-data-")
