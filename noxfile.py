@@ -81,13 +81,21 @@ def tests(session: nox.Session) -> None:
 
 @nox.session
 def slow(session: nox.Session) -> None:
-    """The tests too long for every run of the suite (HARNESS_SLOW_TESTS=1: S1's quick run on
-    two TCG VMs reached as plain machines through an inventory, ~15 min): `nox -s slow`."""
+    """The tests too long for every run of the suite: `nox -s slow`.
+
+    S1's quick run on two TCG VMs reached as plain machines through an inventory
+    (HARNESS_SLOW_TESTS=1, ~15 min), then every study notebook the suite leaves out of nbval
+    (metadata ``"nbval": false``: their quick profiles take minutes; the suite runs each
+    through ``harness run`` with small parameters) executed under nbval at its defaults.
+    """
     install(session, "test")
     data = tempfile.mkdtemp(prefix="harness-test-data-")
+    env = {"HARNESS_DATA": data, "PYTHONUNBUFFERED": "1", "HARNESS_SHARE_MACHINE": "1"}
     session.run("pytest", "-ra", "-m", "vm", "tests/integration/inventory", *session.posargs,
-                env={"HARNESS_DATA": data, "PYTHONUNBUFFERED": "1", "HARNESS_SHARE_MACHINE": "1",
-                     "HARNESS_SLOW_TESTS": "1"})
+                env={**env, "HARNESS_SLOW_TESTS": "1"})
+    session.run("pytest", "-ra", "--nbval-lax", "--nbval-sanitize-with",
+                "notebooks/nbval-sanitize.cfg",
+                *(nb for nb, meta in study_notebooks() if not meta.get("nbval", True)), env=env)
     shutil.rmtree(data)
 
 
