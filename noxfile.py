@@ -1,5 +1,5 @@
 """Tasks: `nox -s unit` (before every commit), `nox -s tests`, `nox -s slow`, `nox -s reproduce`,
-`nox -s lab`, `nox -s lint` (see README.md)."""
+`nox -s lab`, `nox -s lint`, `nox -s docs` (see README.md)."""
 
 from __future__ import annotations
 
@@ -43,7 +43,7 @@ def install(session: nox.Session, extras: str = "") -> None:
     session.install("-e", f".[{extras}]" if extras else ".")
 
 
-LINTED = ("harness", "tests", "noxfile.py", "benchmarks")
+LINTED = ("harness", "tests", "noxfile.py", "benchmarks", "docsgen")
 
 
 @nox.session
@@ -128,3 +128,15 @@ def lint(session: nox.Session) -> None:
     """ruff alone (CI runs it before the suite: a lint error fails in seconds)."""
     session.install("ruff>=0.5")
     session.run("ruff", "check", *LINTED)
+
+
+@nox.session
+def docs(session: nox.Session) -> None:
+    """The documentation (docs/) as a static site in build/site/: each study's registered claims and
+    parameters rendered from the harness's CLI first (docsgen/generate.py), MkDocs strict (a broken
+    link or anchor, or a page missing from the nav, fails), then checked to fetch nothing from outside
+    itself (docsgen/offline.py)."""
+    install(session, "docs")
+    session.run("python", "docsgen/generate.py")
+    session.run("mkdocs", "build", "--strict", "--clean")
+    session.run("python", "docsgen/offline.py", "build/site")

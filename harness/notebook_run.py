@@ -63,7 +63,7 @@ def begin(study: str, parameters: dict, root: Path | None = None,
     last = LastCell.of(source) if source else None
     run.update(finish=WAITING if last else
                "harness.notebook_run.finish() in the notebook's last cell (its source "
-               "notebook was not found: see README, 'Using it')")
+               "notebook was not found: see docs/how-to/jupyterlab.md)")
     _pending = PendingRun(run, source, last, study=study_object)
     if _after_cell not in shell.events.callbacks["post_run_cell"]:
         shell.events.register("post_run_cell", _after_cell)

@@ -36,7 +36,9 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import pandas as pd
 
 from ..errors import SpecError
+from ..gates import apply as apply_gates
 from ..registration import Registration, analysis_module_name, declared
+from ..registration_file import RegistrationError, load
 from .parameters import Parameters
 
 if TYPE_CHECKING:
@@ -116,13 +118,17 @@ def register(cls: type[Study]) -> None:
 
 def _marking_as_found(claims):
     """A study's ``claims`` whose table has the claims that rest on a change a run as found
-    did not make marked "not testable here" (:func:`harness.as_found.mark_claims`): one place,
-    so neither the archived table nor a notebook's own call can judge them."""
+    did not make marked "not testable here" (:func:`harness.as_found.mark_claims`), and each
+    claim's registered regime gates applied to the run's facts (:func:`harness.gates.apply`):
+    one place, so neither the archived table nor a notebook's own call can judge a claim
+    outside its regime, and no study can leave the gates out."""
     @functools.wraps(claims)
     def wrapper(self, data: RunData) -> pd.DataFrame:
         from ..as_found import mark_claims
 
-        return mark_claims(claims(self, data), data.meta, type(self).as_found)
+        frame = mark_claims(claims(self, data), data.meta, type(self).as_found)
+        registered = {c.id: tuple(c.gates) for c in self.registration().claims}
+        return apply_gates(frame, data.meta, data.tables, registered)
 
     return wrapper
 
@@ -134,8 +140,11 @@ class Study(ABC):
     title: ClassVar[str]
     citation: ClassVar[Citation | None] = None
     Params: ClassVar[type[Parameters]]
-    #: the module that declares CLAIMS, DESIGN and CHANGES (harness.registration); empty:
-    #: ``<study module>_analysis``, else the study's own module
+    #: the study's registration file (TOML: its claims, design and changes, read by
+    #: harness.registration_file), relative to the folder of the study's module
+    registration_file: ClassVar[str] = ""
+    #: without a registration file: the module that declares CLAIMS, DESIGN and CHANGES
+    #: (harness.registration.declared); empty: ``<study module>_analysis``, else the study's own
     analysis_module: ClassVar[str] = ""
     #: Whether the study can measure a user's machines as found when a login is not root
     #: and may not sudo (:mod:`harness.as_found`), and which of its claims then rest on a
@@ -204,10 +213,28 @@ class Study(ABC):
         """The figures that mirror the paper's, by name."""
 
     def registration(self) -> Registration:
-        """The claims and design this study registers before data (:mod:`harness.registration`)."""
+        """The claims and design this study registers before data (:mod:`harness.registration`):
+        its registration file, else what its analysis module declares."""
+        path = self.registration_path()
+        if path is not None:
+            registration = load(path)
+            if registration.study != self.name:
+                raise RegistrationError(
+                    f"{path}: field study: {registration.study!r}, but the study that names "
+                    f"this file is {self.name!r}", f'write study = "{self.name}"')
+            return registration
         own = type(self).__module__
         return declared(self.name, [m for m in (self.analysis_module,
                                                 analysis_module_name(own), own) if m])
+
+    @classmethod
+    def registration_path(cls) -> Path | None:
+        """The registration file beside the study's module (None: the study names none)."""
+        import sys
+
+        if not cls.registration_file:
+            return None
+        return Path(sys.modules[cls.__module__].__file__).parent / cls.registration_file
 
     def code_files(self) -> list[Path]:
         """The files whose content is this study's code: its module, its analysis module, and
@@ -225,6 +252,8 @@ class Study(ABC):
                     continue
             if getattr(module, "__file__", None):
                 files.add(Path(module.__file__))
+        if self.registration_path() is not None:
+            files.add(self.registration_path())
         own = sys.modules[type(self).__module__]
         if getattr(own, "__file__", None):
             path = Path(own.__file__)

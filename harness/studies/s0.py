@@ -78,6 +78,7 @@ from ..topology import Topology
 from .base import Citation, Requirements, RunData, Study
 from .order import MeasuringOrder
 from .s0_bench import measure_bench
+from .s0_claims import REGISTRATION_FILE
 from .s0_far import measure_far
 from .s0_lab import (
     A_PRIVATE,
@@ -183,6 +184,7 @@ def prepare_inventory(session: Session, bed) -> None:
 class S0(Study):
     name = STUDY
     title = "NAT + user-space relay between private-IP clusters"
+    registration_file = REGISTRATION_FILE
     citation = Citation(
         "Siyoul Choi, Kumrye Park, Sungyong Park, Ohyoung Kwon, Hyoungwoo Park",
         "High Performance Communication Relay method for Clusters that use Private IPs in "

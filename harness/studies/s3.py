@@ -48,6 +48,7 @@ from ..topology import Topology, TopologyBuilder
 from .base import Citation, Requirements, RunData, Study
 from .order import MeasuringOrder
 from .parameters import Parameters, param
+from .s3_analysis import REGISTRATION_FILE
 from .s3_design import PROFILES, VARIANTS
 from .s3_points import (
     cpu_points,
@@ -222,6 +223,7 @@ def kernel_record(node) -> dict:
 
 class S3(Study):
     name = STUDY
+    registration_file = REGISTRATION_FILE
     title = "TIPC versus TCP versus SCTP for Hadoop-style shuffle fan-in"
     citation = Citation(
         "Dae Hyun Yoo, Sang Hwa Chung, Tae Hun Kim",

@@ -35,7 +35,7 @@ from ..topology import Topology, TopologyBuilder
 from .base import Citation, Requirements, RunData, Study
 from .order import MeasuringOrder
 from .parameters import Parameters, param
-from .s4_design import PROFILES, SENDER_CPUS, limit_label
+from .s4_design import PROFILES, REGISTRATION_FILE, SENDER_CPUS, limit_label
 from .s4_sweep import CONGESTION, ORDER_DESIGN, sweep_gridftp, sweep_iperf3
 
 STUDY = "s4"
@@ -172,6 +172,7 @@ def require_congestion_allowed(node) -> None:
 
 class S4(Study):
     name = STUDY
+    registration_file = REGISTRATION_FILE
     title = "MPTCP versus TCP for Globus/GridFTP-style parallel transfers"
     citation = Citation(
         "Wontaek Hong",
