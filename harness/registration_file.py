@@ -21,6 +21,7 @@ from pathlib import Path
 
 from .claims import PAPER, SOURCES, Claim, Region
 from .errors import SpecError
+from .gates import GATES, Gate
 from .registration import DesignChange, Registration
 from .validity import CHECKS
 
@@ -28,14 +29,15 @@ TOP = {"study": str, "claims": list, "design": dict, "changes": list}
 TOP_REQUIRED = ("study", "claims", "design")
 #: a claim's keys and their types; the first four are needed by every claim
 CLAIM = {"id": str, "source": str, "claim": str, "paper": str, "unit": str, "quote": str,
-         "seed_line": str, "quantity": str, "regime": str, "checks": list, "region": dict}
+         "seed_line": str, "quantity": str, "regime": str, "checks": list, "gates": list,
+         "region": dict}
 CLAIM_REQUIRED = ("id", "source", "claim", "paper", "region")
 #: what a paper's claim must say besides (a target's or a lab check's need not)
 PAPER_REQUIRED = ("quote", "seed_line", "quantity", "regime")
 REGION = {"low": (int, float), "high": (int, float), "rule": str}
 CHANGE = {"date": str, "what": str, "why": str, "claims": list}
 CHANGE_REQUIRED = ("date", "what", "why")
-_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+_DATE = re.compile(r"\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2})?Z)?")  # a date, or a date and UTC time
 _TYPE_NAMES = {str: "a string", list: "an array", dict: "a table", int: "an integer",
                float: "a number", (int, float): "a number"}
 
@@ -139,10 +141,27 @@ def _claim(entry, index: int, where: str) -> Claim:
             raise RegistrationError(
                 f"{where}: {what}: field checks: {name!r} is no validity check",
                 f"use the names of harness.validity.CHECKS: {', '.join(sorted(CHECKS))}")
+    gates = tuple(_gate(g, where, what) for g in entry.get("gates", []))
     region = _region(entry["region"], where, what)
     return Claim(entry["id"], entry["claim"], entry["paper"], region, entry.get("unit", ""),
                  entry["source"], entry.get("quote", ""), entry.get("seed_line", ""),
-                 entry.get("quantity", ""), entry.get("regime", ""), tuple(checks))
+                 entry.get("quantity", ""), entry.get("regime", ""), gates=gates,
+                 checks=tuple(checks))
+
+
+def _gate(table, where: str, what: str) -> Gate:
+    """One of a claim's regime gates: ``{ name = "...", <its parameters> }`` (harness.gates)."""
+    if not isinstance(table, dict) or not isinstance(table.get("name"), str):
+        raise RegistrationError(f"{where}: {what}: field gates: {table!r} is not a gate",
+                                'write each gate as { name = "no_oversubscription" } with the '
+                                f"parameters it takes; the gates are {', '.join(sorted(GATES))}")
+    params = {k: v for k, v in table.items() if k != "name"}
+    try:
+        return Gate(table["name"], params)
+    except ValueError as exc:
+        raise RegistrationError(f"{where}: {what}: field gates: {exc}",
+                                "name a gate of harness.gates with exactly the parameters it "
+                                "takes") from None
 
 
 def _region(table, where: str, what: str) -> Region:
@@ -168,7 +187,8 @@ def _change(entry, index: int, where: str, ids: set[str]) -> DesignChange:
     _keys(entry, CHANGE, CHANGE_REQUIRED, where, what)
     if not _DATE.fullmatch(entry["date"]):
         raise RegistrationError(f"{where}: {what}: field date: {entry['date']!r} is not an ISO "
-                                "date", "write it as YYYY-MM-DD (in double quotes)")
+                                "date", "write it as YYYY-MM-DD, or YYYY-MM-DDTHH:MMZ with the UTC "
+                                "time (in double quotes)")
     for cid in entry.get("claims", []):
         if not isinstance(cid, str) or cid not in ids:
             raise RegistrationError(f"{where}: {what}: field claims: {cid!r} is no claim of "
