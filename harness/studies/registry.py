@@ -26,14 +26,14 @@ from importlib.metadata import entry_points
 from pathlib import Path
 
 from ..errors import SpecError
-from .base import DEFINED, Study
+from . import base
+from .base import Study
 
 PACKAGE = __name__.rpartition(".")[0]  # harness.studies
 ENTRY_POINT_GROUP = "harness.studies"
 PATH_VARIABLE = "HARNESS_STUDY_PATH"
 
-_REGISTRY = DEFINED  # name -> Study subclass, filled as their modules are imported
-_discovered = False
+_discovered = False  # the studies are in base.DEFINED, filled as their modules are imported
 
 
 def import_file(path: Path) -> None:
@@ -69,19 +69,19 @@ def discover() -> dict[str, type[Study]]:
             for path in sorted(Path(folder).glob("*.py")):
                 import_file(path)
         _discovered = True
-    return dict(_REGISTRY)
+    return dict(base.DEFINED)
 
 
 def get_study(name: str) -> Study:
     """The study named ``name``, as an instance."""
-    if name not in _REGISTRY:
+    if name not in base.DEFINED:
         discover()
-    if name not in _REGISTRY:
+    if name not in base.DEFINED:
         raise SpecError(f"unknown study {name!r}",
-                        f"use one of: {', '.join(sorted(_REGISTRY))}, or a notebook path "
+                        f"use one of: {', '.join(sorted(base.DEFINED))}, or a notebook path "
                         f"(studies outside harness/studies are found through ${PATH_VARIABLE}, "
                         "an entry point or the notebook's metadata harness.module)")
-    return _REGISTRY[name]()
+    return base.DEFINED[name]()
 
 
 def notebook_metadata(notebook: Path) -> dict:
