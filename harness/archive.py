@@ -252,22 +252,66 @@ class Run:
         if os.getpid() != self.meta.get("owner_pid", os.getpid()):
             return  # a forked child unwinding a copy of the owner's stack
         self._check_open()
+        if status == COMPLETE and self.path.is_symlink():  # checked again, race-free, below
+            raise _swapped(self.path)
         self.update(status=status, ended=ended or now_iso(), error=error)
         if status == COMPLETE:
             self._freeze()
 
     def _freeze(self) -> None:
-        """Make every file of a complete run read-only.
+        """Make every file of a complete run read-only, through file descriptors.
 
-        A symlink in the folder is left as it is: chmod follows links, so a link planted
-        there (or a tool's output that is one) would make root take the write bits off
-        whatever file it names (/etc/passwd) outside the run."""
-        for dirpath, _dirs, files in os.walk(self.path):
-            for name in files:
-                p = Path(dirpath) / name
-                mode = p.lstat().st_mode
-                if stat.S_ISREG(mode):
-                    p.chmod(mode & ~(stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
+        The run folder is opened from its parent without following a symlink, each folder
+        below it from its parent's descriptor (a link to a folder is not entered), and each
+        file is changed through its own descriptor after it is seen to be a regular file
+        (fchmod). A link in the folder is left as it is, and a run folder that has become a
+        link is one error, nothing changed: chmod by path follows links, so a link planted
+        there (or a run folder swapped for a link to /home/alice by someone who may write a
+        folder above it) would make root take the write bits off files outside the run."""
+        flags = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
+        try:
+            parent = os.open(self.path.parent, flags)
+        except OSError as exc:
+            raise ArchiveError(f"cannot open {self.path.parent} to make run {self.run_id} "
+                               f"read-only: {exc.strerror}") from None
+        try:
+            top = os.open(self.path.name, flags | os.O_NOFOLLOW, dir_fd=parent)
+        except OSError as exc:
+            raise _swapped(self.path, exc) from None
+        finally:
+            os.close(parent)
+        try:
+            for _dirpath, _dirs, files, dirfd in os.fwalk(".", dir_fd=top):
+                for name in files:
+                    _freeze_file(name, dirfd)
+        finally:
+            os.close(top)
+
+
+def _swapped(path: Path, exc: OSError | None = None) -> ArchiveError:
+    why = "a symlink (not followed)" if path.is_symlink() else \
+        f"not a folder ({exc.strerror if exc else 'gone'})"
+    return ArchiveError(f"run folder {path} is now {why}: nothing was made read-only",
+                        "a run folder's parent must be writable by you alone; look at who "
+                        "changed it")
+
+
+def _freeze_file(name: str, dirfd: int) -> None:
+    """Take the write bits off regular file ``name`` of folder ``dirfd``, through its own
+    descriptor; anything else (a symlink, a FIFO, a device) is left alone, never opened."""
+    if not stat.S_ISREG(os.stat(name, dir_fd=dirfd, follow_symlinks=False).st_mode):
+        return
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
+                     dir_fd=dirfd)
+    except OSError:  # replaced since (by a link: ELOOP), or gone: nothing of ours to freeze
+        return
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISREG(mode):
+            os.fchmod(fd, stat.S_IMODE(mode) & ~(stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
+    finally:
+        os.close(fd)
 
 
 @contextmanager

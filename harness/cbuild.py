@@ -13,10 +13,13 @@ controlling machine and its namespaces) share the controller's cache, used only 
 user but this one (and root) can change it and run only with the sha256 recorded at its
 build (:func:`check_own_path`, :func:`local_digest`). VM
 nodes of this project share the host's root file system read-only, so a
-binary built here is already there: :meth:`CProgram.build_on` first asks the
-node whether the host's binary is visible at the same path *with the same
-content* (sha256) and uses it; only otherwise does it compile on the node,
-in a private folder (owned by the node's user, 0700, no symlink): its cache or, if that
+binary built here is already there: :meth:`CProgram.build_on` first asks such a
+node (:attr:`~harness.nodes.base.Node.sees_host_root`) whether the host's binary is
+visible at the same path *with the same content* (sha256) and uses it. Never on an SSH
+machine: there the same path is the node's own file, which anyone able to write it
+there could have made match, and swap between the check and the run. Every other node
+compiles, in a private folder (owned by the node's user, 0700, no symlink, no folder above it
+that another user may write): its cache or, if that
 is read-only, ``/tmp/harness-cache-<uid>``. A binary found there runs only if its sha256
 is the one recorded when it was built.
 """
@@ -121,7 +124,7 @@ class CProgram:
         """Path *on node* of the compiled program (built once per source and compiler)."""
         if node.is_local:
             return str(self.build_local())
-        if reuse_host_build:
+        if reuse_host_build and node.sees_host_root:
             try:
                 host_binary = self.build_local()
             except (CapabilityMissing, BuildFailed):
@@ -187,16 +190,35 @@ class CProgram:
 SHARED_TMP = "/tmp"
 DIGEST_SUFFIX = ".sha256"
 
-# Makes $d a private folder or says why it cannot be one (exit 1, reason on stderr).
+# Makes $d a private folder or says why it cannot be one (exit 1, reason on stderr). Every
+# folder above it that exists (symlinks resolved) must be this user's or root's and writable
+# by no one else -- a sticky folder such as /tmp aside -- before anything is made there: a
+# folder another user may write lets that user rename ours away and put theirs, with a
+# binary and its recorded sha256, in its place (the node's counterpart of harness.ownpath).
 PRIVATE_DIR = r"""d=$1
+u=$(id -u) || exit 1
+[ -L "$d" ] && { echo "$d is a symlink" >&2; exit 1; }
+r=$(realpath -m -- "$d") || { echo "cannot resolve $d (no realpath)" >&2; exit 1; }
+p=$r
+while [ "$p" != / ]; do
+  p=${p%/*}; [ -n "$p" ] || p=/
+  [ -e "$p" ] || continue
+  o=$(stat -c %u -- "$p") && m=$(stat -c %a -- "$p") || exit 1
+  [ "$o" = 0 ] || [ "$o" = "$u" ] || { echo "$p belongs to uid $o" >&2; exit 1; }
+  [ $((0$m & 022)) = 0 ] || [ $((0$m & 01000)) != 0 ] \
+    || { echo "group or others may write $p (mode $m)" >&2; exit 1; }
+done
+d=$r  # the path checked, not the one given (a link on its way could lead elsewhere later)
 [ -L "$d" ] && { echo "$d is a symlink" >&2; exit 1; }
 [ -e "$d" ] || (umask 077 && mkdir -p -- "$d") || exit 1
 [ -L "$d" ] && { echo "$d is a symlink" >&2; exit 1; }
 [ -d "$d" ] || { echo "$d is not a folder" >&2; exit 1; }
-o=$(stat -c %u -- "$d") && u=$(id -u) || exit 1
+o=$(stat -c %u -- "$d") || exit 1
 [ "$o" = "$u" ] || { echo "$d belongs to uid $o, not to uid $u" >&2; exit 1; }
 chmod 0700 -- "$d" && [ "$(stat -c %a -- "$d")" = 700 ] && [ -w "$d" ] \
-  || { echo "$d cannot be made private (0700) and writable" >&2; exit 1; }"""
+  || { echo "$d cannot be made private (0700) and writable" >&2; exit 1; }
+printf '%s\n' "$d"
+"""
 
 
 def private_root(node: Node, candidates: tuple[str, ...]) -> str:
@@ -204,8 +226,8 @@ def private_root(node: Node, candidates: tuple[str, ...]) -> str:
     reasons = []
     for root in candidates:
         res = node.run(["sh", "-c", PRIVATE_DIR, "private_dir", root], check=False, timeout=30)
-        if res.ok:
-            return root
+        if res.ok and res.stdout.strip():
+            return res.stdout.strip().splitlines()[-1]
         reasons.append(res.stderr.strip() or f"{root}: exit {res.returncode}")
     raise BuildFailed(f"no private cache folder on {node.name}: " + "; ".join(reasons),
                       "make $XDG_CACHE_HOME writable on the node, or remove the folders "

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from .intervals import BOOTSTRAP_FROM, T975, Estimate
+from .intervals import POOLED_METHOD, T_BELOW, Estimate, t975
 from .validity import Invalid
 
 Z975 = 1.96  # the normal quantile a bootstrap interval of many units approaches
@@ -61,7 +61,7 @@ IMPRACTICAL = 100  # more than this many times the samples we have: say so, not 
 
 COLUMNS = ["claim_id", "source", "claim", "paper", "region", "region_why", "ours", "value", "low", "high",
            "unit", "n", "units", "interval", "outcome", "reason", "more_needed", "note",
-           "quote", "seed_line", "quantity", "regime", "invalid"]
+           "quote", "seed_line", "quantity", "regime", "invalid", "gates"]
 
 
 @dataclass(frozen=True)
@@ -137,6 +137,11 @@ class Claim:
     seed_line: str = ""  # "SEED:LINE" (e.g. "004:66"); several as "003:120,121"
     quantity: str = ""
     regime: str = ""
+    #: the regime gates (harness.gates.Gate) the lab must pass for the claim to be judged
+    gates: tuple = ()
+    #: the validity checks its points must pass, by name (harness.validity.CHECKS); read from
+    #: the registration file, not (yet) part of the archived registration or its digest
+    checks: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.source not in SOURCES:
@@ -154,7 +159,8 @@ class Claim:
                 "regime": self.regime, "unit": self.unit,
                 "region": {"low": None if math.isinf(r.low) else r.low,
                            "high": None if math.isinf(r.high) else r.high,
-                           "text": r.text(self.unit), "rule": r.why}}
+                           "text": r.text(self.unit), "rule": r.why},
+                **({"gates": [g.registration() for g in self.gates]} if self.gates else {})}
 
 
 @dataclass(frozen=True)
@@ -183,13 +189,14 @@ class Verdict:
             "more_needed": self.more_needed, "note": self.note,
             "quote": c.quote, "seed_line": c.seed_line, "quantity": c.quantity,
             "regime": c.regime, "invalid": "; ".join(p.text() for p in self.invalid),
+            "gates": "",  # filled from the run's facts by harness.gates.apply
         }
 
 
 def _critical(n: int, t_interval: bool) -> float:
     """The factor between a mean's standard error and its interval's half-width at n units."""
-    if t_interval and n < BOOTSTRAP_FROM:
-        return T975[n - 1]
+    if t_interval and n < T_BELOW:
+        return t975(n - 1)
     return Z975
 
 
@@ -198,7 +205,8 @@ def samples_to_decide(estimate: Estimate, region: Region) -> int | None:
 
     The half-width of a mean's interval is a critical value times sd / sqrt(n): it
     falls like 1/sqrt(n), and faster while a Student t interval's critical value
-    (12.7 at 2 units, 2.3 at 9) falls towards the normal 1.96. The side of the
+    (12.7 at 2 units, 2.26 at 10, 2.05 at 29) falls towards the normal 1.96. For an
+    estimate pooled from runs (``units`` "runs") the samples counted are runs. The side of the
     interval that crosses a bound must shrink to the distance between the estimate
     and that bound. None when the estimate sits on the bound (no n decides it).
     """
@@ -227,7 +235,7 @@ def samples_to_decide(estimate: Estimate, region: Region) -> int | None:
     n = estimate.n
     t_interval = "Student t" in estimate.method
     spread = _critical(n, t_interval) / math.sqrt(n)  # half-width per unit of sd now
-    for m in range(n + 1, BOOTSTRAP_FROM):  # where the t critical value still moves
+    for m in range(n + 1, T_BELOW):  # where the t critical value still moves
         if _critical(m, t_interval) / math.sqrt(m) * shrink <= spread:
             return m
     return max(n + 1, math.ceil(n * (shrink * Z975 / _critical(n, t_interval)) ** 2))
@@ -361,6 +369,41 @@ def invalid_note(frame: pd.DataFrame) -> str:
             "each claim resting on one is *invalid*):\n\n" + "\n".join(f"* {p}" for p in bad))
 
 
+def runs_note(frame: pd.DataFrame) -> str:
+    """What the intervals of a claims table can show about runs, in words.
+
+    A table of one run (no estimate counted in runs) says that it is one run and what that
+    cannot show: the variation between runs. A pooled table (``harness claims pool``) says
+    how many runs its intervals stand on.
+    """
+    methods = frame.get("interval", pd.Series(dtype=object)).astype(str)
+    pooled = methods.str.contains(POOLED_METHOD, regex=False)  # not S0's relay benchmark "runs"
+    if pooled.any():
+        n = frame.loc[pooled, "n"]
+        return (f"**Pooled from runs.** Each interval has the run as its unit (up to {int(n.max())} "
+                "runs): it includes the variation between runs (each its own lab build and VM boot) "
+                "as far as that many runs can show it.")
+    return ("**One run.** Every interval here holds the variation between this run's repetitions "
+            "only. It cannot show how much another run of the same registration -- its own lab "
+            "build, VM boot and the machine's state on its day -- would differ, and successive "
+            "runs have differed by more than their intervals (issue 33). A verdict reference "
+            "pools at least three runs: `harness claims pool RUN RUN RUN`.")
+
+
+def gates_note(frame: pd.DataFrame) -> str:
+    """Each claim's regime gates with the figures the run measured (harness.gates), or ""
+    when no claim of the study registers one."""
+    if "gates" not in frame:
+        return ""
+    rows = [(row.claim, row.gates) for row in frame.drop_duplicates("claim").itertuples()
+            if isinstance(row.gates, str) and row.gates]
+    if not rows:
+        return ""
+    return ("**Regime gates** (checked on what this run measured and recorded; a claim with a "
+            "failed gate is *not testable here*):\n\n"
+            + "\n".join(f"* {claim}: {gates}" for claim, gates in rows))
+
+
 def display(frame: pd.DataFrame, profile: str = "") -> None:
     """A notebook's claims section: the paper's claims, invalid points, then ours apart."""
     from IPython.display import Markdown
@@ -373,6 +416,7 @@ def display(frame: pd.DataFrame, profile: str = "") -> None:
     methods = sorted({m for m in frame.interval if m})
     if methods:
         lines.append("Intervals: " + "; ".join(methods) + ".")
+    lines.append(runs_note(frame))
     show_in_notebook(Markdown("\n\n".join(lines)))
     show_in_notebook(show(frame, PAPER))
     show_in_notebook(Markdown(invalid_note(frame)))
@@ -388,6 +432,9 @@ def display(frame: pd.DataFrame, profile: str = "") -> None:
         if quoted:
             show_in_notebook(Markdown("**The paper's words** (seed file : line):\n\n"
                                       + "\n".join(quoted)))
+    gated = gates_note(frame)
+    if gated:
+        show_in_notebook(Markdown(gated))
     if "region_why" in frame:
         show_in_notebook(Markdown("**Why each region is what it is:**\n\n" + "\n".join(
             f"* {row.claim}: {row.region} -- {row.region_why}"

@@ -60,9 +60,10 @@ def cmd_run(args) -> int:
         return slurm_run(args, params)
     if args.dry_run:
         from .execute import check_parameters
+        from .runner import dry_run_study
 
         study, resolved = check_parameters(Path(args.notebook).resolve(), params)
-        print(study.dry_run(resolved, params.get("inventory") or ""))
+        print(dry_run_study(study, resolved, params.get("inventory") or ""))
         return 0
     result = run_notebook(args.notebook, params, progress=not args.quiet)
     print(f"run {result.run.path}: {result.status} in {result.seconds:.1f}s")

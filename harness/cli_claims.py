@@ -1,11 +1,14 @@
-"""``harness claims show STUDY`` and ``harness claims history STUDY``.
+"""``harness claims show STUDY``, ``harness claims history STUDY`` and ``harness claims pool RUN...``.
 
-``show`` prints a study's registration as a reader reviews a preregistration:
-each claim with the paper's sentence and line, the quantity, the regime, the
-region and its rule, then the fixed design and every recorded change.
+``show`` prints a study's registration, read from its file (``Study.registration_file``,
+:mod:`harness.registration_file`), as a reader reviews a preregistration: each claim with
+the paper's sentence and line, the quantity, the regime, the validity checks, the region
+and its rule, then the fixed design and every recorded change.
 ``history`` lists the study's archived runs (``$HARNESS_DATA`` and the committed
 reference runs) with the registration each was made with, and says, claim by
-claim, what changed between them and since the last run.
+claim, what changed between them and since the last run. ``pool`` pools runs of one study
+and one registration into one verdict table whose intervals have the run as their unit
+(:mod:`harness.pool`).
 """
 
 from __future__ import annotations
@@ -32,7 +35,8 @@ def cmd_claims_show(args) -> int:
         if claim.quote:
             print(f"    paper ({claim.seed_line}): \u201c{claim.quote}\u201d")
         print(f"    the paper's value: {claim.paper}")
-        for label, text in (("quantity", claim.quantity), ("regime", claim.regime)):
+        for label, text in (("quantity", claim.quantity), ("regime", claim.regime),
+                            ("checks", ", ".join(claim.checks))):
             if text:
                 print(f"    {label}: {text}")
         print(f"    region: {claim.region.text(claim.unit)} -- {claim.region.why}\n")
@@ -78,6 +82,47 @@ def cmd_claims_history(args) -> int:
     return 0
 
 
+def cmd_claims_pool(args) -> int:
+    import pandas as pd
+
+    from .claims import summaries
+    from .pool import pool
+
+    target = pool(args.runs, args.out)
+    frame = pd.read_csv(target / "claims.csv")
+    print(f"pooled {len(args.runs)} runs: {summaries(frame)}")
+    print(f"  {target}  (claims.csv, run.json, report.md)")
+    return 0
+
+
+def cmd_claims_power(args) -> int:
+    """Per claim of a run (a study's committed reference by default): the repetitions its
+    region needs, from the spread that run showed (harness.power)."""
+    from .power import FEASIBLE_REPETITIONS, run_power
+    from .reference import reference_root
+
+    if args.run:
+        runs = [Path(args.run)]
+    else:
+        names = args.study or sorted(p.name for p in reference_root().iterdir() if p.is_dir())
+        runs = [p.parent for name in names for p in sorted((reference_root() / name).glob("*/run.json"))]
+    if not runs:
+        print("no run to plan from: name a run folder (--run) or a study with a committed reference")
+        return 2
+    for run in runs:
+        if not (run / "claims.csv").is_file():
+            print(f"{run}: no claims.csv: the run did not finish its analysis")
+            return 2
+        print(f"{run.parent.name}/{run.name} (feasible: at most {FEASIBLE_REPETITIONS} repetitions)")
+        for c in run_power(run):
+            spread = "-" if c.spread is None else f"{c.spread:.3g}"
+            needed = "-" if c.needed is None else str(c.needed)
+            feasible = {None: "-", True: "yes", False: "no"}[c.feasible]
+            print(f"  {c.claim_id:40s} {c.region:24s} n={c.n:<3d} sd={spread:8s} "
+                  f"needs {needed:>7s}  feasible {feasible:3s}  ({c.why})")
+    return 0
+
+
 def add_claims_command(sub) -> None:
     claims = sub.add_parser("claims", help="a study's registered claims and their history")
     csub = claims.add_subparsers(dest="claims_command", required=True)
@@ -89,3 +134,14 @@ def add_claims_command(sub) -> None:
     hist.add_argument("study", help="a study's name or its notebook")
     hist.add_argument("-v", "--verbose", action="store_true", help="also each run's folder")
     hist.set_defaults(func=cmd_claims_history)
+    pool = csub.add_parser("pool", help="pool runs of one study and registration into one "
+                           "verdict table (the run as the intervals' unit)")
+    pool.add_argument("runs", nargs="+", metavar="RUN",
+                      help="a run's folder or id (at least two; a reference's folder too)")
+    pool.add_argument("--out", metavar="DIR", help="the new pooled folder (default: "
+                      "$HARNESS_DATA/pooled/<study>/<time>-pool-<id>); never overwritten")
+    pool.set_defaults(func=cmd_claims_pool)
+    power = csub.add_parser("power", help="repetitions each claim's region needs, from a run's spread")
+    power.add_argument("study", nargs="*", help="studies whose committed reference to read (all)")
+    power.add_argument("--run", help="an archived run folder to read instead")
+    power.set_defaults(func=cmd_claims_power)

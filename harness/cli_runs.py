@@ -1,7 +1,8 @@
 """The archive's commands: ``harness index``, ``harness compare``, ``harness rerun``.
 
 Kept apart from :mod:`harness.cli` (which adds them with :func:`add_commands`);
-each only reads archived runs, and writes outside every run folder.
+each only reads archived runs, and writes outside every run folder (a rerun: into this
+user's own data folder).
 """
 
 from __future__ import annotations
@@ -45,13 +46,13 @@ def cmd_rerun(args) -> int:
     from .runref import resolve_run
 
     original = resolve_run(args.run)
-    result = rerun(original, progress=not args.quiet,
+    result = rerun(original, progress=not args.quiet, inventory=args.inventory,
                    warn=lambda text: print(text, file=sys.stderr))
     print(f"run {result.run.path}: {result.status} in {result.seconds:.1f}s (rerun of "
           f"{original.run_id})")
     if result.report:
         print(f"report {result.report}")
-    refresh(original.path.parents[2])
+    refresh()  # the index of the data folder the rerun went to: this user's own
     if result.error:
         print(f"error: {result.error}", file=sys.stderr)
         return 1
@@ -69,5 +70,8 @@ def add_commands(sub) -> None:
 
     rerun = sub.add_parser("rerun", help="run an archived run's notebook and parameters again")
     rerun.add_argument("run", help="a run id or folder")
+    rerun.add_argument("--inventory", help="run on the real machines of this inventory "
+                       "(needed for a run made on machines: the one its run.json names is "
+                       "never used)")
     rerun.add_argument("-q", "--quiet", action="store_true", help="no progress")
     rerun.set_defaults(func=cmd_rerun)

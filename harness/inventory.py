@@ -121,7 +121,7 @@ class Inventory:
     def from_dict(cls, data, source: str = "<inventory>") -> Inventory:
         def bad(what: str) -> SpecError:
             return SpecError(f"inventory {source}: {what}",
-                             "see the format in harness/inventory.py or README.md")
+                             "see the format in harness/inventory.py or docs/how-to/own-machines.md")
 
         if not isinstance(data, dict) or not isinstance(data.get("nodes"), dict) \
                 or not data["nodes"]:

@@ -17,6 +17,7 @@ from . import undo_checks
 from .errors import CommandFailed
 from .nodes import Node
 from .nodes.procfs import PROC_STAT_SH
+from .nodes.remote_process import process_folder, remove_files_command
 from .started_cmdline import CHECK_CMDLINE_SH, accepted_cmdlines, sound_command, text_word
 
 
@@ -30,7 +31,13 @@ def inside_vanished_namespace(node: Node) -> bool:
 
 def remove_process_log(node: Node, log: str) -> None:
     if log:
-        node.run(["rm", "-f", log, f"{log}.status"], check=False, timeout=10)
+        node.run(_remove_log_command(log), check=False, timeout=10)
+
+
+def _remove_log_command(log: str) -> str:
+    """A log in its own folder (:mod:`harness.nodes.remote_process`) goes with its folder;
+    a log of the older layout (beside its status file, right in /tmp) with that file."""
+    return remove_files_command(log) or shlex.join(["rm", "-f", "--", log, f"{log}.status"])
 
 
 _PROCESS_LOG = re.compile(r"^harness-proc-[A-Za-z0-9_]{6,32}(\.log)?\Z")
@@ -50,6 +57,8 @@ def _process_log(data: dict) -> str:
     except undo_checks.RefusedRecord:
         return ""
     folder, name = path.rsplit("/", 1)
+    if process_folder(path) is not None:  # its own folder, right in one of the harness's
+        return path if folder.rsplit("/", 1)[0] in undo_checks.own_roots() else ""
     return path if folder in undo_checks.own_roots() and _PROCESS_LOG.match(name) else ""
 
 
@@ -94,7 +103,7 @@ def stop_recorded_process(node: Node, data: dict) -> None:
             f"kill -TERM -- -{pid}")
     words = [text_word(command), *accepted_cmdlines(command)] if check else ["", ""]
     log = _process_log(data)
-    cleanup = f" && rm -f -- {shlex.quote(log)} {shlex.quote(log + '.status')}" if log else ""
+    cleanup = f" && {_remove_log_command(log)}" if log else ""
     res = node.run(f"sh -c {shlex.quote(STOP_RECORDED_PROCESS)} stop {pid} {ticks} {int(check)} "
                    f"{' '.join(shlex.quote(w) for w in words)}{cleanup}", check=False, timeout=20)
     if res.exit_status == _REFUSED_CMDLINE:

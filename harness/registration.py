@@ -2,15 +2,19 @@
 
 A referee trusts a verdict only if its claim, its region and the design that
 measures it were fixed before the outcome was seen. A study's registration is
-what its analysis module declares (``sN_analysis.py`` by default):
+its registration file (TOML beside the study's module, ``Study.registration_file``,
+read by :mod:`harness.registration_file`):
 
-- ``CLAIMS``: every :class:`~harness.claims.Claim` (the paper's, with its sentence,
+- its claims: every :class:`~harness.claims.Claim` (the paper's, with its sentence,
   seed line, quantity, regime and region with the rule that made it; then our
   targets and lab checks);
-- ``DESIGN``: the design the claims rest on that must not move after data
+- its design: what the claims rest on that must not move after data
   (repetitions per profile, the factors and their order rule, the metric);
-- ``CHANGES``: every :class:`DesignChange` made after archived runs existed, with
+- its changes: every :class:`DesignChange` made after archived runs existed, with
   its reason, so the report can show it.
+
+A study that names no file may still declare ``CLAIMS``, ``DESIGN`` and ``CHANGES``
+in a module (:func:`declared`); none of the harness's studies does.
 
 Its digest (SHA-256 of the canonical JSON) is archived with every run
 (``registration.json``, and ``run.json``'s ``registration``). A registration that
@@ -53,6 +57,14 @@ class Registration:
     claims: tuple[Claim, ...]
     design: Mapping = field(default_factory=dict)
     changes: tuple[DesignChange, ...] = ()
+
+    def claim(self, claim_id: str) -> Claim:
+        """The registered claim ``claim_id``; a KeyError naming the study's ids if none."""
+        for claim in self.claims:
+            if claim.id == claim_id:
+                return claim
+        raise KeyError(f"{self.study} registers no claim {claim_id!r} (its claims: "
+                       f"{', '.join(c.id for c in self.claims)})")
 
     def body(self) -> dict:
         return {"study": self.study,

@@ -3,7 +3,12 @@
 The original's run.json gives the study and every resolved parameter; the notebook
 is this checkout's notebook of that study (found by study under ``notebooks/``, never
 the path run.json names: see :func:`checkout_notebook`); the new run is an ordinary
-``harness run`` of them, whose run.json names the original (``rerun_of``). Before it
+``harness run`` of them, whose run.json names the original (``rerun_of``), archived under
+your own data folder (``$HARNESS_DATA`` or the project's ``data/``), never beside the
+original: a run folder from elsewhere (a colleague's /tmp/share) sits in folders someone
+else may change. A run on machines is rerun on them only with ``--inventory`` named on the
+command line: the inventory path in run.json is never used (a crafted one could name an
+inventory that reconfigures this machine's own network card). Before it
 starts, a warning for each way this machine now differs from the original's (git commit
 or uncommitted changes, kernel); after it, one if the placement (host or VM, scaling)
 came out differently.
@@ -109,8 +114,9 @@ class RerunPlan:
     warnings: list[str] = field(default_factory=list)
 
 
-def plan(original: Run) -> RerunPlan:
-    """What a rerun of ``original`` runs, checked before anything starts."""
+def plan(original: Run, inventory: str | None = None) -> RerunPlan:
+    """What a rerun of ``original`` runs, checked before anything starts; ``inventory``: the
+    machines to run on, as named on the command line (never run.json's)."""
     from .execute import HARNESS_PARAMETERS, check_parameters
     from .provenance import git_state
 
@@ -126,10 +132,26 @@ def plan(original: Run) -> RerunPlan:
                         "run its study's notebook with the parameters of its run.json: "
                         "harness run NOTEBOOK -f PARAMS.yaml")
     notebook, moved = checkout_notebook(original)
+    recorded = (meta.get("parameters") or {}).get("inventory")
+    if recorded and not inventory:
+        raise SpecError(f"run {original.run_id} ran on the machines of an inventory "
+                        f"(its run.json says {str(recorded)!r}); a rerun runs on machines only "
+                        "when you name their inventory yourself",
+                        f"harness rerun {original.run_id} --inventory FILE (run.json's path is "
+                        "never used: a run folder from elsewhere could name any file)")
+    if inventory == "slurm":
+        raise SpecError("harness rerun --inventory slurm: a rerun does not run inside a Slurm "
+                        "allocation", "submit the notebook with its parameters: harness run "
+                        "NOTEBOOK -f PARAMS.yaml --slurm \"...\"")
     given = {k: v for k, v in (meta.get("parameters") or {}).items()
-             if k not in HARNESS_PARAMETERS or (k == "inventory" and v)}
+             if k not in HARNESS_PARAMETERS}
+    if inventory:
+        given["inventory"] = inventory
     check_parameters(notebook.resolve(), given)
     warnings = [moved] if moved else []
+    if inventory and not recorded:
+        warnings.append(f"the original ran on this machine; the rerun runs on the machines of "
+                        f"{inventory}")
     git = (meta.get("provenance") or {}).get("git") or {}
     now = git_state(project_root())
     if git.get("commit") != now.get("commit"):
@@ -161,14 +183,15 @@ def placement_warning(original: Run, new: Run) -> str | None:
             f"{original.run_id} {new.run_id}")
 
 
-def rerun(original: Run, progress: bool = False, warn=print):
-    """Run the plan; returns the new run's :class:`~harness.execute.NotebookRun`."""
+def rerun(original: Run, progress: bool = False, warn=print, inventory: str | None = None):
+    """Run the plan into this user's data folder (:func:`~harness.archive.data_root`);
+    returns the new run's :class:`~harness.execute.NotebookRun`."""
     from .execute import run_notebook
 
-    todo = plan(original)
+    todo = plan(original, inventory)
     for warning in todo.warnings:
         warn(f"warning: {warning}")
-    result = run_notebook(todo.notebook, todo.parameters, root=original.path.parents[2],
+    result = run_notebook(todo.notebook, todo.parameters, root=None,
                           progress=progress, note={"rerun_of": original.run_id})
     moved = placement_warning(original, result.run)
     if moved:

@@ -38,6 +38,9 @@ OWN_OPTIONS = {"-N": "--nodes", "--nodes": "--nodes", "-a": "--array", "--array"
                "--wrap": "--wrap", "-n": "--ntasks", "--ntasks": "--ntasks",
                "-W": "--wait", "--wait": "--wait", "--test-only": "--test-only",
                "--parsable": "--parsable", "-D": "--chdir", "--chdir": "--chdir"}
+#: sbatch's short options that take a value (``man sbatch``): in a cluster of short options
+#: (``-vN2``) every letter before the first of these is an option of its own.
+SHORT_WITH_VALUE = frozenset("AabBCcDdeFGiJLMNnopqStwx")
 #: A job's log: one file per job (or array task) in the data folder's slurm/logs.
 LOG_PATTERN = {False: "%j.out", True: "%A_%a.out"}
 SUBMIT_TIMEOUT = 60
@@ -45,6 +48,32 @@ SUBMIT_TIMEOUT = 60
 
 class SlurmError(HarnessError):
     """Slurm refused or failed a request (its own message is quoted)."""
+
+
+def own_option(arg: str) -> tuple[list[str], str]:
+    """Which of :data:`OWN_OPTIONS` ``arg`` sets as sbatch reads it (none: an empty list),
+    and how, when not by its very name. sbatch parses with getopt_long, which takes an
+    unambiguous beginning of a long option's name as the option (``--outp`` is ``--output``)
+    and a cluster of short options as one option each (``-vN2`` is ``-v -N 2``), so both are
+    matched, not only the names as written. A beginning of several (``--n``: ``--nodes``,
+    ``--ntasks``) names them all: sbatch refuses it as ambiguous or reads one of them."""
+    name = arg.split("=", 1)[0]
+    if name in OWN_OPTIONS:
+        return [OWN_OPTIONS[name]], ""
+    if name.startswith("--") and len(name) > 2:
+        longs = sorted({full for full in OWN_OPTIONS.values() if full.startswith(name)})
+        return longs, (f"as {name}, an abbreviation of {' or '.join(longs)}: sbatch takes any "
+                       "unambiguous beginning of an option's name for the option")
+    if name.startswith("-") and not name.startswith("--"):
+        for at, letter in enumerate(name[1:]):
+            short = f"-{letter}"
+            if short in OWN_OPTIONS:
+                return [OWN_OPTIONS[short]], "" if at == 0 else (
+                    f"as {short} inside {name}: sbatch reads a cluster of short options as "
+                    "one option each")
+            if letter in SHORT_WITH_VALUE or not letter.isalpha():
+                break  # the rest is that option's value
+    return [], ""
 
 
 @dataclass(frozen=True)
@@ -62,12 +91,10 @@ class SbatchOptions:
                             "quote the whole option string once: --slurm \"--partition=p "
                             "--time=30\"") from None
         for arg in args:
-            name = arg.split("=", 1)[0]
-            if not name.startswith("--") and len(name) > 2:  # -N2: a short option and its value
-                name = name[:2]
-            if name in OWN_OPTIONS:
-                raise SpecError(f"--slurm sets {OWN_OPTIONS[name]}, which the harness sets "
-                                "itself",
+            own, how = own_option(arg)
+            if own:
+                raise SpecError(f"--slurm sets {' or '.join(own)}{f' ({how})' if how else ''}, "
+                                "which the harness sets itself",
                                 "leave it out: --nodes is the study's number of machine "
                                 "roles, the array has one task per point, and each job's log "
                                 "goes to the data folder's slurm/logs")

@@ -4,8 +4,8 @@ Inside a job (or an ``salloc``), ``harness run NB --inventory slurm`` reads the 
 gave it (``scontrol show hostnames "$SLURM_JOB_NODELIST"``, in that order) and puts them
 onto the study's machine roles in topology order (the first host takes the first role).
 What Slurm cannot know -- SSH user, key and known_hosts, which device and address each
-role's interfaces are -- comes from an inventory template: an inventory (README "Real
-machines") whose nodes may leave out ``host`` and whose values may name the allocated host::
+role's interfaces are -- comes from an inventory template: an inventory (docs/how-to/
+own-machines.md) whose nodes may leave out ``host`` and whose values may name the allocated host::
 
     ssh: {user: root, key: ~/.ssh/id_ed25519, known_hosts: ~/.ssh/known_hosts}
     nodes:                      # optional: roles not listed get only host: {node_addr}

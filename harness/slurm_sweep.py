@@ -48,9 +48,18 @@ class Submission:
         folder = submissions_dir(root)
         folder.mkdir(parents=True, exist_ok=True)
         path = folder / f"{self.job_id}.json"
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(self.__dict__, indent=1, default=str))
-        os.replace(tmp, path)
+        # A fresh, unguessable file made exclusively in the folder (mkstemp: O_EXCL, 0600),
+        # then renamed over the record: a fixed JOBID.tmp could be a link someone planted in
+        # a shared data folder, and writing it would write whatever file the link names.
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{self.job_id}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w") as fh:
+                fh.write(json.dumps(self.__dict__, indent=1, default=str))
+            os.chmod(tmp, 0o644)
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
         return path
 
     @classmethod

@@ -34,6 +34,17 @@ SLACK = 0.02
 #: tick of a 100 Hz kernel, the coarsest Linux builds use, so no real share is ever refused.
 CPU_COUNTER_TICK_S = 0.010
 
+#: The validity checks a registered claim may name (its ``checks``), each with what it refuses.
+CHECKS = {
+    "wire-rate": "a rate above what its wire carries: TCP's payload (check_rate) or RoCE's "
+                 "(s1_validity.check_verbs_rate)",
+    "cpu-share": "a CPU share above 100 % per thread or CPU it was measured over (check_share)",
+    "rounds-completed": "a fan-in point in which no round completed (check_rounds)",
+    "tool-completed": "a point its tool did not complete: no rate or no latency "
+                      "(s1_validity.failed_bandwidth, failed_latency)",
+    "disk-rate": "a disk or file-system rate above its disk's cap (s2_validity.point_checks)",
+}
+
 
 @dataclass(frozen=True)
 class Invalid:

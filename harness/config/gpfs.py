@@ -2,7 +2,7 @@
 
 Only real cluster nodes have GPFS (no lab, no VM): everything here was built
 and unit-tested against the documented output formats, never run against a
-real cluster (see README, "GPFS operations (real clusters only)").
+real cluster (see docs/how-to/file-systems.md, "GPFS operations (real clusters only)").
 
 What the parsers rely on:
 

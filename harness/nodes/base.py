@@ -100,6 +100,15 @@ class Node(ABC):
         return False
 
     @property
+    def sees_host_root(self) -> bool:
+        """Whether this node's root file system *is* this controlling machine's, shared
+        read-only: a VM the harness booted (:class:`harness.vm.boot.VMNode`), or a namespace
+        of one. Then a file the controller made is the very file there, and a program
+        built here may run there; on any other machine the same path is another file."""
+        machine = self.machine
+        return False if machine is self else machine.sees_host_root
+
+    @property
     def netns_path(self) -> str | None:
         """The network namespace's path on its machine; None when this node is a machine."""
         return None

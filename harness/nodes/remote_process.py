@@ -10,6 +10,7 @@ waits on the node's side, to save round trips to slow (TCG) VMs.
 
 from __future__ import annotations
 
+import re
 import signal
 import time
 
@@ -24,16 +25,55 @@ from .procfs import PROC_STAT_SH, parse_stat
 # the child's exit status (143 for a SIGTERM death); traps do not pass to the
 # child. Both lines are written before the leader moves its output to the log,
 # which is what lets the SSH channel close.
-_SPAWN = r"""log=$(mktemp "${TMPDIR:-/tmp}/harness-proc-XXXXXXXXXX") || exit 1
+# The log and the status file live in a folder of their own, made by ``mktemp -d`` (0700,
+# this user's): the node's /tmp is shared with its other users, and a status file beside
+# the log -- its name in ps -- could be made first by one of them, as a link that root's
+# write follows or as a status that is believed. ``set -C`` (noclobber): even in that
+# folder the status is written only into a file that did not exist.
+_SPAWN = r"""dir=$(mktemp -d "${TMPDIR:-/tmp}/harness-proc-XXXXXXXXXX") || exit 1
+log=$dir/log
+(set -C && : >"$log") || exit 1
 printf '%s\n' "$log"
 setsid sh -c '
 printf "%s %s\n" "$$" "$(cat /proc/$$/stat)"
 exec </dev/null >>"$2" 2>&1
 trap : TERM
 sh -c "$1"
-echo $? >"$2.status"
-' harness-proc "$1" "$log" &
+code=$?
+set -C
+echo "$code" >"$3"
+' harness-proc "$1" "$log" "$dir/status" &
 """
+
+#: The folder _SPAWN makes: ``harness-proc-`` and mktemp's ten letters, in the node's temp.
+PROCESS_FOLDER = re.compile(r"harness-proc-[A-Za-z0-9]{10}\Z")
+
+# sh -c _REMOVE harness-remove FOLDER: the folder of a stopped process, its log and status,
+# if it is what _SPAWN made (a real folder, not a link, of this user); else nothing.
+REMOVE_FILES = r"""d=$1
+[ -d "$d" ] && [ ! -L "$d" ] && [ -O "$d" ] || exit 0
+rm -f -- "$d/log" "$d/status"
+rmdir -- "$d" 2>/dev/null
+exit 0
+"""
+
+
+def process_folder(log: str) -> str | None:
+    """The folder of a log _SPAWN made (``.../harness-proc-XXXXXXXXXX/log``), else None."""
+    folder, _, name = log.rpartition("/")
+    if name != "log" or not PROCESS_FOLDER.match(folder.rpartition("/")[2]):
+        return None
+    return folder
+
+
+def remove_files_command(log: str) -> str | None:
+    """One shell command that removes a stopped process's folder (log and status), or None
+    when ``log`` is not in a folder _SPAWN made."""
+    folder = process_folder(log)
+    if folder is None:
+        return None
+    return command_text(["sh", "-c", REMOVE_FILES, "harness-remove", folder])
+
 
 # sh -c _STATE harness-state PID TICKS SIGNAL STATUSFILE TRIES UNTIL
 # prints "<before> <after> <group alive 0/1> <exit status or empty>", where
@@ -88,7 +128,9 @@ class ShellProcess(Process):
 
     @property
     def status_file(self) -> str:
-        return self.info.extra.get("status_file") or f"{self.info.log}.status"
+        folder = process_folder(self.info.log)
+        return self.info.extra.get("status_file") or (
+            f"{folder}/status" if folder else f"{self.info.log}.status")
 
     @classmethod
     def start(
@@ -109,7 +151,8 @@ class ShellProcess(Process):
                 "the node needs a POSIX sh, mktemp, setsid and /proc",
             ) from None
         info = ProcessInfo(
-            node.describe(), pid, ticks, text, log_path, {"status_file": f"{log_path}.status"}
+            node.describe(), pid, ticks, text, log_path,
+            {"status_file": f"{log_path.rpartition('/')[0]}/status"}
         )
         return cls(node, info)
 

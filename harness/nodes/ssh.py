@@ -58,6 +58,11 @@ REMOTE_TIMEOUT_SLACK = 5.0
 
 _PGID_RE = re.compile(rb"__harness_pgid__=(\d+)\n")
 _CHUNK = 1 << 16
+#: Bytes a command may write to stdout, and to stderr, before it is stopped: its output is
+#: held in memory, and a node (or another local user's program it runs) could otherwise
+#: send without end. The harness's largest outputs (a tool's log, a JSON result) are far
+#: below it; a file is copied with :meth:`SSHNode.get`.
+OUTPUT_CAP = 64 << 20
 
 # Run by the remote login shell as: sh -c _WRAPPER harness CMD LIMIT.
 # $$ is the process group of everything below: `timeout` makes itself a group
@@ -244,24 +249,37 @@ class SSHNode(Node):
             raise NodeError(f"{self._where()}: could not start `{cmd}`: {exc}") from None
         out: list[bytes] = []
         err: list[bytes] = []
+        over = _Overflow()
         # One thread per direction: the remote side blocks when our receive
         # window is full, so stdout, stderr and stdin must all move at once.
         threads = [
-            threading.Thread(target=_drain, args=(chan.recv, out), daemon=True),
-            threading.Thread(target=_drain, args=(chan.recv_stderr, err), daemon=True),
+            threading.Thread(target=_drain, args=(chan.recv, out, over, "stdout"), daemon=True),
+            threading.Thread(target=_drain, args=(chan.recv_stderr, err, over, "stderr"),
+                             daemon=True),
             threading.Thread(target=_feed, args=(chan, stdin), daemon=True),
         ]
         for thread in threads:
             thread.start()
         deadline = time.monotonic() + timeout
         try:
-            finished = _join(threads[:2], deadline) and chan.status_event.wait(
-                max(0.0, deadline - time.monotonic())
-            )
+            finished = _join(threads[:2], deadline, over) and (
+                over.stream is not None
+                or chan.status_event.wait(max(0.0, deadline - time.monotonic())))
         except BaseException:  # Ctrl-C while waiting: take the remote command down too
             self._kill_remote(chan, err)
             chan.close()
             raise
+        if over.stream is not None:
+            self._kill_remote(chan, err)
+            chan.close()
+            shown = cmd if len(cmd) <= 200 else cmd[:200] + "..."
+            raise NodeError(
+                f"{self._where()}: `{shown}` wrote more than {OUTPUT_CAP >> 20} MiB to its "
+                f"{over.stream}; it was stopped and its output dropped",
+                "a command whose output is that large should write it to a file on the node, "
+                "to be copied with get(); if this one is meant to, raise "
+                "harness.nodes.ssh.OUTPUT_CAP",
+            )
         if not finished:
             self._kill_remote(chan, err)
             chan.close()
@@ -352,12 +370,30 @@ class SSHNode(Node):
         )
 
 
-def _drain(recv, chunks: list[bytes]) -> None:
-    """Read one stream of a channel to its end (b'' means EOF or closed)."""
+class _Overflow:
+    """Which stream of a command first went past :data:`OUTPUT_CAP`, if one did."""
+
+    def __init__(self):
+        self.stream: str | None = None
+        self.event = threading.Event()
+
+    def set(self, stream: str) -> None:
+        self.stream = self.stream or stream
+        self.event.set()
+
+
+def _drain(recv, chunks: list[bytes], over: _Overflow, stream: str) -> None:
+    """Read one stream of a channel to its end (b'' means EOF or closed), or until it went
+    past :data:`OUTPUT_CAP` (then ``over`` says so)."""
+    total = 0
     try:
         while True:
             data = recv(_CHUNK)
             if not data:
+                return
+            total += len(data)
+            if total > OUTPUT_CAP:
+                over.set(stream)
                 return
             chunks.append(data)
     except (OSError, EOFError, paramiko.SSHException):
@@ -374,9 +410,15 @@ def _feed(chan: paramiko.Channel, data: bytes | None) -> None:
         pass  # the command ended without reading all of it, like a closed pipe
 
 
-def _join(threads: list[threading.Thread], deadline: float) -> bool:
+def _join(threads: list[threading.Thread], deadline: float, over: _Overflow) -> bool:
+    """Wait for the readers until ``deadline`` (False if it passed first); a stream past the
+    cap ends the wait at once (the other one may never end while the command is blocked)."""
     for thread in threads:
-        thread.join(max(0.0, deadline - time.monotonic()))
-        if thread.is_alive():
-            return False
+        while thread.is_alive():
+            if over.event.is_set():
+                return True
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            thread.join(min(left, 0.1))
     return True

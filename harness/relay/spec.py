@@ -19,6 +19,14 @@ _LABEL = re.compile(r"^(?!-)[A-Za-z0-9-]{1,63}(?<!-)\Z")
 MAX_PIPE_SIZE = 1 << 30
 #: srd's TCP_NOTSENT_LOWAT (its default too): see srd.c and benchmarks/relay_bench.py's notes
 NOTSENT_LOWAT = 128 << 10
+#: srd's --idle-timeout (its default too): a stream that moved nothing this long is closed.
+#: Above the longest iperf3 test the harness runs (S0's bench_seconds <= 600), whose control
+#: connection stays silent while the test runs.
+IDLE_TIMEOUT = 900.0
+#: srd's --max-per-peer (its default too): streams one client address may hold at once, so a
+#: flood of silent connections from one address leaves room for the study's streams. Far above
+#: what a study opens from one address (S0: at most 64 flows, all through fa's NAT).
+MAX_PER_PEER = 256
 
 
 @dataclass(frozen=True)
@@ -114,7 +122,10 @@ class RelaySpec:
     may go on after SIGTERM before they are cut. ``notsent_lowat`` caps the bytes
     waiting unsent in each of the relay's sockets (TCP_NOTSENT_LOWAT; 0 leaves the
     kernel's): with srd's whole pipe queued unsent, the relayed flows retransmitted
-    5-50x more (benchmarks/relay_bench.py's notes).
+    5-50x more (benchmarks/relay_bench.py's notes). ``idle_timeout`` closes a stream
+    that moved nothing that long and ``max_per_peer`` caps the streams of one client
+    address (see :data:`IDLE_TIMEOUT`, :data:`MAX_PER_PEER`): silent connections cannot
+    shut the study's streams out.
     """
 
     listen: HostPort
@@ -124,6 +135,8 @@ class RelaySpec:
     max_streams: int = 1024
     drain: float = 0.0
     notsent_lowat: int = NOTSENT_LOWAT
+    idle_timeout: float = IDLE_TIMEOUT
+    max_per_peer: int = MAX_PER_PEER
     log_path: str | None = None
 
     def __post_init__(self) -> None:
@@ -153,6 +166,8 @@ class RelaySpec:
         _check_number(self.max_streams, "max_streams", 1, 1_000_000, integer=True)
         _check_number(self.drain, "drain", 0, 86400)
         _check_number(self.notsent_lowat, "notsent_lowat", 0, MAX_PIPE_SIZE, integer=True)
+        _check_number(self.idle_timeout, "idle_timeout", 0.001, 86400)
+        _check_number(self.max_per_peer, "max_per_peer", 1, 1_000_000, integer=True)
         if self.log_path is not None and (not isinstance(self.log_path, str) or not self.log_path):
             raise SpecError(f"relay log_path must be a path, got {self.log_path!r}",
                             "leave it None to log to the process output")
@@ -168,6 +183,8 @@ class RelaySpec:
             "--max-streams", str(self.max_streams),
             "--drain", f"{self.drain:g}",
             "--notsent-lowat", str(self.notsent_lowat),
+            "--idle-timeout", f"{self.idle_timeout:g}",
+            "--max-per-peer", str(self.max_per_peer),
         ]
         if self.log_path:
             args += ["--log", self.log_path]

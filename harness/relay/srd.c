@@ -32,6 +32,15 @@
  *     flow control pushes back on the sender.
  *   - Target that refuses or does not answer within --connect-timeout: the
  *     client connection is closed and an event is logged.
+ *   - Silent connections cannot shut the study's streams out: a stream with
+ *     no event on either socket (no byte, no ACK that freed room, no FIN) for
+ *     --idle-timeout seconds (default 900, above the
+ *     longest iperf3 test the harness runs, whose control connection is
+ *     silent meanwhile) is closed (event=close reason=idle), and one client
+ *     address holds at most --max-per-peer streams (default 256) of the
+ *     --max-streams: more from it are refused (event=reject
+ *     reason=max-per-peer), so a flood from one address leaves room for the
+ *     others.
  *   - SIGTERM/SIGINT: the listener closes at once; open streams may finish for
  *     up to --drain seconds (default 0), then are cut; exit status 0.  A
  *     second signal cuts at once.
@@ -63,7 +72,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define SRD_VERSION "1.1"
+#define SRD_VERSION "1.2"
 #define MAX_EVENTS 256
 #define ACCEPT_BATCH 64
 #define FDS_PER_STREAM 6
@@ -85,6 +94,8 @@ struct config {
     double drain;
     long max_streams;
     long notsent_lowat; /* TCP_NOTSENT_LOWAT on both stream sockets; 0: leave the kernel's */
+    double idle_timeout; /* a stream that moved nothing for this long is closed */
+    long max_per_peer;   /* streams one client address may hold at once */
 };
 
 static struct config cfg = {
@@ -93,6 +104,8 @@ static struct config cfg = {
     .drain = 0.0,
     .max_streams = 1024,
     .notsent_lowat = NOTSENT_LOWAT_DEFAULT,
+    .idle_timeout = 900.0,
+    .max_per_peer = 256,
 };
 
 /* ------------------------------------------------------------------ logging */
@@ -327,6 +340,8 @@ static void usage(FILE *to)
             "      --pipe-size BYTES        in-flight bytes per direction (default 1048576)\n"
             "      --connect-timeout SEC    give up on a silent target (default 5)\n"
             "      --max-streams N          concurrent streams; more are refused (default 1024)\n"
+            "      --max-per-peer N         concurrent streams from one client address (default 256)\n"
+            "      --idle-timeout SEC       close a stream that moved nothing this long (default 900)\n"
             "      --drain SEC              on SIGTERM let streams finish this long (default 0)\n"
             "      --notsent-lowat BYTES    most unsent bytes queued in a socket (default 131072;\n"
             "                               0 leaves the kernel's, net.ipv4.tcp_notsent_lowat)\n"
@@ -345,6 +360,8 @@ static void parse_args(int argc, char **argv)
         {"max-streams", required_argument, 0, 'm'},
         {"drain", required_argument, 0, 'd'},
         {"notsent-lowat", required_argument, 0, 'N'},
+        {"idle-timeout", required_argument, 0, 'I'},
+        {"max-per-peer", required_argument, 0, 'P'},
         {"version", no_argument, 0, 'V'},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
@@ -362,6 +379,8 @@ static void parse_args(int argc, char **argv)
         case 'm': cfg.max_streams = parse_long("max-streams", optarg, 1, 1000000); break;
         case 'd': cfg.drain = parse_seconds("drain", optarg, 0); break;
         case 'N': cfg.notsent_lowat = parse_long("notsent-lowat", optarg, 0, 1L << 30); break;
+        case 'I': cfg.idle_timeout = parse_seconds("idle-timeout", optarg, 0.001); break;
+        case 'P': cfg.max_per_peer = parse_long("max-per-peer", optarg, 1, 1000000); break;
         case 'V': printf("srd %s\n", SRD_VERSION); exit(0);
         case 'h': usage(stdout); exit(0);
         case ':': die(2, "option %s needs a value", argv[optind - 1]);
@@ -409,6 +428,9 @@ struct stream {
     struct tag ctag, ttag;
     uint32_t cev, tev; /* the epoll interest registered for cfd / tfd */
     double started, deadline;
+    double last_active; /* the last event on either socket (monotonic) */
+    int peer_family;    /* the client's address, for --max-per-peer */
+    unsigned char peer[16];
     char client[ADDR_TEXT];
     struct stream *prev, *next; /* all live streams, oldest first */
     struct stream *dead_next;
@@ -423,6 +445,8 @@ static uint64_t next_id = 1, n_served;
 static int stopping;       /* a signal arrived */
 static double drain_until; /* monotonic deadline for open streams after a signal */
 static double listen_paused_until;
+static double loop_now;         /* monotonic time of the current epoll batch */
+static double next_idle_check;  /* when idle streams are looked for next */
 static struct tag listen_tag = {TAG_LISTEN, NULL};
 
 static void live_append(struct stream *s)
@@ -462,7 +486,7 @@ static void close_pipe(struct dir *d)
 /*
  * End a stream.  reason: "eof" (both directions finished), "reset" (``side``
  * failed with ``err``; abort the other side with an RST), "shutdown" (cut by a
- * signal), "target-failed", "error".
+ * signal), "target-failed", "idle" (nothing moved for --idle-timeout), "error".
  * The struct is freed only after the current epoll batch (events for it may
  * still be queued there).
  */
@@ -676,6 +700,7 @@ static void stream_relay_event(struct stream *s, int is_client, uint32_t ev)
     const char *side = NULL;
     int err = 0;
     int fd = is_client ? s->cfd : s->tfd;
+    s->last_active = loop_now;
     if (ev & EPOLLERR) {
         err = socket_error(fd);
         if (err) {
@@ -782,6 +807,30 @@ static void epoll_add(int fd, uint32_t events, struct tag *tag)
         log_line("event=error where=epoll_ctl error=\"%s\"", strerror(errno));
 }
 
+/* The client's address as bytes (port left out): streams from one address count together. */
+static int peer_key(const struct sockaddr_storage *sa, unsigned char out[16])
+{
+    memset(out, 0, 16);
+    if (sa->ss_family == AF_INET) {
+        memcpy(out, &((const struct sockaddr_in *)sa)->sin_addr, 4);
+    } else if (sa->ss_family == AF_INET6) {
+        memcpy(out, &((const struct sockaddr_in6 *)sa)->sin6_addr, 16);
+    }
+    return sa->ss_family;
+}
+
+/* Live streams from the client address of ``sa`` (counting stops at ``enough``). */
+static long streams_from(const struct sockaddr_storage *sa, long enough)
+{
+    unsigned char key[16];
+    int family = peer_key(sa, key);
+    long n = 0;
+    for (struct stream *s = live_head; s && n < enough; s = s->next)
+        if (s->peer_family == family && !memcmp(s->peer, key, sizeof key))
+            n++;
+    return n;
+}
+
 static void accept_one(int cfd, struct sockaddr_storage *peer)
 {
     struct stream *s = calloc(1, sizeof *s);
@@ -797,6 +846,8 @@ static void accept_one(int cfd, struct sockaddr_storage *peer)
     s->tfd = -1;
     s->started = now_mono();
     s->deadline = s->started + cfg.connect_timeout;
+    s->last_active = s->started;
+    s->peer_family = peer_key(peer, s->peer);
     snprintf(s->client, sizeof s->client, "%s", client);
     s->ctag = (struct tag){TAG_CLIENT, s};
     s->ttag = (struct tag){TAG_TARGET, s};
@@ -874,6 +925,14 @@ static void accept_ready(void)
             close(cfd);
             continue;
         }
+        if (streams_from(&peer, cfg.max_per_peer) >= cfg.max_per_peer) {
+            char client[ADDR_TEXT];
+            addr_text((struct sockaddr *)&peer, client, sizeof client);
+            log_line("event=reject client=%s reason=max-per-peer limit=%ld", client,
+                     cfg.max_per_peer);
+            close(cfd);
+            continue;
+        }
         accept_one(cfd, &peer);
     }
 }
@@ -906,12 +965,36 @@ static void expire_connects(double now)
     }
 }
 
+/* How often idle streams are looked for: a stream is closed between --idle-timeout and
+   --idle-timeout plus this after its last event. One pass over the live streams. */
+static double idle_check_interval(void)
+{
+    return cfg.idle_timeout / 4 < 1.0 ? cfg.idle_timeout / 4 : 1.0;
+}
+
+static void expire_idle(double now)
+{
+    if (now < next_idle_check)
+        return;
+    next_idle_check = now + idle_check_interval();
+    struct stream *s = live_head;
+    while (s) {
+        struct stream *next = s->next;
+        if (s->state == ST_RELAYING && now - s->last_active >= cfg.idle_timeout)
+            stream_end(s, "idle", NULL, 0);
+        s = next;
+    }
+}
+
 static int next_timeout_ms(double now)
 {
     double wake = -1;
+    if (n_live > n_connecting) /* streams that may fall idle */
+        wake = next_idle_check;
     for (struct stream *s = n_connecting ? live_head : NULL; s; s = s->next) {
         if (s->state == ST_CONNECTING) {
-            wake = s->deadline;
+            if (wake < 0 || s->deadline < wake)
+                wake = s->deadline;
             break;
         }
     }
@@ -1042,9 +1125,11 @@ int main(int argc, char **argv)
     else
         snprintf(bound, sizeof bound, "%s", cfg.listen_text);
     log_line_both("event=listening listen=%s target=%s pid=%d pipe_size=%zu max_streams=%ld "
-             "connect_timeout=%.3f drain=%.3f notsent_lowat=%ld version=%s",
+             "max_per_peer=%ld connect_timeout=%.3f idle_timeout=%.3f drain=%.3f "
+             "notsent_lowat=%ld version=%s",
              bound, cfg.target_text, (int)getpid(), pipe_bytes, cfg.max_streams,
-             cfg.connect_timeout, cfg.drain, cfg.notsent_lowat, SRD_VERSION);
+             cfg.max_per_peer, cfg.connect_timeout, cfg.idle_timeout, cfg.drain,
+             cfg.notsent_lowat, SRD_VERSION);
 
     struct epoll_event events[MAX_EVENTS];
     for (;;) {
@@ -1055,6 +1140,7 @@ int main(int argc, char **argv)
             break;
         }
         int n = epoll_wait(epfd, events, MAX_EVENTS, next_timeout_ms(now));
+        loop_now = now_mono();
         if (n < 0) {
             if (errno == EINTR)
                 continue;
@@ -1086,6 +1172,7 @@ int main(int argc, char **argv)
         }
         now = now_mono();
         expire_connects(now);
+        expire_idle(now);
         if (listen_paused_until > 0 && now >= listen_paused_until && listen_fd >= 0) {
             listen_paused_until = 0;
             set_listener_events(EPOLLIN);

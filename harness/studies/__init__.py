@@ -1,6 +1,6 @@
 """Studies: one module each (a :class:`Study` subclass) and a notebook; found, not listed.
 
-See :mod:`harness.studies.base` for the contract and the README's "Adding a study".
+See :mod:`harness.studies.base` for the contract and docs/how-to/adding-a-study.md.
 """
 
 from .base import Citation, Requirements, RunData, Study

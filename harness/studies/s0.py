@@ -78,6 +78,7 @@ from ..topology import Topology
 from .base import Citation, Requirements, RunData, Study
 from .order import MeasuringOrder
 from .s0_bench import measure_bench
+from .s0_claims import REGISTRATION_FILE
 from .s0_far import measure_far
 from .s0_lab import (
     A_PRIVATE,
@@ -114,7 +115,7 @@ from .s0_methods import count_connections, sweep
 
 # the study's own names, and those of .s0_lab it re-exports (they were defined here before)
 __all__ = [
-    "S0", "STUDY", "check_fronts", "check_inventory", "check_tools", "measure",
+    "S0", "STUDY", "check_fronts", "check_inventory", "check_tools",
     "prepare_inventory",
     "A_PRIVATE", "B1_PORTS", "B_PRIVATE", "FA_PORTS", "FB_PORTS", "IPERF_OFFSET", "IPERF_PORT",
     "LAB_PUBLIC", "LABELS", "MAX_SIZE", "METHODS", "MUX_PORT", "NPTCP_PORT", "OFFLOADS",
@@ -183,6 +184,7 @@ def prepare_inventory(session: Session, bed) -> None:
 class S0(Study):
     name = STUDY
     title = "NAT + user-space relay between private-IP clusters"
+    registration_file = REGISTRATION_FILE
     citation = Citation(
         "Siyoul Choi, Kumrye Park, Sungyong Park, Ohyoung Kwon, Hyoungwoo Park",
         "High Performance Communication Relay method for Clusters that use Private IPs in "
@@ -292,8 +294,3 @@ class S0(Study):
         if data.tables.get("far") is not None and not data.tables["far"].empty:
             figures["far"] = s0_figures.far_figure(data.tables["far"])
         return figures
-
-
-def measure(params: Params, run_dir: str = "", inventory: str = "") -> str:
-    """The study run end to end (see :meth:`Study.run`); returns the run folder."""
-    return S0().run(params, run_dir, inventory)

@@ -24,9 +24,6 @@ from ..validity import payload_rate_mbit
 from .s0_claims import (
     ALL_SIZES,
     APPROPRIATE_SIZES,
-    CHANGES,
-    CLAIMS,
-    DESIGN,
     DIRECT_LINK_FLOOR,
     FAR_DELAYS_MS,
     FAR_REACHED,
@@ -34,6 +31,8 @@ from .s0_claims import (
     LATENCY_SIZES,
     METRICS,
     SMALL_SIZES,
+    claim,
+    registered,
 )
 from .s0_common import KB, LABELS, MB, METHODS, size_label  # noqa: F401 (s0_figures)
 from .s0_estimates import best_size_gain, best_size_note, geomean_per_repetition, per_repetition
@@ -49,7 +48,7 @@ from .s0_validity import (
     unpaced_sizes,
 )
 
-__all__ = ["CHANGES", "CLAIMS", "DESIGN", "claims", "explain", "invalid_table", "table1"]
+__all__ = ["claims", "explain", "invalid_table", "registered", "table1"]
 
 COLORS = {"direct": "C0", "proxies": "C3", "nat_srd": "C2"}
 PAPER = {
@@ -186,22 +185,22 @@ def bench_targets(bench: pd.DataFrame) -> list[Verdict]:
     out: list[Verdict] = []
     why = "unshaped lab, 1 B half round trip, paired per repetition"
     for key, est in (
-            ("nat_srd_hop", (lat["nat_srd"] - lat["direct"])
+            ("s0.target.nat_srd_hop_us", (lat["nat_srd"] - lat["direct"])
              if {"nat_srd", "direct"} <= set(lat) else None),
-            ("proxies_srd_hop", (lat["proxies_srd"] - lat["direct"]) / 2
+            ("s0.target.proxies_srd_hop_us", (lat["proxies_srd"] - lat["direct"]) / 2
              if {"proxies_srd", "direct"} <= set(lat) else None)):
-        out.append(judge(CLAIMS[key], None if est is None else
+        out.append(judge(claim(key), None if est is None else
                          mean_estimate(est, "us"), why))
     for kind in ("nat", "proxies"):
         srd, socat = f"{kind}_srd", f"{kind}_socat"
-        claim = CLAIMS[f"{kind}_srd_vs_socat"]
+        target = claim(f"s0.target.srd_vs_socat_{kind}")
         if {srd, socat} <= set(bw):
-            out.append(judge(claim, mean_estimate(bw[srd] / bw[socat], "x", log=True),
+            out.append(judge(target, mean_estimate(bw[srd] / bw[socat], "x", log=True),
                              "iperf3 throughput, unshaped, paired per repetition"))
         else:
-            out.append(not_testable(claim, "the benchmark ran without socat"))
+            out.append(not_testable(target, "the benchmark ran without socat"))
     if {"nat_srd", "direct"} <= set(bw):
-        out.append(judge(CLAIMS["srd_vs_forward"],
+        out.append(judge(claim("s0.target.srd_vs_forward"),
                          mean_estimate(bw["nat_srd"] / bw["direct"], "x", log=True),
                          "a relayed stream crosses two more TCP stacks and a user-space "
                          "process than a forwarded one, on a 2-core machine shared by sender, "
@@ -244,35 +243,35 @@ def far_ratios(far: pd.DataFrame) -> pd.DataFrame:
 def _far_latency(far: pd.DataFrame | None, meta: dict, mtu: int = MTU) -> Verdict:
     """The distance claim, at the largest swept delay, if the sweep reached it, on the sizes
     the lab paces (G1 of issue 23; the sweep's lab has the main lab's shaper)."""
-    claim = CLAIMS["far_latency"]
+    far_claim = claim("s0.latency.far_nat_vs_proxies_x")
     if far is None or far.empty:
         caps = meta.get("capabilities") or {}
         host = caps.get("local") or {}
         why = "the run swept no front-to-front delay (far = False, or real machines)"
         if not (host.get("features") or {}).get("netem", True):
             why += f"; this host's kernel ({host.get('kernel', '?')}) has no netem"
-        return not_testable(claim, why)
+        return not_testable(far_claim, why)
     top = max(FAR_DELAYS_MS)
     if not any(paced(int(size), mtu) for size in far["size"].unique()):
         rate = (meta.get("parameters") or {}).get("rate_mbit", 100.0)
-        return not_testable(claim, "no swept size is paced in this lab, so none can show a "
+        return not_testable(far_claim, "no swept size is paced in this lab, so none can show a "
                             "wire's serialisation: " + unpaced_note(
                                 far, rate, ("proxies", "nat_srd"), LATENCY_SIZES, mtu))
     far = far[[paced(int(size), mtu) for size in far["size"]]]
     r = far_ratios(far)
     delays = set(r.index.get_level_values("one_way_delay_ms"))
     if top not in delays or 0.0 not in delays:
-        return not_testable(claim, f"the sweep lacks {top:g} ms or 0 ms: it swept "
+        return not_testable(far_claim, f"the sweep lacks {top:g} ms or 0 ms: it swept "
                                    f"{sorted(delays)} ms")
     direct = r.direct_1b_half_rtt_us.unstack("one_way_delay_ms")
     added_ms = float((direct[top] - direct[0.0]).median()) / 1000
     if added_ms < FAR_REACHED * top:
-        return not_testable(claim, f"the direct path rose only {added_ms:.2f} ms at a set "
+        return not_testable(far_claim, f"the direct path rose only {added_ms:.2f} ms at a set "
                                    f"{top:g} ms one way (below {FAR_REACHED:.0%} of it)")
     ratio = r.nat_vs_proxies_x.xs(top, level="one_way_delay_ms")
     where = far.get("where", pd.Series(["?"])).iloc[0]
     base = r.nat_vs_proxies_x.xs(0.0, level="one_way_delay_ms")
-    return judge(claim, mean_estimate(ratio, "x", log=True),
+    return judge(far_claim, mean_estimate(ratio, "x", log=True),
                  f"direct rose {added_ms:.2f} ms at {top:g} ms; at 0 ms the ratio read "
                  f"{float(np.exp(np.log(base).mean())):.2f}x; {where}")
 
@@ -297,11 +296,11 @@ def claims(frame: pd.DataFrame, bench: pd.DataFrame | None = None,
     why_lat = (f"direct is {direct_1b:.0f} us at 1 B (veth: no NIC, wire or interrupt "
                "moderation)" if direct_1b else "")
     out: list[Verdict] = []
-    lat_claims = ("proxies_latency", "nat_latency", "nat_vs_proxies_latency")
+    lat_claims = ("s0.latency.proxies_x", "s0.latency.nat_srd_x", "s0.latency.nat_vs_proxies_pct")
     if not set(METHODS) <= set(lat.columns):
-        out += [not_testable(CLAIMS[k], "needs all three methods") for k in lat_claims]
+        out += [not_testable(claim(k), "needs all three methods") for k in lat_claims]
     elif lat_regime:
-        out += [not_testable(CLAIMS[k], lat_regime) for k in lat_claims]
+        out += [not_testable(claim(k), lat_regime) for k in lat_claims]
     else:
         out += _latency_verdicts(frame, lat, rate, mtu, why_lat)
     for metric in METRICS:
@@ -319,25 +318,26 @@ def _notes(*parts: str) -> str:
 def _latency_verdicts(frame: pd.DataFrame, lat: pd.DataFrame, rate, mtu: int,
                       why_lat: str) -> list[Verdict]:
     """The three latency claims, on the paced sizes of 1 B-1 KB only (G1 of issue 23)."""
-    keys = {"proxies_latency": ("direct", "proxies"), "nat_latency": ("direct", "nat_srd"),
-            "nat_vs_proxies_latency": ("proxies", "nat_srd")}
+    keys = {"s0.latency.proxies_x": ("direct", "proxies"),
+            "s0.latency.nat_srd_x": ("direct", "nat_srd"),
+            "s0.latency.nat_vs_proxies_pct": ("proxies", "nat_srd")}
     sizes = [int(s) for s in lat.index.get_level_values("size").unique()
              if LATENCY_SIZES[0] <= s <= LATENCY_SIZES[1]]
     if not any(paced(s, mtu) for s in sizes):
-        return [not_testable(CLAIMS[k], none_paced_note(frame, rate, m, LATENCY_SIZES, mtu))
+        return [not_testable(claim(k), none_paced_note(frame, rate, m, LATENCY_SIZES, mtu))
                 for k, m in keys.items()]
     lat = paced_only(lat, mtu)
     out = []
-    for key, method in (("proxies_latency", "proxies"), ("nat_latency", "nat_srd")):
-        out.append(judge(CLAIMS[key], mean_estimate(
+    for key, method in (("s0.latency.proxies_x", "proxies"), ("s0.latency.nat_srd_x", "nat_srd")):
+        out.append(judge(claim(key), mean_estimate(
             geomean_per_repetition(lat[method] / lat.direct, *LATENCY_SIZES), "x", log=True),
             _notes(why_lat, unpaced_note(frame, rate, keys[key], LATENCY_SIZES, mtu))))
     est = mean_estimate(geomean_per_repetition(lat.nat_srd / lat.proxies, *LATENCY_SIZES),
                         log=True)
-    out.append(judge(CLAIMS["nat_vs_proxies_latency"], est and est.as_gain_pct(), _notes(
+    out.append(judge(claim("s0.latency.nat_vs_proxies_pct"), est and est.as_gain_pct(), _notes(
         "NAT on fa replaces a user-space hop (two socket terminations, a process wake-up, "
         "framing onto the shared connection) with kernel forwarding",
-        unpaced_note(frame, rate, keys["nat_vs_proxies_latency"], LATENCY_SIZES, mtu))))
+        unpaced_note(frame, rate, keys["s0.latency.nat_vs_proxies_pct"], LATENCY_SIZES, mtu))))
     return out
 
 
@@ -347,12 +347,12 @@ def _bandwidth_verdicts(frame: pd.DataFrame, metric: str, regime: str,
     """A metric's bandwidth claims. Ping-pong counts only the sizes the lab paces (G1 of issue
     23); streaming is paced at every size. The appropriate-size gain takes each repetition's
     best size (G2)."""
-    keys = [k for k in CLAIMS if k.startswith(f"bandwidth.{metric}.")]
+    keys = [c.id for c in registered().claims if c.id.startswith(f"s0.bandwidth.{metric}.")]
     bw = per_repetition(frame, f"{metric}_mbit")
     if not set(METHODS) <= set(bw.columns):
-        return [not_testable(CLAIMS[k], "needs all three methods") for k in keys]
+        return [not_testable(claim(k), "needs all three methods") for k in keys]
     if regime:
-        return [not_testable(CLAIMS[k], regime) for k in keys]
+        return [not_testable(claim(k), regime) for k in keys]
     quantity = "streaming" if metric == "stream" else "ping-pong"
     pingpong = metric == "pingpong"
     if pingpong:
@@ -369,21 +369,21 @@ def _bandwidth_verdicts(frame: pd.DataFrame, metric: str, regime: str,
 
     out = []
     for method in ("proxies", "nat_srd"):
-        claim, methods = CLAIMS[f"bandwidth.{metric}.{method}_below_half"], ("direct", method)
+        half, methods = claim(f"s0.bandwidth.{metric}.{method}_below_half"), ("direct", method)
         if none_paced(ALL_SIZES):
-            out.append(not_testable(claim, none_paced_note(frame, rate, methods, ALL_SIZES,
+            out.append(not_testable(half, none_paced_note(frame, rate, methods, ALL_SIZES,
                                                            mtu)))
             continue
         est = mean_estimate(geomean_per_repetition(bw[method] / bw.direct, *ALL_SIZES), "x",
                             log=True)
-        out.append(judge(claim, est, left_out(methods, ALL_SIZES),
+        out.append(judge(half, est, left_out(methods, ALL_SIZES),
                          invalid=among(invalid, methods, ALL_SIZES, quantity)))
     gain, pair = bw.nat_srd / bw.proxies, ("proxies", "nat_srd")
     for key, sizes in (("gain_1k_32k", SMALL_SIZES), ("gain_128k_1m", LARGE_SIZES),
                        ("gain_appropriate", APPROPRIATE_SIZES)):
-        claim = CLAIMS[f"bandwidth.{metric}.{key}"]
+        gain_claim = claim(f"s0.bandwidth.{metric}.{key}")
         if none_paced(sizes):
-            out.append(not_testable(claim, none_paced_note(frame, rate, pair, sizes, mtu)))
+            out.append(not_testable(gain_claim, none_paced_note(frame, rate, pair, sizes, mtu)))
             continue
         note = left_out(pair, sizes)
         if key == "gain_appropriate":
@@ -392,7 +392,7 @@ def _bandwidth_verdicts(frame: pd.DataFrame, metric: str, regime: str,
             note = _notes(best_size_note(at) if len(at) else "", note)
         else:
             est = mean_estimate(geomean_per_repetition(gain, *sizes), log=True)
-        out.append(judge(claim, est and est.as_gain_pct(), note,
+        out.append(judge(gain_claim, est and est.as_gain_pct(), note,
                          invalid=among(invalid, pair, sizes, quantity)))
     return out
 

@@ -1,11 +1,11 @@
 """S0's per-repetition estimates: the paired samples each claim's interval is made of.
 
 Every claim's quantity is computed per repetition, and the repetitions are its samples
-(:data:`.s0_claims.DESIGN`, "sample"): a ratio of two methods paired per repetition and size
+(s0_registration.toml, design "sample"): a ratio of two methods paired per repetition and size
 (:func:`per_repetition`), then over the claim's sizes either the geometric mean
 (:func:`geomean_per_repetition`, every claim but one) or, for "about 25 % with an
 appropriately sized message" (000:111), the largest ratio among the sizes
-(:func:`best_size_gain`, DESIGN "appropriate size"). :mod:`.s0_analysis` judges the claims on
+(:func:`best_size_gain`, design "appropriate size"). :mod:`.s0_analysis` judges the claims on
 these; which sizes may count at all is :mod:`.s0_validity`'s (:func:`.s0_validity.paced_only`).
 """
 

@@ -26,6 +26,7 @@ from ..config import nat
 from ..errors import HarnessError, SpecError
 from ..progress import progress
 from ..relay.process import Relay, relay, srd_clients
+from ..relay.trunk import TrunkKey
 from ..tools import pingpong
 from ..tools.iperf3 import settle
 from ..tools.sockets import ss_established
@@ -48,12 +49,13 @@ def main_relays(meas: Measurement, check: bool = True) -> Iterator[dict[str, Rel
     ``check``: each relay first checks that it answers (a Python start on fb: seconds in a
     TCG VM, where the distance sweep checks it once)."""
     p, j = meas.plan, meas.journal
+    pair = TrunkKey.new()  # the proxies' trunk proves it (harness.relay.trunk)
     with relay(j, meas.node("fb"), "srd", f"{p.fb_pub}:{SRD_PORT}",
                f"{p.b1}:{SERVER_PORT}", check) as srd, \
             relay(j, meas.node("fb"), "mux-exit", f"{p.fb_pub}:{MUX_PORT}",
-                  f"{p.b1}:{SERVER_PORT}", check) as proxy_b, \
+                  f"{p.b1}:{SERVER_PORT}", check, trunk_key=pair) as proxy_b, \
             relay(j, meas.node("fa"), "mux-entry", f"{p.fa_priv}:{PROXY_PORT}",
-                  f"{p.fb_pub}:{MUX_PORT}") as proxy_a:
+                  f"{p.fb_pub}:{MUX_PORT}", trunk_key=pair) as proxy_a:
         yield {"fb_srd": srd, "fa_proxy": proxy_a, "fb_proxy": proxy_b}
 
 

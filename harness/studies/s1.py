@@ -44,6 +44,7 @@ from ..topology import Topology, TopologyBuilder
 from .base import Citation, Requirements, RunData, Study
 from .order import MeasuringOrder
 from .parameters import Parameters, param
+from .s1_claims import REGISTRATION_FILE
 from .s1_cpus import HOTPLUG_CPU, ONLINE_AT, ONLINE_LIST, cpu_level, read_online  # noqa: F401
 from .s1_rows import bandwidth_rows, latency_rows, qperf_rows, tcp_rows  # noqa: F401
 
@@ -104,7 +105,7 @@ PROFILES = {
     # (not reproduced), polling 1.15x [0.99, 1.41] and 1.16x [0.98, 1.39] (inconclusive in
     # both), their hints "about 16" and "about 12" repetitions. 15 were chosen from those
     # outcomes (2026-11-26 01:28): a count moved after seeing results, so 10, the count fixed
-    # before any data, is fixed again (s1_analysis.CHANGES)
+    # before any data, is fixed again (s1_registration.toml, changes)
     "verdict": dict(sizes=(4, 64, 512, 1024, 8192, 65536), repetitions=10, iterations=300,
                     bw_iterations=300, tcp_budget_s=0.1, rdma_write=False, cpus=(1, 2)),
     # paper: the paper's sizes up to 1 MB, perftest's default 1000 iterations
@@ -338,6 +339,7 @@ def measure_qperf(session: Session, pair: Pair, params: Params) -> list[dict]:
 
 class S1(Study):
     name = STUDY
+    registration_file = REGISTRATION_FILE
     title = "User-level messaging (RDMA verbs over Soft-RoCE, VIA's heir) against kernel TCP"
     citation = Citation("Kangho Kim, Jin-Soo Kim, Haejin Kim",
                         "A Comparison of VIA Implementations on Linux (리눅스 상의 VIA 구현 비교)",
@@ -455,8 +457,3 @@ class S1(Study):
 
         return {"latency": s1_analysis.figure_latency(data.results),
                 "bandwidth": s1_analysis.figure_bandwidth(data.results)}
-
-
-def measure(params: Params, run_dir: str = "", inventory: str = "") -> str:
-    """The study run end to end (see :meth:`Study.run`); returns the run folder."""
-    return S1().run(params, run_dir, inventory)

@@ -24,18 +24,17 @@ import pandas as pd
 
 from ..claims import judge, not_testable, table
 from ..intervals import mean_estimate
-from .s1_changes import CHANGES  # noqa: F401  (read from here with CLAIMS and DESIGN)
-from .s1_claims import (  # noqa: F401  (CLAIMS, DESIGN: read from here too)
+from .s1_claims import (  # noqa: F401  (registered: read from here too)
     BW_SMALL_MAX,
     BW_TCP,
-    CLAIMS,
-    DESIGN,
     HARDWARE,
     LABELS,
     LARGE_MIN,
     PAPER,
     SMALL_MAX,
     WIRE_BOUND_FRACTION,
+    claim,
+    registered,
 )
 from .s1_frames import at_cpus, geomean_rows, mean_ci, per_repetition, ratio_of
 from .s1_smp import SMP_CHECK, SMP_STACKS, figure_smp, smp_claim, smp_ratios, smp_table  # noqa: F401
@@ -176,7 +175,7 @@ class _BandwidthRatio:
 def _bw_large(part: _BandwidthRatio, frame: pd.DataFrame):
     """bw_large: invalid points first (they never decide; a point faster than the wire
     would also fake the regime), then the regime (both stacks wire-bound), then the ratio."""
-    claim = CLAIMS["bw_large"]
+    claim = registered().claim("s1.verbs_bw_large")
     if part.missing or part.invalid:
         return part.judged(claim)
     wire = part.wire
@@ -213,10 +212,10 @@ def claims(frame: pd.DataFrame, meta: dict | None = None) -> pd.DataFrame:
 
     ratio = ratio_of(mean_lat, "tcp-qperf", "verbs-send", [4])
     if ratio.empty or 4 not in ratio.columns:
-        verdicts.append(not_testable(CLAIMS["latency_4b"], "4 B was not measured with qperf "
+        verdicts.append(not_testable(claim("s1.latency_tcp_over_verbs_4b"), "4 B was not measured with qperf "
                                      "and perftest (sizes)"))
     else:
-        verdicts.append(judge(CLAIMS["latency_4b"], mean_estimate(ratio[4], "x", log=True),
+        verdicts.append(judge(claim("s1.latency_tcp_over_verbs_4b"), mean_estimate(ratio[4], "x", log=True),
                               "paired per repetition; means of half round trips, qperf "
                               "tcp_lat against ib_send_lat (C against C)"
                               + _cross_check(ratio_of(lat, "tcp-nodelay", "verbs-send", [4]))
@@ -226,13 +225,13 @@ def claims(frame: pd.DataFrame, meta: dict | None = None) -> pd.DataFrame:
 
     ratio = ratio_of(mean_lat, "tcp-qperf", "verbs-send", sizes)
     if ratio.empty:
-        verdicts.append(not_testable(CLAIMS["latency_every_size"], "needs qperf and perftest "
+        verdicts.append(not_testable(claim("s1.verbs_below_tcp_every_size"), "needs qperf and perftest "
                                      "latency"))
     else:
         worst = ratio.min(axis=1)
         at = ratio.mean().idxmin()
         python = ratio_of(lat, "tcp-nodelay", "verbs-send", sizes)
-        verdicts.append(judge(CLAIMS["latency_every_size"], mean_estimate(worst, "x", log=True),
+        verdicts.append(judge(claim("s1.verbs_below_tcp_every_size"), mean_estimate(worst, "x", log=True),
                               f"{len(ratio.columns)} sizes; the smallest ratio is mostly at "
                               f"{int(at)} B; qperf tcp_lat against ib_send_lat, means"
                               + _cross_check(python.min(axis=1).to_frame(0)
@@ -245,11 +244,11 @@ def claims(frame: pd.DataFrame, meta: dict | None = None) -> pd.DataFrame:
     wide = irr.pivot_table(index="repetition", columns="method", values="irregularity") \
         if not irr.empty else pd.DataFrame()
     if wide.empty or not {"tcp-nagle", "tcp-nodelay"} <= set(wide.columns):
-        verdicts.append(not_testable(CLAIMS["nagle_irregular"],
+        verdicts.append(not_testable(claim("s1.tcp_nagle_irregular"),
                                      "needs TCP streaming with and without Nagle at >= 3 sizes"))
     else:
         est = mean_estimate(wide["tcp-nagle"] / wide["tcp-nodelay"], "x", log=True)
-        verdicts.append(judge(CLAIMS["nagle_irregular"], est,
+        verdicts.append(judge(claim("s1.tcp_nagle_irregular"), est,
                               f"irregularity (doublings): Nagle {wide['tcp-nagle'].mean():.2f}, "
                               f"TCP_NODELAY {wide['tcp-nodelay'].mean():.2f}; streaming, "
                               "one connection per run",
@@ -258,25 +257,25 @@ def claims(frame: pd.DataFrame, meta: dict | None = None) -> pd.DataFrame:
                                   [s for s in sizes if s <= SMALL_MAX], wire)))
 
     verdicts.append(_BandwidthRatio.of(frame, bw, [s for s in sizes if s <= BW_SMALL_MAX], wire,
-                                       tcg).judged(CLAIMS["bw_small"]))
+                                       tcg).judged(claim("s1.verbs_bw_better_small")))
     verdicts.append(_bw_large(_BandwidthRatio.of(frame, bw, [s for s in sizes if s >= LARGE_MIN],
                                                  wire, tcg), frame))
 
     small = [s for s in sizes if s <= SMALL_MAX]
     ratio = ratio_of(lat, "verbs-send-events", "verbs-send", small)
     if ratio.empty or ratio.columns.empty:
-        verdicts.append(not_testable(CLAIMS["polling_latency"], "events were not measured "
+        verdicts.append(not_testable(claim("s1.polling_lowers_latency"), "events were not measured "
                                      "(completion=polling only)"))
     else:
-        verdicts.append(judge(CLAIMS["polling_latency"],
+        verdicts.append(judge(claim("s1.polling_lowers_latency"),
                               mean_estimate(geomean_rows(ratio), "x", log=True),
                               "ib_send_lat -e against ib_send_lat, paired per repetition"))
     share = cpu_share(frame)
     if share.empty or not {"verbs-send", "verbs-send-events"} <= set(share.columns):
-        verdicts.append(not_testable(CLAIMS["polling_cpu"], "no CPU time of both modes"))
+        verdicts.append(not_testable(claim("s1.polling_costs_cpu"), "no CPU time of both modes"))
     else:
         diff = 100 * (share["verbs-send"] - share["verbs-send-events"])
-        verdicts.append(judge(CLAIMS["polling_cpu"], mean_estimate(diff, "%"),
+        verdicts.append(judge(claim("s1.polling_costs_cpu"), mean_estimate(diff, "%"),
                               f"shares: polling {100 * share['verbs-send'].mean():.0f} %, "
                               f"events {100 * share['verbs-send-events'].mean():.0f} %; the "
                               "client perftest thread's CPU time (/proc/PID/schedstat) over "
@@ -286,8 +285,8 @@ def claims(frame: pd.DataFrame, meta: dict | None = None) -> pd.DataFrame:
                                   share[["verbs-send", "verbs-send-events"]],
                                   cpu_readings(frame)[["verbs-send", "verbs-send-events"]])))
     verdicts.append(smp_claim(every_level, tcg))
-    verdicts.append(not_testable(CLAIMS["hw_latency"], HARDWARE))
-    verdicts.append(not_testable(CLAIMS["hw_bandwidth"], HARDWARE))
+    verdicts.append(not_testable(claim("s1.hardware_latency_4b"), HARDWARE))
+    verdicts.append(not_testable(claim("s1.hardware_bandwidth"), HARDWARE))
     return table(verdicts)
 
 

@@ -12,7 +12,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from ..intervals import T975
+from ..intervals import T_BELOW, t975
 
 
 def at_cpus(frame: pd.DataFrame, cpus: int) -> pd.DataFrame:
@@ -51,5 +51,5 @@ def mean_ci(values: pd.Series) -> tuple[float, float]:
     v = values.dropna()
     if len(v) < 2:
         return (float(v.mean()) if len(v) else math.nan), 0.0
-    t = T975.get(len(v) - 1, 1.96)
+    t = t975(len(v) - 1) if len(v) < T_BELOW else 1.96
     return float(v.mean()), float(t * v.std(ddof=1) / math.sqrt(len(v)))

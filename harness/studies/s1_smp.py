@@ -15,7 +15,7 @@ import pandas as pd
 
 from ..claims import judge, not_testable
 from ..intervals import mean_estimate
-from .s1_claims import CLAIMS, LABELS
+from .s1_claims import LABELS, registered
 from .s1_frames import at_cpus, geomean_rows, mean_ci, per_repetition
 from .s1_validity import failed_latency
 
@@ -39,7 +39,7 @@ def smp_ratios(frame: pd.DataFrame, method: str) -> pd.DataFrame:
 def smp_claim(frame: pd.DataFrame, tcg: str = ""):
     """s1.smp_latency_larger: per repetition, the geometric mean over the sizes and both
     stacks (verbs with completion events, qperf tcp_lat) of latency at 2 CPUs over at 1."""
-    claim = CLAIMS["smp"]
+    claim = registered().claim("s1.smp_latency_larger")
     levels = set(frame["cpus"].dropna().astype(int)) if "cpus" in frame else {2}
     if 1 not in levels:
         return not_testable(claim, "the 1-CPU level was not measured (parameter cpus "

@@ -44,6 +44,7 @@ from . import s2_fs
 from .base import Citation, Requirements, RunData, Study
 from .order import MeasuringOrder
 from .parameters import Parameters, param
+from .s2_claims import REGISTRATION_FILE
 from .s2_lab import (
     ADDRESSES,
     FILE_SYSTEMS,
@@ -209,6 +210,7 @@ def topology(params: Params) -> Topology:
 
 class S2(Study):
     name = STUDY
+    registration_file = REGISTRATION_FILE
     title = "A shared file system over a long fat link: TCP window tuning, NFS and a parallel FS"
     citation = Citation("Woo Jun (우 준), KISTI",
                         "Global shared file system I/O performance analysis report "

@@ -17,11 +17,11 @@ import seaborn as sns
 from ..claims import Claim, judge, not_testable, table
 from ..intervals import mean_estimate
 from .base import RunData
-from .s2_claims import CHANGES, CLAIMS, DESIGN, ERA_PAPER_MBIT, GOODPUT_9000, GOODPUT_PER_WIRE
+from .s2_claims import ERA_PAPER_MBIT, GOODPUT_9000, GOODPUT_PER_WIRE, registered
 from .s2_lab import MIN_RTTS
 from .s2_validity import point_checks
 
-__all__ = ["CHANGES", "CLAIMS", "DESIGN", "claims", "figures", "point_lengths", "wan"]
+__all__ = ["claims", "figures", "point_lengths", "registered", "wan"]
 
 KIB = 1024
 
@@ -105,34 +105,34 @@ def claims(data: RunData) -> pd.DataFrame:
     f = j.frame
     _windows(j, f, w)
     _era(j, f, w)
-    for claim, rw in ((CLAIMS["nfs_tuned_disk"], "read"), (CLAIMS["nfs_tuned_write"], "write")):
+    for claim, rw in ((registered().claim("nfs_tuned_disk"), "read"), (registered().claim("nfs_tuned_write"), "write")):
         _fs_vs_disk(j, "nfs", "wan", rw, claim)
     _mtu(j, f)
     flows = _kind(f, "flows")
-    if not j.short(CLAIMS["network_fine"], _kind(frame, "flows"), "the 5-flow check"):
+    if not j.short(registered().claim("network_fine"), _kind(frame, "flows"), "the 5-flow check"):
         worst = flows.groupby("repetition").mbit_s.min()
-        j.judge(CLAIMS["network_fine"], mean_estimate(worst / line, "x", log=True),
+        j.judge(registered().claim("network_fine"), mean_estimate(worst / line, "x", log=True),
                 "the slower direction of each repetition, at MTU 1500", flows)
     _pfs_lan(j, frame, meta)
     pw = _fs(f, "pfs", "wan", "write")
-    if not j.short(CLAIMS["pfs_wan_full_link"], _fs(frame, "pfs", "wan", "write"),
+    if not j.short(registered().claim("pfs_wan_full_link"), _fs(frame, "pfs", "wan", "write"),
                    "the parallel FS across the WAN"):
         best = pw.groupby("repetition").mbyte_s.max() * 8 / line
-        j.judge(CLAIMS["pfs_wan_full_link"], mean_estimate(best, "x", log=True),
+        j.judge(registered().claim("pfs_wan_full_link"), mean_estimate(best, "x", log=True),
                 "write, the best client count and block size", pw)
     _clients(j, f, frame)
     nine = pw[(pw.clients == 9) & (pw.block_kib == 1024)] if not pw.empty else pw
     all_nine = _fs(frame, "pfs", "wan", "write")
     all_nine = all_nine[all_nine.clients == 9] if not all_nine.empty else all_nine
-    if not j.short(CLAIMS["task_scaling"], all_nine, "9 parallel-FS tasks across the WAN "
+    if not j.short(registered().claim("task_scaling"), all_nine, "9 parallel-FS tasks across the WAN "
                    "(wan_clients with 9: the verdict profile)"):
-        j.judge(CLAIMS["task_scaling"],
+        j.judge(registered().claim("task_scaling"),
                 mean_estimate(per_rep(nine) * 8 / line, "x", log=True),
                 "write, 9 tasks, 1 MiB blocks", nine)
     for path, cid in (("wan", "block_size"), ("lan", "block_size_lan")):
-        _blocks(j, f, frame, path, CLAIMS[cid])
+        _blocks(j, f, frame, path, registered().claim(cid))
     _saturation(j, meta)
-    j.out.append(not_testable(CLAIMS["gpfs_bimodal"],
+    j.out.append(not_testable(registered().claim("gpfs_bimodal"),
                               "a fault inside GPFS on testbed 2's mixed hardware: needs GPFS"))
     j.out.append(on_path(frame))
     return table(j.out)
@@ -145,7 +145,7 @@ def _windows(j: _Judge, f: pd.DataFrame, w: dict) -> None:
     every = _kind(j.all, "window")
     big = [int(k) for k in sorted(every[every.tuning == "tuned"].window_kib.unique())
            if k >= 1024]
-    claim = CLAIMS["window_line_rate"]
+    claim = registered().claim("window_line_rate")
     if not big:
         j.out.append(not_testable(claim, "needs a window of 1 MB or more"))
     elif not j.short(claim, every[(every.tuning == "tuned") & (every.window_kib == big[0])],
@@ -156,7 +156,7 @@ def _windows(j: _Judge, f: pd.DataFrame, w: dict) -> None:
                 f"{w['factor']:.3f})", rows)
     small = [int(k) for k in sorted(every[every.tuning == "tuned"].window_kib.unique())
              if 0 < k * KIB * 8 / w["rtt_s"] / 1e6 < 0.5 * line]
-    claim = CLAIMS["window_over_rtt"]
+    claim = registered().claim("window_over_rtt")
     if not small:
         j.out.append(not_testable(claim, "needs a window well below the BDP"))
         return
@@ -176,18 +176,18 @@ def _era(j: _Judge, f: pd.DataFrame, w: dict) -> None:
         else every
     if every.empty:
         for cid in ("era_cap", "nfs_untuned_capped"):
-            j.out.append(not_testable(CLAIMS[cid], "needs the era's tuning (tunings: era)"))
+            j.out.append(not_testable(registered().claim(cid), "needs the era's tuning (tunings: era)"))
         return
-    if j.short(CLAIMS["era_cap"], every, "iperf3 under the era's buffers"):
-        j.out.append(not_testable(CLAIMS["nfs_untuned_capped"], "no era iperf3 point in the "
+    if j.short(registered().claim("era_cap"), every, "iperf3 under the era's buffers"):
+        j.out.append(not_testable(registered().claim("nfs_untuned_capped"), "no era iperf3 point in the "
                                   "regime to compare NFS with"))
         return
     era = _kind(f, "window")
     era = era[(era.tuning == "era") & (era.window_kib == 0)]
     usable = per_rep(era)
-    j.judge(CLAIMS["era_cap"], mean_estimate(usable / w["line_mbit"], "x", log=True),
+    j.judge(registered().claim("era_cap"), mean_estimate(usable / w["line_mbit"], "x", log=True),
             "iperf3 with autotuning under the paper's untuned buffers (maxima 302400 B)", era)
-    claim = CLAIMS["nfs_untuned_capped"]
+    claim = registered().claim("nfs_untuned_capped")
     every_fs = j.all[(j.all.kind == "fs") & (j.all.fs == "nfs") & (j.all.path == "wan")
                      & (j.all.tuning == "era") & (j.all.clients == 1)] if "fs" in j.all \
         else j.all.iloc[0:0]
@@ -204,7 +204,7 @@ def _mtu(j: _Judge, f: pd.DataFrame) -> None:
     every = _kind(j.all, "mtu")
     mtu = _kind(f, "mtu")
     for cid in ("mtu_gain", "mtu_header_bound"):
-        claim = CLAIMS[cid]
+        claim = registered().claim(cid)
         if every.empty or every.mtu.nunique() < 2:
             j.out.append(not_testable(claim, "needs MTUs 1500 and 9000"))
             continue
@@ -242,7 +242,7 @@ def _fs_vs_disk(j: _Judge, fs: str, path: str, rw: str, claim: Claim) -> None:
 def _pfs_lan(j: _Judge, frame: pd.DataFrame, meta: dict) -> None:
     """The parallel FS's LAN write against its disk, only where the LAN could carry the
     disk's rate (as the paper's 4 Gbit/s carried its 500 MB/s)."""
-    claim = CLAIMS["pfs_lan_below_disk"]
+    claim = registered().claim("pfs_lan_below_disk")
     placement = meta.get("placement", {})
     ceiling = (placement.get("wire_ceilings_mbit") or {}).get("client:lan--server:lan")
     cap = ((placement.get("disks") or {}).get("server", {}).get("pfs") or {}).get(
@@ -260,7 +260,7 @@ def _pfs_lan(j: _Judge, frame: pd.DataFrame, meta: dict) -> None:
 def _clients(j: _Judge, f: pd.DataFrame, frame: pd.DataFrame) -> None:
     for fs, path, cid, rws in (("nfs", "wan", "nfs_falls", ("write", "read")),
                                ("pfs", "lan", "pfs_scales", ("write",))):
-        claim = CLAIMS[cid]
+        claim = registered().claim(cid)
         every = _fs(frame, fs, path)
         every = every[every.rw.isin(rws) & (every.block_kib == 1024)] if not every.empty \
             else every
@@ -310,7 +310,7 @@ def _saturation(j: _Judge, meta: dict) -> None:
     measured = (f" (this run: one LAN wire of {ceiling / 8:.1f} MB/s measured, the disk "
                 f"capped at {cap:.1f} MB/s)") if ceiling and cap else ""
     j.out.append(not_testable(
-        CLAIMS["lan_saturation"],
+        registered().claim("lan_saturation"),
         "the paper's clients were 4 machines with 1 Gbit/s each into a 4 Gbit/s server; the "
         "lab's are tasks in one client VM behind one wire" + measured + ", so where the "
         "server saturates cannot show"))
@@ -333,14 +333,15 @@ def point_lengths(frame: pd.DataFrame) -> pd.DataFrame:
 def on_path(frame: pd.DataFrame):
     """Our check that every file-system point's bytes crossed its own path (samples: the
     points); the lowest point is named, as one misrouted kind of point is what it catches."""
-    claim = CLAIMS["fs_on_path"]
+    claim = registered().claim("fs_on_path")
     if "path_share" not in frame:
         return not_testable(claim, "no interface counters in this run")
     points = frame[(frame.kind == "fs") & frame.path_share.notna()]
     if points.empty:
         return not_testable(claim, "no interface counters in this run")
     worst = points.loc[points.path_share.idxmin()]
-    return judge(claim, mean_estimate(points.path_share, "x", units="points"),
+    share = points.set_index("repetition").path_share  # a pool tells the runs apart by it
+    return judge(claim, mean_estimate(share, "x", units="points"),
                  f"lowest: {worst.fs} {worst.rw} over the {worst.path.upper()} "
                  f"({worst.tuning}, {int(worst.clients)} client(s)): {worst.path_share:.2f}")
 

@@ -48,6 +48,7 @@ from ..topology import Topology, TopologyBuilder
 from .base import Citation, Requirements, RunData, Study
 from .order import MeasuringOrder
 from .parameters import Parameters, param
+from .s3_analysis import REGISTRATION_FILE
 from .s3_design import PROFILES, VARIANTS
 from .s3_points import (
     cpu_points,
@@ -222,6 +223,7 @@ def kernel_record(node) -> dict:
 
 class S3(Study):
     name = STUDY
+    registration_file = REGISTRATION_FILE
     title = "TIPC versus TCP versus SCTP for Hadoop-style shuffle fan-in"
     citation = Citation(
         "Dae Hyun Yoo, Sang Hwa Chung, Tae Hun Kim",
@@ -336,11 +338,6 @@ def port_rate_of_run(meta: dict) -> float | None:
     """The reducer port's rate an archived run measured through (None: not recorded)."""
     return (meta.get("s3") or {}).get("port_rate_mbit_effective") or \
         (meta.get("parameters") or {}).get("port_rate_mbit")
-
-
-def measure(params: Params, run_dir: str = "", inventory: str = "") -> str:
-    """The study run end to end (see :meth:`Study.run`); returns the run folder."""
-    return S3().run(params, run_dir, inventory)
 
 
 def _source_sha() -> str:

@@ -1,6 +1,6 @@
 """S3's fixed design: the profiles, the compared protocols, and how the paper's CPU period
 is carried over to our slower port. Shared by the study (:mod:`.s3`), its points
-(:mod:`.s3_points`) and its claims (:mod:`.s3_analysis`, whose ``DESIGN`` is built from it),
+(:mod:`.s3_points`) and its claims (:mod:`.s3_analysis`; s3_registration.toml states it),
 so that none of them imports another's module for a constant.
 """
 
@@ -41,20 +41,20 @@ PROFILES = {
     # 16 KB (the collapse, the size the paper names), 1:8 beside them; two repetitions (a
     # fresh mapper fleet per protocol each) so that every claim has an interval; the CPU
     # phase at the paper's 25 ms carried over to the port, at 1 and 4 KB (16 KB's rounds do
-    # not fit in that period here: s3_analysis.CHANGES), two CPU repetitions
+    # not fit in that period here: s3_registration.toml, changes), two CPU repetitions
     "quick": dict(mappers=(8, 48), sizes_kb=(1, 4, 16), rounds=5, warmup=2,
                   repetitions=2, cpu_periods_paper_ms=(PAPER_PERIOD_MS,), cpu_sizes_kb=(1, 4),
                   cpu_rounds=6, cpu_repetitions=2),
     # verdict: the claims' points at enough repetitions to decide most claims: 1:48 at
     # 1, 4, 8 KB (the gains), 16, 32 and 64 KB (the collapse, each size a claim of its own;
-    # 32 added 2026-11-27: s3_analysis.CHANGES), 1:8 beside them (TIPC best?);
+    # 32 added 2026-11-27: s3_registration.toml, changes), 1:8 beside them (TIPC best?);
     # ~45 min here under a host load of 7-9 (a quick run's fleets then took 43-54 s at 6
     # points x 5 rounds, a CPU fleet 38-46 s at the 871 ms its 28 Mbit/s port gave)
     "verdict": dict(mappers=(8, 48), sizes_kb=(1, 4, 8, 16, 32, 64), rounds=10, warmup=2,
                     repetitions=5, cpu_periods_paper_ms=(PAPER_PERIOD_MS,),
                     cpu_sizes_kb=(1, 4), cpu_rounds=6, cpu_repetitions=10),
     # paper: the paper's 7 x 7 grid of Fig. 7 (fan-in 1..48, 1..64 KB, 1000 rounds a point)
-    # and Fig. 8's sizes at three periods; hours here (see the README)
+    # and Fig. 8's sizes at three periods; hours here (see docs/measurements.md, S3)
     "paper": dict(mappers=(1, 8, 16, 24, 32, 40, 48), sizes_kb=(1, 2, 4, 8, 16, 32, 64),
                   rounds=1000, warmup=20, repetitions=3,
                   cpu_periods_paper_ms=(PAPER_PERIOD_MS, 50, 100),

@@ -1,6 +1,6 @@
 """S3's figures: the paper's Fig. 7 (rate) and Fig. 8 (CPU) mirrored, and ours against the
 paper's numbers. Every point is the mean over repetitions with its 95 % interval (Student t
-below 10 repetitions: :func:`harness.intervals.mean_estimate`); a point where a protocol
+below 30 repetitions: :func:`harness.intervals.mean_estimate`); a point where a protocol
 stopped before its last round (no round, or an error) is drawn as a cross on the axis's
 floor, never as a rate of 0.
 """

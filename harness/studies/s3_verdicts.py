@@ -20,11 +20,12 @@ from ..intervals import mean_estimate
 from ..shaping import BURST_SECONDS, MIN_BURST_BYTES
 from ..validity import Invalid, check_rate, check_rounds, check_share, payload_rate_mbit
 from .s3_analysis import (
-    CLAIMS,
     CPU_MAPPERS,
     LOAD_SLACK,
     PAPER,
+    WIRE_CLAIM,
     rate_rows,
+    registered,
     tcp_reference,
     tipc_bypassed,
     wire_share,
@@ -134,7 +135,7 @@ def _unpaired_note(unpaired: list[int]) -> str:
 
 
 def _best_verdict(rate: pd.DataFrame, wire_mbit: float | None) -> Verdict:
-    claim = CLAIMS["tipc_best"]
+    claim = registered().claim("s3.tipc_best_most")
     ref = tcp_reference(rate) if not rate.empty else None
     protos = ["tipc", ref, "sctp"]
     if not ref or not set(protos) <= set(rate.protocol):
@@ -165,8 +166,8 @@ def _gain_verdicts(rate: pd.DataFrame, wire_mbit: float | None) -> list[Verdict]
     sizes = sorted({int(s) for m, s in zip(rate.mappers, rate.size_kb)
                     if m == n and s <= PAPER["gain_size_max_kb"]})
     out = []
-    for key, how in (("gain_avg", "mean"), ("gain_max", "max")):
-        claim = CLAIMS[key]
+    for key, how in (("s3.tipc_gain_avg", "mean"), ("s3.tipc_gain_max", "max")):
+        claim = registered().claim(key)
         if not ref or "tipc" not in set(rate.protocol):
             out.append(not_testable(claim, "needs TIPC and TCP in the rate sweep"))
             continue
@@ -191,7 +192,7 @@ def _gain_verdicts(rate: pd.DataFrame, wire_mbit: float | None) -> list[Verdict]
 
 
 def _collapse_verdict(rate: pd.DataFrame, wire_mbit: float | None, size: int) -> Verdict:
-    claim = CLAIMS[f"collapse_{size}"]
+    claim = registered().claim(f"s3.tipc_collapse_{size}kb")
     ref = tcp_reference(rate) if not rate.empty else None
     n = PAPER["fanin"]
     if not ref or "tipc" not in set(rate.protocol):
@@ -209,7 +210,7 @@ def _collapse_verdict(rate: pd.DataFrame, wire_mbit: float | None, size: int) ->
 
 
 def _wire_verdict(rate: pd.DataFrame) -> Verdict:
-    claim = CLAIMS["wire"]
+    claim = registered().claim(WIRE_CLAIM)
     tipc = rate[rate.protocol == "tipc"]
     if tipc.empty or "wire_share" not in tipc:
         return not_testable(claim, "no TIPC rate point with a wire share in the run")
@@ -257,7 +258,7 @@ def _cpu_verdict(frame: pd.DataFrame) -> Verdict:
     those rounds kept its period: an overrun round means the offered load was not the
     paper's periodic one.
     """
-    claim = CLAIMS["cpu"]
+    claim = registered().claim("s3.tipc_cpu_saving")
     rows, why = cpu_rows(frame)
     ref = tcp_reference(rows) if not rows.empty else None
     if why or not ref or "tipc" not in set(rows.protocol):

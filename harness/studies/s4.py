@@ -35,7 +35,7 @@ from ..topology import Topology, TopologyBuilder
 from .base import Citation, Requirements, RunData, Study
 from .order import MeasuringOrder
 from .parameters import Parameters, param
-from .s4_design import PROFILES, SENDER_CPUS, limit_label
+from .s4_design import PROFILES, REGISTRATION_FILE, SENDER_CPUS, limit_label
 from .s4_sweep import CONGESTION, ORDER_DESIGN, sweep_gridftp, sweep_iperf3
 
 STUDY = "s4"
@@ -172,6 +172,7 @@ def require_congestion_allowed(node) -> None:
 
 class S4(Study):
     name = STUDY
+    registration_file = REGISTRATION_FILE
     title = "MPTCP versus TCP for Globus/GridFTP-style parallel transfers"
     citation = Citation(
         "Wontaek Hong",
@@ -244,8 +245,3 @@ class S4(Study):
         from . import s4_analysis, s4_figures
 
         return {"fig3": s4_figures.figure(data.results, **s4_analysis.rates(data.meta))}
-
-
-def measure(params: Params, run_dir: str = "", inventory: str = "") -> str:
-    """The study run end to end (see :meth:`Study.run`); returns the run folder."""
-    return S4().run(params, run_dir, inventory)

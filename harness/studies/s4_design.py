@@ -1,7 +1,7 @@
 """S4's fixed design: the profiles, the sender's CPU limits and the paper's testbed numbers.
 
 Shared by the study (:mod:`.s4`), its sweep (:mod:`.s4_sweep`) and its claims
-(:mod:`.s4_analysis`, whose ``DESIGN`` is built from it), so that none of them imports
+(:mod:`.s4_analysis`; s4_registration.toml states it), so that none of them imports
 another's module for a constant.
 
 The sender's CPU limit (004:66: "송신측 호스트의 CPU bandwidth을 제한하여") is a factor of
@@ -33,6 +33,8 @@ from __future__ import annotations
 #: The registered sender CPU limits (0: none), the same in every profile.
 SENDER_CPUS = (0.0, 0.01)
 #: The paper's largest parallelism (004:66 "병렬성(10)"): its peaks and gains are judged there.
+#: the study's registration file (claims, design, changes), beside this module
+REGISTRATION_FILE = "s4_registration.toml"
 TOP_STREAMS = 10
 
 #: The paper's testbed (004:60): two 500 Mbit/s client interfaces, one 1 Gbit/s server.

@@ -365,18 +365,28 @@ def main(argv: list[str] | None = None) -> int:
 _REMOTE_COPIES: dict[tuple[str, str], str] = {}
 
 def program(journal, node) -> list[str]:
-    """argv prefix that runs this file on ``node`` (copied there, and recorded, if remote)."""
+    """argv prefix that runs this file on ``node`` (copied there, and recorded, if remote).
+
+    The copy is written by the user the node's commands run as (root through ``sudo`` on a
+    sudo node), into a folder that command makes (``mkdir`` fails on anything already
+    there) and no one else may enter: an SFTP copy would be the login's file, which the
+    login -- or, with a loose umask, its group -- could change before root runs it."""
     import os
     import secrets as _secrets
+    import shlex
 
     if node.is_local:
         return [sys.executable, os.path.abspath(__file__)]
     machine = node.machine
     key = (str(journal.path), json.dumps(machine.describe(), sort_keys=True))
     if key not in _REMOTE_COPIES:  # one copy per (journal, machine); the journal removes it
-        path = f"/tmp/harness-pingpong-{_secrets.token_hex(4)}.py"
-        journal.record("file", machine, path=path)
-        machine.put(os.path.abspath(__file__), path)
+        folder = f"/tmp/harness-pingpong-{_secrets.token_hex(8)}"
+        path = f"{folder}/pingpong.py"
+        journal.record("file", machine, path=folder)
+        with open(os.path.abspath(__file__), "rb") as fh:
+            source = fh.read()
+        machine.run(f"umask 077 && mkdir -- {shlex.quote(folder)} && cat > {shlex.quote(path)}",
+                    stdin=source, timeout=60)
         _REMOTE_COPIES[key] = path
     return ["python3", _REMOTE_COPIES[key]]
 

@@ -8,7 +8,7 @@ Use::
         with Lab(topology, journal, host=vm) as lab: ...  # namespaces inside the VM
         vm.boot.to_dict()                           # accel + why, boot seconds, ...
 
-Why this route (for the README):
+Why this route (docs/explanation/placement.md):
 
 * **Kernel**: Debian's ``linux-image-amd64`` as installed by apt, with the
   host root file system shared *read-only* over 9p. The guest runs exactly the

@@ -89,6 +89,10 @@ class VMNode(SSHNode):
     qmp_socket: str = ""  # QEMU's QMP socket ("" when the VM has no disks)
     disks: dict[str, str]  # DataDisk name -> QEMU device id, set by boot_vm
 
+    @property
+    def sees_host_root(self) -> bool:
+        return True  # QEMU exports the host's / read-only over 9p (harness.vm.guest)
+
     def __repr__(self) -> str:
         return f"<VMNode {self.name} {self.boot.accel} 127.0.0.1:{self.port}>"
 

@@ -1,5 +1,6 @@
-"""A throw-away study that lives under tests/ only: it proves that a study is one module and
-one notebook, with nothing under harness/ or noxfile.py edited (README: "Adding a study").
+"""A throw-away study that lives under tests/ only: it proves that a study is one module, its
+registration file (ping_registration.toml) and one notebook, with nothing under harness/ or
+noxfile.py edited (docs/how-to/adding-a-study.md).
 
 Two namespaces joined by one shaped link; the measurement is ping's round-trip time; the one
 claim is that a veth pair answers within a millisecond.
@@ -8,12 +9,14 @@ claim is that a veth pair answers within a millisecond.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from harness.claims import TARGET, Claim, Region, judge, table
+from harness.claims import judge, table
 from harness.intervals import mean_estimate
+from harness.registration_file import load
 from harness.studies import Citation, Parameters, Requirements, RunData, Study, param
 from harness.tools.iperf3 import IPERF3
 from harness.tools.registry import PING
@@ -22,22 +25,17 @@ from harness.verify import parse_ping_ms
 
 A_IP, B_IP = "198.18.0.1", "198.18.0.2"
 
-# Registered before data (harness.registration): a study with no paper has no paper's
-# claims; its expectations are ours (source TARGET: met or not met, never "reproduced").
-CLAIMS = {
-    "veth_rtt": Claim("ping.veth_rtt", "a veth pair answers within 1 ms", "< 1 ms",
-                      Region.below(1.0, "a round trip through two veths and a qdisc on one "
-                                   "machine is microseconds; 1 ms is generous"), "ms", TARGET,
-                      quantity="ping's round-trip time, mean over the echo replies",
-                      regime="one shaped link between two namespaces on one machine"),
-}
-DESIGN = {"samples": "the echo replies of one run", "profiles": {"quick": {"count": 5},
-                                                                 "paper": {"count": 50}}}
+# Registered before data (harness.registration): the claims, the design and its changes are in
+# the registration file beside this module, read with harness.registration_file.load. A study
+# with no paper has no paper's claims; its expectations are ours (source target: met or not
+# met, never "reproduced").
+REGISTRATION_FILE = "ping_registration.toml"
+REGISTRATION = load(Path(__file__).with_name(REGISTRATION_FILE))
 
 
 @dataclass(frozen=True)
 class PingParams(Parameters):
-    profiles = DESIGN["profiles"]
+    profiles = REGISTRATION.design["profiles"]  # the registered profiles
     count: int = param(5, "echo requests sent", low=2, high=1000)
     interval_s: float = param(0.2, "time between requests", unit="s", low=0.01, high=10)
     rate_mbit: float = param(100.0, "rate of the link", unit="Mbit/s", low=1, high=10_000)
@@ -51,6 +49,7 @@ class PingStudy(Study):
     citation = Citation("The harness authors", "A study contract example", "tests/studies",
                         2026)
     Params = PingParams
+    registration_file = REGISTRATION_FILE
 
     def topology(self, params: PingParams):
         return (TopologyBuilder("ping-demo").node("a").node("b")
@@ -72,7 +71,7 @@ class PingStudy(Study):
     def claims(self, data: RunData) -> pd.DataFrame:
         # the samples are the echo replies; the claim holds when the mean RTT's interval
         # lies below 1 ms
-        return table([judge(CLAIMS["veth_rtt"], mean_estimate(data.results.rtt_ms, "ms", units="replies"),
+        return table([judge(self.registration().claim("ping.veth_rtt"), mean_estimate(data.results.rtt_ms, "ms", units="replies"),
                             "one shaped link, two namespaces")])
 
     def figures(self, data: RunData) -> dict:

@@ -96,9 +96,11 @@ def test_samples_to_decide_a_t_interval_counts_its_falling_critical_value():
     # half-width 0.10 must halve; with 2 units t = 12.7, with 3 t = 4.3: one more repetition
     # shrinks it by 12.7/sqrt(2) / (4.3/sqrt(3)) = 3.6x, where 1/sqrt(n) alone would ask for 8
     assert samples_to_decide(Estimate(2.15, 2.05, 2.25, 2, method=t2), ABOUT_2_1.region) == 3
-    # a 20x shrink is beyond the t range: sd/sqrt(N) x 1.96 must reach 1/20 of 12.7 sd/sqrt(2)
+    # a 20x shrink: t(N-1) sd/sqrt(N) must reach 1/20 of 12.7 sd/sqrt(2) = 8.98 sd / 20; the
+    # interval stays Student t up to 29 units: N = 22 (t(21) / sqrt(22) = 0.443), not the
+    # normal's 20 (1.96 / sqrt(20) = 0.438 would be reached only if N = 20 gave a normal interval)
     far = Estimate(2.1975, 2.1475, 2.2475, 2, method=t2)  # half 0.05, distance 0.0025
-    assert samples_to_decide(far, ABOUT_2_1.region) == 20
+    assert samples_to_decide(far, ABOUT_2_1.region) == 22
 
 
 def test_table_has_the_archived_columns_and_summary_counts_paper_claims_only():
@@ -196,3 +198,28 @@ def test_the_notebooks_invalid_note_lists_each_point_once_and_says_so_when_there
     assert "physically impossible or failed" in note
     clean = invalid_note(table([judge(ABOUT_2_1, inside)]))
     assert clean.startswith("**Invalid points:** none") and "190" not in clean
+
+
+def test_a_single_runs_table_says_it_is_one_run_and_a_pooled_one_says_runs():
+    from harness.claims import runs_note
+    from harness.intervals import run_estimate
+
+    one = table([judge(ABOUT_2_1, mean_estimate([2.0, 2.1, 2.2], "x"))])
+    assert runs_note(one).startswith("**One run.**") and "between this run's repetitions" in runs_note(one)
+    assert "harness claims pool" in runs_note(one)
+    relay = table([judge(ABOUT_2_1, mean_estimate([2.0, 2.1, 2.2], "x", units="runs"))])
+    assert runs_note(relay).startswith("**One run.**")  # a benchmark's "runs" are not pooled runs
+    pooled = table([judge(ABOUT_2_1, run_estimate([2.0, 2.1, 2.2, 2.3], ["a", "a", "b", "c"], "x"))])
+    assert runs_note(pooled).startswith("**Pooled from runs.**") and "up to 3 runs" in runs_note(pooled)
+
+
+def test_a_runs_claims_section_in_its_notebook_says_it_is_one_run(monkeypatch):
+    import IPython.display
+
+    from harness.claims import display
+
+    shown = []
+    monkeypatch.setattr(IPython.display, "display", shown.append)
+    display(table([judge(ABOUT_2_1, mean_estimate([2.0, 2.1, 2.2], "x"))]), "verdict")
+    texts = [getattr(obj, "data", "") for obj in shown]
+    assert any("**One run.**" in text and "harness claims pool" in text for text in texts)

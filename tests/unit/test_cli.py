@@ -14,7 +14,8 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_every_subcommand_is_wired():
     p = parser()
     for argv in (["probe"], ["params", "x.ipynb"], ["run", "x.ipynb", "-p", "a", "1"],
-                 ["batch", "s.yaml"], ["lab", "show", "s4"], ["lab", "clean"], ["runs"]):
+                 ["batch", "s.yaml"], ["lab", "show", "s4"], ["lab", "clean"], ["runs"],
+                 ["claims", "pool", "a", "b", "--out", "d"]):
         assert callable(p.parse_args(argv).func)
 
 

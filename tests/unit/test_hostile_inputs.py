@@ -416,3 +416,340 @@ def test_finishing_a_run_never_changes_a_file_a_symlink_in_it_names(tmp_path):
     run.finish("complete")
     assert stat.S_IMODE(victim.stat().st_mode) == 0o644
     assert not os.stat(run.path / "raw" / "out.txt").st_mode & 0o222
+
+
+# -- shared folders and nodes with other local users (issue 37) --------------------------------
+
+def test_a_submission_record_never_writes_through_a_planted_link(tmp_path):
+    """A sweep's DATA/slurm/submissions/JOBID.json was written through a fixed JOBID.tmp: in a
+    shared data folder someone could plant that name as a link, and root's write went to the
+    file it names."""
+    from harness.slurm_sweep import Submission, submissions_dir
+
+    victim = tmp_path / "victim"
+    victim.write_text("untouched")
+    folder = submissions_dir(tmp_path / "data")
+    folder.mkdir(parents=True)
+    (folder / "4242.tmp").symlink_to(victim)
+    saved = Submission("4242", "sweep.yaml", "nb.ipynb", [{"count": 1}], "#!/bin/sh\n",
+                       "2026-11-28T00:00:00+00:00").save(tmp_path / "data")
+    assert victim.read_text() == "untouched"
+    assert saved == folder / "4242.json" and not saved.is_symlink()
+    assert json.loads(saved.read_text())["job_id"] == "4242"
+    assert sorted(p.name for p in folder.iterdir()) == ["4242.json", "4242.tmp"]
+
+
+def _plant_beside(log: Path, content) -> list[Path]:
+    """What another local user of a node can do once ps shows a process's log: make the names
+    a status file could have, in whichever of their folders is writable by everyone."""
+    planted = []
+    for path in (Path(f"{log}.status"), log.parent / "status"):
+        if path.parent.stat().st_mode & 0o002 and not path.exists():
+            content(path)
+            planted.append(path)
+    return planted
+
+
+@pytest.mark.parametrize("plant", ["link", "fake status"])
+def test_a_process_status_cannot_be_planted_in_a_nodes_shared_tmp(tmp_path, plant):
+    """The exit status of a background process on a node (remote_process) was written beside
+    its log in the node's /tmp, as root, under a name ps shows: a link planted there took
+    root's write to the file it names, a file planted there was believed."""
+    from harness.journal_handlers import remove_process_log
+    from harness.nodes.local import LocalNode
+    from harness.nodes.remote_process import ShellProcess
+
+    shared = tmp_path / "tmp"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    victim = tmp_path / "victim"
+    victim.write_text("untouched")
+    node = LocalNode(prefix=["env", f"TMPDIR={shared}"])
+    proc = ShellProcess.start(node, "echo up; trap '' TERM; sleep 30 & wait" if plant != "link"
+                              else "echo up; sleep 0.3; exit 3")
+    log = Path(proc.info.log)
+    assert log.is_relative_to(shared)
+    planted = _plant_beside(log, (lambda p: p.symlink_to(victim)) if plant == "link"
+                            else (lambda p: p.write_text("0\n")))
+    try:
+        if plant == "link":
+            assert proc.wait(10) == 3
+        else:  # killed: it wrote no status, so none may be read
+            assert proc.stop(grace=0.2) == -9
+        assert victim.read_text() == "untouched"
+    finally:
+        proc.stop()
+        remove_process_log(node, proc.info.log)
+    assert sorted(shared.iterdir()) == sorted(planted)  # the process's own files are gone
+
+
+def test_lab_clean_stops_a_recorded_process_and_removes_its_folder(tmp_path):
+    """After a crash, the journal's process record alone stops the process and takes its log
+    folder away (log and status), as it took the log and status beside it before."""
+    from harness.journal import _HANDLERS, load_undo_handlers
+    from harness.nodes.local import LocalNode
+    from harness.nodes.remote_process import ShellProcess
+    from harness.undo_checks import only_roots
+
+    load_undo_handlers()
+    shared = tmp_path / "tmp"
+    shared.mkdir()
+    node = LocalNode(prefix=["env", f"TMPDIR={shared}"])
+    proc = ShellProcess.start(node, "echo up; sleep 30")
+    with only_roots(str(shared)):
+        _HANDLERS["process"](LocalNode(), {"pid": proc.pid, "start_ticks": proc.info.start_ticks,
+                                           "command": proc.info.command, "log": proc.info.log})
+    assert proc.poll() is not None and list(shared.iterdir()) == []
+
+
+@pytest.mark.skipif(not (shutil.which("gcc") or shutil.which("cc")), reason="no C compiler")
+def test_a_host_build_is_reused_only_on_the_harness_own_vms(tmp_path, monkeypatch):
+    """On an SSH machine the host binary's path is the node's own file: whoever can write it
+    there could make its sha256 match, and swap it between that check and the run. The node
+    builds its own, in its private cache; only a VM sharing the host's root reuses it."""
+    from harness.nodes.local import LocalNode
+
+    class SSHLike(LocalNode):  # another machine: same commands, none of the host's files
+        is_local = False
+
+    class VMLike(SSHLike):
+        sees_host_root = True
+
+    monkeypatch.setenv("HARNESS_CACHE_DIR", str(tmp_path / "host-cache"))
+    monkeypatch.setattr(cbuild, "SHARED_TMP", str(tmp_path))
+    src = tmp_path / "hello.c"
+    src.write_text('#include <stdio.h>\nint main(void){puts("hello");return 0;}\n')
+    program = cbuild.CProgram("hello", src, ("-O0",), "the test program")
+    host = str(program.build_local())
+    node_cache = tmp_path / "node-cache"
+    on_node = program.build_on(SSHLike("n", prefix=["env", f"XDG_CACHE_HOME={node_cache}"]))
+    assert on_node != host and on_node.startswith(f"{node_cache}/harness/hello/")
+    assert program.build_on(VMLike("vm")) == host
+
+
+@pytest.mark.skipif(not (shutil.which("gcc") or shutil.which("cc")), reason="no C compiler")
+def test_a_nodes_cache_below_a_folder_others_may_write_is_not_used(tmp_path, monkeypatch):
+    """The node's private cache folder was checked alone: below a folder that others may
+    write (a group-writable home, a login's ~/.cache where root builds under sudo) its owner
+    could rename it away and put a folder of their own, binary and recorded sha256, in its
+    place. Such a cache is passed over for the private fallback in the node's /tmp."""
+    from harness.nodes.local import LocalNode
+
+    class SSHLike(LocalNode):
+        is_local = False
+
+    shared = tmp_path / "tmp"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    monkeypatch.setattr(cbuild, "SHARED_TMP", str(shared))
+    opened = tmp_path / "home"
+    opened.mkdir()
+    opened.chmod(0o777)  # not sticky: anyone may rename what is in it
+    src = tmp_path / "hello.c"
+    src.write_text('#include <stdio.h>\nint main(void){puts("hello");return 0;}\n')
+    program = cbuild.CProgram("hello", src, ("-O0",), "the test program")
+    binary = program.build_on(SSHLike("n", prefix=["env", f"XDG_CACHE_HOME={opened}/.cache"]))
+    assert binary.startswith(f"{shared}/harness-cache-") and not (opened / ".cache").exists()
+    with pytest.raises(cbuild.BuildFailed, match=f"group or others may write {opened} "
+                                                  r"\(mode 777\)"):
+        cbuild.private_root(SSHLike("n"), (f"{opened}/.cache/harness",))
+
+
+def test_finishing_a_run_whose_folder_became_a_link_changes_nothing_it_names(tmp_path):
+    """A run folder inside a folder someone else may write can be swapped for a link to their
+    victim's folder before the freeze; the freeze works through descriptors and refuses it."""
+    import os
+    import stat
+
+    run = Run.create("s0", {}, tmp_path / "data")
+    victim = tmp_path / "alice"
+    victim.mkdir()
+    (victim / "thesis.tex").write_text("keep writable")
+    (victim / "thesis.tex").chmod(0o644)
+    real = run.path.with_name("moved")
+    run.path.rename(real)
+    run.path.symlink_to(victim)
+    with pytest.raises(ArchiveError, match="symlink .not followed.: nothing was made read-only"):
+        run._freeze()
+    (victim / "run.json").write_text((real / "run.json").read_text())  # as the swapper would
+    with pytest.raises(ArchiveError, match="nothing was made read-only"):
+        run.finish("complete")
+    assert stat.S_IMODE(os.stat(victim / "thesis.tex").st_mode) == 0o644
+    assert json.loads((victim / "run.json").read_text())["status"] == "incomplete"  # not written
+    run.path.unlink()
+    real.rename(run.path)
+    (run.path / "raw" / "sub").symlink_to(victim)
+    run.add_raw("out.txt", "x")
+    run.finish("complete")
+    assert stat.S_IMODE(os.stat(victim / "thesis.tex").st_mode) == 0o644
+    assert not os.stat(run.path / "raw" / "out.txt").st_mode & 0o222
+    assert not os.stat(run.path / "run.json").st_mode & 0o222
+
+
+def test_pingpong_is_copied_into_a_folder_only_the_command_user_may_enter(tmp_path):
+    """On a sudo node pingpong was copied by SFTP as the login into /tmp and run as root: a
+    file the login (or its group) could change before root ran it. It is written by the
+    node's command user into a folder that user made, 0700, and goes with the journal."""
+    import os
+
+    from harness.journal import Journal
+    from harness.nodes.local import LocalNode
+    from harness.tools import pingpong
+
+    copied = []
+
+    class Remote(LocalNode):
+        is_local = False
+
+        def put(self, local_path, remote_path):
+            copied.append(remote_path)
+            super().put(local_path, remote_path)
+
+    journal = Journal(tmp_path / "journal.jsonl")
+    argv = pingpong.program(journal, Remote())
+    path = Path(argv[-1])
+    try:
+        assert copied == [] and path.read_bytes() == Path(pingpong.__file__).read_bytes()
+        folder = os.stat(path.parent)
+        assert path.parent != Path("/tmp") and folder.st_uid == os.geteuid()
+        assert folder.st_mode & 0o777 == 0o700
+    finally:
+        journal.undo_all()
+    assert not path.exists() and not path.parent.exists()
+
+
+@pytest.mark.parametrize("stream", ["stdout", "stderr"])
+def test_a_command_that_writes_without_end_is_stopped_at_the_cap(monkeypatch, stream):
+    """An SSH command's output was read into memory without a bound: a node (or a program of
+    another local user that a command reads from) could send until the controller ran out."""
+    import threading
+    import time
+
+    from harness.errors import NodeError
+    from harness.nodes import ssh
+
+    chunk = b"x" * (1 << 16)  # one object, sent again and again: the test itself stays small
+
+    class Flood:
+        """A channel whose command writes ``chunk`` to one stream for as long as it is read."""
+
+        def __init__(self):
+            self.closed = False
+            self.status_event = threading.Event()
+            self.exit_status = -1
+            self.marker_sent = False
+
+        def exec_command(self, command):
+            pass
+
+        def _endless(self):
+            return b"" if self.closed else chunk
+
+        def _quiet(self):
+            while not self.closed:
+                time.sleep(0.01)
+            return b""
+
+        def recv(self, _size):
+            return self._endless() if stream == "stdout" else self._quiet()
+
+        def recv_stderr(self, _size):
+            if not self.marker_sent:
+                self.marker_sent = True
+                return b"__harness_pgid__=4242\n"
+            return self._endless() if stream == "stderr" else self._quiet()
+
+        def sendall(self, _data):
+            pass
+
+        def shutdown_write(self):
+            pass
+
+        def exit_status_ready(self):
+            return False
+
+        def get_transport(self):
+            return self
+
+        def is_active(self):
+            return True
+
+        def close(self):
+            self.closed = True
+
+    monkeypatch.setattr(ssh, "OUTPUT_CAP", 1 << 20, raising=False)
+    node = ssh.SSHNode("n", "192.0.2.1")
+    flood, killed = Flood(), []
+    monkeypatch.setattr(node, "_open_channel", lambda: flood)
+    monkeypatch.setattr(node, "_kill_remote", lambda chan, err: killed.append(
+        ssh.split_marker(b"".join(err))[0]))
+    started = time.monotonic()
+    with pytest.raises(NodeError, match=f"n.*`yes` wrote more than 1 MiB to its {stream}; it "
+                                        "was stopped"):
+        node.run("yes", timeout=5)
+    assert time.monotonic() - started < 3 and killed == [4242] and flood.closed
+
+
+def _fake_lab(monkeypatch, seconds: float):
+    """JupyterLab's place taken by a program that listens on the lab's port for ``seconds``
+    (or exits 1 if it cannot bind it), and an exec that must not happen."""
+    import sys
+
+    from harness import jupyterlab
+
+    def argv(self):
+        return [sys.executable, "-c", "import socket, sys, time\n"
+                "s = socket.socket()\n"
+                "try:\n    s.bind(('127.0.0.1', int(sys.argv[1])))\nexcept OSError:\n"
+                "    sys.exit(1)\n"
+                f"s.listen()\ntime.sleep({seconds})\n", str(self.port)]
+
+    def no_exec(*_args):
+        raise AssertionError("the test process was to be replaced by the server")
+
+    monkeypatch.setattr(jupyterlab.LabServer, "argv", argv)
+    monkeypatch.setattr(jupyterlab.os, "execve", no_exec)
+    monkeypatch.setattr(jupyterlab.secrets, "token_hex", lambda _n: "t0ken" * 8)
+    return jupyterlab
+
+
+def test_the_lab_token_is_shown_only_once_its_own_server_listens(monkeypatch, capsys):
+    """A port found free can be bound by another local user before JupyterLab binds it; the
+    URL with the token, printed before, then sent the token to that user's listener."""
+    import socket
+
+    jupyterlab = _fake_lab(monkeypatch, 1.0)
+    with socket.socket() as taker:  # the other user's listener, there first
+        taker.bind(("127.0.0.1", 0))
+        taker.listen()
+        port = taker.getsockname()[1]
+        assert jupyterlab.main(["--port", str(port)]) == 1
+    out = capsys.readouterr()
+    assert "t0ken" not in out.out and "t0ken" not in out.err
+    assert f"port {port} on 127.0.0.1 is taken by another process" in out.err
+    free = jupyterlab.free_port(20000)
+    assert jupyterlab.main(["--port", str(free)]) == 0  # its own: shown, then waited for
+    assert f"http://127.0.0.1:{free}/lab?token={'t0ken' * 8}" in capsys.readouterr().out
+
+
+def test_a_listener_of_another_process_on_the_port_is_named_not_trusted():
+    import socket
+    import subprocess
+
+    from harness.errors import HarnessError
+    from harness.jupyterlab import PortTaken, await_own_listener
+
+    with socket.socket() as taker:
+        taker.bind(("127.0.0.1", 0))
+        taker.listen()
+        port = taker.getsockname()[1]
+        server = subprocess.Popen(["sleep", "30"])
+        try:
+            with pytest.raises(PortTaken, match=f"port {port} on 127.0.0.1 is taken by another "
+                                                r"process \(uid \d+\)"):
+                await_own_listener(server, port, timeout=5)
+        finally:
+            server.kill()
+            server.wait()
+    with pytest.raises(HarnessError, match="ended .exit status -9. before it listened"):
+        await_own_listener(server, port, timeout=5)

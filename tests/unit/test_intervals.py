@@ -1,4 +1,4 @@
-"""Intervals on synthetic data whose answer is known."""
+"""Intervals on synthetic data whose answer is known, and the run as the top-level unit."""
 
 import math
 
@@ -6,11 +6,15 @@ import numpy as np
 import pytest
 
 from harness.intervals import (
-    BOOTSTRAP_FROM,
-    T975,
+    T_BELOW,
     Estimate,
+    UnlabelledUnits,
     bootstrap_groups,
     mean_estimate,
+    run_estimate,
+    runs_as_blocks,
+    t975,
+    t_quantile,
 )
 
 
@@ -18,13 +22,44 @@ def test_two_repetitions_give_the_student_t_interval():
     est = mean_estimate([10.0, 12.0], "us")
     # mean 11, sd sqrt(2), t(0.975, 1) = 12.706: half-width 12.706 * sqrt(2) / sqrt(2)
     assert est.value == pytest.approx(11.0)
-    assert (est.low, est.high) == pytest.approx((11 - 12.706, 11 + 12.706))
+    assert (est.low, est.high) == pytest.approx((11 - 12.7062047, 11 + 12.7062047))
     assert est.n == 2 and "Student t" in est.method
 
 
-def test_t_quantiles_match_the_known_table_values():
-    assert T975[1] == pytest.approx(12.706) and T975[8] == pytest.approx(2.306)
-    assert set(T975) == set(range(1, BOOTSTRAP_FROM - 1))  # every df the t branch can see
+#: Student's t quantiles to 10 digits (R's qt(), e.g. qt(0.975, 9) = 2.262157163)
+KNOWN_T975 = {1: 12.706204736, 2: 4.302652730, 3: 3.182446305, 4: 2.776445105, 5: 2.570581836,
+              6: 2.446911851, 7: 2.364624252, 8: 2.306004135, 9: 2.262157163, 10: 2.228138852,
+              12: 2.178812830, 15: 2.131449546, 19: 2.093024054, 20: 2.085963447,
+              24: 2.063898562, 28: 2.048407142, 29: 2.045229642}
+
+
+@pytest.mark.parametrize("df", sorted(KNOWN_T975))
+def test_t_quantiles_match_the_known_values(df):
+    assert t975(df) == pytest.approx(KNOWN_T975[df], abs=2e-9)
+
+
+def test_t_quantiles_at_other_levels_and_towards_the_normal():
+    assert t_quantile(0.995, 5) == pytest.approx(4.032142984, abs=2e-9)
+    assert t_quantile(0.9, 1) == pytest.approx(3.077683537, abs=2e-9)
+    assert t_quantile(0.05, 12) == pytest.approx(-1.782287556, abs=2e-9)
+    assert t975(100_000) == pytest.approx(1.959985, abs=1e-5)
+    with pytest.raises(ValueError):
+        t_quantile(0.975, 0)
+
+
+def test_ten_repetitions_give_the_student_t_interval_not_a_bootstrap():
+    values = [101.0, 98.5, 103.2, 99.1, 100.4, 97.8, 102.6, 100.9, 99.7, 101.8]
+    est = mean_estimate(values, "Mbit/s")
+    half = 2.262157163 * np.std(values, ddof=1) / math.sqrt(10)
+    assert "Student t" in est.method and est.n == 10
+    assert (est.low, est.high) == pytest.approx((np.mean(values) - half, np.mean(values) + half))
+
+
+def test_student_t_up_to_29_samples_and_the_bootstrap_from_30():
+    rng = np.random.default_rng(4)
+    assert T_BELOW == 30
+    assert "Student t" in mean_estimate(rng.normal(0, 1, 29)).method
+    assert "bootstrap" in mean_estimate(rng.normal(0, 1, 30)).method
 
 
 def test_one_sample_has_no_interval():
@@ -91,3 +126,92 @@ def test_groups_with_an_empty_one_are_none_and_a_single_value_has_no_interval():
 
 def test_estimate_text_says_value_interval_and_n():
     assert Estimate(1.91, 1.7, 2.1, 12, "x").text() == "1.91x [1.70, 2.10] (n=12)"
+
+
+# -- the run as the top-level unit ------------------------------------------------------------
+
+def _runs(rng, runs: int, per_run: int, between_sd: float, within_sd: float = 1.0, mean=100.0):
+    """Units of ``runs`` runs: each run shifted by its own draw of the between-run spread."""
+    values, labels = [], []
+    for r in range(runs):
+        shift = rng.normal(0.0, between_sd)
+        values += list(mean + shift + rng.normal(0.0, within_sd, per_run))
+        labels += [f"run{r}"] * per_run
+    return np.array(values), labels
+
+
+def test_pooled_runs_cover_a_known_between_run_spread_the_naive_interval_misses():
+    # 4 runs of 10 repetitions; the runs differ by sd 2, the repetitions within one by sd 1:
+    # the 40 units are not 40 independent samples of the mean, 4 runs are
+    rng = np.random.default_rng(5)
+    pooled_hits = naive_hits = wider = 0
+    trials = 300
+    for _ in range(trials):
+        values, labels = _runs(rng, 4, 10, between_sd=2.0)
+        pooled = run_estimate(values, labels, "Mbit/s")
+        naive = mean_estimate(values, "Mbit/s")
+        pooled_hits += pooled.low <= 100.0 <= pooled.high
+        naive_hits += naive.low <= 100.0 <= naive.high
+        wider += (pooled.high - pooled.low) > (naive.high - naive.low)
+    assert pooled.n == 4 and pooled.units == "runs"
+    assert "Student t interval over 4 runs" in pooled.method and "4 run means" in pooled.method
+    assert 0.90 <= pooled_hits / trials <= 0.99  # a 95 % interval
+    assert naive_hits / trials < 0.6  # 40 units read as independent: far too narrow
+    assert wider == trials
+
+
+def test_the_pooled_value_is_the_mean_of_the_run_means_on_the_estimates_scale():
+    est = run_estimate([1.0, 3.0, 10.0], ["a", "a", "b"], log=False)
+    assert est.value == pytest.approx((2.0 + 10.0) / 2)
+    half = 12.706204736 * np.std([2.0, 10.0], ddof=1) / math.sqrt(2)
+    assert (est.low, est.high) == pytest.approx((6.0 - half, 6.0 + half))
+    ratio = run_estimate([2.0, 2.0, 0.5], ["a", "a", "b"], "x", log=True)
+    assert ratio.value == pytest.approx(1.0) and ratio.scale == "log"
+    assert ratio.low * ratio.high == pytest.approx(1.0)
+
+
+def test_one_run_is_todays_interval_and_says_it_is_one_run():
+    values = [101.0, 98.5, 103.2, 99.1, 100.4]
+    one = run_estimate(values, ["r1"] * 5, "us")
+    plain = mean_estimate(values, "us")
+    assert (one.value, one.low, one.high, one.n, one.units) == (
+        plain.value, plain.low, plain.high, plain.n, plain.units)
+    assert one.method.startswith("one run: ") and "variation between runs" in one.method
+
+
+def test_thirty_runs_and_more_resample_runs_then_units_within_them():
+    rng = np.random.default_rng(6)
+    values, labels = _runs(rng, 30, 4, between_sd=2.0)
+    pooled = run_estimate(values, labels)
+    naive = mean_estimate(values)
+    assert "bootstrap resampling the 30 runs, then the repetitions within each" in pooled.method
+    assert pooled.low < 100.0 < pooled.high
+    # the standard error of a mean of 30 run means with sd sqrt(4 + 1/4): 0.38; naive: ~0.19
+    assert 0.5 < (pooled.high - pooled.low) / 2 < 1.0
+    assert pooled.high - pooled.low > 1.5 * (naive.high - naive.low)
+
+
+def test_inside_runs_as_blocks_an_analysis_estimate_pools_by_repetition():
+    import pandas as pd
+
+    rng = np.random.default_rng(7)
+    values, labels = _runs(rng, 3, 10, between_sd=2.0)
+    reps = [1000 * (i // 10 + 1) + i % 10 + 1 for i in range(30)]  # run 2's repetition 3: 2003
+    series = pd.Series(values, index=pd.Index(reps, name="repetition"))
+    run_of = dict(zip(reps, labels))
+    with runs_as_blocks(run_of):
+        pooled = mean_estimate(series, "us")
+        wide = pd.DataFrame({"v": values, "size": 1}, index=series.index).set_index("size", append=True)
+        multi = mean_estimate(wide.v, "us")  # a (repetition, size) index: the level is found
+        with pytest.raises(UnlabelledUnits, match="cannot be assigned to their runs"):
+            mean_estimate(list(values))  # units that do not say their run are refused
+        with pytest.raises(UnlabelledUnits, match="belongs to none of the pooled runs"):
+            mean_estimate(pd.Series([1.0, 2.0], index=pd.Index([1, 2], name="repetition")))
+    assert pooled == run_estimate(values, labels, "us") and pooled.units == "runs"
+    assert multi.value == pytest.approx(pooled.value) and multi.n == 3
+    assert mean_estimate(series, "us").units == "repetitions"  # outside: one run's analysis again
+
+
+def test_a_groups_bootstrap_is_refused_inside_a_pool():
+    with runs_as_blocks({1: "a"}), pytest.raises(UnlabelledUnits, match="cannot pool runs"):
+        bootstrap_groups({"a": [1.0, 2.0]}, lambda d: d["a"].mean())

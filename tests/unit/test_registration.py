@@ -25,7 +25,7 @@ SEEDS = ROOT.parent / "shared" / "seeds"
 def notebook_studies(folder: Path) -> list[str]:
     """The studies of the notebooks in ``folder`` that name a module beside them
     (``"module": "FILE.py"``): discover() does not import those, so without this a new
-    study kept beside its notebook (README, "Adding a study") was never checked here."""
+    study kept beside its notebook (docs/how-to/adding-a-study.md) was never checked here."""
     from harness.errors import SpecError
     from harness.studies.registry import notebook_metadata, study_of_notebook
 
@@ -43,11 +43,11 @@ def notebook_studies(folder: Path) -> list[str]:
 def registered_studies() -> list[str]:
     """Every study the harness finds (a new one under harness/studies/, or beside its notebook
     under notebooks/, is checked too)."""
-    from harness.studies.registry import _REGISTRY
+    from harness.studies.base import DEFINED
 
     discover()
     notebook_studies(ROOT / "notebooks")
-    return sorted(_REGISTRY)
+    return sorted(DEFINED)
 
 
 def squash(text: str) -> str:
@@ -64,7 +64,7 @@ def seed_lines(seed_line: str) -> str:
 
 
 def test_a_study_beside_its_notebook_is_found_for_these_checks(tmp_path):
-    """The README's example study sits beside its notebook (tests/studies/): found by its
+    """The example study of docs/how-to/adding-a-study.md sits beside its notebook (tests/studies/): found by its
     notebook's metadata; a notebook without harness metadata names no study."""
     assert notebook_studies(ROOT / "tests" / "studies") == ["ping-demo"]
     (tmp_path / "plain.ipynb").write_text(json.dumps(

@@ -83,3 +83,54 @@ def test_a_bad_parameters_file_is_refused_with_how_to_fix_it(tmp_path, text, mes
         parameters_file(path)
     with pytest.raises(SpecError, match="does not exist"):
         parameters_file(tmp_path / "missing.yaml")
+
+
+def test_a_run_on_machines_is_rerun_only_on_an_inventory_named_on_the_command_line(
+        data_root, tmp_path):
+    """run.json's inventory path is never used: a crafted one could name an inventory that
+    reconfigures this machine's own network card (issue 37)."""
+    import yaml
+
+    def inventory(name: str) -> str:
+        path = tmp_path / name
+        path.write_text(yaml.safe_dump({"nodes": {
+            node: {"host": f"{node}.example.org",
+                   "interfaces": {"eth0": {"device": "ens3", "address": f"192.0.2.{i}/24"}}}
+            for i, node in enumerate(("a", "b"), 1)}}))
+        return str(path)
+
+    crafted = inventory("crafted.yaml")  # a file that exists: today's code used it
+    original = make_run(data_root, {"count": 5, "inventory": crafted})
+    with pytest.raises(SpecError, match=r"ran on the machines of an inventory \(its run.json "
+                                        f"says '{crafted}'\\)") as err:
+        plan(original)
+    assert f"harness rerun {original.run_id} --inventory FILE" in err.value.hint
+    mine = inventory("mine.yaml")
+    assert plan(original, inventory=mine).parameters["inventory"] == mine
+    here = make_run(data_root, {"count": 5})
+    assert "inventory" not in plan(here).parameters
+    assert any("the rerun runs on the machines of" in w for w in
+               plan(here, inventory=mine).warnings)
+    with pytest.raises(SpecError, match="does not run inside a Slurm allocation"):
+        plan(original, inventory="slurm")
+
+
+def test_a_rerun_is_archived_under_the_users_own_data_folder(data_root, tmp_path, monkeypatch):
+    """Not beside the original: a run folder from elsewhere (/tmp/share/runs/s4/X) sits in
+    folders another user may change, and root would create the new run there."""
+    from harness.rerun import rerun
+
+    shared = tmp_path / "share"
+    original = make_run(shared, {"count": 5})
+    seen = {}
+
+    def fake_run(notebook, parameters, root=None, progress=False, note=None):
+        seen["root"] = root
+        raise SpecError("stop here")
+
+    monkeypatch.setattr("harness.execute.run_notebook", fake_run)
+    with pytest.raises(SpecError, match="stop here"):
+        rerun(original, warn=lambda _text: None)
+    from harness.archive import runs_root
+
+    assert runs_root(seen["root"]) == data_root / "runs"

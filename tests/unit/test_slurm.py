@@ -28,6 +28,32 @@ def test_options_the_harness_sets_itself_are_refused(text, own):
         SbatchOptions.parse(text)
 
 
+@pytest.mark.parametrize("text, own, written", [
+    ("--outp=/x", "--output", "as --outp, an abbreviation of --output"),
+    ("--arr=0-99", "--array", "as --arr, an abbreviation of --array"),
+    ("--nod=1", "--nodes", "as --nod, an abbreviation of --nodes"),
+    ("--chd=/", "--chdir", "as --chd, an abbreviation of --chdir"),
+    ("--wra=id", "--wrap", "as --wra, an abbreviation of --wrap"),
+    ("--partition=p --test", "--test-only", "as --test, an abbreviation of --test-only"),
+    ("--pars", "--parsable", "as --pars, an abbreviation of --parsable"),
+    ("--n=1", "--nodes or --ntasks", "as --n, an abbreviation of --nodes or --ntasks"),
+    ("-vN2", "--nodes", "as -N inside -vN2: sbatch reads a cluster of short options"),
+    ("-QHo /x", "--output", "as -o inside -QHo"),
+])
+def test_abbreviations_of_the_harness_options_are_refused_naming_both(text, own, written):
+    """sbatch (getopt_long) takes any unambiguous beginning of a long option's name, and a
+    cluster of short options, for the options: these passed the refusal by exact name."""
+    with pytest.raises(SpecError, match=f"--slurm sets {own} \\({written}.*which the harness "
+                                        "sets itself"):
+        SbatchOptions.parse(text)
+
+
+@pytest.mark.parametrize("text", ["--wait-all-nodes=1", "--ntasks-per-node=2", "--open-mode=append",
+                                  "-pbigNodes", "-J jobN", "--partition=nodes", "-kv"])
+def test_options_that_only_look_like_the_harness_options_pass(text):
+    assert SbatchOptions.parse(text).args
+
+
 def test_slurms_vocabulary_passes_through_as_sbatch_lines():
     opts = SbatchOptions.parse("--partition debug -A proj --time=30 --qos=low "
                                "--constraint 'ib&haswell' --comment 'two words'")

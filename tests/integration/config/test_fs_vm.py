@@ -6,7 +6,7 @@ mounts the VM's own address, so no traffic leaves it. Afterwards the VM must
 be as it was: the same mounts, kernel modules and processes (nfsd's kernel
 threads included), no export, no brick process, no FUSE client, no state
 tmpfs, and every journal entry undone. The steps' wall times under TCG are
-printed (`pytest -s`) and were measured for the README.
+printed (`pytest -s`) and were measured for docs/measurements.md.
 """
 
 from __future__ import annotations

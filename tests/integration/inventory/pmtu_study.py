@@ -17,13 +17,15 @@ shuffled order (seeded, recorded) and keeps the largest that was answered.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from harness.claims import LAB, TARGET, Claim, Region, judge, table
+from harness.claims import judge, table
 from harness.config.interface import Mtu
 from harness.intervals import mean_estimate
+from harness.registration_file import load
 from harness.studies import Citation, Parameters, Requirements, RunData, Study, param
 from harness.studies.order import MeasuringOrder
 from harness.tools.ping import parse_ping_ms
@@ -34,26 +36,14 @@ MTU = 1400  # what the study sets on a's interface (a real machine's default is 
 CANDIDATES = (1280, MTU, 1500)  # path MTUs probed: the IPv6 minimum, ours, Ethernet's
 HEADERS = 28  # IPv4 (20) + ICMP (8) bytes around ping's payload
 
-CLAIMS = {
-    "rtt": Claim("pmtu.rtt", "the two machines answer each other within 5 ms", "< 5 ms",
-                 Region.below(5.0, "two machines on one switch answer in well under a "
-                              "millisecond; 5 ms is generous"), "ms", TARGET,
-                 quantity="ping's round-trip time from a to b, mean per repetition",
-                 regime="two machines of the user's network as found"),
-    "mtu": Claim("pmtu.mtu", f"a's path MTU to b is the {MTU} bytes the study sets",
-                 f"{MTU} bytes", Region.between(MTU - 10, MTU + 10, "the MTU set on a's "
-                                                "interface, to within one probe step"),
-                 "bytes", LAB, quantity="largest don't-fragment datagram answered, per "
-                 "repetition", regime=f"a's interface MTU set to {MTU}"),
-}
-DESIGN = {"samples": "repetitions (each: 3 pings, then every candidate size once, shuffled)",
-          "candidates": list(CANDIDATES),
-          "profiles": {"quick": {"repetitions": 3}, "paper": {"repetitions": 10}}}
+#: the claims, the design and its changes, registered before data beside this module
+REGISTRATION_FILE = "pmtu_registration.toml"
+REGISTRATION = load(Path(__file__).with_name(REGISTRATION_FILE))
 
 
 @dataclass(frozen=True)
 class PmtuParams(Parameters):
-    profiles = DESIGN["profiles"]
+    profiles = REGISTRATION.design["profiles"]
     repetitions: int = param(3, "repetitions (the claims' samples)", low=2, high=100)
     seed: int = param(0, "seed of the probe order", low=0, high=2**31 - 1,
                       zero="a fresh seed, recorded in run.json")
@@ -68,7 +58,8 @@ class PmtuStudy(Study):
                         "tests/integration/inventory", 2026)
     Params = PmtuParams
     #: the MTU claim rests on the MTU change; the RTT claim on nothing
-    as_found = {CLAIMS["mtu"].id: "mtu"}
+    as_found = {"pmtu.mtu": "mtu"}
+    registration_file = REGISTRATION_FILE
 
     def topology(self, params: PmtuParams):
         return (TopologyBuilder("pmtu-demo").node("a").node("b")
@@ -104,8 +95,8 @@ class PmtuStudy(Study):
     def claims(self, data: RunData) -> pd.DataFrame:
         frame = data.results
         return table([
-            judge(CLAIMS["rtt"], mean_estimate(frame.rtt_ms, "ms")),
-            judge(CLAIMS["mtu"], mean_estimate(frame.path_mtu, "bytes")),
+            judge(REGISTRATION.claim("pmtu.rtt"), mean_estimate(frame.rtt_ms, "ms")),
+            judge(REGISTRATION.claim("pmtu.mtu"), mean_estimate(frame.path_mtu, "bytes")),
         ])
 
     def figures(self, data: RunData) -> dict:

@@ -10,7 +10,7 @@ complete run, configure the machines (MTU, the rxe link), measure and undo, leav
 VMs as found. The VMs are the fixture's: the run does not boot, adopt or end them.
 
 Slow (TCG): marked ``vm`` like S1's own tests, and run only when HARNESS_SLOW_TESTS=1 (see
-README "Your own machines": measured time there).
+docs/measurements.md, "Inventory machines": measured time there).
 """
 
 from __future__ import annotations

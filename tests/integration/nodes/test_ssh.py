@@ -26,7 +26,7 @@ import paramiko
 import pytest
 
 from harness.errors import CommandFailed, CommandTimeout, NodeError
-from harness.journal import Journal
+from harness.journal import Journal, remove_process_log
 from harness.nodes import LocalNode, node_from_description
 from harness.nodes.hostkeys import fingerprint
 from harness.nodes.local import process_start_ticks, wait_until
@@ -316,7 +316,7 @@ def test_shell_process_output_poll_stop_on_local_node():
         assert not os.path.exists(proc.status_file)
     finally:
         proc.stop()
-        os.remove(proc.info.log)
+        remove_process_log(LocalNode(), proc.info.log)
 
 
 def test_shell_process_exit_status_and_sigkill_escalation():
@@ -333,7 +333,7 @@ def test_shell_process_exit_status_and_sigkill_escalation():
     finally:
         for proc in (done, stubborn):
             proc.stop()
-            os.remove(proc.info.log)
+            remove_process_log(LocalNode(), proc.info.log)
 
 
 def test_shell_process_wait_timeout():
@@ -343,7 +343,7 @@ def test_shell_process_wait_timeout():
             proc.wait(0.3)
     finally:
         proc.stop()
-        os.remove(proc.info.log)
+        remove_process_log(LocalNode(), proc.info.log)
 
 
 def test_shell_process_never_signals_a_reused_pid():
@@ -479,10 +479,10 @@ def test_spawn_output_stop(make_node):
         assert not alive(proc.pid, proc.info.start_ticks)
         quick = node.spawn("echo bye; exit 4")
         assert quick.wait(10) == 4 and quick.output() == "bye\n"
-        node.run(["rm", "-f", quick.info.log])
+        remove_process_log(node, quick.info.log)
     finally:
         proc.stop()
-        node.run(["rm", "-f", proc.info.log])
+        remove_process_log(node, proc.info.log)
 
 
 @integration
@@ -492,7 +492,7 @@ def test_journal_process_over_ssh(make_node, tmp_path):
     with journal.process(node, "echo hi; sleep 60") as proc:
         assert wait_until(lambda: "hi" in proc.output(), 10)
     assert not alive(proc.pid, proc.info.start_ticks)
-    assert not os.path.exists(proc.info.log)
+    assert not os.path.exists(os.path.dirname(proc.info.log))  # the log's own folder, with it
     assert journal.pending() == []
 
 

@@ -32,6 +32,7 @@ from harness.relay.line import (
     line_topology,
     netns_socket,
 )
+from harness.relay.trunk import TrunkKey
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
@@ -635,11 +636,12 @@ def test_mux_pair_carries_concurrent_streams_over_one_connection_intact(lab, jou
 
     sport, rport, mport = next_port(), next_port(), next_port()
     middle = lab.node("middle")
+    pair = TrunkKey.new()
     with Server(lab, sport, echo) as server, \
             relay(journal, middle, "mux-exit", f"{MIDDLE_LEFT_IP}:{mport}",
-                  f"{SERVER_IP}:{sport}") as exit_half, \
+                  f"{SERVER_IP}:{sport}", trunk_key=pair) as exit_half, \
             relay(journal, middle, "mux-entry", f"{MIDDLE_LEFT_IP}:{rport}",
-                  f"{MIDDLE_LEFT_IP}:{mport}") as entry_half:
+                  f"{MIDDLE_LEFT_IP}:{mport}", trunk_key=pair) as entry_half:
         threads = [threading.Thread(target=client, args=(i,)) for i in range(streams)]
         for t in threads:
             t.start()
@@ -760,3 +762,208 @@ def test_large_transfer_intact_through_two_relays_in_a_row(lab, journal):
             assert (close.get("reason"), close.int("c2s"), close.int("s2c")) == \
                 ("eof", len(up), len(down))
     assert relay1.exit_status == relay2.exit_status == 0
+
+
+# -- issue 37, item 6: what the relays trust of the network ----------------------------------------
+
+def recv_exact(sock: socket.socket, n: int) -> bytes:
+    data = b""
+    while len(data) < n:
+        chunk = sock.recv(n - len(data))
+        if not chunk:
+            break
+        data += chunk
+    return data
+
+
+def trunk_handshake(sock: socket.socket, key: TrunkKey | bytes) -> bool:
+    """Speak an entry's side of srdmux's handshake (mux.c) with ``key``; True if the exit
+    proved the same key. Computed here with Python's hmac, independently of mux.c's."""
+    import hmac
+
+    secret = key.secret.encode() if isinstance(key, TrunkKey) else key
+    hello = recv_exact(sock, 40)
+    assert hello[:8] == b"SRDMUX1\n", f"no srdmux challenge: {hello!r}"
+    ne, na = hello[8:], os.urandom(32)
+    sock.sendall(na + hmac.new(secret, b"srdmux-entry" + ne + na, hashlib.sha256).digest())
+    return recv_exact(sock, 32) == hmac.new(secret, b"srdmux-exit" + na + ne,
+                                            hashlib.sha256).digest()
+
+
+def mux_frame(stream: int, kind: int, payload: bytes = b"", length: int | None = None) -> bytes:
+    """srdmux's frame: id, type (1 OPEN, 2 DATA, 3 FIN, 4 RST), length, network order."""
+    return struct.pack("!III", stream, kind, len(payload) if length is None else length) + payload
+
+
+def echo_handler(conn: socket.socket) -> int:
+    total = 0
+    while chunk := conn.recv(65536):
+        conn.sendall(chunk)
+        total += len(chunk)
+    return total
+
+
+def test_mux_exit_takes_only_a_trunk_that_proves_the_pairs_key(lab, journal):
+    """A forged trunk (wrong MAC), a silent one and a late one are refused and logged; the
+    real entry still connects after them and its streams flow; an entry with another key
+    is refused too, and says so when it fails to start."""
+    from harness.errors import HarnessError
+    from harness.relay.process import relay
+
+    sport, rport, mport = next_port(), next_port(), next_port()
+    middle, pair = lab.node("middle"), TrunkKey.new()
+    with Server(lab, sport, echo_handler), \
+            relay(journal, middle, "mux-exit", f"{MIDDLE_LEFT_IP}:{mport}",
+                  f"{SERVER_IP}:{sport}", trunk_key=pair) as exit_half:
+        with connect(lab, mport, timeout=10) as forged:  # another key: refused
+            assert not trunk_handshake(forged, TrunkKey.new())
+        with pytest.raises(HarnessError, match="did not prove the shared key"):
+            with relay(journal, middle, "mux-entry", f"{MIDDLE_LEFT_IP}:{next_port()}",
+                       f"{MIDDLE_LEFT_IP}:{mport}", trunk_key=TrunkKey.new()):
+                pass
+        silent = connect(lab, mport, timeout=10)  # arrives before the real one, says nothing
+        with relay(journal, middle, "mux-entry", f"{MIDDLE_LEFT_IP}:{rport}",
+                   f"{MIDDLE_LEFT_IP}:{mport}", trunk_key=pair) as entry_half:
+            with connect(lab, rport) as sock:
+                sock.sendall(b"through the real trunk")
+                sock.shutdown(socket.SHUT_WR)
+                assert read_all(sock) == b"through the real trunk"
+            with connect(lab, mport, timeout=10) as late:  # the trunk is taken
+                assert late.recv(100) == b""
+            assert silent.recv(100)[:8] == b"SRDMUX1\n" and silent.recv(100) == b""
+            silent.close()
+            assert entry_half.running() and exit_half.running()
+            assert entry_half.settings["trunk"] == exit_half.settings["trunk"] == "hmac-sha256"
+        out = exit_half.process.output()
+        refused = [line.split("reason=")[1] for line in out.splitlines()
+                   if "event=trunk-refused" in line]
+        # the silent one gave way when the trunk came up (or after 5 s of silence, if the
+        # machine took that long to start the entry)
+        assert refused[:2] == ["bad-mac", "bad-mac"] and refused[3:] == ["trunk-already-up"], out
+        assert refused[2] in ("trunk-already-up", "timeout"), out
+        assert out.count("event=trunk ") == 1
+
+
+def test_mux_drops_a_trunk_that_announces_an_oversized_frame(lab, journal):
+    """A frame longer than the read chunk ends the trunk at once, with a log line, instead of
+    growing a buffer towards the 4 GiB the length field allows."""
+    from harness.relay.process import relay
+
+    sport, mport = next_port(), next_port()
+    pair = TrunkKey.new()
+    with Server(lab, sport, echo_handler), \
+            relay(journal, lab.node("middle"), "mux-exit", f"{MIDDLE_LEFT_IP}:{mport}",
+                  f"{SERVER_IP}:{sport}", trunk_key=pair) as exit_half:
+        with connect(lab, mport, timeout=10) as trunk:
+            assert trunk_handshake(trunk, pair)
+            trunk.sendall(mux_frame(1, 1) + mux_frame(1, 2, b"ping"))  # a stream works
+            assert recv_exact(trunk, 16) == mux_frame(1, 2, b"ping")
+            trunk.sendall(mux_frame(1, 2, length=(1 << 32) - 1))
+            ended = True
+            try:  # 8 MiB of the frame's "payload": never taken in
+                for _ in range(128):
+                    trunk.sendall(bytes(65536))
+            except (BrokenPipeError, ConnectionResetError):
+                pass
+            else:
+                ended = False
+            assert wait_for(lambda: exit_half.process.poll() is not None, 10,
+                            "the exit to drop the trunk"), ended
+        out = exit_half.process.output()
+        assert "event=error what=frame-too-long id=1 type=2 length=4294967295 max=65536" in out
+        assert exit_half.process.poll() == 1
+
+
+def test_mux_connects_without_blocking_other_streams(lab, journal):
+    """A stream whose target connection is blackholed (SYNs dropped in the server's namespace)
+    does not stall a stream that flows meanwhile; it is reset after the connect timeout."""
+    from harness.relay.process import relay
+
+    sport, rport, mport = next_port(), next_port(), next_port()
+    middle, server_ns, pair = lab.node("middle"), lab.node("server"), TrunkKey.new()
+    table = f"harness_blackhole_{sport}"
+    with Server(lab, sport, echo_handler), \
+            relay(journal, middle, "mux-exit", f"{MIDDLE_LEFT_IP}:{mport}",
+                  f"{SERVER_IP}:{sport}", trunk_key=pair) as exit_half, \
+            relay(journal, middle, "mux-entry", f"{MIDDLE_LEFT_IP}:{rport}",
+                  f"{MIDDLE_LEFT_IP}:{mport}", trunk_key=pair), \
+            connect(lab, rport) as flowing:
+        flowing.sendall(b"x")
+        assert flowing.recv(1) == b"x"  # connected before the blackhole
+        rules = (f"table inet {table} {{\n chain drop_syn {{\n type filter hook input priority 0;"
+                 f"\n tcp dport {sport} tcp flags & (syn | ack) == syn drop\n }}\n}}\n")
+        server_ns.run(["nft", "-f", "-"], stdin=rules.encode(), timeout=10)
+        try:
+            with connect(lab, rport) as stuck:
+                stuck.sendall(b"hello?")
+                started, slowest = time.monotonic(), 0.0
+                while time.monotonic() - started < 3:  # the stuck connect is pending
+                    t = time.monotonic()
+                    flowing.sendall(b"p")
+                    assert flowing.recv(1) == b"p"
+                    slowest = max(slowest, time.monotonic() - t)
+                    time.sleep(0.05)
+                assert slowest < 0.5, f"a round trip took {slowest:.2f} s"
+                stuck.settimeout(15)
+                with pytest.raises(ConnectionResetError):
+                    stuck.recv(100)
+                assert time.monotonic() - started < 12
+        finally:
+            server_ns.run(["nft", "delete", "table", "inet", table], check=False, timeout=10)
+        assert 'event=connect-failed id=2 error="Connection timed out"' in \
+            exit_half.process.output()
+
+
+def test_srd_flood_of_silent_connections_leaves_room_for_a_real_stream(lab, journal):
+    """1024 silent connections from one address (srd's default --max-streams) used to take
+    every slot: now that address holds at most --max-per-peer streams, the rest are refused
+    and logged, and a stream from another address is relayed at once."""
+    from harness.relay.spec import MAX_PER_PEER
+
+    sport, rport = next_port(), next_port()
+    flood: list[socket.socket] = []
+    with Server(lab, sport, echo_handler), \
+            running_relay(journal, lab.node("middle"), relay_spec(rport, sport)) as relay:
+        listening = relay.events("listening")[0]
+        assert listening.int("max_streams") == 1024
+        assert listening.int("max_per_peer") == MAX_PER_PEER
+        try:
+            for _ in range(1024):
+                flood.append(connect(lab, rport, timeout=10))
+            wait_for(lambda: len(relay.events("reject")) + len(relay.events("connected"))
+                     >= 1024, 30, "the flood to be taken in")
+            # a stream from the server's side of the middle (198.18.1.2), relayed at once
+            other = netns_socket(lab.node("server"))
+            other.settimeout(10)
+            with other:
+                other.connect((MIDDLE_LEFT_IP, rport))
+                other.sendall(b"a real stream")
+                other.shutdown(socket.SHUT_WR)
+                assert read_all(other) == b"a real stream"
+        finally:
+            for sock in flood:
+                sock.close()
+        rejects = relay.events("reject")
+        assert {e.get("reason") for e in rejects} == {"max-per-peer"}
+        assert len(rejects) == 1024 - MAX_PER_PEER
+        assert {e.get("client").rsplit(":", 1)[0] for e in rejects} == {"198.18.0.1"}
+
+
+def test_srd_times_out_idle_streams_and_keeps_busy_ones(lab, journal):
+    sport, rport = next_port(), next_port()
+    with Server(lab, sport, echo_handler), \
+            running_relay(journal, lab.node("middle"),
+                          relay_spec(rport, sport, idle_timeout=1.0)) as relay:
+        assert relay.events("listening")[0].get("idle_timeout") == "1.000"
+        with connect(lab, rport) as silent, connect(lab, rport) as busy:
+            started = time.monotonic()
+            while time.monotonic() - started < 3:  # busy talks every 0.2 s, silent never
+                busy.sendall(b"b")
+                assert busy.recv(1) == b"b"
+                time.sleep(0.2)
+            silent.settimeout(5)  # (the server's end gives up after 30 s of silence)
+            assert silent.recv(10) == b""  # closed (FIN) by the relay
+            busy.sendall(b"still here")
+            assert recv_exact(busy, 10) == b"still here"
+        idle = [e for e in relay.events("close") if e.get("reason") == "idle"]
+        assert len(idle) == 1 and 1.0 <= float(idle[0].get("duration")) < 2.5

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import group_alive, needs_root, needs_tools, netns_names, run_harness
+from conftest import checked_outputs, group_alive, needs_root, needs_tools, netns_names, run_harness
 
 from harness.errors import HarnessError, SpecError
 from harness.lab import Lab
@@ -49,6 +49,10 @@ def test_s0_small_run_has_three_methods_translation_and_leaves_nothing(tmp_path)
     assert len(meta["link_verification"]) == 6
     assert all(0.8 <= c["rate_ratio"] <= 1.2 for c in meta["link_verification"])
     assert (run_dir / "report.html").stat().st_size > 10_000
+    # the notebook's output check, as nbval compared it when the suite ran this notebook at
+    # its quick profile (now `nox -s slow`): the claims' columns and the methods
+    checked = checked_outputs(run_dir / "notebook.ipynb")
+    assert checked == checked_outputs(NOTEBOOK) and len(checked) == 1, checked
 
     frame = pd.read_parquet(run_dir / "results.parquet")
     assert sorted(frame.method.unique()) == ["direct", "nat_srd", "proxies"]
@@ -68,6 +72,11 @@ def test_s0_small_run_has_three_methods_translation_and_leaves_nothing(tmp_path)
     seen = meta["s0"]["srd_on_fb"]["accepts_by_client_ip"]
     assert set(seen) == {"198.18.0.1"}  # the SRD never saw a private address of cluster A
     assert sorted(r["kind"] for r in meta["s0"]["relays"]) == ["mux-entry", "mux-exit", "srd"]
+    # each relay's settings, as it reported them when it started (issue 37: what it trusts)
+    settings = {r["kind"]: r["settings"] for r in meta["s0"]["relays"]}
+    assert (settings["srd"]["idle_timeout"], settings["srd"]["max_per_peer"]) == ("900.000", "256")
+    assert settings["mux-exit"]["trunk"] == settings["mux-entry"]["trunk"] == "hmac-sha256"
+    assert settings["mux-exit"]["max_frame"] == "65536"
     assert "size_order" in frame  # the sizes' order is drawn per repetition
     assert (run_dir / "registration.json").exists()
     claims = pd.read_csv(run_dir / "claims.csv")
@@ -112,6 +121,10 @@ def test_s0_small_run_has_three_methods_translation_and_leaves_nothing(tmp_path)
     pids = [r["data"]["pid"] for r in journal if r["op"] == "do" and r["kind"] == "process"]
     assert len(pids) >= 10 and not [p for p in pids if group_alive(p)]
     assert sum(1 for r in journal if r.get("kind") == "nat-table") >= 2
+    # the proxies' key files: one per half and pair, recorded by folder, removed (undone above)
+    keys = [r["data"]["path"] for r in journal if r["op"] == "do" and r["kind"] == "file"
+            and "/harness-srdmux-" in r["data"]["path"]]
+    assert len(keys) >= 2 and not [k for k in keys if Path(k).exists()]
 
 
 @pytest.mark.parametrize("args, message", [

@@ -16,7 +16,7 @@ from harness.nodes.base import Node
 from harness.nodes.local import LocalNode
 from harness.relay import HostPort, RelaySpec, build, parse_events, parse_host_port, start_relay
 from harness.relay.events import error_lines, parse_line
-from harness.relay.spec import NOTSENT_LOWAT
+from harness.relay.spec import IDLE_TIMEOUT, MAX_PER_PEER, NOTSENT_LOWAT
 
 needs_cc = pytest.mark.skipif(
     not (shutil.which("gcc") or shutil.which("cc")), reason="no C compiler (apt-get install gcc)"
@@ -76,6 +76,8 @@ def spec(**kw) -> RelaySpec:
     ("max_streams", 0), ("max_streams", 2_000_000),
     ("drain", -0.5), ("log_path", ""),
     ("notsent_lowat", -1), ("notsent_lowat", 2**31), ("notsent_lowat", 131072.0),
+    ("idle_timeout", 0), ("idle_timeout", -1), ("idle_timeout", "900"), ("idle_timeout", 1e6),
+    ("max_per_peer", 0), ("max_per_peer", 2_000_000), ("max_per_peer", 16.0),
 ])
 def test_spec_rejects_bad_options(field, value):
     with pytest.raises(SpecError, match=field):
@@ -90,14 +92,16 @@ def test_ports_are_checked_in_spec(port):
 
 def test_argv_is_what_the_daemon_parses():
     s = spec(pipe_size=262144, connect_timeout=1.5, max_streams=64, drain=2,
-             notsent_lowat=65536, log_path="/x/y.log")
+             notsent_lowat=65536, idle_timeout=30.5, max_per_peer=8, log_path="/x/y.log")
     assert s.argv("/bin/srd") == [
         "/bin/srd", "--listen", "198.18.0.2:5201", "--target", "198.18.1.2:5202",
         "--pipe-size", "262144", "--connect-timeout", "1.5", "--max-streams", "64",
-        "--drain", "2", "--notsent-lowat", "65536", "--log", "/x/y.log",
+        "--drain", "2", "--notsent-lowat", "65536", "--idle-timeout", "30.5",
+        "--max-per-peer", "8", "--log", "/x/y.log",
     ]
-    # the default is passed explicitly, so a run's command line records the value it used
-    assert spec().argv("srd")[-2:] == ["--notsent-lowat", str(NOTSENT_LOWAT)]
+    # defaults are passed explicitly, so a run's command line records the values it used
+    assert spec().argv("srd")[-6:] == ["--notsent-lowat", str(NOTSENT_LOWAT), "--idle-timeout",
+                                       f"{IDLE_TIMEOUT:g}", "--max-per-peer", str(MAX_PER_PEER)]
     v6 = RelaySpec.parse("[::]:5201", "[fd00::2]:5202")
     assert v6.argv("srd")[1:5] == ["--listen", "[::]:5201", "--target", "[fd00::2]:5202"]
 
@@ -217,6 +221,10 @@ def srd_binary(tmp_path_factory):
      "connect-timeout"),
     (["--listen", "1.2.3.4:80", "--target", "1.2.3.5:80", "--notsent-lowat", "-1"],
      "notsent-lowat"),
+    (["--listen", "1.2.3.4:80", "--target", "1.2.3.5:80", "--idle-timeout", "0"],
+     "idle-timeout"),
+    (["--listen", "1.2.3.4:80", "--target", "1.2.3.5:80", "--max-per-peer", "0"],
+     "max-per-peer"),
     (["--listen", "1.2.3.4:80", "--target", "1.2.3.5:80", "--bogus"], "unknown option"),
     (["--listen", "1.2.3.4:80", "--target", "1.2.3.5:80", "extra"], "unexpected argument"),
 ])
@@ -233,8 +241,10 @@ def test_daemon_version_and_help(srd_binary):
     usage = subprocess.run([srd_binary, "--help"], check=False,
                            capture_output=True, text=True, timeout=10)
     assert usage.returncode == 0 and "--target HOST:PORT" in usage.stdout
-    # srd run by hand keeps the value the harness passes (and registers) by default
+    # srd run by hand keeps the values the harness passes (and registers) by default
     assert f"(default {NOTSENT_LOWAT};" in usage.stdout
+    assert f"(default {IDLE_TIMEOUT:g})" in usage.stdout
+    assert f"(default {MAX_PER_PEER})" in usage.stdout
 
 
 class RemoteLikeNode(LocalNode):
@@ -260,3 +270,82 @@ def test_remote_build_copies_source_and_compiles_once(tmp_path):
     out = subprocess.run([binary, "--version"], check=False, capture_output=True, text=True,
                          timeout=10)
     assert out.stdout.startswith("srd ")
+
+
+# -- srdmux's key (the trunk's authentication; the handshake itself: tests/integration/relay) --
+
+@pytest.fixture(scope="module")
+def srdmux_binary(tmp_path_factory):
+    if not (shutil.which("gcc") or shutil.which("cc")):
+        pytest.skip("no C compiler (apt-get install gcc)")
+    return str(build.MUX_PROGRAM.build_local(tmp_path_factory.mktemp("srdmux-cache")))
+
+
+def test_srdmux_needs_a_private_key_file(srdmux_binary, tmp_path):
+    """Without the pair's key, or with a key others can read, srdmux refuses to start (status
+    2, before any socket): the exit would otherwise take any connection as its trunk."""
+    addrs = ["exit", "127.0.0.1:1", "127.0.0.1:2"]
+
+    def run(*args):
+        return subprocess.run([srdmux_binary, *args], check=False, capture_output=True,
+                              text=True, timeout=10)
+
+    missing = run(*addrs)
+    assert missing.returncode == 2 and "--key-file PATH is required" in missing.stderr
+    key = tmp_path / "key"
+    key.write_text("k" * 64)
+    key.chmod(0o640)
+    shared = run("--key-file", str(key), *addrs)
+    assert shared.returncode == 2 and "no one else can read" in shared.stderr
+    key.chmod(0o600)
+    key.write_text("short")
+    assert "16..4095 bytes" in run("--key-file", str(key), *addrs).stderr
+    link = tmp_path / "link"
+    link.symlink_to(key)
+    assert "cannot open the key file" in run("--key-file", str(link), *addrs).stderr
+
+
+def test_trunk_key_is_written_private_recorded_by_folder_and_never_shown(tmp_path):
+    from harness.relay.trunk import TrunkKey, write_key
+
+    key = TrunkKey.new()
+    assert len(key.secret) == 64 and key.secret not in repr(key)
+    assert TrunkKey.new() != key  # one per pair
+    journal = Journal(tmp_path / "j.jsonl")
+    path, entry = write_key(journal, LocalNode(), key)
+    folder = os.path.dirname(path)
+    try:
+        assert os.path.basename(folder).startswith("harness-srdmux-")
+        assert (os.stat(folder).st_mode & 0o777, os.stat(path).st_mode & 0o777) == (0o700, 0o600)
+        with open(path) as f:
+            assert f.read() == key.secret
+        assert entry.kind == "file" and entry.data == {"path": folder}
+        assert key.secret not in (tmp_path / "j.jsonl").read_text()  # the journal names the folder
+    finally:
+        journal.undo(entry)
+    assert not os.path.exists(folder)
+
+
+def test_a_mux_half_without_the_pairs_key_starts_nothing(tmp_path):
+    from harness.errors import HarnessError
+    from harness.relay.process import relay
+
+    journal = Journal(tmp_path / "j.jsonl")
+    for kind in ("mux-entry", "mux-exit"):
+        with pytest.raises(HarnessError, match="trunk_key") as err:
+            with relay(journal, ExplodingNode(), kind, "198.18.0.2:1", "198.18.1.2:2"):
+                pass
+        assert "TrunkKey.new()" in err.value.hint
+    assert journal.entries() == []
+
+
+def test_srdmux_settings_are_read_from_its_listening_line():
+    from harness.relay.process import _listening
+
+    out = ("srdmux: event=trunk peer=1.2.3.4:5 authenticated=1\n"
+           "srdmux: event=listening mode=exit listen=1.2.3.4:5 peer=6.7.8.9:1 max_frame=65536 "
+           "connect_timeout=5.000 trunk=hmac-sha256\n")
+    assert _listening(out) == {"mode": "exit", "listen": "1.2.3.4:5", "peer": "6.7.8.9:1",
+                               "max_frame": "65536", "connect_timeout": "5.000",
+                               "trunk": "hmac-sha256"}
+    assert _listening("socat output\n") == {}

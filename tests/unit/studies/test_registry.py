@@ -11,7 +11,8 @@ from harness.errors import CapabilityMissing, SpecError
 from harness.execute import HARNESS_PARAMETERS, notebook_parameters
 from harness.probe import Capabilities, require
 from harness.studies import Study, discover, get_study, study_of_notebook
-from harness.studies.registry import import_file, register
+from harness.studies.base import register
+from harness.studies.registry import import_file
 from harness.tools.registry import Tool, registered
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -99,3 +100,16 @@ def test_tools_are_declared_once_and_a_missing_one_names_its_package():
         require(caps, tools=[tool])
     assert "apt-get install demo-package" in info.value.hint
     require(Capabilities(node="n1", tools={"demo-tool-xyz": "1.0"}), tools=[tool])
+
+
+def test_a_study_that_is_asked_to_run_itself_names_the_runner():
+    """Notebooks written before harness.runner called study.run(...): one clear error with
+    the line that replaces it, before anything is made."""
+    study = get_study("s4")
+    params = study.parameters(repetitions=1)
+    with pytest.raises(SpecError, match=r"Study.run\(\) is gone") as info:
+        study.run(params, run_dir="", inventory="")
+    assert "run_study(study, params, run_dir=run_dir, inventory=inventory)" in info.value.hint
+    with pytest.raises(SpecError, match=r"Study.dry_run\(\) is gone") as info:
+        study.dry_run(params)
+    assert "dry_run_study" in info.value.hint

@@ -532,7 +532,7 @@ def test_every_paper_claim_quotes_its_seed_line_verbatim():
     if seed is None:
         pytest.skip("the seed file is not beside this checkout")
     lines = seed.read_text().splitlines()
-    for claim in analysis.CLAIMS.values():
+    for claim in analysis.registered().claims:
         if claim.source != PAPER:
             continue
         number, line = claim.seed_line.split(":")
@@ -551,6 +551,26 @@ def test_registration_fixes_repetitions_and_records_the_changes():
     assert "s0.bandwidth.stream.gain_1k_32k" not in late[0].claims  # streaming: all paced
     assert set(late[1].claims) == {"s0.bandwidth.stream.gain_appropriate",
                                    "s0.bandwidth.pingpong.gain_appropriate"}
-    about = analysis.CLAIMS["bandwidth.pingpong.gain_appropriate"].region
+    about = reg.claim("s0.bandwidth.pingpong.gain_appropriate").region
     assert (about.low, about.high) == (24, 26)  # 'about 25 %': the one convention, unmoved
-    assert len({c.id for c in reg.claims}) == len(reg.claims) == len(analysis.CLAIMS)
+    assert len({c.id for c in reg.claims}) == len(reg.claims) == 19
+
+
+def test_the_design_states_the_numbers_the_code_uses():
+    """The sizes, delays and regime floors the analysis and the distance sweep use are the
+    registration's (s0_registration.toml): a change of either alone is caught here."""
+    from harness.studies import s0_claims
+
+    design = s0.S0().registration().design
+    sizes = design["sizes per claim"]
+    assert tuple(sizes["latency"]) == s0_claims.LATENCY_SIZES
+    assert tuple(sizes["1-32 KB"]) == s0_claims.SMALL_SIZES
+    assert tuple(sizes["128 KB-1 MB"]) == s0_claims.LARGE_SIZES
+    assert tuple(sizes["appropriate"]) == s0_claims.APPROPRIATE_SIZES
+    assert tuple(sizes["below half"]) == s0_claims.ALL_SIZES
+    sweep = design["distance sweep"]
+    assert tuple(sweep["one-way delays (ms)"]) == s0_claims.FAR_DELAYS_MS
+    assert tuple(sweep["sizes"]) == s0_claims.LATENCY_SIZES
+    checks = design["regime checks"]
+    assert f">= {s0_claims.DIRECT_LINK_FLOOR:.0%} of the payload rate" in checks
+    assert f">= {s0_claims.FAR_REACHED:.0%} of the largest delay" in checks

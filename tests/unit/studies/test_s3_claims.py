@@ -70,7 +70,7 @@ def _at(frame, proto, n, size, experiment="rate"):
 def test_every_paper_claim_quotes_its_seed_line_verbatim():
     lines = SEED.read_text().split("\n")
     norm = lambda text: re.sub(r"\s+", " ", text).strip()  # noqa: E731
-    for claim in s3_analysis.CLAIMS.values():
+    for claim in s3_analysis.registered().claims:
         if claim.source != PAPER:
             continue
         seed, line = claim.seed_line.split(":")
@@ -100,10 +100,32 @@ def test_registration_declares_every_claim_its_design_and_its_changes():
     assert reg.to_dict()["digest"].startswith("sha256:")
 
 
+def test_the_registered_profiles_are_the_ones_the_study_runs():
+    """The design in s3_registration.toml is written out: its profiles must be s3_design's,
+    key for key, or a change of either alone would go unregistered."""
+    import json
+
+    from harness.studies.s3_design import PROFILES
+
+    registered = s3.S3().registration().design["profiles"]
+    assert set(registered) == set(PROFILES)
+    for name, values in registered.items():
+        assert values == json.loads(json.dumps({k: PROFILES[name][k] for k in values})), name
+
+
+def test_the_wire_check_reads_its_threshold_from_the_registered_claim():
+    """tipc_bypassed's threshold is the lab check's registered region, not a second number."""
+    low = s3.S3().registration().claim(s3_analysis.WIRE_CLAIM).region.low
+    frame = pd.DataFrame({"experiment": ["rate"], "protocol": ["tipc"],
+                          "wire_share": [low * 0.99]})
+    assert s3_analysis.tipc_bypassed(frame)
+    assert not s3_analysis.tipc_bypassed(frame.assign(wire_share=low * 1.01))
+
+
 def test_the_study_digests_all_its_modules():
     names = {p.name for p in s3.S3().code_files()}
     assert {"s3.py", "s3_analysis.py", "s3_verdicts.py", "s3_points.py", "s3_design.py",
-            "s3_figures.py"} <= names
+            "s3_figures.py", "s3_registration.toml"} <= names
 
 
 # -- the rate claims: samples are repetitions -------------------------------------------------

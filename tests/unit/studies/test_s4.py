@@ -63,7 +63,7 @@ def test_s4_as_found_names_registered_claims_and_known_changes():
     from harness.studies import s4_analysis
     from harness.studies.s4 import S4
 
-    ids = {claim.id for claim in s4_analysis.CLAIMS.values()}
+    ids = {claim.id for claim in s4_analysis.registered().claims}
     assert set(S4.as_found) <= ids
     assert {kind for kinds in S4.as_found.values() for kind in kinds} <= set(OPERATIONS)
     # TCP without a limit rests on no change; every limited or MPTCP claim on one

@@ -10,7 +10,7 @@ from harness.claims import INVALID, LAB, PAPER
 from harness.studies import s4_analysis as analysis
 from harness.studies import s4_figures as figures
 from harness.studies.s4 import S4
-from harness.studies.s4_design import PROFILES, SENDER_CPUS
+from harness.studies.s4_design import PROFILES, SENDER_CPUS, limit_label
 
 SEEDS = Path(__file__).resolve().parents[4] / "shared" / "seeds"
 LIMITED = 0.01
@@ -112,7 +112,8 @@ def test_the_peak_is_judged_at_ten_streams_never_at_the_best_of_the_sweep():
 
 
 def test_peak_regions_come_from_the_wire_capacity_rule():
-    tcp, mp = analysis.CLAIMS["tcp_peak@cpu0.01"], analysis.CLAIMS["mptcp_peak@cpu0.01"]
+    reg = analysis.registered()
+    tcp, mp = reg.claim("s4.tcp_peak@cpu0.01"), reg.claim("s4.mptcp_peak@cpu0.01")
     assert tcp.region.low == pytest.approx(2 * 460 - 500 * 1448 / 1514)
     assert tcp.region.high == pytest.approx(500 * 1448 / 1514 * 1.02)
     assert mp.region.low == pytest.approx(2 * 934 - 1000 * 1448 / 1514)
@@ -145,7 +146,16 @@ def test_registration_quotes_are_the_papers_words_and_the_design_matches_the_pro
     assert len(paper) == 4 * len(SENDER_CPUS)
     assert all(c.quote and c.seed_line == "004:66" and c.quantity and c.regime for c in paper)
     assert reg.design["repetitions"] == {k: p["repetitions"] for k, p in PROFILES.items()}
-    assert reg.design["factors"]["streams"]["verdict"] == list(range(1, 11))
+    assert reg.design["factors"]["streams"] == {k: list(p["streams"]) for k, p in PROFILES.items()}
+    assert reg.design["factors"]["sender_cpus"] == list(SENDER_CPUS)
+    # every paper claim names a registered limit (the analysis judges it there)
+    labels = {c.id.split("@")[1] for c in paper}
+    assert labels == {limit_label(c) for c in SENDER_CPUS}
+    # the lab's aggregation check: 2x within the verified rate tolerance either way
+    from harness.verify import RATE_TOLERANCE
+
+    both = reg.claim("s4.mptcp_over_tcp").region
+    assert (both.low, both.high) == (2 * RATE_TOLERANCE, 2 / RATE_TOLERANCE)
     assert reg.changes
     seed = next(iter(SEEDS.glob("004_*.txt")), None)
     if seed is None:

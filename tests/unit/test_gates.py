@@ -1,0 +1,201 @@
+"""Regime gates (harness.gates): computed from what a run recorded, and applied to every
+study's claims table, so a claim outside the paper's regime is *not testable here* with the
+measured figures."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pandas as pd
+import pytest
+
+from harness.claims import NOT_TESTABLE, REPRODUCED, Claim, Region, judge, table
+from harness.gates import GATES, Gate, RunFacts, apply, evaluate
+from harness.intervals import Estimate
+from harness.reference import reference_root
+
+
+def vm_meta(vms: int = 2, cpus: int = 2, cores: int = 2, accel: str = "tcg") -> dict:
+    return {"placement": {"machines": vms, "vm": {"accel": accel, "cpus": cpus}},
+            "provenance": {"controller": {"cpus": cores}}}
+
+
+NAMESPACES = {"placement": {"machines": 1}, "provenance": {"controller": {"cpus": 2}}}
+
+
+def claims_table(*gated: Claim) -> pd.DataFrame:
+    return table([judge(c, Estimate(1.4, 1.35, 1.45, 10, "x")) for c in gated])
+
+
+def claim(cid: str = "c", *gates: Gate) -> Claim:
+    return Claim(cid, "ratio", "1.4x", Region.between(1.3, 1.5, "about 1.4"), "x",
+                 quote="q", seed_line="001:1", gates=gates)
+
+
+def test_the_facts_of_a_run_are_read_from_its_run_json():
+    run = next(reference_root().glob("s1/*/run.json"))
+    facts = RunFacts.from_meta(json.loads(run.read_text()))
+    assert (facts.vms, facts.vcpus_per_vm, facts.host_cores, facts.accel) == (2, 2, 2, "tcg")
+    assert RunFacts.from_meta(NAMESPACES) == RunFacts(2, 0, None, None)
+
+
+def test_oversubscribed_vcpus_fail_with_their_counts():
+    result = evaluate(Gate("no_oversubscription"), RunFacts.from_meta(vm_meta()), {})
+    assert not result.passed
+    assert result.figures == "4 vCPUs (2 VMs x 2) on 2 host cores"
+    assert evaluate(Gate("no_oversubscription"), RunFacts.from_meta(vm_meta(cpus=1)), {}).passed
+    assert evaluate(Gate("no_oversubscription"), RunFacts.from_meta(NAMESPACES), {}).passed
+
+
+def test_tcg_fails_the_accelerated_gate_and_kvm_passes():
+    assert not evaluate(Gate("accelerated_virtualisation"), RunFacts.from_meta(vm_meta()), {}).passed
+    assert evaluate(Gate("accelerated_virtualisation"),
+                    RunFacts.from_meta(vm_meta(accel="kvm")), {}).passed
+    assert evaluate(Gate("accelerated_virtualisation"), RunFacts.from_meta(NAMESPACES), {}).passed
+
+
+def test_uniprocessor_needs_one_vcpu_per_vm_and_a_recorded_count():
+    assert evaluate(Gate("uniprocessor"), RunFacts.from_meta(vm_meta(cpus=1)), {}).passed
+    two = evaluate(Gate("uniprocessor"), RunFacts.from_meta(vm_meta(cpus=2)), {})
+    assert not two.passed and "2 vCPUs per VM" in two.figures
+    assert not evaluate(Gate("uniprocessor"), RunFacts.from_meta(NAMESPACES), {}).passed
+
+
+def test_a_fact_the_run_did_not_record_fails_its_gate():
+    meta = {"placement": {"machines": 2, "vm": {"cpus": 1}}}  # no accelerator, no host cores
+    assert not evaluate(Gate("accelerated_virtualisation"), RunFacts.from_meta(meta), {}).passed
+    result = evaluate(Gate("no_oversubscription"), RunFacts.from_meta(meta), {})
+    assert not result.passed and "not recorded" in result.figures
+
+
+def test_cpu_bound_reads_the_measured_share_against_its_registered_level():
+    gate = Gate("cpu_bound", {"table": "cpu", "column": "busy_pct", "min_pct": 50})
+    idle = {"cpu": pd.DataFrame({"busy_pct": [0.7, 1.9, 3.5]})}
+    busy = {"cpu": pd.DataFrame({"busy_pct": [60.0, 75.0, math.nan]})}
+    result = evaluate(gate, RunFacts.from_meta(NAMESPACES), idle)
+    assert not result.passed and "median 1.9 %" in result.figures
+    assert evaluate(gate, RunFacts.from_meta(NAMESPACES), busy).passed
+    mixed = {"cpu": pd.DataFrame({"busy_pct": [1.0, 2.0, 90.0, 95.0, 99.0],
+                                  "experiment": ["cpu", "cpu", "rate", "rate", "rate"]})}
+    assert evaluate(gate, RunFacts.from_meta(NAMESPACES), mixed).passed
+    only_cpu = Gate("cpu_bound", {"table": "cpu", "column": "busy_pct", "min_pct": 50,
+                                  "rows": "experiment=cpu"})
+    selected = evaluate(only_cpu, RunFacts.from_meta(NAMESPACES), mixed)
+    assert not selected.passed and "(2 points)" in selected.figures
+    missing = evaluate(gate, RunFacts.from_meta(NAMESPACES), {})
+    assert not missing.passed and "no measured busy share" in missing.figures
+
+
+def test_a_gate_is_registered_by_a_name_and_the_parameters_it_takes():
+    with pytest.raises(ValueError, match="is not one of"):
+        Gate("fast_enough")
+    with pytest.raises(ValueError, match="missing"):
+        Gate("cpu_bound", {"table": "cpu"})
+    with pytest.raises(ValueError, match="unknown"):
+        Gate("uniprocessor", {"level": 1})
+    assert set(GATES) >= {"no_oversubscription", "accelerated_virtualisation", "uniprocessor",
+                          "cpu_bound"}
+
+
+def test_a_claim_with_a_failed_gate_is_not_testable_with_the_figures():
+    gated = claim("s1.gated", Gate("no_oversubscription"), Gate("accelerated_virtualisation"))
+    free = claim("s1.free")
+    frame = claims_table(gated, free)
+    assert list(frame.outcome) == [REPRODUCED, REPRODUCED]
+    out = apply(frame, vm_meta(), {}, {"s1.gated": gated.gates})
+    row = out.set_index("claim_id").loc["s1.gated"]
+    assert row.outcome == NOT_TESTABLE
+    assert "4 vCPUs (2 VMs x 2) on 2 host cores" in row.reason
+    assert "TCG" in row.reason and "measured anyway" in row.reason
+    assert "no_oversubscription: FAILED" in row.gates
+    assert out.set_index("claim_id").loc["s1.free"].outcome == REPRODUCED
+    passed = apply(frame, vm_meta(cpus=1, accel="kvm"), {}, {"s1.gated": gated.gates})
+    assert passed.set_index("claim_id").loc["s1.gated"].outcome == REPRODUCED
+    assert "no_oversubscription: passed (2 vCPUs" in passed.set_index("claim_id").loc["s1.gated"].gates
+
+
+def test_an_already_untestable_claim_keeps_its_reason_and_gains_the_gate():
+    gated = claim("c", Gate("uniprocessor"))
+    frame = table([judge(gated, None)])
+    out = apply(frame, vm_meta(), {}, {"c": gated.gates})
+    assert out.outcome[0] == NOT_TESTABLE
+    assert out.reason[0].startswith("no measurement of this quantity")
+    assert "uniprocessor failed (2 vCPUs per VM)" in out.reason[0]
+
+
+def test_gates_enter_the_registration_only_where_a_claim_has_them():
+    assert "gates" not in claim("c").registration()
+    reg = claim("c", Gate("cpu_bound", {"table": "t", "column": "b", "min_pct": 5})).registration()
+    assert reg["gates"] == [{"name": "cpu_bound", "column": "b", "min_pct": 5, "table": "t"}]
+
+
+def test_every_study_applies_the_gates_of_its_claims(monkeypatch):
+    """The wrapper every Study's claims go through: a study cannot leave its gates out."""
+    from harness.studies.base import RunData
+    from harness.studies.registry import discover, get_study
+
+    discover()
+    study = get_study("s1")
+    run = next(reference_root().glob("s1/*/run.json")).parent
+    data = RunData.load(run)
+    registration = study.registration()
+    gated = tuple(Claim(**{**c.__dict__, "gates": (Gate("no_oversubscription"),)})
+                  if c.id == "s1.smp_latency_larger" else Claim(**{**c.__dict__, "gates": ()})
+                  for c in registration.claims)
+    monkeypatch.setattr(type(study), "registration",
+                        lambda self: type(registration)(registration.study, gated,
+                                                        registration.design, registration.changes))
+    frame = study.claims(data).set_index("claim_id")
+    assert frame.at["s1.smp_latency_larger", "outcome"] == NOT_TESTABLE
+    assert "4 vCPUs (2 VMs x 2) on 2 host cores" in frame.at["s1.smp_latency_larger", "reason"]
+    assert frame.at["s1.smp_latency_larger", "gates"].startswith("no_oversubscription: FAILED")
+    assert frame.at["s1.hardware_latency_4b", "gates"] == ""  # a claim without gates
+
+
+def test_s1s_reference_leaves_its_smp_and_latency_claims_not_testable_with_the_counts():
+    """Issue 33's test: two VMs of 2 vCPUs on a 2-core host (the S1 reference) leave the SMP
+    and latency claims not testable here, with the vCPU and core counts."""
+    from harness.studies.registry import discover, get_study
+
+    discover()
+    study = get_study("s1")
+    run = next(reference_root().glob("s1/*/run.json")).parent
+    frame = study.claims(study.load(run)).set_index("claim_id")
+    for cid in ("s1.smp_latency_larger", "s1.latency_tcp_over_verbs_4b",
+                "s1.verbs_below_tcp_every_size", "s1.polling_lowers_latency"):
+        assert frame.at[cid, "outcome"] == NOT_TESTABLE, cid
+        assert "no_oversubscription failed (4 vCPUs (2 VMs x 2) on 2 host cores)" in frame.at[cid, "reason"]
+        assert "accelerated_virtualisation failed (VMs under TCG" in frame.at[cid, "reason"]
+    assert "uniprocessor failed (2 vCPUs per VM)" in frame.at["s1.latency_tcp_over_verbs_4b", "reason"]
+
+
+def test_s3s_cpu_claim_needs_a_busy_cpu_and_its_reference_had_none():
+    from harness.studies.registry import discover, get_study
+
+    discover()
+    study = get_study("s3")
+    run = next(reference_root().glob("s3/*/run.json")).parent
+    frame = study.claims(study.load(run)).set_index("claim_id")
+    reason = frame.at["s3.tipc_cpu_saving", "reason"]
+    assert frame.at["s3.tipc_cpu_saving", "outcome"] == NOT_TESTABLE
+    assert "cpu_bound failed (busy 0.7-3.5 %, median 1.7 % against at least 10 % registered (40 points))" in reason
+
+
+def test_a_registration_file_names_its_gates_and_a_bad_gate_is_one_clear_error(tmp_path):
+    from harness.registration_file import RegistrationError, load
+
+    def write(gates: str):
+        path = tmp_path / "r.toml"
+        path.write_text('study = "x"\n[design]\n[[claims]]\nid = "x.c"\nsource = "target"\n'
+                        f'claim = "c"\npaper = "-"\n{gates}\n[claims.region]\nlow = 1\nrule = "r"\n')
+        return path
+
+    reg = load(write('gates = [{ name = "cpu_bound", table = "t", column = "b", min_pct = 5 }]'))
+    assert reg.claims[0].gates == (Gate("cpu_bound", {"table": "t", "column": "b", "min_pct": 5}),)
+    with pytest.raises(RegistrationError, match=r"claim x.c: field gates: gate 'fast' is not one of"):
+        load(write('gates = [{ name = "fast" }]'))
+    with pytest.raises(RegistrationError, match="field gates: .*missing"):
+        load(write('gates = [{ name = "cpu_bound", table = "t" }]'))
+    with pytest.raises(RegistrationError, match="is not a gate"):
+        load(write('gates = ["uniprocessor"]'))
