@@ -1,4 +1,5 @@
-"""Tasks: `nox -s tests`, `nox -s reproduce`, `nox -s lab`, `nox -s lint`, `nox -s docs` (see README.md)."""
+"""Tasks: `nox -s unit` (before every commit), `nox -s tests`, `nox -s slow`, `nox -s reproduce`,
+`nox -s lab`, `nox -s lint`, `nox -s docs` (see README.md)."""
 
 from __future__ import annotations
 
@@ -42,6 +43,20 @@ def install(session: nox.Session, extras: str = "") -> None:
     session.install("-e", f".[{extras}]" if extras else ".")
 
 
+LINTED = ("harness", "tests", "noxfile.py", "benchmarks", "docsgen")
+
+
+@nox.session
+def unit(session: nox.Session) -> None:
+    """Before every commit, in under 3 minutes: ruff, then the unit tests."""
+    install(session, "test,lint")
+    session.run("ruff", "check", *LINTED)
+    data = tempfile.mkdtemp(prefix="harness-unit-data-")
+    session.run("pytest", "-q", "-n", str(test_workers()), "tests/unit", *session.posargs,
+                env={"HARNESS_DATA": data, "PYTHONUNBUFFERED": "1", "HARNESS_SHARE_MACHINE": "1"})
+    shutil.rmtree(data)
+
+
 @nox.session
 def tests(session: nox.Session) -> None:
     """Unit, integration (real namespaces, iperf3, sshd, VMs) and notebook (nbval) tests."""
@@ -66,13 +81,21 @@ def tests(session: nox.Session) -> None:
 
 @nox.session
 def slow(session: nox.Session) -> None:
-    """The tests too long for every run of the suite (HARNESS_SLOW_TESTS=1: S1's quick run on
-    two TCG VMs reached as plain machines through an inventory, ~15 min): `nox -s slow`."""
+    """The tests too long for every run of the suite: `nox -s slow`.
+
+    S1's quick run on two TCG VMs reached as plain machines through an inventory
+    (HARNESS_SLOW_TESTS=1, ~15 min), then every study notebook the suite leaves out of nbval
+    (metadata ``"nbval": false``: their quick profiles take minutes; the suite runs each
+    through ``harness run`` with small parameters) executed under nbval at its defaults.
+    """
     install(session, "test")
     data = tempfile.mkdtemp(prefix="harness-test-data-")
+    env = {"HARNESS_DATA": data, "PYTHONUNBUFFERED": "1", "HARNESS_SHARE_MACHINE": "1"}
     session.run("pytest", "-ra", "-m", "vm", "tests/integration/inventory", *session.posargs,
-                env={"HARNESS_DATA": data, "PYTHONUNBUFFERED": "1", "HARNESS_SHARE_MACHINE": "1",
-                     "HARNESS_SLOW_TESTS": "1"})
+                env={**env, "HARNESS_SLOW_TESTS": "1"})
+    session.run("pytest", "-ra", "--nbval-lax", "--nbval-sanitize-with",
+                "notebooks/nbval-sanitize.cfg",
+                *(nb for nb, meta in study_notebooks() if not meta.get("nbval", True)), env=env)
     shutil.rmtree(data)
 
 
@@ -102,8 +125,9 @@ def lab(session: nox.Session) -> None:
 
 @nox.session
 def lint(session: nox.Session) -> None:
-    session.install("ruff")
-    session.run("ruff", "check", "harness", "tests", "noxfile.py", "benchmarks", "docsgen")
+    """ruff alone (CI runs it before the suite: a lint error fails in seconds)."""
+    session.install("ruff>=0.5")
+    session.run("ruff", "check", *LINTED)
 
 
 @nox.session

@@ -60,9 +60,10 @@ def cmd_run(args) -> int:
         return slurm_run(args, params)
     if args.dry_run:
         from .run.execute import check_parameters
+        from .run.runner import dry_run_study
 
         study, resolved = check_parameters(Path(args.notebook).resolve(), params)
-        print(study.dry_run(resolved, params.get("inventory") or ""))
+        print(dry_run_study(study, resolved, params.get("inventory") or ""))
         return 0
     result = run_notebook(args.notebook, params, progress=not args.quiet)
     print(f"run {result.run.path}: {result.status} in {result.seconds:.1f}s")
@@ -133,43 +134,44 @@ def cmd_lab_clean(args) -> int:
     started at the same tick on this machine and boot, records of another machine or
     boot are refused, and one run that cannot be cleaned does not stop the others."""
     from .archive.archive import list_runs
+    from .journal.trust import printable  # a journal's text never reaches the terminal raw
 
     cleaned = failed = 0
     for run in list_runs(root=Path(args.data) if args.data else None):
         try:
             journal = run.journal
         except HarnessError as exc:  # a folder, FIFO or symlink for a journal: the others go on
-            print(f"could not clean {run.path}: {exc}")
+            print(printable(f"could not clean {run.path}: {exc}"))
             failed += 1
             continue
         for problem in journal.problems:
-            print(f"warning: {problem}")
+            print(printable(f"warning: {problem}"))
         pending = journal.pending()
         if not pending:
             continue
         running = journal.live_writers()
         if running:
-            print(f"skip {run.path}: process {running[0]} that made these changes still runs")
+            print(printable(f"skip {run.path}: process {running[0]} that made these changes still runs"))
             continue
         try:
             from .vm import forget_changes_in_vms
 
             forgotten = forget_changes_in_vms(journal)
             if forgotten:
-                print(f"{run.path}: {forgotten} change(s) inside VMs end with their VM")
+                print(printable(f"{run.path}: {forgotten} change(s) inside VMs end with their VM"))
             pending = journal.pending()
-            print(f"{run.path}: undoing {len(pending)} change(s)")
+            print(printable(f"{run.path}: undoing {len(pending)} change(s)"))
             for entry in reversed(pending):
-                print(f"  {entry.kind} {entry.data}")
+                print(printable(f"  {entry.kind} {entry.data}"))
             journal.undo_all()
             cleaned += 1
         except Exception as exc:  # noqa: BLE001 -- report it, clean the other runs
-            print(f"could not clean {run.path} completely: {exc}")
+            print(printable(f"could not clean {run.path} completely: {exc}"))
             failed += 1
     from .run.machinelock import clear_stale
 
     for run_id in clear_stale():
-        print(f"released this machine's lock left by run {run_id}, whose process is gone")
+        print(printable(f"released this machine's lock left by run {run_id}, whose process is gone"))
         cleaned += 1
     print(f"cleaned {cleaned} run(s)" if cleaned else "nothing to clean")
     return 1 if failed else 0

@@ -176,6 +176,18 @@ def survivors(journal_path) -> list[str]:
     return found
 
 
+def checked_outputs(notebook) -> list[str]:
+    """The text each ``# NBVAL_CHECK_OUTPUT`` cell of a notebook printed (what nbval compares):
+    a notebook's stored outputs, or those of an executed one (a run's ``notebook.ipynb``)."""
+    import nbformat
+
+    cells = nbformat.read(str(notebook), as_version=4).cells
+    return ["".join(out.get("text", "") for out in cell.get("outputs", [])
+                    if out.get("output_type") == "stream")
+            for cell in cells
+            if cell.cell_type == "code" and cell.source.startswith("# NBVAL_CHECK_OUTPUT")]
+
+
 def assert_a_try_on_target(tries: list, on_target, shortfall: str) -> None:
     """A precision target of a TCG guest, judged on the best of ``tries``: pass if one met it;
     if none did and the host is overloaded (load above 1.5 per core: other TCG VMs starve the

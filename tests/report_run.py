@@ -50,7 +50,7 @@ def executed_notebook(folder: Path, extra_outputs: list | None = None) -> Path:
         nbformat.v4.new_code_cell("profile = 'quick'  # PARAMETERS-CELL", metadata={"tags": ["parameters"]}),
         nbformat.v4.new_code_cell("profile = 'paper'  # INJECTED-CELL",
                                   metadata={"tags": ["injected-parameters"]}),
-        nbformat.v4.new_code_cell("run_path = study.run(params)  # PLUMBING-CODE"),
+        nbformat.v4.new_code_cell("run_path = run_study(study, params)  # PLUMBING-CODE"),
         nbformat.v4.new_code_cell("fig = analysis.figure(frame)"),
         nbformat.v4.new_code_cell("# NBVAL_CHECK_OUTPUT\nprint(columns)", metadata={"tags": ["remove-cell"]}),
     ]

@@ -106,13 +106,15 @@ class Run:
             run_id = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3)
             path = base / run_id
             try:
-                path.mkdir()  # exclusive: never reuse a folder
+                # exclusive: never reuse a folder; 0700 whatever the umask (HARNESS_DATA may
+                # be a group's project folder: the run's files are its user's alone)
+                path.mkdir(mode=0o700)
                 break
             except FileExistsError:
                 time.sleep(0.01)
         else:
             raise ArchiveError(f"could not create a new run folder under {base}")
-        (path / "raw").mkdir()
+        (path / "raw").mkdir(mode=0o700)
         run = cls(path)
         _write_json_atomic(path / RUN_FILE, {
             "run_id": run_id,

@@ -94,7 +94,9 @@ def run_in_allocation(args, params: dict) -> int:
         path = write_inventory(inventory, Path(tmp))  # checked before anything is written
         study, resolved = check_parameters(notebook, {**given, "inventory": str(path)})
         if args.dry_run:
-            print(study.dry_run(resolved, str(path)))
+            from ..run.runner import dry_run_study
+
+            print(dry_run_study(study, resolved, str(path)))
             return 0
     from ..archive.archive import data_root
 

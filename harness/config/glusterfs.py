@@ -26,7 +26,7 @@ in its own :func:`~harness.config.operation.apply` call, in this order:
   Linux 6.6 has none (the VM lab's 6.1: glusterfsd exits with "Extended
   attribute not supported" and ``volume start`` fails); ext4 and XFS have.
 * :class:`GlusterMount` -- ``mount -t glusterfs SERVER:/VOLUME`` on a client
-  (FUSE: ``fuse`` loaded first, the mountpoint made if missing). The FUSE
+  (FUSE: ``fuse`` loaded first, the mountpoint made: never one that exists). The FUSE
   client (a ``glusterfs`` process started by ``mount.glusterfs``) ends with
   the ``umount``; the undo waits for exactly that process -- the one whose
   last argument is this mountpoint, found before unmounting -- and fails if

@@ -19,6 +19,7 @@ from ..errors import SpecError
 from ..journal import undo_checks
 from ..journal.journal import undo_handler
 from ..nodes import Node, Result
+from .mounts import not_made
 from .operation import UNKNOWN, Change, Fact, Operation
 
 FSTYPES = ("ext4", "xfs")
@@ -100,21 +101,34 @@ class LabDiskFs(Operation):
                             f"point {self.mountpoint} is in use (mounted at "
                             f"{', '.join(state.mounted_at) or '-'}, {state.holders} holders)",
                             "it was not set up by this run: a lab disk is formatted only fresh")
+        if state.mountpoint_exists:
+            raise SpecError(f"{self.node.name}: mount point {self.mountpoint} exists already",
+                            "the harness mounts a lab disk only on a folder it makes (and "
+                            "removes after): remove it if it is left from an earlier run, or "
+                            "give another path")
         return [Change(self.node, "lab-disk", self.mountpoint, "unformatted", after,
-                       command=self.command(state.device, state.mountpoint_exists),
-                       undo={"mountpoint": self.mountpoint,
-                             "made": not state.mountpoint_exists})]
+                       command=self.command(state.device, False),
+                       undo={"mountpoint": self.mountpoint, "made": True})]
 
     def command(self, device: str, exists: bool) -> str:
+        """Make the mount point (its parents as needed; it itself fails if it exists, so the
+        record's ``made`` is never a lie), format, mount."""
         dev, m = shlex.quote(device), shlex.quote(self.mountpoint)
+        parent = shlex.quote(self.mountpoint.rsplit("/", 1)[0] or "/")
         mkfs = (f"mkfs.ext4 -q -F -E lazy_itable_init=1,lazy_journal_init=1 {dev}"
                 if self.fstype == "ext4" else f"mkfs.xfs -q -f {dev}")
-        return " && ".join(([] if exists else [f"mkdir -p {m}"]) + [mkfs, f"mount {dev} {m}"])
+        return " && ".join(([] if exists else [f"mkdir -p {parent}", f"mkdir {m}"])
+                           + [mkfs, f"mount {dev} {m}"])
 
 
 @undo_handler("lab-disk", gone_with_namespace=False)
 def _unmount(node: Node, data: dict) -> None:
-    m = shlex.quote(undo_checks.clean_path("lab-disk", data.get("mountpoint"), "mountpoint"))
+    """Unmount the lab disk and remove its mount point: only one the record says the harness
+    made (issue 37; a record of before 2026-11-28 on a mount point that existed says
+    ``made: false`` and is refused, saying how to clean by hand)."""
+    path = undo_checks.clean_path("lab-disk", data.get("mountpoint"), "mountpoint")
+    m = shlex.quote(path)
+    if data.get("made") is not True:
+        raise not_made("lab-disk", path, f"umount {m} if it holds the run's lab disk")
     node.run(f"if awk -v m={m} '$2 == m {{f = 1}} END {{exit !f}}' /proc/mounts; "
-             f"then umount {m}; fi"
-             + (f" && rmdir {m} 2>/dev/null; true" if data.get("made") else ""), timeout=60)
+             f"then umount {m}; fi && rmdir {m} 2>/dev/null; true", timeout=60)

@@ -12,7 +12,13 @@ exact undo:
   fails loudly instead.
 * **mountpoints** that did not exist are created, and removed by ``rmdir``
   (never ``rm -r``: with a file system still mounted there, a recursive
-  removal would delete that file system's files).
+  removal would delete that file system's files). A mount is made only on a
+  mountpoint the harness creates (one that exists already is refused), and its
+  record says so (``made``); the only exceptions are the system folders of
+  :data:`SYSTEM_MOUNTS`, with the harness's own source and type. An undo refuses
+  any other mount record (issue 37: a record naming ``/home`` or ``/run/sshd``
+  would otherwise have unmounted or removed it; records written before
+  2026-11-28 carry no ``made`` and are refused, saying how to clean by hand).
 * **state directories** a daemon must write (``/var/lib/nfs``,
   ``/var/lib/glusterd``...): in the VM lab the host's root is shared
   read-only, so such a directory gets a tmpfs over it, seeded with a copy of
@@ -48,6 +54,14 @@ _HOST = re.compile(r"^[A-Za-z0-9][A-Za-z0-9.-]{0,252}\Z|^[0-9a-fA-F:]*:[0-9a-fA-
 _OPTION = re.compile(r"^[a-z][a-z0-9_-]*(=[A-Za-z0-9@._:/-]+)?\Z")
 _PATH = re.compile(r"^/[A-Za-z0-9_.@+-][A-Za-z0-9_./@+-]*\Z")
 _OCTAL = re.compile(r"\\([0-7]{3})")
+
+#: The daemons' state folders a seeded tmpfs may go over (see :func:`state_dir_change`).
+STATE_DIR_MOUNTS = ("/var/lib/nfs", *undo_checks.STATE_DIRS)
+#: The only folders that existed before the harness on which it mounts (path -> file system
+#: type and source): nfsd's control file system, and the state folders' tmpfs. Every other
+#: mount of the harness is on a mountpoint it created, and its record says ``made``.
+SYSTEM_MOUNTS = {"/proc/fs/nfsd": ("nfsd", "nfsd"),
+                 **{path: ("tmpfs", STATE_TAG) for path in STATE_DIR_MOUNTS}}
 
 
 def check_path(what: str, path: str, root: bool = False) -> str:
@@ -135,11 +149,16 @@ MOUNTS_PROBE = "echo @mounts; cat /proc/mounts"
 
 
 def mount_change(node: Node, kind: str, target: str, mounts, fstype: str, source: str,
-                 command: str, after: str) -> Change:
+                 command: str, after: str, made: bool = False) -> Change:
     """Mount ``source`` (``fstype``) at ``target`` unless it is the visible mount there already.
 
-    Another mount visible at ``target`` is refused: it is not this run's.
+    Another mount visible at ``target`` is refused: it is not this run's. ``made``: the
+    harness creates ``target`` just before (:func:`mountpoint_change`); else it must be
+    one of :data:`SYSTEM_MOUNTS` with this type and source.
     """
+    if not made and SYSTEM_MOUNTS.get(target) != (fstype, source):
+        raise ValueError(f"{target} is no mountpoint the harness makes, nor one of its system "
+                         f"mounts with {fstype} {source}")
     change = Change(node, kind, target, None, after)
     if mounts is not UNKNOWN:
         found = mounted_at(mounts, target)
@@ -152,7 +171,8 @@ def mount_change(node: Node, kind: str, target: str, mounts, fstype: str, source
                             "choose another mountpoint, or unmount it yourself first")
     change.command = command
     change.undo_kind = "unmount"
-    change.undo = {"path": target, "fstype": fstype, "source": source}
+    change.undo = {"path": target, "fstype": fstype, "source": source,
+                   **({"made": True} if made else {})}
     return change
 
 
@@ -168,10 +188,25 @@ _SOURCE = re.compile(r"^[A-Za-z0-9_.:/@+-]{1,512}\Z")
 
 
 def unmount_record(kind: str, data: dict) -> tuple[str, str, str]:
-    """A mount's path, file system type and source, each as a mount would have them."""
-    return (undo_checks.clean_path(kind, data.get("path")),
-            undo_checks.text(kind, "fstype", data.get("fstype"), _FSTYPE),
-            undo_checks.text(kind, "source", data.get("source"), _SOURCE))
+    """A mount's path, file system type and source, each as a mount would have them, on a
+    mountpoint the record says the harness made or one of :data:`SYSTEM_MOUNTS` as it
+    mounts it there."""
+    found = (undo_checks.clean_path(kind, data.get("path")),
+             undo_checks.text(kind, "fstype", data.get("fstype"), _FSTYPE),
+             undo_checks.text(kind, "source", data.get("source"), _SOURCE))
+    if data.get("made") is not True and SYSTEM_MOUNTS.get(found[0]) != found[1:]:
+        raise not_made(kind, found[0], f"umount {shlex.quote(found[0])}")
+    return found
+
+
+def not_made(kind: str, path: str, by_hand: str) -> undo_checks.RefusedRecord:
+    """A mount record whose mountpoint the record does not say the harness created."""
+    return undo_checks.RefusedRecord(
+        f"journal record of kind {kind!r} refused: it does not say the harness created the "
+        f"mountpoint {path!r:.200} (records written before 2026-11-28 do not), and it is not "
+        "one of the system folders the harness mounts on: the harness unmounts and removes "
+        "only mountpoints it made",
+        f"if the run mounted it, undo it by hand: {by_hand}")
 
 
 def unmount_script(path: str, fstype: str, source: str) -> str:
@@ -207,8 +242,8 @@ def mountpoint_change(node: Node, path: str, state) -> Change:
     change = Change(node, "mountpoint", path, "directory", "directory")
     if state is UNKNOWN or state == "missing":
         change.before = None if state == "missing" else UNKNOWN
-        change.command = shlex.join(["mkdir", path])
-        change.undo = {"path": path}
+        change.command = shlex.join(["mkdir", path])  # fails if it exists: made is never a lie
+        change.undo = {"path": path, "made": True}
     elif state not in ("rw", "ro"):
         raise SpecError(f"{node.name}: cannot use {path} as a mountpoint: "
                         f"{_DIR_WORDS.get(state, state)}",
@@ -218,7 +253,10 @@ def mountpoint_change(node: Node, path: str, state) -> Change:
 
 @undo_handler("mountpoint", gone_with_namespace=False)
 def _remove_mountpoint(node: Node, data: dict) -> None:
-    p = shlex.quote(undo_checks.clean_path("mountpoint", data.get("path")))
+    path = undo_checks.clean_path("mountpoint", data.get("path"))
+    p = shlex.quote(path)
+    if data.get("made") is not True:
+        raise not_made("mountpoint", path, f"rmdir {p}")
     node.run(f"if [ -d {p} ]; then rmdir {p}; fi", timeout=30)
 
 
@@ -234,6 +272,8 @@ def state_dir_change(node: Node, path: str, state) -> Change:
     if state == "rw":
         return change
     if state is UNKNOWN or state == "ro":
+        if SYSTEM_MOUNTS.get(path) != ("tmpfs", STATE_TAG):
+            raise ValueError(f"{path} is not a state folder of SYSTEM_MOUNTS")
         change.before = "read-only" if state == "ro" else UNKNOWN
         change.after = "tmpfs seeded with a copy of its files"
         p = shlex.quote(path)
@@ -262,11 +302,13 @@ def state_dir_change(node: Node, path: str, state) -> Change:
 
 class ClientMount(Operation):
     """A network file system mounted on a client: its kernel module loaded, the mountpoint
-    made if missing, then ``mount -t FSTYPE [-o OPTIONS] SOURCE MOUNTPOINT``.
+    made, then ``mount -t FSTYPE [-o OPTIONS] SOURCE MOUNTPOINT``.
 
     Subclasses are dataclasses with ``node``, ``mountpoint`` and ``options``
     fields and a ``source``; they set the class attributes below. A mountpoint
-    with another mount on it is refused; the same mount there is as asked.
+    with another mount on it is refused; the same mount there is as asked; a
+    mountpoint that exists already (with nothing mounted) is refused too: the
+    harness mounts only on a folder it makes.
     """
 
     node: Node
@@ -309,9 +351,13 @@ class ClientMount(Operation):
                               self.source, self.mountpoint])
         mount = mount_change(self.node, self.kind, self.mountpoint, get("mounts"),
                              self.proc_fstype, self.source, command,
-                             f"{self.source} ({self.fstype} {options or 'defaults'})")
+                             f"{self.source} ({self.fstype} {options or 'defaults'})", made=True)
         if not mount.changed:
             return [mount]
+        if get("mountpoint") in ("rw", "ro"):
+            raise SpecError(f"{self.node.name}: mountpoint {self.mountpoint} exists already",
+                            "give a path that does not exist yet: the harness mounts only on a "
+                            "folder it makes itself, and removes it again afterwards")
         mount.undo_kind = self.unmount_kind
         states = get("modules")
         return [*(module_change(self.node, m, UNKNOWN if states is UNKNOWN else states[i])

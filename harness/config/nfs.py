@@ -21,7 +21,7 @@ mount needs the export:
   with "No such file or directory") the export must carry ``fsid=0`` -- it is
   then the pseudo root itself -- and clients mount ``SERVER:/``.
 * :class:`NfsMount` -- ``mount -t nfs4`` on a client (``nfsv4`` loaded first,
-  the mountpoint made if missing); undo ``umount``, then ``rmdir`` and the
+  the mountpoint made, never one that exists); undo ``umount``, then ``rmdir`` and the
   module unload where this run made them.
 
 Why NFSv4 only: v4 needs neither rpcbind nor rpc.statd/lockd (locking,
@@ -342,8 +342,8 @@ class NfsMount(ClientMount):
 
     ``options`` are mount.nfs options (``vers=4.2``, ``rsize=1048576``,
     ``proto=tcp``...; ``nfsvers`` 2 or 3 are refused: v4 only). The mountpoint
-    is made if missing; a mountpoint with another mount on it is refused; the
-    same NFS mount there already is as asked.
+    is made (one that exists already is refused: see :mod:`harness.config.mounts`);
+    the same NFS mount there already is as asked.
     """
 
     node: Node

@@ -150,12 +150,17 @@ def read_contents(path: Path) -> Contents:
 
 def append_records(path: Path, recs: list[dict]) -> None:
     """Append records in one write and one fsync (a crash tears at most the last line,
-    which :func:`read_contents` skips; the lines before it stand)."""
+    which :func:`read_contents` skips; the lines before it stand). A new journal is
+    created readable and writable by its owner alone (issue 37)."""
     line = "".join(json.dumps(rec, sort_keys=True) + "\n" for rec in recs).encode()
     if not line:
         return
     try:
-        with open(path, "ab+") as fh:
+        # 0600 whatever the umask (a Slurm job's 002 in a setgid project folder would make it
+        # 0664: a journal the group may write, which `lab clean` refuses), never through a link
+        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC,
+                     0o600)
+        with open(fd, "ab+") as fh:
             # A torn last line (a crash mid-write) must not swallow this record: start
             # a line of our own after it (the torn one is skipped when read).
             end = fh.seek(0, os.SEEK_END)

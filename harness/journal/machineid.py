@@ -23,7 +23,12 @@ BOOT_ID = "/proc/sys/kernel/random/boot_id"
 HOSTNAME = "/proc/sys/kernel/hostname"
 IDENTITY_SH = (f"read b <{BOOT_ID} && read h <{HOSTNAME} && "
                'printf "harness-machine %s %s\\n" "$h" "$b"')
-_LINE = re.compile(r"^harness-machine (\S{1,253}) ([0-9a-f-]{36})$", re.M)
+_LINE = re.compile(r"^harness-machine (\S{1,253}) (\S{1,64})$", re.M)
+#: A hostname as a machine names itself (RFC 1123 letters, digits, '-' and '.', and the '_'
+#: some sites use), or the kernel's "(none)" for a machine that was never given one: never
+#: a control character, so one read from a journal or a node cannot reach the terminal.
+HOSTNAME_RE = re.compile(r"^(?:[A-Za-z0-9_][A-Za-z0-9_.-]{0,252}|\(none\))\Z")
+BOOT_ID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\Z")
 
 
 @dataclass(frozen=True)
@@ -36,13 +41,21 @@ class MachineId:
 
     @classmethod
     def from_dict(cls, data) -> MachineId | None:
-        """The identity a record names; None if it names none or a malformed one."""
+        """The identity a record names; None if it names none or a malformed one (a
+        hostname or boot id that is not one: :func:`valid`)."""
         if not isinstance(data, dict):
             return None
-        host, boot = data.get("hostname"), data.get("boot_id")
-        if not (isinstance(host, str) and isinstance(boot, str) and host and boot):
-            return None
-        return cls(host, boot)
+        return cls.valid(data.get("hostname"), data.get("boot_id"))
+
+    @classmethod
+    def valid(cls, host, boot) -> MachineId | None:
+        """The identity of ``host`` and ``boot`` if both are what a machine reports (a
+        hostname of :data:`HOSTNAME_RE`, a boot id UUID), else None: what a journal or a
+        node says is checked where it is read, before it is compared or printed."""
+        if isinstance(host, str) and isinstance(boot, str) and HOSTNAME_RE.match(host) \
+                and BOOT_ID_RE.match(boot):
+            return cls(host, boot)
+        return None
 
     def describe(self) -> str:
         return f"{self.hostname} (boot {self.boot_id})"
@@ -59,8 +72,9 @@ def local_identity() -> MachineId:
 
 
 def parse_identity(text: str) -> MachineId | None:
+    """The identity a node printed (:data:`IDENTITY_SH`); None if none or not a valid one."""
     found = _LINE.search(text or "")
-    return MachineId(found.group(1), found.group(2)) if found else None
+    return MachineId.valid(found.group(1), found.group(2)) if found else None
 
 
 def identity_of(machine) -> MachineId | None:

@@ -20,7 +20,12 @@ nothing is changed for it.
   through) a symlink or that another user owns, in the same command that removes
   it (one round trip: ~0.5 s each under TCG).
 * Processes: pids and start ticks are integers (pid > 1); the handlers signal
-  only while the pid's start time (field 22 of /proc/PID/stat) is the recorded one.
+  only while the pid's start time (field 22 of /proc/PID/stat) is the recorded one
+  and, for a record read back from a file, its /proc/PID/cmdline one the recorded
+  command produces (:mod:`harness.journal.started_cmdline`).
+* Mounts: only on a mount point the record says the harness created, or one of the
+  system folders it mounts on with its own source and type
+  (:data:`harness.config.mounts.SYSTEM_MOUNTS`).
 * Python modules: only modules of the ``harness`` package, by pattern.
 """
 
@@ -87,6 +92,12 @@ def recorded_here() -> Iterator[None]:
         yield
     finally:
         _recorded_here.reset(token)
+
+
+def read_back() -> bool:
+    """Whether the records being undone were read from a file (``harness lab clean``), not
+    written by this very process (:func:`recorded_here`)."""
+    return not _recorded_here.get()
 
 
 def refuse(kind: str, what: str, value) -> RefusedRecord:

@@ -20,6 +20,7 @@ the cell that ran just before them.
 from __future__ import annotations
 
 import copy
+import sys
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,6 +29,37 @@ import nbformat
 from nbformat import NotebookNode
 
 OUTPUT_TYPES = ("stream", "display_data", "execute_result", "error")
+
+_recorder: Recorder | None = None  # this kernel's, once :func:`record` installed it
+
+
+def kernel_shell():
+    """The IPython shell of the kernel we run in, or None (a script, a terminal IPython)."""
+    if "IPython" not in sys.modules:
+        return None
+    from IPython import get_ipython
+
+    shell = get_ipython()
+    return shell if shell is not None and hasattr(shell, "kernel") else None
+
+
+def record() -> Recorder | None:
+    """Start recording this kernel's outputs (once per kernel); None outside a kernel.
+
+    A notebook's parameters cell calls it (:meth:`harness.studies.Study.parameters`), so the
+    outputs of every cell from there on are in the notebook a notebook run archives."""
+    global _recorder
+    shell = kernel_shell()
+    if shell is None:
+        return None
+    if _recorder is None or _recorder.shell is not shell:
+        _recorder = Recorder(shell)
+    return _recorder
+
+
+def recorder() -> Recorder | None:
+    """This kernel's recorder, if :func:`record` installed one."""
+    return _recorder
 
 
 @dataclass

@@ -3,7 +3,7 @@
 ``harness run`` owns its runs: it executes the notebook, archives the executed
 notebook and its report, and marks the run. A notebook run any other way makes
 its own run (``run_dir`` empty), and only its kernel sees it through. So, in a
-kernel, :meth:`Study.run <harness.studies.Study.run>` calls :func:`begin`:
+kernel, :func:`harness.run.runner.run_study` calls :func:`begin`:
 
 - the run folder is made (``notebook`` in run.json: the source notebook, found by
   :func:`find_source`) and left ``incomplete`` when the measurement ends;
@@ -17,7 +17,7 @@ kernel, :meth:`Study.run <harness.studies.Study.run>` calls :func:`begin`:
   says what it waited for); so does a second run begun in the same kernel
   before the first one's notebook reached its end.
 
-Outside a kernel (a script calling ``Study.run``) nothing changes: the session
+Outside a kernel (a script calling ``run_study``) nothing changes: the session
 finishes the run when the measurement ends.
 """
 
@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..archive.archive import COMPLETE, INCOMPLETE, Run, now_iso, project_root
-from .kernel_record import LastCell, Recorder, executed_notebook
+from .kernel_record import LastCell, executed_notebook, kernel_shell, record, recorder
 
 WAITING = "the notebook's last code cell (or harness.run.notebook_run.finish()) in its kernel"
 
@@ -44,29 +44,7 @@ class PendingRun:
     study: object = None  # the Study (its title and citation head the report)
 
 
-_recorder: Recorder | None = None
 _pending: PendingRun | None = None
-
-
-def kernel_shell():
-    """The IPython shell of the kernel we run in, or None (a script, a terminal IPython)."""
-    if "IPython" not in sys.modules:
-        return None
-    from IPython import get_ipython
-
-    shell = get_ipython()
-    return shell if shell is not None and hasattr(shell, "kernel") else None
-
-
-def record() -> Recorder | None:
-    """Start recording this kernel's outputs (once per kernel); None outside a kernel."""
-    global _recorder
-    shell = kernel_shell()
-    if shell is None:
-        return None
-    if _recorder is None or _recorder.shell is not shell:
-        _recorder = Recorder(shell)
-    return _recorder
 
 
 def begin(study: str, parameters: dict, root: Path | None = None,
@@ -133,7 +111,7 @@ def _finalise(status: str, error: str | None) -> None:
     run = pending.run
     ended = now_iso()
     try:
-        nb = executed_notebook(_recorder.snapshot(), pending.source)
+        nb = executed_notebook(recorder().snapshot(), pending.source)
         _archive_notebook(run, nb)
         from ..archive.report import render_report
 

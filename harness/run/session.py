@@ -39,17 +39,7 @@ from ..config.record import ChangeRecord
 from ..errors import Interrupted, SpecError
 from ..journal.journal import Journal
 from ..journal.tracked import journalled
-from ..lab.lab import Lab
-from ..lab.placement import (
-    Scaling,
-    VMOffer,
-    decide,
-    fit_to_ceiling,
-    guest_capabilities,
-    measure_ceiling,
-    measure_wire_ceiling,
-    vm_offer,
-)
+from ..lab.placement import Scaling
 from ..lab.probe import Capabilities, probe, require
 from ..lab.verify import LinkCheck, summarise
 from ..machines.as_found import NO_LOCK, AsFound
@@ -57,13 +47,14 @@ from ..machines.as_found import capabilities as found_capabilities
 from ..machines.inventory import Inventory
 from ..machines.privileges import AS_FOUND, read_access
 from ..machines.privileges import decide as decide_access
-from ..nodes import LocalNode, Node
+from ..nodes import Node
 from ..topology.topology import Topology
 from . import dryrun
 from .kernel_death import quiet_own_death
 from .machinelock import LocalLock, held_for, remote_lock, sharing_requested, this_process
 from .machinewatch import MachineWatch
 from .testbed import InventoryTestbed, LabTestbed
+from .testbed_build import Placing, build_lab, place, planned_lab
 
 
 @dataclass
@@ -195,116 +186,35 @@ class Session:
                             capabilities={k: v.to_dict() for k, v in self.capabilities.items()})
         return bed
 
-    def _place(self, topology: Topology, features: set[str], tools: set[str],
-               node_features: dict[str, set[str]] | None):
-        """Where the lab goes (host or VMs), every requirement checked; reads, changes nothing."""
-        host = LocalNode("local")
-        caps = self.capabilities["local"] = probe(host)
-        need = features | topology.required_features()
-        for extra in (node_features or {}).values():
-            need |= set(extra)
-        purpose = f"study {self.study}"
-        machines = topology.machines()
-        whole = bool(topology.whole_machine_nodes())
-        offer = (vm_offer() if caps.missing(need) or len(machines) > 1 or whole
-                 else VMOffer(False, reason="not needed"))
-        decision = decide(need, caps, offer, purpose, machines=len(machines),
-                          whole_machines=whole)
-        self._placement = decision.to_dict()
-        if decision.where == "host":
-            require(caps, need, tools, purpose=f"{purpose} in a namespace lab")
-        return host, caps, need, purpose, decision
+    def _placing(self, topology: Topology, features: set[str], tools: set[str],
+                 node_features: dict[str, set[str]] | None) -> Placing:
+        """Where the lab goes (:func:`.testbed_build.place`), recorded for run.json."""
+        placing = place(self.study, topology, features, tools, node_features)
+        self.capabilities["local"] = placing.capabilities
+        self._placement = placing.decision.to_dict()
+        return placing
 
     def _planned_testbed(self, topology: Topology, features: set[str], tools: set[str],
                          node_features: dict[str, set[str]] | None) -> dryrun.PlannedTestbed:
         """The lab a run would build, and its build plan; nothing booted or created."""
-        host, caps, _need, _purpose, decision = self._place(topology, features, tools,
-                                                            node_features)
-        changes: list[ChangeRecord] = []
-        machines = topology.machines()
-        if decision.where == "host":
-            hosts: dict[str, Node] = {label: host for label in machines}
-        else:
-            hosts = {label: dryrun.PlannedMachine("vm" if not label else f"vm-{label}")
-                     for label in machines}
-            changes.append(ChangeRecord(
-                "local", "vm", "lab machines", None,
-                f"would boot {len(machines)} VM(s) ({decision.reason}); link rates may be "
-                "scaled to the VMs' measured ceiling", True))
-        nics = {(end.node, end.ifname): "(the VM's NIC)"
-                for link in topology.wires() for end in (link.a, link.b)}
-        lab = Lab(topology, dryrun.NoJournal(), hosts.get("", host),
-                  capabilities=caps, hosts={k: v for k, v in hosts.items() if k}, nics=nics)
-        changes += lab.plan()
-        bed = dryrun.PlannedTestbed(lab, changes, self._placement)
-        self._planned += changes
-        self.apply(*lab.sysctls(bed.nodes))
+        placing = self._placing(topology, features, tools, node_features)
+        bed = planned_lab(placing, topology, self._placement)
+        self._planned += bed.changes
+        self.apply(*bed.lab.sysctls(bed.nodes))
         return bed
 
     def _local_testbed(self, topology: Topology, features: set[str], tools: set[str],
                        node_features: dict[str, set[str]] | None) -> LabTestbed:
-        """A namespace lab on this host, or inside a VM when the host kernel lacks a feature."""
-        host, caps, need, purpose, decision = self._place(topology, features, tools,
-                                                          node_features)
-        hosts: dict[str, Node] = {}
-        nics: dict[tuple[str, str], str] = {}
-        if decision.where == "host":
-            lab_host: Node = host
-        else:
-            from ..vm.fleet import boot_lab_vms, cap_disks
-
-            vms, nics = boot_lab_vms(topology, self.study, self.journal, self.stack)
-            lab_host = vms[""]
-            self._placement["vm"] = lab_host.boot.to_dict()
-            host_caps = caps
-            for label, vm in vms.items():
-                key = "vm" if not label else f"vm-{label}"
-                caps = guest_capabilities(vm, host_caps, decision)
-                self.capabilities[key] = caps
-                require(caps, need, tools, purpose=f"{purpose} in a VM lab ({vm.name})")
-            caps = self.capabilities["vm"]
-            if len(vms) > 1:
-                self._placement["vms"] = {label: vm.boot.to_dict() for label, vm in vms.items()
-                                          if label}
-            started = time.monotonic()
-            topology, scaling, wire_ceilings = self._fit_vm_lab(topology, vms, nics, lab_host,
-                                                                caps)
-            self.timings["ceiling_s"] = time.monotonic() - started
-            if wire_ceilings:
-                self._placement["wire_ceilings_mbit"] = wire_ceilings
-            self.scaling = scaling
-            self._placement["scaling"] = scaling.to_dict()
-            disks = cap_disks(topology, vms, scaling.factor)
-            if disks:
-                self._placement["disks"] = disks
-            hosts = {label: vm for label, vm in vms.items() if label}
-        lab = Lab(topology, self.journal, lab_host, capabilities=caps, hosts=hosts, nics=nics,
-                  machines_end_with_run=decision.where != "host")
-        self.stack.enter_context(lab)
-        return LabTestbed(lab)
-
-    def _fit_vm_lab(self, topology, vms: dict, nics: dict, lab_host: Node, caps
-                    ) -> tuple[Topology, Scaling, dict[str, float]]:
-        """The lab's ceilings, and its rates scaled to them (:func:`fit_to_ceiling`).
-
-        The ceiling between namespaces of one VM limits only links inside one machine: a lab
-        of wires alone skips it (~10 s into a TCG VM). A lab with no shaped link at all (S1)
-        has nothing to scale: it measures no ceiling (~15 s for two TCG VMs)."""
-        if not any(link.rate_mbit for link in topology.links):
-            return topology, Scaling(1.0, None, None, "no scaling: no link of the lab is "
-                                     "shaped (its links carry what the machines carry)"), {}
-        all_wires = bool(topology.wires()) and all(map(topology.is_wire, topology.links))
-        ceiling = None if all_wires else measure_ceiling(self.journal, lab_host, caps)
-        wire_ceilings = {}
-        for link in topology.wires():
-            la, lb = (topology.machine_of(e.node) for e in (link.a, link.b))
-            wire_ceilings[link.name] = measure_wire_ceiling(
-                self.journal, vms[la], vms[lb], nics[(link.a.node, link.a.ifname)],
-                nics[(link.b.node, link.b.ifname)], caps)
-        topology, scaling = fit_to_ceiling(
-            topology, ceiling,
-            wire_ceiling_mbit=min(wire_ceilings.values()) if wire_ceilings else None)
-        return topology, scaling, wire_ceilings
+        """A namespace lab on this host, or inside VMs (:func:`.testbed_build.build_lab`)."""
+        placing = self._placing(topology, features, tools, node_features)
+        built = build_lab(placing, topology, self.study, self.journal, self.stack)
+        self.capabilities.update(built.capabilities)
+        self._placement.update(built.placement)
+        if built.ceiling_s is not None:
+            self.timings["ceiling_s"] = built.ceiling_s
+        if built.scaling is not None:
+            self.scaling = built.scaling
+        return built.bed
 
     # -- one measuring run per machine (harness.run.machinelock, harness.run.machinewatch) ---------
     def take_machine(self) -> None:

@@ -17,9 +17,10 @@ subclass declares
 
 Defining the subclass registers it (see :mod:`harness.studies.registry`):
 nothing under ``harness/`` or ``noxfile.py`` lists studies by hand.
-:meth:`Study.run` is the same for every study: check the requirements, build
-or reach the testbed, configure, verify every link by measurement, measure,
-archive -- and undo every change, also after an error or Ctrl-C.
+A study does not run itself: :func:`harness.run.runner.run_study` is the same for every
+study (check the requirements, build or reach the testbed, configure, verify every link
+by measurement, measure, archive -- and undo every change, also after an error or
+Ctrl-C), so the contract here imports nothing of the session that runs it.
 """
 
 from __future__ import annotations
@@ -34,8 +35,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import pandas as pd
 
+from ..errors import SpecError
 from ..verdicts.gates import apply as apply_gates
-from ..verdicts.registration import FILE as REGISTRATION_FILE
 from ..verdicts.registration import Registration, declared, registration_module_name
 from ..verdicts.registration_file import RegistrationError, load
 from .parameters import Parameters
@@ -100,6 +101,21 @@ class RunData:
         return cls(path, meta, tables)
 
 
+#: Every concrete :class:`Study` subclass defined so far, by name: a subclass enters it when
+#: its module is imported; :mod:`harness.studies.registry` imports the modules and looks
+#: studies up (it imports this module, never the other way).
+DEFINED: dict[str, type[Study]] = {}
+
+
+def register(cls: type[Study]) -> None:
+    """Called by ``Study.__init_subclass__``: one class per name."""
+    known = DEFINED.get(cls.name)
+    if known is not None and known.__qualname__ != cls.__qualname__:
+        raise SpecError(f"two studies are named {cls.name!r}: {known.__module__}.{known.__qualname__}"
+                        f" and {cls.__module__}.{cls.__qualname__}", "rename one of them")
+    DEFINED[cls.name] = cls
+
+
 def _marking_as_found(claims):
     """A study's ``claims`` whose table has the claims that rest on a change a run as found
     did not make marked "not testable here" (:func:`harness.machines.as_found.mark_claims`), and each
@@ -143,8 +159,6 @@ class Study(ABC):
         if "claims" in cls.__dict__:
             cls.claims = _marking_as_found(cls.__dict__["claims"])
         if "name" in cls.__dict__:  # a concrete study, not an intermediate base
-            from .registry import register
-
             register(cls)
 
     # -- what the study is ------------------------------------------------------------------
@@ -153,8 +167,8 @@ class Study(ABC):
         values = {name: namespace[name] for name in self.Params.rules()
                   if namespace is not None and name in namespace}
         params = self.Params.resolve(**{**values, **given})
-        if namespace is not None:  # a notebook: record its outputs from here on (see run())
-            from ..run.notebook_run import record
+        if namespace is not None:  # a notebook: record its outputs from here on (notebook_run)
+            from ..run.kernel_record import record
 
             record()
         return params
@@ -170,7 +184,7 @@ class Study(ABC):
     def check_where(self, params: Parameters, inventory: str) -> None:
         """Checks of the parameters against where the run goes (a local lab, or the machines
         of ``inventory``); raise SpecError. Pure: `harness run` calls it before the run folder
-        exists, :meth:`run` again before anything else."""
+        exists, :func:`harness.run.runner.run_study` again before anything else."""
 
     def prepare(self, params: Parameters, inventory: str) -> None:
         """Checks and local builds before any session exists (nothing changed yet)."""
@@ -249,83 +263,19 @@ class Study(ABC):
             files.update(path.parent.glob("*.py" if in_package else f"{path.stem}_*.py"))
         return sorted(files)
 
-    # -- the one way to run it ------------------------------------------------------------
-    def run(self, params: Parameters, run_dir: str = "", inventory: str = "") -> str:
-        """Check, build or reach the testbed, configure, verify, measure, archive; undo all.
+    # -- running it: harness.run.runner, which imports the session; a study does not ----------
+    def run(self, *args, **kwargs):
+        """Refused with the line that replaces it (notebooks written before the runner)."""
+        raise SpecError(f"{self.name}: Study.run() is gone, a study does not run itself",
+                        "run it with `from harness.run.runner import run_study` and `run_path = "
+                        "run_study(study, params, run_dir=run_dir, inventory=inventory)`")
 
-        Returns the run folder. ``harness run`` passes its own ``run_dir``. With an
-        empty one the run folder is made here; in a notebook's kernel (JupyterLab,
-        papermill, nbclient) the run then stays incomplete until the notebook's last
-        cell has run, and its executed notebook and report are archived with it
-        (:mod:`harness.run.notebook_run`).
-        """
-        from ..run.notebook_run import begin
-        from ..run.session import open_session
-
-        self.check_where(params, inventory)
-        self.prepare(params, inventory)
-        if not run_dir:
-            notebook_run = begin(self.name, params.to_dict(), study_object=self)
-            run_dir = str(notebook_run.path) if notebook_run else ""
-        with open_session(self.name, params.to_dict(), run_dir, inventory) as session:
-            self._register(session)
-            bed = self._testbed(session, params)
-            self.check_testbed(session, bed, params)
-            configured = self.configure(session, bed, params)
-            session.verify(getattr(params, "verify_seconds", 2))
-            session.mark("measure")
-            self.measure(session, bed, params, configured)
-            session.mark("archive")
-            self._archive_claims(session)
-            return str(session.run.path)
-
-    def _register(self, session: Session) -> None:
-        """The claims' registration and the digests of the study's code, archived before any
-        data exists (provenance reads git, which misses a study that is not committed yet)."""
-        from ..archive.provenance import file_digests
-
-        registration = self.registration()
-        session.run.add_json(REGISTRATION_FILE, registration.to_dict())
-        from ..archive.archive import archived_notebook
-
-        notebook = archived_notebook(session.run.meta)
-        code = file_digests([*self.code_files(), *([notebook] if notebook else [])])
-        session.note(registration=registration.summary(), code_digests=code)
-
-    def _archive_claims(self, session: Session) -> None:
-        """The verdicts as a table beside the results (``claims.parquet`` and ``.csv``).
-
-        Computed from the tables just archived, so runs can be compared claim by claim
-        without parsing reports. An analysis error does not lose the measurement: the
-        run stays complete, run.json says why it has no claims table.
-        """
-        try:
-            frame = self.claims(self.load(session.run.path))
-        except Exception as exc:  # noqa: BLE001 -- the data is archived; say what failed
-            session.note(claims_error=f"{type(exc).__name__}: {exc}")
-            return
-        session.results(frame, "claims")
-
-    def dry_run(self, params: Parameters, inventory: str = "") -> str:
-        """Every change a run would make (the lab's build plan, then :meth:`configure`'s
-        operations, from their diffs), as text; nothing is changed and no run is archived.
-
-        Facts are read on machines that exist (this host, inventory machines); nodes of a
-        lab that a dry run does not build show the planned value only.
-        """
-        from ..run.session import open_session
-
-        with open_session(self.name, params.to_dict(), "", inventory, dry_run=True) as session:
-            bed = self._testbed(session, params)
-            self.configure(session, bed, params)
-            return session.describe()
-
-    def _testbed(self, session: Session, params: Parameters):
-        needs = self.requirements(params)
-        return session.testbed(self.topology(params), features=set(needs.features),
-                               tools=needs.tools,
-                               node_features={k: set(v) for k, v in needs.node_features.items()},
-                               as_found_ok=self.as_found is not None)
+    def dry_run(self, *args, **kwargs):
+        """Refused with the line that replaces it."""
+        raise SpecError(f"{self.name}: Study.dry_run() is gone, a study does not run itself",
+                        "use `from harness.run.runner import dry_run_study` and "
+                        "`dry_run_study(study, params, inventory)`, or `harness run NOTEBOOK "
+                        "--dry-run`")
 
     def describe(self) -> str:
         lines = [f"{self.name}: {self.title}"]

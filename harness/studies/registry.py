@@ -25,27 +25,16 @@ import re
 import sys
 from importlib.metadata import entry_points
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from ..errors import SpecError
+from . import base
+from .base import Study
 
-if TYPE_CHECKING:
-    from .base import Study
-
+PACKAGE = __name__.rpartition(".")[0]  # harness.studies
 ENTRY_POINT_GROUP = "harness.studies"
 PATH_VARIABLE = "HARNESS_STUDY_PATH"
 
-_REGISTRY: dict[str, type[Study]] = {}
-_discovered = False
-
-
-def register(cls: type[Study]) -> None:
-    """Called by ``Study.__init_subclass__``: one class per name."""
-    known = _REGISTRY.get(cls.name)
-    if known is not None and known.__qualname__ != cls.__qualname__:
-        raise SpecError(f"two studies are named {cls.name!r}: {known.__module__}.{known.__qualname__}"
-                        f" and {cls.__module__}.{cls.__qualname__}", "rename one of them")
-    _REGISTRY[cls.name] = cls
+_discovered = False  # the studies are in base.DEFINED, filled as their modules are imported
 
 
 def import_file(path: Path) -> None:
@@ -77,9 +66,9 @@ def discover() -> dict[str, type[Study]]:
     """Import every study module there is; return the registry (name -> class)."""
     global _discovered
     if not _discovered:
-        from .. import studies
-
-        for info in pkgutil.iter_modules(studies.__path__, studies.__name__ + "."):
+        # the modules and study packages beside this one, found by folder: the package's
+        # __init__ imports this module, so this module does not import the package back
+        for info in pkgutil.iter_modules([str(Path(__file__).parent)], PACKAGE + "."):
             importlib.import_module(_study_module(info.name) if info.ispkg else info.name)
         for point in entry_points(group=ENTRY_POINT_GROUP):
             point.load()
@@ -87,19 +76,19 @@ def discover() -> dict[str, type[Study]]:
             for path in sorted(Path(folder).glob("*.py")):
                 import_file(path)
         _discovered = True
-    return dict(_REGISTRY)
+    return dict(base.DEFINED)
 
 
 def get_study(name: str) -> Study:
     """The study named ``name``, as an instance."""
-    if name not in _REGISTRY:
+    if name not in base.DEFINED:
         discover()
-    if name not in _REGISTRY:
+    if name not in base.DEFINED:
         raise SpecError(f"unknown study {name!r}",
-                        f"use one of: {', '.join(sorted(_REGISTRY))}, or a notebook path "
+                        f"use one of: {', '.join(sorted(base.DEFINED))}, or a notebook path "
                         f"(studies outside harness/studies are found through ${PATH_VARIABLE}, "
                         "an entry point or the notebook's metadata harness.module)")
-    return _REGISTRY[name]()
+    return base.DEFINED[name]()
 
 
 def notebook_metadata(notebook: Path) -> dict:

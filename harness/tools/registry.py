@@ -3,8 +3,9 @@
 A :class:`Tool` names a program, the shell command that prints its version
 (archived with every run) and the Debian package that provides it (said in
 the error when a node lacks it). Creating a Tool registers it, so
-``harness probe`` reports every program any study or operation needs, and a
-study lists its tools as objects: there is no table of names to keep in step.
+``harness probe`` (which discovers every study first) reports every program any study or
+operation needs, and a study lists its tools as objects: there is no table of names to
+keep in step.
 """
 
 from __future__ import annotations
@@ -39,17 +40,21 @@ def registered() -> dict[str, Tool]:
 
 
 def all_tools() -> dict[str, Tool]:
-    """Every tool any part of the harness or any study declares (imports them all first)."""
+    """Every tool the harness's own modules of ``harness.tools`` and ``harness.config``
+    declare (imported first), and every tool declared by the modules imported so far.
+
+    A study's programs are declared by its modules, registered when they are imported: a
+    run has imported its study; ``harness probe`` discovers every study first
+    (:func:`harness.studies.discover`). The tools' registry sits below the studies and
+    never imports them."""
     import importlib
     import pkgutil
 
     from .. import config, tools
-    from ..studies.registry import discover
 
     for package in (tools, config):
         for info in pkgutil.iter_modules(package.__path__, package.__name__ + "."):
             importlib.import_module(info.name)
-    discover()
     return registered()
 
 
@@ -57,8 +62,10 @@ def lookup(name: str) -> Tool:
     if name not in _TOOLS:
         all_tools()
     if name not in _TOOLS:
-        raise ValueError(f"no tool named {name!r} is declared: declare it with "
-                         "harness.tools.registry.Tool(name, version command, Debian package)")
+        raise ValueError(f"no tool named {name!r} is declared (by harness.tools, harness.config "
+                         "or a module imported so far): declare it with "
+                         "harness.tools.registry.Tool(name, version command, Debian package), "
+                         "or import the study that declares it")
     return _TOOLS[name]
 
 

@@ -113,27 +113,30 @@ def test_a_full_archive_disk_stops_the_run_with_one_clear_error(tmp_path, own_lo
 
 
 PING_CHILD = """
+from harness.run.runner import run_study
 import sys
 sys.path.insert(0, sys.argv[1])
 from ping_study import PingStudy
 study = PingStudy()
-print(study.run(study.parameters(count=20, interval_s=0.1)), flush=True)
+print(run_study(study, study.parameters(count=20, interval_s=0.1)), flush=True)
 """
 
 # S4 small: MPTCP endpoints, policy routing, iperf3 and GridFTP servers and clients
 S4_CHILD = """
+from harness.run.runner import run_study
 from harness.studies.s4.study import S4
 study = S4()
-print(study.run(study.parameters(repetitions=1, streams=(1, 2), duration_s=2,
+print(run_study(study, study.parameters(repetitions=1, streams=(1, 2), duration_s=2,
                                  gridftp_streams=(1,), gridftp_mbytes=8, verify_seconds=1)),
       flush=True)
 """
 
 # S0 small: NAT rules, a relay's processes, shaped links, the unshaped relay benchmark
 S0_CHILD = """
+from harness.run.runner import run_study
 from harness.studies.s0.study import S0
 study = S0()
-print(study.run(study.parameters(sizes=(1, 1024), repetitions=1, latency_budget_s=0.02,
+print(run_study(study, study.parameters(sizes=(1, 1024), repetitions=1, latency_budget_s=0.02,
                                  stream_budget_s=0.03, flows=2, bench_repetitions=1,
                                  bench_seconds=1, verify_seconds=1)), flush=True)
 """
@@ -143,23 +146,26 @@ print(study.run(study.parameters(sizes=(1, 1024), repetitions=1, latency_budget_
 # bearers; disks, NFS and GlusterFS) or the first measurements; QEMU is a recorded
 # process like any other, stopped by `lab clean` from its record
 S1_CHILD = """
+from harness.run.runner import run_study
 from harness.studies.s1.study import S1
 study = S1()
-print(study.run(study.parameters(sizes=(4, 1024), repetitions=1, iterations=20,
+print(run_study(study, study.parameters(sizes=(4, 1024), repetitions=1, iterations=20,
                                  bw_iterations=20, tcp_budget_s=0.03)), flush=True)
 """
 
 S2_CHILD = """
+from harness.run.runner import run_study
 from harness.studies.s2.study import S2
 study = S2()
-print(study.run(study.parameters(windows_kib=(1024,), clients=(1,), point_rtts=10,
+print(run_study(study, study.parameters(windows_kib=(1024,), clients=(1,), point_rtts=10,
                                  mtus=(1500,), verify_seconds=1)), flush=True)
 """
 
 S3_CHILD = """
+from harness.run.runner import run_study
 from harness.studies.s3.study import S3
 study = S3()
-print(study.run(study.parameters(mappers=(4,), sizes_kb=(1,), rounds=3, warmup=1,
+print(run_study(study, study.parameters(mappers=(4,), sizes_kb=(1,), rounds=3, warmup=1,
                                  cpu_rounds=0, verify_seconds=1)), flush=True)
 """
 

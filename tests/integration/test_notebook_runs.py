@@ -43,6 +43,7 @@ def client(count: int, folder: Path) -> tuple[NotebookClient, Path]:
     nb.cells[1].source = nb.cells[1].source.replace("count = None", f"count = {count}")
     nbformat.write(nb, str(folder / NOTEBOOK.name))
     shutil.copy(NOTEBOOK.with_name("ping_study.py"), folder)
+    shutil.copy(NOTEBOOK.with_name("ping_registration.toml"), folder)  # the study reads it
     return NotebookClient(nb, timeout=240, kernel_name="python3",
                           resources={"metadata": {"path": str(folder)}}), folder / NOTEBOOK.name
 

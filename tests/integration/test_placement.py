@@ -48,7 +48,7 @@ def test_feature_nobody_offers_is_refused_before_anything_changes(data_root, mon
         pytest.skip("this host has TIPC")
     monkeypatch.setattr(placement, "vm_offer", lambda: placement.VMOffer(
         True, "/boot/vmlinuz-x", "x", set(placement.VM_BUILTIN)))
-    monkeypatch.setattr("harness.run.session.vm_offer", placement.vm_offer)
+    monkeypatch.setattr("harness.run.testbed_build.vm_offer", placement.vm_offer)
     with pytest.raises(CapabilityMissing, match="tipc.*neither this host"):
         with open_session("s3", {}) as session:
             session.testbed(netem_pair(), features={"tipc"})

@@ -101,7 +101,11 @@ REFUSED = {
     "rule": [{"source": "all", "table": 100, "priority": 1},
              {"source": "10.0.0.1", "table": 100, "priority": "1 y"}],
     "process": [{"pid": 1, "start_ticks": 0}, {"pid": -1, "start_ticks": 0},
-                {"pid": "1; reboot", "start_ticks": 0}],
+                {"pid": "1; reboot", "start_ticks": 0},
+                # no command line the harness started (issue 37): as written before, or forged
+                {"pid": 4242, "start_ticks": 0}, {"pid": 4242, "start_ticks": 0, "command": ""},
+                {"pid": 4242, "start_ticks": 0, "command": "a\x00b"},
+                {"pid": 4242, "start_ticks": 0, "command": "x" * 20000}],
     "file": [{"path": "/etc"}, {"path": "/"}, {"path": "relative/harness-x"},
              {"path": "/tmp/../etc/harness-x"}, {"path": "/etc/harness-x"}],
     "tracked": [{"name": "../../../etc/passwd"}, {"name": "harness-tracked-zz"}],
@@ -112,11 +116,18 @@ REFUSED = {
                        {"name": "v", "bricks": "/etc"}],
     "gluster-volume-start": [{"name": "$(reboot)"}],
     "gsyncd-stub": [{"path": "/etc/passwd"}],
-    "glusterfs-unmount": [{"path": "/mnt/x", "fstype": "fuse; reboot", "source": "s:/v"}],
+    "glusterfs-unmount": [{"path": "/mnt/x", "fstype": "fuse; reboot", "source": "s:/v"},
+                          {"path": "/home", "fstype": "fuse.glusterfs", "source": "s:/v"}],
     "unmount": [{"path": "/mnt/../", "fstype": "tmpfs", "source": "x"},
-                {"path": "/mnt/x", "fstype": "tmpfs", "source": "a b"}],
-    "mountpoint": [{"path": "mnt"}],
-    "lab-disk": [{"mountpoint": "/run/s2/../../etc", "made": True}],
+                {"path": "/mnt/x", "fstype": "tmpfs", "source": "a b"},
+                # a mountpoint the record does not say the harness made (issue 37)
+                {"path": "/home", "fstype": "nfs4", "source": "fs:/home"},
+                {"path": "/home", "fstype": "nfs4", "source": "fs:/home", "made": "yes"},
+                {"path": "/proc/fs/nfsd", "fstype": "tmpfs", "source": "harness-state"},
+                {"path": "/var/lib/nfs", "fstype": "nfs4", "source": "fs:/x"}],
+    "mountpoint": [{"path": "mnt"}, {"path": "/run/sshd"}, {"path": "/run/sshd", "made": 1}],
+    "lab-disk": [{"mountpoint": "/run/s2/../../etc", "made": True}, {"mountpoint": "/home"},
+                 {"mountpoint": "/run/s2/disk-nfs", "made": False}],
     "sysctl": [{"key": "kernel.core_pattern", "before": "|/tmp/evil"},
                {"key": "net.ipv4.ip_forward", "before": "1\nkernel.core_pattern=|/x"}],
     "mtu": [{"ifname": "eth0", "before": "1500; reboot"}],
@@ -220,17 +231,17 @@ def test_a_process_record_signals_only_its_own_process(root, sentinel_process):
     elsewhere.write_text("")
     # the sentinel's pid with another start tick: a reused pid, never signalled
     _HANDLERS["process"](LocalNode(), {"pid": sentinel_process.pid, "start_ticks": ticks + 1,
-                                       "log": str(log)})
+                                       "command": "sleep 600", "log": str(log)})
     assert sentinel_process.poll() is None and not log.exists()
     for other in ("/etc/passwd", str(elsewhere), str(root.parent / "outside" / "sentinel")):
         node = Recorder()
-        _HANDLERS["process"](node, {"pid": 4242, "start_ticks": 0, "log": other})
+        _HANDLERS["process"](node, {"pid": 4242, "start_ticks": 0, "command": "x", "log": other})
         (cmd,) = node.commands
         assert "rm -f" not in cmd and " 4242 0" in cmd  # stopped all the same, its log left
     assert elsewhere.exists() and sentinels_intact(root)
     mine = subprocess.Popen(["sleep", "60"], start_new_session=True)
     reaper(mine)
-    _HANDLERS["process"](LocalNode(), {"pid": mine.pid,
+    _HANDLERS["process"](LocalNode(), {"pid": mine.pid, "command": "sleep 60",
                                        "start_ticks": process_start_ticks(mine.pid)})
     assert mine.wait(timeout=10) == -signal.SIGTERM
     assert sentinel_process.poll() is None
@@ -629,3 +640,153 @@ def test_an_unmount_record_never_runs_its_path_even_when_its_mount_is_hidden(tmp
     res = subprocess.run(["sh", "-c", script], capture_output=True, text=True, timeout=10)
     assert res.returncode == 1 and f"{path} is hidden by other tmpfs" in res.stderr
     assert not mark.exists()
+
+
+# -- issue 37: records that reach beyond what the harness made -----------------------------------
+
+def test_a_process_record_whose_command_is_not_what_runs_there_signals_nobody(sentinel_process):
+    """The pid and start tick are the sentinel's (both world-readable), the command is not:
+    refused with what runs there, nothing signalled. A record without a command (as a forger
+    or older code may write it) is refused before any command is sent."""
+    record = {"pid": sentinel_process.pid, "start_ticks": process_start_ticks(sentinel_process.pid)}
+    with pytest.raises(RefusedRecord, match=r"process \d+ \(start tick \d+\) runs 'sleep 600', "
+                                            r"not the command .*'iperf3 -s'"):
+        _HANDLERS["process"](LocalNode(), {**record, "command": "iperf3 -s"})
+    for local in (True, False):
+        node = Recorder(local=local)
+        with pytest.raises(RefusedRecord, match="no command line the harness started"):
+            _HANDLERS["process"](node, dict(record))
+        assert node.commands == []
+    time.sleep(0.2)
+    assert sentinel_process.poll() is None
+
+
+@pytest.mark.parametrize("command", [
+    "sleep 61",  # the shell stays the leader (dash)
+    "exec sleep 62",  # the shell execs the program
+    "echo $$ >/dev/null && exec sh -c 'exec sleep 63 2>/dev/null'",  # harness.nodes.local.in_cgroup
+    "nsenter --help >/dev/null; exec env A=1 sleep 64",
+])
+def test_a_process_the_harness_started_is_stopped_from_a_journal_read_back(tmp_path, command):
+    """Journal.start records the command; read back (as `lab clean` does), the leader's
+    command line -- the shell, or the program it exec'd -- matches, and the group is stopped."""
+    journal = Journal(tmp_path / "j.jsonl")
+    proc = journal.start(LocalNode(), command)
+    reaper(proc._popen)
+    time.sleep(0.3)  # let the shell exec
+    again = Journal(tmp_path / "j.jsonl")
+    (entry,) = again.pending()
+    assert entry.loaded and entry.data["command"] == command
+    again.undo_all()
+    assert proc._popen.wait(timeout=10) in (-signal.SIGTERM, 128 + signal.SIGTERM)
+
+
+def test_a_remote_processs_session_leader_matches_its_record(root):
+    """A node's process (harness.nodes.remote_process) is led by a ``sh -c`` holding
+    ``harness-proc`` and the command: stopped from its record, refused for another command."""
+    from harness.nodes.remote_process import ShellProcess
+
+    procs = [ShellProcess.start(LocalNode(), "sleep 65\necho done") for _ in range(2)]
+    try:
+        first, second = (p.info for p in procs)
+        with pytest.raises(RefusedRecord, match="harness-proc"):
+            _HANDLERS["process"](_ShellLocal(), {"pid": first.pid, "start_ticks": first.start_ticks,
+                                                 "command": "sleep 65"})
+        assert procs[0].poll() is None and procs[1].poll() is None
+        _HANDLERS["process"](_ShellLocal(), {"pid": first.pid, "start_ticks": first.start_ticks,
+                                             "command": first.command})
+        assert procs[0].wait(10) is not None and procs[1].poll() is None
+    finally:
+        for proc in procs:
+            proc.stop(grace=1)
+
+
+@pytest.mark.parametrize("kind, data, words", [
+    ("unmount", {"path": "/mnt/harness-x", "fstype": "nfs4", "source": "s:/x", "made": True},
+     "umount /mnt/harness-x"),
+    ("unmount", {"path": "/proc/fs/nfsd", "fstype": "nfsd", "source": "nfsd"}, "umount /proc/fs/nfsd"),
+    ("unmount", {"path": "/var/lib/nfs", "fstype": "tmpfs", "source": "harness-state"},
+     "umount /var/lib/nfs"),
+    ("glusterfs-unmount", {"path": "/mnt/g", "fstype": "fuse.glusterfs", "source": "s:/v",
+                           "made": True}, "umount /mnt/g"),
+    ("mountpoint", {"path": "/mnt/harness-x", "made": True}, "rmdir /mnt/harness-x"),
+    ("lab-disk", {"mountpoint": "/run/s2/disk-nfs", "made": True}, "rmdir /run/s2/disk-nfs"),
+])
+def test_a_mount_record_of_a_mountpoint_the_harness_made_is_still_undone(kind, data, words):
+    node = Recorder()
+    _HANDLERS[kind](node, data)
+    assert any(words in cmd for cmd in node.commands), node.commands
+
+
+def test_journals_and_run_folders_are_private_under_a_group_umask_in_a_setgid_folder(tmp_path):
+    """A Slurm job with umask 002 in a setgid project folder (issue 37): the run folder is
+    0700 and its journal 0600 all the same, so no colleague can add a record to it."""
+    from harness.archive.archive import Run
+
+    project = tmp_path / "project"
+    project.mkdir()
+    project.chmod(0o2775)
+    old = os.umask(0o002)
+    try:
+        run = Run.create("s0", {}, project)
+        run.journal.record("file", LocalNode(), path="/tmp/harness-never-made")
+    finally:
+        os.umask(old)
+    for path, mode in ((run.path, 0o700), (run.path / "raw", 0o700),
+                       (run.path / "journal.jsonl", 0o600)):
+        assert path.stat().st_mode & 0o777 == mode, (path, oct(path.stat().st_mode))
+
+
+@pytest.mark.parametrize("mode", [0o664, 0o620, 0o660])
+def test_lab_clean_refuses_a_journal_its_group_may_write_saying_how_to_fix_it(
+        tmp_path, root, monkeypatch, capsys, mode):
+    """The user's own journal, but the group may write to it: a colleague could have added a
+    record. Refused, naming the file, its mode and the chmod; after the chmod it is cleaned."""
+    from harness import cli
+    from harness.archive.archive import Run
+
+    monkeypatch.setenv("HARNESS_LOCK_DIR", str(tmp_path / "locks"))
+    data = tmp_path / "data"
+    made = root / "harness-made"
+    made.mkdir()
+    journal = Run.create("s0", {}, data).path / "journal.jsonl"
+    write(journal, do_line(1, str(made)))
+    journal.chmod(mode)
+    assert cli.main(["lab", "clean", "--data", str(data)]) == 1
+    out = capsys.readouterr().out
+    assert f"journal {journal} cannot be read: mode {mode:04o}: its group may write to it" in out
+    assert f"chmod g-w,o-w {journal}" in out and made.is_dir()
+    journal.chmod(0o600)
+    assert cli.main(["lab", "clean", "--data", str(data)]) == 0
+    assert not made.exists()
+
+
+ESCAPES = "\x1b]0;owned\x07\x1b[2J\x9b1A"
+
+
+def test_a_hostname_with_terminal_escapes_is_refused_and_never_printed(tmp_path, root,
+                                                                       monkeypatch, capsys):
+    """A record naming its machine with terminal escapes (issue 37): not a hostname, so the
+    record is refused saying so, and what `lab clean` prints holds no escape -- nor does a
+    run folder's name that holds some."""
+    from harness import cli
+    from harness.archive.archive import Run
+    from harness.journal.machineid import MachineId, parse_identity
+
+    boot = local_identity().boot_id
+    assert MachineId.from_dict({"hostname": "h" + ESCAPES, "boot_id": boot}) is None
+    assert parse_identity(f"harness-machine h{ESCAPES} {boot}\n") is None
+    assert parse_identity(f"harness-machine host-1.example.org {boot}\n") is not None
+    monkeypatch.setenv("HARNESS_LOCK_DIR", str(tmp_path / "locks"))
+    data = tmp_path / "data"
+    made = root / "harness-made"
+    made.mkdir()
+    run = Run.create("s0", {}, data)
+    write(run.path / "journal.jsonl",
+          {**do_line(1, str(made)), "machine": {"hostname": "h" + ESCAPES, "boot_id": boot}})
+    run.path.rename(run.path.with_name(run.path.name + ESCAPES))
+    assert cli.main(["lab", "clean", "--data", str(data)]) == 1
+    out = capsys.readouterr().out
+    assert "which is not a hostname" in out and made.is_dir()
+    assert not any(c in out for c in "\x1b\x07\x9b"), out
+    assert "\\x1b]0;owned\\x07" in out

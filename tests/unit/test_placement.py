@@ -82,9 +82,7 @@ def test_rates_within_the_ceiling_are_left_alone():
 def test_a_vm_lab_measures_ceilings_only_when_a_link_is_shaped(monkeypatch):
     """S1's lab (one unshaped wire) has nothing to scale: no ceiling is measured; S2's (a
     shaped WAN wire) measures its wires' ceilings and is scaled to them."""
-    from types import SimpleNamespace
-
-    from harness.run import session as session_module
+    from harness.run import testbed_build
     from harness.studies.s1 import study as s1
     from harness.studies.s2 import study as s2
 
@@ -97,17 +95,16 @@ def test_a_vm_lab_measures_ceilings_only_when_a_link_is_shaped(monkeypatch):
     def namespace_ceiling(*args):
         raise AssertionError("a lab of wires alone needs no namespace ceiling")
 
-    monkeypatch.setattr(session_module, "measure_wire_ceiling", wire_ceiling)
-    monkeypatch.setattr(session_module, "measure_ceiling", namespace_ceiling)
-    fit = session_module.Session._fit_vm_lab
-    me = SimpleNamespace(journal=None)
+    monkeypatch.setattr(testbed_build, "measure_wire_ceiling", wire_ceiling)
+    monkeypatch.setattr(testbed_build, "measure_ceiling", namespace_ceiling)
+    fit = testbed_build.fit_vm_lab
     nics = {end: f"mac-{end[0]}-{end[1]}" for end in
             (("a", "wire"), ("b", "wire"), ("client", "lan"), ("server", "lan"),
              ("client", "wan"), ("server", "wan"))}
     vms = {"": "vm0", "b": "vm-b", "server": "vm-server"}
-    topo, scaling, ceilings = fit(me, s1.topology(s1.Params()), vms, nics, None, None)
+    topo, scaling, ceilings = fit(None, s1.topology(s1.Params()), vms, nics, None, None)
     assert not measured and ceilings == {} and scaling.factor == 1.0
     assert scaling.ceiling_mbit is None and "no link of the lab is shaped" in scaling.note
-    topo, scaling, ceilings = fit(me, s2.topology(s2.Params()), vms, nics, None, None)
+    topo, scaling, ceilings = fit(None, s2.topology(s2.Params()), vms, nics, None, None)
     assert len(measured) == 2 and set(ceilings.values()) == {40.0}
     assert scaling.factor < 1.0 and scaling.ceiling_mbit == 40.0

@@ -43,11 +43,11 @@ def notebook_studies(folder: Path) -> list[str]:
 def registered_studies() -> list[str]:
     """Every study the harness finds (a new one under harness/studies/, or beside its notebook
     under notebooks/, is checked too)."""
-    from harness.studies.registry import _REGISTRY
+    from harness.studies.base import DEFINED
 
     discover()
     notebook_studies(ROOT / "notebooks")
-    return sorted(_REGISTRY)
+    return sorted(DEFINED)
 
 
 def squash(text: str) -> str:

@@ -250,7 +250,7 @@ def test_a_study_outside_the_project_reads_the_file_beside_it(tmp_path, capsys, 
     project's studies do; `harness claims show` prints what that file says, and an edit of
     the file is what it prints next."""
     from harness.commands.claims import cmd_claims_show
-    from harness.studies import registry
+    from harness.studies import base, registry
 
     folder = tmp_path / "mystudies"
     folder.mkdir()
@@ -259,7 +259,7 @@ def test_a_study_outside_the_project_reads_the_file_beside_it(tmp_path, capsys, 
                          "outside_registration.toml")
     monkeypatch.setenv(registry.PATH_VARIABLE, str(folder))
     monkeypatch.setattr(registry, "_discovered", False)  # look through the path again
-    monkeypatch.setattr(registry, "_REGISTRY", dict(registry._REGISTRY))  # and forget it after
+    monkeypatch.setattr(base, "DEFINED", dict(base.DEFINED))  # and forget it after
     study = get_study("outside-demo")
     assert study.registration_path() == registration
     assert [c.id for c in study.registration().claims] == ["s9.gain", "s9.ours"]

@@ -147,7 +147,7 @@ def test_a_real_study_notebook_renders_without_its_code(tmp_path):
     html = render_report(notebook, tmp_path / "report.html", run_meta(study="s0"), study,
                          reference_root=tmp_path).read_text()
     assert external_fetches(html) == []
-    assert "study.run(params" not in html and "NBVAL_CHECK_OUTPUT" not in html
+    assert "run_study(study, params" not in html and "NBVAL_CHECK_OUTPUT" not in html
     assert "Did the NAT path really translate?" in html
     assert "<title>s0 run 20261125T010203Z-abcdef — " in html
 

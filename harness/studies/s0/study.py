@@ -115,7 +115,7 @@ from .registration import REGISTRATION_FILE
 
 # the study's own names, and those of .s0_lab it re-exports (they were defined here before)
 __all__ = [
-    "S0", "STUDY", "check_fronts", "check_inventory", "check_tools", "measure",
+    "S0", "STUDY", "check_fronts", "check_inventory", "check_tools",
     "prepare_inventory",
     "A_PRIVATE", "B1_PORTS", "B_PRIVATE", "FA_PORTS", "FB_PORTS", "IPERF_OFFSET", "IPERF_PORT",
     "LAB_PUBLIC", "LABELS", "MAX_SIZE", "METHODS", "MUX_PORT", "NPTCP_PORT", "OFFLOADS",
@@ -294,8 +294,3 @@ class S0(Study):
         if data.tables.get("far") is not None and not data.tables["far"].empty:
             figures["far"] = s0_figures.far_figure(data.tables["far"])
         return figures
-
-
-def measure(params: Params, run_dir: str = "", inventory: str = "") -> str:
-    """The study run end to end (see :meth:`Study.run`); returns the run folder."""
-    return S0().run(params, run_dir, inventory)

@@ -457,8 +457,3 @@ class S1(Study):
 
         return {"latency": s1_analysis.figure_latency(data.results),
                 "bandwidth": s1_analysis.figure_bandwidth(data.results)}
-
-
-def measure(params: Params, run_dir: str = "", inventory: str = "") -> str:
-    """The study run end to end (see :meth:`Study.run`); returns the run folder."""
-    return S1().run(params, run_dir, inventory)

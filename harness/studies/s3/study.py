@@ -333,11 +333,6 @@ def port_rate_of_run(meta: dict) -> float | None:
         (meta.get("parameters") or {}).get("port_rate_mbit")
 
 
-def measure(params: Params, run_dir: str = "", inventory: str = "") -> str:
-    """The study run end to end (see :meth:`Study.run`); returns the run folder."""
-    return S3().run(params, run_dir, inventory)
-
-
 def _source_sha() -> str:
     import hashlib
 

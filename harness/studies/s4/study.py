@@ -246,8 +246,3 @@ class S4(Study):
         from . import registration as s4_analysis
 
         return {"fig3": s4_figures.figure(data.results, **s4_analysis.rates(data.meta))}
-
-
-def measure(params: Params, run_dir: str = "", inventory: str = "") -> str:
-    """The study run end to end (see :meth:`Study.run`); returns the run folder."""
-    return S4().run(params, run_dir, inventory)

@@ -75,8 +75,8 @@ def _brick_filesystem(vm, journal, timings) -> None:
     attributes, which the VM's tmpfs (Linux 6.1) lacks. It stands in for the study's data
     disk; recorded so that the journal removes it too."""
     journal.record("kernel-module", vm, modules=["brd"])
-    journal.record("mountpoint", vm, path=BRICK_FS)
-    journal.record("unmount", vm, path=BRICK_FS, fstype="ext4", source="/dev/ram0")
+    journal.record("mountpoint", vm, path=BRICK_FS, made=True)  # made by the mkdir below
+    journal.record("unmount", vm, path=BRICK_FS, fstype="ext4", source="/dev/ram0", made=True)
     _timed(timings, "brick ext4 on brd", lambda: vm.run(
         f"modprobe brd rd_nr=1 rd_size=262144 && mkfs.ext4 -q -F /dev/ram0 && "
         f"mkdir {BRICK_FS} && mount /dev/ram0 {BRICK_FS}", timeout=120))

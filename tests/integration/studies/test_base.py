@@ -91,8 +91,8 @@ def test_run_archives_and_reports_the_new_study(data_root):
     assert "a veth pair answers within 1 ms" in report
     assert f"<title>ping-demo run {run.name} — " in report and external_fetches(report) == []
     assert 'id="provenance"' in report and meta["ended"] in report
-    assert "study.run(params" not in report  # code hidden; kept in the archived notebook
-    assert "study.run(params" in (run / "notebook.ipynb").read_text()
+    assert "run_study(study, params" not in report  # code hidden; kept in the archived notebook
+    assert "run_study(study, params" in (run / "notebook.ipynb").read_text()
     assert "WARNING" not in res.stderr and "Warning" not in res.stderr, res.stderr  # e.g. the kernel's TCP one
     claims = pd.read_csv(run / "claims.csv")  # the verdicts, archived beside the results
     assert list(claims.claim_id) == ["ping.veth_rtt"] and claims.n[0] == 4

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import group_alive, needs_root, needs_tools, netns_names, run_harness
+from conftest import checked_outputs, group_alive, needs_root, needs_tools, netns_names, run_harness
 
 from harness.errors import HarnessError, SpecError
 from harness.lab.lab import Lab
@@ -50,6 +50,10 @@ def test_s0_small_run_has_three_methods_translation_and_leaves_nothing(tmp_path)
     assert len(meta["link_verification"]) == 6
     assert all(0.8 <= c["rate_ratio"] <= 1.2 for c in meta["link_verification"])
     assert (run_dir / "report.html").stat().st_size > 10_000
+    # the notebook's output check, as nbval compared it when the suite ran this notebook at
+    # its quick profile (now `nox -s slow`): the claims' columns and the methods
+    checked = checked_outputs(run_dir / "notebook.ipynb")
+    assert checked == checked_outputs(NOTEBOOK) and len(checked) == 1, checked
 
     frame = pd.read_parquet(run_dir / "results.parquet")
     assert sorted(frame.method.unique()) == ["direct", "nat_srd", "proxies"]

@@ -187,7 +187,7 @@ def test_a_glusterfs_mount_loads_fuse_makes_its_mountpoint_and_mounts():
     assert point.command == "mkdir /mnt/g"
     assert mnt.command == "mount -t glusterfs 10.0.2.15:/v1 /mnt/g"
     assert mnt.undo_kind == "glusterfs-unmount" and mnt.undo == {
-        "path": "/mnt/g", "fstype": "fuse.glusterfs", "source": "10.0.2.15:/v1"}
+        "path": "/mnt/g", "fstype": "fuse.glusterfs", "source": "10.0.2.15:/v1", "made": True}
     module, _p, mnt = plan([gmount(GlusterMachine(fuse="builtin"), options=("log-level=WARNING",))])
     assert not module.changed and "-o log-level=WARNING" in mnt.command
 

@@ -239,10 +239,11 @@ def test_a_mount_loads_nfsv4_makes_its_mountpoint_and_mounts():
     module, krb5, point, mnt = changes
     assert module.undo == {"modules": ["netfs", "fscache", "nfs", "nfsv4"]}
     assert krb5.undo == {"modules": ["oid_registry", "auth_rpcgss", "rpcsec_gss_krb5"]}
-    assert point.command == "mkdir /mnt/nfs" and point.undo == {"path": "/mnt/nfs"}
+    assert point.command == "mkdir /mnt/nfs" and point.undo == {"path": "/mnt/nfs", "made": True}
     assert mnt.command == ("mount -t nfs4 -o vers=4.2,rsize=1048576 10.0.2.15:/tmp/exp "
                            "/mnt/nfs")
-    assert mnt.undo == {"path": "/mnt/nfs", "fstype": "nfs4", "source": "10.0.2.15:/tmp/exp"}
+    assert mnt.undo == {"path": "/mnt/nfs", "fstype": "nfs4", "source": "10.0.2.15:/tmp/exp",
+                        "made": True}
     ipv6 = plan([mount(vm, server="fd00::1")])[-1]
     assert "[fd00::1]:/tmp/exp" in ipv6.command
 
@@ -270,9 +271,13 @@ def test_a_mountpoint_in_use_is_refused_and_the_same_mount_is_as_asked():
     assert not change.changed
 
 
-def test_an_existing_mountpoint_stays_and_a_file_is_refused():
-    changes = plan([mount(NfsMachine(dirs={"mountpoint": "rw"}))])
-    assert kinds(changes)[2] == ("mountpoint", False)
+def test_an_existing_mountpoint_and_a_file_are_refused():
+    """The harness mounts only on a folder it makes (issue 37): its undo may then remove
+    it, and a mount record never names a folder that was there before."""
+    vm = NfsMachine(dirs={"mountpoint": "rw"})
+    with pytest.raises(SpecError, match="mountpoint /mnt/nfs exists already"):
+        plan([mount(vm)])
+    assert len(vm.commands) == 1  # the probe alone: nothing loaded, made or mounted
     with pytest.raises(SpecError, match="not a directory"):
         plan([mount(NfsMachine(dirs={"mountpoint": "notdir"}))])
 

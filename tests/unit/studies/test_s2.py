@@ -198,7 +198,7 @@ def test_a_fresh_lab_disk_is_formatted_and_mounted():
     changes = diff(FRESH)
     assert len(changes) == 1
     cmd = changes[0].command
-    assert cmd.startswith("mkdir -p /run/s2/disk-nfs && mkfs.ext4 -q -F")
+    assert cmd.startswith("mkdir -p /run/s2 && mkdir /run/s2/disk-nfs && mkfs.ext4 -q -F")
     assert cmd.endswith("/dev/vdb && mount /dev/vdb /run/s2/disk-nfs")
     assert changes[0].undo == {"mountpoint": "/run/s2/disk-nfs", "made": True}
 
@@ -208,6 +208,7 @@ def test_a_fresh_lab_disk_is_formatted_and_mounted():
     ("@dev /dev/vdb 0 0\n@mounts\n/dev/vdb /srv ext4 rw 0 0\n", "is in use"),
     ("@dev /dev/vdb 1 0\n@mounts\n", "is in use"),
     ("@dev /dev/vdb 0 0\n@mounts\ntmpfs /run/s2/disk-nfs tmpfs rw 0 0\n", "is in use"),
+    ("@dev /dev/vdb 0 0\n@mounts\n@exists\n", "mount point /run/s2/disk-nfs exists already"),
 ])
 def test_a_disk_that_is_not_fresh_or_not_there_is_never_formatted(listing, words):
     with pytest.raises(SpecError, match=words):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from harness.studies import discover
 from harness.tools.registry import all_tools
 
 PACKAGES = Path(__file__).resolve().parents[3] / "env" / "system-packages.txt"
@@ -17,6 +18,7 @@ def listed_packages() -> set[str]:
 
 
 def test_every_declared_tool_has_its_package_in_the_setup_list():
+    discover()  # the studies' own programs (S0's NetPIPE, the relays' socat) too
     tools = all_tools()
     # the harness's own declarations from Debian (not tests' throw-away tools, not IBM's GPFS)
     debian = {name: t for name, t in tools.items()
