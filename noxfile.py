@@ -120,7 +120,7 @@ def reproduce(session: nox.Session) -> None:
 def lab(session: nox.Session) -> None:
     """JupyterLab on notebooks/ at 127.0.0.1 with a token (root too); prints the URL and `ssh -L` line."""
     install(session)
-    session.run("python", "-m", "harness.jupyterlab", *session.posargs)
+    session.run("python", "-m", "harness.run.jupyterlab", *session.posargs)
 
 
 @nox.session

@@ -33,12 +33,12 @@ from pathlib import Path
 
 import pandas as pd
 
-from harness.journal import Journal
-from harness.lab import Lab
+from harness.journal.journal import Journal
+from harness.lab.lab import Lab
+from harness.lab.probe import probe
+from harness.lab.verify import verify_lab
 from harness.nodes import LocalNode
-from harness.probe import probe
-from harness.studies import s4
-from harness.verify import verify_lab
+from harness.studies.s4 import study as s4
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -568,8 +568,8 @@ def preflight() -> None:
 
 
 def benchmark(args) -> dict:
-    from harness.journal import Journal
-    from harness.lab import Lab
+    from harness.journal.journal import Journal
+    from harness.lab.lab import Lab
     from harness.relay import build_local, targets
     from harness.relay.line import line_topology
     from harness.relay.spec import NOTSENT_LOWAT

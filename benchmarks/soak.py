@@ -67,7 +67,7 @@ def harness_processes(cli_pid: int) -> dict[str, int]:
             cmdline = Path(f"/proc/{child}/cmdline").read_bytes().split(b"\0")
         except FileNotFoundError:
             continue
-        if any(b"ipykernel" in part or b"harness.kernels" in part for part in cmdline) or \
+        if any(b"ipykernel" in part or b"harness.run.kernels" in part for part in cmdline) or \
                 (cmdline and b"python" in cmdline[0]):
             found["kernel"] = child
     return found

@@ -43,7 +43,7 @@ MAX_HOSTS = 4096  # /30s of PREFIX would allow 32768; Mininet takes ~0.4 s per h
 
 def star_topology(n: int):
     """N hosts ``h1..hN`` on ``sw`` at 100 Mbit/s, each link a /30 of 198.18.0.0/15."""
-    from harness.topology import TopologyBuilder
+    from harness.topology.topology import TopologyBuilder
 
     builder = TopologyBuilder(f"star{n}").node("sw", forwarding=True)
     nets = itertools.islice(ipaddress.ip_network(PREFIX).subnets(new_prefix=30), n)
@@ -80,10 +80,10 @@ def verify_star(lab, n: int) -> dict:
 
 def harness_once(n: int) -> dict:
     """Build and tear down the star through the harness, in this process; JSON-able."""
-    from harness.journal import Journal
-    from harness.lab import Lab
+    from harness.journal.journal import Journal
+    from harness.lab.lab import Lab
+    from harness.lab.probe import probe
     from harness.nodes import LocalNode
-    from harness.probe import probe
 
     topo = star_topology(n)
     caps = probe(LocalNode())  # once per run in a study too; not part of the figure

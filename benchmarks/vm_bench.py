@@ -27,10 +27,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from harness.journal import Journal  # noqa: E402
-from harness.lab import Lab  # noqa: E402
-from harness.topology import Link, LinkEnd, Topology, TopologyNode  # noqa: E402
-from harness.verify import verify_lab  # noqa: E402
+from harness.journal.journal import Journal  # noqa: E402
+from harness.lab.lab import Lab  # noqa: E402
+from harness.lab.verify import verify_lab  # noqa: E402
+from harness.topology.topology import Link, LinkEnd, Topology, TopologyNode  # noqa: E402
 from harness.vm import (  # noqa: E402
     VM,
     boot_vm,

@@ -11,12 +11,12 @@ from .errors import HarnessError
 
 
 def cmd_probe(args) -> int:
+    from .lab.probe import probe
     from .nodes import LocalNode
-    from .probe import probe
 
     nodes = [LocalNode("local")]
     if args.inventory:
-        from .inventory import Inventory
+        from .machines.inventory import Inventory
 
         inv = Inventory.load(args.inventory)
         nodes += [inv.connect(name) for name in inv.hosts]
@@ -27,7 +27,7 @@ def cmd_probe(args) -> int:
     for node in nodes:
         print(probe(node).describe())
         node.close()
-    from .placement import vm_offer
+    from .lab.placement import vm_offer
 
     print(vm_offer().describe())
     return 0
@@ -38,29 +38,29 @@ def share_machine(args) -> None:
     if getattr(args, "share_machine", False):
         import os
 
-        from .machinelock import SHARE_ENV
+        from .run.machinelock import SHARE_ENV
 
         os.environ[SHARE_ENV] = "1"
 
 
 def cmd_run(args) -> int:
-    from .execute import parameters_file, parse_value, run_notebook
-    from .index import refresh
+    from .archive.index import refresh
+    from .run.execute import parameters_file, parse_value, run_notebook
 
     share_machine(args)
     params = {**(parameters_file(args.file) if args.file else {}),
               **{name: parse_value(value) for name, value in args.parameter or []}}
     if args.inventory:
         params["inventory"] = args.inventory
-    from .slurm_cli import check_flags
+    from .commands.slurm import check_flags
 
     if check_flags(args):  # --slurm (submit) or --inventory slurm (inside an allocation)
-        from .slurm_cli import run as slurm_run
+        from .commands.slurm import run as slurm_run
 
         return slurm_run(args, params)
     if args.dry_run:
-        from .execute import check_parameters
-        from .runner import dry_run_study
+        from .run.execute import check_parameters
+        from .run.runner import dry_run_study
 
         study, resolved = check_parameters(Path(args.notebook).resolve(), params)
         print(dry_run_study(study, resolved, params.get("inventory") or ""))
@@ -77,13 +77,13 @@ def cmd_run(args) -> int:
 
 
 def cmd_batch(args) -> int:
-    from .compare import sweep_summary
-    from .index import refresh
-    from .sweep import run_sweep
+    from .archive.compare import sweep_summary
+    from .archive.index import refresh
+    from .run.sweep import run_sweep
 
     share_machine(args)
-    from .slurm_cli import batch as slurm_batch
-    from .slurm_cli import check_flags
+    from .commands.slurm import batch as slurm_batch
+    from .commands.slurm import check_flags
 
     if check_flags(args, batch=True):  # --slurm, --status
         return slurm_batch(args)
@@ -103,7 +103,7 @@ def cmd_batch(args) -> int:
 
 
 def cmd_lab_show(args) -> int:
-    from .execute import parse_value
+    from .run.execute import parse_value
     from .studies import study_for
 
     study = study_for(args.study)
@@ -115,7 +115,7 @@ def cmd_lab_show(args) -> int:
 
 def cmd_params(args) -> int:
     """Each parameter of a study notebook: its value in the notebook, profiles, range and help."""
-    from .execute import HARNESS_PARAMETERS, notebook_defaults
+    from .run.execute import HARNESS_PARAMETERS, notebook_defaults
     from .studies import study_for
     from .studies.parameters import format_parameters
 
@@ -129,12 +129,12 @@ def cmd_params(args) -> int:
 def cmd_lab_clean(args) -> int:
     """Finish the undo of runs that crashed, from each run's own journal.
 
-    A journal is trusted no further than it can be checked (harness.journal): its unsound
+    A journal is trusted no further than it can be checked (harness.journal.journal): its unsound
     lines are reported and skipped, its writer counts as running only if the same pid
     started at the same tick on this machine and boot, records of another machine or
     boot are refused, and one run that cannot be cleaned does not stop the others."""
-    from .archive import list_runs
-    from .journal_trust import printable  # a journal's text never reaches the terminal raw
+    from .archive.archive import list_runs
+    from .journal.trust import printable  # a journal's text never reaches the terminal raw
 
     cleaned = failed = 0
     for run in list_runs(root=Path(args.data) if args.data else None):
@@ -168,7 +168,7 @@ def cmd_lab_clean(args) -> int:
         except Exception as exc:  # noqa: BLE001 -- report it, clean the other runs
             print(printable(f"could not clean {run.path} completely: {exc}"))
             failed += 1
-    from .machinelock import clear_stale
+    from .run.machinelock import clear_stale
 
     for run_id in clear_stale():
         print(printable(f"released this machine's lock left by run {run_id}, whose process is gone"))
@@ -178,7 +178,7 @@ def cmd_lab_clean(args) -> int:
 
 
 def cmd_runs(args) -> int:
-    from .archive import list_runs
+    from .archive.archive import list_runs
 
     for run in list_runs(args.study):
         try:
@@ -200,7 +200,7 @@ def verdict_summary(run_path) -> str:
 
     import pandas as pd
 
-    from .claims import summaries
+    from .verdicts.claims import summaries
 
     path = Path(run_path) / "claims.csv"
     return summaries(pd.read_csv(path)) if path.exists() else "(no claims table)"
@@ -218,7 +218,7 @@ def add_slurm_options(p: argparse.ArgumentParser) -> None:
                    help="with --slurm: follow the jobs to their end (else print their ids)")
     p.add_argument("--inventory-template", metavar="FILE",
                    help="with --slurm or --inventory slurm: the allocated nodes' SSH settings, "
-                   "devices and addresses (harness/slurm_inventory.py); '-' reads stdin")
+                   "devices and addresses (harness/slurm/allocation.py); '-' reads stdin")
 
 
 def parser() -> argparse.ArgumentParser:
@@ -274,8 +274,8 @@ def parser() -> argparse.ArgumentParser:
     runs.add_argument("study", nargs="?")
     runs.set_defaults(func=cmd_runs)
 
-    from .cli_claims import add_claims_command
-    from .cli_runs import add_commands
+    from .commands.claims import add_claims_command
+    from .commands.runs import add_commands
 
     add_commands(sub)  # index, compare, rerun
     add_claims_command(sub)  # claims show, claims history
@@ -283,7 +283,7 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from .slurm_cli import joined_option_values
+    from .commands.slurm import joined_option_values
 
     args = parser().parse_args(joined_option_values(sys.argv[1:] if argv is None else argv))
     try:

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from harness.journal import Journal
+from harness.journal.journal import Journal
 
 # The suite runs on pytest-xdist workers (`nox -s tests`, `--dist loadfile`): a file is a
 # unit of work (a notebook under nbval: one kernel, its cells in order; a module: its

@@ -32,7 +32,7 @@ def run_meta(run_id="20261125T010203Z-abcdef", **extra) -> dict:
         "capabilities": {"local": {"kernel": "6.1.0-host", "tools": {"iperf3": "iperf 3.12"}},
                          "vm0": {"kernel": "6.1.0-28-amd64", "tools": {"iperf3": "iperf 3.16"}}},
         "provenance": {"git": {"commit": "0123abcd" * 5, "dirty": True, "branch": "main",
-                               "changed_files": [" M harness/report.py"]},
+                               "changed_files": [" M harness/archive/report.py"]},
                        "python": "3.11.7", "packages": {"papermill": "2.7.0"},
                        "controller": {"hostname": "lab1", "kernel": "6.1.0-host", "cpus": 2,
                                       "machine": "x86_64", "kernel_version": "#1 SMP"}},

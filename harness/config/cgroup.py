@@ -18,9 +18,9 @@ import secrets
 import shlex
 from dataclasses import dataclass, field
 
-from .. import undo_checks
 from ..errors import CapabilityMissing, SpecError
-from ..journal import undo_handler
+from ..journal import undo_checks
+from ..journal.journal import undo_handler
 from ..nodes import Node, Result
 from .operation import UNKNOWN, Change, Fact, Operation
 

@@ -46,9 +46,9 @@ import xml.etree.ElementTree as ET
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from .. import undo_checks
 from ..errors import HarnessError, SpecError
-from ..journal import undo_handler
+from ..journal import undo_checks
+from ..journal.journal import undo_handler
 from ..nodes import Node, Result
 from ..tools.registry import Tool
 from .kmod import sections
@@ -345,7 +345,7 @@ def _delete_volume(node: Node, data: dict) -> None:
     """Delete the volume (if glusterd still has it) and the brick directories it made.
 
     A brick path is removed only if it is below the folders the harness makes things in
-    (:func:`harness.undo_checks.under_roots`), no symlink, ours, and holds the
+    (:func:`harness.journal.undo_checks.under_roots`), no symlink, ours, and holds the
     ``.glusterfs`` folder glusterd makes in every brick: a record naming any other
     folder is refused before anything changes."""
     name = undo_checks.text("gluster-volume", "name", data.get("name"), _VOLUME)

@@ -42,9 +42,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from urllib.parse import unquote
 
-from .. import undo_checks
 from ..errors import CapabilityMissing, CommandTimeout, SpecError
-from ..journal import undo_handler
+from ..journal import undo_checks
+from ..journal.journal import undo_handler
 from ..nodes import Node, Result
 from ..tools.registry import Tool
 from .operation import UNKNOWN, Change, Fact, Operation

@@ -33,9 +33,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from .. import undo_checks
 from ..errors import SpecError
-from ..journal import undo_handler
+from ..journal import undo_checks
+from ..journal.journal import undo_handler
 from ..nodes import Node
 from .gpfs import (
     check_name,

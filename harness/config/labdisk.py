@@ -1,4 +1,4 @@
-"""A lab disk (:class:`harness.topology.DataDisk`) formatted and mounted on its machine.
+"""A lab disk (:class:`harness.topology.topology.DataDisk`) formatted and mounted on its machine.
 
 One operation, :class:`LabDiskFs`: find the disk by its serial (``harness-<name>``,
 read from ``/sys/block/*/serial``: the guest runs no udev, so there are no
@@ -15,9 +15,9 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass
 
-from .. import undo_checks
 from ..errors import SpecError
-from ..journal import undo_handler
+from ..journal import undo_checks
+from ..journal.journal import undo_handler
 from ..nodes import Node, Result
 from .mounts import not_made
 from .operation import UNKNOWN, Change, Fact, Operation

@@ -40,9 +40,9 @@ import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .. import undo_checks
 from ..errors import CapabilityMissing, SpecError
-from ..journal import undo_handler
+from ..journal import undo_checks
+from ..journal.journal import undo_handler
 from ..nodes import Node, Result
 from .kmod import module_change, module_probe, parse_module, sections
 from .operation import UNKNOWN, Change, Fact, Operation
@@ -289,7 +289,7 @@ def state_dir_change(node: Node, path: str, state) -> Change:
         change.before = None
         change.after = "new directory"
         change.command = shlex.join(["mkdir", "-m", "0755", path])
-        change.undo_kind = "file"  # harness.journal: rm -rf --one-file-system
+        change.undo_kind = "file"  # harness.journal.journal: rm -rf --one-file-system
         change.undo = {"path": path}
     else:
         raise SpecError(f"{node.name}: state directory {path} cannot be made writable: "

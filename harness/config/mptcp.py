@@ -11,9 +11,9 @@ import json
 import shlex
 from dataclasses import dataclass
 
-from .. import undo_checks
 from ..errors import SpecError
-from ..journal import undo_handler
+from ..journal import undo_checks
+from ..journal.journal import undo_handler
 from ..nodes import Node, Result
 from .operation import UNKNOWN, Change, Fact, Operation
 from .sysctl import Sysctl

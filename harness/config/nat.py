@@ -30,9 +30,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from .. import undo_checks
 from ..errors import CapabilityMissing, SpecError
-from ..journal import Entry, Journal, undo_handler
+from ..journal import undo_checks
+from ..journal.journal import Entry, Journal, undo_handler
 from ..nodes import Node, Result
 from ..tools.registry import Tool
 from .operation import UNKNOWN, Change, Fact, Operation, apply

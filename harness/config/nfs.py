@@ -53,9 +53,9 @@ import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .. import undo_checks
 from ..errors import SpecError
-from ..journal import undo_handler
+from ..journal import undo_checks
+from ..journal.journal import undo_handler
 from ..nodes import Node, Result
 from ..tools.registry import Tool
 from .kmod import ModuleState, module_change, module_probe, parse_module, sections

@@ -35,7 +35,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ..errors import HarnessError
-from ..journal import Journal
+from ..journal.journal import Journal
 from ..nodes import Node, Result
 from ..nodes.group import Call, run_group
 from .record import ChangeRecord
@@ -137,7 +137,7 @@ class Operation(ABC):
 
 
 def built(node: Node) -> bool:
-    """False for a node a dry run only planned (see :mod:`harness.dryrun`)."""
+    """False for a node a dry run only planned (see :mod:`harness.run.dryrun`)."""
     return not (getattr(node, "planned", False) or getattr(node.machine, "planned", False))
 
 

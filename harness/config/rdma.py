@@ -47,9 +47,9 @@ import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .. import undo_checks
 from ..errors import CapabilityMissing, SpecError
-from ..journal import undo_handler
+from ..journal import undo_checks
+from ..journal.journal import undo_handler
 from ..nodes import Node
 from ..tools.registry import Tool
 from .interface import mtu_fact

@@ -9,7 +9,7 @@ against 4.01 MB/s and 7.55 against 7.75, while the WAN's goodput was 3.7 MB/s). 
 route to the brick's address through the server's WAN address makes that traffic
 cross the WAN; the server answers the client's WAN address over the WAN as well.
 
-The undo is the lab's ``route`` handler (:mod:`harness.netbackend`): ``ip route del``.
+The undo is the lab's ``route`` handler (:mod:`harness.net.backend`): ``ip route del``.
 A route to that exact destination that the run did not make is refused, never replaced.
 """
 
@@ -19,8 +19,8 @@ import ipaddress
 import shlex
 from dataclasses import dataclass
 
-from .. import netbackend  # noqa: F401 -- registers the "route" undo handler used here
 from ..errors import SpecError
+from ..net import backend as netbackend  # noqa: F401 -- registers the "route" undo handler used here
 from ..nodes import Node, Result
 from .operation import UNKNOWN, Change, Fact, Operation
 

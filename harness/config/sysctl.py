@@ -6,9 +6,9 @@ import re
 import shlex
 from dataclasses import dataclass
 
-from .. import undo_checks
 from ..errors import SpecError
-from ..journal import undo_handler
+from ..journal import undo_checks
+from ..journal.journal import undo_handler
 from ..nodes import Node, Result
 from .operation import Change, Fact, Operation
 

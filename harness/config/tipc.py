@@ -30,9 +30,9 @@ import re
 import shlex
 from dataclasses import asdict, dataclass
 
-from .. import undo_checks
 from ..errors import CapabilityMissing, SpecError
-from ..journal import undo_handler
+from ..journal import undo_checks
+from ..journal.journal import undo_handler
 from ..nodes import Node, Result
 from ..tools.registry import Tool
 from .operation import UNKNOWN, Change, Fact, Operation

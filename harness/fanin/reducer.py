@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from ..errors import HarnessError
-from ..journal import Journal
+from ..journal.journal import Journal
 from ..nodes import Node
 from ..nodes.base import Process
 from ..nodes.group import Call, launchers

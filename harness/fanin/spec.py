@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field
 from ..errors import SpecError
 
 PROTOCOLS = ("tcp", "sctp", "tipc")
-#: The kernel feature (harness.probe name) each protocol needs; TCP needs none.
+#: The kernel feature (harness.lab.probe name) each protocol needs; TCP needs none.
 FEATURES = {"tcp": None, "sctp": "sctp", "tipc": "tipc"}
 #: TIPC service type of the mappers; instance i is mapper i (types < 64 are reserved).
 TIPC_SERVICE_TYPE = 18700

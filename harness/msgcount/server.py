@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from ..errors import HarnessError
-from ..journal import Journal
+from ..journal.journal import Journal
 from ..nodes import Node
 from ..nodes.base import Process
 from ..nodes.facts import wait_listening

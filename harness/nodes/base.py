@@ -22,7 +22,7 @@ DEFAULT_TIMEOUT = 60.0
 #: where sysctl, ip, tc and servers like globus-gridftp-server live.
 SYSTEM_BIN = ("/usr/local/sbin", "/usr/sbin", "/sbin")
 
-#: Set by :mod:`harness.tracked` while a run's journal is active: runs a command with
+#: Set by :mod:`harness.journal.tracked` while a run's journal is active: runs a command with
 #: ``track=True`` journalled (see there). None: such commands run as any other.
 tracker: Callable[..., Result] | None = None
 
@@ -158,7 +158,7 @@ class Node(ABC):
         A command that outlives ``timeout`` seconds is killed and raises
         :class:`CommandTimeout`. ``track``: a measurement tool (iperf3 client,
         globus-url-copy, ...) that must not outlive the harness -- inside a run it
-        is journalled with its identity before it starts (:mod:`harness.tracked`).
+        is journalled with its identity before it starts (:mod:`harness.journal.tracked`).
         """
         if track and tracker is not None:
             return tracker(self, cmd, timeout=timeout, check=check, stdin=stdin, hint=hint)

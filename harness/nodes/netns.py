@@ -75,7 +75,7 @@ class MachineRootNode(Node):
     4791) and its routing are the initial namespace's on Linux 6.x, so an RDMA
     link over a NIC moved into a lab namespace would never carry a packet. The
     node takes the whole machine (a VM of the lab: see
-    :attr:`harness.topology.TopologyNode.whole_machine`); commands run on the
+    :attr:`harness.topology.topology.TopologyNode.whole_machine`); commands run on the
     machine as they are, under the topology's node name.
     """
 

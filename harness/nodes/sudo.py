@@ -1,10 +1,10 @@
 """An inventory machine whose login is not root but may use ``sudo -n``.
 
-The inventory says so per machine (``sudo: true``, see :mod:`harness.inventory`); without
+The inventory says so per machine (``sudo: true``, see :mod:`harness.machines.inventory`); without
 it a login that is not root never gets root from the harness. Every command on such a
 machine -- facts, changes, their undo, tracked tools, the machine lock -- runs as root
 through ``sudo -n -- sh -c CMD``: ``-n`` because the harness never types a password (a
-sudo that asks for one fails at once, and :func:`harness.privileges.read_access` reports
+sudo that asks for one fails at once, and :func:`harness.machines.privileges.read_access` reports
 its words before anything runs). One wrapper at the transport, not a ``sudo`` written into
 each operation: an operation's command and its undo then run with the same privilege, and
 one forgotten ``sudo`` cannot leave a change that its undo cannot take back.

@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from ..errors import HarnessError
-from ..journal import Journal
+from ..journal.journal import Journal
 from ..nodes.base import Node, Process
 from ..nodes.procfs import PROC_STAT_SH, parse_stat
 from .build import build_on

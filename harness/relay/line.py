@@ -5,7 +5,7 @@
 Addresses are from 198.18.0.0/15 (RFC 2544 benchmarking range). A relay in the
 middle listens on 198.18.0.2 and connects to 198.18.1.2; with ``forwarding``
 the middle also routes, which is the kernel baseline the relay is compared to.
-Build it with :class:`harness.lab.Lab` (journalled, removed on exit).
+Build it with :class:`harness.lab.lab.Lab` (journalled, removed on exit).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import threading
 
 from ..errors import NodeError
 from ..nodes import Node
-from ..topology import Topology, TopologyBuilder
+from ..topology.topology import Topology, TopologyBuilder
 
 CLIENT_IP, MIDDLE_LEFT_IP = "198.18.0.1", "198.18.0.2"
 MIDDLE_RIGHT_IP, SERVER_IP = "198.18.1.1", "198.18.1.2"

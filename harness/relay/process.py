@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from ..errors import HarnessError
-from ..journal import Journal
+from ..journal.journal import Journal
 from ..nodes import Node
 from ..nodes.facts import listening_ports
 from ..nodes.local import wait_until

@@ -23,9 +23,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..claims import TARGET, Claim, Region, Verdict, judge, not_testable, table
 from ..errors import SpecError
-from ..intervals import mean_estimate
+from ..verdicts.claims import TARGET, Claim, Region, Verdict, judge, not_testable, table
+from ..verdicts.intervals import mean_estimate
 
 ARCHIVED = Path(__file__).resolve().parents[2] / "data" / "benchmarks" / "relay.json"
 RUN_FILE = "relay-benchmark.json"  # the copy inside an S0 run folder
@@ -140,7 +140,7 @@ def _where(report: dict) -> str:
 
 
 def targets_table(report: dict) -> pd.DataFrame:
-    """The claims-table rows (harness.claims.table) of the report's targets."""
+    """The claims-table rows (harness.verdicts.claims.table) of the report's targets."""
     return table(verdicts(report))
 
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 import secrets
 from dataclasses import dataclass, field
 
-from ..journal import Journal
-from ..journal_file import Entry
+from ..journal.file import Entry
+from ..journal.journal import Journal
 from ..nodes import Node
 
 KEY_BYTES = 32

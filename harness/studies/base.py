@@ -17,7 +17,7 @@ subclass declares
 
 Defining the subclass registers it (see :mod:`harness.studies.registry`):
 nothing under ``harness/`` or ``noxfile.py`` lists studies by hand.
-A study does not run itself: :func:`harness.runner.run_study` is the same for every
+A study does not run itself: :func:`harness.run.runner.run_study` is the same for every
 study (check the requirements, build or reach the testbed, configure, verify every link
 by measurement, measure, archive -- and undo every change, also after an error or
 Ctrl-C), so the contract here imports nothing of the session that runs it.
@@ -36,15 +36,15 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import pandas as pd
 
 from ..errors import SpecError
-from ..gates import apply as apply_gates
-from ..registration import Registration, analysis_module_name, declared
-from ..registration_file import RegistrationError, load
+from ..verdicts.gates import apply as apply_gates
+from ..verdicts.registration import Registration, declared, registration_module_name
+from ..verdicts.registration_file import RegistrationError, load
 from .parameters import Parameters
 
 if TYPE_CHECKING:
-    from ..session import Session
+    from ..run.session import Session
     from ..tools.registry import Tool
-    from ..topology import Topology
+    from ..topology.topology import Topology
 
 
 @dataclass(frozen=True)
@@ -118,13 +118,13 @@ def register(cls: type[Study]) -> None:
 
 def _marking_as_found(claims):
     """A study's ``claims`` whose table has the claims that rest on a change a run as found
-    did not make marked "not testable here" (:func:`harness.as_found.mark_claims`), and each
-    claim's registered regime gates applied to the run's facts (:func:`harness.gates.apply`):
+    did not make marked "not testable here" (:func:`harness.machines.as_found.mark_claims`), and each
+    claim's registered regime gates applied to the run's facts (:func:`harness.verdicts.gates.apply`):
     one place, so neither the archived table nor a notebook's own call can judge a claim
     outside its regime, and no study can leave the gates out."""
     @functools.wraps(claims)
     def wrapper(self, data: RunData) -> pd.DataFrame:
-        from ..as_found import mark_claims
+        from ..machines.as_found import mark_claims
 
         frame = mark_claims(claims(self, data), data.meta, type(self).as_found)
         registered = {c.id: tuple(c.gates) for c in self.registration().claims}
@@ -141,15 +141,16 @@ class Study(ABC):
     citation: ClassVar[Citation | None] = None
     Params: ClassVar[type[Parameters]]
     #: the study's registration file (TOML: its claims, design and changes, read by
-    #: harness.registration_file), relative to the folder of the study's module
+    #: harness.verdicts.registration_file), relative to the folder of the study's module
     registration_file: ClassVar[str] = ""
     #: without a registration file: the module that declares CLAIMS, DESIGN and CHANGES
-    #: (harness.registration.declared); empty: ``<study module>_analysis``, else the study's own
+    #: (harness.verdicts.registration.declared); empty: the study package's ``registration``
+    #: module (:func:`registration_module_name`), else the study's own module
     analysis_module: ClassVar[str] = ""
     #: Whether the study can measure a user's machines as found when a login is not root
-    #: and may not sudo (:mod:`harness.as_found`), and which of its claims then rest on a
+    #: and may not sudo (:mod:`harness.machines.as_found`), and which of its claims then rest on a
     #: change it could not make: claim id -> the kind of change (``mtu``, ``sysctl``,
-    #: ``mptcp-endpoint``...: :data:`harness.privileges.OPERATIONS`). None: the study
+    #: ``mptcp-endpoint``...: :data:`harness.machines.privileges.OPERATIONS`). None: the study
     #: measures nothing without its changes, and such a login is refused before anything runs.
     as_found: ClassVar[dict[str, str] | None] = None
 
@@ -167,7 +168,7 @@ class Study(ABC):
                   if namespace is not None and name in namespace}
         params = self.Params.resolve(**{**values, **given})
         if namespace is not None:  # a notebook: record its outputs from here on (notebook_run)
-            from ..kernel_record import record
+            from ..run.kernel_record import record
 
             record()
         return params
@@ -183,7 +184,7 @@ class Study(ABC):
     def check_where(self, params: Parameters, inventory: str) -> None:
         """Checks of the parameters against where the run goes (a local lab, or the machines
         of ``inventory``); raise SpecError. Pure: `harness run` calls it before the run folder
-        exists, :func:`harness.runner.run_study` again before anything else."""
+        exists, :func:`harness.run.runner.run_study` again before anything else."""
 
     def prepare(self, params: Parameters, inventory: str) -> None:
         """Checks and local builds before any session exists (nothing changed yet)."""
@@ -213,7 +214,7 @@ class Study(ABC):
         """The figures that mirror the paper's, by name."""
 
     def registration(self) -> Registration:
-        """The claims and design this study registers before data (:mod:`harness.registration`):
+        """The claims and design this study registers before data (:mod:`harness.verdicts.registration`):
         its registration file, else what its analysis module declares."""
         path = self.registration_path()
         if path is not None:
@@ -225,7 +226,7 @@ class Study(ABC):
             return registration
         own = type(self).__module__
         return declared(self.name, [m for m in (self.analysis_module,
-                                                analysis_module_name(own), own) if m])
+                                                registration_module_name(own), own) if m])
 
     @classmethod
     def registration_path(cls) -> Path | None:
@@ -237,13 +238,14 @@ class Study(ABC):
         return Path(sys.modules[cls.__module__].__file__).parent / cls.registration_file
 
     def code_files(self) -> list[Path]:
-        """The files whose content is this study's code: its module, its analysis module, and
-        every ``<module>_*.py`` beside it (S4's ``s4_design.py``, ``s4_sweep.py``, ...)."""
+        """The files whose content is this study's code: its module, its registration module,
+        and every module of its package (``harness/studies/s4/*.py``); for a study kept in
+        one file, every ``<module>_*.py`` beside it."""
         import sys
 
         files = set()
         for name in {type(self).__module__, self.analysis_module
-                     or analysis_module_name(type(self).__module__)}:
+                     or registration_module_name(type(self).__module__)}:
             module = sys.modules.get(name)
             if module is None:
                 try:
@@ -257,20 +259,21 @@ class Study(ABC):
         own = sys.modules[type(self).__module__]
         if getattr(own, "__file__", None):
             path = Path(own.__file__)
-            files.update(path.parent.glob(f"{path.stem}_*.py"))
+            in_package = type(self).__module__.rpartition(".")[2] == "study"
+            files.update(path.parent.glob("*.py" if in_package else f"{path.stem}_*.py"))
         return sorted(files)
 
-    # -- running it: harness.runner, which imports the session; a study does not ----------
+    # -- running it: harness.run.runner, which imports the session; a study does not ----------
     def run(self, *args, **kwargs):
         """Refused with the line that replaces it (notebooks written before the runner)."""
         raise SpecError(f"{self.name}: Study.run() is gone, a study does not run itself",
-                        "run it with `from harness.runner import run_study` and `run_path = "
+                        "run it with `from harness.run.runner import run_study` and `run_path = "
                         "run_study(study, params, run_dir=run_dir, inventory=inventory)`")
 
     def dry_run(self, *args, **kwargs):
         """Refused with the line that replaces it."""
         raise SpecError(f"{self.name}: Study.dry_run() is gone, a study does not run itself",
-                        "use `from harness.runner import dry_run_study` and "
+                        "use `from harness.run.runner import dry_run_study` and "
                         "`dry_run_study(study, params, inventory)`, or `harness run NOTEBOOK "
                         "--dry-run`")
 

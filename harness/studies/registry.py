@@ -3,14 +3,15 @@
 A :class:`~harness.studies.base.Study` subclass registers itself when its
 module is imported. :func:`discover` imports every place studies may live:
 
-- the modules of the ``harness.studies`` package,
+- the study packages of ``harness.studies`` (each one's ``study`` module) and its modules,
 - modules published by installed packages under the entry-point group
   ``harness.studies`` (a researcher's own package of studies),
 - ``*.py`` files in the folders of ``$HARNESS_STUDY_PATH`` (colon-separated).
 
 A notebook names its study in its metadata, ``{"harness": {"study": NAME}}``,
 and may add ``"module": "FILE.py"`` (a file right beside the notebook, no path) for a
-study kept beside its notebook, outside any package, or ``"harness.studies.NAME"``.
+study kept beside its notebook, outside any package, or ``"harness.studies.NAME"`` (a study
+package) or ``"harness.studies.NAME.MODULE"``.
 """
 
 from __future__ import annotations
@@ -55,14 +56,20 @@ def import_file(path: Path) -> None:
         raise
 
 
+def _study_module(package: str) -> str:
+    """A study package's module that defines its :class:`Study` (``harness.studies.s4.study``);
+    the package itself when it has none."""
+    return f"{package}.study" if importlib.util.find_spec(f"{package}.study") else package
+
+
 def discover() -> dict[str, type[Study]]:
     """Import every study module there is; return the registry (name -> class)."""
     global _discovered
     if not _discovered:
-        # the modules beside this one, found by folder: the package's __init__ imports this
-        # module, so this module does not import the package back
+        # the modules and study packages beside this one, found by folder: the package's
+        # __init__ imports this module, so this module does not import the package back
         for info in pkgutil.iter_modules([str(Path(__file__).parent)], PACKAGE + "."):
-            importlib.import_module(info.name)
+            importlib.import_module(_study_module(info.name) if info.ispkg else info.name)
         for point in entry_points(group=ENTRY_POINT_GROUP):
             point.load()
         for folder in filter(None, os.environ.get(PATH_VARIABLE, "").split(os.pathsep)):
@@ -110,13 +117,14 @@ def notebook_metadata(notebook: Path) -> dict:
 
 
 _MODULE_FILE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]{0,127}\.py")
-_PACKAGE_MODULE = re.compile(r"harness\.studies\.[A-Za-z_][A-Za-z0-9_]{0,127}")
+_PACKAGE_MODULE = re.compile(r"harness\.studies(?:\.[A-Za-z_][A-Za-z0-9_]{0,127}){1,2}")
 
 
 def import_notebook_module(notebook: Path, module) -> None:
     """Import the module a notebook's metadata names, but only one of two kinds.
 
-    ``harness.studies.NAME`` (imported as a package module), or a plain file name of a
+    ``harness.studies.NAME`` (a study package: its ``study`` module is imported) or
+    ``harness.studies.NAME.MODULE``, or a plain file name of a
     ``.py`` file right in the notebook's folder (not a symlink). Metadata travels with
     notebooks that came from elsewhere (an archived run's executed notebook, a
     colleague's tarball): a path that leaves the folder (``../../tmp/x.py``, ``/tmp/x.py``)
@@ -126,7 +134,8 @@ def import_notebook_module(notebook: Path, module) -> None:
             '"harness.studies.NAME"')
     if isinstance(module, str) and _PACKAGE_MODULE.fullmatch(module):
         try:
-            importlib.import_module(module)
+            if hasattr(importlib.import_module(module), "__path__"):
+                importlib.import_module(_study_module(module))
         except ModuleNotFoundError:
             raise SpecError(f"{notebook}: metadata harness.module {module!r} does not exist",
                             hint) from None

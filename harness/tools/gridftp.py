@@ -73,7 +73,7 @@ from datetime import datetime
 from ipaddress import ip_address
 
 from ..errors import CapabilityMissing, NodeError, SpecError
-from ..journal import Journal
+from ..journal.journal import Journal
 from ..nodes.base import Node, Process, command_text
 from ..nodes.facts import is_listening, netstat
 from ..nodes.local import in_cgroup

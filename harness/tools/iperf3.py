@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from ..errors import CommandFailed, HarnessError, SpecError
-from ..journal import Journal
+from ..journal.journal import Journal
 from ..nodes import Node
 from ..nodes.base import command_text
 from ..nodes.facts import wait_listening

@@ -34,7 +34,7 @@ guest that clock and the wall clock (``date``) disagreed -- an events client rea
 interval of the same clock cannot exceed 1 for one thread by more than the counters'
 resolution: both advance one scheduler tick at a time while their task runs, so a share
 may read up to two ticks over (a busy loop read 1.0076 over 0.4 s, 0.28 at host load 5
-when it had 28 % of a core; a sleeper 0): :func:`harness.validity.counter_resolution_pct`.
+when it had 28 % of a core; a sleeper 0): :func:`harness.verdicts.validity.counter_resolution_pct`.
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ from dataclasses import asdict, dataclass, field
 
 from ..config.rdma import with_memlock
 from ..errors import HarnessError, SpecError
-from ..journal import Journal
+from ..journal.journal import Journal
 from ..nodes import Node
 from ..nodes.facts import wait_listening
 from .registry import Tool

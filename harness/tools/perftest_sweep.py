@@ -11,7 +11,7 @@ import shlex
 from dataclasses import dataclass, replace
 
 from ..errors import HarnessError, SpecError
-from ..journal import Journal
+from ..journal.journal import Journal
 from ..nodes import Node
 from .perftest import PerftestReport, PerftestRun, parse_output
 

@@ -2,7 +2,7 @@
 
 Its own module because both the lab (delay calibration) and the link
 verification use it, and the verification also needs the lab: keeping ping
-here lets ``harness.lab`` not import ``harness.verify`` (no import cycle).
+here lets ``harness.lab.lab`` not import ``harness.lab.verify`` (no import cycle).
 """
 
 from __future__ import annotations

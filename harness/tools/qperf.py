@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 
 from ..config.rdma import with_memlock
 from ..errors import HarnessError, SpecError
-from ..journal import Journal
+from ..journal.journal import Journal
 from ..nodes import Node
 from ..nodes.facts import wait_listening
 from .registry import Tool

@@ -10,7 +10,7 @@ anything is started, so the refusal leaves nothing behind.
 from __future__ import annotations
 
 from ..errors import HarnessError, SpecError
-from ..journal import Journal
+from ..journal.journal import Journal
 from ..nodes import Node
 from ..nodes.facts import listening_ports
 from . import pingpong

@@ -38,7 +38,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 
 from ..errors import CapabilityMissing, CommandTimeout, HarnessError, NodeError
-from ..journal import Journal, signals_deferred
+from ..journal.journal import Journal, signals_deferred
 from ..nodes import LocalNode, described_within
 from ..nodes.base import Process
 from ..nodes.ssh import SSHNode

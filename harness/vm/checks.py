@@ -3,8 +3,8 @@
 Used by the integration tests and by ``benchmarks/vm_bench.py``; each check
 returns measured numbers (for the run record), and the caller decides what
 is good enough. Everything runs through the VM's SSH node; labs inside the
-VM are ordinary :class:`harness.lab.Lab` namespace labs with ``host=vm``,
-and their links are measured by the one link checker, :mod:`harness.verify`.
+VM are ordinary :class:`harness.lab.lab.Lab` namespace labs with ``host=vm``,
+and their links are measured by the one link checker, :mod:`harness.lab.verify`.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from __future__ import annotations
 import shlex
 import time
 
-from .. import undo_checks
-from ..journal import undo_handler
+from ..journal import undo_checks
+from ..journal.journal import undo_handler
 from ..nodes import Node
 
 #: Modules the studies need from the guest kernel (PLATFORM.md).

@@ -13,9 +13,9 @@ from __future__ import annotations
 import threading
 from contextlib import ExitStack
 
-from ..journal import Journal
-from ..placement import EXTRA_VM_MEMORY_MIB, vm_cpus, vm_memory_mib
-from ..topology import Topology
+from ..journal.journal import Journal
+from ..lab.placement import EXTRA_VM_MEMORY_MIB, vm_cpus, vm_memory_mib
+from ..topology.topology import Topology
 from .boot import VMNode, boot_vm
 from .machine import VM, Wire
 from .qemu import free_udp_ports

@@ -13,7 +13,7 @@ import shutil
 from dataclasses import dataclass
 
 from ..errors import CapabilityMissing, SpecError
-from ..topology import DataDisk
+from ..topology.topology import DataDisk
 
 #: Memory QEMU itself needs beyond the guest RAM: the process (~100 MiB) plus
 #: the TCG translation cache, which we bound with ``tb-size`` (see qemu.py).

@@ -1,8 +1,8 @@
 """QEMU's machine protocol (QMP) for the one thing a lab changes in a running VM: disk rates.
 
 A lab's links are scaled to what its VMs carry only after they have booted
-(:func:`harness.placement.fit_to_ceiling`); its disks must keep their ratio to
-the links (:class:`harness.topology.DataDisk`), so their caps are set then,
+(:func:`harness.lab.placement.fit_to_ceiling`); its disks must keep their ratio to
+the links (:class:`harness.topology.topology.DataDisk`), so their caps are set then,
 with ``block_set_io_throttle``. QMP speaks JSON lines over the VM's Unix socket
 (``-qmp unix:PATH,server=on,wait=off``): a greeting, ``qmp_capabilities``, then
 commands; asynchronous events may arrive between replies and are skipped.

@@ -8,8 +8,8 @@ from conftest import needs_root, netns_names
 from harness.config.sysctl import read_sysctl
 from harness.errors import SpecError
 from harness.nodes import LocalNode
-from harness.session import open_session
-from harness.studies import s4
+from harness.run.session import open_session
+from harness.studies.s4 import study as s4
 
 pytestmark = [pytest.mark.integration, needs_root]
 

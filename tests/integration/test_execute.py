@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from conftest import group_alive, interruptible, needs_root, needs_tools, netns_names
 
-from harness.journal import Journal
+from harness.journal.journal import Journal
 
 pytestmark = [pytest.mark.integration, needs_root, needs_tools("iperf3", "mptcpize")]
 

@@ -21,12 +21,12 @@ from pathlib import Path
 import pytest
 from conftest import needs_root, needs_tools, netns_names, on_this_host, survivors
 
-from harness.archive import INCOMPLETE, Run
+from harness.archive.archive import INCOMPLETE, Run
 from harness.errors import ArchiveError
-from harness.journal import Journal
-from harness.session import open_session
-from harness.topology import TopologyBuilder
-from harness.tracked import STOP_DIR
+from harness.journal.journal import Journal
+from harness.journal.tracked import STOP_DIR
+from harness.run.session import open_session
+from harness.topology.topology import TopologyBuilder
 
 pytestmark = [pytest.mark.integration, needs_root, needs_tools("ping", "iperf3")]
 
@@ -59,7 +59,7 @@ def assert_machine_as_found(journal_path: Path, lock_folder: Path) -> None:
     journal = Journal(journal_path)
     assert journal.pending() == [], [f"{e.kind} {e.data}" for e in journal.pending()]
     present = netns_names()
-    stop_files = Path(STOP_DIR)  # tracked commands' files (harness.tracked), not $TMPDIR
+    stop_files = Path(STOP_DIR)  # tracked commands' files (harness.journal.tracked), not $TMPDIR
     for entry in journal.entries():
         if entry.kind == "netns" and on_this_host(entry.node):
             assert entry.data["name"] not in present
@@ -113,7 +113,7 @@ def test_a_full_archive_disk_stops_the_run_with_one_clear_error(tmp_path, own_lo
 
 
 PING_CHILD = """
-from harness.runner import run_study
+from harness.run.runner import run_study
 import sys
 sys.path.insert(0, sys.argv[1])
 from ping_study import PingStudy
@@ -123,8 +123,8 @@ print(run_study(study, study.parameters(count=20, interval_s=0.1)), flush=True)
 
 # S4 small: MPTCP endpoints, policy routing, iperf3 and GridFTP servers and clients
 S4_CHILD = """
-from harness.runner import run_study
-from harness.studies.s4 import S4
+from harness.run.runner import run_study
+from harness.studies.s4.study import S4
 study = S4()
 print(run_study(study, study.parameters(repetitions=1, streams=(1, 2), duration_s=2,
                                  gridftp_streams=(1,), gridftp_mbytes=8, verify_seconds=1)),
@@ -133,8 +133,8 @@ print(run_study(study, study.parameters(repetitions=1, streams=(1, 2), duration_
 
 # S0 small: NAT rules, a relay's processes, shaped links, the unshaped relay benchmark
 S0_CHILD = """
-from harness.runner import run_study
-from harness.studies.s0 import S0
+from harness.run.runner import run_study
+from harness.studies.s0.study import S0
 study = S0()
 print(run_study(study, study.parameters(sizes=(1, 1024), repetitions=1, latency_budget_s=0.02,
                                  stream_budget_s=0.03, flows=2, bench_repetitions=1,
@@ -146,24 +146,24 @@ print(run_study(study, study.parameters(sizes=(1, 1024), repetitions=1, latency_
 # bearers; disks, NFS and GlusterFS) or the first measurements; QEMU is a recorded
 # process like any other, stopped by `lab clean` from its record
 S1_CHILD = """
-from harness.runner import run_study
-from harness.studies.s1 import S1
+from harness.run.runner import run_study
+from harness.studies.s1.study import S1
 study = S1()
 print(run_study(study, study.parameters(sizes=(4, 1024), repetitions=1, iterations=20,
                                  bw_iterations=20, tcp_budget_s=0.03)), flush=True)
 """
 
 S2_CHILD = """
-from harness.runner import run_study
-from harness.studies.s2 import S2
+from harness.run.runner import run_study
+from harness.studies.s2.study import S2
 study = S2()
 print(run_study(study, study.parameters(windows_kib=(1024,), clients=(1,), point_rtts=10,
                                  mtus=(1500,), verify_seconds=1)), flush=True)
 """
 
 S3_CHILD = """
-from harness.runner import run_study
-from harness.studies.s3 import S3
+from harness.run.runner import run_study
+from harness.studies.s3.study import S3
 study = S3()
 print(run_study(study, study.parameters(mappers=(4,), sizes_kb=(1,), rounds=3, warmup=1,
                                  cpu_rounds=0, verify_seconds=1)), flush=True)
@@ -238,7 +238,7 @@ def test_lab_clean_refuses_other_machines_journals_and_cleans_past_damaged_ones(
     it is sound and undoes it, refuses the third's bad record, and goes on past each."""
     import tempfile
 
-    from harness.machineid import local_identity
+    from harness.journal.machineid import local_identity
 
     data = tmp_path / "data"
     # named like ours, but not below a folder the harness makes things in (/tmp, /run, ...)
@@ -253,7 +253,7 @@ def test_lab_clean_refuses_other_machines_journals_and_cleans_past_damaged_ones(
         return run
 
     def do(seq: int, path: str, machine: dict) -> dict:
-        return {"op": "do", "seq": seq, "kind": "file", "module": "harness.journal",
+        return {"op": "do", "seq": seq, "kind": "file", "module": "harness.journal.journal",
                 "node": {"type": "local", "name": "local"}, "data": {"path": path},
                 "time": 0, "pid": 4242, "machine": machine}
 

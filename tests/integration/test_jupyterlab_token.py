@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness import jupyterlab
-from harness.jupyterlab import free_port
+from harness.run import jupyterlab
+from harness.run.jupyterlab import free_port
 
 
 def test_a_started_server_has_no_token_in_its_cmdline_and_answers_to_it(tmp_path):

@@ -13,13 +13,13 @@ import pytest
 from conftest import group_alive, interruptible, needs_root, needs_tools, netns_names
 
 from harness.errors import CapabilityMissing
-from harness.journal import Journal
-from harness.lab import Lab
-from harness.netlink import NetlinkError
+from harness.journal.journal import Journal
+from harness.lab.lab import Lab
+from harness.lab.probe import probe
+from harness.lab.verify import verify_lab
+from harness.net.netlink import NetlinkError
 from harness.nodes import LocalNode
-from harness.probe import probe
-from harness.topology import TopologyBuilder
-from harness.verify import verify_lab
+from harness.topology.topology import TopologyBuilder
 
 pytestmark = [pytest.mark.integration, needs_root, needs_tools("iperf3", "ping")]
 
@@ -138,10 +138,10 @@ def test_existing_namespace_name_is_refused(journal):
 
 CHILD = r"""
 import sys, time
-from harness.journal import Journal
-from harness.lab import Lab
-from harness.netlink import NetlinkError
-from harness.session import sigterm_as_interrupt
+from harness.journal.journal import Journal
+from harness.lab.lab import Lab
+from harness.net.netlink import NetlinkError
+from harness.run.session import sigterm_as_interrupt
 from harness.tools.iperf3 import iperf3_server
 sys.path.insert(0, {tests!r})
 from integration.test_lab import three_nodes
@@ -176,7 +176,7 @@ def test_signal_mid_measurement_leaves_nothing(tmp_path, sig):
 
 def test_lab_clean_finishes_a_killed_run(tmp_path):
     """SIGKILL leaves everything; `harness lab clean` removes it from the run's journal."""
-    from harness.archive import Run
+    from harness.archive.archive import Run
 
     run = Run.create("t", {}, tmp_path)
     prefix = f"hkill{os.getpid() % 10000}"
@@ -215,7 +215,7 @@ def test_lab_record_is_json(journal):
 
 def test_command_backend_builds_the_same_lab(journal, monkeypatch):
     """The iproute2-command path (used for VMs and remote hosts), exercised on this host."""
-    from harness.netbackend import CommandBackend
+    from harness.net.backend import CommandBackend
 
     lab = Lab(three_nodes(), journal)
     monkeypatch.setattr(lab, "_backend", lambda host: CommandBackend(host))

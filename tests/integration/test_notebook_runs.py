@@ -21,7 +21,7 @@ from conftest import needs_root, needs_tools, netns_names
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
-from harness.journal import Journal
+from harness.journal.journal import Journal
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOK = ROOT / "tests" / "studies" / "ping_study.ipynb"

@@ -8,14 +8,14 @@ import subprocess
 import pytest
 from conftest import assert_a_try_on_target, needs_root, needs_tools
 
-from harness import placement
-from harness.archive import Run
+from harness.archive.archive import Run
 from harness.errors import CapabilityMissing
+from harness.lab import placement
+from harness.lab.probe import probe
 from harness.nodes import LocalNode
-from harness.probe import probe
-from harness.session import open_session
-from harness.studies import s4
-from harness.topology import TopologyBuilder
+from harness.run.session import open_session
+from harness.studies.s4 import study as s4
+from harness.topology.topology import TopologyBuilder
 
 pytestmark = [pytest.mark.integration, needs_root, needs_tools("iperf3")]
 
@@ -48,7 +48,7 @@ def test_feature_nobody_offers_is_refused_before_anything_changes(data_root, mon
         pytest.skip("this host has TIPC")
     monkeypatch.setattr(placement, "vm_offer", lambda: placement.VMOffer(
         True, "/boot/vmlinuz-x", "x", set(placement.VM_BUILTIN)))
-    monkeypatch.setattr("harness.testbed_build.vm_offer", placement.vm_offer)
+    monkeypatch.setattr("harness.run.testbed_build.vm_offer", placement.vm_offer)
     with pytest.raises(CapabilityMissing, match="tipc.*neither this host"):
         with open_session("s3", {}) as session:
             session.testbed(netem_pair(), features={"tipc"})

@@ -23,7 +23,7 @@ import nbformat
 import pytest
 from report_run import FakeStudy, executed_notebook, run_meta, write_run
 
-from harness.report import render_report
+from harness.archive.report import render_report
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 

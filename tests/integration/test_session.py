@@ -9,9 +9,9 @@ import pandas as pd
 import pytest
 from conftest import needs_root, needs_tools, netns_names
 
-from harness.archive import COMPLETE, INCOMPLETE, Run, project_root
-from harness.session import open_session
-from harness.topology import TopologyBuilder
+from harness.archive.archive import COMPLETE, INCOMPLETE, Run, project_root
+from harness.run.session import open_session
+from harness.topology.topology import TopologyBuilder
 
 pytestmark = [pytest.mark.integration, needs_root, needs_tools("ping")]
 

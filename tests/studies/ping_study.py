@@ -14,19 +14,19 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from harness.claims import judge, table
-from harness.intervals import mean_estimate
-from harness.registration_file import load
+from harness.lab.verify import parse_ping_ms
 from harness.studies import Citation, Parameters, Requirements, RunData, Study, param
 from harness.tools.iperf3 import IPERF3
 from harness.tools.registry import PING
-from harness.topology import TopologyBuilder
-from harness.verify import parse_ping_ms
+from harness.topology.topology import TopologyBuilder
+from harness.verdicts.claims import judge, table
+from harness.verdicts.intervals import mean_estimate
+from harness.verdicts.registration_file import load
 
 A_IP, B_IP = "198.18.0.1", "198.18.0.2"
 
-# Registered before data (harness.registration): the claims, the design and its changes are in
-# the registration file beside this module, read with harness.registration_file.load. A study
+# Registered before data (harness.verdicts.registration): the claims, the design and its changes are in
+# the registration file beside this module, read with harness.verdicts.registration_file.load. A study
 # with no paper has no paper's claims; its expectations are ours (source target: met or not
 # met, never "reproduced").
 REGISTRATION_FILE = "ping_registration.toml"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from harness.archive import COMPLETE, INCOMPLETE, Run
+from harness.archive.archive import COMPLETE, INCOMPLETE, Run
 
 NOTEBOOK = Path(__file__).resolve().parents[1] / "studies" / "ping_study.ipynb"
 

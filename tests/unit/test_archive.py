@@ -3,7 +3,7 @@ import json
 import pandas as pd
 import pytest
 
-from harness.archive import COMPLETE, INCOMPLETE, Run, latest_run, list_runs
+from harness.archive.archive import COMPLETE, INCOMPLETE, Run, latest_run, list_runs
 from harness.errors import ArchiveError
 
 

@@ -132,7 +132,7 @@ def test_bad_inventory_is_refused_before_anything(case, mutate, message, tmp_pat
 
 
 def test_the_good_inventory_passes_the_same_checks(tmp_path):
-    from harness.execute import check_parameters
+    from harness.run.execute import check_parameters
 
     path = tmp_path / "inventory.yaml"
     path.write_text(yaml.safe_dump(GOOD))

@@ -5,7 +5,7 @@ import math
 import pandas as pd
 import pytest
 
-from harness.claims import (
+from harness.verdicts.claims import (
     COLUMNS,
     INCONCLUSIVE,
     NOT_REPRODUCED,
@@ -21,7 +21,7 @@ from harness.claims import (
     summary,
     table,
 )
-from harness.intervals import Estimate, mean_estimate
+from harness.verdicts.intervals import Estimate, mean_estimate
 
 ABOUT_2_1 = Claim("t.ratio", "two proxies / direct", "about 2.1x",
                   Region.about(2.1, 0.1, "'about 2.1x'"), "x")
@@ -133,8 +133,8 @@ def test_an_estimate_too_close_to_the_bound_says_so():
 
 
 def test_a_claim_resting_on_an_impossible_point_is_invalid_never_decided():
-    from harness.claims import INVALID
-    from harness.validity import check_rate
+    from harness.verdicts.claims import INVALID
+    from harness.verdicts.validity import check_rate
 
     bad = check_rate("ping-pong 16 KB, repetition 2", 190.0, 100.0)
     inside = Estimate(2.1, 2.05, 2.15, 12, "x")  # would be reproduced
@@ -145,7 +145,7 @@ def test_a_claim_resting_on_an_impossible_point_is_invalid_never_decided():
 
 
 def test_targets_and_lab_checks_are_met_or_not_met_never_reproduced():
-    from harness.claims import LAB, MET, NOT_MET, summaries
+    from harness.verdicts.claims import LAB, MET, NOT_MET, summaries
 
     ours = Claim("t.hop", "relay hop", "-", Region.below(30, "our target"), "us", TARGET)
     lab = Claim("t.paths", "both paths", "-", Region(0.25, 0.75, "a lab check"), "", LAB)
@@ -184,8 +184,8 @@ def test_a_gain_in_percent_keeps_its_ratios_log_scale():
 
 
 def test_the_notebooks_invalid_note_lists_each_point_once_and_says_so_when_there_is_none():
-    from harness.claims import INVALID, invalid_note
-    from harness.validity import check_rate, check_rounds
+    from harness.verdicts.claims import INVALID, invalid_note
+    from harness.verdicts.validity import check_rate, check_rounds
 
     fast = check_rate("ping-pong 16 KB, repetition 2", 190.0, 100.0)
     failed = check_rounds("tipc 1:48 x 64 KB, repetition 1", 0)
@@ -201,8 +201,8 @@ def test_the_notebooks_invalid_note_lists_each_point_once_and_says_so_when_there
 
 
 def test_a_single_runs_table_says_it_is_one_run_and_a_pooled_one_says_runs():
-    from harness.claims import runs_note
-    from harness.intervals import run_estimate
+    from harness.verdicts.claims import runs_note
+    from harness.verdicts.intervals import run_estimate
 
     one = table([judge(ABOUT_2_1, mean_estimate([2.0, 2.1, 2.2], "x"))])
     assert runs_note(one).startswith("**One run.**") and "between this run's repetitions" in runs_note(one)
@@ -216,7 +216,7 @@ def test_a_single_runs_table_says_it_is_one_run_and_a_pooled_one_says_runs():
 def test_a_runs_claims_section_in_its_notebook_says_it_is_one_run(monkeypatch):
     import IPython.display
 
-    from harness.claims import display
+    from harness.verdicts.claims import display
 
     shown = []
     monkeypatch.setattr(IPython.display, "display", shown.append)

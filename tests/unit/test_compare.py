@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from harness.archive.compare import Comparison
 from harness.cli import main
-from harness.compare import Comparison
 from unit.archived import fingerprint, make_run
 
 
@@ -91,7 +91,7 @@ def test_a_sweep_summary_compares_its_points_across_a_figure(data_root, sweep_fi
 
 
 def test_the_s4_cpu_limit_sweep_gets_a_table_and_figure_across_its_points(data_root):
-    from harness.compare import sweep_summary
+    from harness.archive.compare import sweep_summary
     from harness.studies import study_of_notebook
 
     root = Path(__file__).resolve().parents[2]
@@ -116,8 +116,8 @@ def test_the_s4_cpu_limit_sweep_gets_a_table_and_figure_across_its_points(data_r
 def test_results_are_summarised_per_group_of_categorical_columns(data_root):
     import pandas as pd
 
-    from harness.archive import Run
-    from harness.compare import results_summary
+    from harness.archive.archive import Run
+    from harness.archive.compare import results_summary
 
     run = Run.create("s4", {}, data_root)
     run.write_table(pd.DataFrame({"tool": ["iperf3"] * 4, "transport": ["tcp", "mptcp"] * 2,

@@ -1,4 +1,4 @@
-"""harness.execute: parameters checked against the notebook and the study before any run."""
+"""harness.run.execute: parameters checked against the notebook and the study before any run."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from harness.errors import SpecError
-from harness.execute import check_parameters, notebook_defaults, parse_value
-from harness.studies.s4 import S4
+from harness.run.execute import check_parameters, notebook_defaults, parse_value
+from harness.studies.s4.study import S4
 
 ROOT = Path(__file__).resolve().parents[2]
 S4_NOTEBOOK = ROOT / "notebooks" / "s4_mptcp.ipynb"

@@ -1,4 +1,4 @@
-"""Regime gates (harness.gates): computed from what a run recorded, and applied to every
+"""Regime gates (harness.verdicts.gates): computed from what a run recorded, and applied to every
 study's claims table, so a claim outside the paper's regime is *not testable here* with the
 measured figures."""
 
@@ -10,10 +10,10 @@ import math
 import pandas as pd
 import pytest
 
-from harness.claims import NOT_TESTABLE, REPRODUCED, Claim, Region, judge, table
-from harness.gates import GATES, Gate, RunFacts, apply, evaluate
-from harness.intervals import Estimate
-from harness.reference import reference_root
+from harness.archive.reference import reference_root
+from harness.verdicts.claims import NOT_TESTABLE, REPRODUCED, Claim, Region, judge, table
+from harness.verdicts.gates import GATES, Gate, RunFacts, apply, evaluate
+from harness.verdicts.intervals import Estimate
 
 
 def vm_meta(vms: int = 2, cpus: int = 2, cores: int = 2, accel: str = "tcg") -> dict:
@@ -183,7 +183,7 @@ def test_s3s_cpu_claim_needs_a_busy_cpu_and_its_reference_had_none():
 
 
 def test_a_registration_file_names_its_gates_and_a_bad_gate_is_one_clear_error(tmp_path):
-    from harness.registration_file import RegistrationError, load
+    from harness.verdicts.registration_file import RegistrationError, load
 
     def write(gates: str):
         path = tmp_path / "r.toml"

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from harness import cbuild
-from harness.archive import ArchiveError, Run, archived_notebook, project_root
+from harness.archive.archive import ArchiveError, Run, archived_notebook, project_root
 from harness.errors import SpecError
-from harness.rerun import checkout_notebook, plan
+from harness.run.rerun import checkout_notebook, plan
 from harness.studies.registry import study_for
 
 ROOT = project_root()
@@ -142,8 +142,8 @@ def test_new_runs_name_their_notebook_relative_to_the_project(tmp_path):
 # -- sweep files: `harness batch` --------------------------------------------------------------
 
 def test_a_sweep_whose_notebook_imports_from_elsewhere_is_refused(tmp_path, sentinel):
-    from harness.execute import check_parameters
-    from harness.sweep import Sweep
+    from harness.run.execute import check_parameters
+    from harness.run.sweep import Sweep
 
     folder = tmp_path / "nbs"
     folder.mkdir()
@@ -158,7 +158,7 @@ def test_a_sweep_whose_notebook_imports_from_elsewhere_is_refused(tmp_path, sent
 def test_a_sweep_is_counted_before_its_points_are_built(tmp_path):
     """9 axes of 10 values in a two-line file were 10^9 points: a MemoryError after filling
     the machine's memory. Counted first, it is one error."""
-    from harness.sweep import Sweep
+    from harness.run.sweep import Sweep
 
     folder = tmp_path / "nbs"
     folder.mkdir()
@@ -175,7 +175,7 @@ def test_a_damaged_run_json_is_passed_over_by_listings(tmp_path, monkeypatch, ca
     """One run.json that is not a run's record (a list, torn JSON): `harness runs`, `batch`
     and `compare` list the others (a TypeError out of each before)."""
     from harness import cli
-    from harness.archive import COMPLETE, list_runs
+    from harness.archive.archive import COMPLETE, list_runs
 
     data = tmp_path / "data"
     damaged = Run.create("s0", {}, data)
@@ -253,9 +253,11 @@ def _patterns():
 def _patterns_since():
     """Validators found still written ``^...$`` by the audit of 2026-11-27 (TIPC, RDMA, NAT,
     relay host names, topology names) and the patterns the undo checks use."""
-    from harness import journal_handlers, topology, tracked, undo_checks
     from harness.config import cgroup, interface, kmod, nat, rdma, sysctl, tipc
+    from harness.journal import handlers as journal_handlers
+    from harness.journal import tracked, undo_checks
     from harness.relay import spec
+    from harness.topology import topology
 
     return [("tipc bearer", tipc._NAME, "b1"), ("tipc identity", tipc._IDENTITY, "n1"),
             ("rdma link", rdma._LINK_NAME, "rxe0"), ("rdma netdev", rdma._NETDEV, "eth0"),
@@ -266,7 +268,7 @@ def _patterns_since():
             ("topology node", topology.NODENAME, "h1"), ("topology disk", topology.DISKNAME, "d1"),
             ("undo ifname", undo_checks.IFNAME, "veth0"), ("undo name", undo_checks.NAME, "ns1"),
             ("undo sysctl", undo_checks.SYSCTL_KEY, "net.ipv4.ip_forward"),
-            ("undo module", undo_checks.MODULE, "harness.journal"),
+            ("undo module", undo_checks.MODULE, "harness.journal.journal"),
             ("sysctl key", sysctl._KEY, "net.ipv4.ip_forward"), ("sysctl value", sysctl._VALUE, "1"),
             ("kernel module", kmod._MODULE_NAME, "tipc"), ("offload", interface._FEATURE, "tso"),
             ("own cgroup", cgroup._OWN_CGROUP, "harness-x-1"),
@@ -300,8 +302,8 @@ def test_specs_with_a_trailing_newline_are_refused_with_one_error():
     from harness.config import nat, rdma, tipc
     from harness.nodes.local import LocalNode
     from harness.relay.spec import check_host
-    from harness.topology import DataDisk, Link, LinkEnd, Topology
-    from harness.topology import TopologyNode as Node
+    from harness.topology.topology import DataDisk, Link, LinkEnd, Topology
+    from harness.topology.topology import TopologyNode as Node
 
     def topology(node="h1", ifname="eth0", disk=None):
         return Topology("t", (Node(node, machine="m1", whole_machine=disk is not None,
@@ -367,7 +369,7 @@ def test_the_agent_is_offered_only_to_a_node_whose_inventory_says_so(monkeypatch
     careless known_hosts too): paramiko's allow_agent follows the node's entry, default off;
     and a journal's description of the node never turns it on."""
     from harness.errors import NodeError
-    from harness.inventory import Inventory
+    from harness.machines.inventory import Inventory
     from harness.nodes import node_from_description, ssh_login
 
     seen = []
@@ -396,7 +398,7 @@ def test_the_agent_is_offered_only_to_a_node_whose_inventory_says_so(monkeypatch
 
 
 def test_ssh_agent_must_be_yes_or_no_in_yaml():
-    from harness.inventory import Inventory
+    from harness.machines.inventory import Inventory
 
     with pytest.raises(SpecError, match="ssh_agent must be true or false"):
         Inventory.from_dict({"nodes": {"a": {"host": "h", "ssh_agent": "yes"}}})
@@ -424,7 +426,7 @@ def test_a_submission_record_never_writes_through_a_planted_link(tmp_path):
     """A sweep's DATA/slurm/submissions/JOBID.json was written through a fixed JOBID.tmp: in a
     shared data folder someone could plant that name as a link, and root's write went to the
     file it names."""
-    from harness.slurm_sweep import Submission, submissions_dir
+    from harness.slurm.submit import Submission, submissions_dir
 
     victim = tmp_path / "victim"
     victim.write_text("untouched")
@@ -455,7 +457,7 @@ def test_a_process_status_cannot_be_planted_in_a_nodes_shared_tmp(tmp_path, plan
     """The exit status of a background process on a node (remote_process) was written beside
     its log in the node's /tmp, as root, under a name ps shows: a link planted there took
     root's write to the file it names, a file planted there was believed."""
-    from harness.journal_handlers import remove_process_log
+    from harness.journal.handlers import remove_process_log
     from harness.nodes.local import LocalNode
     from harness.nodes.remote_process import ShellProcess
 
@@ -486,10 +488,10 @@ def test_a_process_status_cannot_be_planted_in_a_nodes_shared_tmp(tmp_path, plan
 def test_lab_clean_stops_a_recorded_process_and_removes_its_folder(tmp_path):
     """After a crash, the journal's process record alone stops the process and takes its log
     folder away (log and status), as it took the log and status beside it before."""
-    from harness.journal import _HANDLERS, load_undo_handlers
+    from harness.journal.journal import _HANDLERS, load_undo_handlers
+    from harness.journal.undo_checks import only_roots
     from harness.nodes.local import LocalNode
     from harness.nodes.remote_process import ShellProcess
-    from harness.undo_checks import only_roots
 
     load_undo_handlers()
     shared = tmp_path / "tmp"
@@ -592,7 +594,7 @@ def test_pingpong_is_copied_into_a_folder_only_the_command_user_may_enter(tmp_pa
     node's command user into a folder that user made, 0700, and goes with the journal."""
     import os
 
-    from harness.journal import Journal
+    from harness.journal.journal import Journal
     from harness.nodes.local import LocalNode
     from harness.tools import pingpong
 
@@ -695,7 +697,7 @@ def _fake_lab(monkeypatch, seconds: float):
     (or exits 1 if it cannot bind it), and an exec that must not happen."""
     import sys
 
-    from harness import jupyterlab
+    from harness.run import jupyterlab
 
     def argv(self):
         return [sys.executable, "-c", "import socket, sys, time\n"
@@ -737,7 +739,7 @@ def test_a_listener_of_another_process_on_the_port_is_named_not_trusted():
     import subprocess
 
     from harness.errors import HarnessError
-    from harness.jupyterlab import PortTaken, await_own_listener
+    from harness.run.jupyterlab import PortTaken, await_own_listener
 
     with socket.socket() as taker:
         taker.bind(("127.0.0.1", 0))

@@ -4,7 +4,7 @@ the harness's own folders is touched, and no other process is signalled.
 Every undo handler gets a row. Rows whose record must be refused before any command run
 against a recording machine (nothing executes; the row asserts no command was sent). Rows
 that act on files or processes run for real on this machine, with a temporary folder as the
-only folder the harness may act in (:func:`harness.undo_checks.only_roots`), sentinel files
+only folder the harness may act in (:func:`harness.journal.undo_checks.only_roots`), sentinel files
 outside it and a sentinel process that must still run at the end.
 """
 
@@ -18,15 +18,15 @@ import time
 
 import pytest
 
-from harness import journal as journal_mod
-from harness import tracked
-from harness.journal import _HANDLERS, Journal, UndoFailed, load_undo_handlers
-from harness.journal_trust import without_trust
-from harness.machineid import local_identity
+from harness.journal import journal as journal_mod
+from harness.journal import tracked
+from harness.journal.journal import _HANDLERS, Journal, UndoFailed, load_undo_handlers
+from harness.journal.machineid import local_identity
+from harness.journal.trust import without_trust
+from harness.journal.undo_checks import RefusedRecord, only_roots
 from harness.nodes import LocalNode
 from harness.nodes.base import Node
 from harness.nodes.procfs import process_start_ticks
-from harness.undo_checks import RefusedRecord, only_roots
 
 load_undo_handlers()  # every handler of the harness, as `harness lab clean` may need them
 
@@ -329,7 +329,7 @@ class _ShellLocal(LocalNode):
 
 def do_line(seq: int, path: str, **extra) -> dict:
     line = {"op": "do", "seq": seq, "kind": "file", "node": {"type": "local", "name": "local"},
-            "data": {"path": path}, "module": "harness.journal", "time": 0, "pid": 4242,
+            "data": {"path": path}, "module": "harness.journal.journal", "time": 0, "pid": 4242,
             "machine": local_identity().to_dict()}
     line.update(extra)
     return line
@@ -394,7 +394,7 @@ def test_a_record_is_never_glued_onto_a_torn_line(tmp_path, root):
     assert len(again.problems) == 1  # the torn line alone
 
 
-@pytest.mark.parametrize("module", ["os", "harness.cli", "harness_evil.x", "harness.journal\n",
+@pytest.mark.parametrize("module", ["os", "harness.cli", "harness_evil.x", "harness.journal.journal\n",
                                     "harness..x"])
 def test_a_record_naming_a_module_other_than_a_handler_module_is_refused(tmp_path, module):
     line = {**do_line(1, "/tmp/harness-never"), "kind": "no-such-kind", "module": module}
@@ -517,7 +517,7 @@ def test_lab_clean_refuses_a_journal_that_is_not_a_regular_file_and_cleans_the_o
     one every user may write, under the name journal.jsonl: that run is reported, the next
     run is still cleaned, the exit is 1."""
     from harness import cli
-    from harness.archive import Run
+    from harness.archive.archive import Run
 
     monkeypatch.setenv("HARNESS_LOCK_DIR", str(tmp_path / "locks"))
     data = tmp_path / "data"
@@ -564,7 +564,7 @@ def test_a_vm_record_of_the_wrong_shape_names_no_vm_and_the_rest_is_cleaned(tmp_
 
     made = root / "harness-made"
     made.mkdir()
-    qemu = {**do_line(1, ""), "kind": "process", "module": "harness.journal",
+    qemu = {**do_line(1, ""), "kind": "process", "module": "harness.journal.journal",
             "data": {"pid": 4242, "start_ticks": 1, "vm": vm}}
     inside = {**do_line(2, str(made)), "node": {"type": "ssh", "name": "vm", "host": "127.0.0.1",
                                                 "port": 1}}
@@ -721,7 +721,7 @@ def test_a_mount_record_of_a_mountpoint_the_harness_made_is_still_undone(kind, d
 def test_journals_and_run_folders_are_private_under_a_group_umask_in_a_setgid_folder(tmp_path):
     """A Slurm job with umask 002 in a setgid project folder (issue 37): the run folder is
     0700 and its journal 0600 all the same, so no colleague can add a record to it."""
-    from harness.archive import Run
+    from harness.archive.archive import Run
 
     project = tmp_path / "project"
     project.mkdir()
@@ -743,7 +743,7 @@ def test_lab_clean_refuses_a_journal_its_group_may_write_saying_how_to_fix_it(
     """The user's own journal, but the group may write to it: a colleague could have added a
     record. Refused, naming the file, its mode and the chmod; after the chmod it is cleaned."""
     from harness import cli
-    from harness.archive import Run
+    from harness.archive.archive import Run
 
     monkeypatch.setenv("HARNESS_LOCK_DIR", str(tmp_path / "locks"))
     data = tmp_path / "data"
@@ -770,8 +770,8 @@ def test_a_hostname_with_terminal_escapes_is_refused_and_never_printed(tmp_path,
     record is refused saying so, and what `lab clean` prints holds no escape -- nor does a
     run folder's name that holds some."""
     from harness import cli
-    from harness.archive import Run
-    from harness.machineid import MachineId, parse_identity
+    from harness.archive.archive import Run
+    from harness.journal.machineid import MachineId, parse_identity
 
     boot = local_identity().boot_id
     assert MachineId.from_dict({"hostname": "h" + ESCAPES, "boot_id": boot}) is None

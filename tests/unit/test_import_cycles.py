@@ -161,9 +161,9 @@ def test_graph_sees_relative_imports():
     assert "harness.vm.guest" in graph["harness.vm.boot"]  # from . import guest
     assert "harness.vm" not in graph["harness.vm.boot"]
     assert "harness.nodes.base" in graph["harness.nodes.group"]
-    assert "harness.nodes.group" in graph["harness.verify"]
-    assert "harness.lab" not in graph["harness.verify"]  # only under TYPE_CHECKING
-    assert "harness.lab" in import_graph(typing=True)["harness.verify"]
+    assert "harness.nodes.group" in graph["harness.lab.verify"]
+    assert "harness.lab.lab" not in graph["harness.lab.verify"]  # only under TYPE_CHECKING
+    assert "harness.lab.lab" in import_graph(typing=True)["harness.lab.verify"]
 
 
 def test_no_import_cycles_in_harness():
@@ -187,11 +187,11 @@ def test_a_study_does_not_import_what_runs_it():
     that finds studies) reaches neither, so a study module can be imported, listed and
     analysed without the session, the lab or the kernel's notebook run."""
     graph = import_graph()
-    runners = {"harness.runner", "harness.session", "harness.notebook_run", "harness.testbed",
-               "harness.testbed_build", "harness.lab"}
+    runners = {"harness.run.runner", "harness.run.session", "harness.run.notebook_run", "harness.run.testbed",
+               "harness.run.testbed_build", "harness.lab.lab"}
     for contract in ("harness.studies", "harness.studies.base", "harness.studies.registry"):
         assert reach(graph, contract) & runners == set(), contract
-    assert {"harness.session", "harness.studies.base"} <= reach(graph, "harness.runner")
+    assert {"harness.run.session", "harness.studies.base"} <= reach(graph, "harness.run.runner")
 
 
 def test_the_tools_registry_sits_below_the_studies():

@@ -34,8 +34,8 @@ def test_a_run_that_never_finished_says_so(data_root):
     run = make_run(data_root, {"count": 5}, complete=False)
     meta = run.meta
     del meta["ended"]
-    from harness.archive import _write_json_atomic
-    from harness.index import summaries
+    from harness.archive.archive import _write_json_atomic
+    from harness.archive.index import summaries
 
     _write_json_atomic(run.path / "run.json", {**meta, "ended": None,
                                                "finish": "the notebook's last code cell"})
@@ -50,8 +50,8 @@ def test_a_run_that_never_finished_says_so(data_root):
 def test_our_targets_and_lab_checks_are_counted_apart_from_the_papers_claims(data_root):
     import pandas as pd
 
-    from harness.archive import Run
-    from harness.index import RunSummary
+    from harness.archive.archive import Run
+    from harness.archive.index import RunSummary
 
     run = Run.create("ping-demo", {"count": 5}, data_root)
     run.write_table(pd.DataFrame([

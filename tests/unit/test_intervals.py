@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from harness.intervals import (
+from harness.verdicts.intervals import (
     T_BELOW,
     Estimate,
     UnlabelledUnits,

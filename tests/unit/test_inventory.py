@@ -3,8 +3,8 @@
 import pytest
 
 from harness.errors import SpecError
-from harness.inventory import Inventory
-from harness.studies import s4
+from harness.machines.inventory import Inventory
+from harness.studies.s4 import study as s4
 
 GOOD_INVENTORY = {
     "ssh": {"user": "root", "key": "~/.ssh/id_ed25519"},

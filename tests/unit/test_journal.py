@@ -6,7 +6,7 @@ import sys
 import pytest
 from conftest import alive
 
-from harness.journal import Journal, UndoFailed, undo_handler
+from harness.journal.journal import Journal, UndoFailed, undo_handler
 from harness.nodes import LocalNode
 
 CALLS: list[tuple[str, dict]] = []
@@ -93,7 +93,7 @@ def test_crashed_owner_process_is_stopped_from_the_journal_alone(tmp_path):
     """A process started by a program that then died is found by pid + start time."""
     path = tmp_path / "j.jsonl"
     script = (
-        "import sys, time; from harness.journal import Journal; from harness.nodes import LocalNode\n"
+        "import sys, time; from harness.journal.journal import Journal; from harness.nodes import LocalNode\n"
         f"j = Journal({str(path)!r}); p = j.start(LocalNode(), ['sleep', '60'])\n"
         "print(p.pid, flush=True)\n"
         "import os; os._exit(0)  # die without cleaning up\n"
@@ -123,3 +123,27 @@ def test_journal_lines_are_json(journal):
     journal.record("test-change", LocalNode(), i=1)
     rec = json.loads(journal.path.read_text().splitlines()[0])
     assert rec["op"] == "do" and rec["kind"] == "test-change" and rec["node"]["type"] == "local"
+
+
+def test_archived_journals_name_modules_whose_undo_handlers_still_load():
+    """The reference runs' journals were written when the harness's modules were flat
+    (``netbackend``, ``tracked``, ... right under ``harness``): `harness lab clean` on such a journal
+    must still find every record's undo handler, in a fresh process as after a SIGKILL."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    records = [json.loads(line) for path in sorted((root / "data" / "reference").glob("*/*/journal.jsonl"))
+               for line in path.read_text().splitlines() if line.strip()]
+    named = sorted({(r["kind"], r["module"]) for r in records if r.get("op") == "do" and r.get("module")})
+    modules = sorted({m for _, m in named})
+    assert any("." not in m.removeprefix("harness.") for m in modules), modules  # flat names are there
+    script = ("import json, sys\n"
+              "from harness.journal.undo_registry import _HANDLERS, load_undo_handlers\n"
+              "named = json.loads(sys.argv[1])\n"
+              "for kind, module in named:\n"
+              "    load_undo_handlers(module)\n"
+              "print(json.dumps(sorted({k for k, _ in named} - set(_HANDLERS))))\n")
+    out = subprocess.run([sys.executable, "-c", script, json.dumps(named)], capture_output=True,
+                         text=True, cwd=root, env={**os.environ, "PYTHONPATH": str(root)})
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout) == []  # every kind recorded has its handler

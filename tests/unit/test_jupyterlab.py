@@ -1,4 +1,4 @@
-"""harness.jupyterlab: `nox -s lab` starts JupyterLab on loopback, with a token, as root too."""
+"""harness.run.jupyterlab: `nox -s lab` starts JupyterLab on loopback, with a token, as root too."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import socket
 import sys
 from pathlib import Path
 
-from harness import jupyterlab
-from harness.jupyterlab import LabServer, free_port
+from harness.run import jupyterlab
+from harness.run.jupyterlab import LabServer, free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -1,4 +1,4 @@
-"""harness.kernels: papermill's kernel over Unix sockets, so a run prints no TCP warning; the
+"""harness.run.kernels: papermill's kernel over Unix sockets, so a run prints no TCP warning; the
 sockets' folder is journalled, so a hard-killed harness leaves it to `lab clean`."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import nbformat
 
 SCRIPT = """
 import sys, papermill
-from harness.journal import Journal
-from harness.kernels import ipc_kernel
+from harness.journal.journal import Journal
+from harness.run.kernels import ipc_kernel
 with ipc_kernel(Journal(sys.argv[4])) as kernel:
     folder = kernel["config"].KernelManager.ip.rsplit("/", 1)[0]
     nb = papermill.execute_notebook(sys.argv[1], sys.argv[2], kernel_name="python3",
@@ -38,14 +38,14 @@ def test_a_notebook_runs_over_ipc_without_the_tcp_warning(tmp_path):
     assert "WARNING" not in out.stderr and "without encryption" not in out.stderr, out.stderr
     folder = Path(out.stdout.split("SOCKETS ")[1].strip())
     assert folder.parent == Path(tempfile.gettempdir()) and not folder.exists()  # removed with the kernel
-    from harness.journal import Journal
+    from harness.journal.journal import Journal
     assert Journal(journal).pending() == []  # recorded, and undone on the way out
 
 
 KILLED = """
 import os, sys
-from harness.journal import Journal
-from harness.kernels import ipc_kernel
+from harness.journal.journal import Journal
+from harness.run.kernels import ipc_kernel
 with ipc_kernel(Journal(sys.argv[1])) as kernel:
     print(kernel["config"].KernelManager.ip.rsplit("/", 1)[0], flush=True)
     os._exit(9)  # killed hard: no finally runs
@@ -53,7 +53,7 @@ with ipc_kernel(Journal(sys.argv[1])) as kernel:
 
 
 def test_a_hard_killed_harness_leaves_the_folder_to_its_journal(tmp_path):
-    from harness.journal import Journal
+    from harness.journal.journal import Journal
 
     journal = tmp_path / "journal.jsonl"
     out = subprocess.run([sys.executable, "-c", KILLED, str(journal)], capture_output=True,

@@ -7,11 +7,11 @@ import subprocess
 
 import pytest
 
-from harness.archive import COMPLETE, INCOMPLETE, Run
-from harness.machinelock import SHARE_ENV, LocalLock, MachineBusy, Owner, this_process
-from harness.machinewatch import MachineWatch, describe
+from harness.archive.archive import COMPLETE, INCOMPLETE, Run
 from harness.nodes.procfs import process_start_ticks
-from harness.session import open_session
+from harness.run.machinelock import SHARE_ENV, LocalLock, MachineBusy, Owner, this_process
+from harness.run.machinewatch import MachineWatch, describe
+from harness.run.session import open_session
 
 
 @pytest.fixture(autouse=True)
@@ -143,7 +143,7 @@ def test_sessions_take_the_machine_and_a_second_is_refused_before_anything(tmp_p
 
 
 def test_lab_clean_frees_only_locks_whose_owner_is_gone(lock_folder, other_process):
-    from harness.machinelock import clear_stale
+    from harness.run.machinelock import clear_stale
 
     lock_folder.mkdir()
     (lock_folder / "local.lock").write_text(json.dumps(dead_owner("RUN-DEAD").to_dict()))
@@ -157,8 +157,8 @@ def test_lab_clean_frees_only_locks_whose_owner_is_gone(lock_folder, other_proce
 def test_harness_run_takes_the_lock_before_its_folder_unless_sharing(other_process,
                                                                      monkeypatch, tmp_path,
                                                                      lock_folder):
-    from harness.execute import lock_named_for_kernel, machine_taken
-    from harness.machinelock import held_for
+    from harness.run.execute import lock_named_for_kernel, machine_taken
+    from harness.run.machinelock import held_for
 
     holder = LocalLock()
     holder.acquire(owner_of(other_process, "RUN-A"))
@@ -183,8 +183,8 @@ def test_a_harness_run_asked_to_share_that_found_no_holder_is_not_its_own_other_
     set). Its kernel must take that lock as held by its parent: before, it looked only for a
     sharer file, joined its own parent as a sharer, and the run recorded itself as the other
     run it shared the machine with (S1 verdict run of 2026-11-27 12:52)."""
-    from harness.execute import lock_named_for_kernel, machine_taken
-    from harness.machinelock import held_for
+    from harness.run.execute import lock_named_for_kernel, machine_taken
+    from harness.run.machinelock import held_for
 
     monkeypatch.setenv(SHARE_ENV, "1")
     with machine_taken("tlock") as (lock, record):
@@ -208,8 +208,8 @@ def test_the_kernel_of_a_harness_run_finds_its_lock_held_and_a_stranger_does_not
     """harness run holds the lock and names it for its run; the kernel's session takes it as
     held (no MachineBusy against its own parent), and records the parent as holder. The
     same variable naming another run, a dead process or a lock it does not hold is ignored."""
-    from harness.execute import lock_named_for_kernel, machine_taken
-    from harness.machinelock import HELD_ENV, held_for
+    from harness.run.execute import lock_named_for_kernel, machine_taken
+    from harness.run.machinelock import HELD_ENV, held_for
 
     with machine_taken("tlock") as (lock, _record):
         run = Run.create("tlock", {}, tmp_path)
@@ -230,7 +230,7 @@ def test_the_kernel_of_a_harness_run_finds_its_lock_held_and_a_stranger_does_not
 
 
 def test_both_reports_say_the_machine_was_shared():
-    from harness.report_sections import machine_rows
+    from harness.archive.report_sections import machine_rows
 
     holder = {"run_id": "RUN-A", "study": "s4"}
     sharer_meta = {"machine_lock": {"local": {"machine": "local", "mode": "shared",
@@ -277,8 +277,8 @@ def test_share_machine_flag_reaches_the_kernels_environment(monkeypatch):
 
 REMOTE_CHILD = """
 import sys, time
-from harness.journal import Journal
-from harness.machinelock import remote_lock, this_process
+from harness.journal.journal import Journal
+from harness.run.machinelock import remote_lock, this_process
 from harness.nodes import LocalNode
 record = remote_lock(Journal(sys.argv[1]), LocalNode(), this_process("dead-run", "s4"))
 print(record["mode"], flush=True)
@@ -297,9 +297,9 @@ def test_a_remote_lock_whose_controller_died_is_taken_over_and_recorded(tmp_path
     import sys
     import time
 
-    from harness.journal import Journal
-    from harness.machinelock import remote_lock
+    from harness.journal.journal import Journal
     from harness.nodes import LocalNode
+    from harness.run.machinelock import remote_lock
 
     child = subprocess.Popen([sys.executable, "-c", REMOTE_CHILD, str(tmp_path / "dead.jsonl")],
                              stdout=subprocess.PIPE, text=True,
@@ -340,9 +340,9 @@ def test_a_remote_lock_of_a_live_run_or_of_another_controller_is_busy(tmp_path, 
                                                                        other_process):
     from dataclasses import replace
 
-    from harness.journal import Journal
-    from harness.machinelock import remote_lock
+    from harness.journal.journal import Journal
     from harness.nodes import LocalNode
+    from harness.run.machinelock import remote_lock
 
     first = Journal(tmp_path / "first.jsonl")
     live = replace(this_process("live-run", "s4"), pid=other_process.pid,

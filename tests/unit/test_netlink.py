@@ -9,13 +9,15 @@ import struct
 
 import pytest
 
-from harness import journal as journal_module
-from harness import (
-    netbackend,  # noqa: F401 -- registers the lab's undo handlers
+from harness.journal import journal as journal_module
+from harness.journal.journal import Journal
+from harness.net import (
+    backend as netbackend,  # noqa: F401 -- registers the lab's undo handlers
+)
+from harness.net import (
     netlink,
 )
-from harness.journal import Journal
-from harness.namespaces import run_dir_shared
+from harness.net.namespaces import run_dir_shared
 from harness.nodes import LocalNode, NamespaceNode
 
 
@@ -184,7 +186,7 @@ def test_changes_in_a_namespace_that_was_not_deleted_stay_pending(tmp_path, monk
 
 
 def test_htb_class_is_packed_as_tc_packs_it(monkeypatch):
-    from harness import netlink_tc
+    from harness.net import netlink_tc
 
     monkeypatch.setattr(netlink_tc, "tick_in_usec", lambda: 15.625)  # 1000/64: Linux's
     msg = netlink_tc.htb_class(4, 100_000_000, 32768)
@@ -208,7 +210,7 @@ def test_htb_class_is_packed_as_tc_packs_it(monkeypatch):
 
 
 def test_fifo_sits_under_its_parent_with_its_limit():
-    from harness import netlink_tc
+    from harness.net import netlink_tc
 
     msg = netlink_tc.fifo(3, "bfifo", 30000, "1:1")
     assert netlink_tc.TCMSG.unpack_from(msg.body)[2:4] == (0x100000, 0x10001)

@@ -14,7 +14,7 @@ import pytest
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError, DeadKernelError
 
-from harness.kernel_record import ExecutedCell, executed_notebook
+from harness.run.kernel_record import ExecutedCell, executed_notebook
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -29,7 +29,7 @@ def notebook(tmp_path: Path, middle: str) -> Path:
     nb.cells = [
         nbformat.v4.new_markdown_cell("# A demo\nprose the kernel never sees"),
         params,
-        nbformat.v4.new_code_cell("from harness.notebook_run import begin, record\nrecord()\n"
+        nbformat.v4.new_code_cell("from harness.run.notebook_run import begin, record\nrecord()\n"
                                   "print('before the run')"),
         nbformat.v4.new_code_cell("run = begin('nbrun-demo', {'x': x})\nprint('measured', x)"),
         nbformat.v4.new_code_cell(middle),
@@ -104,7 +104,7 @@ def test_a_dead_kernel_leaves_the_run_incomplete(tmp_path, monkeypatch):
 
 
 def test_outside_a_kernel_begin_makes_no_run(tmp_path, monkeypatch):
-    from harness.notebook_run import begin
+    from harness.run.notebook_run import begin
 
     monkeypatch.setenv("HARNESS_DATA", str(tmp_path))
     assert begin("nbrun-demo", {}) is None
@@ -146,7 +146,7 @@ def test_the_index_lists_a_complete_and_a_failed_notebook_run(tmp_path, monkeypa
 def test_jupyterlab_names_the_notebook_through_its_session(tmp_path, monkeypatch):
     from types import SimpleNamespace
 
-    from harness.notebook_run import find_source
+    from harness.run.notebook_run import find_source
 
     lab = tmp_path / "lab.ipynb"
     nbformat.write(nbformat.v4.new_notebook(), str(lab))
@@ -158,7 +158,7 @@ def test_jupyterlab_names_the_notebook_through_its_session(tmp_path, monkeypatch
 
 
 def test_the_last_cell_is_known_by_its_id_or_its_source(tmp_path):
-    from harness.kernel_record import LastCell
+    from harness.run.kernel_record import LastCell
 
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell("a = 1"), nbformat.v4.new_code_cell("print(a)  \n"),

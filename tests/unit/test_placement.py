@@ -3,10 +3,10 @@
 import pytest
 
 from harness.errors import CapabilityMissing
-from harness.placement import WIRE_HEADROOM, VMOffer, decide, fit_to_ceiling
-from harness.probe import Capabilities
-from harness.studies import s4
-from harness.topology import TopologyBuilder
+from harness.lab.placement import WIRE_HEADROOM, VMOffer, decide, fit_to_ceiling
+from harness.lab.probe import Capabilities
+from harness.studies.s4 import study as s4
+from harness.topology.topology import TopologyBuilder
 
 HOST = Capabilities("local", "6.18", {"netns": True, "veth": True, "htb": True, "mptcp": True,
                                       "netem": False, "tipc": False, "sctp": False,
@@ -82,8 +82,9 @@ def test_rates_within_the_ceiling_are_left_alone():
 def test_a_vm_lab_measures_ceilings_only_when_a_link_is_shaped(monkeypatch):
     """S1's lab (one unshaped wire) has nothing to scale: no ceiling is measured; S2's (a
     shaped WAN wire) measures its wires' ceilings and is scaled to them."""
-    from harness import testbed_build
-    from harness.studies import s1, s2
+    from harness.run import testbed_build
+    from harness.studies.s1 import study as s1
+    from harness.studies.s2 import study as s2
 
     measured = []
 

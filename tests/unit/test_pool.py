@@ -14,12 +14,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness.claims import COLUMNS
+from harness.archive.reference import reference_root
 from harness.cli import main
 from harness.errors import SpecError
-from harness.intervals import mean_estimate, run_estimate
-from harness.pool import pool
-from harness.reference import reference_root
+from harness.verdicts.claims import COLUMNS
+from harness.verdicts.intervals import mean_estimate, run_estimate
+from harness.verdicts.pool import pool
 
 STUDIES = ("s0", "s1", "s2", "s3", "s4")
 #: studies whose committed reference predates its claims' regime gates (2026-11-28T22:25Z;

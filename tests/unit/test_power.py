@@ -1,4 +1,4 @@
-"""Design power (harness.power): the repetitions a claim's region needs, from a run's spread."""
+"""Design power (harness.verdicts.power): the repetitions a claim's region needs, from a run's spread."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import math
 import pandas as pd
 import pytest
 
-from harness.intervals import t975
-from harness.power import FEASIBLE_REPETITIONS, claim_power, run_power
-from harness.reference import reference_root
+from harness.archive.reference import reference_root
+from harness.verdicts.intervals import t975
+from harness.verdicts.power import FEASIBLE_REPETITIONS, claim_power, run_power
 
 
 def row(value, low, high, n, method, region, unit="x", cid="c"):

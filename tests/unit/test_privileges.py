@@ -2,13 +2,22 @@
 
 import pytest
 
-from harness.as_found import AsFound, mark_claims
-from harness.claims import NOT_TESTABLE, TARGET, Claim, Region, judge, table
 from harness.config.operation import Change
-from harness.intervals import mean_estimate
+from harness.machines.as_found import AsFound, mark_claims
+from harness.machines.privileges import (
+    AS_FOUND,
+    CHANGES,
+    OPERATIONS,
+    Access,
+    PrivilegeMissing,
+    decide,
+    operations,
+    require_root,
+)
 from harness.nodes import LocalNode
 from harness.nodes.sudo import sudo_command
-from harness.privileges import AS_FOUND, CHANGES, OPERATIONS, Access, PrivilegeMissing, decide, operations, require_root
+from harness.verdicts.claims import NOT_TESTABLE, TARGET, Claim, Region, judge, table
+from harness.verdicts.intervals import mean_estimate
 
 
 def test_operations_follow_the_studys_features():

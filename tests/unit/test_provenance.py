@@ -12,7 +12,7 @@ from importlib import metadata
 
 import pytest
 
-from harness import provenance
+from harness.archive import provenance
 
 
 def git(repo, *args: str) -> str:

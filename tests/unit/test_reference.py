@@ -1,4 +1,4 @@
-"""harness.reference: the committed reference run of a study, and the two runs' claims side by side."""
+"""harness.archive.reference: the committed reference run of a study, and the two runs' claims side by side."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from harness.reference import compare_claims, find_reference, reference_root
+from harness.archive.reference import compare_claims, find_reference, reference_root
 
 
 def make_run(root: Path, study: str, run_id: str, status: str = "complete", profile: str = "quick") -> Path:

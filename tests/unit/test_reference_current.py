@@ -22,11 +22,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-import harness.intervals as intervals
 import harness.studies.base as study_base
-from harness.reference import reference_root
-from harness.registration import read_archived
+import harness.verdicts.intervals as intervals
+from harness.archive.reference import reference_root
 from harness.studies.registry import discover, get_study
+from harness.verdicts.registration import read_archived
 
 #: the columns that carry a verdict: the claim, its region, our estimate, the outcome
 DECISION = ("claim_id", "source", "region", "value", "low", "high", "n", "outcome")
@@ -51,7 +51,7 @@ MADE_UNDER_OLD_INTERVALS: dict[str, str] = {
                                   f"repetitions {_T_TABLE}",
     "s4/20261127T162255Z-60382b": f"{_BOOTSTRAP_AT_10} (6 claims at 10 repetitions)",
 }
-#: references made before their study's claims registered regime gates (harness.gates, issue
+#: references made before their study's claims registered regime gates (harness.verdicts.gates, issue
 #: 33 item 4), and why they stay: for these the registration test checks that today's differs
 #: from the archived one by exactly the gates and the change that records them, and the claims
 #: test judges them with the gates left out (the gates' own effect is tested in test_gates.py)
@@ -63,7 +63,7 @@ GATES_ADDED_AFTER: dict[str, str] = {
 }
 GATES_CHANGE = "2026-11-28T22:25Z"
 #: the rule those references were made under: the percentile bootstrap from 10 units, and below
-#: it these 0.975 quantiles of Student's t (the table harness/intervals.py had until then)
+#: it these 0.975 quantiles of Student's t (the table harness/verdicts/intervals.py had until then)
 OLD_BOOTSTRAP_FROM = 10
 OLD_T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306}
 #: what today's interval rule may change in such a reference: the interval, hence the outcome

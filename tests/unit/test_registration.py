@@ -8,15 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from harness.claims import LAB, PAPER, TARGET, Claim, Region
-from harness.registration import (
+from harness.studies.registry import discover, get_study
+from harness.verdicts.claims import LAB, PAPER, TARGET, Claim, Region
+from harness.verdicts.registration import (
     DesignChange,
     Registration,
     claim_differences,
     declared,
     history,
 )
-from harness.studies.registry import discover, get_study
 
 ROOT = Path(__file__).resolve().parents[2]
 SEEDS = ROOT.parent / "shared" / "seeds"
@@ -189,8 +189,8 @@ def test_a_run_that_stopped_before_registering_is_no_change_and_a_copy_is_one_ru
 
 def test_a_module_declares_claims_design_and_changes(tmp_path, monkeypatch):
     (tmp_path / "s9_analysis.py").write_text(
-        "from harness.claims import TARGET, Claim, Region\n"
-        "from harness.registration import DesignChange\n"
+        "from harness.verdicts.claims import TARGET, Claim, Region\n"
+        "from harness.verdicts.registration import DesignChange\n"
         "CLAIMS = {'x': Claim('s9.x', 'x', '-', Region.below(1, 'ours'), '', TARGET)}\n"
         "DESIGN = {'repetitions': {'quick': 2}}\n"
         "CHANGES = (DesignChange('2026-11-26', 'quick 3 -> 2', 'time'),)\n")
@@ -209,8 +209,8 @@ def test_claims_history_command_lists_a_refused_run_with_a_note_not_a_change(dat
     refused at the machine lock before it registered, and a registered run after it."""
     from argparse import Namespace
 
-    from harness.archive import COMPLETE, INCOMPLETE, Run
-    from harness.cli_claims import cmd_claims_history
+    from harness.archive.archive import COMPLETE, INCOMPLETE, Run
+    from harness.commands.claims import cmd_claims_history
     from harness.studies import study_for
 
     notebook = ROOT / "tests" / "studies" / "ping_study.ipynb"

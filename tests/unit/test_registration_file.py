@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from harness.claims import PAPER, TARGET
-from harness.registration import Registration
-from harness.registration_file import RegistrationError, load
 from harness.studies.registry import discover, get_study
-from harness.validity import CHECKS
+from harness.verdicts.claims import PAPER, TARGET
+from harness.verdicts.registration import Registration
+from harness.verdicts.registration_file import RegistrationError, load
+from harness.verdicts.validity import CHECKS
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -170,21 +170,24 @@ def test_bad_toml_names_the_file_and_the_line(tmp_path):
 
 
 def test_every_study_reads_its_registration_from_its_file():
-    """No study declares its claims in Python any more: each names a file beside its module,
-    and the registration it archives is that file's."""
+    """No study declares its claims in Python any more: each names a file beside its module
+    (in the study's package, harness/studies/NAME/), and the registration it archives is that
+    file's."""
     from harness.studies import base
 
     for name in ("s0", "s1", "s2", "s3", "s4"):
         study = get_study(name)
         path = study.registration_path()
         assert path is not None and path.name == f"{name}_registration.toml" and path.is_file()
-        assert path.parent == Path(base.__file__).parent
+        assert path.parent == Path(base.__file__).parent / name
         assert study.registration().to_dict() == load(path).to_dict()
         assert path in study.code_files()  # digested with the study's code
         module = __import__(type(study).__module__, fromlist=["_"])
         assert not hasattr(module, "CLAIMS") and not hasattr(module, "DESIGN")
     discover()
-    for info in (ROOT / "harness" / "studies").glob("s[0-9]*.py"):
+    modules = sorted((ROOT / "harness" / "studies").glob("s[0-9]*/*.py"))
+    assert len(modules) > 20, modules  # every module of every study package
+    for info in modules:
         text = info.read_text()
         for name in ("CLAIMS", "DESIGN", "CHANGES"):
             assert f"\n{name} = " not in text and f"\n{name}: " not in text, (info.name, name)
@@ -195,14 +198,19 @@ def test_the_registration_files_are_package_data():
 
     data = tomllib.loads((ROOT / "pyproject.toml").read_text())
     patterns = data["tool"]["setuptools"]["package-data"]["harness.studies"]
-    assert "*.toml" in patterns
+    studies = ROOT / "harness" / "studies"
+    files = sorted(studies.glob("*/*_registration.toml"))
+    assert len(files) == 5, files
+    packaged = {found for pattern in patterns for found in studies.glob(pattern)}  # as setuptools globs
+    for path in files:  # each study's file, in its package
+        assert path in packaged, (path, patterns)
 
 
 STUDY = '''\
 from pathlib import Path
 
-from harness.claims import table, judge
-from harness.intervals import mean_estimate
+from harness.verdicts.claims import table, judge
+from harness.verdicts.intervals import mean_estimate
 from harness.studies import Citation, Parameters, Study, param
 from dataclasses import dataclass
 
@@ -241,7 +249,7 @@ def test_a_study_outside_the_project_reads_the_file_beside_it(tmp_path, capsys, 
     """A study found through HARNESS_STUDY_PATH (a folder of its own) names its file as the
     project's studies do; `harness claims show` prints what that file says, and an edit of
     the file is what it prints next."""
-    from harness.cli_claims import cmd_claims_show
+    from harness.commands.claims import cmd_claims_show
     from harness.studies import base, registry
 
     folder = tmp_path / "mystudies"

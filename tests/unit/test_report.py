@@ -1,4 +1,4 @@
-"""harness.report: a run's report opens offline, shows outputs not plumbing, and says where it came from."""
+"""harness.archive.report: a run's report opens offline, shows outputs not plumbing, and says where it came from."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import nbformat
 import pytest
 from report_run import FakeStudy, executed_notebook, run_meta, write_run
 
-from harness.report import ReportError, external_fetches, render_report
+from harness.archive.report import ReportError, external_fetches, render_report
 from harness.studies import discover, get_study
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -164,7 +164,7 @@ def test_every_study_notebook_carries_its_papers_full_citation():
 
 
 def test_the_banner_says_which_lab_link_failed_its_verification():
-    from harness.report_sections import banner, provenance_section
+    from harness.archive.report_sections import banner, provenance_section
 
     wan = {"link": "client:wan--server:wan", "configured_mbit": 33.78, "expected_rtt_ms": 142.1,
            "rtt_ms": 143.0}

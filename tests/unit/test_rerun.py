@@ -7,11 +7,11 @@ import platform
 
 import pytest
 
-from harness.archive import project_root
+from harness.archive.archive import project_root
+from harness.archive.provenance import git_state
 from harness.errors import SpecError
-from harness.execute import check_parameters, parameters_file
-from harness.provenance import git_state
-from harness.rerun import placement_warning, plan
+from harness.run.execute import check_parameters, parameters_file
+from harness.run.rerun import placement_warning, plan
 from harness.studies import study_of_notebook
 from unit.archived import NOTEBOOK, fingerprint, make_run
 
@@ -41,7 +41,7 @@ def test_rerun_warns_when_the_placement_moved(data_root):
     original = make_run(data_root, {"count": 5})
     moved = make_run(data_root, {"count": 5})
     assert placement_warning(original, moved) is None
-    from harness.archive import Run
+    from harness.archive.archive import Run
 
     other = Run.create("ping-demo", {"count": 5}, data_root)
     other.update(placement={"where": "vm", "scaling": {"factor": 0.25}})
@@ -65,7 +65,7 @@ def test_parameters_file_is_read_and_p_overrides_it(tmp_path, data_root, monkeyp
         check_parameters(NOTEBOOK, params)
         raise SpecError("stop here")
 
-    monkeypatch.setattr("harness.execute.run_notebook", fake_run)
+    monkeypatch.setattr("harness.run.execute.run_notebook", fake_run)
     path = tmp_path / "params.yaml"
     path.write_text("count: 9\ninterval_s: 0.05\n")
     assert cli.main(["run", str(NOTEBOOK), "-f", str(path), "-p", "count", "11"]) == 2
@@ -118,7 +118,7 @@ def test_a_run_on_machines_is_rerun_only_on_an_inventory_named_on_the_command_li
 def test_a_rerun_is_archived_under_the_users_own_data_folder(data_root, tmp_path, monkeypatch):
     """Not beside the original: a run folder from elsewhere (/tmp/share/runs/s4/X) sits in
     folders another user may change, and root would create the new run there."""
-    from harness.rerun import rerun
+    from harness.run.rerun import rerun
 
     shared = tmp_path / "share"
     original = make_run(shared, {"count": 5})
@@ -128,9 +128,9 @@ def test_a_rerun_is_archived_under_the_users_own_data_folder(data_root, tmp_path
         seen["root"] = root
         raise SpecError("stop here")
 
-    monkeypatch.setattr("harness.execute.run_notebook", fake_run)
+    monkeypatch.setattr("harness.run.execute.run_notebook", fake_run)
     with pytest.raises(SpecError, match="stop here"):
         rerun(original, warn=lambda _text: None)
-    from harness.archive import runs_root
+    from harness.archive.archive import runs_root
 
     assert runs_root(seen["root"]) == data_root / "runs"

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from harness.errors import SpecError
-from harness.shaping import PEAK_FRAMES, EgressPlan, plan_egress
-from harness.topology import Link, LinkEnd, TopologyBuilder
+from harness.topology.shaping import PEAK_FRAMES, EgressPlan, plan_egress
+from harness.topology.topology import Link, LinkEnd, TopologyBuilder
 
 
 def link(**props) -> Link:

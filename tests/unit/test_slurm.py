@@ -9,13 +9,13 @@ import subprocess
 
 import pytest
 
+from harness.commands.slurm import check_flags, joined_option_values
 from harness.errors import SpecError
-from harness.execute import parse_value
-from harness.slurm import JobScript, SbatchOptions, point_arguments
-from harness.slurm_cli import check_flags, joined_option_values
-from harness.slurm_inventory import AllocatedHost, build, check_template, roles
-from harness.slurm_jobs import TaskState, parse_show_job
-from harness.topology import TopologyBuilder
+from harness.run.execute import parse_value
+from harness.slurm.allocation import AllocatedHost, build, check_template, roles
+from harness.slurm.jobs import TaskState, parse_show_job
+from harness.slurm.sbatch import JobScript, SbatchOptions, point_arguments
+from harness.topology.topology import TopologyBuilder
 
 
 @pytest.mark.parametrize("text, own", [
@@ -143,7 +143,7 @@ def test_the_allocation_fills_the_roles_in_topology_order_and_leaves_routers_out
         "eth0": {"device": "ib0", "address": "10.0.0.17/16"}}}
     assert inv["nodes"]["server"]["host"] == "10.0.0.18" and inv["nodes"]["server"]["port"] == 2200
     assert inv["ssh"] == {"user": "me", "key": "~/.ssh/k"}
-    from harness.inventory import Inventory
+    from harness.machines.inventory import Inventory
 
     Inventory.from_dict(inv).check_covers(topology())  # the result is an ordinary inventory
     # a router the template lists is a role too, and needs a node of its own
@@ -201,7 +201,7 @@ def test_a_slurm_value_that_starts_with_a_dash_reaches_argparse_as_one_value():
 
 
 def test_a_sweep_file_carries_its_inventory_template(tmp_path):
-    from harness.sweep import Sweep
+    from harness.run.sweep import Sweep
 
     nb = tmp_path / "n.ipynb"
     nb.write_text("{}")
@@ -218,9 +218,9 @@ def test_sweep_status_from_submissions_slurm_and_the_archive(data_root, tmp_path
     """complete (a complete run, wherever it ran), running and pending (Slurm says so),
     failed (the job ended without a complete run: its incomplete run and log are named),
     not submitted."""
-    from harness import slurm_sweep
-    from harness.archive import COMPLETE, INCOMPLETE, Run
-    from harness.slurm_sweep import Submission, counts, sweep_status
+    from harness.archive.archive import COMPLETE, INCOMPLETE, Run
+    from harness.slurm import submit as slurm_sweep
+    from harness.slurm.submit import Submission, counts, sweep_status
     from harness.studies import study_of_notebook
     from unit.archived import NOTEBOOK
 
@@ -270,8 +270,8 @@ def test_a_yaml_point_round_trips_through_the_scripts_p_values():
 def test_wait_follows_one_job_to_its_end_and_finds_its_run(data_root, monkeypatch):
     import io
 
-    from harness import slurm_sweep
-    from harness.archive import COMPLETE, Run
+    from harness.archive.archive import COMPLETE, Run
+    from harness.slurm import submit as slurm_sweep
     from unit.archived import NOTEBOOK
 
     run = Run.create("ping-demo", {"count": 2}, data_root, notebook=str(NOTEBOOK))
@@ -287,7 +287,7 @@ def test_wait_follows_one_job_to_its_end_and_finds_its_run(data_root, monkeypatc
 
 
 def test_points_and_template_are_checked_against_the_study_before_submission(data_root):
-    from harness.slurm_sweep import submit_points
+    from harness.slurm.submit import submit_points
     from unit.archived import NOTEBOOK
 
     no_interfaces = ({"ssh": {"user": "root"}}, "ssh: {user: root}\n")
@@ -303,7 +303,7 @@ def test_points_and_template_are_checked_against_the_study_before_submission(dat
 
 
 def test_an_allocations_inventory_is_kept_under_its_jobs_name_never_overwritten(tmp_path):
-    from harness.slurm_inventory import job_inventory_name, write_inventory
+    from harness.slurm.allocation import job_inventory_name, write_inventory
 
     assert job_inventory_name({"SLURM_JOB_ID": "8", "SLURM_ARRAY_JOB_ID": "7",
                                "SLURM_ARRAY_TASK_ID": "1"}) == "7_1"
@@ -317,8 +317,8 @@ def test_an_allocations_inventory_is_kept_under_its_jobs_name_never_overwritten(
 def test_the_reports_provenance_shows_the_runs_slurm_job():
     from dataclasses import replace
 
-    from harness.report_sections import provenance_section
-    from harness.slurm_report import slurm_rows
+    from harness.archive.report_sections import provenance_section
+    from harness.archive.report_slurm import slurm_rows
 
     text = replace(script((point_arguments({"count": 3}), point_arguments({"count": 4}))),
                    options=SbatchOptions.parse("--partition=debug --time=30 "
@@ -348,8 +348,8 @@ def test_a_kernel_killed_with_the_job_leaves_no_traceback_but_other_errors_do():
     import zmq
     from nbclient.exceptions import DeadKernelError
 
-    from harness.kernel_death import KernelGoneFilter, quiet_kernel_death, quiet_own_death
-    from harness.slurm_ending import ending_line
+    from harness.run.kernel_death import KernelGoneFilter, quiet_kernel_death, quiet_own_death
+    from harness.slurm.ending import ending_line
 
     def record(message, exc):
         return logging.LogRecord("asyncio", logging.ERROR, __file__, 1, message, (),

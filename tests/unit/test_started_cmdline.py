@@ -1,4 +1,4 @@
-"""The command lines a process the harness started may show (harness.started_cmdline), for
+"""The command lines a process the harness started may show (harness.journal.started_cmdline), for
 the shapes its spawns really have: QEMU's exec, a cgroup's wrapper, a namespace's nsenter."""
 
 from __future__ import annotations
@@ -7,9 +7,9 @@ import shlex
 
 import pytest
 
+from harness.journal.started_cmdline import accepted_cmdlines, cmdline_word, exec_forms, sound_command
 from harness.nodes.local import in_cgroup
 from harness.nodes.netns import NamespaceNode
-from harness.started_cmdline import accepted_cmdlines, cmdline_word, exec_forms, sound_command
 
 
 def test_a_namespaced_process_in_a_cgroup_may_show_each_program_of_its_exec_chain():

@@ -3,7 +3,7 @@
 import pytest
 
 from harness.errors import SpecError
-from harness.sweep import Sweep, _same
+from harness.run.sweep import Sweep, _same
 
 
 def test_sweep_points_are_the_cartesian_product(tmp_path):
@@ -38,8 +38,8 @@ def test_completed_point_matching_ignores_tuple_list_and_empty_values():
 
 
 def test_batch_resume_counts_a_run_its_notebook_made_outside_harness_run(data_root, tmp_path):
+    from harness.run.sweep import run_sweep
     from harness.studies import study_of_notebook
-    from harness.sweep import run_sweep
     from unit.archived import NOTEBOOK, make_run
 
     study = study_of_notebook(NOTEBOOK)

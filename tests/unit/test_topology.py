@@ -1,8 +1,8 @@
 import pytest
 
 from harness.errors import SpecError
-from harness.shaping import plan_egress
-from harness.topology import Link, LinkEnd, Topology, TopologyBuilder
+from harness.topology.shaping import plan_egress
+from harness.topology.topology import Link, LinkEnd, Topology, TopologyBuilder
 
 
 def two_nodes(**link):

@@ -1,4 +1,4 @@
-"""Foreground tools journalled before they start, stopped by their record (harness.tracked)."""
+"""Foreground tools journalled before they start, stopped by their record (harness.journal.tracked)."""
 
 from __future__ import annotations
 
@@ -11,12 +11,12 @@ import time
 import pytest
 from conftest import group_alive
 
-from harness import tracked
 from harness.errors import CommandFailed, CommandTimeout
-from harness.journal import Journal
+from harness.journal import tracked
+from harness.journal.journal import Journal
+from harness.journal.tracked import PREFIX, journalled, run_tracked
 from harness.nodes import LocalNode
 from harness.nodes.procfs import process_start_ticks
-from harness.tracked import PREFIX, journalled, run_tracked
 
 
 @pytest.fixture(autouse=True)
@@ -64,8 +64,8 @@ def test_a_timeout_stops_it_and_closes_the_record(journal, own_tmpdir):
 
 CHILD = """
 import sys
-from harness import tracked
-from harness.journal import Journal
+from harness.journal import tracked
+from harness.journal.journal import Journal
 from harness.nodes import LocalNode
 tracked.STOP_DIR = sys.argv[2]
 tracked.run_tracked(Journal(sys.argv[1]), LocalNode(), "echo started; exec sleep 300",

@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from harness.validity import (
+from harness.verdicts.validity import (
     CPU_COUNTER_TICK_S,
     SLACK,
     check_rate,

@@ -4,14 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from harness.journal import Journal, batch_undo_handler, undo_handler
-from harness.lab import delay_trim_us
-from harness.nodes import LocalNode, NamespaceNode
-from harness.nodes.group import machine_script
-from harness.nodes.result import Result
-from harness.shaping import plan_egress
-from harness.topology import Link, LinkEnd
-from harness.verify import (
+from harness.journal.journal import Journal, batch_undo_handler, undo_handler
+from harness.lab.lab import delay_trim_us
+from harness.lab.verify import (
     Direction,
     check_direction,
     collect,
@@ -22,6 +17,11 @@ from harness.verify import (
     verification_calls,
     verification_table,
 )
+from harness.nodes import LocalNode, NamespaceNode
+from harness.nodes.group import machine_script
+from harness.nodes.result import Result
+from harness.topology.shaping import plan_egress
+from harness.topology.topology import Link, LinkEnd
 
 PING = """PING 198.18.0.2 (198.18.0.2) from 198.18.0.1 : 56(84) bytes of data.
 64 bytes from 198.18.0.2: icmp_seq=1 ttl=64 time=31.7 ms
@@ -191,7 +191,7 @@ def test_batch_undo_takes_consecutive_entries_of_one_node_together(tmp_path):
 
 
 def test_command_backend_batches_and_orders_namespaces():
-    from harness.netbackend import CommandBackend
+    from harness.net.backend import CommandBackend
 
     backend = CommandBackend(LocalNode("x"))
     for ns in ("sw", "m1", "m2"):
@@ -209,7 +209,7 @@ def test_command_backend_batches_and_orders_namespaces():
 
 
 def test_command_backend_breaks_creation_cycles_with_a_first_pass():
-    from harness.netbackend import CommandBackend
+    from harness.net.backend import CommandBackend
 
     backend = CommandBackend(LocalNode("x"))
     backend.add_veth("a", "x", "b", "x")
@@ -251,7 +251,7 @@ def test_a_failed_plain_link_fails_the_folded_row():
 
 # -- a user's machines: every path between them, and each link's measured paths ----------
 def test_paths_pair_every_interface_with_every_other_machines_interfaces():
-    from harness.verify_machines import paths
+    from harness.machines.verify_paths import paths
 
     found = paths({"client": [("eth0", "192.0.2.10"), ("eth1", "198.51.100.10")],
                    "server": [("ens3", "203.0.113.5")]})
@@ -262,9 +262,9 @@ def test_paths_pair_every_interface_with_every_other_machines_interfaces():
 
 def _s4_bed():
     """S4's topology on two inventory machines, reached (only their names matter here)."""
-    from harness.inventory import Inventory
-    from harness.studies import s4
-    from harness.testbed import InventoryTestbed
+    from harness.machines.inventory import Inventory
+    from harness.run.testbed import InventoryTestbed
+    from harness.studies.s4 import study as s4
 
     inv = Inventory.from_dict({"nodes": {
         "client": {"host": "c", "interfaces": {
@@ -278,8 +278,8 @@ def _s4_bed():
 
 
 def test_each_inventory_link_lists_the_paths_measured_through_its_interfaces():
-    from harness.report_sections import describe_check, link_origin_rows
-    from harness.verify import LinkCheck
+    from harness.archive.report_sections import describe_check, link_origin_rows
+    from harness.lab.verify import LinkCheck
 
     bed = _s4_bed()
 
@@ -304,9 +304,9 @@ def test_each_inventory_link_lists_the_paths_measured_through_its_interfaces():
 
 
 def test_rate_tests_only_on_interfaces_the_topology_joins():
-    from harness.inventory import Inventory
-    from harness.studies import s0
-    from harness.testbed import InventoryTestbed
+    from harness.machines.inventory import Inventory
+    from harness.run.testbed import InventoryTestbed
+    from harness.studies.s0 import study as s0
 
     bed = _s4_bed()
     # through S4's router, which the user's network provides: each client port to the server
@@ -330,8 +330,8 @@ def test_a_second_verification_in_one_run_is_archived_apart_and_the_first_kept(t
     replaced: the same names were refused, "exists already", in a fresh clone's suite)."""
     import json
 
-    from harness.session import open_session
-    from harness.verify import LinkCheck
+    from harness.lab.verify import LinkCheck
+    from harness.run.session import open_session
 
     class Bed:  # a testbed that verifies with a fixed reading per pass
         passes = 0

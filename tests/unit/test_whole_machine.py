@@ -8,13 +8,13 @@ that (addresses off, old name and MTU back).
 import pytest
 
 from harness.errors import CapabilityMissing, SpecError
-from harness.journal import Journal
-from harness.lab import Lab
-from harness.netbackend import CommandBackend
+from harness.journal.journal import Journal
+from harness.lab.lab import Lab
+from harness.lab.placement import VMOffer, decide
+from harness.lab.probe import Capabilities
+from harness.net.backend import CommandBackend
 from harness.nodes import LocalNode, MachineRootNode, Node, node_from_description
-from harness.placement import VMOffer, decide
-from harness.probe import Capabilities
-from harness.topology import Topology, TopologyBuilder
+from harness.topology.topology import Topology, TopologyBuilder
 
 HOST = Capabilities("local", "6.18", {"netns": True, "veth": True, "htb": True, "mptcp": True,
                                       "netem": True, "tipc": True, "sctp": True,
@@ -116,7 +116,7 @@ def test_command_backend_renames_in_place_then_configures_the_root_namespace():
     backend = CommandBackend(LocalNode("x"))
     backend.rename_nic("52:54:00:5e:00:01", "wire")
     backend.configure_interface("", "wire", "198.18.1.1/24", 9000)
-    backend.add_route("", __import__("harness.topology", fromlist=["Route"]).Route(
+    backend.add_route("", __import__("harness.topology.topology", fromlist=["Route"]).Route(
         "a", "198.19.0.0/16", via="198.18.1.2"))
     script = backend.script()
     assert "ip -n" not in script and "ip -batch -" in script
@@ -135,7 +135,7 @@ def test_machine_root_node_runs_on_its_machine_and_is_rebuilt_from_its_descripti
 
 
 def test_the_undo_gives_the_nic_its_name_and_mtu_back():
-    from harness.netbackend import _undo_root_nic
+    from harness.net.backend import _undo_root_nic
 
     vm = FakeMachine("vm")
     _undo_root_nic(MachineRootNode(vm, "a"),

@@ -21,8 +21,8 @@ from harness.config import apply
 from harness.config.glusterfs import GLUSTERD, GlusterDaemon, GlusterMount, GlusterVolume
 from harness.config.nfs import RPC_NFSD, NfsExport, NfsMount, NfsServer
 from harness.errors import SpecError
-from harness.journal import Journal
-from harness.probe import probe
+from harness.journal.journal import Journal
+from harness.lab.probe import probe
 from harness.tools.fio import FIO, FioJob, run_fio
 from harness.vm import VM, boot_vm
 from harness.vm.qemu import GUEST_ADDR

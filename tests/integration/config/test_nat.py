@@ -16,9 +16,9 @@ from conftest import needs_root, needs_tools
 
 from harness.config import nat
 from harness.errors import SpecError
-from harness.lab import Lab
+from harness.lab.lab import Lab
 from harness.relay.line import netns_socket
-from harness.topology import TopologyBuilder
+from harness.topology.topology import TopologyBuilder
 
 pytestmark = [pytest.mark.integration, needs_root, needs_tools("nft", "conntrack")]
 

@@ -10,9 +10,9 @@ from harness.config.cgroup import CpuLimit
 from harness.config.congestion import DefaultCongestion
 from harness.config.sysctl import Sysctl, SysctlAtLeast
 from harness.errors import SpecError
-from harness.lab import Lab
+from harness.lab.lab import Lab
 from harness.nodes import LocalNode
-from harness.topology import TopologyBuilder
+from harness.topology.topology import TopologyBuilder
 
 pytestmark = [pytest.mark.integration, needs_root]
 

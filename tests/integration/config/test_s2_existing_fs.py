@@ -16,10 +16,11 @@ import pytest
 from conftest import needs_root, needs_tools
 
 from harness.errors import CapabilityMissing
-from harness.journal import Journal
+from harness.journal.journal import Journal
 from harness.nodes import LocalNode
-from harness.session import open_session
-from harness.studies import s2, s2_fs
+from harness.run.session import open_session
+from harness.studies.s2 import fs as s2_fs
+from harness.studies.s2 import study as s2
 
 pytestmark = [pytest.mark.integration, needs_root, needs_tools("fio", "findmnt")]
 

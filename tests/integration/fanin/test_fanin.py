@@ -18,8 +18,9 @@ import pytest
 from conftest import group_alive, needs_root, netns_names
 
 from harness import fanin
-from harness.lab import Lab
-from harness.studies import s3, s3_points
+from harness.lab.lab import Lab
+from harness.studies.s3 import measure as s3_points
+from harness.studies.s3 import study as s3
 
 pytestmark = [pytest.mark.integration, needs_root]
 
@@ -142,7 +143,7 @@ def test_reducer_failure_is_reported(journal):
 
 def test_missing_protocol_is_a_clear_error(journal):
     """On a kernel without SCTP the mappers fail to start with a hint (host kernel here)."""
-    from harness.probe import probe
+    from harness.lab.probe import probe
 
     if probe(__import__("harness.nodes", fromlist=["LocalNode"]).LocalNode()).features.get("sctp"):
         pytest.skip("this kernel has SCTP")

@@ -15,8 +15,8 @@ from conftest import needs_root
 
 from harness import fanin
 from harness.config import apply, tipc
-from harness.lab import Lab
-from harness.studies import s3
+from harness.lab.lab import Lab
+from harness.studies.s3 import study as s3
 
 pytestmark = [pytest.mark.integration, pytest.mark.vm, needs_root]
 N = 4
@@ -25,7 +25,7 @@ N = 4
 @pytest.fixture(scope="module")
 def vm_lab(tmp_path_factory):
     from harness.errors import CapabilityMissing
-    from harness.journal import Journal
+    from harness.journal.journal import Journal
     from harness.vm import VM, boot_vm, checks
     from harness.vm.machine import require_programs, resolve_kernel
 

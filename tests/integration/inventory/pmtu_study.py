@@ -5,7 +5,7 @@ issue 25 end to end with a study whose claims split cleanly: one rests on nothin
 harness changes (the round-trip time between the two machines), one rests on a change (the
 MTU of a's interface, lowered to 1400 bytes: the path MTU a then sees). Reached as root or
 through ``sudo -n`` the study sets the MTU, measures, and undoes it; reached as an ordinary
-user without sudo it measures the machines as found (:mod:`harness.as_found`): the RTT
+user without sudo it measures the machines as found (:mod:`harness.machines.as_found`): the RTT
 claim is judged, the MTU claim is "not testable here", naming CAP_NET_ADMIN.
 
 The path MTU is measured, not read from the interface: ``ping -M do`` (don't fragment)
@@ -22,15 +22,15 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from harness.claims import judge, table
 from harness.config.interface import Mtu
-from harness.intervals import mean_estimate
-from harness.registration_file import load
 from harness.studies import Citation, Parameters, Requirements, RunData, Study, param
 from harness.studies.order import MeasuringOrder
 from harness.tools.ping import parse_ping_ms
 from harness.tools.registry import PING
-from harness.topology import TopologyBuilder
+from harness.topology.topology import TopologyBuilder
+from harness.verdicts.claims import judge, table
+from harness.verdicts.intervals import mean_estimate
+from harness.verdicts.registration_file import load
 
 MTU = 1400  # what the study sets on a's interface (a real machine's default is 1500)
 CANDIDATES = (1280, MTU, 1500)  # path MTUs probed: the IPv6 minimum, ours, Ethernet's

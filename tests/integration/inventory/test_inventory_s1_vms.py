@@ -26,9 +26,9 @@ import pytest
 import yaml
 from conftest import needs_root
 
-from harness.journal import Journal
-from harness.placement import EXTRA_VM_MEMORY_MIB, vm_cpus
-from harness.studies.s1 import ADDRESSES, WIRE
+from harness.journal.journal import Journal
+from harness.lab.placement import EXTRA_VM_MEMORY_MIB, vm_cpus
+from harness.studies.s1.study import ADDRESSES, WIRE
 
 pytestmark = [pytest.mark.integration, pytest.mark.vm, needs_root,
               pytest.mark.skipif(os.environ.get("HARNESS_SLOW_TESTS") != "1",

@@ -7,10 +7,10 @@ import os
 import pytest
 from conftest import needs_root, netns_names
 
-from harness.lab import Lab
+from harness.lab.lab import Lab
 from harness.nodes import LocalNode
 from harness.nodes.group import Call, run_group
-from harness.topology import TopologyBuilder
+from harness.topology.topology import TopologyBuilder
 
 pytestmark = [pytest.mark.integration, needs_root]
 

@@ -20,13 +20,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harness.archive import INCOMPLETE, Run
+from harness.archive.archive import INCOMPLETE, Run
 from harness.cli import main
 from harness.errors import NodeError
-from harness.journal import Journal
+from harness.journal.journal import Journal
 from harness.nodes.procfs import process_start_ticks
-from harness.session import open_session
-from harness.topology import TopologyBuilder
+from harness.run.session import open_session
+from harness.topology.topology import TopologyBuilder
 
 try:  # as a package (tests/integration/__init__.py) or as a rootdir-relative module
     from .sshd_fixture import PORT, SSHD, in_sshd_netns, sshd_server

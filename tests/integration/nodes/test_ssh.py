@@ -26,7 +26,7 @@ import paramiko
 import pytest
 
 from harness.errors import CommandFailed, CommandTimeout, NodeError
-from harness.journal import Journal, remove_process_log
+from harness.journal.journal import Journal, remove_process_log
 from harness.nodes import LocalNode, node_from_description
 from harness.nodes.hostkeys import fingerprint
 from harness.nodes.local import process_start_ticks, wait_until

@@ -22,8 +22,8 @@ from typing import Self
 
 import pytest
 
-from harness.journal import Journal
-from harness.lab import Lab
+from harness.journal.journal import Journal
+from harness.lab.lab import Lab
 from harness.relay import RelaySpec, RelayStartError, build_local, running_relay, start_relay
 from harness.relay.line import (
     MIDDLE_LEFT_IP,

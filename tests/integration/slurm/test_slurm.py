@@ -28,7 +28,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harness.archive import COMPLETE, INCOMPLETE, Run, list_runs
+from harness.archive.archive import COMPLETE, INCOMPLETE, Run, list_runs
 from harness.nodes.procfs import read_stat
 
 from .cluster import running_cluster, skip_reason
@@ -222,7 +222,7 @@ def test_after_a_hard_kill_lab_clean_finishes_on_the_nodes(cluster, data, tmp_pa
     left = run.journal.pending()
     remote = [e for e in left if e.node.get("type") == "ssh"]
     assert {e.node["host"] for e in remote} == {n.address for n in cluster.nodes}  # both locks
-    # and, where the job's harness ran, its kernel's socket folder (harness.kernels)
+    # and, where the job's harness ran, its kernel's socket folder (harness.run.kernels)
     (sockets,) = [e for e in left if e.node.get("type") == "local"]
     assert sockets.kind == "file" and Path(sockets.data["path"]).is_dir()
     # on the login node: the nodes' records are undone over SSH; the folder on the compute

@@ -18,7 +18,7 @@ import pandas as pd
 import pytest
 from conftest import needs_root, needs_tools
 
-from harness.report import external_fetches
+from harness.archive.report import external_fetches
 
 ROOT = Path(__file__).resolve().parents[3]
 STUDY_DIR = ROOT / "tests" / "studies"

@@ -13,12 +13,13 @@ import pytest
 from conftest import checked_outputs, group_alive, needs_root, needs_tools, netns_names, run_harness
 
 from harness.errors import HarnessError, SpecError
-from harness.lab import Lab
+from harness.lab.lab import Lab
 from harness.nodes.facts import listening_ports
 from harness.relay.line import netns_socket
 from harness.relay.process import relay
-from harness.studies import s0, s0_bench
-from harness.testbed import LabTestbed
+from harness.run.testbed import LabTestbed
+from harness.studies.s0 import bench as s0_bench
+from harness.studies.s0 import study as s0
 from harness.tools import pingpong
 from harness.tools.sockets import check_ports_free
 

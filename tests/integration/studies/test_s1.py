@@ -15,10 +15,10 @@ import pandas as pd
 import pytest
 from conftest import needs_root, run_harness, survivors
 
-from harness.gates import RunFacts
-from harness.journal import Journal
-from harness.studies import s1_analysis
-from harness.studies.s1_validity import impossible_shares
+from harness.journal.journal import Journal
+from harness.studies.s1 import analysis as s1_analysis
+from harness.studies.s1.validity import impossible_shares
+from harness.verdicts.gates import RunFacts
 
 pytestmark = [pytest.mark.integration, pytest.mark.vm, needs_root]
 
@@ -96,7 +96,7 @@ def test_s1_small_run_in_two_vms(tmp_path):
     claims = pd.read_parquet(run_dir / "claims.parquet")
     assert len(claims) == 10 and "not testable here" in set(claims.outcome)
     smp = claims.set_index("claim_id").loc["s1.smp_latency_larger"]
-    # judged only where the run's recorded facts pass its gates (harness.gates): under TCG, or
+    # judged only where the run's recorded facts pass its gates (harness.verdicts.gates): under TCG, or
     # with more vCPUs than host cores, it is not testable here with the figures
     facts = RunFacts.from_meta(json.loads((run_dir / "run.json").read_text()))
     in_regime = facts.accel == "kvm" and facts.vms * facts.vcpus_per_vm <= facts.host_cores

@@ -17,7 +17,7 @@ import pandas as pd
 import pytest
 from conftest import needs_root, run_harness, survivors
 
-from harness.journal import Journal
+from harness.journal.journal import Journal
 
 pytestmark = [pytest.mark.integration, pytest.mark.vm, needs_root]
 

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 from conftest import needs_root, needs_tools, netns_names, run_harness
 
-from harness.verify import RATE_TOLERANCE
+from harness.lab.verify import RATE_TOLERANCE
 
 pytestmark = [pytest.mark.integration, needs_root,
               needs_tools("iperf3", "mptcpize", "globus-url-copy", "globus-gridftp-server")]

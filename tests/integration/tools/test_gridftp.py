@@ -18,7 +18,7 @@ from typing import Self
 import pytest
 
 from harness.errors import NodeError, SpecError
-from harness.journal import Journal
+from harness.journal.journal import Journal
 from harness.nodes import NamespaceNode
 from harness.tools.gridftp import gridftp_server, gridftp_transfer, mptcp_counters
 

@@ -23,7 +23,7 @@ import pytest
 from conftest import assert_a_try_on_target, interruptible
 
 from harness.errors import CapabilityMissing, NodeError
-from harness.journal import Journal
+from harness.journal.journal import Journal
 from harness.nodes.ssh import SSHNode
 from harness.vm import VM, VMBootError, boot_vm, checks
 from harness.vm.accel import probe_boot
@@ -151,8 +151,8 @@ def test_study_modules_load(vm):
 
 @pytest.fixture(scope="module")
 def lab(vm_env):
-    from harness.lab import Lab
-    from harness.topology import Link, LinkEnd, Topology, TopologyNode
+    from harness.lab.lab import Lab
+    from harness.topology.topology import Link, LinkEnd, Topology, TopologyNode
 
     vm, journal = vm_env
     topo = Topology(
@@ -182,7 +182,7 @@ def test_netem_lab_rate_and_rtt(vm_env, lab):
     asserted on every attempt anyway, so a missing or wrong shaper or delay
     line still fails.
     """
-    from harness.verify import verify_lab
+    from harness.lab.verify import verify_lab
 
     journal = vm_env[1]
     a = lab.node("a")
@@ -254,7 +254,7 @@ def test_unreachable_vm_fails_within_bound_and_leaves_nothing(tmp_path):
 
 _CHILD = textwrap.dedent("""
     import sys, time
-    from harness.journal import Journal
+    from harness.journal.journal import Journal
     from harness.vm import VM, boot_vm
     with boot_vm(VM(name="sigint", memory_mib=512, boot_timeout_s=300), Journal(sys.argv[1])):
         time.sleep(600)

@@ -16,12 +16,12 @@ from pathlib import Path
 
 import pytest
 
-from harness.archive import INCOMPLETE, Run
+from harness.archive.archive import INCOMPLETE, Run
 from harness.errors import HarnessError
-from harness.journal import Journal
+from harness.journal.journal import Journal
 from harness.nodes import LocalNode
 from harness.nodes.procfs import process_start_ticks
-from harness.session import open_session
+from harness.run.session import open_session
 from harness.vm import VM, boot_vm
 
 from .test_vm import _require_vm_host

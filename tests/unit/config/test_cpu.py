@@ -9,8 +9,8 @@ from harness.config import operation
 from harness.config.cpu import CpuOnline, online_path
 from harness.config.operation import plan
 from harness.errors import SpecError
-from harness.journal import _HANDLERS
-from harness.undo_checks import RefusedRecord
+from harness.journal.journal import _HANDLERS
+from harness.journal.undo_checks import RefusedRecord
 
 
 @pytest.fixture(autouse=True)

@@ -40,8 +40,8 @@ from harness.config.gpfs_remote import (
 )
 from harness.config.operation import UNKNOWN, ApplyFailed, apply, describe, plan
 from harness.errors import CapabilityMissing, SpecError
-from harness.journal import Journal
-from harness.probe import FEATURES, tool_versions
+from harness.journal.journal import Journal
+from harness.lab.probe import FEATURES, tool_versions
 
 # -- fixtures modelled on the documentation ------------------------------------------------------
 

@@ -23,7 +23,7 @@ from harness.config.operation import (
     plan,
 )
 from harness.errors import SpecError
-from harness.journal import Journal, undo_handler
+from harness.journal.journal import Journal, undo_handler
 from harness.nodes import Node
 
 
@@ -173,7 +173,7 @@ def test_another_process_imports_the_handler_module_the_entry_names(tmp_path):
                                 "node": {"type": "local", "name": "x"}, "data": {},
                                 "module": "harness.config.mptcp"}) + "\n")
     out = _fresh_python(
-        "import sys; from harness import journal as j\n"
+        "import sys; from harness.journal import journal as j\n"
         f"e = j.Journal({str(path)!r}).entries()[0]\n"
         "assert 'harness.config.mptcp' not in sys.modules\n"
         "j.load_undo_handlers(e.module)\n"
@@ -182,7 +182,7 @@ def test_another_process_imports_the_handler_module_the_entry_names(tmp_path):
 
 
 def test_an_old_journal_without_modules_finds_every_handler():
-    out = _fresh_python("from harness import journal as j\n"
+    out = _fresh_python("from harness.journal import journal as j\n"
                         "j.load_undo_handlers()\n"
                         "print(' '.join(sorted(j._HANDLERS)))\n")
     kinds = set(out.split())

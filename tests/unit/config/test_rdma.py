@@ -12,7 +12,7 @@ from conftest import CommandOnlyNode
 from harness.config import operation, rdma
 from harness.config.operation import UNKNOWN, apply, plan
 from harness.errors import CapabilityMissing, SpecError
-from harness.journal import Journal
+from harness.journal.journal import Journal
 
 # Captured: `modprobe -S 6.1.0-56-amd64 --show-depends rdma_rxe` on Debian 12 (each line
 # ends in a space).

@@ -9,7 +9,7 @@ from harness.config import operation
 from harness.config.operation import plan
 from harness.config.route import HostRoute, host_prefix
 from harness.errors import SpecError
-from harness.journal import _HANDLERS
+from harness.journal.journal import _HANDLERS
 
 
 @pytest.fixture(autouse=True)

@@ -11,7 +11,7 @@ import pytest
 
 from harness import cbuild
 from harness.errors import SpecError
-from harness.journal import Journal
+from harness.journal.journal import Journal
 from harness.nodes.base import Node
 from harness.nodes.local import LocalNode
 from harness.relay import HostPort, RelaySpec, build, parse_events, parse_host_port, start_relay

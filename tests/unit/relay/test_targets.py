@@ -7,9 +7,9 @@ import math
 
 import pytest
 
-from harness.claims import INCONCLUSIVE, MET, NOT_MET, NOT_TESTABLE, TARGET
 from harness.errors import SpecError
 from harness.relay import targets
+from harness.verdicts.claims import INCONCLUSIVE, MET, NOT_MET, NOT_TESTABLE, TARGET
 
 
 def result(run: int, path: str, gbps: float, retr: int, half_us: float) -> dict:
@@ -126,9 +126,9 @@ def test_s0_shows_the_benchmark_its_run_archived_as_target_rows_apart(tmp_path):
 
     import pandas as pd
 
-    from harness.reference import reference_root
+    from harness.archive.reference import reference_root
     from harness.relay.targets import ARCHIVED
-    from harness.studies.s0 import S0
+    from harness.studies.s0.study import S0
 
     if not ARCHIVED.exists():
         pytest.skip("no archived relay benchmark in this checkout")

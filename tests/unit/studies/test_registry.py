@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from harness.errors import CapabilityMissing, SpecError
-from harness.execute import HARNESS_PARAMETERS, notebook_parameters
-from harness.probe import Capabilities, require
+from harness.lab.probe import Capabilities, require
+from harness.run.execute import HARNESS_PARAMETERS, notebook_parameters
 from harness.studies import Study, discover, get_study, study_of_notebook
 from harness.studies.base import register
 from harness.studies.registry import import_file
@@ -103,7 +103,7 @@ def test_tools_are_declared_once_and_a_missing_one_names_its_package():
 
 
 def test_a_study_that_is_asked_to_run_itself_names_the_runner():
-    """Notebooks written before harness.runner called study.run(...): one clear error with
+    """Notebooks written before harness.run.runner called study.run(...): one clear error with
     the line that replaces it, before anything is made."""
     study = get_study("s4")
     params = study.parameters(repetitions=1)
@@ -113,3 +113,29 @@ def test_a_study_that_is_asked_to_run_itself_names_the_runner():
     with pytest.raises(SpecError, match=r"Study.dry_run\(\) is gone") as info:
         study.dry_run(params)
     assert "dry_run_study" in info.value.hint
+
+
+# the package spelled in two pieces: /work/packages-move/rewrite.py would read it whole as the
+# flat module of before (the study module of today) and write that name instead
+@pytest.mark.parametrize("module", ["harness.studies" + ".s4", "harness.studies.s4.study"])
+def test_a_notebook_naming_a_study_package_imports_its_study_module(tmp_path, module):
+    """A study is a package (harness/studies/s4/) whose __init__ defines nothing: a notebook's
+    metadata naming the package, or its study module, imports the module that defines the
+    Study (a fresh process: no discovery has run, so nothing else registers S4)."""
+    import subprocess
+    import sys
+
+    path = tmp_path / "nb.ipynb"
+    path.write_text(json.dumps({"cells": [], "nbformat": 4, "nbformat_minor": 5,
+                                "metadata": {"harness": {"study": "s4", "module": module}}}))
+    root = Path(__file__).resolve().parents[3]
+    script = ("import sys\n"
+              "from pathlib import Path\n"
+              "from harness.studies import registry\n"
+              "before = 'harness.studies.s4.study' in sys.modules\n"
+              f"registry.import_notebook_module(Path({str(path)!r}), {module!r})\n"
+              "print(before, 'harness.studies.s4.study' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=root,
+                         env={**__import__("os").environ, "PYTHONPATH": str(root)}, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "False True"

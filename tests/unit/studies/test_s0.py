@@ -9,7 +9,14 @@ import threading
 import pandas as pd
 import pytest
 
-from harness.claims import (
+from harness.config import nat
+from harness.errors import SpecError
+from harness.nodes.local import wait_until
+from harness.studies import get_study
+from harness.studies.s0 import analysis
+from harness.studies.s0 import study as s0
+from harness.tools import pingpong
+from harness.verdicts.claims import (
     INCONCLUSIVE,
     INVALID,
     MET,
@@ -19,12 +26,6 @@ from harness.claims import (
     PAPER,
     REPRODUCED,
 )
-from harness.config import nat
-from harness.errors import SpecError
-from harness.nodes.local import wait_until
-from harness.studies import get_study, s0
-from harness.studies import s0_analysis as analysis
-from harness.tools import pingpong
 
 # -- parameters ----------------------------------------------------------------------------------
 
@@ -356,7 +357,7 @@ def test_a_point_above_the_wire_makes_its_claims_invalid_and_shows_its_numbers()
 
 
 def test_pingpong_bound_allows_the_shapers_two_frames_and_nothing_else():
-    from harness.studies import s0_validity as v
+    from harness.studies.s0 import validity as v
 
     assert v.wire_bytes(1448) == 1514 and v.wire_bytes(1449) == 1449 + 2 * 66
     assert v.pingpong_bound_mbit(2896, 100) is None  # fits the peak bucket: no wire bound
@@ -373,7 +374,7 @@ def test_pingpong_bound_allows_the_shapers_two_frames_and_nothing_else():
 def test_pingpong_points_the_lab_cannot_bound_are_shown_apart_against_one_real_hop():
     """Messages of at most two frames pass the shaper at once: never invalid here, so the
     report counts them, and those faster than one hop of a real wire, apart."""
-    from harness.studies import s0_validity as v
+    from harness.studies.s0 import validity as v
 
     assert v.one_hop_mbit(1024, 100) == pytest.approx(93.94, abs=0.01)  # 1090 wire bytes
     rows = [{"repetition": r, "method": "direct", "size": size, "stream_mbit": 50.0,
@@ -425,7 +426,7 @@ def test_claims_with_only_unpaced_sizes_are_not_testable_and_name_them():
 def test_latency_and_pingpong_claims_are_judged_on_the_paced_sizes_only():
     """At MTU 300 (1 KB paced, 1 B not) a 1 B ratio of 5x must not move the latency estimate;
     at MTU 1500 a 1 KB ping-pong gain of +100 % (unpaced) must not move the 1-32 KB gain."""
-    from harness.studies import s0_validity as v
+    from harness.studies.s0 import validity as v
 
     assert v.run_mtu(SMALL_MTU) == 300 and v.run_mtu({}) == v.MTU == 1500
     assert v.largest_unpaced(1500) == 2896 and v.largest_unpaced(300) == 496
@@ -559,7 +560,7 @@ def test_registration_fixes_repetitions_and_records_the_changes():
 def test_the_design_states_the_numbers_the_code_uses():
     """The sizes, delays and regime floors the analysis and the distance sweep use are the
     registration's (s0_registration.toml): a change of either alone is caught here."""
-    from harness.studies import s0_claims
+    from harness.studies.s0 import registration as s0_claims
 
     design = s0.S0().registration().design
     sizes = design["sizes per claim"]

@@ -11,15 +11,18 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness.claims import INCONCLUSIVE, INVALID, NOT_REPRODUCED, NOT_TESTABLE, REPRODUCED
 from harness.config.cpu import CpuOnline
 from harness.errors import SpecError
-from harness.placement import VMOffer, decide
-from harness.probe import Capabilities
-from harness.studies import s1, s1_analysis, s1_validity, s1_wire
+from harness.lab.placement import VMOffer, decide
+from harness.lab.probe import Capabilities
 from harness.studies.registry import get_study
+from harness.studies.s1 import analysis as s1_analysis
+from harness.studies.s1 import study as s1
+from harness.studies.s1 import validity as s1_validity
+from harness.studies.s1 import wire as s1_wire
 from harness.tools import ibverbs, perftest, perftest_sweep
 from harness.tools.perftest import LatencyRow, PerftestReport
+from harness.verdicts.claims import INCONCLUSIVE, INVALID, NOT_REPRODUCED, NOT_TESTABLE, REPRODUCED
 
 # -- parameters ----------------------------------------------------------------------------------
 

@@ -9,8 +9,8 @@ import math
 import numpy as np
 import pandas as pd
 
-from harness.claims import INVALID, NOT_REPRODUCED, NOT_TESTABLE, REPRODUCED
-from harness.studies import s1_analysis
+from harness.studies.s1 import analysis as s1_analysis
+from harness.verdicts.claims import INVALID, NOT_REPRODUCED, NOT_TESTABLE, REPRODUCED
 
 from .test_s1 import outcomes, synthetic
 

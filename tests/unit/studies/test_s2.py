@@ -11,14 +11,19 @@ import pandas as pd
 import pytest
 from conftest import CommandOnlyNode
 
-from harness.claims import INCONCLUSIVE, LAB, MET, NOT_MET, NOT_REPRODUCED, NOT_TESTABLE, REPRODUCED
 from harness.config.labdisk import LabDiskFs, parse_disk_state
 from harness.errors import CapabilityMissing, HarnessError, SpecError
-from harness.journal import Journal
+from harness.journal.journal import Journal
 from harness.nodes import Result
-from harness.studies import s2, s2_analysis, s2_fs, s2_lab, s2_measure, s2_validity
 from harness.studies.base import RunData
 from harness.studies.registry import get_study
+from harness.studies.s2 import analysis as s2_analysis
+from harness.studies.s2 import design as s2_lab
+from harness.studies.s2 import fs as s2_fs
+from harness.studies.s2 import measure as s2_measure
+from harness.studies.s2 import study as s2
+from harness.studies.s2 import validity as s2_validity
+from harness.verdicts.claims import INCONCLUSIVE, LAB, MET, NOT_MET, NOT_REPRODUCED, NOT_TESTABLE, REPRODUCED
 
 
 def test_profiles_and_the_papers_link():

@@ -9,7 +9,9 @@ import pytest
 
 from harness.config import apply, operation, tipc
 from harness.errors import SpecError
-from harness.studies import s3, s3_design, s3_points
+from harness.studies.s3 import design as s3_design
+from harness.studies.s3 import measure as s3_points
+from harness.studies.s3 import study as s3
 
 
 def test_quick_profile_resolves():

@@ -9,8 +9,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness.claims import INVALID, NOT_TESTABLE, PAPER
-from harness.studies import s3, s3_analysis, s3_figures, s3_verdicts
+from harness.studies.s3 import analysis as s3_verdicts
+from harness.studies.s3 import figures as s3_figures
+from harness.studies.s3 import registration as s3_analysis
+from harness.studies.s3 import study as s3
+from harness.verdicts.claims import INVALID, NOT_TESTABLE, PAPER
 
 SEED = Path(__file__).resolve().parents[4] / "shared" / "seeds" / "003_4846a53aaad56b29.txt"
 #: each repetition's relative deviation from a point's true rate, per protocol (known pattern)
@@ -105,7 +108,7 @@ def test_the_registered_profiles_are_the_ones_the_study_runs():
     key for key, or a change of either alone would go unregistered."""
     import json
 
-    from harness.studies.s3_design import PROFILES
+    from harness.studies.s3.design import PROFILES
 
     registered = s3.S3().registration().design["profiles"]
     assert set(registered) == set(PROFILES)
@@ -124,8 +127,8 @@ def test_the_wire_check_reads_its_threshold_from_the_registered_claim():
 
 def test_the_study_digests_all_its_modules():
     names = {p.name for p in s3.S3().code_files()}
-    assert {"s3.py", "s3_analysis.py", "s3_verdicts.py", "s3_points.py", "s3_design.py",
-            "s3_figures.py", "s3_registration.toml"} <= names
+    assert {"study.py", "registration.py", "analysis.py", "measure.py", "design.py",
+            "figures.py", "s3_registration.toml"} <= names
 
 
 # -- the rate claims: samples are repetitions -------------------------------------------------

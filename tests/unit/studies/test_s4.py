@@ -3,10 +3,10 @@
 import pytest
 
 from harness.errors import SpecError
-from harness.studies import s4
 from harness.studies.order import MeasuringOrder
-from harness.studies.s4_design import SENDER_CPUS
-from harness.studies.s4_sweep import plan
+from harness.studies.s4 import study as s4
+from harness.studies.s4.design import SENDER_CPUS
+from harness.studies.s4.measure import plan
 
 
 def test_s4_profiles_and_overrides():
@@ -59,9 +59,9 @@ def test_every_factor_is_shuffled_per_repetition_from_the_seed():
 def test_s4_as_found_names_registered_claims_and_known_changes():
     """A run as found marks the claims S4.as_found names: an id that is not a claim, or a
     kind of change no operation makes, would leave a claim judged that rests on nothing."""
-    from harness.privileges import OPERATIONS
-    from harness.studies import s4_analysis
-    from harness.studies.s4 import S4
+    from harness.machines.privileges import OPERATIONS
+    from harness.studies.s4 import registration as s4_analysis
+    from harness.studies.s4.study import S4
 
     ids = {claim.id for claim in s4_analysis.registered().claims}
     assert set(S4.as_found) <= ids
@@ -73,7 +73,7 @@ def test_s4_as_found_names_registered_claims_and_known_changes():
 
 def test_as_found_s4_stops_before_measuring_when_cubic_is_not_allowed_to_users():
     from harness.errors import CapabilityMissing
-    from harness.studies.s4 import ALLOWED_CONGESTION, require_congestion_allowed
+    from harness.studies.s4.study import ALLOWED_CONGESTION, require_congestion_allowed
 
     class Node:
         name = "client"

@@ -6,11 +6,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from harness.claims import INVALID, LAB, PAPER
-from harness.studies import s4_analysis as analysis
-from harness.studies import s4_figures as figures
-from harness.studies.s4 import S4
-from harness.studies.s4_design import PROFILES, SENDER_CPUS, limit_label
+from harness.studies.s4 import figures
+from harness.studies.s4 import registration as analysis
+from harness.studies.s4.design import PROFILES, SENDER_CPUS, limit_label
+from harness.studies.s4.study import S4
+from harness.verdicts.claims import INVALID, LAB, PAPER
 
 SEEDS = Path(__file__).resolve().parents[4] / "shared" / "seeds"
 LIMITED = 0.01
@@ -152,7 +152,7 @@ def test_registration_quotes_are_the_papers_words_and_the_design_matches_the_pro
     labels = {c.id.split("@")[1] for c in paper}
     assert labels == {limit_label(c) for c in SENDER_CPUS}
     # the lab's aggregation check: 2x within the verified rate tolerance either way
-    from harness.verify import RATE_TOLERANCE
+    from harness.lab.verify import RATE_TOLERANCE
 
     both = reg.claim("s4.mptcp_over_tcp").region
     assert (both.low, both.high) == (2 * RATE_TOLERANCE, 2 / RATE_TOLERANCE)

@@ -8,7 +8,7 @@ import pytest
 from conftest import CommandOnlyNode
 
 from harness.errors import CapabilityMissing, SpecError
-from harness.journal import Journal
+from harness.journal.journal import Journal
 from harness.tools import gridftp
 from harness.tools.gridftp import (
     client_command,

@@ -19,7 +19,7 @@ from harness.errors import HarnessError, SpecError
 from harness.nodes.result import Result
 from harness.tools import perftest, perftest_sweep
 from harness.tools.perftest import BandwidthRow, LatencyRow, PerftestRun
-from harness.validity import counter_resolution_pct
+from harness.verdicts.validity import counter_resolution_pct
 
 # the header perftest 6.06 prints before its table (Soft-RoCE, ib_send_lat), as it prints it
 BANNER = (Path(__file__).parent / "data" / "perftest-6.06-banner.txt").read_text()
@@ -369,7 +369,7 @@ def test_a_sweep_whose_client_gives_up_on_a_size_sweeps_the_rest_again(tmp_path,
     """The first sweep's client cannot connect at 128 B within its window (its server never
     listens); the sizes it finished are kept and 128 B is swept again by fresh processes at
     both ends on the next block of ports, whose server comes up."""
-    from harness.journal import Journal
+    from harness.journal.journal import Journal
     from harness.nodes import LocalNode
 
     failing_ports_perftest(tmp_path)
@@ -416,7 +416,7 @@ def test_a_latency_printed_as_inf_or_nan_is_no_measurement():
 
 
 def test_a_size_whose_median_is_nan_is_swept_again(tmp_path, monkeypatch):
-    from harness.journal import Journal
+    from harness.journal.journal import Journal
     from harness.nodes import LocalNode
 
     fake_perftest(tmp_path, f"""
@@ -444,7 +444,7 @@ def test_a_size_whose_table_is_a_row_of_zeros_is_swept_again(tmp_path, monkeypat
     """The first sweep's client prints a row of zeros at 64 B (both ends exit 0): that size is
     swept again on the next block of ports and its second table is the one kept; twice
     zeros fail the sweep naming the size."""
-    from harness.journal import Journal
+    from harness.journal.journal import Journal
     from harness.nodes import LocalNode
 
     fake_perftest(tmp_path, f"""
@@ -495,7 +495,7 @@ def test_the_floor_runs_last_in_the_same_sweep_on_a_port_of_its_own():
 def test_a_floor_that_is_not_measured_is_swept_again_alone(tmp_path, monkeypatch):
     """Every size done, the floor's client gave up (its server never listened): the retry
     sweeps the floor alone on the next block of ports."""
-    from harness.journal import Journal
+    from harness.journal.journal import Journal
     from harness.nodes import LocalNode
 
     failing_ports_perftest(tmp_path)

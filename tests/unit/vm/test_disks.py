@@ -10,7 +10,7 @@ import threading
 import pytest
 
 from harness.errors import SpecError
-from harness.topology import DataDisk, Topology, TopologyBuilder
+from harness.topology.topology import DataDisk, Topology, TopologyBuilder
 from harness.vm.machine import VM
 from harness.vm.qemu import disk_args
 from harness.vm.qmp import QmpError, qmp_commands, set_disk_rates

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from harness.errors import CapabilityMissing, SpecError
-from harness.journal import Journal
+from harness.journal.journal import Journal
 from harness.nodes import LocalNode, NamespaceNode
 from harness.nodes.ssh import SSHNode
 from harness.vm import VM, accel, boot_vm, guest, kimage, machine, qemu

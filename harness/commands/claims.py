@@ -1,0 +1,147 @@
+"""``harness claims show STUDY``, ``harness claims history STUDY`` and ``harness claims pool RUN...``.
+
+``show`` prints a study's registration, read from its file (``Study.registration_file``,
+:mod:`harness.verdicts.registration_file`), as a reader reviews a preregistration: each claim with
+the paper's sentence and line, the quantity, the regime, the validity checks, the region
+and its rule, then the fixed design and every recorded change.
+``history`` lists the study's archived runs (``$HARNESS_DATA`` and the committed
+reference runs) with the registration each was made with, and says, claim by
+claim, what changed between them and since the last run. ``pool`` pools runs of one study
+and one registration into one verdict table whose intervals have the run as their unit
+(:mod:`harness.verdicts.pool`).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+
+def _study(name: str):
+    from ..studies import study_for
+
+    return study_for(name)
+
+
+def cmd_claims_show(args) -> int:
+    study = _study(args.study)
+    reg = study.registration()
+    if args.json:
+        print(json.dumps(reg.to_dict(), indent=1, ensure_ascii=False))
+        return 0
+    print(f"{study.name}: {study.title}\nregistration {reg.digest}\n")
+    for claim in reg.claims:
+        print(f"[{claim.source}] {claim.id}: {claim.text}")
+        if claim.quote:
+            print(f"    paper ({claim.seed_line}): \u201c{claim.quote}\u201d")
+        print(f"    the paper's value: {claim.paper}")
+        for label, text in (("quantity", claim.quantity), ("regime", claim.regime),
+                            ("checks", ", ".join(claim.checks))):
+            if text:
+                print(f"    {label}: {text}")
+        print(f"    region: {claim.region.text(claim.unit)} -- {claim.region.why}\n")
+    if reg.design:
+        print("design (fixed before data):")
+        for key, value in reg.design.items():
+            print(f"    {key}: {json.dumps(value, ensure_ascii=False)}")
+    for change in reg.changes:
+        print(f"changed {change.date}: {change.what} -- why: {change.why}")
+    return 0
+
+
+def archived_runs(study: str) -> list[Path]:
+    """The study's run folders in the archive and among the committed reference runs."""
+    from ..archive.archive import list_runs
+    from ..archive.reference import reference_root
+
+    folders = [run.path for run in list_runs(study)]
+    ref = reference_root() / study
+    folders += [p.parent for p in sorted(ref.glob("*/run.json"))]
+    return folders
+
+
+def cmd_claims_history(args) -> int:
+    from ..verdicts.registration import history
+
+    study = _study(args.study)
+    rows = history(study.registration(), archived_runs(study.name))
+    if not rows:
+        print(f"{study.name}: no archived run; the registration now is "
+              f"{study.registration().digest}")
+        return 0
+    for row in rows:
+        where = f"  ({row['path']})" if args.verbose and row["path"] else ""
+        print(f"{row['run_id']:28s} commit {row['commit'] or '-':12s} registration "
+              f"{row['digest']}{where}")
+        for line in row["changed"]:
+            print(f"    changed: {line}")
+        if row.get("note"):
+            print(f"    note: {row['note']}")
+    for change in study.registration().changes:
+        print(f"recorded change {change.date}: {change.what} -- why: {change.why}")
+    return 0
+
+
+def cmd_claims_pool(args) -> int:
+    import pandas as pd
+
+    from ..verdicts.claims import summaries
+    from ..verdicts.pool import pool
+
+    target = pool(args.runs, args.out)
+    frame = pd.read_csv(target / "claims.csv")
+    print(f"pooled {len(args.runs)} runs: {summaries(frame)}")
+    print(f"  {target}  (claims.csv, run.json, report.md)")
+    return 0
+
+
+def cmd_claims_power(args) -> int:
+    """Per claim of a run (a study's committed reference by default): the repetitions its
+    region needs, from the spread that run showed (harness.verdicts.power)."""
+    from ..archive.reference import reference_root
+    from ..verdicts.power import FEASIBLE_REPETITIONS, run_power
+
+    if args.run:
+        runs = [Path(args.run)]
+    else:
+        names = args.study or sorted(p.name for p in reference_root().iterdir() if p.is_dir())
+        runs = [p.parent for name in names for p in sorted((reference_root() / name).glob("*/run.json"))]
+    if not runs:
+        print("no run to plan from: name a run folder (--run) or a study with a committed reference")
+        return 2
+    for run in runs:
+        if not (run / "claims.csv").is_file():
+            print(f"{run}: no claims.csv: the run did not finish its analysis")
+            return 2
+        print(f"{run.parent.name}/{run.name} (feasible: at most {FEASIBLE_REPETITIONS} repetitions)")
+        for c in run_power(run):
+            spread = "-" if c.spread is None else f"{c.spread:.3g}"
+            needed = "-" if c.needed is None else str(c.needed)
+            feasible = {None: "-", True: "yes", False: "no"}[c.feasible]
+            print(f"  {c.claim_id:40s} {c.region:24s} n={c.n:<3d} sd={spread:8s} "
+                  f"needs {needed:>7s}  feasible {feasible:3s}  ({c.why})")
+    return 0
+
+
+def add_claims_command(sub) -> None:
+    claims = sub.add_parser("claims", help="a study's registered claims and their history")
+    csub = claims.add_subparsers(dest="claims_command", required=True)
+    show = csub.add_parser("show", help="the registration: sentences, regimes, regions, design")
+    show.add_argument("study", help="a study's name or its notebook")
+    show.add_argument("--json", action="store_true", help="as archived (registration.json)")
+    show.set_defaults(func=cmd_claims_show)
+    hist = csub.add_parser("history", help="archived runs and what changed in the claims")
+    hist.add_argument("study", help="a study's name or its notebook")
+    hist.add_argument("-v", "--verbose", action="store_true", help="also each run's folder")
+    hist.set_defaults(func=cmd_claims_history)
+    pool = csub.add_parser("pool", help="pool runs of one study and registration into one "
+                           "verdict table (the run as the intervals' unit)")
+    pool.add_argument("runs", nargs="+", metavar="RUN",
+                      help="a run's folder or id (at least two; a reference's folder too)")
+    pool.add_argument("--out", metavar="DIR", help="the new pooled folder (default: "
+                      "$HARNESS_DATA/pooled/<study>/<time>-pool-<id>); never overwritten")
+    pool.set_defaults(func=cmd_claims_pool)
+    power = csub.add_parser("power", help="repetitions each claim's region needs, from a run's spread")
+    power.add_argument("study", nargs="*", help="studies whose committed reference to read (all)")
+    power.add_argument("--run", help="an archived run folder to read instead")
+    power.set_defaults(func=cmd_claims_power)

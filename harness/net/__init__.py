@@ -1,0 +1,1 @@
+"""How namespaces, links, addresses, qdiscs, routes and rules are made: rtnetlink requests or ip/tc commands."""

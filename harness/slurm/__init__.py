@@ -1,0 +1,1 @@
+"""Slurm as the engine: batch scripts of runs and sweeps, submitted, followed, and their jobs' ends."""

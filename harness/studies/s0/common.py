@@ -1,0 +1,24 @@
+"""S0's shared names: its three methods and their labels, the byte units its claims and tables
+are written in, and how a size is printed (``4 KB``).
+
+Apart so that S0's helper modules -- the lab (:mod:`.design`), the registration
+(:mod:`.registration`), the bounds (:mod:`.validity`), the estimates (:mod:`.estimates`),
+the tables (:mod:`.analysis`) -- take them from one module they all import, and none from
+another's.
+"""
+
+from __future__ import annotations
+
+METHODS = ("direct", "proxies", "nat_srd")
+LABELS = {"direct": "1) direct", "proxies": "2) two proxies", "nat_srd": "3) NAT + SRD"}
+KB = 1024
+MB = 1 << 20
+
+
+def size_label(size: int) -> str:
+    size = int(size)
+    if size >= 1 << 20:
+        return f"{size >> 20} MB"
+    if size >= KB:
+        return f"{size // KB} KB"
+    return f"{size} B"

@@ -1,0 +1,117 @@
+"""S1's SMP claim (s1.smp_latency_larger, 001:52): latency with 2 online CPUs over 1, paired
+per repetition, its table of points and its figure.
+
+The 1-CPU level's rows exist for this claim alone; every other claim reads the 2-CPU level
+(:func:`harness.studies.s1.frames.at_cpus`).
+"""
+
+from __future__ import annotations
+
+import math
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+from ...verdicts.claims import judge, not_testable
+from ...verdicts.intervals import mean_estimate
+from .frames import at_cpus, geomean_rows, mean_ci, per_repetition
+from .registration import LABELS, registered
+from .validity import failed_latency
+
+#: The SMP claim's stacks (judged) and its cross-check (polling, shown in the note).
+SMP_STACKS = ("verbs-send-events", "tcp-qperf")
+SMP_CHECK = "verbs-send"
+
+
+def smp_ratios(frame: pd.DataFrame, method: str) -> pd.DataFrame:
+    """Mean latency with 2 CPUs over with 1, per repetition (rows) and size (columns), for
+    ``method``; empty unless both levels measured it."""
+    two = per_repetition(at_cpus(frame, 2), "latency_mean_us")
+    one = per_repetition(at_cpus(frame, 1), "latency_mean_us")
+    if two.empty or one.empty or method not in two.columns.get_level_values(0) \
+            or method not in one.columns.get_level_values(0):
+        return pd.DataFrame()
+    common = [s for s in two[method].columns if s in one[method].columns]
+    return two[method][common] / one[method][common].reindex(two.index)
+
+
+def smp_claim(frame: pd.DataFrame, tcg: str = ""):
+    """s1.smp_latency_larger: per repetition, the geometric mean over the sizes and both
+    stacks (verbs with completion events, qperf tcp_lat) of latency at 2 CPUs over at 1."""
+    claim = registered().claim("s1.smp_latency_larger")
+    levels = set(frame["cpus"].dropna().astype(int)) if "cpus" in frame else {2}
+    if 1 not in levels:
+        return not_testable(claim, "the 1-CPU level was not measured (parameter cpus "
+                            "without 1, or a run from before the CPU factor): the claim "
+                            "pairs latency at 1 and 2 online CPUs")
+    ratios = {m: smp_ratios(frame, m) for m in SMP_STACKS}
+    missing = [LABELS[m] for m, r in ratios.items() if r.empty or r.columns.empty]
+    if missing:
+        return not_testable(claim, "not measured at both CPU levels: " + ", ".join(missing)
+                            + " (events need completion to include events)")
+    both = pd.concat(ratios, axis=1)
+    per_rep = geomean_rows(both).dropna()
+    sizes = sorted({int(s) for r in ratios.values() for s in r.columns})
+    stacks = "; ".join(f"{LABELS[m]} {float(np.exp(np.log(r.where(r > 0)).stack().mean())):.2f}x"
+                       for m, r in ratios.items())
+    check = smp_ratios(frame, SMP_CHECK)
+    cross = "" if check.empty else (
+        f"; cross-check, {LABELS[SMP_CHECK]} (a busy poll on one CPU competes with the kernel "
+        f"doing Soft-RoCE's work): "
+        f"{float(np.exp(np.log(check.where(check > 0)).stack().mean())):.2f}x")
+    note = (f"latency at 2 online CPUs over 1 (CPU 1 offline in both VMs), paired per "
+            f"repetition, means; sizes {sizes[0]}..{sizes[-1]} B; each stack alone: {stacks}"
+            + cross + tcg)
+    return judge(claim, mean_estimate(per_rep, "x", log=True), note,
+                 invalid=failed_latency(frame, SMP_STACKS, sizes))
+
+
+def smp_table(frame: pd.DataFrame) -> pd.DataFrame:
+    """Mean latency (us, over the repetitions) at 1 and 2 online CPUs per method and size, and
+    their ratio (geometric mean of the per-repetition ratios): the SMP claim's points."""
+    rows = []
+    for method in (*SMP_STACKS, SMP_CHECK):
+        ratio = smp_ratios(frame, method)
+        if ratio.empty:
+            continue
+        for size in ratio.columns:
+            values = {cpus: at_cpus(frame, cpus) for cpus in (1, 2)}
+            means = {cpus: sub[(sub.method == method) & (sub["size"] == size)]
+                     .latency_mean_us.mean() for cpus, sub in values.items()}
+            r = ratio[size].where(ratio[size] > 0).dropna()
+            rows.append({"method": LABELS[method], "judged": method in SMP_STACKS,
+                         "size": int(size), "latency_1cpu_us": means[1],
+                         "latency_2cpu_us": means[2],
+                         "ratio_2_over_1": float(np.exp(np.log(r).mean())) if len(r)
+                         else math.nan, "n": len(r)})
+    return pd.DataFrame(rows)
+
+
+def figure_smp(frame: pd.DataFrame, title: str = "S1: latency on 1 and on 2 online CPUs"):
+    """The SMP claim's points: each stack's mean latency against size at both CPU levels,
+    95 % intervals over the repetitions (polling, the cross-check, dashed)."""
+    fig, ax = plt.subplots(figsize=(8, 5))
+    for i, method in enumerate((*SMP_STACKS, SMP_CHECK)):
+        for cpus, style in ((1, "--"), (2, "-")):
+            sub = at_cpus(frame, cpus)
+            sub = sub[(sub.method == method) & sub.latency_mean_us.notna()] \
+                if "latency_mean_us" in sub else sub.iloc[0:0]
+            if sub.empty:
+                continue
+            points = [(size, *mean_ci(g.latency_mean_us)) for size, g in sub.groupby("size")]
+            x, y, err = zip(*points)
+            ax.errorbar(x, y, yerr=err, marker="o" if cpus == 2 else "s", markersize=3,
+                        capsize=2, color=f"C{i}", linestyle=style,
+                        alpha=1.0 if method in SMP_STACKS else 0.5,
+                        label=f"{LABELS[method]}, {cpus} CPU" + ("" if method in SMP_STACKS
+                                                                else " (cross-check)"))
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.grid(alpha=0.3, which="both")
+    ax.set_xlabel("message size (bytes)")
+    ax.set_ylabel("latency, mean half round trip (us)")
+    ax.set_title(title)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,77 @@
+"""S2's lab constants, profiles and the rule that sizes every point: one module the study,
+its measurement and its analysis all import (never the study itself), so imports run one way.
+
+Point length (issue 24): the paper moved 4 GB files (002:230), about 6800 bandwidth-delay
+products of its 0.6 MB link, so slow start was a rounding error in every figure. Until
+2026-11-26 a point was sized in seconds of the scaled rates (3 s): NFS points were single
+1 MiB files (~1.7 BDP, ~14 RTTs) and iperf3 points ~10 RTTs, half of them in slow start.
+Now every point is sized in round trips of the scaled WAN, which makes its bytes
+independent of the scale factor f (RTT / f x rate x f): ``POINT_RTTS`` round trips at the
+point's expected rate. Slow start from 10 segments to the 0.6 MB window takes ~6 RTTs and
+moves ~1 BDP where the line would move ~6, so a 50-RTT point at line rate loses at most
+~10 % to it (less on disk-bound points, whose window is smaller), and iperf3 omits the
+first ``SLOW_START_RTTS`` round trips outright. A claim counts only points whose measured
+length is at least ``MIN_RTTS`` round trips (``rtts`` in the results, with ``bdps``).
+"""
+
+from __future__ import annotations
+
+from ...topology.topology import DataDisk
+
+STUDY = "s2"
+LAN, WAN = "lan", "wan"
+ADDRESSES = {("client", LAN): "198.18.2.2/24", ("server", LAN): "198.18.2.1/24",
+             ("client", WAN): "198.18.3.2/24", ("server", WAN): "198.18.3.1/24"}
+IPERF_PORTS = {LAN: 5301, WAN: 5302}
+KIB, MIB = 1 << 10, 1 << 20
+
+#: The registered point length: each point lasts about this many round trips of the scaled
+#: WAN at its expected rate (module docstring), in every profile: the quick profile has
+#: fewer points, never shorter ones.
+POINT_RTTS = 50
+#: Points shorter than this (measured) do not count for a claim: slow start would be more
+#: than ~15 % of them.
+MIN_RTTS = 30
+#: Round trips iperf3 omits (-O) before it counts: slow start to a 0.6 MB window from 10
+#: segments is log2(0.6 MB / 14.5 kB) = 5.4 round trips, plus hystart's exit margin.
+SLOW_START_RTTS = 10
+
+# The paper's disks (section 3): the NFS server's RAID1 wrote 30 MB/s and read 110 MB/s; the
+# GPFS server (an X4500, 8 SATA disks) measured 500 MB/s on ext3 with IOzone.
+NFS_DISK = DataDisk("nfs", size_mib=2048, read_mbyte_s=110, write_mbyte_s=30)
+PFS_DISK = DataDisk("pfs", size_mib=2048, read_mbyte_s=500, write_mbyte_s=500)
+#: The paper's LAN into the GPFS server: 4 Gbit/s (500 MB/s, 002:201, 238), the disk's rate.
+PAPER_LAN_MBIT = 4000.0
+
+#: The era's buffers as the paper prints them before tuning (002:144-150, verbatim; the
+#: ``tcp_rmem`` minimum 302400 above its default is the paper's own listing), and the
+#: paper's tuning verbatim (002:154-160; SACK and path-MTU discovery on, 002:166-170).
+ERA_BUFFER_MAX = 302400
+TUNINGS = {
+    "era": {"net.ipv4.tcp_rmem": "302400 87380 302400",
+            "net.ipv4.tcp_wmem": "4096 87380 302400",
+            "net.core.rmem_max": "302400", "net.core.wmem_max": "302400"},
+    "tuned": {"net.ipv4.tcp_rmem": "4096 87380 1048576",
+              "net.ipv4.tcp_wmem": "4096 87380 1048576",
+              "net.core.rmem_max": "1048576", "net.core.wmem_max": "1048576",
+              "net.ipv4.tcp_sack": "1", "net.ipv4.ip_no_pmtu_disc": "0"},
+}
+FILE_SYSTEMS = ("nfs", "pfs")  # pfs: the parallel file system in GPFS's role (GlusterFS)
+
+PROFILES = {
+    # quick: each claim's points once, one client task per path (so "falls" / "scales" and
+    # the task scaling cannot be decided), points as long as the verdict's
+    "quick": dict(windows_kib=(64, 1024), clients=(1,), wan_clients=(1,),
+                  block_sizes_kib=(1024,), block_paths=(WAN,), repetitions=1),
+    # verdict: the claims' points repeated, the block-size sweep across the WAN, 1 and 9 WAN
+    # tasks (Figs. 2-5, 2-6, 2-12); 3 repetitions: 50-RTT points make one repetition
+    # ~12-13 min here (a quick run of 2026-11-26 at f = 0.038, load 2-6), and the run must
+    # fit 45 min
+    "verdict": dict(windows_kib=(64, 1024, 4096), clients=(1, 3), wan_clients=(1, 9),
+                    block_sizes_kib=(256, 1024, 4096), block_paths=(WAN,), repetitions=3),
+    # paper: the paper's sweeps (4 LAN clients, 5 WAN clients and 9 tasks, blocks on both
+    # paths)
+    "paper": dict(windows_kib=(64, 128, 256, 512, 1024, 2048, 4096), clients=(1, 2, 3, 4),
+                  wan_clients=(1, 2, 3, 4, 5, 9), block_sizes_kib=(256, 1024, 4096),
+                  block_paths=(LAN, WAN), repetitions=5),
+}

@@ -1,0 +1,306 @@
+"""S3's registered claims (:mod:`.registration`) judged on one run's repetitions.
+
+Every estimate rests on repetitions (a fresh mapper fleet per protocol each); a ratio
+TIPC/TCP is paired within a repetition and averaged over repetitions on a log scale.
+A point-repetition that completed no round or read faster than the port can carry is
+invalid (:mod:`harness.verdicts.validity`) and makes the claim that rests on it invalid; a claim
+outside the paper's regime is "not testable here" with the measured reason.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pandas as pd
+
+from ...topology.shaping import BURST_SECONDS, MIN_BURST_BYTES
+from ...verdicts.claims import NOT_TESTABLE, Region, Verdict, judge, not_testable, table
+from ...verdicts.claims import PAPER as PAPER_SOURCE
+from ...verdicts.intervals import mean_estimate
+from ...verdicts.validity import Invalid, check_rate, check_rounds, check_share, payload_rate_mbit
+from .design import PAPER_CPU_FANIN
+from .registration import (
+    CPU_MAPPERS,
+    LOAD_SLACK,
+    PAPER,
+    WIRE_CLAIM,
+    rate_rows,
+    registered,
+    tcp_reference,
+    tipc_bypassed,
+    wire_share,
+)
+
+# -- validity -------------------------------------------------------------------------------
+
+def point_name(row) -> str:
+    return f"{row.protocol} 1:{int(row.mappers)} x {int(row.size_kb)} KB, repetition " \
+           f"{int(row.repetition)}"
+
+
+def bucket_allowance_mbit(mappers: int, size_kb: int, wire_mbit: float) -> float:
+    """How far above the port's payload rate a round's mean rate may read: the htb bucket
+    (:mod:`harness.topology.shaping`: max(32 KB, 2 ms of the rate)) refills while the port idles
+    between rounds and lets its bytes leave at once, so a round of R bytes needs at
+    least (R - bucket) / rate; infinite when a round fits in the bucket."""
+    bucket = max(MIN_BURST_BYTES, wire_mbit * 1e6 / 8 * BURST_SECONDS)
+    round_bytes = mappers * size_kb * 1024
+    if round_bytes <= bucket:
+        return float("inf")
+    return payload_rate_mbit(wire_mbit) * (round_bytes / (round_bytes - bucket) - 1)
+
+
+def stopped_early(name: str, row) -> Invalid | None:
+    """Invalid when the generator stopped at an error before the point's last round: the
+    rounds before the error are not the point's rate (TIPC at 1:48 x 64 KB completed 1 of
+    5 rounds, then its links reset every connection: 20261126T163456Z-56d73d)."""
+    done, asked = getattr(row, "rounds", None), getattr(row, "rounds_asked", None)
+    if done is None or asked is None or pd.isna(asked) or done >= asked:
+        return None
+    error = str(getattr(row, "error", "") or "").split(";")[0]
+    return Invalid(name, "completed rounds", float(done), float(asked), "",
+                   "the generator stopped at an error" + (f" ({error})" if error else ""), "<")
+
+
+def invalid_rate_points(rows: pd.DataFrame, wire_mbit: float | None) -> list[Invalid]:
+    """The physically impossible rate point-repetitions among ``rows``."""
+    out = []
+    for row in rows.itertuples():
+        name = point_name(row)
+        bad = check_rounds(name, int(getattr(row, "rounds", 0 if row.failed else 1))) \
+            or stopped_early(name, row)
+        if bad is None and wire_mbit:
+            allowance = bucket_allowance_mbit(row.mappers, row.size_kb, wire_mbit)
+            if np.isfinite(allowance):
+                bad = check_rate(name, float(row.rate_mbit_mean), wire_mbit,
+                                 quantity="mean round rate", allowance_mbit=allowance,
+                                 why="the port's htb bucket, full after an idle gap, leaves "
+                                     "at once")
+        if bad is not None:
+            out.append(bad)
+    return out
+
+
+# -- claims ---------------------------------------------------------------------------------
+
+def claims(frame: pd.DataFrame, wire_mbit: float | None = None) -> pd.DataFrame:
+    """The registered claims judged on this run; ``wire_mbit``: the port's shaped rate.
+
+    If TIPC's traffic did not cross the switch (all lab nodes in one kernel: Linux >= 5.5
+    hands TIPC messages between namespaces directly), every claim involving TIPC is
+    marked not testable, with the measured share of bytes on the wire as the reason.
+    """
+    rate = rate_rows(frame)
+    verdicts = [_best_verdict(rate, wire_mbit), *_gain_verdicts(rate, wire_mbit),
+                *(_collapse_verdict(rate, wire_mbit, s) for s in PAPER["collapse_sizes_kb"]),
+                _cpu_verdict(frame), _wire_verdict(rate)]
+    table_ = table(verdicts)
+    if tipc_bypassed(frame):
+        share = wire_share(frame)
+        why = (f"the switch queue saw {share['tipc']:.0%} of the packets TIPC's data needs "
+               f"(TCP/SCTP: {share.drop('tipc').min():.0%}+): all nodes share one kernel, which "
+               "delivers TIPC between namespaces directly; needs mappers and reducer in "
+               "different kernels (VMs)")
+        paper = table_.source == PAPER_SOURCE
+        table_.loc[paper, "outcome"] = NOT_TESTABLE
+        table_.loc[paper, "reason"] = why
+    return table_
+
+
+def _values(rate: pd.DataFrame, protocol: str) -> pd.Series:
+    """One protocol's per-repetition point values, indexed by (mappers, size_kb, repetition)."""
+    rows = rate[rate.protocol == protocol]
+    return rows.set_index(["mappers", "size_kb", "repetition"]).rate_mbit_mean
+
+
+def paired_ratios(rate: pd.DataFrame, points: list[tuple[int, int]], ref: str):
+    """TIPC's rows and its reference's at ``points``, paired per repetition: (ratios indexed
+    by (mappers, size_kb, repetition), the rows they rest on, repetitions left unpaired)."""
+    wanted = set(points)
+    at = [(m, s) in wanted for m, s in zip(rate.mappers, rate.size_kb)]
+    rows = rate[rate.protocol.isin(["tipc", ref]) & np.array(at, dtype=bool)]
+    tipc, tcp = _values(rows, "tipc"), _values(rows, ref)
+    both = set(tipc.index) & set(tcp.index)
+    reps = set(rows.repetition)
+    paired = {r for r in reps if all((*p, r) in both for p in points)}
+    keep = sorted(k for k in both if k[2] in paired)
+    ratios = (tipc.loc[keep] / tcp.loc[keep]) if keep else pd.Series(dtype=float)
+    return ratios.rename("ratio"), rows[rows.repetition.isin(paired)], sorted(reps - paired)
+
+
+def _unpaired_note(unpaired: list[int]) -> str:
+    return (f"; repetition(s) {', '.join(map(str, unpaired))} left out: a protocol "
+            "missing there") if unpaired else ""
+
+
+def _best_verdict(rate: pd.DataFrame, wire_mbit: float | None) -> Verdict:
+    claim = registered().claim("s3.tipc_best_most")
+    ref = tcp_reference(rate) if not rate.empty else None
+    protos = ["tipc", ref, "sctp"]
+    if not ref or not set(protos) <= set(rate.protocol):
+        return not_testable(claim, "needs TIPC, TCP and SCTP in the rate sweep (the run has "
+                                   f"{', '.join(sorted(set(rate.protocol))) or 'none'})")
+    rows = rate[rate.protocol.isin(protos)]
+    points = sorted(set(zip(rows.mappers, rows.size_kb)))
+    counts = rows.groupby("repetition").size()
+    reps = [r for r, c in counts.items() if c == len(points) * len(protos)]
+    wide = rows[rows.repetition.isin(reps)].set_index(
+        ["repetition", "mappers", "size_kb", "protocol"]).rate_mbit_mean.unstack("protocol")
+    # a failed point (no rate) is best for no one; it makes the verdict invalid below
+    best = wide.reindex(columns=protos).fillna(-np.inf).idxmax(axis=1)
+    shares = (best == "tipc").groupby(level="repetition").mean() if reps else []
+    k = len(points)
+    region = Region.above((k // 2 + 1) / k, claim.region.why + f": at least {k // 2 + 1} of {k}")
+    est = mean_estimate(shares, units="repetitions")
+    invalid = invalid_rate_points(rows[rows.repetition.isin(reps)], wire_mbit)
+    return judge(replace(claim, region=region), est,
+                 f"share of {k} points per repetition, TIPC against "
+                 f"{ref}, sctp" + _unpaired_note(sorted(set(rows.repetition) - set(reps))),
+                 invalid=invalid)
+
+
+def _gain_verdicts(rate: pd.DataFrame, wire_mbit: float | None) -> list[Verdict]:
+    ref = tcp_reference(rate) if not rate.empty else None
+    n = PAPER["fanin"]
+    sizes = sorted({int(s) for m, s in zip(rate.mappers, rate.size_kb)
+                    if m == n and s <= PAPER["gain_size_max_kb"]})
+    out = []
+    for key, how in (("s3.tipc_gain_avg", "mean"), ("s3.tipc_gain_max", "max")):
+        claim = registered().claim(key)
+        if not ref or "tipc" not in set(rate.protocol):
+            out.append(not_testable(claim, "needs TIPC and TCP in the rate sweep"))
+            continue
+        if not sizes:
+            fanins = ", ".join(f"1:{m}" for m in sorted(set(rate.mappers)))
+            out.append(not_testable(claim, f"the run measured {fanins} at sizes "
+                                    f"{', '.join(map(str, sorted(set(rate.size_kb))))} KB; "
+                                    f"the paper's regime is 1:{n} at <= 8 KB"))
+            continue
+        ratios, rows, unpaired = paired_ratios(rate, [(n, s) for s in sizes], ref)
+        logs = np.log(ratios.where(ratios > 0)).groupby(level="repetition")
+        per_rep = np.exp(logs.mean() if how == "mean" else logs.max())
+        est = mean_estimate(per_rep, log=True, units="repetitions")
+        out.append(judge(claim, est and est.as_gain_pct(),
+                         f"1:{n}; sizes {', '.join(f'{s} KB' for s in sizes)}; TIPC over "
+                         f"{ref} paired per repetition, "
+                         + ("geometric mean over sizes" if how == "mean"
+                            else "the best size") + " within each"
+                         + _unpaired_note(unpaired),
+                         invalid=invalid_rate_points(rows, wire_mbit)))
+    return out
+
+
+def _collapse_verdict(rate: pd.DataFrame, wire_mbit: float | None, size: int) -> Verdict:
+    claim = registered().claim(f"s3.tipc_collapse_{size}kb")
+    ref = tcp_reference(rate) if not rate.empty else None
+    n = PAPER["fanin"]
+    if not ref or "tipc" not in set(rate.protocol):
+        return not_testable(claim, "needs TIPC and TCP in the rate sweep")
+    if not ((rate.mappers == n) & (rate.size_kb == size)).any():
+        return not_testable(claim, f"1:{n} x {size} KB is not in this run's grid (fan-in "
+                            f"{', '.join(map(str, sorted(set(rate.mappers))))}; sizes "
+                            f"{', '.join(map(str, sorted(set(rate.size_kb))))} KB)")
+    ratios, rows, unpaired = paired_ratios(rate, [(n, size)], ref)
+    est = mean_estimate(ratios.where(ratios > 0).dropna(), unit="x", log=True,
+                        units="repetitions")
+    return judge(claim, est, f"TIPC over {ref} at 1:{n} x {size} KB, paired per repetition; "
+                 "collapse = below half of TCP's rate" + _unpaired_note(unpaired),
+                 invalid=invalid_rate_points(rows, wire_mbit))
+
+
+def _wire_verdict(rate: pd.DataFrame) -> Verdict:
+    claim = registered().claim(WIRE_CLAIM)
+    tipc = rate[rate.protocol == "tipc"]
+    if tipc.empty or "wire_share" not in tipc:
+        return not_testable(claim, "no TIPC rate point with a wire share in the run")
+    per_rep = tipc.groupby("repetition").wire_share.median()
+    return judge(claim, mean_estimate(per_rep, units="repetitions"),
+                 "median over each repetition's TIPC rate points")
+
+
+def cpu_rows(frame: pd.DataFrame) -> tuple[pd.DataFrame, str]:
+    """The CPU phase's rows in the claim's regime (1:48, the paper's 25 ms, <= 16 KB) and, if
+    none, why not."""
+    cpu = frame[frame.experiment == "cpu"]
+    if cpu.empty:
+        return cpu, "the run has no CPU experiment"
+    if "period_paper_ms" not in cpu or "system_busy_pct" not in cpu:
+        return cpu.iloc[:0], ("a run from before the paper's period was carried over to the "
+                              "port's rate (its periods: "
+                              f"{', '.join(f'{p:g}' for p in sorted(set(cpu.period_ms)))} ms)")
+    rows = cpu[(cpu.period_paper_ms == PAPER["period_ms"])
+               & (cpu.size_kb <= PAPER["cpu_size_max_kb"])]
+    if rows.empty:
+        return rows, (f"no CPU point at the paper's {PAPER['period_ms']} ms and <= 16 KB (the "
+                      f"run's: {sorted(set(cpu.period_paper_ms))} ms, "
+                      f"{sorted(set(cpu.size_kb))} KB)")
+    if not (rows.mappers == CPU_MAPPERS).all():
+        return rows.iloc[:0], (f"the CPU experiment ran at 1:{int(rows.mappers.max())}; the "
+                               f"paper's regime is 1:{PAPER_CPU_FANIN}, here 1:{CPU_MAPPERS}")
+    return rows, ""
+
+
+def kept_period(rows: pd.DataFrame) -> pd.Series:
+    """Per CPU row: the point offered the paper's load within :data:`LOAD_SLACK` -- its
+    rounds took at most 1.1 x rounds x period between the generator's marks (rows without
+    the marks: no round overran)."""
+    interval = rows.get("cpu_interval_s", pd.Series(np.nan, index=rows.index))
+    limit = rows.rounds * rows.period_ms / 1000 * (1 + LOAD_SLACK)
+    return (interval <= limit) | (interval.isna() & (rows.overruns.fillna(0) == 0))
+
+
+def _cpu_verdict(frame: pd.DataFrame) -> Verdict:
+    """System-wide CPU of the reducer's machine, TIPC over TCP: the samples are the CPU
+    repetitions, each a fresh fleet per protocol, back to back in a shuffled order.
+
+    A repetition counts if both protocols have every claim size there and every one of
+    those rounds kept its period: an overrun round means the offered load was not the
+    paper's periodic one.
+    """
+    claim = registered().claim("s3.tipc_cpu_saving")
+    rows, why = cpu_rows(frame)
+    ref = tcp_reference(rows) if not rows.empty else None
+    if why or not ref or "tipc" not in set(rows.protocol):
+        return not_testable(claim, why or "needs TIPC and TCP in the CPU experiment")
+    rows = rows[rows.protocol.isin(["tipc", ref])]
+    sizes = sorted(set(rows.size_kb))
+    reps = sorted(set(rows.repetition))
+    complete = [r for r in reps if len(rows[rows.repetition == r]) == 2 * len(sizes)]
+    kept = rows.assign(kept=kept_period(rows)).groupby("repetition").kept.all()
+    counted = [r for r in complete if kept[r]]
+    late = rows[rows.repetition.isin(complete) & ~kept_period(rows)]
+    period = float(rows.period_ms.iloc[0])
+    if not counted:
+        return not_testable(claim, f"no CPU repetition kept the {period:g} ms period (the "
+                            "paper's load within 10 %) at every claim point: "
+                            + _late_text(late))
+    use = rows[rows.repetition.isin(counted)]
+    w = use.pivot_table(index=["repetition", "size_kb"], columns="protocol",
+                        values="system_busy_pct")
+    ratio = (w["tipc"] / w[ref]).where(lambda r: r > 0)
+    per_rep = np.exp(np.log(ratio).groupby(level="repetition").mean())
+    est = mean_estimate(per_rep, log=True, units="repetitions")
+    invalid = [bad for row in use.itertuples() if (bad := check_share(
+        f"{row.protocol} CPU {int(row.size_kb)} KB, repetition {int(row.repetition)}",
+        float(row.system_busy_pct), quantity="machine CPU share")) is not None]
+    note = (f"reducer machine's CPU share (sar's) at {period:g} ms, the paper's "
+            f"{PAPER['period_ms']} ms carried over to our port, sizes "
+            f"{', '.join(f'{s} KB' for s in sizes)}; TIPC over {ref} paired per CPU "
+            f"repetition (fresh fleets, shuffled order): {len(counted)} of {len(reps)} "
+            "repetitions counted")
+    if len(counted) < len(complete):
+        note += "; out of the regime (load > 10 % below the paper's): " + _late_text(late)
+    if len(complete) < len(reps):
+        note += f"; {len(reps) - len(complete)} repetition(s) missing a protocol or size"
+    return judge(claim, est and est.as_gain_pct(), note, invalid=invalid)
+
+
+def _late_text(late: pd.DataFrame) -> str:
+    def one(r) -> str:
+        due = r.rounds * r.period_ms / 1000
+        took = getattr(r, "cpu_interval_s", np.nan)
+        load = f", load {due / took - 1:+.0%}" if took and np.isfinite(took) else ""
+        return (f"{r.protocol} {int(r.size_kb)} KB rep {int(r.repetition)} ({int(r.overruns)} "
+                f"of {int(r.rounds)} rounds late{load})")
+    return ", ".join(one(r) for r in late.itertuples()) or "none"

@@ -1,0 +1,145 @@
+"""S3's claims, registered before data, and how they are judged on independent repetitions.
+
+A sample is one repetition: a fresh mapper fleet per protocol (fresh connections), the
+protocols and the points in an order shuffled per repetition; a point's rounds are
+averaged into that repetition's one value (rounds inside one fleet are not independent:
+five quick runs of the old design, whose intervals came from rounds, read TIPC's gain
+over CUBIC at +3.5, +4.8, +22, +23 and +96 %). A ratio TIPC/TCP is paired within a
+repetition and averaged over repetitions on a log scale (Student t below 30
+repetitions). A point in which a protocol completed no round, or read faster than the
+port can carry, is *invalid*: shown with its numbers, deciding no claim. A claim is
+judged only in the paper's regime, else "not testable here" with the measured reason.
+
+The claims, the design and its changes are registered in ``s3_registration.toml`` (read by
+:func:`registered`, :mod:`harness.verdicts.registration_file`); this module tabulates
+(:func:`rate_summary`, :func:`cpu_summary`); the judging is in :mod:`.analysis`, the
+figures in :mod:`.figures`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ...verdicts.claims import Claim
+from ...verdicts.registration import Registration
+from ...verdicts.registration_file import load
+from .design import PAPER_PERIOD_MS
+
+PAPER = {
+    "tipc_gain_small_avg_pct": 10.0,  # 1:48, <= 8 KB, over TCP
+    "tipc_gain_small_max_pct": 16.0,
+    "tipc_cpu_saving_pct": (7.0, 15.0),  # 25 ms period, <= 16 KB
+    "gain_size_max_kb": 8,
+    "cpu_size_max_kb": 16,
+    "collapse_sizes_kb": (16, 32, 64),  # the paper's sizes from 16 KB on (Fig. 7's grid)
+    "fanin": 48,
+    "period_ms": PAPER_PERIOD_MS,
+}
+ORDER = ["tipc", "tcp-cubic", "tcp", "sctp"]
+CPU_MAPPERS = 48  # the paper's 1:50 is the largest fan-in the lab holds
+#: the lab check that TIPC's data crossed the switch (its region's low is the threshold below
+#: which one kernel delivered it between namespaces directly)
+WIRE_CLAIM = "s3.lab_tipc_on_the_wire"
+#: A CPU point is in the paper's regime while its offered load, N x size per round over the
+#: time its rounds took (the generator's marks), is within 10 % of the paper's: rounds that
+#: overran their period stretch that time. Loads 0.7-9.5 % low read 4 KB points of the first
+#: run of this design (20261126T163456Z-56d73d, quick, host load 5-7), 17-52 % low its 16 KB.
+LOAD_SLACK = 0.10
+
+#: the study's registration file, beside this module (S3.registration_file)
+REGISTRATION_FILE = "s3_registration.toml"
+
+
+def registered() -> Registration:
+    """S3's registration (:data:`REGISTRATION_FILE`)."""
+    return load(Path(__file__).with_name(REGISTRATION_FILE))
+
+
+def claim(claim_id: str) -> Claim:
+    """The registered claim ``claim_id`` (:meth:`harness.verdicts.registration.Registration.claim`)."""
+    return registered().claim(claim_id)
+
+
+# -- tables ---------------------------------------------------------------------------------
+
+def tcp_reference(frame: pd.DataFrame) -> str | None:
+    present = set(frame.protocol)
+    return "tcp-cubic" if "tcp-cubic" in present else ("tcp" if "tcp" in present else None)
+
+
+def rate_rows(frame: pd.DataFrame) -> pd.DataFrame:
+    """The rate sweep's rows, one per (protocol, N, size, repetition), ``failed`` where the
+    generator stopped before the last round (no round, or an error: TIPC's links reset
+    under incast). Their rate is NaN: the rounds before an error are not the point's rate,
+    and such a point is invalid (:mod:`.analysis`)."""
+    rate = frame[frame.experiment == "rate"].copy()
+    if "repetition" not in rate:
+        rate["repetition"] = 1
+    if "rounds" not in rate:
+        rate["failed"] = False
+    else:
+        asked = rate["rounds_asked"] if "rounds_asked" in rate else rate["rounds"]
+        rate["failed"] = rate["rounds"].eq(0) | (rate["rounds"] < asked)
+    rate.loc[rate.failed, "rate_mbit_mean"] = np.nan
+    return rate
+
+
+def rate_summary(frame: pd.DataFrame) -> pd.DataFrame:
+    """Per protocol, fan-in and size: the mean over repetitions of each repetition's mean
+    round rate, its spread, and in how many repetitions it stopped early (``failed``)."""
+    rate = rate_rows(frame)
+    out = rate.groupby(["protocol", "mappers", "size_kb"]).agg(
+        rate_mbit=("rate_mbit_mean", "mean"), sd_mbit=("rate_mbit_mean", "std"),
+        round_ms=("round_ms_mean", "mean"), queue_drops=("queue_drops", "sum"),
+        ok=("ok", "all"), repetitions=("ok", "size"), failed=("failed", "sum"))
+    return out.reset_index()
+
+
+def cpu_summary(frame: pd.DataFrame) -> pd.DataFrame:
+    cpu = frame[frame.experiment == "cpu"]
+    if "period_paper_ms" not in cpu:
+        cpu = cpu.assign(period_paper_ms=np.nan)
+    measures = {m: (m, "mean") for m in ("system_busy_pct", "system_softirq_pct",
+                                         "reducer_cpu_pct", "mapper_cpu_pct") if m in cpu}
+    out = cpu.groupby(["protocol", "period_paper_ms", "period_ms", "size_kb"], dropna=False).agg(
+        **measures, overruns=("overruns", "sum"), round_ms=("round_ms_mean", "mean"),
+        ok=("ok", "all"), repetitions=("ok", "size"))
+    return out.reset_index()
+
+
+def wire_share(frame: pd.DataFrame) -> pd.Series:
+    """Median share of each protocol's payload that crossed the switch's bottleneck queue."""
+    if "wire_share" not in frame:
+        return pd.Series(dtype=float)
+    return frame[frame.experiment == "rate"].groupby("protocol").wire_share.median()
+
+
+def tipc_bypassed(frame: pd.DataFrame, threshold: float | None = None) -> bool:
+    """True if TIPC's data did not cross the lab's network (intra-kernel delivery): its wire
+    share below ``threshold`` (None: the registered lab check's region, :data:`WIRE_CLAIM`)."""
+    if threshold is None:
+        threshold = claim(WIRE_CLAIM).region.low
+    share = wire_share(frame)
+    return "tipc" in share and share["tipc"] < threshold
+
+
+def evidence_note(frame: pd.DataFrame) -> str:
+    """What the verdicts rest on: repetitions per rate point and rounds inside each."""
+    rate = rate_rows(frame)
+    done = rate[~rate.failed]
+    if done.empty:
+        return "no rate point completed a round"
+    reps = rate.groupby(["protocol", "mappers", "size_kb"]).repetition.nunique()
+    text = (f"the rate claims rest on {int(reps.min())}"
+            + (f"-{int(reps.max())}" if reps.max() > reps.min() else "")
+            + f" repetitions per point (a fresh mapper fleet each), each the mean of "
+            f"{int(done.rounds.min())}"
+            + (f"-{int(done.rounds.max())}" if done.rounds.max() > done.rounds.min() else "")
+            + " measured rounds (the paper: 1000 rounds a point)")
+    if reps.min() < 3:
+        text += ("; with fewer than 3 repetitions a Student t interval is too wide to decide "
+                 "most claims -- use profile=verdict")
+    return text

@@ -1,0 +1,117 @@
+"""S4's tables and its mirror of the paper's Fig. 3, apart from the claims (:mod:`.registration`)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import pandas as pd
+import seaborn as sns
+
+from ...verdicts.validity import payload_rate_mbit
+from .design import PAPER, PAPER_PATH_MBIT, PAPER_SERVER_MBIT, limit_label
+from .registration import invalid_rows, wire_mbit
+
+KEYS = ["tool", "sender_cpus", "transport", "streams"]
+
+
+def load(run_path: str | Path) -> tuple[pd.DataFrame, dict]:
+    run_path = Path(run_path)
+    frame = pd.read_parquet(run_path / "results.parquet")
+    meta = json.loads((run_path / "run.json").read_text())
+    return frame, meta
+
+
+def _with_limit(frame: pd.DataFrame) -> pd.DataFrame:
+    """Runs made before the sender's CPU limit was a factor had none."""
+    return frame if "sender_cpus" in frame else frame.assign(sender_cpus=0.0)
+
+
+def summary(frame: pd.DataFrame) -> pd.DataFrame:
+    """Mean, spread and count of goodput per tool, CPU limit, transport and stream count."""
+    grouped = _with_limit(frame).groupby(KEYS)["goodput_mbit"]
+    out = grouped.agg(["mean", "std", "min", "max", "count"]).reset_index()
+    return out.rename(columns={"mean": "goodput_mbit", "std": "sd_mbit", "count": "n"})
+
+
+def path_usage(frame: pd.DataFrame) -> pd.DataFrame:
+    """Share of client bytes on each path and MPTCP subflow joins, per transport and limit."""
+    agg = _with_limit(frame).groupby(["tool", "sender_cpus", "transport"]).agg(
+        path1_bytes=("path1_tx_bytes", "sum"), path2_bytes=("path2_tx_bytes", "sum"),
+        mptcp_connections=("mp_capable_syn_ack_rx", "sum"),
+        subflow_joins=("mp_join_syn_ack_rx", "sum"), fallbacks=("mp_fallback", "sum"),
+    ).reset_index()
+    total = agg["path1_bytes"] + agg["path2_bytes"]
+    agg["path1_share"] = agg["path1_bytes"] / total
+    agg["path2_share"] = agg["path2_bytes"] / total
+    return agg
+
+
+def overhead(frame: pd.DataFrame) -> pd.DataFrame:
+    """Harness time per point beyond the measuring tool's own duration."""
+    out = frame[["tool", "transport", "streams", "repetition", "tool_s", "wall_s"]].copy()
+    out["harness_s"] = out["wall_s"] - out["tool_s"]
+    out["harness_share"] = out["harness_s"] / out["wall_s"]
+    return out
+
+
+def invalid_table(frame: pd.DataFrame, path_rate_mbit: float = PAPER_PATH_MBIT,
+                  server_rate_mbit: float = PAPER_SERVER_MBIT) -> pd.DataFrame:
+    """Every point of the run (iperf3 and GridFTP, every limit and stream count) faster than
+    its wire, with its numbers: the report lists them beside the count of points checked,
+    including those no claim rests on (the claims table names only its own)."""
+    bad = invalid_rows(_with_limit(frame), path_rate_mbit, server_rate_mbit)
+    return pd.DataFrame([vars(p) for p in bad],
+                        columns=["point", "quantity", "value", "bound", "unit", "why", "breaks"])
+
+
+def figure(frame: pd.DataFrame, path_rate_mbit: float = PAPER_PATH_MBIT,
+           server_rate_mbit: float = PAPER_SERVER_MBIT,
+           title: str = "S4: throughput vs parallel streams, per sender CPU limit"):
+    """Mirror of the paper's Fig. 3: goodput of TCP and MPTCP against parallel streams.
+
+    One panel per tool and sender CPU limit. Dotted: the paper's numbers as its text
+    gives them (the peak at 10 streams and the 1 -> 10 gain, so the 1-stream point is
+    peak / (1 + gain)), measured with its CPU-limited sender. Dashed grey: what each wire
+    carries as TCP payload. Red crosses: invalid points (faster than their wire).
+    """
+    frame = _with_limit(frame)
+    tools = sorted(frame.tool.unique(), key=lambda t: t != "iperf3")
+    limits = sorted(frame.sender_cpus.unique(), key=lambda c: (c != 0, -c))
+    fig, axes = plt.subplots(len(tools), len(limits), squeeze=False, sharey=True,
+                             figsize=(5.5 * len(limits), 4.2 * len(tools)))
+    for row, tool in enumerate(tools):
+        for col, cpus in enumerate(limits):
+            ax = axes[row][col]
+            sub = frame[(frame.tool == tool) & (frame.sender_cpus == cpus)]
+            sns.lineplot(data=sub, x="streams", y="goodput_mbit", hue="transport",
+                         hue_order=["tcp", "mptcp"], style="transport", markers=True,
+                         dashes=False, errorbar="sd", ax=ax)
+            for transport, color in (("tcp", "C0"), ("mptcp", "C1")):
+                cap = payload_rate_mbit(wire_mbit(transport, path_rate_mbit, server_rate_mbit))
+                ax.axhline(cap, color="grey", linestyle="--", linewidth=0.8)
+                ax.annotate(f"{transport} wire: {cap:.0f}", (0.02, cap), fontsize=7,
+                            xycoords=("axes fraction", "data"), va="bottom", color="grey")
+                if tool == "iperf3":
+                    peak = PAPER[f"{transport}_peak_mbit"]
+                    gain = PAPER[f"{transport}_gain_1_to_10_pct"]
+                    ax.plot([1, 10], [peak / (1 + gain / 100), peak], linestyle=":",
+                            marker="x", color=color,
+                            label=f"paper {transport.upper()} (004:66, limited sender)")
+            bad = invalid_rows(sub, path_rate_mbit, server_rate_mbit)
+            if bad:
+                values = [b.value for b in bad]
+                streams = [int(b.point.split(" streams")[0].split()[-1]) for b in bad]
+                ax.scatter(streams, values, marker="X", s=80, color="red", zorder=5,
+                           label=f"invalid ({len(bad)}): faster than its wire")
+            limit = "no CPU limit" if not cpus else f"sender {cpus:g} CPUs"
+            ax.set_title(f"{tool}, {limit} ({limit_label(cpus)})")
+            ax.set_xlabel("parallel streams")
+            ax.set_ylabel("goodput (Mbit/s)")
+            ax.set_ylim(0, max(1100, *(frame.goodput_mbit.max() * 1.05,)))
+            ax.grid(alpha=0.3)
+            ax.legend(loc="lower right", fontsize=7)
+    fig.suptitle(title)
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,180 @@
+"""S4 claims: registered before data (``s4_registration.toml``), judged on our repetitions.
+
+Every paper claim (the peaks and the 1 -> 10 stream gains of 004:66) is judged once per
+registered sender CPU limit (:data:`~.design.SENDER_CPUS`), and only in the paper's
+regime: a sender that cannot reach the paper's peak with one stream (its sender is
+CPU-limited, 004:66, and needed parallel streams: +5 % / +16 % from 1 to 10). Where one
+stream already gets there, the claim is *not testable here* with the 1-stream numbers,
+never "not reproduced". Every point a claim rests on is checked against what its wire
+can carry (:func:`harness.verdicts.validity.check_rate`); an impossible point makes the claim
+*invalid*. Summaries and the figure (which marks such points) are in :mod:`.figures`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from ...verdicts.claims import LAB, Claim, Verdict, judge, not_testable, table
+from ...verdicts.intervals import Estimate, mean_estimate
+from ...verdicts.registration import Registration
+from ...verdicts.registration_file import load
+from ...verdicts.validity import Invalid, check_rate, payload_rate_mbit
+from .design import (
+    PAPER,
+    PAPER_PATH_MBIT,
+    PAPER_SERVER_MBIT,
+    REGISTRATION_FILE,
+    SENDER_CPUS,
+    TOP_STREAMS,
+    limit_label,
+)
+
+TCP_CAPACITY = payload_rate_mbit(PAPER_PATH_MBIT)  # 478.2: one 500 Mbit/s path's TCP payload
+MPTCP_CAPACITY = payload_rate_mbit(min(2 * PAPER_PATH_MBIT, PAPER_SERVER_MBIT))  # 956.4
+CAPACITY = {"tcp": TCP_CAPACITY, "mptcp": MPTCP_CAPACITY}
+
+
+def _limit_words(cpus: float) -> str:
+    return f"sender limited to {cpus:g} CPUs" if cpus else "no sender CPU limit"
+
+
+def registered() -> Registration:
+    """S4's registration (:data:`REGISTRATION_FILE`)."""
+    return load(Path(__file__).with_name(REGISTRATION_FILE))
+
+
+def claim(claim_id: str) -> Claim:
+    """The registered claim ``claim_id`` (:meth:`harness.verdicts.registration.Registration.claim`)."""
+    return registered().claim(claim_id)
+
+
+# -- judging --------------------------------------------------------------------------------
+
+def rates(meta: dict) -> dict:
+    """The run's link rates, which decide the wires' payload capacity."""
+    p = meta.get("parameters", {})
+    return {"path_rate_mbit": float(p.get("path_rate_mbit", PAPER_PATH_MBIT)),
+            "server_rate_mbit": float(p.get("server_rate_mbit", PAPER_SERVER_MBIT))}
+
+
+def wire_mbit(transport: str, path_rate_mbit: float, server_rate_mbit: float) -> float:
+    """The rate of the tightest wire a transport's traffic crosses (TCP: path 1 only)."""
+    return path_rate_mbit if transport == "tcp" else min(2 * path_rate_mbit, server_rate_mbit)
+
+
+def invalid_rows(rows: pd.DataFrame, path_rate_mbit: float,
+                 server_rate_mbit: float) -> list[Invalid]:
+    """Each point among ``rows`` faster than its wire can carry."""
+    out = []
+    for r in rows.itertuples():
+        bad = check_rate(f"{r.tool} {r.transport} {r.streams} streams, "
+                         f"{limit_label(r.sender_cpus)}, repetition {r.repetition}",
+                         r.goodput_mbit, wire_mbit(r.transport, path_rate_mbit,
+                                                   server_rate_mbit))
+        if bad:
+            out.append(bad)
+    return out
+
+
+def _points(frame: pd.DataFrame, transport: str, cpus: float, streams: int) -> pd.DataFrame:
+    return frame[(frame.transport == transport) & (frame.sender_cpus == cpus)
+                 & (frame.streams == streams)]
+
+
+def _per_rep(rows: pd.DataFrame) -> pd.Series:
+    return rows.groupby("repetition").goodput_mbit.mean()
+
+
+def _outside_regime(one: Estimate, transport: str) -> str:
+    """Why a limit is not shown to be in the paper's regime ('' when it is): the upper end of
+    the 1-stream interval (with one repetition, the value) must lie below the paper's peak."""
+    peak = PAPER[f"{transport}_peak_mbit"]
+    top = one.high if one.has_interval else one.value
+    if top < peak:
+        return ""
+    paper_one = peak / (1 + PAPER[f"{transport}_gain_1_to_10_pct"] / 100)
+    if one.value >= peak:
+        why = f"one {transport} stream already reaches the paper's peak here"
+    else:
+        why = (f"not shown that one {transport} stream stays below the paper's peak here (its "
+               "interval reaches it; more repetitions would tell)")
+    return (f"{why}: 1-stream goodput {one.text()}, its upper end not below {peak:g} Mbit/s "
+            f"(the paper's sender needed parallel streams to get there; its 1-stream point "
+            f"was ~{paper_one:.0f})")
+
+
+def _judge_paper(claim: Claim, frame: pd.DataFrame, transport: str, cpus: float,
+                 kind: str, rates_: dict) -> Verdict:
+    if (rates_["path_rate_mbit"], rates_["server_rate_mbit"]) != (PAPER_PATH_MBIT,
+                                                                 PAPER_SERVER_MBIT):
+        return not_testable(claim, f"this run's links are {rates_['path_rate_mbit']:g}/"
+                                   f"{rates_['server_rate_mbit']:g} Mbit/s, the paper's "
+                                   f"{PAPER_PATH_MBIT:g}/{PAPER_SERVER_MBIT:g}")
+    one, top = _points(frame, transport, cpus, 1), _points(frame, transport, cpus, TOP_STREAMS)
+    if one.empty or top.empty:
+        measured = sorted(frame[frame.sender_cpus == cpus].streams.unique())
+        return not_testable(claim, f"needs 1 and {TOP_STREAMS} streams at "
+                                   f"{_limit_words(cpus)}; the run measured streams "
+                                   f"{measured or 'none'} there")
+    bad = invalid_rows(pd.concat([one, top]) if kind == "gain" else top, **rates_)
+    top_rep = _per_rep(top)
+    if kind == "peak":
+        est = mean_estimate(top_rep, "Mbit/s")
+        note = (f"at {TOP_STREAMS} streams; goodput without headers; the wire carries at most "
+                f"{CAPACITY[transport]:.1f} Mbit/s of payload")
+    else:
+        pair = pd.concat([_per_rep(one), top_rep], axis=1, keys=["one", "top"]).dropna()
+        ratio = mean_estimate(pair.top / pair.one, log=True)
+        est = ratio.as_gain_pct() if ratio else None
+        note = f"1 -> {TOP_STREAMS} streams, paired per repetition"
+    if bad:
+        return judge(claim, est, note, bad)
+    outside = _outside_regime(mean_estimate(_per_rep(one), "Mbit/s"), transport)
+    if outside:
+        return not_testable(claim, outside, note)
+    return judge(claim, est, note)
+
+
+def claims(frame: pd.DataFrame, path_rate_mbit: float = PAPER_PATH_MBIT,
+           server_rate_mbit: float = PAPER_SERVER_MBIT, tool: str = "iperf3") -> pd.DataFrame:
+    """Every registered claim judged on the run's iperf3 points (see the module docstring)."""
+    rates_ = {"path_rate_mbit": path_rate_mbit, "server_rate_mbit": server_rate_mbit}
+    sub = frame[frame.tool == tool]
+    if "sender_cpus" not in sub:  # a run made before the limit was a factor: no limit
+        sub = sub.assign(sender_cpus=0.0)
+    verdicts = []
+    for paper_claim in registered().claims:  # s4.{transport}_{peak|gain_1_10}@{limit label}
+        if paper_claim.source == LAB:
+            continue
+        name, label = paper_claim.id.removeprefix("s4.").split("@")
+        transport, kind = name.split("_")[:2]
+        cpus = next(c for c in SENDER_CPUS if limit_label(c) == label)
+        verdicts.append(_judge_paper(paper_claim, sub, transport, cpus, kind, rates_))
+    verdicts.append(_aggregation(sub, rates_))
+    verdicts.append(_both_paths(sub, rates_))
+    return table(verdicts)
+
+
+def _aggregation(sub: pd.DataFrame, rates_: dict) -> Verdict:
+    claim = registered().claim("s4.mptcp_over_tcp")
+    tcp, mp = _points(sub, "tcp", 0.0, TOP_STREAMS), _points(sub, "mptcp", 0.0, TOP_STREAMS)
+    if tcp.empty or mp.empty:
+        return not_testable(claim, f"needs TCP and MPTCP at {TOP_STREAMS} streams without a "
+                                   "CPU limit")
+    pair = pd.concat([_per_rep(mp), _per_rep(tcp)], axis=1, keys=["mp", "tcp"]).dropna()
+    return judge(claim, mean_estimate(pair.mp / pair.tcp, "x", log=True),
+                 "paired per repetition", invalid_rows(pd.concat([tcp, mp]), **rates_))
+
+
+def _both_paths(sub: pd.DataFrame, rates_: dict) -> Verdict:
+    claim = registered().claim("s4.mptcp_both_paths")
+    mp = sub[sub.transport == "mptcp"]
+    if mp.empty:
+        return not_testable(claim, "no MPTCP point")
+    share = mp.path2_tx_bytes / (mp.path1_tx_bytes + mp.path2_tx_bytes)
+    per_rep = share.groupby(mp.repetition).mean()
+    return judge(claim, mean_estimate(per_rep), f"share of client bytes on path 2; "
+                 f"{int(mp.mp_join_syn_ack_rx.sum())} subflow joins",
+                 invalid_rows(mp, **rates_))

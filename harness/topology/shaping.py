@@ -1,0 +1,145 @@
+"""How a link's rate, delay, loss and queue limit become qdiscs on each egress.
+
+The plan is data (archived with the run) so every backend realises exactly
+the same thing:
+
+* rate only:            htb root 1: -> class 1:1 (rate, ceil, burst)
+* rate + queue limit:   ... -> pfifo/bfifo 10: under 1:1 (the bottleneck buffer)
+* rate + delay/loss:    ... -> netem 10: under 1:1 (delay line after the shaper)
+* delay/loss, no rate:  netem root
+
+A link with ``shaper="serialise"`` gets tbf root 1: instead of htb (children
+the same, under 1:1): see :data:`PEAK_EXCESS` for why.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+from .topology import Link
+
+# htb needs a bucket of at least ~1 ms worth of bytes at the shaped rate, or
+# it falls short of the rate (PLATFORM.md: burst 1600 B gave 80 of 100 Mbit/s).
+BURST_SECONDS = 0.002
+MIN_BURST_BYTES = 32 * 1024
+
+# "serialise": tbf with a peak rate just above the rate and a peak bucket of two frames.
+# htb's bucket (>= 32 KB) refills while a direction is idle, e.g. during the other
+# direction's turn in a ping-pong, so a message up to the bucket leaves at once: S0's
+# 100 Mbit/s links read ~190 Mbit/s for a 16 KB ping-pong (size / half round trip), which
+# no wire can carry. With the peak bucket PEAK_FRAMES frames deep, frames leave at the
+# wire's pace once those have gone. Measured on S0's lab (100 Mbit/s, offloads off, this
+# 2-core host, 2026-11-26): a one-frame peak bucket streamed only 80 Mbit/s, because each
+# frame's timer fires ~30 us late and a one-frame bucket cannot bank the lost time; two
+# frames streamed 95.7 Mbit/s (the payload rate, 100 x 1448/1514 = 95.6) and a 16 KB
+# ping-pong read 112 Mbit/s (htb: ~190): the first two frames of a message leave at once,
+# which the physical bound of a ping-pong allows for (harness.studies.s0.validity). tbf
+# wants the peak rate strictly above the rate; 0.1 % above is far below the 2 % slack of
+# the physical bounds. The queue holds 1000 frames, the kernel's txqueuelen default
+# (what htb's default leaf, pfifo_fast, holds).
+PEAK_EXCESS = 0.001
+PEAK_FRAMES = 2
+QUEUE_FRAMES = 1000
+ETHERNET_HEADER = 14  # tbf counts the frame (skb->len) without preamble or FCS
+
+
+@dataclass(frozen=True)
+class EgressPlan:
+    """Qdiscs for one direction of a link (applied on the sending interface)."""
+
+    rate_bit: int | None
+    burst_bytes: int | None
+    delay_us: int
+    loss_pct: float
+    fifo: str | None  # "pfifo" | "bfifo" | None
+    fifo_limit: int | None
+    netem_limit: int | None
+    # Subtracted from the netem delay: the host's own latency on the link, measured
+    # when the lab is built (see Lab.calibrate_delays), so the link's RTT is as asked.
+    delay_trim_us: int = 0
+    kind: str = "htb"  # root shaper: "htb", or "tbf" for a serialising link
+    peak_bit: int | None = None  # tbf: peak rate (bit/s)
+    minburst_bytes: int | None = None  # tbf: the peak bucket (PEAK_FRAMES frames)
+    limit_bytes: int | None = None  # tbf: its queue
+
+    @property
+    def netem_delay_us(self) -> int:
+        return max(0, self.delay_us - self.delay_trim_us)
+
+    @property
+    def empty(self) -> bool:
+        return self.rate_bit is None and not self.delay_us and not self.loss_pct
+
+    @property
+    def netem(self) -> bool:
+        return bool(self.delay_us or self.loss_pct)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    def tc_commands(self, dev: str) -> list[list[str]]:
+        """The same plan as `tc` argument lists (for hosts reached by commands)."""
+        cmds: list[list[str]] = []
+        parent = ["root"]
+        if self.rate_bit is not None and self.kind == "tbf":
+            cmds.append(["qdisc", "add", "dev", dev, "root", "handle", "1:", "tbf",
+                         "rate", f"{self.rate_bit}bit", "burst", f"{self.burst_bytes}b",
+                         "peakrate", f"{self.peak_bit}bit",
+                         "minburst", f"{self.minburst_bytes}b", "limit", f"{self.limit_bytes}b"])
+            parent = ["parent", "1:1"]
+        elif self.rate_bit is not None:
+            cmds.append(["qdisc", "add", "dev", dev, "root", "handle", "1:", "htb", "default", "1"])
+            cmds.append(["class", "add", "dev", dev, "parent", "1:", "classid", "1:1", "htb",
+                         "rate", f"{self.rate_bit}bit", "ceil", f"{self.rate_bit}bit",
+                         "burst", f"{self.burst_bytes}b", "cburst", f"{self.burst_bytes}b"])
+            parent = ["parent", "1:1"]
+        if self.netem:
+            cmds.append(self._netem_command("add", dev, parent))
+        elif self.fifo:
+            cmds.append(["qdisc", "add", "dev", dev, *parent, "handle", "10:", self.fifo,
+                         "limit", str(self.fifo_limit)])
+        return cmds
+
+
+    def netem_change_command(self, dev: str) -> list[str]:
+        """`tc` arguments that set this plan's netem (e.g. after a delay trim) in place."""
+        parent = ["parent", "1:1"] if self.rate_bit is not None else ["root"]
+        return self._netem_command("change", dev, parent)
+
+    def _netem_command(self, verb: str, dev: str, parent: list[str]) -> list[str]:
+        netem = ["qdisc", verb, "dev", dev, *parent, "handle", "10:", "netem"]
+        if self.delay_us:
+            netem += ["delay", f"{self.netem_delay_us}us"]
+        if self.loss_pct:
+            netem += ["loss", f"{self.loss_pct}%"]
+        return netem + ["limit", str(self.netem_limit)]
+
+
+def plan_egress(link: Link) -> EgressPlan:
+    rate_bit = int(link.rate_mbit * 1e6) if link.rate_mbit is not None else None
+    burst = None
+    if rate_bit is not None:
+        burst = max(MIN_BURST_BYTES, int(rate_bit / 8 * BURST_SECONDS))
+    fifo, fifo_limit = None, None
+    if link.queue_packets is not None:
+        fifo, fifo_limit = "pfifo", link.queue_packets
+    elif link.queue_bytes is not None:
+        fifo, fifo_limit = "bfifo", link.queue_bytes
+    netem_limit = None
+    if link.delay_ms or link.loss_pct:
+        if link.queue_packets is not None:
+            netem_limit = link.queue_packets
+        else:
+            # The delay line must hold a bandwidth-delay product of packets, twice over.
+            bdp_packets = 0
+            if rate_bit is not None:
+                bdp_packets = math.ceil(rate_bit / 8 * link.delay_ms / 1000 / link.mtu)
+            netem_limit = max(1000, 2 * bdp_packets)
+    serialise = rate_bit is not None and link.shaper == "serialise"
+    frame = link.mtu + ETHERNET_HEADER
+    return EgressPlan(rate_bit, burst, int(round(link.delay_ms * 1000)), link.loss_pct,
+                      fifo, fifo_limit, netem_limit, kind="tbf" if serialise else "htb",
+                      peak_bit=int(rate_bit * (1 + PEAK_EXCESS)) if serialise else None,
+                      minburst_bytes=PEAK_FRAMES * frame if serialise else None,
+                      limit_bytes=QUEUE_FRAMES * frame if serialise else None)

@@ -1,0 +1,1 @@
+"""Verdicts: claims registered before data, judged on intervals of physically valid points."""

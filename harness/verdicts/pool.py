@@ -1,0 +1,299 @@
+"""Runs of one study and one registration pooled into one verdict table (``harness claims pool``).
+
+One run cannot see the variation between runs: its own lab build, VM boot and the machine's
+state on its day (issue 33: successive S4 references put TCP's peak at 403 [375, 427] and
+336 [315, 354] Mbit/s). A verdict reference is several independent runs, and its intervals
+have the run as their top-level unit.
+
+:func:`pool` re-runs the study's own analysis (``Study.claims``, today's code) over the
+member runs' archived tables joined into one, inside
+:func:`harness.verdicts.intervals.runs_as_blocks`: every estimate over repetitions becomes an
+estimate over the run means (:func:`harness.verdicts.intervals.run_estimate`). To keep the units of
+different runs apart, a member's repetition ``r`` becomes ``1000 * k + r`` in the pooled
+tables (``k`` its place among the members, from 1; ``r <= 0``, a warm-up, becomes
+``r - 1000 * k``), so repetition 2003 of a pooled report is run 2's repetition 3. Each
+member is also analysed alone, and the pooled table shows each run's own estimate and
+outcome beside the pooled ones.
+
+The pooled folder (``$HARNESS_DATA/pooled/<study>/<id>/``, or ``--out``) holds
+``claims.csv``/``.parquet``, ``run.json`` (its members with their registration digests)
+and ``report.md``; it is created exclusively and made read-only. The member runs are only
+read. Runs that cannot be pooled are refused, each with one error, before anything is
+written (:func:`members`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import secrets
+import stat
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pandas as pd
+
+from ..archive.archive import COMPLETE, RUN_FILE, data_root
+from ..errors import ArchiveError, SpecError
+from .claims import COLUMNS, invalid_note, runs_note, summaries
+from .intervals import REPETITION, runs_as_blocks
+from .registration import read_archived
+
+STRIDE = 1000  # a member's repetition r is STRIDE * k + r in the pooled tables
+#: parameters that may differ between the runs of one pooled reference: each run has fewer
+#: repetitions than one long run would, and its own random order
+MAY_DIFFER = ("repetitions", "seed")
+POOLED = "pooled"
+
+
+@dataclass(frozen=True)
+class Member:
+    """One run of a pool: its folder, run.json and registration digest."""
+
+    path: Path
+    meta: dict
+    digest: str
+
+    @property
+    def run_id(self) -> str:
+        return str(self.meta.get("run_id") or self.path.name)
+
+
+def _resolve(ref: str) -> Path:
+    from ..archive.runref import resolve_run
+
+    return resolve_run(ref).path
+
+
+def members(refs: list[str]) -> list[Member]:
+    """The runs ``refs`` name, checked to be poolable; one :class:`SpecError` otherwise:
+    fewer than two runs, a run given twice, a run that is not complete, runs of different
+    studies, registrations (or none), parameters (beyond :data:`MAY_DIFFER`), placements or
+    privileges (the analyses read the first run's record for all of them)."""
+    if len(refs) < 2:
+        raise SpecError(f"pooling needs at least two runs, got {len(refs)}",
+                        "give every run of the reference: harness claims pool RUN RUN RUN")
+    found: list[Member] = []
+    for ref in refs:
+        path = _resolve(ref)
+        try:
+            meta = json.loads((path / RUN_FILE).read_text())
+        except (OSError, ValueError) as exc:
+            raise SpecError(f"{path}: its {RUN_FILE} cannot be read ({exc})",
+                            "pool complete runs archived by harness") from None
+        if not isinstance(meta, dict):
+            raise SpecError(f"{path}: its {RUN_FILE} is not a run's record")
+        member = Member(path, meta, read_archived(path).digest)
+        for other in found:
+            if other.path == path or other.run_id == member.run_id:
+                raise SpecError(f"run {member.run_id} is given twice ({other.path} and {path}; a "
+                                "reference is a copy of an archived run)",
+                                "give each run once: pooling a run with itself counts it twice")
+        if meta.get("status") != COMPLETE or meta.get("error"):
+            why = meta.get("error") or f"status {meta.get('status') or 'unknown'}"
+            raise SpecError(f"run {member.run_id} is not complete ({why}): an interrupted or "
+                            "failed run measured only part of its design",
+                            "pool complete runs only; run the study again for the missing one")
+        found.append(member)
+    first = found[0]
+    for member in found[1:]:
+        _same(first, member)
+    return sorted(found, key=lambda m: (str(m.meta.get("started") or ""), m.run_id))
+
+
+def copies(found: list[Member]) -> list[tuple[str, str]]:
+    """Pairs of members whose archived results are byte for byte the same: copies of one run
+    under two ids, not independent runs (the pool shows no variation between them)."""
+    seen: dict[str, str] = {}
+    out = []
+    for m in found:
+        path = m.path / "results.parquet"
+        if not path.is_file():
+            continue
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()
+        if digest in seen:
+            out.append((seen[digest], m.run_id))
+        else:
+            seen[digest] = m.run_id
+    return out
+
+
+def _same(first: Member, member: Member) -> None:
+    a, b = first.meta, member.meta
+    if a.get("study") != b.get("study"):
+        raise SpecError(f"runs of different studies: {first.run_id} is {a.get('study')}, "
+                        f"{member.run_id} is {b.get('study')}", "pool runs of one study")
+    for m in (first, member):
+        if not m.digest:
+            raise SpecError(f"run {m.run_id} archived no registration (it was made before its "
+                            "study's claims were registered): nothing says what it was made to test",
+                            "pool runs made under a registration")
+    if first.digest != member.digest:
+        raise SpecError(f"runs of different registrations: {first.run_id} was registered as "
+                        f"{first.digest[7:19] or '(none)'}, {member.run_id} as "
+                        f"{member.digest[7:19] or '(none)'}",
+                        f"pool runs of one registration; `harness claims history {a.get('study')}` "
+                        "says what changed between them")
+    pa, pb = dict(a.get("parameters") or {}), dict(b.get("parameters") or {})
+    moved = sorted(k for k in set(pa) | set(pb) if k not in MAY_DIFFER and pa.get(k) != pb.get(k))
+    if moved:
+        raise SpecError(f"runs {first.run_id} and {member.run_id} differ in parameters "
+                        + ", ".join(f"{k} ({pa.get(k)!r} vs {pb.get(k)!r})" for k in moved),
+                        f"pool runs of one design (only {', '.join(MAY_DIFFER)} may differ)")
+    if a.get("placement") != b.get("placement"):
+        raise SpecError(f"runs {first.run_id} and {member.run_id} were placed differently "
+                        f"({(a.get('placement') or {}).get('reason')!r} vs "
+                        f"{(b.get('placement') or {}).get('reason')!r}); the analysis reads it",
+                        "pool runs made in the same kind of lab")
+    if a.get("as_found") != b.get("as_found"):
+        raise SpecError(f"runs {first.run_id} and {member.run_id} differ in what they could change "
+                        "(run.json's as_found: a run on machines as found made fewer changes)",
+                        "pool runs made with the same privileges")
+
+
+def _check_current(study, found: list[Member]) -> None:
+    now = study.registration().digest
+    if found[0].digest != now:
+        raise SpecError(f"the runs were registered as {found[0].digest[7:19]}, today's code "
+                        f"registers {study.name}'s claims as {now[7:19]}: their pooled verdicts "
+                        "would judge them against claims they were not made under",
+                        f"`harness claims history {study.name}` says what changed; pool runs "
+                        "made under today's registration")
+
+
+def pooled_tables(datas: list, found: list[Member]) -> tuple[dict[str, pd.DataFrame], dict]:
+    """Every member's tables joined (its repetitions renumbered apart, see the module's
+    docstring), and which run each pooled repetition belongs to."""
+    run_of: dict[int, str] = {}
+    names = sorted({name for data in datas for name in data.tables if name != "claims"})
+    tables: dict[str, pd.DataFrame] = {}
+    for name in names:
+        parts = []
+        for k, (data, member) in enumerate(zip(datas, found), start=1):
+            frame = data.tables.get(name)
+            if frame is None:
+                continue
+            if REPETITION in frame:
+                reps = pd.to_numeric(frame[REPETITION], errors="coerce")
+                if reps.isna().any() or (reps.abs() >= STRIDE).any() or (reps % 1 != 0).any():
+                    raise SpecError(f"run {member.run_id}'s table {name} has repetitions that are "
+                                    f"not whole numbers below {STRIDE}; they cannot be renumbered "
+                                    "apart from the other runs'")
+                new = reps.astype(int).map(lambda r, k=k: STRIDE * k + r if r > 0 else r - STRIDE * k)
+                run_of.update(dict.fromkeys(new, member.run_id))
+                frame = frame.assign(**{REPETITION: new.to_numpy()})
+            parts.append(frame)
+        tables[name] = pd.concat(parts, ignore_index=True)
+    return tables, run_of
+
+
+def pool(refs: list[str], out: str | None = None) -> Path:
+    """Pool the runs ``refs`` name into a new folder (see the module's docstring)."""
+    from ..studies import study_for
+    from ..studies.base import RunData
+
+    found = members(refs)
+    study = study_for(found[0].meta["study"])
+    _check_current(study, found)
+    target = _target(study.name, out)
+    datas = [study.load(m.path) for m in found]
+    tables, run_of = pooled_tables(datas, found)
+    meta = {**found[0].meta, "run_id": target.name, POOLED: [m.run_id for m in found]}
+    with runs_as_blocks(run_of):
+        frame = study.claims(RunData(target, meta, tables))
+    own = [study.claims(data) for data in datas]
+    frame = beside(frame, found, own)
+    _write(target, frame, _record(target, study, found), _report(study, found, frame, own))
+    return target
+
+
+def beside(pooled: pd.DataFrame, found: list[Member], own: list[pd.DataFrame]) -> pd.DataFrame:
+    """The pooled table with each member's own estimate and outcome in columns
+    ``<run id>: ours`` and ``<run id>: outcome`` (empty where that run has no such claim)."""
+    frame = pooled.copy()
+    for member, table in zip(found, own):
+        by_id = table.drop_duplicates("claim_id").set_index("claim_id")
+        for col in ("ours", "outcome"):
+            frame[f"{member.run_id}: {col}"] = frame.claim_id.map(by_id[col]).fillna("")
+    return frame
+
+
+def _target(study: str, out: str | None) -> Path:
+    if out:
+        target = Path(out)
+        if target.exists():
+            raise SpecError(f"{target} exists already: a pooled folder is never overwritten",
+                            "give a new folder with --out, or leave it out")
+        return target
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    return data_root() / POOLED / study / f"{stamp}-pool-{secrets.token_hex(3)}"
+
+
+def _record(target: Path, study, found: list[Member]) -> dict:
+    return {
+        "run_id": target.name, "study": study.name, "status": COMPLETE, "kind": POOLED,
+        "created": datetime.now(UTC).isoformat(timespec="seconds"),
+        "registration": {"digest": found[0].digest},
+        "parameters": {**(found[0].meta.get("parameters") or {}),
+                       "repetitions": [(m.meta.get("parameters") or {}).get("repetitions")
+                                       for m in found]},
+        "members": [{"run_id": m.run_id, "path": str(m.path), "registration": m.digest,
+                     "started": m.meta.get("started"), "ended": m.meta.get("ended"),
+                     "commit": ((m.meta.get("provenance") or {}).get("git") or {}).get("commit"),
+                     "repetitions": (m.meta.get("parameters") or {}).get("repetitions"),
+                     "repetition_labels": f"{STRIDE * k}+r"}
+                    for k, m in enumerate(found, start=1)],
+        "copies": [list(pair) for pair in copies(found)],
+        "interval": "the run is the top-level unit: Student t over the run means below 30 runs, "
+                    "a bootstrap resampling runs then repetitions from 30 (harness.verdicts.intervals)",
+    }
+
+
+def _report(study, found: list[Member], frame: pd.DataFrame, own: list[pd.DataFrame]) -> str:
+    lines = [f"# {study.name}: {study.title} -- pooled from {len(found)} runs", "",
+             f"**Verdicts on the paper's claims:** {summaries(frame[COLUMNS])}.", "",
+             runs_note(frame), "",
+             "| run | started | commit | repetitions | registration |", "|---|---|---|---|---|"]
+    for m in found:
+        commit = ((m.meta.get("provenance") or {}).get("git") or {}).get("commit") or "-"
+        lines.append(f"| {m.run_id} | {m.meta.get('started') or '-'} | {commit[:12]} | "
+                     f"{(m.meta.get('parameters') or {}).get('repetitions')} | {m.digest[7:19]} |")
+    for a, b in copies(found):
+        lines += ["", f"**Warning:** runs {a} and {b} archived the same results byte for byte: they "
+                  "are copies of one run, not independent runs, and the pool sees no variation "
+                  "between them."]
+    lines += ["", f"Repetition {STRIDE * 2 + 3} in a pooled note or invalid point is run 2's "
+              "repetition 3.", "", "## Claims: the pooled estimate beside each run's own", ""]
+    for _, row in frame.iterrows():
+        lines += [f"### {row['claim']} (`{row['claim_id']}`, {row['source']})", "",
+                  f"- paper: {row['paper']}; region: {row['region']}",
+                  f"- **pooled: {row['ours']} -- {row['outcome']}**: {row['reason']}"]
+        if isinstance(row["interval"], str) and row["interval"]:
+            lines.append(f"- interval: {row['interval']}")
+        for m in found:
+            ours, outcome = row[f"{m.run_id}: ours"], row[f"{m.run_id}: outcome"]
+            lines.append(f"- run {m.run_id} alone: {ours or '-'} -- {outcome or '(no such claim)'}")
+        lines.append("")
+    alone = sorted({cid for table in own for cid in table.claim_id} - set(frame.claim_id))
+    if alone:
+        lines += ["Not pooled (in a run's own table only, not measured from the runs' pooled "
+                  "repetitions): " + ", ".join(f"`{cid}`" for cid in alone) + ".", ""]
+    lines.append(invalid_note(frame))
+    return "\n".join(lines) + "\n"
+
+
+def _write(target: Path, frame: pd.DataFrame, record: dict, report: str) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        target.mkdir()  # exclusive: a pooled folder is never reused
+    except FileExistsError:
+        raise ArchiveError(f"{target} exists already") from None
+    frame.to_parquet(target / "claims.parquet", index=False)
+    frame.to_csv(target / "claims.csv", index=False)
+    (target / RUN_FILE).write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n")
+    (target / "report.md").write_text(report)
+    for path in target.iterdir():
+        if path.is_file() and not path.is_symlink():
+            os.chmod(path, path.stat().st_mode & ~(stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))

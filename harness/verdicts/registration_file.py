@@ -1,0 +1,197 @@
+"""A study's registration read from its file: TOML, no code, checked against a schema.
+
+The file sits beside the study's module (``Study.registration_file`` names it relative to
+the module's folder) and reads like a preregistration: one ``[[claims]]`` table per claim
+(id, source, the paper's sentence and seed line, the quantity and unit, the regime, the
+validity checks its points must pass, and ``[claims.region]`` with its bounds and rule),
+then ``[design]`` and one ``[[changes]]`` table per change. :func:`load` turns it into a
+:class:`~harness.verdicts.registration.Registration`; anything the schema does not allow (an
+unknown key, a missing field, a wrong type, a region whose low is above its high, a
+repeated claim id, a validity check that does not exist) is one :class:`RegistrationError`
+naming the file, the claim and the field, and how to fix it, before anything runs.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import re
+import tomllib
+from pathlib import Path
+
+from ..errors import SpecError
+from .claims import PAPER, SOURCES, Claim, Region
+from .gates import GATES, Gate
+from .registration import DesignChange, Registration
+from .validity import CHECKS
+
+TOP = {"study": str, "claims": list, "design": dict, "changes": list}
+TOP_REQUIRED = ("study", "claims", "design")
+#: a claim's keys and their types; the first four are needed by every claim
+CLAIM = {"id": str, "source": str, "claim": str, "paper": str, "unit": str, "quote": str,
+         "seed_line": str, "quantity": str, "regime": str, "checks": list, "gates": list,
+         "region": dict}
+CLAIM_REQUIRED = ("id", "source", "claim", "paper", "region")
+#: what a paper's claim must say besides (a target's or a lab check's need not)
+PAPER_REQUIRED = ("quote", "seed_line", "quantity", "regime")
+REGION = {"low": (int, float), "high": (int, float), "rule": str}
+CHANGE = {"date": str, "what": str, "why": str, "claims": list}
+CHANGE_REQUIRED = ("date", "what", "why")
+_DATE = re.compile(r"\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2})?Z)?")  # a date, or a date and UTC time
+_TYPE_NAMES = {str: "a string", list: "an array", dict: "a table", int: "an integer",
+               float: "a number", (int, float): "a number"}
+
+
+class RegistrationError(SpecError):
+    """A registration file that does not follow the schema (module docstring)."""
+
+
+def load(path: str | Path) -> Registration:
+    """The registration in ``path`` (cached while the file is unchanged)."""
+    path = Path(path)
+    try:
+        stat = path.stat()
+    except OSError as exc:
+        raise RegistrationError(f"{path}: the study's registration file cannot be read "
+                                f"({exc.strerror or exc})",
+                                "create it beside the study's module, or correct the study's "
+                                "registration_file") from None
+    return _load(str(path.resolve()), stat.st_mtime_ns, stat.st_size)
+
+
+@functools.lru_cache(maxsize=32)
+def _load(path: str, _mtime_ns: int, _size: int) -> Registration:
+    text = Path(path).read_text(encoding="utf-8")
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise RegistrationError(f"{path}: not valid TOML: {exc}",
+                                "correct the syntax at that line (strings in double quotes, "
+                                "one [[claims]] table per claim)") from None
+    return parse(data, path)
+
+
+def parse(data: dict, where: str) -> Registration:
+    """A registration from the parsed file ``data`` (``where``: the file, for errors)."""
+    _keys(data, TOP, TOP_REQUIRED, where, "the file")
+    claims, seen = [], set()
+    for index, entry in enumerate(data["claims"]):
+        claim = _claim(entry, index, where)
+        if claim.id in seen:
+            raise RegistrationError(f"{where}: claim {claim.id}: field id: the id is given "
+                                    "twice", "give each [[claims]] table its own id")
+        seen.add(claim.id)
+        claims.append(claim)
+    changes = tuple(_change(entry, index, where, seen)
+                    for index, entry in enumerate(data.get("changes", [])))
+    return Registration(data["study"], tuple(claims), data["design"], changes)
+
+
+def _keys(table, schema: dict, required, where: str, what: str) -> None:
+    """Unknown keys, missing ones and wrong types of one table, each one error."""
+    if not isinstance(table, dict):
+        raise RegistrationError(f"{where}: {what}: must be a table, not {_kind(table)}",
+                                "write it as a [[...]] table with key = value lines")
+    for key in table:
+        if key not in schema:
+            raise RegistrationError(
+                f"{where}: {what}: field {key}: unknown key",
+                f"remove it or correct its spelling; the known keys are {', '.join(schema)}")
+    for key in required:
+        if key not in table:
+            raise RegistrationError(f"{where}: {what}: field {key}: missing",
+                                    f"add {key} = ... to it")
+    for key, value in table.items():
+        want = schema[key]
+        if isinstance(value, bool) or not isinstance(value, want):
+            raise RegistrationError(
+                f"{where}: {what}: field {key}: must be {_TYPE_NAMES[want]}, not {_kind(value)}",
+                f"write {key} as {_TYPE_NAMES[want]}" + (" (in double quotes)" if want is str
+                                                          else ""))
+
+
+def _kind(value) -> str:
+    if isinstance(value, bool):
+        return f"the boolean {str(value).lower()}"
+    for kind, name in ((str, "a string"), (dict, "a table"), (list, "an array"),
+                       (int, "an integer"), (float, "a number")):
+        if isinstance(value, kind):
+            return f"{name} ({value!r})" if kind in (int, float) else name
+    return type(value).__name__
+
+
+def _claim(entry, index: int, where: str) -> Claim:
+    cid = entry.get("id") if isinstance(entry, dict) else None
+    what = f"claim {cid}" if isinstance(cid, str) and cid else f"claim #{index + 1} (no id)"
+    _keys(entry, CLAIM, CLAIM_REQUIRED, where, what)
+    if entry["source"] not in SOURCES:
+        raise RegistrationError(f"{where}: {what}: field source: {entry['source']!r} is not a "
+                                "source", f"write one of {', '.join(SOURCES)}")
+    if entry["source"] == PAPER:
+        for key in PAPER_REQUIRED:
+            if not entry.get(key):
+                raise RegistrationError(
+                    f"{where}: {what}: field {key}: missing (a paper's claim needs its quote, "
+                    "seed_line, quantity and regime)",
+                    f"add {key} = ...; or, if the claim is not the paper's, make its source "
+                    "target or lab")
+    checks = entry.get("checks", [])
+    for name in checks:
+        if not isinstance(name, str) or name not in CHECKS:
+            raise RegistrationError(
+                f"{where}: {what}: field checks: {name!r} is no validity check",
+                f"use the names of harness.verdicts.validity.CHECKS: {', '.join(sorted(CHECKS))}")
+    gates = tuple(_gate(g, where, what) for g in entry.get("gates", []))
+    region = _region(entry["region"], where, what)
+    return Claim(entry["id"], entry["claim"], entry["paper"], region, entry.get("unit", ""),
+                 entry["source"], entry.get("quote", ""), entry.get("seed_line", ""),
+                 entry.get("quantity", ""), entry.get("regime", ""), gates=gates,
+                 checks=tuple(checks))
+
+
+def _gate(table, where: str, what: str) -> Gate:
+    """One of a claim's regime gates: ``{ name = "...", <its parameters> }`` (harness.verdicts.gates)."""
+    if not isinstance(table, dict) or not isinstance(table.get("name"), str):
+        raise RegistrationError(f"{where}: {what}: field gates: {table!r} is not a gate",
+                                'write each gate as { name = "no_oversubscription" } with the '
+                                f"parameters it takes; the gates are {', '.join(sorted(GATES))}")
+    params = {k: v for k, v in table.items() if k != "name"}
+    try:
+        return Gate(table["name"], params)
+    except ValueError as exc:
+        raise RegistrationError(f"{where}: {what}: field gates: {exc}",
+                                "name a gate of harness.verdicts.gates with exactly the parameters it "
+                                "takes") from None
+
+
+def _region(table, where: str, what: str) -> Region:
+    _keys(table, REGION, ("rule",), where, f"{what}: region")
+    low, high = table.get("low", -math.inf), table.get("high", math.inf)
+    for key, value in (("low", low), ("high", high)):
+        if key in table and not math.isfinite(value):
+            raise RegistrationError(f"{where}: {what}: field region.{key}: {value} is not a "
+                                    "finite number", f"leave {key} out for an open side")
+    if "low" not in table and "high" not in table:
+        raise RegistrationError(f"{where}: {what}: field region: neither low nor high",
+                                "give the region at least one bound (low, high or both)")
+    if low > high:
+        raise RegistrationError(f"{where}: {what}: field region: low {low} is above high "
+                                f"{high}", "swap them, or correct the one that is wrong")
+    return Region(low, high, table["rule"])
+
+
+def _change(entry, index: int, where: str, ids: set[str]) -> DesignChange:
+    what = f"change #{index + 1}"
+    if isinstance(entry, dict) and isinstance(entry.get("date"), str):
+        what += f" ({entry['date']})"
+    _keys(entry, CHANGE, CHANGE_REQUIRED, where, what)
+    if not _DATE.fullmatch(entry["date"]):
+        raise RegistrationError(f"{where}: {what}: field date: {entry['date']!r} is not an ISO "
+                                "date", "write it as YYYY-MM-DD, or YYYY-MM-DDTHH:MMZ with the UTC "
+                                "time (in double quotes)")
+    for cid in entry.get("claims", []):
+        if not isinstance(cid, str) or cid not in ids:
+            raise RegistrationError(f"{where}: {what}: field claims: {cid!r} is no claim of "
+                                    "this registration",
+                                    "name the ids of the claims the change touches")
+    return DesignChange(entry["date"], entry["what"], entry["why"], tuple(entry.get("claims", ())))
