@@ -178,7 +178,7 @@ def test_every_study_reads_its_registration_from_its_file():
     for name in ("s0", "s1", "s2", "s3", "s4"):
         study = get_study(name)
         path = study.registration_path()
-        assert path is not None and path.name == f"{name}_registration.toml" and path.is_file()
+        assert path is not None and path.name == "registration.toml" and path.is_file()
         assert path.parent == Path(base.__file__).parent / name
         assert study.registration().to_dict() == load(path).to_dict()
         assert path in study.code_files()  # digested with the study's code
@@ -199,7 +199,7 @@ def test_the_registration_files_are_package_data():
     data = tomllib.loads((ROOT / "pyproject.toml").read_text())
     patterns = data["tool"]["setuptools"]["package-data"]["harness.studies"]
     studies = ROOT / "harness" / "studies"
-    files = sorted(studies.glob("*/*_registration.toml"))
+    files = sorted(studies.glob("s[0-9]*/registration.toml"))
     assert len(files) == 5, files
     packaged = {found for pattern in patterns for found in studies.glob(pattern)}  # as setuptools globs
     for path in files:  # each study's file, in its package

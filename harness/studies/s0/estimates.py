@@ -1,7 +1,7 @@
 """S0's per-repetition estimates: the paired samples each claim's interval is made of.
 
 Every claim's quantity is computed per repetition, and the repetitions are its samples
-(s0_registration.toml, design "sample"): a ratio of two methods paired per repetition and size
+(s0/registration.toml, design "sample"): a ratio of two methods paired per repetition and size
 (:func:`per_repetition`), then over the claim's sizes either the geometric mean
 (:func:`geomean_per_repetition`, every claim but one) or, for "about 25 % with an
 appropriately sized message" (000:111), the largest ratio among the sizes

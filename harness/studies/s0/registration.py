@@ -1,4 +1,4 @@
-"""S0's registration, read from its file (``s0_registration.toml``: the paper's claims, our
+"""S0's registration, read from its file (``s0/registration.toml``: the paper's claims, our
 targets, the design they rest on, its changes), and the design's numbers the code uses.
 
 The numbers below are the ones the registration's design states (its "sizes per claim",
@@ -14,7 +14,7 @@ from ...verdicts.registration_file import load
 from .common import KB, MB
 
 #: the study's registration file, beside this module (S0.registration_file)
-REGISTRATION_FILE = "s0_registration.toml"
+REGISTRATION_FILE = "registration.toml"
 
 LATENCY_SIZES = (1, KB)  # latency claims: messages up to 1 KB (not bandwidth-bound here)
 SMALL_SIZES = (KB, 32 * KB)  # '1~32KB의 작은 메시지'

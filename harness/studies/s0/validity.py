@@ -56,7 +56,7 @@ def paced(size: int, mtu: int = MTU) -> bool:
     at veth speed: the reference 20261127T092615Z-efd65a read up to 338 Mbit/s at 512 B and a
     7.0 us direct half round trip at 1 B (median), where one hop of a real 100 Mbit/s wire
     allows 89 Mbit/s and 5.4 us (its predecessor f2ea50, in git history: 317 Mbit/s, 7 us).
-    Latency and ping-pong claims count only paced sizes (s0_registration.toml)."""
+    Latency and ping-pong claims count only paced sizes (s0/registration.toml)."""
     return wire_bytes(size, mtu) > PEAK_FRAMES * (mtu + ETHERNET)
 
 

@@ -1,4 +1,4 @@
-"""S1's registration, read from its file (``s1_registration.toml``: the paper's claims, the
+"""S1's registration, read from its file (``s1/registration.toml``: the paper's claims, the
 design fixed before data, every change made after archived runs existed), and the numbers
 and names the analysis uses beside it.
 """
@@ -12,7 +12,7 @@ from ...verdicts.registration import Registration
 from ...verdicts.registration_file import load
 
 #: the study's registration file, beside this module (S1.registration_file)
-REGISTRATION_FILE = "s1_registration.toml"
+REGISTRATION_FILE = "registration.toml"
 
 # The paper's numbers, read from its text (section 3, Fig. 2 and Fig. 4).
 PAPER = {"mvia_4b_us": 42.0, "tcp_4b_us": 58.0, "clan_4b_us": 10.0}

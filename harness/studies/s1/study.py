@@ -105,7 +105,7 @@ PROFILES = {
     # (not reproduced), polling 1.15x [0.99, 1.41] and 1.16x [0.98, 1.39] (inconclusive in
     # both), their hints "about 16" and "about 12" repetitions. 15 were chosen from those
     # outcomes (2026-11-26 01:28): a count moved after seeing results, so 10, the count fixed
-    # before any data, is fixed again (s1_registration.toml, changes)
+    # before any data, is fixed again (s1/registration.toml, changes)
     "verdict": dict(sizes=(4, 64, 512, 1024, 8192, 65536), repetitions=10, iterations=300,
                     bw_iterations=300, tcp_budget_s=0.1, rdma_write=False, cpus=(1, 2)),
     # paper: the paper's sizes up to 1 MB, perftest's default 1000 iterations

@@ -1,4 +1,4 @@
-"""S2's registration, read from its file (``s2_registration.toml``: the paper's claims with
+"""S2's registration, read from its file (``s2/registration.toml``: the paper's claims with
 quote, seed line, quantity, regime, region and the rule that made it, the design fixed
 before data, every change made after archived runs existed; docs/explanation/verdicts.md),
 and the physical constants the analysis uses beside it. Judged by
@@ -14,7 +14,7 @@ from ...verdicts.registration import Registration
 from ...verdicts.registration_file import load
 
 #: the study's registration file, beside this module (S2.registration_file)
-REGISTRATION_FILE = "s2_registration.toml"
+REGISTRATION_FILE = "registration.toml"
 
 GOODPUT_PER_WIRE = 1448 / 1514  # TCP payload per Ethernet frame at MTU 1500 (timestamps on)
 GOODPUT_9000 = 8948 / 9014  # ... at MTU 9000

@@ -1,6 +1,6 @@
 """S3's fixed design: the profiles, the compared protocols, and how the paper's CPU period
 is carried over to our slower port. Shared by the study (:mod:`.study`), its points
-(:mod:`.measure`) and its claims (:mod:`.registration`; s3_registration.toml states it),
+(:mod:`.measure`) and its claims (:mod:`.registration`; s3/registration.toml states it),
 so that none of them imports another's module for a constant.
 """
 
@@ -41,13 +41,13 @@ PROFILES = {
     # 16 KB (the collapse, the size the paper names), 1:8 beside them; two repetitions (a
     # fresh mapper fleet per protocol each) so that every claim has an interval; the CPU
     # phase at the paper's 25 ms carried over to the port, at 1 and 4 KB (16 KB's rounds do
-    # not fit in that period here: s3_registration.toml, changes), two CPU repetitions
+    # not fit in that period here: s3/registration.toml, changes), two CPU repetitions
     "quick": dict(mappers=(8, 48), sizes_kb=(1, 4, 16), rounds=5, warmup=2,
                   repetitions=2, cpu_periods_paper_ms=(PAPER_PERIOD_MS,), cpu_sizes_kb=(1, 4),
                   cpu_rounds=6, cpu_repetitions=2),
     # verdict: the claims' points at enough repetitions to decide most claims: 1:48 at
     # 1, 4, 8 KB (the gains), 16, 32 and 64 KB (the collapse, each size a claim of its own;
-    # 32 added 2026-11-27: s3_registration.toml, changes), 1:8 beside them (TIPC best?);
+    # 32 added 2026-11-27: s3/registration.toml, changes), 1:8 beside them (TIPC best?);
     # ~45 min here under a host load of 7-9 (a quick run's fleets then took 43-54 s at 6
     # points x 5 rounds, a CPU fleet 38-46 s at the 871 ms its 28 Mbit/s port gave)
     "verdict": dict(mappers=(8, 48), sizes_kb=(1, 4, 8, 16, 32, 64), rounds=10, warmup=2,

@@ -10,7 +10,7 @@ repetitions). A point in which a protocol completed no round, or read faster tha
 port can carry, is *invalid*: shown with its numbers, deciding no claim. A claim is
 judged only in the paper's regime, else "not testable here" with the measured reason.
 
-The claims, the design and its changes are registered in ``s3_registration.toml`` (read by
+The claims, the design and its changes are registered in ``s3/registration.toml`` (read by
 :func:`registered`, :mod:`harness.verdicts.registration_file`); this module tabulates
 (:func:`rate_summary`, :func:`cpu_summary`); the judging is in :mod:`.analysis`, the
 figures in :mod:`.figures`.
@@ -50,7 +50,7 @@ WIRE_CLAIM = "s3.lab_tipc_on_the_wire"
 LOAD_SLACK = 0.10
 
 #: the study's registration file, beside this module (S3.registration_file)
-REGISTRATION_FILE = "s3_registration.toml"
+REGISTRATION_FILE = "registration.toml"
 
 
 def registered() -> Registration:

@@ -1,7 +1,7 @@
 """S4's fixed design: the profiles, the sender's CPU limits and the paper's testbed numbers.
 
 Shared by the study (:mod:`.study`), its sweep (:mod:`.measure`) and its claims
-(:mod:`.registration`; s4_registration.toml states it), so that none of them imports
+(:mod:`.registration`; s4/registration.toml states it), so that none of them imports
 another's module for a constant.
 
 The sender's CPU limit (004:66: "송신측 호스트의 CPU bandwidth을 제한하여") is a factor of
@@ -34,7 +34,7 @@ from __future__ import annotations
 SENDER_CPUS = (0.0, 0.01)
 #: The paper's largest parallelism (004:66 "병렬성(10)"): its peaks and gains are judged there.
 #: the study's registration file (claims, design, changes), beside this module
-REGISTRATION_FILE = "s4_registration.toml"
+REGISTRATION_FILE = "registration.toml"
 TOP_STREAMS = 10
 
 #: The paper's testbed (004:60): two 500 Mbit/s client interfaces, one 1 Gbit/s server.

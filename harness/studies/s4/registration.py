@@ -1,4 +1,4 @@
-"""S4 claims: registered before data (``s4_registration.toml``), judged on our repetitions.
+"""S4 claims: registered before data (``s4/registration.toml``), judged on our repetitions.
 
 Every paper claim (the peaks and the 1 -> 10 stream gains of 004:66) is judged once per
 registered sender CPU limit (:data:`~.design.SENDER_CPUS`), and only in the paper's

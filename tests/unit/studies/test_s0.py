@@ -559,7 +559,7 @@ def test_registration_fixes_repetitions_and_records_the_changes():
 
 def test_the_design_states_the_numbers_the_code_uses():
     """The sizes, delays and regime floors the analysis and the distance sweep use are the
-    registration's (s0_registration.toml): a change of either alone is caught here."""
+    registration's (s0/registration.toml): a change of either alone is caught here."""
     from harness.studies.s0 import registration as s0_claims
 
     design = s0.S0().registration().design

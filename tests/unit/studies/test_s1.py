@@ -715,7 +715,7 @@ def one_size(size, t):
 # -- registration (the quotes against the seed: tests/unit/test_registration.py) ----------------
 
 def test_the_design_is_the_profiles_the_study_runs():
-    """The registration's design (s1_registration.toml) is written out: it must be what the
+    """The registration's design (s1/registration.toml) is written out: it must be what the
     profiles measure, or a change of them would go unregistered."""
     reg = get_study("s1").registration()
     design = reg.design["profiles"]

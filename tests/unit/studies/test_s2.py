@@ -464,7 +464,7 @@ def test_the_on_path_check_fails_a_run_whose_points_took_the_other_wire():
 # -- registration (the quotes against the seed: tests/unit/test_registration.py) ----------------
 
 def test_the_design_is_the_profiles_and_defaults_the_study_runs():
-    """The registered design (s2_registration.toml) must be what the study runs, or a change
+    """The registered design (s2/registration.toml) must be what the study runs, or a change
     of it would go unregistered."""
     design = s2_analysis.registered().design
     assert design["profiles"] == json.loads(json.dumps(s2.PROFILES))

@@ -104,7 +104,7 @@ def test_registration_declares_every_claim_its_design_and_its_changes():
 
 
 def test_the_registered_profiles_are_the_ones_the_study_runs():
-    """The design in s3_registration.toml is written out: its profiles must be s3_design's,
+    """The design in s3/registration.toml is written out: its profiles must be s3_design's,
     key for key, or a change of either alone would go unregistered."""
     import json
 
@@ -128,7 +128,7 @@ def test_the_wire_check_reads_its_threshold_from_the_registered_claim():
 def test_the_study_digests_all_its_modules():
     names = {p.name for p in s3.S3().code_files()}
     assert {"study.py", "registration.py", "analysis.py", "measure.py", "design.py",
-            "figures.py", "s3_registration.toml"} <= names
+            "figures.py", "registration.toml"} <= names
 
 
 # -- the rate claims: samples are repetitions -------------------------------------------------
