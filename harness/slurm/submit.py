@@ -24,9 +24,8 @@ from pathlib import Path
 
 from ..archive.archive import data_root, list_runs
 from ..errors import SpecError
-from . import submit
 from .jobs import TaskState, job_states
-from .sbatch import JobScript, SbatchOptions, check_data_folder, point_arguments, test_only
+from .sbatch import JobScript, SbatchOptions, check_data_folder, point_arguments, submit, test_only
 
 POLL_SECONDS = 5.0
 LOG_TAIL_LINES = 15
