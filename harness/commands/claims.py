@@ -98,14 +98,14 @@ def cmd_claims_pool(args) -> int:
 def cmd_claims_power(args) -> int:
     """Per claim of a run (a study's committed reference by default): the repetitions its
     region needs, from the spread that run showed (harness.verdicts.power)."""
-    from ..archive.reference import reference_root
+    from ..archive.reference import find_reference, reference_root
     from ..verdicts.power import FEASIBLE_REPETITIONS, run_power
 
     if args.run:
         runs = [Path(args.run)]
     else:
         names = args.study or sorted(p.name for p in reference_root().iterdir() if p.is_dir())
-        runs = [p.parent for name in names for p in sorted((reference_root() / name).glob("*/run.json"))]
+        runs = [ref.path for ref in map(find_reference, names) if ref is not None]
     if not runs:
         print("no run to plan from: name a run folder (--run) or a study with a committed reference")
         return 2

@@ -66,3 +66,12 @@ def test_the_s3_reference_shows_that_its_digit_regions_cannot_be_reached():
     plans = {p.claim_id: p for p in run_power(run)}
     assert plans["s3.tipc_gain_avg"].needed > 100 * FEASIBLE_REPETITIONS
     assert plans["s3.tipc_collapse_16kb"].feasible
+
+
+def test_claims_power_reads_a_studys_committed_reference(capsys):
+    from harness.cli import main
+
+    assert main(["claims", "power", "s3"]) == 0
+    out = capsys.readouterr().out
+    line = next(x for x in out.splitlines() if "s3.tipc_gain_avg" in x)
+    assert "needs   16029" in line and "feasible no" in line
