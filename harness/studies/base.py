@@ -116,7 +116,7 @@ def register(cls: type[Study]) -> None:
     DEFINED[cls.name] = cls
 
 
-def _marking_as_found(claims):
+def _outside_regime_not_testable(claims):
     """A study's ``claims`` whose table has the claims that rest on a change a run as found
     did not make marked "not testable here" (:func:`harness.machines.as_found.mark_claims`), and each
     claim's registered regime gates applied to the run's facts (:func:`harness.verdicts.gates.apply`):
@@ -157,7 +157,7 @@ class Study(ABC):
     def __init_subclass__(cls, **kwargs) -> None:
         super().__init_subclass__(**kwargs)
         if "claims" in cls.__dict__:
-            cls.claims = _marking_as_found(cls.__dict__["claims"])
+            cls.claims = _outside_regime_not_testable(cls.__dict__["claims"])
         if "name" in cls.__dict__:  # a concrete study, not an intermediate base
             register(cls)
 
