@@ -113,11 +113,13 @@ def build_lab(placing: Placing, topology: Topology, study: str, journal: Journal
     if placing.decision.where == "host":
         lab_host: Node = placing.host
     else:
-        from ..vm.fleet import boot_lab_vms, cap_disks
+        from ..vm.fleet import boot_lab_vms, cap_disks, pin_lab_vcpus
 
         vms, nics = boot_lab_vms(topology, study, journal, stack)
         lab_host = vms[""]
         built.placement["vm"] = lab_host.boot.to_dict()
+        if topology.vms.pin:
+            built.placement["vcpu_pinning"] = pin_lab_vcpus(vms)
         for label, vm in vms.items():
             key = "vm" if not label else f"vm-{label}"
             built.capabilities[key] = guest_capabilities(vm, placing.capabilities,

@@ -160,6 +160,34 @@ class TopologyNode:
     disks: tuple[DataDisk, ...] = ()
 
 
+_KERNEL_ARG = re.compile(r"[A-Za-z0-9_.,-]+(=[A-Za-z0-9_.,-]+)?")
+
+
+@dataclass(frozen=True)
+class VMShape:
+    """How each VM of a VM lab is built, when a study's claims need a machine of a given
+    shape (S1: the paper's uniprocessor kernel, 001:44). The default is the harness's.
+
+    ``cpus``: vCPUs per VM (0: :func:`harness.lab.placement.vm_cpus`); ``kernel_args``:
+    appended to the guest kernel's command line (e.g. ``maxcpus=1``: the kernel boots on
+    one CPU and the others stay present, offline, for CPU hotplug); ``pin``: each vCPU
+    thread on a host core of its own, where the host's cores suffice for all the lab's
+    vCPUs (recorded either way, :mod:`harness.vm.pinning`)."""
+
+    cpus: int = 0
+    kernel_args: tuple[str, ...] = ()
+    pin: bool = False
+
+    def validate(self) -> None:
+        if not 0 <= self.cpus <= 64:
+            raise SpecError(f"VM shape: cpus={self.cpus} is out of range",
+                            "use 1..64 vCPUs per VM, or 0 for the harness's default")
+        for arg in self.kernel_args:
+            if not isinstance(arg, str) or not _KERNEL_ARG.fullmatch(arg):
+                raise SpecError(f"VM shape: kernel argument {arg!r} is not a plain word or "
+                                "key=value", "give arguments like maxcpus=1 or nosmp, one each")
+
+
 @dataclass(frozen=True)
 class Topology:
     name: str
@@ -168,6 +196,7 @@ class Topology:
     routes: tuple[Route, ...] = ()
     rules: tuple[Rule, ...] = ()
     notes: str = ""
+    vms: VMShape = VMShape()
 
     # -- queries -------------------------------------------------------------
     def node(self, name: str) -> TopologyNode:
@@ -223,6 +252,7 @@ class Topology:
     # -- validation ------------------------------------------------------------
     def validate(self) -> Topology:
         """Raise :class:`SpecError` for the first problem found; return self."""
+        self.vms.validate()
         names = [n.name for n in self.nodes]
         for name in names:
             if not NODENAME.match(name):
@@ -340,6 +370,8 @@ class Topology:
                 routes=tuple(Route(**r) for r in data.get("routes", ())),
                 rules=tuple(Rule(**r) for r in data.get("rules", ())),
                 notes=data.get("notes", ""),
+                vms=VMShape(**{**data.get("vms", {}), "kernel_args": tuple(
+                    (data.get("vms") or {}).get("kernel_args", ()))}),
             ).validate()
         except (KeyError, TypeError) as exc:
             raise SpecError(f"malformed topology: {exc}",
@@ -414,6 +446,6 @@ class TopologyBuilder:
         self.rules.append(Rule(node, source, table, priority))
         return self
 
-    def build(self, notes: str = "") -> Topology:
+    def build(self, notes: str = "", vms: VMShape | None = None) -> Topology:
         return Topology(self.name, tuple(self.nodes), tuple(self.links), tuple(self.routes),
-                        tuple(self.rules), notes).validate()
+                        tuple(self.rules), notes, vms or VMShape()).validate()

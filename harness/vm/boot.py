@@ -77,6 +77,7 @@ class BootRecord:
     ssh_port: int
     qemu_pid: int
     silent_boots: int = 0  # QEMU processes stopped before this one: their guest printed nothing
+    kernel_args: tuple[str, ...] = ()  # what the study appended to the command line
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -337,7 +338,7 @@ def boot_vm(spec: VM, journal: Journal, *, refresh_accel: bool = False) -> Itera
         files = guest.prepare(
             boot_dir, spec.name, version, spec.root_cache, programs["busybox"]
         )
-        append = guest.kernel_append(files)
+        append = " ".join((guest.kernel_append(files), *spec.kernel_args))
         disks = tuple((disk, os.path.join(boot_dir, f"disk-{disk.name}.raw"))
                       for disk in spec.disks)
         for _disk, path in disks:  # sparse: blocks are allocated as the guest writes them
@@ -385,7 +386,7 @@ def boot_vm(spec: VM, journal: Journal, *, refresh_accel: bool = False) -> Itera
             guest_sshd_uptime_s=uptime,
             kernel=kernel, kernel_version=version, boot_image=image_kind, cpus=spec.cpus,
             memory_mib=spec.memory_mib, ssh_port=port, qemu_pid=proc.pid,
-            silent_boots=silent,
+            silent_boots=silent, kernel_args=tuple(spec.kernel_args),
         )
         _note_boot(journal, proc, node.boot)
         log.info("VM %s ready for SSH on 127.0.0.1:%d after %.1fs (%s: %s)", spec.name, port,

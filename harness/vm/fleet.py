@@ -44,8 +44,9 @@ def boot_lab_vms(topology: Topology, study: str, journal: Journal,
         name = f"{study}-lab" if not label else f"{study}-{label}"
         memory = vm_memory_mib(extra_vms=extra) if not label else EXTRA_VM_MEMORY_MIB
         disks = tuple(d for n in topology.nodes if n.machine == label for d in n.disks)
-        specs[label] = VM(name=name, cpus=vm_cpus(), memory_mib=memory,
-                          wires=tuple(wires[label]), disks=disks)
+        specs[label] = VM(name=name, cpus=topology.vms.cpus or vm_cpus(), memory_mib=memory,
+                          wires=tuple(wires[label]), disks=disks,
+                          kernel_args=topology.vms.kernel_args)
     return boot_together(specs, journal, stack), nics
 
 
@@ -81,6 +82,15 @@ def boot_together(specs: dict[str, VM], journal: Journal, stack: ExitStack) -> d
     if interrupted:
         raise KeyboardInterrupt
     return {label: booted[label][1] for label in specs}
+
+
+def pin_lab_vcpus(vms: dict[str, VMNode]) -> dict:
+    """Each vCPU of the lab's VMs on a host core of its own where the cores suffice
+    (:mod:`harness.vm.pinning`); the record for run.json."""
+    from .pinning import pin_vcpus
+
+    return pin_vcpus({vm.name: vm.boot.qemu_pid for vm in vms.values()},
+                     {vm.name: vm.boot.cpus for vm in vms.values()})
 
 
 def cap_disks(topology: Topology, vms: dict[str, VMNode], factor: float) -> dict[str, dict]:

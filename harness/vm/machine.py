@@ -71,6 +71,7 @@ class VM:
     root_cache: str = "loose"
     wires: tuple[Wire, ...] = ()
     disks: tuple[DataDisk, ...] = ()  # emulated disks, rates capped by QEMU (see qemu.py)
+    kernel_args: tuple[str, ...] = ()  # appended to the guest's command line (maxcpus=1)
 
     def validate(self) -> None:
         if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,62}", self.name):

@@ -92,7 +92,8 @@ def qemu_argv(launch: QemuLaunch) -> list[str]:
     """The full argv for one VM (no shell, no daemonising: the pid is QEMU's)."""
     return [
         launch.qemu,
-        "-name", f"harness-{launch.name},process=harness-vm-{launch.name}",
+        # debug-threads: each vCPU thread named "CPU n/TCG" (or /KVM), so it can be pinned
+        "-name", f"harness-{launch.name},process=harness-vm-{launch.name},debug-threads=on",
         "-no-user-config", "-nodefaults", "-no-reboot",
         "-machine", "q35,sata=off,smbus=off,usb=off,vmport=off",
         *accel_args(launch.accel),

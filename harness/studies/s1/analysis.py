@@ -24,7 +24,7 @@ import pandas as pd
 
 from ...verdicts.claims import judge, not_testable, table
 from ...verdicts.intervals import mean_estimate
-from .frames import at_cpus, geomean_rows, mean_ci, per_repetition, ratio_of
+from .frames import UP, at_cpus, geomean_rows, mean_ci, per_repetition, ratio_of
 from .registration import (  # noqa: F401  (registered: read from here too)
     BW_SMALL_MAX,
     BW_TCP,
@@ -51,8 +51,8 @@ BW_CROSS_CHECKS = (("tcp-count-nodelay", "msgcount with TCP_NODELAY"),
 
 def summary(frame: pd.DataFrame) -> pd.DataFrame:
     """Per method and size: mean latency and bandwidth over the repetitions, spread, n (the
-    2-CPU level's rows: :func:`smp_table` has the 1-CPU level)."""
-    frame = at_cpus(frame, 2)
+    1-CPU level's rows, the paper's UP kernel: :func:`smp_table` has the 2-CPU level)."""
+    frame = at_cpus(frame, UP)
     spec = {name: (column, how) for name, column, how in (
         ("latency_us", "latency_us", "mean"), ("latency_sd", "latency_us", "std"),
         ("bw_mbit", "bw_mbit", "mean"), ("bw_sd", "bw_mbit", "std"),
@@ -199,9 +199,10 @@ def _bw_large(part: _BandwidthRatio, frame: pd.DataFrame):
 def claims(frame: pd.DataFrame, meta: dict | None = None) -> pd.DataFrame:
     """The paper's claims judged on the repetitions' intervals (ratios on a log scale).
 
-    Every claim but the SMP one rests on the 2-CPU level's rows only (as registered); the
-    SMP claim pairs the two levels within each repetition."""
-    every_level, frame = frame, at_cpus(frame, 2)
+    Every claim but the SMP one rests on the 1-CPU level's rows only (the paper's UP
+    kernel, as registered since 2026-11-29); the SMP claim pairs the two levels within each
+    repetition."""
+    every_level, frame = frame, at_cpus(frame, UP)
     lat = per_repetition(frame, "latency_us")
     mean_lat = per_repetition(frame, "latency_mean_us")
     bw = per_repetition(frame, "bw_mbit")
@@ -362,7 +363,7 @@ def figure_latency(frame: pd.DataFrame, title: str = "S1: latency against messag
     """Mirror of the paper's Fig. 2/4: half round-trip latency against size, 95 % intervals
     over the repetitions, the paper's 4-byte points (2001 hardware) beside ours."""
     fig, ax = plt.subplots(figsize=(8, 5))
-    frame = at_cpus(frame, 2)  # the 1-CPU level is the SMP figure's
+    frame = at_cpus(frame, UP)  # the 2-CPU level is the SMP figure's
     _curves(ax, frame, ["verbs-send", "verbs-write", "verbs-send-events", "tcp-nodelay",
                         "tcp-nagle", "tcp-qperf"], "latency_us")
     for (key, label), marker in zip((("mvia_4b_us", "paper: M-VIA 4 B"),
@@ -379,7 +380,7 @@ def figure_latency(frame: pd.DataFrame, title: str = "S1: latency against messag
 def figure_bandwidth(frame: pd.DataFrame, title: str = "S1: bandwidth against message size"):
     """Mirror of the paper's bandwidth figure: verbs and TCP (Nagle on and off), 95 % intervals."""
     fig, ax = plt.subplots(figsize=(8, 5))
-    frame = at_cpus(frame, 2)
+    frame = at_cpus(frame, UP)
     _curves(ax, frame, ["verbs-send-bw", "verbs-write-bw", "tcp-count", "tcp-count-nodelay",
                         "tcp-nodelay", "tcp-nagle", "tcp-qperf"], "bw_mbit")
     ax.axvline(BW_SMALL_MAX, color="grey", linestyle=":", linewidth=1)
@@ -394,8 +395,8 @@ def figure_bandwidth(frame: pd.DataFrame, title: str = "S1: bandwidth against me
 
 def polling_table(frame: pd.DataFrame) -> pd.DataFrame:
     """Polling against events per size: latency and the client's CPU time per round trip
-    (2 CPUs)."""
-    frame = at_cpus(frame, 2)
+    (1 CPU, the claims' level)."""
+    frame = at_cpus(frame, UP)
     sub = frame[frame.method.isin(["verbs-send", "verbs-send-events"])]
     if sub.empty:
         return pd.DataFrame()
@@ -410,7 +411,7 @@ def qperf_check(frame: pd.DataFrame, qperf: pd.DataFrame | None) -> pd.DataFrame
     repetitions): C against C for verbs and TCP, and how much the Python ping-pong adds."""
     if qperf is None or qperf.empty:
         return pd.DataFrame()
-    frame = at_cpus(frame, 2)  # the qperf point is measured with both CPUs online
+    frame = at_cpus(frame, UP)  # the qperf point is measured at the UP level
     size = int(qperf.msg_size.dropna().iloc[0]) if qperf.msg_size.notna().any() else None
     rows = []
     for test, method, value in (("rc_lat", "verbs-send", "latency_us"),

@@ -15,6 +15,12 @@ import pandas as pd
 from ...verdicts.intervals import T_BELOW, t975
 
 
+#: the level every claim but the SMP one rests on: one online CPU per machine, the paper's
+#: uniprocessor kernel (001:44; issue 34 item 1, registered 2026-11-29). Until then the
+#: claims read the 2-CPU level's rows.
+UP = 1
+
+
 def at_cpus(frame: pd.DataFrame, cpus: int) -> pd.DataFrame:
     """The rows measured with ``cpus`` online CPUs per machine. Rows of runs from before the
     CPU factor (2026-11-27) carry no level: their VMs had 2 vCPUs (placement.vm_cpus on this

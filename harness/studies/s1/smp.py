@@ -1,8 +1,8 @@
 """S1's SMP claim (s1.smp_latency_larger, 001:52): latency with 2 online CPUs over 1, paired
 per repetition, its table of points and its figure.
 
-The 1-CPU level's rows exist for this claim alone; every other claim reads the 2-CPU level
-(:func:`harness.studies.s1.frames.at_cpus`).
+The 2-CPU level's rows exist for this claim alone; every other claim reads the 1-CPU level,
+the paper's uniprocessor kernel (:data:`harness.studies.s1.frames.UP`).
 """
 
 from __future__ import annotations
@@ -41,10 +41,11 @@ def smp_claim(frame: pd.DataFrame, tcg: str = ""):
     stacks (verbs with completion events, qperf tcp_lat) of latency at 2 CPUs over at 1."""
     claim = registered().claim("s1.smp_latency_larger")
     levels = set(frame["cpus"].dropna().astype(int)) if "cpus" in frame else {2}
-    if 1 not in levels:
-        return not_testable(claim, "the 1-CPU level was not measured (parameter cpus "
-                            "without 1, or a run from before the CPU factor): the claim "
-                            "pairs latency at 1 and 2 online CPUs")
+    if not {1, 2} <= levels:
+        return not_testable(claim, f"the {'2' if 1 in levels else '1'}-CPU level was not "
+                            "measured (parameter cpus without it; VMs of 1 vCPU, the host "
+                            "having too few cores for two of 2; or a run from before the CPU "
+                            "factor): the claim pairs latency at 1 and 2 online CPUs")
     ratios = {m: smp_ratios(frame, m) for m in SMP_STACKS}
     missing = [LABELS[m] for m, r in ratios.items() if r.empty or r.columns.empty]
     if missing:
@@ -60,7 +61,7 @@ def smp_claim(frame: pd.DataFrame, tcg: str = ""):
         f"; cross-check, {LABELS[SMP_CHECK]} (a busy poll on one CPU competes with the kernel "
         f"doing Soft-RoCE's work): "
         f"{float(np.exp(np.log(check.where(check > 0)).stack().mean())):.2f}x")
-    note = (f"latency at 2 online CPUs over 1 (CPU 1 offline in both VMs), paired per "
+    note = (f"latency at 2 online CPUs over 1 (CPU 1 online, then offline, in both VMs), paired per "
             f"repetition, means; sizes {sizes[0]}..{sizes[-1]} B; each stack alone: {stacks}"
             + cross + tcg)
     return judge(claim, mean_estimate(per_rep, "x", log=True), note,

@@ -44,7 +44,17 @@ from ...topology.topology import Topology, TopologyBuilder
 from ..base import Citation, Requirements, RunData, Study
 from ..order import MeasuringOrder
 from ..parameters import Parameters, param
-from .cpus import HOTPLUG_CPU, ONLINE_AT, ONLINE_LIST, cpu_level, read_online  # noqa: F401
+from .cpus import (  # noqa: F401
+    HOTPLUG_CPU,
+    ONLINE_AT,
+    ONLINE_LIST,
+    cpu_level,
+    host_cores,
+    measurable_levels,
+    read_online,
+    read_present,
+    vm_shape,
+)
 from .registration import REGISTRATION_FILE
 from .rows import bandwidth_rows, latency_rows, qperf_rows, tcp_rows  # noqa: F401
 
@@ -76,9 +86,9 @@ METHODS = {
 }
 
 
-#: the methods of the 1-CPU level (s1.smp_latency_larger): verbs with completion events and
-#: qperf's tcp_lat judge it; polling is its cross-check (on one CPU a busy poll competes with
-#: the kernel doing Soft-RoCE's work)
+#: the methods of the 2-CPU level (s1.smp_latency_larger, paired with the same methods at the
+#: 1-CPU level): verbs with completion events and qperf's tcp_lat judge it; polling is its
+#: cross-check (on one CPU a busy poll competes with the kernel doing Soft-RoCE's work)
 SMP_METHODS = ("verbs-send", "verbs-send-events", "tcp-qperf")
 
 
@@ -150,10 +160,13 @@ class Params(Parameters):
                                "the claims' TCP; and the cross-check point)", unit="s", low=1,
                                high=60)
     cpus: tuple[int, ...] = param((1, 2), "online CPUs per machine, the levels of the SMP "
-                                  "factor: 2 measures every method (every claim), 1 takes CPU "
-                                  "1 offline in both machines and measures the latency the "
-                                  "SMP claim needs; levels in a random order per repetition",
-                                  low=1, high=2)
+                                  "factor: 1 (the paper's uniprocessor kernel, 001:44) "
+                                  "measures every method (every claim), 2 brings CPU 1 online "
+                                  "in both machines and measures the latency the SMP claim "
+                                  "needs, only where the host has a core for each of two "
+                                  "2-vCPU VMs (else the VMs get 1 vCPU and the level is "
+                                  "skipped, recorded); levels in a random order per "
+                                  "repetition", low=1, high=2)
     seed: int = param(0, "seed of the randomised order of the methods in each repetition",
                       low=0, high=2**31 - 1, zero="a fresh seed, recorded in run.json")
     verify_seconds: int = param(1, "seconds per link direction when verifying the lab",
@@ -168,10 +181,11 @@ class Params(Parameters):
             raise SpecError(f"parameter sizes={self.sizes} repeats a size", "give each once")
         if len(set(self.cpus)) != len(self.cpus):
             raise SpecError(f"parameter cpus={self.cpus} repeats a level", "give 1,2 or 2")
-        if 2 not in self.cpus:
-            raise SpecError("parameter cpus must include 2",
-                            "every claim but the SMP one rests on the 2-CPU rows; give 1,2 "
-                            "(or 2 alone: the SMP claim is then not testable)")
+        if 1 not in self.cpus:
+            raise SpecError("parameter cpus must include 1",
+                            "every claim but the SMP one rests on the 1-CPU rows (the paper's "
+                            "uniprocessor machines, 001:44); give 1,2 (or 1 alone: the SMP "
+                            "claim is then not testable)")
 
     @property
     def methods(self) -> tuple[str, ...]:
@@ -181,22 +195,27 @@ class Params(Parameters):
 
     @property
     def smp_methods(self) -> tuple[str, ...]:
-        """The methods of the 1-CPU level (none without it)."""
-        return tuple(m for m in self.methods if m in SMP_METHODS) if 1 in self.cpus else ()
+        """The methods of the 2-CPU level (none without it)."""
+        return tuple(m for m in self.methods if m in SMP_METHODS) if 2 in self.cpus else ()
 
     def level_methods(self, cpus: int) -> tuple[str, ...]:
-        return self.methods if cpus == 2 else self.smp_methods
+        return self.methods if cpus == 1 else self.smp_methods
 
 
-def topology(params: Params) -> Topology:
-    """Two nodes, each a whole VM (its initial namespace: Soft-RoCE's home), one wire."""
+def topology(params: Params, cores: int | None = None) -> Topology:
+    """Two nodes, each a whole VM (its initial namespace: Soft-RoCE's home), one wire; VMs of
+    the shape the CPU levels need on a host of ``cores`` cores (:func:`cpus.vm_shape`)."""
     b = (TopologyBuilder("s1-pair").node("a", whole_machine=True)
          .node("b", machine="b", whole_machine=True))
     b.link(("a", WIRE, ADDRESSES["a"]), ("b", WIRE, ADDRESSES["b"]),
            rate_mbit=params.wire_mbit or None)
     wire = f"shaped to {params.wire_mbit:g} Mbit/s" if params.wire_mbit else "unshaped"
+    shape = vm_shape(params.cpus, host_cores() if cores is None else cores)
+    boot = f", booted {' '.join(shape.kernel_args)}" if shape.kernel_args else ""
     return b.build(notes=f"S1: two kernels joined by one wire ({wire}), Soft-RoCE ({RXE}) over "
-                         f"it at MTU {params.mtu}, kernel TCP over the same wire")
+                         f"it at MTU {params.mtu}, kernel TCP over the same wire; VMs of "
+                         f"{shape.cpus} vCPU{'s' if shape.cpus > 1 else ''}{boot}, each vCPU "
+                         "pinned to a host core of its own where the cores suffice", vms=shape)
 
 
 def tools(params: Params) -> tuple:
@@ -218,11 +237,11 @@ class Pair:
 
 
 def measure_method(session: Session, pair: Pair, params: Params, method: str, rep: int,
-                   sizes: tuple[int, ...] | None = None, cpus: int = 2) -> list[dict]:
+                   sizes: tuple[int, ...] | None = None, cpus: int = 1) -> list[dict]:
     """One method over every size (in the order given: shuffled per repetition), one sweep
     (verbs) or one ping-pong client run (TCP), at the CPU level ``cpus`` (its raw files say
-    which: ``-1cpu`` for level 1)."""
-    tag = f"r{rep}" + ("" if cpus == 2 else f"-{cpus}cpu")
+    which: ``-2cpu`` for level 2)."""
+    tag = f"r{rep}" + ("" if cpus == 1 else f"-{cpus}cpu")
     family, kind, tool, completion, nagle = METHODS[method]
     sizes = tuple(sizes or sorted(params.sizes))
     started = time.monotonic()
@@ -245,9 +264,9 @@ def measure_method(session: Session, pair: Pair, params: Params, method: str, re
         info = reports[0].info
         extra = {"rdma_mtu": info.get("mtu"), "link_type": info.get("link_type")}
     elif tool == "qperf":
-        # the 1-CPU level needs tcp_lat only (no claim reads its bandwidth)
+        # the 2-CPU level needs tcp_lat only (no claim reads its bandwidth)
         plan = qperf.QperfSweep(sizes, params.qperf_seconds, QPERF_PORT,
-                                tests=("tcp_lat", "tcp_bw") if cpus == 2 else ("tcp_lat",))
+                                tests=("tcp_lat", "tcp_bw") if cpus == 1 else ("tcp_lat",))
         res = pair.client.run(["sh", "-c", plan.client_command(pair.server_ip)], check=False,
                               track=True, timeout=plan.timeout_s())
         session.raw(f"{method}-{tag}.txt", res.stdout + res.stderr)
@@ -358,16 +377,22 @@ class S1(Study):
     def configure(self, session: Session, bed, params: Params) -> dict:
         """The wire's MTU and a Soft-RoCE link over it, on both machines (recorded, undone).
 
-        First, before anything changes, the CPUs: the levels need both machines on CPUs 0
-        and 1 exactly, with CPU 1 able to go offline (its ``online`` file read in the same
-        batch of facts as the MTU's; a machine without it is one error before any change)."""
+        First, before anything changes, the CPUs: CPU 0 online on both machines and no CPU
+        beyond 1 (read in one batch); where the 2-CPU level can run, CPU 1's ``online``
+        file must exist (read, not written: a machine without it is one error before any
+        change). The levels the machines can run are recorded (:func:`measurable_levels`)."""
+        levels = params.cpus
         if not session.dry_run:
-            online = read_online([bed.node("a"), bed.node("b")])
-            if any(value != ONLINE_AT[2] for value in online.values()):
-                raise SpecError(f"S1's CPU levels need machines with CPUs 0 and 1 online and "
-                                f"no other; the machines have {online}",
-                                "run its VMs with 2 vCPUs (this host: at least 2 cores), or "
-                                "inventory machines with exactly 2 online CPUs")
+            nodes = [bed.node("a"), bed.node("b")]
+            online, present = read_online(nodes), read_present(nodes)
+            if any(value not in ONLINE_AT.values() for value in online.values()) \
+                    or any(value not in ONLINE_AT.values() for value in present.values()):
+                raise SpecError(f"S1's CPU levels need machines with CPU 0 (and at most CPU "
+                                f"1) present; the machines have online {online}, present "
+                                f"{present}",
+                                "run its VMs with 1 or 2 vCPUs, or inventory machines with "
+                                "1 or 2 CPUs")
+            levels = measurable_levels(params.cpus, present)
         if not session.dry_run:  # compiled (or found built) before anything changes
             for name in ("a", "b"):
                 msgcount.build_on(bed.node(name))
@@ -375,12 +400,14 @@ class S1(Study):
         for name in ("a", "b"):
             node, dev = bed.node(name), bed.device(name, WIRE)
             ops += [Mtu(node, dev, params.mtu), RxeLink(node, RXE, dev)]
-            if 1 in params.cpus:  # can CPU 1 go offline? (a no-op now: it is online)
-                ops.append(CpuOnline(node, HOTPLUG_CPU, True))
+        if 2 in levels and not session.dry_run:  # can CPU 1 move? (a no-op: as found)
+            ops += [CpuOnline(bed.node(name), HOTPLUG_CPU, online[bed.node(name).name]
+                              == ONLINE_AT[2]) for name in ("a", "b")]
         session.apply(*ops)
         if session.dry_run:
             return {}
-        return {name: wait_active(bed.node(name)) for name in ("a", "b")}
+        return {"links": {name: wait_active(bed.node(name)) for name in ("a", "b")},
+                "levels": list(levels), "present_cpus": present}
 
     def measure(self, session: Session, bed, params: Params, configured: dict) -> None:
         started = time.monotonic()
@@ -402,14 +429,22 @@ class S1(Study):
         rows: list[dict] = []
         timings: dict[str, float] = {}
         notes: dict = {"online_cpus": []}
-        steps = params.repetitions * sum(len(params.level_methods(c)) for c in params.cpus)
+        levels = tuple(configured.get("levels") or params.cpus)
+        notes["levels"] = list(levels)
+        skipped = [c for c in params.cpus if c not in levels]
+        if skipped:
+            notes["levels_skipped"] = {
+                str(c): f"the machines have CPUs {configured.get('present_cpus')} present: "
+                        f"no CPU 1 to bring online (VMs of 1 vCPU: two 2-vCPU VMs would need "
+                        f"{2 * 2} host cores, this host has {host_cores()})" for c in skipped}
+        steps = params.repetitions * sum(len(params.level_methods(c)) for c in levels)
         with pingpong.server(session.journal, b, server_ip, TCP_PORT, timeout=60), \
                 qperf.server(session.journal, b, QPERF_PORT, timeout=30), \
                 msgcount.server(session.journal, b, msgcount.build_on(b), server_ip,
                                 MSGCOUNT_PORT), \
                 progress(steps, "s1 methods") as bar:
             for rep in range(1, params.repetitions + 1):
-                for level_position, cpus in enumerate(order.shuffle(params.cpus)):
+                for level_position, cpus in enumerate(order.shuffle(levels)):
                     t_level = time.monotonic()
                     with cpu_level(session, (a, b), cpus) as online:
                         notes["online_cpus"].append({"repetition": rep, "cpus": cpus,
@@ -422,7 +457,7 @@ class S1(Study):
                                       "size_position": sizes.index(row["size"])}
                                      for row in measure_method(session, pair, params, method,
                                                                rep, sizes, cpus)]
-                            key = method if cpus == 2 else f"{method}@{cpus}cpu"
+                            key = method if cpus == 1 else f"{method}@{cpus}cpu"
                             timings[key] = round(timings.get(key, 0.0) + time.monotonic() - t0,
                                                  1)
                             bar.step(f"{method}, {cpus} CPU, repetition {rep}")
@@ -442,7 +477,7 @@ class S1(Study):
                        "method_seconds": timings,
                        "rdma": {"device": RXE, "gid_index": gid_a,
                                 "active_mtu": port_a.active_mtu,
-                                "links": configured},
+                                "links": configured.get("links")},
                        "wire_mtu": params.mtu, "socket_facts": vars(facts)}
         notes["measure_s"] = round(time.monotonic() - started, 1)
         session.note(s1=notes)

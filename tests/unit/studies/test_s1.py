@@ -137,7 +137,8 @@ def test_tcp_rows_from_the_pingpong_output():
 
 def synthetic(reps=4, tcp_ratio=1.4, noise=0.02, nagle_rough=1.0, events=1.3, cpu=3.0,
               small_bw=1.5, large_bw=1.1, seed=1) -> pd.DataFrame:
-    """A run as S1 archives it: latency grows with size, bandwidth saturates."""
+    """A run as S1 archives it: latency grows with size, bandwidth saturates; every row at the
+    1-CPU level (the paper's uniprocessor machines, 001:44)."""
     rng = np.random.default_rng(seed)
     sizes = [1 << i for i in range(17)]
     rows = []
@@ -181,7 +182,7 @@ def synthetic(reps=4, tcp_ratio=1.4, noise=0.02, nagle_rough=1.0, events=1.3, cp
                              "kind": "bandwidth", "size": size, "latency_us": None,
                              "completion": "polling", "bw_mbit": tcp_bw * factor * jitter(),
                              "cpu_us_per_rt": None})
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows).assign(cpus=1)  # the paper's UP kernel: the claims' level
 
 
 #: A run's meta with the wire shaped (run.json's parameters, scaling and RoCE's path MTU).
@@ -465,10 +466,14 @@ def test_table1_from_the_device_and_the_socket_facts():
 # -- the measurement's glue, with the tools faked -------------------------------------------------
 
 class FakeNode:
-    def __init__(self, name, online="0-1"):
+    """A machine as S1 asks for it on a host with cores enough for the SMP level: 2 vCPUs,
+    booted maxcpus=1 (CPU 1 present, offline); ``present="0"``: a VM of 1 vCPU."""
+
+    def __init__(self, name, online="0", present="0-1"):
         self.name = name
         self.commands = []
         self.online = online  # /sys/devices/system/cpu/online
+        self.present = present  # /sys/devices/system/cpu/present
 
     def run(self, cmd, timeout=60, check=True, track=False):
         from harness.nodes.result import Result
@@ -480,6 +485,8 @@ class FakeNode:
             out = DEVINFO
         elif text == "cat /sys/devices/system/cpu/online":
             out = self.online
+        elif text == "cat /sys/devices/system/cpu/present":
+            out = self.present
         elif text.startswith("rdma link show"):
             out = "link rxe0/1 state ACTIVE physical_state LINK_UP netdev wire"
         elif text.startswith("/x/msgcount send"):  # tcp-count(-nodelay): one line per size
@@ -520,12 +527,12 @@ class FakeBed:
 
 
 class FakeEntry:
-    def __init__(self, seq, kind, node):
-        self.seq, self.kind, self.node = seq, kind, node
+    def __init__(self, seq, kind, node, before=None):
+        self.seq, self.kind, self.node, self.before = seq, kind, node, before
 
 
 class FakeJournal:
-    """An entry per CPU taken offline and one per file a tool copies; undo brings a CPU back
+    """An entry per CPU moved and one per file a tool copies; undo puts a CPU back as found
     (what the cpu-online handler does) and removes a file."""
 
     def __init__(self):
@@ -534,13 +541,13 @@ class FakeJournal:
     def pending(self):
         return list(self.entries)
 
-    def add(self, kind, node):
+    def add(self, kind, node, before=None):
         self.seq += 1
-        self.entries.append(FakeEntry(self.seq, kind, node))
+        self.entries.append(FakeEntry(self.seq, kind, node, before))
 
     def undo(self, entry):
         assert entry.kind == "cpu-online", f"undid a {entry.kind} entry"
-        entry.node.online = "0-1"
+        entry.node.online = entry.before
         self.entries.remove(entry)
 
 
@@ -565,9 +572,9 @@ class FakeSession:
         self.applied += ops
         for op in ops:
             if isinstance(op, CpuOnline) and (op.node.online == "0-1") != op.online:
-                assert op.cpu == 1
-                op.node.online = "0-1" if op.online else "0"
-                self.journal.add("cpu-online", op.node)
+                assert op.cpu == 1 and op.node.present == "0-1", "moved a CPU not present"
+                before, op.node.online = op.node.online, "0-1" if op.online else "0"
+                self.journal.add("cpu-online", op.node, before)
 
 
 def test_measure_runs_every_method_in_a_shuffled_order_and_archives_everything(monkeypatch):
@@ -615,27 +622,30 @@ def test_measure_runs_every_method_in_a_shuffled_order_and_archives_everything(m
     params = s1.Params.resolve(sizes="4,64", repetitions=2, seed=5, rdma_write=True)
     study = s1.S1()
     configured = study.configure(session, bed, params)
-    # CPU 1 probed (it can go offline) in the same batch as the MTU, before any change
-    assert [type(op).__name__ for op in session.applied] == ["Mtu", "RxeLink", "CpuOnline"] * 2
-    assert configured["a"].startswith("link rxe0/1 state ACTIVE")
+    # CPU 1 probed (it can move; a no-op, as found: offline) after the MTU, before any change
+    assert [type(op).__name__ for op in session.applied] == ["Mtu", "RxeLink"] * 2 \
+        + ["CpuOnline"] * 2
+    assert [op.online for op in session.applied[4:]] == [False, False]
+    assert configured["links"]["a"].startswith("link rxe0/1 state ACTIVE")
+    assert configured["levels"] == [1, 2]
     study.measure(session, bed, params, configured)
-    # per repetition: at 2 CPUs 7 methods through the fakes (and tcp-qperf through the
-    # node), at 1 CPU ib_send_lat and ib_send_lat -e (and tcp-qperf): 2 x 9 calls
+    # per repetition: at 1 CPU (the paper's UP kernel) 7 methods through the fakes (and
+    # tcp-qperf through the node), at 2 CPUs ib_send_lat and ib_send_lat -e (and tcp-qperf)
     assert len(calls) == 18 and calls[:9] != calls[9:]  # shuffled per repetition (seed 5)
-    one = [c for c, level in zip(calls, levels) if level == ("0", "0")]
-    assert sorted(one) == ["ib_send_lat", "ib_send_lat", "ib_send_lat-e", "ib_send_lat-e"]
+    two = [c for c, level in zip(calls, levels) if level == ("0-1", "0-1")]
+    assert sorted(two) == ["ib_send_lat", "ib_send_lat", "ib_send_lat-e", "ib_send_lat-e"]
     assert {level for level in levels} == {("0", "0"), ("0-1", "0-1")}
-    assert bed.nodes["a"].online == bed.nodes["b"].online == "0-1"  # CPU 1 back online
+    assert bed.nodes["a"].online == bed.nodes["b"].online == "0"  # CPU 1 offline, as found
     # only the CPU entries were undone: the file a tool copied is still the run's
     assert [e.kind for e in session.journal.entries] == ["file"]
     frame = session.tables["results"]
     assert set(frame.cpus) == {1, 2} and set(frame.cpus_position) == {0, 1}
-    assert set(frame[frame.cpus == 1].method) == set(s1.SMP_METHODS)
+    assert set(frame[frame.cpus == 2].method) == set(s1.SMP_METHODS)
     assert len(frame) == 2 * 10 * 2 + 2 * 3 * 2
-    frame1, frame = frame[frame.cpus == 1], frame[frame.cpus == 2]
-    assert frame1[frame1.method == "tcp-qperf"].bw_mbit.isna().all()  # tcp_lat alone
-    assert (frame1[frame1.method == "tcp-qperf"].latency_mean_us
-            > frame[frame.method == "tcp-qperf"].latency_mean_us.max()).all()
+    frame2, frame = frame[frame.cpus == 2], frame[frame.cpus == 1]
+    assert frame2[frame2.method == "tcp-qperf"].bw_mbit.isna().all()  # tcp_lat alone
+    assert (frame2[frame2.method == "tcp-qperf"].latency_mean_us
+            < frame[frame.method == "tcp-qperf"].latency_mean_us.min()).all()
     assert set(frame.method) == set(s1.METHODS) and len(frame) == 2 * 10 * 2
     assert set(frame.order) == set(range(10))
     # TCP's bandwidth claims' side: the same count of messages as ib_send_bw's -n
@@ -647,7 +657,7 @@ def test_measure_runs_every_method_in_a_shuffled_order_and_archives_everything(m
     assert count.loc[64, "bw_mbit"].tolist() == [pytest.approx(64 * params.bw_iterations * 8
                                                                / 1_000_064 * 1e3)] * 2
     qp = frame[frame.method == "tcp-qperf"].set_index("size")
-    assert qp.loc[64, "latency_mean_us"].tolist() == [pytest.approx(70.064)] * 2
+    assert qp.loc[64, "latency_mean_us"].tolist() == [pytest.approx(80.064)] * 2  # 1 CPU
     assert qp.loc[4, "bw_mbit"].tolist() == [pytest.approx(64.000032)] * 2
     assert frame[frame.method == "verbs-send"].cpu_us_per_rt.notna().all()
     assert (frame[frame.method == "verbs-send"].cpu_phase_s == 0.19).all()
@@ -659,28 +669,28 @@ def test_measure_runs_every_method_in_a_shuffled_order_and_archives_everything(m
     assert "verbs-send-r1.client.txt" in session.raws and "ibv_devinfo-b.txt" in session.raws
     notes = session.notes["s1"]
     assert notes["order"]["seed"] == 5 and notes["rdma"]["active_mtu"] == 1024
-    assert [x["online"] for x in notes["online_cpus"] if x["cpus"] == 1] == [
-        {"a": "0", "b": "0"}] * 2
-    assert "verbs-send-events-r1-1cpu.client.txt" in session.raws
+    assert [x["online"] for x in notes["online_cpus"] if x["cpus"] == 2] == [
+        {"a": "0-1", "b": "0-1"}] * 2
+    assert "verbs-send-events-r1-2cpu.client.txt" in session.raws
     table = s1_analysis.claims(session.tables["results"]).set_index("claim_id")
     assert len(table) == 10
     # qperf 10 us slower on one CPU, perftest the same: SMP/UP below 1, judged
     assert table.loc["s1.smp_latency_larger", "outcome"] == NOT_REPRODUCED
 
 
-def test_a_machine_without_two_online_cpus_stops_before_any_change(monkeypatch):
+def test_a_machine_with_cpus_beyond_1_stops_before_any_change(monkeypatch):
     session, bed = FakeSession(), FakeBed()
-    bed.nodes["b"].online = "0"
-    with pytest.raises(SpecError, match="CPUs 0 and 1 online.*'b': '0'"):
+    bed.nodes["b"].present = "0-3"
+    with pytest.raises(SpecError, match="at most CPU 1.*present.*'b': '0-3'"):
         s1.S1().configure(session, bed, s1.Params.resolve())
     assert session.applied == []
 
 
-def test_cpus_must_include_the_two_cpu_level():
-    assert s1.Params.resolve(cpus="2").smp_methods == ()
+def test_cpus_must_include_the_one_cpu_level():
+    assert s1.Params.resolve(cpus="1").smp_methods == ()
     assert s1.Params.resolve().smp_methods == s1.SMP_METHODS
-    with pytest.raises(SpecError, match="must include 2"):
-        s1.Params.resolve(cpus="1")
+    with pytest.raises(SpecError, match="must include 1"):
+        s1.Params.resolve(cpus="2")
     with pytest.raises(SpecError, match="out of range"):
         s1.Params.resolve(cpus="1,2,3")
 
