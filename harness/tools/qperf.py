@@ -78,6 +78,10 @@ class QperfRun:
     poll: bool | None = None  # -cp: poll the CQ (True) or wait for events (False)
     verbose: bool = True  # -vv: parameters used and CPU use
     precision: int | None = None  # -e: significant digits (qperf's default 3)
+    #: -cm1: connect RC tests through the RDMA connection manager, which resolves the peer's
+    #: RoCE v2 GID from its IP address (without it qperf's RC tests on Soft-RoCE stop with
+    #: "failed to modify QP to RTR: Invalid argument", seen in every S1 run to 2026-11-29)
+    use_cm: bool = False
 
     def check(self) -> None:
         unknown = [t for t in self.tests if t not in TESTS]
@@ -90,7 +94,8 @@ class QperfRun:
         if int(self.seconds) != self.seconds or self.seconds < 1:
             raise SpecError(f"qperf duration {self.seconds} must be a whole number of seconds "
                             ">= 1")
-        if (self.device or self.poll is not None) and not set(self.tests) & set(RDMA_TESTS):
+        if (self.device or self.poll is not None or self.use_cm) \
+                and not set(self.tests) & set(RDMA_TESTS):
             raise SpecError("a device or polling mode is set but no RC test is asked",
                             f"add one of {RDMA_TESTS}, or leave them unset")
         if not 1 <= self.listen_port <= 65535 or self.ib_port < 1:
@@ -107,6 +112,8 @@ class QperfRun:
             argv += ["-m", str(self.msg_size)]
         if self.device:
             argv += ["-i", f"{self.device}:{self.ib_port}"]
+        if self.use_cm:
+            argv += ["-cm1"]
         if self.poll is not None:
             argv += ["-cp", "1" if self.poll else "0"]
         if self.precision is not None:
@@ -215,9 +222,10 @@ SIZE_MARK = "@size"
 
 @dataclass(frozen=True)
 class QperfSweep:
-    """qperf's TCP tests at several sizes in ONE command on the client (one round trip into a
+    """qperf's tests at several sizes in ONE command on the client (one round trip into a
     TCG VM instead of one per size): for each size, in the order given, one invocation of
-    ``tcp_lat`` and ``tcp_bw`` for ``seconds`` each, its output after an ``@size N`` line.
+    its ``tests`` (``tcp_lat`` and ``tcp_bw``, or the RC tests ``rc_lat`` and ``rc_bw`` on a
+    ``device``) for ``seconds`` each, its output after an ``@size N`` line.
 
     Time-based: qperf's ``-n`` (a message count) hangs its socket tests ("failed to receive
     synchronization after test", qperf 0.4.11 on loopback here, 2026-11-27), so a count
@@ -231,11 +239,14 @@ class QperfSweep:
     sizes: tuple[int, ...]
     seconds: int = 1
     listen_port: int = LISTEN_PORT
-    #: the tests at each size; S1's 1-CPU level needs ``tcp_lat`` alone (1 s less per size)
+    #: the tests at each size; S1's 2-CPU level needs ``tcp_lat`` alone (1 s less per size)
     tests: tuple[str, ...] = ("tcp_lat", "tcp_bw")
+    device: str | None = None  # for RC tests (rc_lat, rc_bw): -i DEVICE:1
+    use_cm: bool = False  # for RC tests: -cm1 (QperfRun.use_cm)
 
     def run(self, size: int) -> QperfRun:
-        return QperfRun(self.tests, size, self.seconds, self.listen_port)
+        return QperfRun(self.tests, size, self.seconds, self.listen_port, device=self.device,
+                        use_cm=self.use_cm)
 
     def client_command(self, server: str) -> str:
         if not self.sizes:

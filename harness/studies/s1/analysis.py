@@ -22,7 +22,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from ...verdicts.claims import judge, not_testable, table
+from ...verdicts.claims import NOT_TESTABLE, Verdict, judge, not_testable, table
 from ...verdicts.intervals import mean_estimate
 from .frames import UP, at_cpus, geomean_rows, mean_ci, per_repetition, ratio_of
 from .registration import (  # noqa: F401  (registered: read from here too)
@@ -31,6 +31,8 @@ from .registration import (  # noqa: F401  (registered: read from here too)
     HARDWARE,
     LABELS,
     LARGE_MIN,
+    MIN_BW_MESSAGES,
+    MIN_NAGLE_SIZES,
     PAPER,
     SMALL_MAX,
     WIRE_BOUND_FRACTION,
@@ -164,11 +166,15 @@ class _BandwidthRatio:
     def missing(self) -> bool:
         return self.ratio.empty
 
-    def judged(self, claim, note: str = ""):
+    def judged(self, claim, note: str = "", frame: pd.DataFrame | None = None):
         if self.missing:
             return not_testable(claim, "no size in this range has both verbs and msgcount "
                                        "TCP bandwidth (runs before 2026-11-27's change "
                                        "measured TCP with qperf only)")
+        if not self.invalid and frame is not None:
+            few = too_few_messages(frame, ("verbs-send-bw", BW_TCP), list(self.ratio.columns))
+            if few:
+                return undecided(claim, few, self.estimate, self.note + note)
         return judge(claim, self.estimate, self.note + note, invalid=self.invalid)
 
 
@@ -180,12 +186,23 @@ def _bw_large(part: _BandwidthRatio, frame: pd.DataFrame):
         return part.judged(claim)
     wire = part.wire
     rates, short = wire_bound_shortfalls(frame, wire, list(part.ratio.columns))
+    cap = wire.framing_cap()
+    if claim.region.low >= cap:  # the physics of the framing, before any measured rate
+        return Verdict(claim, part.estimate, NOT_TESTABLE,
+                       f"unreachable on an Ethernet wire: {wire.framing_text()}, so a ratio "
+                       f"above {claim.region.low:g} (the region) would need TCP short of the "
+                       "wire, outside the claim's regime (both stacks running into it). "
+                       "Measured anyway (medians over the repetitions): " + "; ".join(rates),
+                       note=part.note)
     if not wire.shaped:
         return not_testable(claim, "the paper's regime is both stacks running into the wire; "
                             "here the wire is unshaped, so there is no wire to be bound by and "
                             "the ratio compares the machines' CPUs (medians over the "
                             "repetitions: " + "; ".join(rates) + "; set wire_mbit to shape it)",
                             part.note)
+    few = too_few_messages(frame, ("verbs-send-bw", BW_TCP), list(part.ratio.columns))
+    if few:
+        return undecided(claim, few, part.estimate, part.note)
     if short:
         return not_testable(claim, f"not both stacks wire-bound: below "
                             f"{WIRE_BOUND_FRACTION:.0%} of their payload bound on "
@@ -222,6 +239,7 @@ def claims(frame: pd.DataFrame, meta: dict | None = None) -> pd.DataFrame:
                               + _cross_check(ratio_of(lat, "tcp-nodelay", "verbs-send", [4]))
                               + _events_check(ratio_of(mean_lat, "tcp-qperf",
                                                      "verbs-send-events", [4]))
+                              + _qperf_rc_check(frame, mean_lat, [4])
                               + tcg))
 
     ratio = ratio_of(mean_lat, "tcp-qperf", "verbs-send", sizes)
@@ -239,26 +257,35 @@ def claims(frame: pd.DataFrame, meta: dict | None = None) -> pd.DataFrame:
                                              if not python.empty else python)
                               + _events_check(_min_rows(ratio_of(mean_lat, "tcp-qperf",
                                                                "verbs-send-events", sizes)))
+                              + _qperf_rc_check(frame, mean_lat, sizes, smallest=True)
                               + tcg))
 
     irr = irregularity_table(frame)
     wide = irr.pivot_table(index="repetition", columns="method", values="irregularity") \
         if not irr.empty else pd.DataFrame()
+    nagle_sizes = _common_sizes(frame, ("tcp-nagle", "tcp-nodelay"), SMALL_MAX)
     if wide.empty or not {"tcp-nagle", "tcp-nodelay"} <= set(wide.columns):
         verdicts.append(not_testable(claim("s1.tcp_nagle_irregular"),
                                      "needs TCP streaming with and without Nagle at >= 3 sizes"))
     else:
         est = mean_estimate(wide["tcp-nagle"] / wide["tcp-nodelay"], "x", log=True)
-        verdicts.append(judge(claim("s1.tcp_nagle_irregular"), est,
-                              f"irregularity (doublings): Nagle {wide['tcp-nagle'].mean():.2f}, "
-                              f"TCP_NODELAY {wide['tcp-nodelay'].mean():.2f}; streaming, "
-                              "one connection per run",
-                              invalid=_bandwidth_invalid(
-                                  frame, ("tcp-nagle", "tcp-nodelay"),
-                                  [s for s in sizes if s <= SMALL_MAX], wire)))
+        note = (f"irregularity (doublings): Nagle {wide['tcp-nagle'].mean():.2f}, "
+                f"TCP_NODELAY {wide['tcp-nodelay'].mean():.2f}; streaming, one connection "
+                f"per run; {len(nagle_sizes)} sizes {_sizes_text(nagle_sizes)}")
+        invalid = _bandwidth_invalid(frame, ("tcp-nagle", "tcp-nodelay"), nagle_sizes, wire)
+        if len(nagle_sizes) < MIN_NAGLE_SIZES and not invalid:
+            verdicts.append(undecided(
+                claim("s1.tcp_nagle_irregular"),
+                f"{len(nagle_sizes)} sizes at or below {SMALL_MAX} B measured with and "
+                f"without Nagle, fewer than the {MIN_NAGLE_SIZES} the registration asks (an "
+                "irregular curve needs more than two interior points; parameter "
+                "nagle_sizes)", est, note))
+        else:
+            verdicts.append(judge(claim("s1.tcp_nagle_irregular"), est, note, invalid=invalid))
 
     verdicts.append(_BandwidthRatio.of(frame, bw, [s for s in sizes if s <= BW_SMALL_MAX], wire,
-                                       tcg).judged(claim("s1.verbs_bw_better_small")))
+                                       tcg).judged(claim("s1.verbs_bw_better_small"),
+                                                   frame=frame))
     verdicts.append(_bw_large(_BandwidthRatio.of(frame, bw, [s for s in sizes if s >= LARGE_MIN],
                                                  wire, tcg), frame))
 
@@ -275,20 +302,93 @@ def claims(frame: pd.DataFrame, meta: dict | None = None) -> pd.DataFrame:
     if share.empty or not {"verbs-send", "verbs-send-events"} <= set(share.columns):
         verdicts.append(not_testable(claim("s1.polling_costs_cpu"), "no CPU time of both modes"))
     else:
-        diff = 100 * (share["verbs-send"] - share["verbs-send-events"])
-        verdicts.append(judge(claim("s1.polling_costs_cpu"), mean_estimate(diff, "%"),
-                              f"shares: polling {100 * share['verbs-send'].mean():.0f} %, "
-                              f"events {100 * share['verbs-send-events'].mean():.0f} %; the "
+        poller = 100 * share["verbs-send"]
+        verdicts.append(judge(claim("s1.polling_costs_cpu"), mean_estimate(poller, "%"),
+                              f"the poller's own thread: {poller.mean():.1f} % of a CPU "
+                              f"(events client, for comparison: "
+                              f"{100 * share['verbs-send-events'].mean():.1f} %); the "
                               "client perftest thread's CPU time (/proc/PID/schedstat) over "
                               "the wall time of its measured exchanges (results header to "
                               "result row), all sizes together",
                               invalid=impossible_shares(
                                   share[["verbs-send", "verbs-send-events"]],
                                   cpu_readings(frame)[["verbs-send", "verbs-send-events"]])))
+    verdicts.append(polling_bandwidth(frame, bw, small, wire, tcg))
     verdicts.append(smp_claim(every_level, tcg))
     verdicts.append(not_testable(claim("s1.hardware_latency_4b"), HARDWARE))
     verdicts.append(not_testable(claim("s1.hardware_bandwidth"), HARDWARE))
     return table(verdicts)
+
+
+def too_few_messages(frame: pd.DataFrame, methods: tuple[str, ...], sizes: list[int]) -> str:
+    """Why the bandwidth points of ``methods`` at ``sizes`` cannot decide a claim: fewer than
+    :data:`MIN_BW_MESSAGES` messages in some (or a count not recorded); "" when all have
+    enough."""
+    if "iterations" not in frame:
+        return f"the messages per bandwidth point were not recorded (at least {MIN_BW_MESSAGES}"
+    sub = frame[frame.method.isin(methods) & frame["size"].isin(sizes)]
+    counts = pd.to_numeric(sub.iterations, errors="coerce")
+    if counts.notna().all() and (counts >= MIN_BW_MESSAGES).all():
+        return ""
+    least = "not recorded" if counts.isna().any() else f"{int(counts.min())}"
+    return (f"a first look: the fewest messages in a bandwidth point is {least}, below the "
+            f"{MIN_BW_MESSAGES} the registration asks for a bandwidth point to decide a claim "
+            "(the verdict profile sends them; parameter bw_iterations)")
+
+
+def undecided(claim, why: str, estimate, note: str) -> Verdict:
+    """Not decided by this run's design (a profile with fewer points than the claim needs:
+    not testable here, with the reason), the estimate kept beside it (what was measured)."""
+    return Verdict(claim, estimate, NOT_TESTABLE, f"not decided by this run's design: {why}",
+                   note=note)
+
+
+def polling_bandwidth(frame: pd.DataFrame, bw: pd.DataFrame, sizes: list[int], wire: Wire,
+                      tcg: str):
+    """s1.polling_raises_bandwidth (001:72): ib_send_bw (polling the CQ) over ib_send_bw -e
+    (completion events) at the sizes up to one frame, paired per repetition."""
+    claim = registered().claim("s1.polling_raises_bandwidth")
+    methods = ("verbs-send-bw", "verbs-send-bw-events")
+    ratio = ratio_of(bw, *methods, sizes)
+    if ratio.empty or ratio.columns.empty:
+        return not_testable(claim, "ib_send_bw with completion events was not measured "
+                                   "(completion=polling only, or a run from before "
+                                   "2026-11-29)")
+    picked = [int(s) for s in ratio.columns]
+    estimate = mean_estimate(geomean_rows(ratio), "x", log=True)
+    note = (f"ib_send_bw (polling) against ib_send_bw -e (events), the same count of "
+            f"messages, sizes {_sizes_text(picked)}, paired per repetition; {wire.text()}{tcg}")
+    invalid = _bandwidth_invalid(frame, methods, picked, wire)
+    few = "" if invalid else too_few_messages(frame, methods, picked)
+    if few:
+        return undecided(claim, few, estimate, note)
+    return judge(claim, estimate, note, invalid=invalid)
+
+
+def _common_sizes(frame: pd.DataFrame, methods: tuple[str, ...], top: int) -> list[int]:
+    """The sizes at or below ``top`` that every one of ``methods`` measured with a rate."""
+    sets = [set(frame[(frame.method == m) & (frame["size"] <= top)]["size"].astype(int))
+            for m in methods]
+    return sorted(set.intersection(*sets)) if sets else []
+
+
+def _sizes_text(sizes) -> str:
+    sizes = [int(s) for s in sizes]
+    return f"{min(sizes)}..{max(sizes)} B" if sizes else "none"
+
+
+def _qperf_rc_check(frame: pd.DataFrame, mean_lat: pd.DataFrame, sizes, smallest=False) -> str:
+    """The same TCP/verbs ratio with qperf on both sides (tcp_lat over rc_lat, through the
+    RDMA CM): the second verbs tool; or why it has no figure (Soft-RoCE refused it)."""
+    ratio = ratio_of(mean_lat, "tcp-qperf", "verbs-qperf", sizes)
+    if not ratio.empty and not ratio.columns.empty:
+        ratio = _min_rows(ratio) if smallest else ratio
+        return _geomean_text(ratio, "qperf against itself (tcp_lat over rc_lat, RDMA CM)")
+    if "note" in frame:
+        notes = frame[(frame.method == "verbs-qperf") & frame.note.fillna("").astype(bool)].note
+        if len(notes):
+            return f"; qperf RC: {notes.iloc[0]}"
+    return ""
 
 
 def _bandwidth_invalid(frame: pd.DataFrame, methods: tuple[str, ...], sizes: list[int],

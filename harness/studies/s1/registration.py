@@ -28,12 +28,20 @@ WIRE_BOUND_FRACTION = 0.9
 #: The bandwidth claims' TCP (since 2026-11-27): msgcount, a C program sending the same count
 #: of messages as ib_send_bw's -n, timed the same way; Nagle on, as qperf before it.
 BW_TCP = "tcp-count"
+#: "irregular" needs a curve, not two interior points (issue 34 item 5): the Nagle claim is
+#: judged on at least this many sizes at or below SMALL_MAX (fewer: not decided)
+MIN_NAGLE_SIZES = 8
+#: messages per bandwidth point a bandwidth claim needs to be decided (issue 34 item 6); the
+#: quick profile sends fewer and its report says the bandwidth claims are not decided
+MIN_BW_MESSAGES = 10_000
 
 LABELS = {
     "verbs-send": "verbs send/recv (Soft-RoCE, polling)",
     "verbs-write": "verbs RDMA write (Soft-RoCE, polling)",
     "verbs-send-events": "verbs send/recv (Soft-RoCE, events)",
     "verbs-send-bw": "verbs send/recv (Soft-RoCE)",
+    "verbs-send-bw-events": "verbs send/recv (Soft-RoCE, events)",
+    "verbs-qperf": "verbs RC send/recv, qperf rc_lat/rc_bw (Soft-RoCE, RDMA CM)",
     "verbs-write-bw": "verbs RDMA write (Soft-RoCE)",
     "tcp-nodelay": "TCP, TCP_NODELAY",
     "tcp-nagle": "TCP, Nagle on",

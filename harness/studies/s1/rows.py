@@ -66,16 +66,17 @@ def bandwidth_rows(reports: list[perftest.PerftestReport]) -> list[dict]:
 
 
 
-def qperf_rows(by_size: dict[int, list[qperf.QperfResult]]) -> list[dict]:
-    """qperf's tcp_lat and tcp_bw per size as rows: mean half round trip (qperf reports
-    no median), streaming Mbit/s."""
+def qperf_rows(by_size: dict[int, list[qperf.QperfResult]], lat: str = "tcp_lat",
+               bw: str = "tcp_bw") -> list[dict]:
+    """qperf's ``lat`` and ``bw`` tests per size as rows (tcp_lat and tcp_bw, or rc_lat and
+    rc_bw): mean half round trip (qperf reports no median), streaming Mbit/s."""
     rows = []
     for size, results in by_size.items():
         got = {r.test: r for r in results}
-        lat = got["tcp_lat"].latency_us if "tcp_lat" in got else None
-        rows.append({"size": size, "latency_us": lat, "latency_mean_us": lat,
+        latency = got[lat].latency_us if lat in got else None
+        rows.append({"size": size, "latency_us": latency, "latency_mean_us": latency,
                      "latency_p99_us": None, "iterations": None,
-                     "bw_mbit": got["tcp_bw"].bw_mbit_s if "tcp_bw" in got else None})
+                     "bw_mbit": got[bw].bw_mbit_s if bw in got else None})
     return rows
 
 

@@ -74,6 +74,8 @@ METHODS = {
     "verbs-write": ("verbs", "latency", "ib_write_lat", "polling", None),
     "verbs-send-events": ("verbs", "latency", "ib_send_lat", "events", None),
     "verbs-send-bw": ("verbs", "bandwidth", "ib_send_bw", "polling", None),
+    # completion events for bandwidth (s1.polling_raises_bandwidth, 001:72; since 2026-11-29)
+    "verbs-send-bw-events": ("verbs", "bandwidth", "ib_send_bw", "events", None),
     "verbs-write-bw": ("verbs", "bandwidth", "ib_write_bw", "polling", None),
     "tcp-nodelay": ("tcp", "both", "pingpong", None, False),
     "tcp-nagle": ("tcp", "both", "pingpong", None, True),
@@ -83,7 +85,13 @@ METHODS = {
     # 2026-11-27): Nagle on as qperf, and TCP_NODELAY as its cross-check
     "tcp-count": ("tcp", "bandwidth", "msgcount", None, True),
     "tcp-count-nodelay": ("tcp", "bandwidth", "msgcount", None, False),
+    # qperf's RC tests (rc_lat, rc_bw) at every size, connected through the RDMA CM: the
+    # second verbs tool beside perftest (a cross-check; issue 34 item 8, since 2026-11-29)
+    "verbs-qperf": ("verbs", "both", "qperf-rc", "polling", None),
 }
+
+#: the methods measured with the streaming tool at the Nagle claim's sizes too
+NAGLE_METHODS = ("tcp-nodelay", "tcp-nagle")
 
 
 #: the methods of the 2-CPU level (s1.smp_latency_larger, paired with the same methods at the
@@ -96,31 +104,36 @@ def powers_of_two(top: int) -> tuple[int, ...]:
     return tuple(1 << i for i in range(top.bit_length()) if 1 << i <= top)
 
 
-# each claim's range with the fewest sizes: 4 B; three sizes <= 512 B (bandwidth, and the
-# Nagle irregularity and polling claims over <= 1 KB); >= 8 KB. Every perftest size costs
-# ~3 s per method under TCG: with 1024 B as well, the quick run took 242 s on an idle machine
+# each claim's range with the fewest sizes: 4 B; three sizes <= 512 B (bandwidth and polling
+# over <= 1 KB); >= 8 KB. Every perftest size costs ~3 s per method under TCG: with 1024 B as
+# well, the quick run took 242 s on an idle machine
 QUICK_SIZES = (4, 64, 512, 16384)
+#: the Nagle claim's sizes (s1.tcp_nagle_irregular, 001:54-56): at least 8 at or below 1 KiB
+#: so that "irregular" rests on more than two interior points (issue 34 item 5); measured by
+#: the streaming tool alone (tcp-nagle, tcp-nodelay), ~0.1 s a size, in every profile
+NAGLE_SIZES = (4, 8, 16, 32, 64, 128, 256, 512, 1024)
+#: messages per bandwidth point the verdict profile sends (issue 34 item 6): at least 10^4
+VERDICT_BW_MESSAGES = 10_000
 
 PROFILES = {
-    # quick: ~3 min in two TCG VMs: the sizes each claim needs, send/recv only, 2 repetitions
-    # (every perftest size is a process at each end, ~3 s under TCG: 17 sizes x 5 methods
-    # would take ~4 min per repetition)
-    "quick": dict(sizes=QUICK_SIZES, repetitions=2, iterations=50, bw_iterations=50,
-                  tcp_budget_s=0.05, rdma_write=False, cpus=(1, 2)),
+    # quick: a first look in two TCG VMs, ~3-4 min: the sizes each claim needs, send/recv
+    # only, 2 repetitions, 50 messages per bandwidth point -- fewer than the 10^4 the
+    # bandwidth claims need, so its report says they are not decided (every perftest size is
+    # a process at each end, ~3 s under TCG)
+    "quick": dict(sizes=QUICK_SIZES, nagle_sizes=NAGLE_SIZES, repetitions=2, iterations=50,
+                  bw_iterations=50, tcp_budget_s=0.05, rdma_write=False, cpus=(1, 2)),
     # verdict: each claim's sizes (4 B; <= 512 B; <= 1 KB; >= 8 KB up to 64 KB), send/recv,
-    # enough repetitions for the intervals to decide (each perftest size is ~5.5 s under TCG:
-    # all 17 sizes with RDMA write were on course for ~65 min). Two runs of 10 repetitions
-    # (2026-11-26, idle: 1232 s and 1310 s, ~120 s a repetition) agreed on 6 of 7 testable
-    # claims; TCP/verbs at 4 B read 1.12x [0.93, 1.34] (inconclusive) then 0.85x [0.56, 1.20]
-    # (not reproduced), polling 1.15x [0.99, 1.41] and 1.16x [0.98, 1.39] (inconclusive in
-    # both), their hints "about 16" and "about 12" repetitions. 15 were chosen from those
-    # outcomes (2026-11-26 01:28): a count moved after seeing results, so 10, the count fixed
-    # before any data, is fixed again (s1/registration.toml, changes)
-    "verdict": dict(sizes=(4, 64, 512, 1024, 8192, 65536), repetitions=10, iterations=300,
-                    bw_iterations=300, tcp_budget_s=0.1, rdma_write=False, cpus=(1, 2)),
+    # 10 repetitions (the count fixed before any data, s1/registration.toml changes), 10^4
+    # messages per bandwidth point. Two runs of 10 repetitions with 300 messages (2026-11-26,
+    # idle: 1232 s and 1310 s, ~120 s a repetition); 10^4 messages add ~4 x 110 s per
+    # repetition at 64 KiB (verbs ~48 Mbit/s under TCG): about 90-110 min a run, estimated
+    "verdict": dict(sizes=(4, 64, 512, 1024, 8192, 65536), nagle_sizes=NAGLE_SIZES,
+                    repetitions=10, iterations=300, bw_iterations=VERDICT_BW_MESSAGES,
+                    tcp_budget_s=0.1, rdma_write=False, cpus=(1, 2)),
     # paper: the paper's sizes up to 1 MB, perftest's default 1000 iterations
-    "paper": dict(sizes=powers_of_two(MAX_SIZE), repetitions=10, iterations=1000,
-                  bw_iterations=1000, tcp_budget_s=0.2, rdma_write=True, cpus=(1, 2)),
+    "paper": dict(sizes=powers_of_two(MAX_SIZE), nagle_sizes=NAGLE_SIZES, repetitions=10,
+                  iterations=1000, bw_iterations=VERDICT_BW_MESSAGES, tcp_budget_s=0.2,
+                  rdma_write=True, cpus=(1, 2)),
 }
 
 
@@ -129,6 +142,11 @@ class Params(Parameters):
     profiles: ClassVar[dict[str, dict]] = PROFILES
     sizes: tuple[int, ...] = param(QUICK_SIZES, "message sizes", unit="B",
                                    low=1, high=MAX_SIZE, above="the paper's largest size (1 MB)")
+    nagle_sizes: tuple[int, ...] = param(NAGLE_SIZES, "the Nagle claim's message sizes, "
+                                         "measured by the streaming tool (Nagle on and "
+                                         "TCP_NODELAY) beside sizes; the claim needs at least "
+                                         "8 at or below 1 KiB", unit="B", low=1, high=MAX_SIZE,
+                                         above="the paper's largest size (1 MB)")
     repetitions: int = param(2, "repetitions: every method over every size, methods in a "
                              "shuffled order in each (the claims' samples)", low=1, high=100)
     iterations: int = param(50, "perftest round trips per latency point (-n)",
@@ -177,8 +195,10 @@ class Params(Parameters):
             raise SpecError("completion must include polling",
                             "polling is the verbs baseline every claim compares with; add "
                             "events to compare the two")
-        if len(set(self.sizes)) != len(self.sizes):
-            raise SpecError(f"parameter sizes={self.sizes} repeats a size", "give each once")
+        for name in ("sizes", "nagle_sizes"):
+            value = getattr(self, name)
+            if len(set(value)) != len(value):
+                raise SpecError(f"parameter {name}={value} repeats a size", "give each once")
         if len(set(self.cpus)) != len(self.cpus):
             raise SpecError(f"parameter cpus={self.cpus} repeats a level", "give 1,2 or 2")
         if 1 not in self.cpus:
@@ -190,8 +210,14 @@ class Params(Parameters):
     @property
     def methods(self) -> tuple[str, ...]:
         return tuple(m for m in METHODS
-                     if (m != "verbs-send-events" or "events" in self.completion)
+                     if (not m.endswith("-events") or "events" in self.completion)
                      and ("write" not in m or self.rdma_write))
+
+    def method_sizes(self, method: str) -> tuple[int, ...]:
+        """The sizes ``method`` measures: the profile's, and the Nagle claim's for the
+        streaming tool (ascending)."""
+        extra = self.nagle_sizes if method in NAGLE_METHODS else ()
+        return tuple(sorted(set(self.sizes) | set(extra)))
 
     @property
     def smp_methods(self) -> tuple[str, ...]:
@@ -243,7 +269,9 @@ def measure_method(session: Session, pair: Pair, params: Params, method: str, re
     which: ``-2cpu`` for level 2)."""
     tag = f"r{rep}" + ("" if cpus == 1 else f"-{cpus}cpu")
     family, kind, tool, completion, nagle = METHODS[method]
-    sizes = tuple(sizes or sorted(params.sizes))
+    sizes = tuple(sizes or params.method_sizes(method))
+    if tool == "qperf-rc":
+        return _qperf_rc(session, pair, params, method, rep, tag, sizes, cpus)
     started = time.monotonic()
     if family == "verbs":
         run = perftest.PerftestRun(tool, iterations=params.iterations if kind == "latency"
@@ -301,6 +329,35 @@ def measure_method(session: Session, pair: Pair, params: Params, method: str, re
              "method_s": seconds} for row in rows]
 
 
+def _qperf_rc(session: Session, pair: Pair, params: Params, method: str, rep: int, tag: str,
+              sizes: tuple[int, ...], cpus: int) -> list[dict]:
+    """qperf's rc_lat and rc_bw at every size, through the RDMA CM (-cm1): the second verbs
+    tool. A cross-check: where Soft-RoCE refuses it, its rows are empty and the refusal is
+    archived and returned in each row's note (nothing rests on it)."""
+    family, kind, tool, completion, nagle = METHODS[method]
+    started = time.monotonic()
+    plan = qperf.QperfSweep(sizes, params.qperf_seconds, QPERF_PORT, tests=("rc_lat", "rc_bw"),
+                            use_cm=True)
+    res = pair.client.run(["sh", "-c", plan.client_command(pair.server_ip)], check=False,
+                          track=True, timeout=plan.timeout_s())
+    session.raw(f"{method}-{tag}.txt", res.stdout + res.stderr)
+    common = {"repetition": rep, "cpus": cpus, "method": method,
+              "family": family, "kind": kind, "tool": tool, "completion": completion,
+              "nagle": nagle}
+    try:
+        if not res.ok:
+            raise HarnessError(f"exit {res.exit_status}: "
+                               f"{(res.stderr or res.stdout).strip()[-300:]}")
+        rows = qperf_rows(qperf.parse_sweep(res.stdout), "rc_lat", "rc_bw")
+        note = ""
+    except HarnessError as exc:
+        rows = [{"size": size, "latency_us": None, "latency_mean_us": None,
+                 "bw_mbit": None} for size in sizes]
+        note = f"qperf RC over Soft-RoCE failed: {exc.message}"
+    seconds = time.monotonic() - started
+    return [{**common, **row, "note": note, "method_s": seconds} for row in rows]
+
+
 def _json(value) -> str:
     import json
 
@@ -337,12 +394,12 @@ def measure_qperf(session: Session, pair: Pair, params: Params) -> list[dict]:
     """One cross-check point: qperf's rc_lat, rc_bw, tcp_lat, tcp_bw at ``qperf_size`` (its
     server is the one the tcp-qperf method uses, running for the whole measurement)."""
     run = qperf.QperfRun(("rc_lat", "rc_bw", "tcp_lat", "tcp_bw"), params.qperf_size,
-                         params.qperf_seconds, QPERF_PORT, device=RXE)
+                         params.qperf_seconds, QPERF_PORT, use_cm=True)
     res = pair.client.run(run.client_argv(pair.server_ip), check=False, track=True,
                           timeout=60 + 4 * (params.qperf_seconds + 10))
     session.raw("qperf.txt", res.stdout + res.stderr)
-    if not res.ok:  # qperf's RC tests on Soft-RoCE: "failed to modify QP to RTR" (no
-        rc_error = (res.stderr or res.stdout).strip()[-300:]  # RoCE v2 GID without -cm1)
+    if not res.ok:  # qperf's RC tests on Soft-RoCE (without -cm1: "failed to modify QP to
+        rc_error = (res.stderr or res.stdout).strip()[-300:]  # RTR", no RoCE v2 GID)
         run = qperf.QperfRun(("tcp_lat", "tcp_bw"), params.qperf_size,
                              params.qperf_seconds, QPERF_PORT)
         res = pair.client.run(run.client_argv(pair.server_ip), check=False, track=True,
@@ -452,7 +509,7 @@ class S1(Study):
                         for position, method in enumerate(
                                 order.shuffle(params.level_methods(cpus))):
                             t0 = time.monotonic()
-                            sizes = tuple(order.shuffle(params.sizes))
+                            sizes = tuple(order.shuffle(params.method_sizes(method)))
                             rows += [{**row, "order": position, "cpus_position": level_position,
                                       "size_position": sizes.index(row["size"])}
                                      for row in measure_method(session, pair, params, method,
