@@ -52,11 +52,26 @@ def test_s1_small_run_in_two_vms(tmp_path):
     undone = {e["seq"] for e in lines if e.get("op") == "undone"}
     assert list(journalled.values()).count("root-nic") == 2  # each wire end renamed in place
     assert set(journalled) <= undone, "every change of the run was undone"
-    # the 1-CPU level: CPU 1 taken offline in both VMs once per repetition, each brought back
-    offline = [e for e in lines if e.get("kind") == "cpu-online" and "seq" in e]
-    assert len(offline) == 2 * 2 and all(e["seq"] in undone for e in offline)
-    assert {str(x["online"]) for x in meta["s1"]["online_cpus"]} == {
-        str({"a": "0", "b": "0"}), str({"a": "0-1", "b": "0-1"})}
+    # the machines (issue 34 items 1-2): one vCPU per VM unless the host has a core for each
+    # vCPU of two 2-vCPU VMs (booted maxcpus=1, the 2-CPU level bringing CPU 1 online)
+    facts = RunFacts.from_meta(meta)
+    moved = [e for e in lines if e.get("kind") == "cpu-online" and "seq" in e]
+    pinning = meta["placement"]["vcpu_pinning"]
+    if facts.host_cores >= 4:
+        assert facts.vcpus_per_vm == 2 and "maxcpus=1" in meta["placement"]["vm"]["kernel_args"]
+        assert len(moved) == 2 * 2 and all(e["seq"] in undone for e in moved)
+        assert {str(x["online"]) for x in meta["s1"]["online_cpus"]} == {
+            str({"a": "0", "b": "0"}), str({"a": "0-1", "b": "0-1"})}
+    else:
+        assert facts.vcpus_per_vm == 1 and moved == [] and meta["s1"]["levels"] == [1]
+        assert "2" in meta["s1"]["levels_skipped"]
+        assert {str(x["online"]) for x in meta["s1"]["online_cpus"]} == {
+            str({"a": "0", "b": "0"})}
+    # each vCPU thread on a host core of its own (2 VMs x 1 vCPU on a 2-core host)
+    assert pinning["pinned"] is (facts.vms * facts.vcpus_per_vm <= facts.host_cores), pinning
+    if pinning["pinned"]:
+        cores = [core for vm in pinning["vcpus"].values() for core in vm.values()]
+        assert len(cores) == facts.vms * facts.vcpus_per_vm == len(set(cores))
     assert meta["s1"]["rdma"]["active_mtu"] == 1024 and meta["s1"]["rdma"]["gid_index"] is not None
     # the wire shaped at both ends (wire_mbit 30, scaled when the VMs' wire carries less: to
     # 11.1 Mbit/s at load 5-7, 2026-11-27), its qdiscs journalled (and undone, above), and the
@@ -69,18 +84,27 @@ def test_s1_small_run_in_two_vms(tmp_path):
     assert "qdisc" in set(journalled.values())
     frame = pd.read_parquet(run_dir / "results.parquet")
     assert set(frame.method) == {"verbs-send", "verbs-write", "verbs-send-events",
-                                 "verbs-send-bw", "verbs-write-bw", "tcp-nodelay", "tcp-nagle",
-                                 "tcp-qperf", "tcp-count", "tcp-count-nodelay"}
+                                 "verbs-send-bw", "verbs-send-bw-events", "verbs-write-bw",
+                                 "tcp-nodelay", "tcp-nagle", "tcp-qperf", "tcp-count",
+                                 "tcp-count-nodelay", "verbs-qperf"}
     # TCP's side of the bandwidth claims: ib_send_bw's count of messages, its server journalled
     count = frame[frame.method.isin(["tcp-count", "tcp-count-nodelay"])]
     assert len(count) == 2 * 2 * 4 and (count.iterations == 50).all() and (count.bw_mbit > 0).all()
     assert [e for e in lines if e.get("kind") == "process" and "msgcount" in str(e.get("data"))
             and e["seq"] in undone], "the msgcount server recorded and stopped"
-    assert set(frame["size"]) == {4, 64, 1024, 16384} and set(frame.repetition) == {1, 2}
-    assert set(frame[frame.cpus == 1].method) == {"verbs-send", "verbs-send-events", "tcp-qperf"}
-    assert (frame[frame.cpus == 1].latency_mean_us > 0).all()
-    frame = frame[frame.cpus == 2]  # the rows every claim but the SMP one rests on
-    lat = frame[frame.kind != "bandwidth"]
+    assert {4, 64, 1024, 16384} <= set(frame["size"]) and set(frame.repetition) == {1, 2}
+    # the Nagle claim's nine sizes <= 1 KiB, measured by the streaming tool
+    assert set(frame[frame.method == "tcp-nagle"]["size"]) >= {4, 8, 16, 32, 64, 128, 256, 512}
+    if 2 in set(frame.cpus):
+        assert set(frame[frame.cpus == 2].method) == {"verbs-send", "verbs-send-events",
+                                                      "tcp-qperf"}
+        assert (frame[frame.cpus == 2].latency_mean_us > 0).all()
+    frame = frame[frame.cpus == 1]  # the rows every claim but the SMP one rests on
+    # qperf RC through the RDMA CM: a latency at every size, or the refusal said in each row
+    rc = frame[frame.method == "verbs-qperf"]
+    assert len(rc) == 2 * 4 and ((rc.latency_mean_us > 0).all()
+                                 or rc.note.str.contains("qperf RC over Soft-RoCE failed").all())
+    lat = frame[(frame.kind != "bandwidth") & (frame.method != "verbs-qperf")]
     assert (lat.latency_us > 0).all()
     assert frame[frame.method == "verbs-send"].cpu_us_per_rt.notna().all()
     # the CPU share of the measured exchanges, on the scheduler's clock: within one thread by
@@ -90,21 +114,30 @@ def test_s1_small_run_in_two_vms(tmp_path):
     share, readings = s1_analysis.cpu_share(frame), s1_analysis.cpu_readings(frame)
     assert not impossible_shares(share, readings), share
     assert (frame[frame.method == "tcp-qperf"].latency_mean_us > 0).all()
-    assert (frame[frame.kind != "latency"].bw_mbit > 0).all()
+    assert (frame[(frame.kind != "latency") & (frame.method != "verbs-qperf")].bw_mbit > 0).all()
     table1 = pd.read_parquet(run_dir / "table1.parquet")
     assert "Soft-RoCE (rxe0)" in table1.columns and "TCP" in table1.columns
     claims = pd.read_parquet(run_dir / "claims.parquet")
     assert len(claims) == 11 and "not testable here" in set(claims.outcome)
-    smp = claims.set_index("claim_id").loc["s1.smp_latency_larger"]
-    # judged only where the run's recorded facts pass its gates (harness.verdicts.gates): under TCG, or
-    # with more vCPUs than host cores, it is not testable here with the figures
-    facts = RunFacts.from_meta(json.loads((run_dir / "run.json").read_text()))
-    in_regime = facts.accel == "kvm" and facts.vms * facts.vcpus_per_vm <= facts.host_cores
+    by_id = claims.set_index("claim_id")
+    smp = by_id.loc["s1.smp_latency_larger"]
+    # judged only where the run's recorded facts pass its gates (harness.verdicts.gates): under
+    # TCG, or where two VMs of 2 vCPUs exceed the host's cores, not testable here with the counts
+    in_regime = facts.accel == "kvm" and facts.vms * 2 <= facts.host_cores
     if in_regime:
         assert smp.outcome in ("reproduced", "not reproduced", "inconclusive"), smp.reason
     else:
-        assert smp.outcome == "not testable here" and "the lab is not in the paper's regime" in smp.reason
-        assert f"{facts.vms * facts.vcpus_per_vm} vCPUs ({facts.vms} VMs x {facts.vcpus_per_vm})" in smp.gates
+        assert smp.outcome == "not testable here" and "not in the paper's regime" in smp.reason
+        if facts.vms * 2 > facts.host_cores:
+            assert (f"{facts.vms * 2} vCPUs ({facts.vms} VMs x 2, the claim's level; the run "
+                    f"booted {facts.vcpus_per_vm}) on {facts.host_cores} host cores") in smp.gates
+    # the bandwidth claims pass the machine gates at one vCPU per VM; 50 messages a point do
+    # not decide them (the registration asks 10^4), said with the estimate
+    small = by_id.loc["s1.verbs_bw_better_small"]
+    assert "uniprocessor: passed" in small.gates and "no_oversubscription: passed" in small.gates
+    assert small.outcome == "not testable here" and "below the 10000" in small.reason
+    assert small.ours != "-"
+    assert by_id.loc["s1.polling_raises_bandwidth"].ours != "-"
     large = claims.set_index("claim_id").loc["s1.verbs_bw_large"]
     assert f"shaped to {30 * factor:.4g} Mbit/s" in large.note, large.note
     assert (run_dir / "raw" / "ibv_devinfo-a.txt").exists()

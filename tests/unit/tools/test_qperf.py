@@ -163,3 +163,16 @@ def test_a_latency_only_sweep_runs_tcp_lat_alone_and_needs_less_time():
     script = lat.client_command("198.18.1.2")
     assert script.count("tcp_lat") == 2 and "tcp_bw" not in script
     assert lat.timeout_s() == both.timeout_s() - 2 * 1
+
+
+def test_rc_tests_connect_through_the_rdma_cm_when_asked():
+    """Without the CM qperf's RC tests on Soft-RoCE stopped with 'failed to modify QP to RTR'
+    (no RoCE v2 GID); -cm1 resolves the peer from its IP address (issue 34 item 8)."""
+    argv = QperfRun(("rc_lat", "rc_bw"), msg_size=64, use_cm=True).client_argv("198.18.1.2")
+    assert "-cm1" in argv and argv[-2:] == ["rc_lat", "rc_bw"]
+    assert "-cm1" not in QperfRun(("rc_lat",)).client_argv("198.18.1.2")
+    with pytest.raises(SpecError, match="no RC test"):
+        QperfRun(("tcp_lat",), use_cm=True).client_argv("198.18.1.2")
+    script = qperf.QperfSweep((4, 64), tests=("rc_lat", "rc_bw"), use_cm=True) \
+        .client_command("198.18.1.2")
+    assert script.count("-cm1") == 2 and script.count("rc_lat rc_bw") == 2
