@@ -36,7 +36,7 @@ def vm_shape(levels, host_cores: int) -> VMShape:
     asked for and the host has a core for each of the lab's vCPUs; else 1 vCPU each (the
     2-CPU level then cannot be measured: s1.smp_latency_larger's gate says so with the
     counts). Pinned to host cores of their own either way, where the cores suffice."""
-    if 2 in levels and MACHINES * 2 <= host_cores:
+    if 2 in levels and host_cores >= MACHINES * 2:
         return VMShape(cpus=2, kernel_args=(UP_BOOT,), pin=True)
     return VMShape(cpus=1, pin=True)
 

@@ -14,7 +14,6 @@ import pandas as pd
 
 from ...verdicts.intervals import T_BELOW, t975
 
-
 #: the level every claim but the SMP one rests on: one online CPU per machine, the paper's
 #: uniprocessor kernel (001:44; issue 34 item 1, registered 2026-11-29). Until then the
 #: claims read the 2-CPU level's rows.
