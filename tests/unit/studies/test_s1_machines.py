@@ -11,7 +11,6 @@ import pytest
 from harness.studies.s1 import analysis as s1_analysis
 from harness.studies.s1 import cpus as s1_cpus
 from harness.studies.s1 import study as s1
-from harness.topology.topology import Topology, VMShape
 from harness.verdicts.claims import NOT_TESTABLE
 from harness.verdicts.gates import Gate, RunFacts, apply, evaluate
 
@@ -39,12 +38,15 @@ def gated(frame: pd.DataFrame, meta: dict) -> pd.DataFrame:
 
 
 @pytest.mark.parametrize("levels, cores, want", [
-    ((1, 2), 2, VMShape(cpus=1, pin=True)),  # this host: 4 vCPUs would need 4 cores
-    ((1, 2), 3, VMShape(cpus=1, pin=True)),
-    ((1, 2), 4, VMShape(cpus=2, kernel_args=("maxcpus=1",), pin=True)),
-    ((1,), 64, VMShape(cpus=1, pin=True)),  # no SMP level asked: no second vCPU
+    ((1, 2), 2, dict(cpus=1, pin=True)),  # this host: 4 vCPUs would need 4 cores
+    ((1, 2), 3, dict(cpus=1, pin=True)),
+    ((1, 2), 4, dict(cpus=2, kernel_args=("maxcpus=1",), pin=True)),
+    ((1,), 64, dict(cpus=1, pin=True)),  # no SMP level asked: no second vCPU
 ])
 def test_the_vms_are_uniprocessor_unless_the_host_holds_two_of_two(levels, cores, want):
+    from harness.topology.topology import Topology, VMShape
+
+    want = VMShape(**want)
     assert s1_cpus.vm_shape(levels, cores) == want
     topo = s1.topology(s1.Params.resolve(cpus=",".join(map(str, levels))), cores=cores)
     assert topo.vms == want
@@ -54,6 +56,7 @@ def test_the_vms_are_uniprocessor_unless_the_host_holds_two_of_two(levels, cores
 
 def test_a_kernel_argument_that_is_not_a_plain_word_is_refused():
     from harness.errors import SpecError
+    from harness.topology.topology import VMShape
 
     with pytest.raises(SpecError, match="not a plain word"):
         VMShape(cpus=1, kernel_args=("maxcpus=1; reboot",)).validate()
