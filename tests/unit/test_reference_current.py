@@ -22,7 +22,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from harness.archive.archive import project_root
 from harness.archive.reference import reference_root
+from harness.archive.registered_first import registered_first
 from harness.studies.registry import discover, get_study
 from harness.verdicts.registration import claim_differences, read_archived
 
@@ -117,3 +119,19 @@ def test_a_reference_is_registered_as_today_and_at_the_verdict_profile(run):
     meta = json.loads((run / "run.json").read_text())
     assert meta["status"] == "complete"
     assert meta["parameters"]["profile"] == "verdict", f"{run.name} is not a verdict-profile run"
+
+
+@pytest.mark.parametrize("run", reference_runs(), ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_a_references_registration_was_committed_before_it_started(run):
+    """Issue 33 item 9: the registration file the run read is the one committed at its (clean)
+    commit, and that file's last commit is older than the run's start."""
+    key = f"{run.parent.name}/{run.name}"
+    if key in SUPERSEDED:
+        pytest.skip(f"{key}: superseded ({SUPERSEDED[key][:60]}...)")
+    if not (project_root() / ".git").exists():
+        pytest.skip("not a git checkout: the commit times cannot be read")
+    discover()
+    study = get_study(run.parent.name)
+    got = registered_first(run, study.registration_path(), project_root())
+    assert got.ok, f"{key}: {got.why}"
+
