@@ -237,7 +237,7 @@ def test_claims_not_reproduced_when_the_stacks_swap():
                   "verbs_bw_better_small", "polling_lowers_latency", "polling_costs_cpu",
                   "polling_raises_bandwidth"):
         assert got[f"s1.{claim}"] == NOT_REPRODUCED, claim
-    # Nagle as smooth as TCP_NODELAY: the words' direction not shown (the region is 'above 1')
+    # Nagle as smooth as TCP_NODELAY: the words' difference not shown (the region: >= 1.1x)
     assert got["s1.tcp_nagle_irregular"] in (NOT_REPRODUCED, INCONCLUSIVE)
 
 
@@ -800,8 +800,7 @@ def test_the_design_is_the_profiles_the_study_runs():
     assert reg.design["profiles"]["verdict"]["repetitions"] == 10
     ids = {c.id for c in reg.claims}
     for change in reg.changes:
-        assert change.date[:10] in ("2026-11-26", "2026-11-27", "2026-11-28", "2026-11-29") \
-            and change.why \
+        assert "2026-11-26" <= change.date[:10] <= "2026-11-29" and change.why \
             and set(change.claims) <= ids
 
 
