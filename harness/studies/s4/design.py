@@ -36,6 +36,8 @@ sender starved, not limited as the paper's was.
 
 from __future__ import annotations
 
+from ...verdicts.margins import FACTOR
+
 #: the study's registration file (claims, design, changes), beside this module
 REGISTRATION_FILE = "registration.toml"
 #: The paper's largest parallelism (004:66 "병렬성(10)"): its peaks and gains are judged there.
@@ -63,8 +65,9 @@ SENDER_CPUS = (0.0, ANCHORED)
 #: The candidate limits of the calibration (module docstring: why these).
 CALIBRATION_CPUS = (0.01, 0.0125, 0.015, 0.0175, 0.02)
 #: The anchored limit puts the sender in the paper's regime only if its one-stream goodputs
-#: are within this of the paper's in both transports (the worse of the two, relative).
-CALIBRATION_TOLERANCE_PCT = 10.0
+#: are within this factor of the paper's in both transports (x/÷: the project's equivalence
+#: margin, :data:`harness.verdicts.margins.FACTOR`, the one every claim's region uses).
+CALIBRATION_FACTOR = FACTOR
 
 PROFILES = {
     # quick: the notebook's defaults, under 3 min here; a calibration of one repetition, the

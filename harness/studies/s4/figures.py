@@ -14,7 +14,7 @@ from ...verdicts.validity import payload_rate_mbit
 from .calibration import per_limit
 from .design import (
     ANCHORED,
-    CALIBRATION_TOLERANCE_PCT,
+    CALIBRATION_FACTOR,
     PAPER,
     PAPER_ONE_STREAM,
     PAPER_PATH_MBIT,
@@ -135,11 +135,11 @@ def calibration_figure(points: pd.DataFrame,
         ax.plot(medians.sender_cpus, medians[f"{transport}_mbit"], marker="o", color=color,
                 label=f"{transport.upper()}, median of the calibration's points")
         target = PAPER_ONE_STREAM[transport]
-        band = target * CALIBRATION_TOLERANCE_PCT / 100
-        ax.axhspan(target - band, target + band, color=color, alpha=0.08)
+        ax.axhspan(target / CALIBRATION_FACTOR, target * CALIBRATION_FACTOR, color=color,
+                   alpha=0.08)
         ax.axhline(target, color=color, linestyle=":",
                    label=f"paper {transport.upper()} one stream {target:.0f} "
-                         f"(± {CALIBRATION_TOLERANCE_PCT:g} %)")
+                         f"(x/÷ {CALIBRATION_FACTOR:g})")
     for cpus in sorted(points.anchored_cpus.unique()) if "anchored_cpus" in points else ():
         ax.axvline(cpus, color="black", linestyle="--", linewidth=1,
                    label=f"anchored limit {cpus:g} CPUs")

@@ -192,7 +192,7 @@ def calibrate(session: Session, bed, params, candidates: Sequence[SenderLimit],
                   "s4 calibration", _iperf3_measure(session, bed, params, "calibration-iperf3"))
     anchor = choose_limit(pd.DataFrame(rows))
     for row in rows:
-        row.update(anchored_cpus=anchor.cpus, anchor_distance_pct=anchor.distance_pct)
+        row.update(anchored_cpus=anchor.cpus, anchor_distance=anchor.distance)
     return anchor, rows
 
 
