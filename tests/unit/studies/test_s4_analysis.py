@@ -119,7 +119,7 @@ def test_peaks_are_judged_where_one_stream_fills_its_path_and_gains_are_not():
 def test_the_calibration_chooses_the_limit_nearest_the_papers_single_stream():
     """Issue 35 item 9, the registered rule: per candidate the median over repetitions, the
     worse transport's factor from TCP 438 / MPTCP 805, the smallest such factor wins."""
-    assert calib.PAPER_ONE_STREAM == pytest.approx({"tcp": 460 / 1.05, "mptcp": 934 / 1.16})
+    assert pytest.approx({"tcp": 460 / 1.05, "mptcp": 934 / 1.16}) == calib.PAPER_ONE_STREAM
     points = calibration({0.01: (438, 470),     # TCP exact, MPTCP 1.71x below: starved
                           0.015: (470, 820),    # TCP 7.3 % above, MPTCP 1.8 % above
                           0.02: (478, 930)}).drop(columns=["anchored_cpus", "anchor_distance"])
