@@ -127,23 +127,44 @@ class PathCounters:
         }
 
 
+def cpu_stat(node, cgroup: str | None) -> dict[str, int]:
+    """The CFS bandwidth counters of ``cgroup`` (cpu.stat: nr_periods, nr_throttled, both
+    cgroup versions); empty without a cgroup."""
+    if not cgroup:
+        return {}
+    pairs = (line.split() for line in node.read_text(f"{cgroup}/cpu.stat").splitlines())
+    return {p[0]: int(p[1]) for p in pairs if len(p) == 2 and p[1].isdigit()}
+
+
+def throttling(before: dict[str, int], after: dict[str, int]) -> dict:
+    """How often the limit held the sender back during a point: the CFS periods it ran in and
+    those in which its quota ran out (None without a cgroup)."""
+    if not before:
+        return {"cpu_periods": None, "cpu_throttled_periods": None}
+    return {"cpu_periods": after.get("nr_periods", 0) - before.get("nr_periods", 0),
+            "cpu_throttled_periods": after.get("nr_throttled", 0) - before.get("nr_throttled", 0)}
+
+
 def _sweep(bed, order: MeasuringOrder, repetitions: int, streams: Sequence[int],
            limits: Sequence[SenderLimit], what: str,
            measure: Callable[[Point, int], dict]) -> list[dict]:
-    """Each repetition's points in their drawn order; a row per point with the path counters."""
+    """Each repetition's points in their drawn order; a row per point with the path counters
+    and, at a limit, the sender cgroup's throttling during it (the limit measured to bite)."""
     rows = []
+    client = bed.node("client")
     with progress(repetitions * len(streams) * len(limits) * len(TRANSPORTS), what) as bar:
         for rep in range(1, repetitions + 1):
             for position, point in enumerate(plan(order, streams, limits)):
                 started = time.monotonic()
-                before = PathCounters.read(bed)
+                before, cpu_before = PathCounters.read(bed), cpu_stat(client, point.limit.cgroup)
                 row = measure(point, rep)
                 paths = before.since(bed)
+                cpu = throttling(cpu_before, cpu_stat(client, point.limit.cgroup))
                 rows.append({"transport": point.transport, "streams": point.streams,
                              "sender_cpus": point.sender_cpus, "limit": point.limit.label,
                              "repetition": rep,
                              "order": position, **row,
-                             "wall_s": time.monotonic() - started, **paths})
+                             "wall_s": time.monotonic() - started, **paths, **cpu})
                 bar.step(f"{point.name()}, repetition {rep}")
                 settle()
     return rows
