@@ -114,7 +114,8 @@ class Params(Parameters):
                              high=100)
     seed: int = param(0, "seed of the randomised order of every factor in each repetition",
                       low=0, high=2**31 - 1, zero="a fresh seed, recorded in run.json")
-    duration_s: int = param(4, "seconds per iperf3 point", unit="s", low=1, high=600)
+    duration_s: int = param(PROFILES["quick"]["duration_s"], "seconds per iperf3 point", unit="s",
+                            low=1, high=600)
     path_rate_mbit: float = param(500.0, "rate of each client path (the paper: 500)",
                                   unit="Mbit/s", low=1, high=40_000)
     server_rate_mbit: float = param(1000.0, "rate of the server's link (the paper: 1000)",
@@ -134,8 +135,8 @@ class Params(Parameters):
     gridftp_streams: tuple[int, ...] = param(PROFILES["quick"]["gridftp_streams"],
                                              "parallel GridFTP data streams per point",
                                              low=1, high=64)
-    gridftp_mbytes: int = param(64, "bytes per GridFTP transfer", unit="MiB", low=1,
-                                high=100_000)
+    gridftp_mbytes: int = param(PROFILES["quick"]["gridftp_mbytes"], "bytes per GridFTP transfer",
+                                unit="MiB", low=1, high=100_000)
     verify_seconds: int = param(2, "iperf3 seconds per link direction when verifying the lab",
                                 unit="s", low=1, high=60)
 
