@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 from ...config import nat
 from ...errors import HarnessError, SpecError
+from ...lab.serialisation import WireProbe, probe_path
 from ...progress import progress
 from ...relay.process import Relay, relay, srd_clients
 from ...relay.trunk import TrunkKey
@@ -39,7 +40,9 @@ from .design import (
     SRD_PORT,
     Measurement,
     Params,
+    lab_mtu,
 )
+from .validity import CAPACITY_SIZE
 
 
 @contextmanager
@@ -109,6 +112,38 @@ def nat_evidence(meas: Measurement, table: nat.NatTable, tag: str, client: str) 
             "translated_bytes": fwd["bytes"], "conntrack_entries": len(entries),
             "conntrack_translated": len(translated),
             "translated_to": translated[0].reply.dst if translated else None}
+
+
+def probe_wire(meas: Measurement, params: Params) -> WireProbe:
+    """Whether the wire serialises each of the run's sizes: a ping-pong over the direct path
+    (a1 -> b1, the links every method crosses), each size against what a serialising wire of
+    the links' rate carries (:mod:`harness.lab.serialisation`). The ping-pong server on b1
+    must be up."""
+    return probe_path(meas.journal, meas.node("a1"), "direct", meas.plan.b1, SERVER_PORT,
+                      params.sizes, params.rate_mbit or None, lab_mtu(meas.bed),
+                      params.latency_budget_s, seed=meas.order.draw_seed())
+
+
+def measure_capacity(meas: Measurement, params: Params) -> dict:
+    """Each method's path capacity: a bulk transfer of its own (1 MB messages back to back for
+    ``capacity_seconds``) through the same relays and NAT as the sweep's, the paths in a
+    shuffled order. The ping-pong server on b1 must be up; the raw output is archived."""
+    with main_relays(meas), ExitStack() as stack:
+        ways = {m: stack.enter_context(method_path(meas, m)) for m in METHODS}
+        result = pingpong.client(meas.journal, meas.node("a1"),
+                                 {m: (w.host, w.port) for m, w in ways.items()},
+                                 [CAPACITY_SIZE], 0.0, params.capacity_seconds, latency=False,
+                                 seed=meas.order.draw_seed())
+    meas.session.raw("capacity.json", json.dumps(result, indent=1))
+    paths = {}
+    for method, target in result["targets"].items():
+        (point,) = target["points"]
+        st = point["stream"]
+        paths[method] = {"mbit": st["mbit"], "bytes": st["bytes"], "seconds": st["seconds"],
+                         "messages": st["messages"]}
+    return {"tool": "harness.tools.pingpong --no-latency (a bulk transfer per path)",
+            "message_bytes": CAPACITY_SIZE, "seconds_asked": params.capacity_seconds,
+            "paths": paths}
 
 
 def sweep(meas: Measurement, params: Params) -> list[dict]:
