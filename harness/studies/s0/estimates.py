@@ -15,7 +15,6 @@ import numpy as np
 import pandas as pd
 
 
-
 def per_repetition(frame: pd.DataFrame, value: str) -> pd.DataFrame:
     """One column per method, one row per (repetition, size): the paired samples."""
     return frame.pivot_table(index=["repetition", "size"], columns="method", values=value)

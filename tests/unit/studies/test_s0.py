@@ -14,8 +14,8 @@ from harness.config import nat
 from harness.errors import SpecError
 from harness.nodes.local import wait_until
 from harness.studies import get_study
-from harness.studies.s0 import analysis
 from harness.studies.base import RunData
+from harness.studies.s0 import analysis
 from harness.studies.s0 import study as s0
 from harness.tools import pingpong
 from harness.verdicts.claims import (
