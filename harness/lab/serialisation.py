@@ -10,15 +10,18 @@ is therefore measured, never read from the shaper's settings:
 
 :func:`probe_path` runs a ping-pong of every size over one path of the lab (its client and
 server already placed) and :func:`judge` compares each size's ping-pong rate (size / half
-round trip, NetPIPE's definition) with the most a serialising wire of the path's rate
-carries, ``size x R / wire bytes``: the probe's message crosses at least one link of that
-rate whole. A size whose measured rate is above that bound by more than :data:`SLACK` is
-one the wire does not serialise. The result (:class:`WireProbe`) goes into run.json
-(``wire_probe``), where :mod:`harness.verdicts.gates` (``serialising_wire``) reads it.
+round trip, NetPIPE's definition) with the most a path of ``links`` serialising links of
+that rate carries (:func:`path_mbit`): every frame crosses the slowest link in its frame
+time, and each store-and-forward hop after the first (the paper's front nodes are PCs that
+route) adds the last frame's time. A size whose measured rate is above that bound by more
+than :data:`SLACK` is one the lab does not serialise. The result (:class:`WireProbe`) goes
+into run.json (``wire_probe``), where :mod:`harness.verdicts.gates` (``serialising_wire``)
+reads it.
 
-The bound is the loosest a wire allows (one link, no per-hop store-and-forward time, no
-host stack), so a lab that fails it is certainly faster than the wire; one that passes it
-may still be a little faster than a path of several store-and-forward hops.
+Why the hops count: a host's own latency (5-7 us for a 1 B half round trip here) is about
+one frame time of a 100 Mbit/s wire (5.4 us at 1 B), so one link's bound alone would pass a
+lab that serialises nothing at 1 B; three links take 16 us. The bound has no host stack
+time in it, so a lab that fails it is certainly faster than the path it emulates.
 """
 
 from __future__ import annotations
@@ -51,6 +54,19 @@ def wire_mbit(size: int, rate_mbit: float, mtu: int = 1500) -> float:
     return size * rate_mbit / wire_bytes(size, mtu)
 
 
+def last_frame_bytes(size: int, mtu: int = 1500) -> int:
+    """Bytes of a ``size``-byte message's last frame on the wire."""
+    return size - (frames(size, mtu) - 1) * (mtu - HEADERS) + OVERHEAD
+
+
+def path_mbit(size: int, rate_mbit: float, mtu: int = 1500, links: int = 1) -> float:
+    """The highest size / one-way time a path of ``links`` store-and-forward links of
+    ``rate_mbit`` allows: all frames cross one link, and every further hop adds the last
+    frame's time (the frames before it are pipelined)."""
+    bits = 8 * (wire_bytes(size, mtu) + (links - 1) * last_frame_bytes(size, mtu))
+    return size * 8 * rate_mbit / bits
+
+
 @dataclass(frozen=True)
 class SizeProbe:
     """One size of the probe: the measured ping-pong and what a serialising wire allows."""
@@ -78,6 +94,7 @@ class WireProbe:
     slack: float = SLACK
     sizes: tuple[SizeProbe, ...] = field(default_factory=tuple)
     note: str = ""
+    links: int = 1  # shaped links the probe's path crosses, each a store-and-forward hop
 
     def serialised(self) -> set[int]:
         return {p.size for p in self.sizes if p.serialises}
@@ -91,37 +108,42 @@ class WireProbe:
     def from_dict(cls, record: dict) -> WireProbe:
         sizes = tuple(SizeProbe(**p) for p in record.get("sizes") or ())
         return cls(record.get("path", "?"), record.get("rate_mbit"), int(record.get("mtu", 1500)),
-                   float(record.get("slack", SLACK)), sizes, record.get("note", ""))
+                   float(record.get("slack", SLACK)), sizes, record.get("note", ""),
+                   int(record.get("links", 1)))
 
 
-def judge(path: str, points: list[dict], rate_mbit: float | None, mtu: int = 1500) -> WireProbe:
-    """The probe's verdict from ping-pong ``points`` (harness.tools.pingpong's, one per size).
+def judge(path: str, points: list[dict], rate_mbit: float | None, mtu: int = 1500,
+          links: int = 1) -> WireProbe:
+    """The probe's verdict from ping-pong ``points`` (harness.tools.pingpong's, one per size)
+    over a path of ``links`` links of ``rate_mbit``.
 
     On unshaped links (``rate_mbit`` None or 0) there is no rate to serialise at: no size
     serialises, and the note says why."""
     if not rate_mbit:
-        return WireProbe(path, None, mtu, note="unshaped links: no wire rate to serialise at")
+        return WireProbe(path, None, mtu, note="unshaped links: no wire rate to serialise at",
+                         links=links)
     out = []
     for point in points:
         size, lat = int(point["size"]), point["latency"]
         half = float(lat["median_us"])
         measured = size * 8 / half if half > 0 else math.inf
-        bound = wire_mbit(size, rate_mbit, mtu)
+        bound = path_mbit(size, rate_mbit, mtu, links)
         out.append(SizeProbe(size, half, measured, bound, measured <= bound * (1 + SLACK),
                              int(lat.get("n", 0))))
-    return WireProbe(path, float(rate_mbit), mtu, SLACK, tuple(sorted(out, key=lambda p: p.size)))
+    return WireProbe(path, float(rate_mbit), mtu, SLACK, tuple(sorted(out, key=lambda p: p.size)),
+                     links=links)
 
 
 def probe_path(journal, node, name: str, host: str, port: int, sizes, rate_mbit: float | None,
-               mtu: int, budget_s: float, seed: int = 0) -> WireProbe:
+               mtu: int, budget_s: float, links: int, seed: int = 0) -> WireProbe:
     """Ping-pong every size of ``sizes`` from ``node`` to the server at ``host:port`` (one
-    connection, no streaming) and :func:`judge` it."""
+    connection, no streaming) over ``links`` links, and :func:`judge` it."""
     from ..tools import pingpong
 
     result = pingpong.client(journal, node, {name: (host, port)}, list(sizes), budget_s, 0.0,
                              stream=False, seed=seed)
     return judge(f"{name} ({node.name} -> {host}:{port})", result["targets"][name]["points"],
-                 rate_mbit, mtu)
+                 rate_mbit, mtu, links)
 
 
 def describe(probe: WireProbe) -> str:
@@ -130,7 +152,8 @@ def describe(probe: WireProbe) -> str:
         return f"probe on {probe.path}: {probe.note}"
     yes = [p for p in probe.sizes if p.serialises]
     no = [p for p in probe.sizes if not p.serialises]
-    parts = [f"probe on {probe.path} at {probe.rate_mbit:g} Mbit/s, MTU {probe.mtu}"]
+    parts = [f"probe on {probe.path}, {probe.links} links of {probe.rate_mbit:g} Mbit/s, "
+             f"MTU {probe.mtu}"]
     if yes:
         parts.append("serialises " + ", ".join(p.text() for p in yes))
     if no:

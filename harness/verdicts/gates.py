@@ -198,8 +198,8 @@ def _serialising_wire(_facts: RunFacts, _tables, params, meta: Mapping) -> GateR
 
     yes = [p for p in sizes if p["serialises"]]
     no = [p for p in sizes if not p["serialises"]]
-    figures = (f"{where} at {probe['rate_mbit']:g} Mbit/s, ping-pong Mbit/s against a "
-               f"serialising wire's (+{slack:.0%}): ")
+    figures = (f"{where}, {probe.get('links', 1)} links of {probe['rate_mbit']:g} Mbit/s, "
+               f"ping-pong Mbit/s against a serialising path's (+{slack:.0%}): ")
     figures += "; ".join(part for part in (
         "serialises " + ", ".join(map(text, yes)) if yes else "",
         "does not serialise " + ", ".join(map(text, no)) if no else "") if part)

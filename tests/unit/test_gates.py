@@ -229,6 +229,24 @@ def test_the_probe_calls_a_size_faster_than_a_serialising_wire_not_serialised():
     assert WireProbe.from_dict(probe_record(MEASURED, rate=0)["wire_probe"]).serialised() == set()
 
 
+def test_the_probe_counts_every_store_and_forward_hop_of_its_path():
+    """A 1 B half round trip of 7.0 us (the lab's direct path, 2026-11-29): one link of a
+    100 Mbit/s wire takes 5.4 us, so one link's bound would call it serialised; the direct
+    path's three links take 16.1 us, and the lab is faster than that."""
+    from harness.lab.serialisation import judge, last_frame_bytes, path_mbit
+
+    assert last_frame_bytes(1) == 67 and last_frame_bytes(1448) == 1514
+    assert last_frame_bytes(16384) == 16384 - 11 * 1448 + 66
+    assert 1 * 8 / path_mbit(1, 100, links=3) == pytest.approx(3 * 67 * 8 / 100)
+    # 1 MB: 725 frames; two more hops add only the last frame's time
+    assert path_mbit(1 << 20, 100, links=3) == pytest.approx(95.6, abs=0.05)
+    point = [{"size": 1, "latency": {"median_us": 7.0, "n": 600}}]
+    assert judge("direct", point, 100.0, links=1).serialised() == {1}
+    three = judge("direct", point, 100.0, links=3)
+    assert three.serialised() == set() and three.links == 3
+    assert "1 B 1.1 Mbit/s > 0.5" in three.sizes[0].text()
+
+
 def test_serialising_wire_fails_without_a_probe_or_a_serialised_size_and_names_the_figures():
     meta = probe_record(MEASURED)
     facts = RunFacts.from_meta(NAMESPACES)

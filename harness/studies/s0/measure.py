@@ -116,12 +116,12 @@ def nat_evidence(meas: Measurement, table: nat.NatTable, tag: str, client: str) 
 
 def probe_wire(meas: Measurement, params: Params) -> WireProbe:
     """Whether the wire serialises each of the run's sizes: a ping-pong over the direct path
-    (a1 -> b1, the links every method crosses), each size against what a serialising wire of
-    the links' rate carries (:mod:`harness.lab.serialisation`). The ping-pong server on b1
-    must be up."""
+    (a1 -> b1: the three links every method crosses, routed by both fronts), each size against
+    what a path of three serialising links of the rate carries (:mod:`harness.lab.serialisation`).
+    The ping-pong server on b1 must be up."""
     return probe_path(meas.journal, meas.node("a1"), "direct", meas.plan.b1, SERVER_PORT,
                       params.sizes, params.rate_mbit or None, lab_mtu(meas.bed),
-                      params.latency_budget_s, seed=meas.order.draw_seed())
+                      params.latency_budget_s, links=3, seed=meas.order.draw_seed())
 
 
 def measure_capacity(meas: Measurement, params: Params) -> dict:

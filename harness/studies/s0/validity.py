@@ -4,8 +4,8 @@ Two facts the run measures decide what a point may say (issue 33 items 4 and 5):
 
 * **Which sizes the wire serialises** (run.json ``wire_probe``, :mod:`harness.lab.serialisation`):
   before the sweep a ping-pong of every size crosses the direct path, and a size whose rate
-  (size / half round trip) beats what a serialising wire of the link's rate carries is one the
-  lab cannot show. The serialising shaper (:mod:`harness.topology.shaping`, ``serialise``)
+  (size / half round trip) beats what three store-and-forward links of the rate carry is one
+  the lab cannot show. The serialising shaper (:mod:`harness.topology.shaping`, ``serialise``)
   lets a message's first two frames leave at once, so small messages cross at veth speed:
   measured on one 100 Mbit/s link (2026-11-29, docs/studies/s0.md) 1 KB read 210 Mbit/s,
   16 KB 112, 64 KB 99, 1 MB 95 against 94-96 that a wire carries. Latency and ping-pong
@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ...lab.serialisation import WireProbe, wire_bytes, wire_mbit
+from ...lab.serialisation import WireProbe, path_mbit, wire_bytes, wire_mbit
 from ...verdicts.validity import Invalid, check_capacity, check_rate
 from .common import size_label
 
@@ -141,16 +141,19 @@ def none_serialised_note(frame: pd.DataFrame, meta: dict | None, methods,
 def unserialised_pingpong(frame: pd.DataFrame, meta: dict | None,
                           rate_mbit: float | None) -> pd.DataFrame:
     """The ping-pong points at sizes the probe does not show serialised, per method and size,
-    beside what a serialising wire of the run's rate allows and how many read above it: the
+    beside what a path of serialising links of the run's rate allows (the probe's path:
+    :func:`harness.lab.serialisation.path_mbit`) and how many read above it: the
     report shows them apart, so that no reader takes them for counted ones."""
     cols = ["method", "size", "points", "pingpong_max_mbit", "wire_mbit", "above_wire"]
     if not rate_mbit or "pingpong_mbit" not in frame:
         return pd.DataFrame(columns=cols)
     serialised = serialised_sizes(meta)
     mtu = run_mtu(meta)
+    probe = wire_probe(meta)
+    links = probe.links if probe else 3  # the direct path's three links
     free = frame[[int(s) not in serialised for s in frame["size"]]]
     free = free[free.pingpong_mbit.notna()]
-    bound = pd.Series([wire_mbit(int(s), rate_mbit, mtu) for s in free["size"]],
+    bound = pd.Series([path_mbit(int(s), rate_mbit, mtu, links) for s in free["size"]],
                       index=free.index, dtype=float)
     free = free.assign(wire_mbit=bound, above_wire=free.pingpong_mbit > bound)
     out = free.groupby(["method", "size"]).agg(
