@@ -245,6 +245,10 @@ def test_the_probe_counts_every_store_and_forward_hop_of_its_path():
     three = judge("direct", point, 100.0, links=3)
     assert three.serialised() == set() and three.links == 3
     assert "1 B 1.1 Mbit/s > 0.5" in three.sizes[0].text()
+    # a loaded host: the median round trip is slow, the fastest still beats the path's 16.1 us
+    loaded = [{"size": 1, "latency": {"median_us": 20.0, "min_us": 7.0, "n": 600}}]
+    probe = judge("direct", loaded, 100.0, links=3)
+    assert probe.serialised() == set() and probe.sizes[0].median_half_rtt_us == 20.0
 
 
 def test_serialising_wire_fails_without_a_probe_or_a_serialised_size_and_names_the_figures():

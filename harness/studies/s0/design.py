@@ -135,9 +135,9 @@ class Params(Parameters):
                                    low=1, high=100)
     bench_seconds: int = param(2, "iperf3 seconds per benchmark path", unit="s", low=1,
                                high=600)
-    capacity_seconds: float = param(1.0, "seconds of each path's bulk transfer, its measured "
-                                    "capacity (the ping-pong points' physical bound)", unit="s",
-                                    low=0.2, high=60)
+    capacity_seconds: float = param(0.5, "seconds of each of a path's three bulk transfers, "
+                                    "its measured capacity the fastest (the ping-pong points' "
+                                    "physical bound)", unit="s", low=0.2, high=60)
     verify_seconds: int = param(2, "iperf3 seconds per link direction when verifying the lab",
                                 unit="s", low=1, high=60)
     far: bool = param(True, "the distance sweep: the front-to-front one-way delay swept by netem "

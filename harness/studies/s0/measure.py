@@ -44,6 +44,8 @@ from .design import (
 )
 from .validity import CAPACITY_SIZE
 
+CAPACITY_TRANSFERS = 3  # bulk transfers per path; its capacity is the fastest
+
 
 @contextmanager
 def main_relays(meas: Measurement, check: bool = True) -> Iterator[dict[str, Relay]]:
@@ -125,25 +127,29 @@ def probe_wire(meas: Measurement, params: Params) -> WireProbe:
 
 
 def measure_capacity(meas: Measurement, params: Params) -> dict:
-    """Each method's path capacity: a bulk transfer of its own (1 MB messages back to back for
-    ``capacity_seconds``) through the same relays and NAT as the sweep's, the paths in a
-    shuffled order. The ping-pong server on b1 must be up; the raw output is archived."""
+    """Each method's path capacity: :data:`CAPACITY_TRANSFERS` bulk transfers of its own (1 MB
+    messages back to back for ``capacity_seconds`` each) through the same relays and NAT as
+    the sweep's, the paths interleaved in a shuffled order; the capacity is the fastest of
+    them (a shared machine's load only slows a transfer: seen at load 12-22, one transfer of
+    NAT + SRD read 85.9 Mbit/s where its streaming points read 94.8). The ping-pong server on
+    b1 must be up; the raw output is archived."""
     with main_relays(meas), ExitStack() as stack:
         ways = {m: stack.enter_context(method_path(meas, m)) for m in METHODS}
         result = pingpong.client(meas.journal, meas.node("a1"),
                                  {m: (w.host, w.port) for m, w in ways.items()},
-                                 [CAPACITY_SIZE], 0.0, params.capacity_seconds, latency=False,
+                                 [CAPACITY_SIZE] * CAPACITY_TRANSFERS, 0.0,
+                                 params.capacity_seconds, latency=False,
                                  seed=meas.order.draw_seed())
     meas.session.raw("capacity.json", json.dumps(result, indent=1))
     paths = {}
     for method, target in result["targets"].items():
-        (point,) = target["points"]
-        st = point["stream"]
-        paths[method] = {"mbit": st["mbit"], "bytes": st["bytes"], "seconds": st["seconds"],
-                         "messages": st["messages"]}
-    return {"tool": "harness.tools.pingpong --no-latency (a bulk transfer per path)",
+        transfers = [p["stream"] for p in target["points"]]
+        best = max(transfers, key=lambda st: st["mbit"])
+        paths[method] = {"mbit": best["mbit"], "bytes": best["bytes"], "seconds": best["seconds"],
+                         "transfers_mbit": [st["mbit"] for st in transfers]}
+    return {"tool": "harness.tools.pingpong --no-latency (bulk transfers per path)",
             "message_bytes": CAPACITY_SIZE, "seconds_asked": params.capacity_seconds,
-            "paths": paths}
+            "transfers": CAPACITY_TRANSFERS, "paths": paths}
 
 
 def sweep(meas: Measurement, params: Params) -> list[dict]:

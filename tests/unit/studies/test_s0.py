@@ -407,6 +407,10 @@ def test_a_point_above_its_paths_measured_capacity_makes_its_claims_invalid():
     assert len(table) == 1 and table.bound[0] == pytest.approx(95.0 * 1.03)
     # without a measured capacity there is no ping-pong bound (the report says so)
     assert analysis.invalid_table(frame, EVERY).empty
+    # streaming is held to the wire's payload rate, not to a bulk transfer's (both are bulk)
+    frame.loc[frame.method == "direct", "stream_mbit"] = 94.0
+    low = {**EVERY, "path_capacity": {"paths": {m: {"mbit": 85.0} for m in s0.METHODS}}}
+    assert not analysis.invalid_table(frame, low)["quantity"].str.startswith("streaming").any()
 
 
 def test_invalid_points_at_sizes_a_claim_leaves_out_do_not_make_it_invalid():
