@@ -355,7 +355,7 @@ def main(argv: list[str] | None = None) -> int:
         result = measure_targets(args.target, parse_sizes(args.sizes), args.latency_budget,
                                  args.stream_budget, args.min_iters, args.max_iters, args.warmup,
                                  args.stream_max_bytes, args.no_stream, args.seed, args.nagle,
-                                 args.no_latency)
+                                 no_latency=args.no_latency)
         print(json.dumps(result))
     elif args.mode == "hold":
         hold(args.host, args.port, args.flows, args.seconds)
