@@ -338,7 +338,8 @@ class Bench:
                 if proc.poll() is not None:
                     raise RuntimeError(f"{kind} exited during the test (status {proc.poll()})")
             return
-        with running_relay(self.journal, middle, RelaySpec.parse(listen, target)) as relay:
+        spec = RelaySpec.parse(listen, target, notsent_lowat=self.args.srd_notsent_lowat)
+        with running_relay(self.journal, middle, spec) as relay:
             self.relay_groups.append(relay.process.pid)
             yield
         if relay.exit_status != 0:
@@ -764,7 +765,6 @@ def benchmark(args) -> dict:
     from harness.lab.lab import Lab
     from harness.relay import build_local, peers, targets
     from harness.relay.line import line_topology
-    from harness.relay.spec import NOTSENT_LOWAT
 
     absent = preflight(args.peers)
     kinds = [k for k in args.peers if k not in absent] + ["srd"]
@@ -834,7 +834,7 @@ def benchmark(args) -> dict:
                     "loadavg_at_end": os.getloadavg(), "load_per_run": loads},
         "config": {"runs": args.runs, "iperf_seconds": args.duration, "pingpong_iters": args.iters,
                    "seed": seed, "order": "the paths shuffled per run from the seed",
-                   "srd_binary": binary, "srd_notsent_lowat": NOTSENT_LOWAT,
+                   "srd_binary": binary, "srd_notsent_lowat": args.srd_notsent_lowat,
                    "socat": "socat -b 262144 TCP-LISTEN:P,fork,reuseaddr,nodelay TCP:S,nodelay",
                    "peers": {k: {"version": versions[k], "configured": peers.PEERS[k].doc,
                                  "example": peer_example(k)} for k in kinds if k != "srd"},
@@ -910,6 +910,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--duration", type=int, default=5, help="iperf3 seconds per test (5)")
     parser.add_argument("--iters", type=int, default=20000, help="ping-pong round trips (20000)")
     parser.add_argument("--no-nptcp", action="store_true", help="skip the NetPIPE latency test")
+    parser.add_argument("--srd-notsent-lowat", type=int, default=None, metavar="BYTES",
+                        help="srd's TCP_NOTSENT_LOWAT (default: RelaySpec's, 128 KiB; 0 leaves "
+                             "the kernel's) -- for experiments on srd's CPU per byte")
     parser.add_argument("--peers", default=",".join(PEER_KINDS),
                         help=f"the peer relays beside srd, comma-separated ({','.join(PEER_KINDS)})")
     parser.add_argument("--out", default="relay_bench.json",
@@ -920,6 +923,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="seed of the paths' order per run (0: a fresh one, recorded)")
     args = parser.parse_args(argv)
     args.peers = [p for p in args.peers.split(",") if p]
+    if args.srd_notsent_lowat is None:
+        from harness.relay.spec import NOTSENT_LOWAT
+
+        args.srd_notsent_lowat = NOTSENT_LOWAT
     unknown = sorted(set(args.peers) - set(PEER_KINDS))
     if unknown:
         parser.error(f"--peers: unknown {', '.join(unknown)}; choose from {','.join(PEER_KINDS)}")
