@@ -151,6 +151,34 @@ run, iperf3 5 s; "ratio" is throughput / forwarding's in the same run):
   read 40.3 and 29.4 us (NPtcp in the same tests 4.2 and 4.1 us) while the load rose, so
   those runs' differences are negative (-30.5, -20.0 us) and the one-srd target is
   inconclusive, the two-srd one "met" on a mean that includes them.
+Notes of 2026-11-29, srd 1.2 against the peers (issue 39; harness.relay.peers configures
+each as its documentation does; the table is in docs/studies/s0.md):
+- Result, data/benchmarks/relay.json (``--runs 5 --duration 4 --iters 2000``, 902 s, load
+  25 -> 15 from six other sessions): one relay, medians over runs, srd 1.95 Gbit/s against
+  Go's splice relay 2.67, socat 1.76, HAProxy 1.66, nginx 1.31 (forwarding 2.57); the
+  relay's own CPU per GB srd 0.573 core-s, Go 0.345, HAProxy 0.534, socat 0.727, nginx 1.017.
+  S0's peer targets: throughput 0.71x [0.48, 1.04] of Go's (one), 0.92x [0.69, 1.23] (two),
+  inconclusive; CPU per GB 1.63x [1.44, 1.84] of Go's (one), 1.32x [1.23, 1.42] of HAProxy's
+  (two), not met. srd reached 0.93x [0.84, 1.03] and 0.87x [0.83, 0.91] of the free-relay
+  bound (``summary.srd_share_of_free_relay_bound``).
+- Why srd costs more CPU per byte than Go's relay: its TCP_NOTSENT_LOWAT (128 KiB, srd
+  1.1). Interleaved 3-run experiments, ``--peers gosplice --no-nptcp``, load 15-16:
+  TCP_NOTSENT_LOWAT 0: srd's CPU per GB 0.84x [0.71, 0.99] of Go's (one relay), 0.99x
+  [0.85, 1.14] (two), throughput 1.19x [0.53, 2.68] and 1.27x [0.79, 2.02]; 128 KiB: 1.45x
+  [1.12, 1.88] and 1.17x [1.07, 1.28], throughput 0.70x and 0.83x. Loopback, perf stat on
+  the relay over 4 s iperf3 tests: srd 0.29-0.37 core-s/GB at 128 KiB, 0.18-0.21 at 0, Go
+  0.31-0.32; syscalls per GB srd 3.9-4.8k, Go 6.3-7.0k (Go wakes per goroutine, 2.8-3.0k
+  context switches per GB against srd's 0.8-1.2k). A small unsent queue makes the socket
+  transmit from srd's splice in srd's own context rather than from ACK processing in softirq.
+  The cap stays for now: it was kept for the sender's retransmits at load 1-7 (5-50x fewer),
+  and this machine stayed at load 13-25 all session, where both settings retransmitted
+  little (srd 1-95 per test without it, 11-332 with it). Re-measure both on a quiet machine
+  before changing RelaySpec's default.
+- Other peers' half round trips: nginx's stream module and socat wake once per message
+  like srd; Go's relay adds 14-16 us per relay at 1 B (goroutine hand-offs through the
+  netpoller) and HAProxy 23 us at 1 B but 7 us at 1 KiB in this loaded run; the Python
+  ping-pong's medians moved by tens of us with the load, so these differences are
+  indicative only.
 """
 
 from __future__ import annotations
