@@ -68,6 +68,8 @@ def tests(session: nox.Session) -> None:
             "notebooks/nbval-sanitize.cfg",
             # side by side on test_workers() workers, the longest units first (tests/conftest.py)
             "-n", str(test_workers()), "--dist", "loadfile", "--no-loadscope-reorder", "tests",
+            # every log shows where the time went (the suite's budget: docs/explanation/tests.md)
+            "--durations=25",
             *(nb for nb, meta in study_notebooks() if meta.get("nbval", True)), *session.posargs,
             # the tests' runs measure nothing for keeps: they share the machine rather than
             # refuse to start beside another run (each records that it shared)
