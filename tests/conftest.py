@@ -52,6 +52,13 @@ def pytest_collection_modifyitems(config, items):
         file_kind[path] = min(file_kind.get(path, "unit"), kind, key=kinds.index)
     rank = {path: i for i, path in enumerate(file_order(file_kind, Durations.load()))}
     items.sort(key=lambda item: rank[file_of(item.nodeid)])
+    if os.environ.get("HARNESS_SLOW_TESTS") != "1":
+        for item in items:
+            if item.get_closest_marker("slow"):
+                item.add_marker(pytest.mark.skip(reason=SLOW_REASON))
+
+
+SLOW_REASON = "slow: runs in `nox -s slow` (HARNESS_SLOW_TESTS=1)"
 
 
 @pytest.hookimpl(optionalhook=True)
