@@ -32,6 +32,10 @@ GUESS_S = {"vm": 300.0, "notebook": 60.0, "integration": 20.0, "unit": 1.0}
 # it gets now waits behind them, so it gets a short one
 BUSY_S = 30.0
 
+# folders whose files share a package-scoped fixture: one unit of work, so that one worker runs
+# them one after another under that fixture (made once) rather than each worker making its own
+SHARED_FOLDERS = ("tests/integration/vm/",)  # one VM for the folder (its conftest.py)
+
 # a test stored in durations.json on its own (besides its file's sum): long enough to matter
 # when a worker's remaining work is estimated
 TEST_MIN_S = 1.0
@@ -81,10 +85,19 @@ class Durations:
                    measured=measured)
 
 
+def unit_of(path: str) -> str:
+    """The unit of work a test file belongs to: its shared folder, or itself."""
+    return next((folder for folder in SHARED_FOLDERS if path.startswith(folder)), path)
+
+
 def file_order(paths_kinds: dict[str, str], durations: Durations) -> list[str]:
-    """The files (path -> kind) longest first; equal ones in the order given."""
-    paths = list(paths_kinds)
-    return sorted(paths, key=lambda p: -durations.of_file(p, paths_kinds[p]))
+    """The files (path -> kind) by unit of work, the longest unit first (a unit's seconds are
+    its files' sum), and in a unit the longest file first; equal units by name."""
+    seconds = {p: durations.of_file(p, kind) for p, kind in paths_kinds.items()}
+    units: dict[str, float] = {}
+    for path, s in seconds.items():
+        units[unit_of(path)] = units.get(unit_of(path), 0.0) + s
+    return sorted(seconds, key=lambda p: (-units[unit_of(p)], unit_of(p), -seconds[p]))
 
 
 def pick_next(queue: OrderedDict, pending: list[str], durations: Durations) -> str:
@@ -107,6 +120,9 @@ else:
         file (see :func:`pick_next`)."""
 
         durations = Durations()
+
+        def _split_scope(self, nodeid: str) -> str:
+            return unit_of(super()._split_scope(nodeid))
 
         def _assign_work_unit(self, node) -> None:
             pending = [nodeid for tests in self.assigned_work.get(node, {}).values()

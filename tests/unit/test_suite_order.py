@@ -8,7 +8,7 @@ from collections import OrderedDict
 from types import SimpleNamespace
 
 import pytest
-from suite_order import GUESS_S, Durations, LongestFirst, file_order, pick_next
+from suite_order import GUESS_S, SHARED_FOLDERS, Durations, LongestFirst, file_order, pick_next
 
 xdist_scheduler = pytest.importorskip("xdist.scheduler")
 
@@ -66,9 +66,9 @@ class Worker:
         return self.busy_until is None and (left >= 2 or (left == 1 and self.shutting_down))
 
 
-def wall_time(scheduler_class, seconds: dict[str, float], workers: int = 2) -> float:
-    """The suite's wall time on ``workers`` simulated workers under ``scheduler_class``, the
-    tests (nodeid -> seconds) collected in the given order."""
+def simulate(scheduler_class, seconds: dict[str, float], workers: int = 2):
+    """The suite on ``workers`` simulated workers under ``scheduler_class``, the tests (nodeid ->
+    seconds) collected in the given order: its wall time, and the tests each worker ran."""
     scheduler = scheduler_class.__new__(scheduler_class)
     scheduler.numnodes, scheduler.collection = workers, None
     scheduler.workqueue, scheduler.assigned_work, scheduler.registered_collections = \
@@ -95,7 +95,11 @@ def wall_time(scheduler_class, seconds: dict[str, float], workers: int = 2) -> f
         node.done += 1
         scheduler.mark_test_complete(node, node.sent[node.done - 1])
     assert sum(n.done for n in nodes) == len(collection), "a test was never run"
-    return now
+    return now, [[collection[i] for i in n.sent] for n in nodes]
+
+
+def wall_time(scheduler_class, seconds: dict[str, float]) -> float:
+    return simulate(scheduler_class, seconds)[0]
 
 
 def test_long_files_of_one_test_are_spread_over_both_workers():
@@ -120,3 +124,28 @@ def test_long_files_of_one_test_are_spread_over_both_workers():
     print(f"wall time: loadfile {plain:.0f} s, LongestFirst {ours:.0f} s, bound {bound:.0f} s")
     assert plain >= 1000  # s2 then s1 on one worker
     assert ours <= 1.05 * bound
+
+
+def test_a_shared_folders_files_are_one_unit_run_in_a_row_by_one_worker():
+    """The VM folder's files share one VM (a package-scoped fixture): they must run on one
+    worker one after another, or each worker would boot its own (and tear it down between)."""
+    (folder,) = SHARED_FOLDERS
+    kinds = {f"{folder}test_vm.py": "vm", "tests/integration/test_big.py": "integration",
+             f"{folder}test_fs_vm.py": "vm", "tests/unit/test_a.py": "unit"}
+    durations = Durations(files={f"{folder}test_vm.py": 100.0, f"{folder}test_fs_vm.py": 100.0,
+                                 "tests/integration/test_big.py": 150.0})
+    assert file_order(kinds, durations) == [f"{folder}test_vm.py", f"{folder}test_fs_vm.py",
+                                            "tests/integration/test_big.py", "tests/unit/test_a.py"]
+    seconds = {**{f"{folder}test_vm.py::test_{i}": 50.0 for i in range(2)},
+               **{f"{folder}test_fs_vm.py::test_{i}": 50.0 for i in range(2)},
+               "tests/integration/test_big.py::test_0": 150.0,
+               **{f"tests/unit/test_a.py::test_{i}": 1.0 for i in range(5)}}
+
+    class Measured(LongestFirst):
+        pass
+
+    Measured.durations = Durations.from_reports(seconds, "simulated")
+    _wall, ran = simulate(Measured, seconds)
+    (vm_worker,) = [tests for tests in ran if any(t.startswith(folder) for t in tests)]
+    in_folder = [i for i, t in enumerate(vm_worker) if t.startswith(folder)]
+    assert len(in_folder) == 4 and in_folder == list(range(in_folder[0], in_folder[0] + 4))
