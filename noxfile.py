@@ -87,7 +87,8 @@ def slow(session: nox.Session) -> None:
 
     The tests marked ``slow`` (HARNESS_SLOW_TESTS=1; the suite skips them, saying so): S1's
     quick run on two TCG VMs reached as plain machines through an inventory (~15 min), S2's and
-    S3's runs killed once their VMs are up; then every study notebook the suite leaves out of nbval
+    S3's runs killed once their VMs are up, S4 as one Slurm job on the inventory's machines; then
+    every study notebook the suite leaves out of nbval
     (metadata ``"nbval": false``: their quick profiles take minutes; the suite runs each
     through ``harness run`` with small parameters) executed under nbval at its defaults.
     """
