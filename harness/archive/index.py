@@ -104,8 +104,9 @@ def summaries(root: Path | None = None) -> list[RunSummary]:
     return sorted(runs, key=lambda r: r.started, reverse=True)
 
 
-def render(runs: list[RunSummary], base: Path) -> str:
-    """The page; links are relative to ``base`` (the folder index.html is written to)."""
+def render(runs: list[RunSummary], base: Path, extra: str = "") -> str:
+    """The page; links are relative to ``base`` (the folder index.html is written to).
+    ``extra``: HTML placed after the table (the static site's list of compare pages)."""
     studies = sorted({r.study for r in runs})
     statuses = sorted({r.status for r in runs})
     rows = "\n".join(_row(r, base) for r in runs)
@@ -134,6 +135,7 @@ td.nowrap {{ white-space: nowrap; }}
 <tbody>
 {rows}
 </tbody></table>
+{extra}
 <script>
 function filter() {{
   const study = document.getElementById("study").value;
