@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .archive import data_root, list_runs
+from .report_sections import FONT_STACK
 
 FILES = ("report.html", "notebook.ipynb", "run.json", "results.csv", "claims.csv", "raw")
 
@@ -114,7 +115,7 @@ def render(runs: list[RunSummary], base: Path, extra: str = "") -> str:
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>harness runs</title>
 <style>
-body {{ font-family: sans-serif; margin: 1.5em; }}
+body {{ font-family: {FONT_STACK}; margin: 1.5em; }}
 table {{ border-collapse: collapse; font-size: 0.9em; }}
 th, td {{ border-bottom: 1px solid #ddd; padding: 0.3em 0.6em; text-align: left;
           vertical-align: top; }}
