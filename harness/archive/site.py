@@ -12,8 +12,8 @@
 
 Every link is relative and stays inside ``OUT``; no page fetches anything (reports are
 self-contained, :func:`harness.archive.report.external_fetches` is checked on every page
-copied), so the folder opens from a file:// URL and from any plain web server. Nothing
-archived is changed.
+copied), not even an icon (each page names an empty one), so the folder opens from a file://
+URL and from any plain web server. Nothing archived is changed.
 """
 
 from __future__ import annotations
@@ -53,10 +53,22 @@ def _copy(source: Path, target: Path) -> bool:
     return True
 
 
+#: a page's own icon, empty: without one a browser asks the server for /favicon.ico, outside
+#: the folder when it is published under a path (and a 404 on the console of every page)
+NO_ICON = '<link rel="icon" href="data:,">'
+
+
+def with_icon(text: str) -> str:
+    """The page with :data:`NO_ICON` as the first thing of its head, unless it names an icon."""
+    if 'rel="icon"' in text or "<head>" not in text:
+        return text
+    return text.replace("<head>", "<head>" + NO_ICON, 1)
+
+
 def _checked_page(source: Path) -> str:
     from .report import external_fetches
 
-    text = source.read_text()
+    text = with_icon(source.read_text())
     fetched = external_fetches(text)
     if fetched:
         raise SpecError(f"{source} would fetch {', '.join(sorted(set(fetched))[:3])}: not "
@@ -81,7 +93,7 @@ def study_comparisons(root: Path, out: Path) -> list[tuple[str, str]]:
         title = f"{study}: its {len(runs)} complete runs compared"
         target = out / "compare" / f"study-{study}.html"
         target.parent.mkdir(exist_ok=True)
-        target.write_text(Comparison.of(runs).html(title))
+        target.write_text(with_icon(Comparison.of(runs).html(title)))
         pages.append((title, target.relative_to(out).as_posix()))
     return pages
 
@@ -139,7 +151,7 @@ def write_site(out: Path, root: Path | None = None) -> Site:
             target.mkdir(parents=True, exist_ok=True)
             shown.append(replace(summary, path=target))
         pages = study_comparisons(root, out) + archived_pages(root, out)
-        (out / "index.html").write_text(render(shown, out, pages_list(pages)))
+        (out / "index.html").write_text(with_icon(render(shown, out, pages_list(pages))))
     except BaseException:
         shutil.rmtree(out, ignore_errors=True)  # the folder this call created
         raise
