@@ -60,3 +60,16 @@ def validate(crate: Path, monkeypatch, severity: str = "REQUIRED", profile: str 
     served = local_documents()
     issues += [f"asked for {url}, not served offline" for url in asked if url.rstrip("/") not in served]
     return issues
+
+
+def assert_exports_valid(run_dir: Path, out: Path, monkeypatch) -> None:
+    """``harness export`` of a study's run: the crate roc-validator passes at its profile, and
+    the run re-opens from it (what a quick run of every study's integration test checks)."""
+    from harness.archive.archive import Run
+    from harness.archive.crate import export
+    from harness.archive.runref import resolve_run
+
+    export([Run(run_dir)], out)
+    assert validate(out, monkeypatch) == []
+    reopened = resolve_run(str(out))
+    assert (reopened.path / "run.json").read_bytes() == (run_dir / "run.json").read_bytes()

@@ -398,17 +398,16 @@ def export(runs: list[Run], out: Path, license: str = DEFAULT_LICENSE) -> Export
     files = sum(1 for e in crate.data_entities if e.type == "File")
     if out.suffix.lower() == ".zip":
         try:
-            fh = open(out, "xb")
+            with open(out, "xb") as fh:
+                try:
+                    for chunk in crate.stream_zip():
+                        fh.write(chunk)
+                except BaseException:
+                    out.unlink(missing_ok=True)  # the file this call created, half-written
+                    raise
         except FileExistsError:
             raise SpecError(f"{out} exists already: a crate is never written over anything",
                             "give a new path with --crate") from None
-        try:
-            with fh:
-                for chunk in crate.stream_zip():
-                    fh.write(chunk)
-        except BaseException:
-            out.unlink(missing_ok=True)  # the file this call created, half-written
-            raise
     else:
         try:
             out.mkdir()
