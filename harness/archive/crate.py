@@ -136,6 +136,11 @@ def _value(value):
     return json.dumps(value, sort_keys=True, default=str)
 
 
+def _one(values: list):
+    """A single value as itself, more as a list (RO-Crate 1.1 recommends no singleton arrays)."""
+    return values[0] if len(values) == 1 else values
+
+
 def _software(crate, name: str, version) -> object:
     from rocrate.model import ContextEntity
 
@@ -207,7 +212,7 @@ def _paper(crate, study):
     props = {"@type": "ScholarlyArticle", "name": cite.title, "datePublished": str(cite.year),
              "description": cite.text(), "publisher": cite.venue}
     paper = crate.add(ContextEntity(crate, ident, properties=props))
-    paper["author"] = authors
+    paper["author"] = _one(authors)
     return paper
 
 
@@ -336,7 +341,6 @@ def add_run(crate, run: Run, files: list[Path]) -> object:
     action = crate.add_action(_harness(crate, meta), identifier=f"#run-{run_id}",
                               object=objects, result=[dataset, *parts], properties=props)
     action["location"] = _machine(crate, run_id, meta)
-    crate.root_dataset.append_to("mentions", action)
     return dataset
 
 
@@ -370,6 +374,7 @@ def build(runs: list[Run], license: str = DEFAULT_LICENSE):
         "@type": "CreativeWork", "name": "Process Run Crate", "version": "0.5"}))
     crate.root_dataset["conformsTo"] = profile
     datasets = [add_run(crate, run, files) for run, files in listed]
+    crate.root_dataset["mentions"] = _one(crate.get_by_type("CreateAction"))
     metas = [run.meta for run, _ in listed]
     studies = sorted({str(m.get("study")) for m in metas})
     crate.name = (f"{studies[0]} run {metas[0].get('run_id') or runs[0].run_id}" if len(runs) == 1
@@ -381,7 +386,7 @@ def build(runs: list[Run], license: str = DEFAULT_LICENSE):
                                                 if p not in datasets]
     papers = [d["citation"] for d in datasets if d.get("citation") is not None]
     if papers:
-        crate.root_dataset["citation"] = list({p.id: p for p in papers}.values())
+        crate.root_dataset["citation"] = _one(list({p.id: p for p in papers}.values()))
     return crate
 
 

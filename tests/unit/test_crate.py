@@ -157,3 +157,26 @@ def test_a_symlink_in_a_run_folder_is_not_followed(tmp_path):
     export([Run(run)], tmp_path / "crate")
     assert not list((tmp_path / "crate").rglob("link.txt"))
     assert "not the run's" not in (tmp_path / "crate" / "ro-crate-metadata.json").read_text()
+
+
+def test_a_pooled_reference_exports_too(tmp_path, monkeypatch):
+    """A pooled folder (harness claims pool) holds run.json of its own shape: no start, its
+    creation time, its members; it exports and validates like a run."""
+    s4 = next(p for p in REFERENCES if p.parent.name == "s4")
+    pooled = tmp_path / "pooled" / "s4" / "20261128T000000Z-pool-abcdef"
+    pooled.mkdir(parents=True)
+    shutil.copy(s4 / "claims.csv", pooled)
+    meta = json.loads((s4 / "run.json").read_text())
+    (pooled / "run.json").write_text(json.dumps({
+        "run_id": pooled.name, "study": "s4", "status": "complete", "kind": "pooled",
+        "created": "2026-11-28T00:00:00+00:00", "registration": meta["registration"],
+        "parameters": {**meta["parameters"], "repetitions": [10, 10]},
+        "members": [{"run_id": s4.name, "path": str(s4)}, {"run_id": s4.name + "x", "path": str(s4)}]}))
+    (pooled / "report.md").write_text("# pooled\n")
+    out = tmp_path / "crate"
+    export([Run(pooled)], out)
+    assert validate(out, monkeypatch) == []
+    g = graph(out)
+    (action,) = [e for e in g.values() if e["@type"] == "CreateAction"]
+    assert action["endTime"] == "2026-11-28T00:00:00+00:00" and "startTime" not in action
+    assert g[f"s4/{pooled.name}/report.md"]["encodingFormat"] == "text/markdown"
