@@ -88,7 +88,7 @@ def cmd_claims_pool(args) -> int:
     from ..verdicts.claims import summaries
     from ..verdicts.pool import pool
 
-    target = pool(args.runs, args.out)
+    target = pool(args.runs, args.out, reference=args.reference)
     frame = pd.read_csv(target / "claims.csv")
     print(f"pooled {len(args.runs)} runs: {summaries(frame)}")
     print(f"  {target}  (claims.csv, run.json, report.md)")
@@ -115,8 +115,14 @@ def cmd_claims_power(args) -> int:
         if not (run / "claims.csv").is_file():
             print(f"{run}: no claims.csv: the run did not finish its analysis")
             return 2
-        print(f"{run.parent.name}/{run.name} (feasible: at most {FEASIBLE_REPETITIONS} repetitions)")
-        for c in run_power(run):
+        regions = None
+        if args.today:
+            from ..studies.registry import discover, get_study
+            discover()
+            regions = get_study(run.parent.name).registration()
+        print(f"{run.parent.name}/{run.name} (feasible: at most {FEASIBLE_REPETITIONS} repetitions"
+              f"{'; regions registered today, spread from this run' if regions else ''})")
+        for c in run_power(run, regions):
             spread = "-" if c.spread is None else f"{c.spread:.3g}"
             needed = "-" if c.needed is None else str(c.needed)
             feasible = {None: "-", True: "yes", False: "no"}[c.feasible]
@@ -142,8 +148,13 @@ def add_claims_command(sub) -> None:
                       help="a run's folder or id (at least two; a reference's folder too)")
     pool.add_argument("--out", metavar="DIR", help="the new pooled folder (default: "
                       "$HARNESS_DATA/pooled/<study>/<time>-pool-<id>); never overwritten")
+    pool.add_argument("--reference", action="store_true",
+                      help="write it as the study's committed reference: data/reference/<study>/"
+                      "<time>-pool-<id>/ with a copy of each member under members/")
     pool.set_defaults(func=cmd_claims_pool)
     power = csub.add_parser("power", help="repetitions each claim's region needs, from a run's spread")
     power.add_argument("study", nargs="*", help="studies whose committed reference to read (all)")
     power.add_argument("--run", help="an archived run (folder, id or exported crate) to read instead")
+    power.add_argument("--today", action="store_true",
+                       help="plan the regions today's code registers (the run gives only the spread)")
     power.set_defaults(func=cmd_claims_power)

@@ -149,8 +149,8 @@ class Claim:
     regime: str = ""
     #: the regime gates (harness.verdicts.gates.Gate) the lab must pass for the claim to be judged
     gates: tuple = ()
-    #: the validity checks its points must pass, by name (harness.verdicts.validity.CHECKS); read from
-    #: the registration file, not (yet) part of the archived registration or its digest
+    #: the validity checks its points must pass, by name (harness.verdicts.validity.CHECKS): read from
+    #: the registration file, archived and digested with it
     checks: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
@@ -171,7 +171,8 @@ class Claim:
                            "high": None if math.isinf(r.high) else r.high,
                            "text": r.text(self.unit), "rule": r.why,
                            **({"margin": r.margin.registration()} if r.margin else {})},
-                **({"gates": [g.registration() for g in self.gates]} if self.gates else {})}
+                **({"gates": [g.registration() for g in self.gates]} if self.gates else {}),
+                **({"checks": list(self.checks)} if self.checks else {})}
 
 
 @dataclass(frozen=True)

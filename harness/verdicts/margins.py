@@ -15,9 +15,12 @@ registered before data and the same for every study:
   higher") get the same region. Its source: the relative bounds performance-regression
   practice attaches to a reference figure, -10 %/+10 % being the common choice (ReFrame's
   reference tuples, ``(value, -0.1, 0.1, unit)``), made symmetric on the ratio scale.
-- **the paper's direction** (``direction``): a stated gain stays a gain (the region is cut at
-  a ratio of 1, a gain of 0), a stated loss a loss, so that "+5 %" is never reproduced by
-  no gain at all.
+- **the paper's direction** (``direction``): a stated gain must show at least half its stated
+  size (half on the log scale: the square root of the ratio), a stated loss likewise, so that
+  "+5 %" is never reproduced by no gain at all. Without it a gain smaller than the margin
+  would be "reproduced" by a flat curve (1.05 / 1.1 is below 1). This part is a rule of
+  ours, not borrowed: an effect a paper reports is reproduced only if ours is of the same
+  sign and at least half as large.
 - **a difference the paper names without a number** (``differs_from`` with a
   ``direction``: "falls", "scales", "larger"): beyond the same margin, since a difference
   inside it counts as no difference.
@@ -103,18 +106,27 @@ class Margin:
             lo, hi = (low * FACTOR, math.inf) if self.direction == "above" else (-math.inf, low / FACTOR)
         else:
             lo, hi = low / FACTOR, high * FACTOR
-            if self.direction == "above":
-                lo = max(lo, 1.0)
-            elif self.direction == "below":
-                hi = min(hi, 1.0)
+            if self.direction == "above":  # at least half the stated gain (log scale)
+                lo = max(lo, math.sqrt(low) if low > 1 else 1.0)
+            elif self.direction == "below":  # at least half the stated loss
+                hi = min(hi, math.sqrt(high) if high < 1 else 1.0)
         lo = self._back(lo) if math.isfinite(lo) else lo
         hi = self._back(hi) if math.isfinite(hi) else hi
         lo, hi = max(lo, self.cap_low), min(hi, self.cap_high)
-        lo, hi = (round(x, 9) if math.isfinite(x) else x for x in (lo, hi))  # no float dust in digests
+        lo, hi = _tidy(lo), _tidy(hi)
         if lo > hi:
             raise MarginError(f"the caps leave nothing of the region ({lo:g} above {hi:g}): the figure "
                               "lies beyond what the physics allows; register it as not reachable")
         return lo, hi
+
+    def _half(self) -> float | None:
+        """The bound "at least half the stated effect" puts, on the claim's scale (None: no direction)."""
+        low, high = (self._ratio(x) for x in self.figure)
+        if self.direction == "above":
+            return _tidy(self._back(math.sqrt(low) if low > 1 else 1.0))
+        if self.direction == "below":
+            return _tidy(self._back(math.sqrt(high) if high < 1 else 1.0))
+        return None
 
     def rule(self, unit: str = "") -> str:
         """The rule that made the region, in words, for the registration and the report."""
@@ -127,10 +139,11 @@ class Margin:
                      f"more than the margin, a factor {FACTOR:g}")
         else:
             words = f"equivalent to {figure} within a factor {FACTOR:g}"
-            if self.direction != "either" and (lo == self._one or hi == self._one):
-                words += (", kept on the paper's side of no change ("
-                          f"{'a gain' if self.direction == 'above' else 'a loss'})")
-        if self.cap_why and (lo == self.cap_low or hi == self.cap_high):
+            half = self._half()
+            if half is not None and (lo == half or hi == half):
+                words += (f", and at least half the stated {'gain' if self.direction == 'above' else 'loss'} "
+                          "(on the log scale) so that no change never reproduces it")
+        if self.cap_why and (lo == _tidy(self.cap_low) or hi == _tidy(self.cap_high)):
             words += f", capped by what the physics allows ({self.cap_why})"
         span = (f"<= {_num(hi)}" if lo == -math.inf else f">= {_num(lo)}" if hi == math.inf
                 else f"{_num(lo)}..{_num(hi)}")
@@ -146,6 +159,11 @@ class Margin:
                         "cap_high": None if math.isinf(self.cap_high) else self.cap_high,
                         "cap_why": self.cap_why})
         return out
+
+
+def _tidy(x: float) -> float:
+    """No float dust in a digested bound (1.05 x 1.1 is 1.1550000000000002)."""
+    return round(x, 9) if math.isfinite(x) else x
 
 
 def _num(x: float) -> str:

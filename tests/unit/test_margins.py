@@ -21,9 +21,13 @@ def _region(region: dict, unit: str = "%"):
 
 def test_a_stated_gain_is_read_on_the_ratio_scale_and_never_reproduced_by_no_gain():
     low, high = Margin((5.0, 5.0), "gain", "above").bounds()
-    assert low == 0.0  # 1.05 / 1.1 is a loss: cut at no change
+    assert low == pytest.approx((math.sqrt(1.05) - 1) * 100)  # 1.05 / 1.1 is a loss: half the gain at least
     assert high == pytest.approx((1.05 * FACTOR - 1) * 100)
+    assert "at least half the stated gain" in Margin((5.0, 5.0), "gain", "above").rule("%")
     assert Margin((5.0, 5.0), "gain", "either").bounds()[0] == pytest.approx((1.05 / FACTOR - 1) * 100)
+    # a large stated loss keeps the margin's bound (half of it would be wider)
+    assert Margin((-28.0, -28.0), "gain", "below").bounds()[1] == pytest.approx((0.72 * FACTOR - 1) * 100)
+    assert "half" not in Margin((-28.0, -28.0), "gain", "below").rule("%")
 
 
 def test_a_claim_and_its_inverse_get_the_same_region():

@@ -17,26 +17,35 @@ import pytest
 from harness.archive.reference import reference_root
 from harness.cli import main
 from harness.errors import SpecError
+from harness.studies.registry import discover, get_study
 from harness.verdicts.claims import COLUMNS
 from harness.verdicts.intervals import mean_estimate, run_estimate
 from harness.verdicts.pool import pool
 
 STUDIES = ("s0", "s1", "s2", "s3", "s4")
-#: studies whose committed reference predates its claims' regime gates (2026-11-28T22:25Z;
-#: tests/unit/test_reference_current.py's GATES_ADDED_AFTER): today's registration differs
-REGISTERED_BEFORE_GATES = ("s1", "s3")
 
 
 def reference(study: str) -> Path:
     return sorted(p.parent for p in (reference_root() / study).glob("*/run.json"))[-1]
 
 
-def copy_run(src: Path, parent: Path, run_id: str, **meta_changes) -> Path:
-    """A writable copy of an archived run under a new id (run.json changed as asked)."""
+def copy_run(src: Path, parent: Path, run_id: str, as_today: bool = True, **meta_changes) -> Path:
+    """A writable copy of an archived run under a new id (run.json changed as asked).
+
+    ``as_today``: its registration.json says today's registration of its study. The committed
+    references were registered before issue 33's protocol (tests/unit/test_reference_current.py's
+    SUPERSEDED), so a plain copy is refused; a copy registered as today exercises pooling on
+    real results (the refusal itself is the case "another registration than today's").
+    """
     dest = parent / run_id
     shutil.copytree(src, dest)
     for path in [dest, *dest.rglob("*")]:
         path.chmod(path.stat().st_mode | stat.S_IWUSR)
+    if as_today:
+        discover()
+        study = json.loads((src / "run.json").read_text())["study"]
+        today = get_study(study).registration().to_dict()
+        (dest / "registration.json").write_text(json.dumps(today))
     meta = json.loads((dest / "run.json").read_text())
     meta.update(run_id=run_id, **meta_changes)
     (dest / "run.json").write_text(json.dumps(meta))
@@ -60,11 +69,6 @@ def test_two_copies_of_a_reference_pool_into_a_table_beside_each_runs_own(study,
     a = copy_run(ref, tmp_path, ref.name + "-a")
     b = copy_run(ref, tmp_path, ref.name + "-b")
     before = files_digest(a), files_digest(b), files_digest(ref)
-    if study in REGISTERED_BEFORE_GATES:  # its reference is not registered as today: refused
-        with pytest.raises(SpecError, match="today's code registers"):
-            pool([str(a), str(b)], None)
-        assert not (data_root / "pooled").exists() or not any((data_root / "pooled").rglob("*.csv"))
-        return
     assert main(["claims", "pool", str(a), str(b)]) == 0
     assert "pooled 2 runs:" in capsys.readouterr().out
     out = pooled_folder(data_root, study)
@@ -80,7 +84,7 @@ def test_two_copies_of_a_reference_pool_into_a_table_beside_each_runs_own(study,
     assert (own == measured[f"{b.name}: ours"]).all() and (own != "").all()
     assert (measured.low == measured.value).all() and (measured.high == measured.value).all()
     record = json.loads((out / "run.json").read_text())
-    digest = json.loads((ref / "registration.json").read_text())["digest"]
+    digest = json.loads((a / "registration.json").read_text())["digest"]
     assert [m["run_id"] for m in record["members"]] == [a.name, b.name]
     assert {m["registration"] for m in record["members"]} == {digest} == {record["registration"]["digest"]}
     assert record["copies"] == [[a.name, b.name]]
@@ -187,3 +191,34 @@ def test_an_existing_out_folder_is_never_overwritten(tmp_path, data_root):
     with pytest.raises(SpecError, match="exists already"):
         pool([str(a), str(b)], str(tmp_path / "taken"))
     assert [p.name for p in (tmp_path / "taken").iterdir()] == ["keep.txt"]
+
+
+def test_a_pooled_reference_keeps_its_members_and_can_be_pooled_again_from_them(tmp_path, data_root,
+                                                                                monkeypatch):
+    """Issue 33 items 3 and 9: `claims pool --reference` writes data/reference/<study>/<id>/ with
+    a copy of each member, named by relative path, so tomorrow's code re-pools the committed
+    reference from its own members; reports find it like any reference."""
+    import harness.archive.reference as reference_module
+    from harness.archive.reference import find_reference
+    from harness.verdicts.pool import member_paths
+
+    refs = tmp_path / "reference"
+    monkeypatch.setattr(reference_module, "reference_root", lambda: refs)
+    ref = reference("s4")
+    a = copy_run(ref, tmp_path, "20261201T000000Z-aaaaaa", started="2026-12-01T00:00:00+00:00")
+    b = copy_run(ref, tmp_path, "20261202T000000Z-bbbbbb", started="2026-12-02T00:00:00+00:00")
+    with pytest.raises(SpecError, match="--reference and --out"):
+        pool([str(a), str(b)], str(tmp_path / "x"), reference=True)
+    assert main(["claims", "pool", str(a), str(b), "--reference"]) == 0
+    (target,) = (refs / "s4").iterdir()
+    record = json.loads((target / "run.json").read_text())
+    assert [m["path"] for m in record["members"]] == [f"members/{a.name}", f"members/{b.name}"]
+    assert member_paths(target) == [target / "members" / a.name, target / "members" / b.name]
+    assert files_digest(target / "members" / a.name) == files_digest(a)  # a whole copy
+    assert json.loads((target / "registration.json").read_text()) == json.loads((a / "registration.json").read_text())
+    found = find_reference("s4", "verdict", root=refs)
+    assert found is not None and found.path == target and found.claims() is not None
+    again = pool([str(p) for p in member_paths(target)], str(tmp_path / "again"))
+    cols = ["claim_id", "region", "value", "low", "high", "n", "outcome"]
+    first, second = pd.read_csv(target / "claims.csv")[cols], pd.read_csv(again / "claims.csv")[cols]
+    pd.testing.assert_frame_equal(first, second)
