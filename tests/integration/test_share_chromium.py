@@ -14,6 +14,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -214,7 +215,10 @@ def test_jupyterlab_opens_a_study_notebook_without_news_prompt_or_kernel_dialog(
     lab = jupyterlab.server(jupyterlab.free_port(18988), notebooks)
     env = lab.env()
     env["JUPYTERLAB_SETTINGS_DIR"] = str(tmp_path / "user-settings")  # no one's own settings
-    env["JUPYTER_RUNTIME_DIR"] = str(tmp_path / "runtime")
+    # the kernels' Unix sockets live there: a short path (a socket's path has at most 107 bytes;
+    # pytest's tmp_path made "File name too long" and an "Error Starting Kernel" dialog)
+    runtime = tempfile.mkdtemp(prefix="hl-")
+    env["JUPYTER_RUNTIME_DIR"] = runtime
     proc = subprocess.Popen(lab.argv(), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)
     try:
@@ -238,3 +242,4 @@ def test_jupyterlab_opens_a_study_notebook_without_news_prompt_or_kernel_dialog(
         assert errors == []
     finally:
         jupyterlab._stop(proc)
+        shutil.rmtree(runtime, ignore_errors=True)  # the folder this test made
