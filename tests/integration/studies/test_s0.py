@@ -11,6 +11,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from conftest import checked_outputs, group_alive, needs_root, needs_tools, netns_names, run_harness
+from crate_validation import assert_exports_valid
 
 from harness.errors import HarnessError, SpecError
 from harness.lab.lab import Lab
@@ -34,7 +35,7 @@ def harness(*args, data, cache):
                        timeout=900)
 
 
-def test_s0_small_run_has_three_methods_translation_and_leaves_nothing(tmp_path):
+def test_s0_small_run_has_three_methods_translation_and_leaves_nothing(tmp_path, monkeypatch):
     before = netns_names()
     out = harness("run", "-q", str(NOTEBOOK), "-p", "sizes", "1,1K,64K", "-p", "repetitions", "1",
                   "-p", "latency_budget_s", "0.02", "-p", "stream_budget_s", "0.03",
@@ -44,6 +45,7 @@ def test_s0_small_run_has_three_methods_translation_and_leaves_nothing(tmp_path)
                   data=tmp_path / "data", cache=tmp_path / "cache")
     assert out.returncode == 0, out.stderr[-3000:]
     (run_dir,) = list((tmp_path / "data" / "runs" / "s0").iterdir())
+    assert_exports_valid(run_dir, tmp_path / "crate", monkeypatch)  # issue 38: a crate to deposit
     meta = json.loads((run_dir / "run.json").read_text())
     assert meta["status"] == "complete" and meta["error"] is None
     # every link really is shaped to 100 Mbit/s (exact rate checks are S4's; this machine is shared)
