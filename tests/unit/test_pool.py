@@ -105,16 +105,13 @@ def test_a_known_shift_between_runs_is_in_the_pooled_interval_not_in_the_naive_o
     results.to_parquet(b / "results.parquet", index=False)
     out = pool([str(b), str(a)], str(tmp_path / "pooled"))  # members in time order, whatever given
     frame = pd.read_csv(out / "claims.csv").set_index("claim_id")
-    row = frame.loc["s4.mptcp_peak@cpu0.01"]
-    # TCP's peak at 0.01 CPUs is no longer in the paper's regime once the runs are pooled: its
-    # 1-stream interval over two runs 10 % apart reaches the paper's peak, so it is not shown
-    # below it (s4_analysis's gate, judged on the pooled interval as on one run's)
-    tcp = frame.loc["s4.tcp_peak@cpu0.01"]
-    assert tcp.outcome == "not testable here" and "(n=2)" in tcp.reason
+    # the no-limit MPTCP peak (the reference predates the anchored limit of issue 35 item 9, so
+    # its @anchored claims are not testable; the peak without a limit is judged at any rate)
+    row = frame.loc["s4.mptcp_peak@nolimit"]
 
     def per_rep(run: Path) -> pd.Series:
         r = pd.read_parquet(run / "results.parquet")
-        top = r[(r.tool == "iperf3") & (r.transport == "mptcp") & (r.sender_cpus == 0.01) & (r.streams == 10)]
+        top = r[(r.tool == "iperf3") & (r.transport == "mptcp") & (r.sender_cpus == 0.0) & (r.streams == 10)]
         return top.groupby("repetition").goodput_mbit.mean()
 
     ra, rb = per_rep(a), per_rep(b)
