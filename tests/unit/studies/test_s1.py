@@ -136,7 +136,7 @@ def test_tcp_rows_from_the_pingpong_output():
 # -- claims on synthetic runs --------------------------------------------------------------------
 
 def synthetic(reps=4, tcp_ratio=1.4, noise=0.02, nagle_rough=1.0, events=1.3, cpu=3.0,
-              small_bw=1.5, large_bw=1.1, polling_bw=1.2, messages=10_000, poll_share=0.9,
+              small_bw=1.5, large_bw=1.1, polling_bw=1.2, messages=10_000, poll_share=0.99,
               seed=1) -> pd.DataFrame:
     """A run as S1 archives it: latency grows with size, bandwidth saturates; every row at the
     1-CPU level (the paper's uniprocessor machines, 001:44)."""
@@ -424,10 +424,11 @@ def test_the_cpu_claim_reads_the_pollers_own_thread_share():
     """Issue 34 item 3: the quantity is the poller's own thread share (the paper: polling uses
     the CPU while it polls, 001:64), not polling minus events: an events client as busy as the
     poller leaves the estimate the poller's share (the region is the lead's)."""
-    frame = synthetic(cpu=1.0)  # events as busy as polling: 0 pp as a difference
+    frame = synthetic(cpu=1.0, poll_share=0.9)  # events as busy as polling: 0 pp as a difference
     row = s1_analysis.claims(frame).set_index("claim_id").loc["s1.polling_costs_cpu"]
     assert 87 < row.value < 93 and "the poller's own thread: 8" in row.note
     assert "events client, for comparison: 8" in row.note or "comparison: 9" in row.note
+    assert row.outcome == "not reproduced"  # 90 % of a thread: below 100 % / 1.1 (issue 34 item 3)
     idle = s1_analysis.claims(synthetic(poll_share=0.2)).set_index("claim_id")
     assert 19 < idle.loc["s1.polling_costs_cpu", "value"] < 21
 
