@@ -36,6 +36,30 @@ def cpu_period_ms(paper_ms: float, port_mbit: float, mappers: int) -> float:
     return float(round(paper_ms * PAPER_LINK_MBIT / port_mbit * mappers / PAPER_CPU_FANIN))
 
 
+#: How the CPU phase's period is set (the parameter ``cpu_load``): "cpu" loads the receiver's
+#: CPU (registered 2026-11-29, s3/registration.toml changes), "wire" keeps the paper's load
+#: per unit of port rate (:func:`cpu_period_ms`; the CPUs 0.7-3.5 % busy under TCG).
+CPU_LOADS = ("cpu", "wire")
+#: "cpu": the period is this many times the slowest CPU protocol's back-to-back round time
+#: at the point (its median over repetitions), so every protocol keeps the period while the
+#: offered load is 1/1.25 = 80 % of what the lab's bottleneck carries -- the receiver's CPU
+#: as busy as the lab makes it while the load stays periodic, as the paper's shuffle was.
+CPU_PERIOD_FACTOR = 1.25
+#: measured rounds (after one warm-up) of a calibration point, where the rate sweep did not
+#: measure the CPU point back to back for every CPU protocol
+CALIBRATION_ROUNDS = 4
+
+
+def cpu_bound_period_ms(round_ms: float, paper_ms: float) -> float:
+    """Our period for the paper's ``paper_ms`` in the CPU-bound regime: the slowest CPU
+    protocol's back-to-back round time ``round_ms`` x :data:`CPU_PERIOD_FACTOR`, for the
+    paper's 25 ms; its longer periods (50, 100 ms) in proportion. Rounded to 1 ms (>= 1)."""
+    if not round_ms > 0 or paper_ms <= 0:
+        raise ValueError(f"round time {round_ms} ms, paper's period {paper_ms} ms: both must "
+                         "be positive")
+    return float(max(1, round(round_ms * CPU_PERIOD_FACTOR * paper_ms / PAPER_PERIOD_MS)))
+
+
 PROFILES = {
     # quick: ~10 minutes in two TCG VMs; the claims' points 1:48 at 1, 4 KB (the gains) and
     # 16 KB (the collapse, the size the paper names), 1:8 beside them; two repetitions (a
