@@ -16,7 +16,7 @@ from ...nodes import procfs
 from ...progress import Progress
 from ...run.session import Session
 from ..order import MeasuringOrder
-from .design import VARIANTS, cpu_bound_period_ms, cpu_period_ms
+from .design import ERROR_TEXT_KEPT, VARIANTS, cpu_bound_period_ms, cpu_period_ms
 
 if TYPE_CHECKING:  # S3's parameters, by their base: this module must not import the study
     from ..parameters import Parameters as Params
@@ -149,7 +149,10 @@ def measure_point(session: Session, bed, fleet: fanin.MapperFleet, binary: str, 
         "size_bytes": size, "period_ms": point.period_ms,
         "period_paper_ms": point.period_paper_ms, "repetition": repetition,
         "rounds": len(measured), "rounds_asked": point.rounds, "ok": result.ok,
-        "error": "; ".join(out.errors)[:500] or None,
+        "error": "; ".join(out.errors)[:ERROR_TEXT_KEPT] or None,
+        # whose failure stopped it, if one did: the protocol's (a result, counted by the
+        # registered rule) or the apparatus's (the point is invalid): fanin.spec.failure_kind
+        "failure": out.failure(result.exit_status),
         "rate_mbit_mean": rates.mean(), "rate_mbit_median": rates.median(),
         "rate_mbit_p5": rates.quantile(0.05) if len(rates) else None,
         "rate_mbit_p95": rates.quantile(0.95) if len(rates) else None,

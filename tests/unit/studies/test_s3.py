@@ -385,8 +385,8 @@ def test_cpu_phase_starts_a_fresh_fleet_per_protocol_and_repetition_in_a_recorde
     assert session.notes["s3"]["cpu_periods_ms"] == {"25": 30.0}
 
 
-def test_cpu_bound_period_is_the_slowest_protocols_back_to_back_round_times_1_25(fake_fanin):
-    """Issue 35 item 6: the CPU phase loads the receiver's CPU. Its period per point is 1.25 x
+def test_cpu_bound_period_is_twice_the_slowest_protocols_back_to_back_round_time(fake_fanin):
+    """Issue 35 item 6: the CPU phase loads the receiver's CPU. Its period per point is 2 x
     the slowest CPU protocol's back-to-back round time there (median over repetitions), read
     from the rate sweep where it measured the point, else from a calibration fleet per
     protocol run before the CPU phase; the wire rule's 30 ms (25 x 10 x 6/50) is gone."""
@@ -398,14 +398,14 @@ def test_cpu_bound_period_is_the_slowest_protocols_back_to_back_round_times_1_25
     # tipc is slowest: 3 ms/KB + (0, 1, 2) over the rate sweep's 3 repetitions -> median +1;
     # 16 KB was not in the rate sweep: one calibration fleet (repetition 1: +0) per protocol
     assert cpu.groupby("size_kb").period_ms.unique().map(list).to_dict() == {
-        1: [round(1.25 * (3 + 1))], 4: [round(1.25 * (12 + 1))], 16: [1.25 * 48]}
+        1: [2.0 * (3 + 1)], 4: [2.0 * (12 + 1)], 16: [2.0 * 48]}
     calibration = frame[frame.experiment == "calibration"]
     assert set(calibration.protocol) == {"tipc", "tcp-cubic"} and set(calibration.size_kb) == {16}
     record = session.notes["s3"]["cpu_calibration"]
     assert sorted(record["calibration_fleets"]) == ["tcp-cubic 16 KB", "tipc 16 KB"]
     assert record["points"]["n06-4k-p25ms"] == {"round_ms": {"tipc": 13.0, "tcp-cubic": 9.0},
-                                                "slowest": "tipc", "period_ms": 16.0}
-    assert session.notes["s3"]["cpu_periods_ms"] == {"25": {"1": 5.0, "4": 16.0, "16": 60.0}}
+                                                "slowest": "tipc", "period_ms": 26.0}
+    assert session.notes["s3"]["cpu_periods_ms"] == {"25": {"1": 8.0, "4": 26.0, "16": 96.0}}
     # the calibration fleets ran after the rate sweep and before the first CPU fleet
     kinds = [f["experiment"] for f in session.notes["s3"]["fleets"]]
     assert kinds == ["rate"] * 9 + ["calibration"] * 2 + ["cpu"] * 4
