@@ -23,9 +23,12 @@ that routes; the switch's port toward the reducer is the bottleneck (htb at
 buffer; a packet-limited pfifo, because the namespace backend cannot yet put
 a byte-limited bfifo under htb; its drops are read from the qdisc per point). Without it
 a veth has no buffer to overflow and incast cannot happen. Traffic: our C
-generator (harness.fanin), same code for every protocol; TIPC over UDP
-bearers (they cross the switch's IP routing), configured on every node by
+generator (harness.fanin), same code for every protocol; TIPC on its Ethernet
+bearer as the paper ran it (the switch then bridges its ports: harness.config.bridge;
+``tipc_media="udp"``: UDP bearers the switch routes), configured on every node by
 harness.config.tipc. The host kernel has no TIPC/SCTP: the lab runs in a VM.
+A protocol's failure (a TIPC link reset) is a result, counted by the registered rule
+(harness.verdicts.failures); the CPU phase runs CPU-bound (:func:`.design.cpu_bound_period_ms`).
 """
 
 from __future__ import annotations
