@@ -313,8 +313,8 @@ def test_claims_reproduced_on_a_run_like_the_paper():
                 "nfs_tuned_disk", "nfs_tuned_write", "network_fine", "pfs_lan_below_disk",
                 "pfs_wan_full_link", "nfs_falls", "pfs_scales"):
         assert got[cid] == REPRODUCED, cid
-    # 101 MB/s, plainly stated: 0.841..0.849 of the goodput, decided only by tight repetitions
-    assert got["task_scaling"] == INCONCLUSIVE
+    # 101 MB/s: 0.845 of the goodput x/÷ 1.1 (the equivalence margin), decided at the paper's noise
+    assert got["task_scaling"] == REPRODUCED
     assert outcomes(synthetic_run(noise=0.001))["task_scaling"] == REPRODUCED
     # +3 %: within what the headers allow, short of the paper's expected +10 %
     tight = outcomes(synthetic_run(noise=0.003))
@@ -324,10 +324,12 @@ def test_claims_reproduced_on_a_run_like_the_paper():
 
 
 def test_the_mtu_expectation_is_judged_beside_the_header_bound():
-    """A +10 % gain on a rate-limited line reproduces the paper's expectation but breaks the
-    +3.8 % the saved headers allow: both rows say so."""
+    """A +10 % gain on a rate-limited line breaks the +3.8 % the saved headers allow: the
+    header bound is not met, and the paper's expectation, whose region is capped by that
+    bound (issue 33 item 2), is not reproduced by a gain beyond physics."""
     got = outcomes(synthetic_run(mtu_gain=1.10))
-    assert got["mtu_gain"] == REPRODUCED and got["mtu_header_bound"] == NOT_MET
+    assert got["mtu_gain"] == NOT_REPRODUCED and got["mtu_header_bound"] == NOT_MET
+    assert s2_analysis.registered().claim("mtu_gain").region.high == pytest.approx(3.8 + 2.0)
     bound = s2_analysis.registered().claim("mtu_header_bound").region
     assert bound.high == pytest.approx(3.8 + 2.0)
     assert pytest.approx(0.038, abs=5e-4) == (8948 / 9014) / (1448 / 1514) - 1
@@ -410,7 +412,8 @@ def test_five_flows_are_judged_on_table_2_5_at_the_papers_mtu():
     there), not from a run: flows at 0.975 of the line reproduce it, 0.8 does not, and
     flows above what the line carries are invalid."""
     region = s2_analysis.registered().claim("network_fine").region
-    assert (region.low, region.high) == pytest.approx((0.957, 0.993), abs=5e-4)
+    # Table 2-5's 0.957..0.993 widened by the equivalence margin, capped at what the line carries
+    assert (region.low, region.high) == pytest.approx((0.957 / 1.1, 1.02), abs=5e-4)
     assert outcomes(synthetic_run(flows=0.975))["network_fine"] == REPRODUCED
     assert outcomes(synthetic_run(flows=0.8))["network_fine"] == NOT_REPRODUCED
     assert outcomes(synthetic_run(flows=1.08))["network_fine"] == "invalid"
