@@ -20,10 +20,41 @@ from .sysctl import Sysctl
 
 MAX_SUBFLOWS = 8  # kernel limit (MPTCP_PM_ADDR_MAX)
 ENDPOINT_FLAGS = ("subflow", "signal", "backup", "fullmesh")
+#: The kernel's MPTCP facts a run records (each read where the kernel has it: the scheduler
+#: sysctls came with 6.6, path_manager with 6.15) and its TCP congestion controls.
+KERNEL_KEYS = ("net.mptcp.enabled", "net.mptcp.scheduler", "net.mptcp.available_schedulers",
+               "net.mptcp.path_manager", "net.mptcp.available_path_managers",
+               "net.ipv4.tcp_available_congestion_control")
+#: The coupled controllers of the out-of-tree MPTCP (v0.9x): LIA, OLIA, BALIA, wVegas. The
+#: upstream kernel has none of them; each subflow runs the socket's own, uncoupled.
+COUPLED_CONTROLLERS = ("lia", "olia", "balia", "wvegas")
 
 
 def enable(node: Node) -> Sysctl:
     return Sysctl(node, "net.mptcp.enabled", 1)
+
+
+def kernel_fact(node: Node) -> Fact:
+    """What ``node``'s kernel offers MPTCP (:data:`KERNEL_KEYS`, a key it lacks read as None)
+    and whether any coupled controller is among its congestion controls."""
+    command = "; ".join(f"printf '%s=%s\\n' {k} \"$(sysctl -n {k} 2>/dev/null)\""
+                        for k in KERNEL_KEYS)
+
+    def parse(res: Result) -> dict:
+        found: dict = {key: None for key in KERNEL_KEYS}
+        for line in res.stdout.splitlines():
+            key, _, value = line.partition("=")
+            if key in found:
+                found[key] = " ".join(value.split()) or None
+        controls = (found["net.ipv4.tcp_available_congestion_control"] or "").split()
+        found["coupled_controllers"] = sorted(set(controls) & set(COUPLED_CONTROLLERS))
+        return found
+
+    return Fact(node, command, parse)
+
+
+def read_kernel(node: Node) -> dict:
+    return kernel_fact(node).read()
 
 
 def limits_fact(node: Node) -> Fact:

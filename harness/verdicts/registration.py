@@ -44,10 +44,14 @@ class DesignChange:
     what: str
     why: str
     claims: tuple[str, ...] = ()  # the claim ids it touches (none: the whole design)
+    renamed: Mapping[str, str] = field(default_factory=dict)  # old claim id -> new id
 
     def to_dict(self) -> dict:
-        return {"date": self.date, "what": self.what, "why": self.why,
-                "claims": list(self.claims)}
+        out = {"date": self.date, "what": self.what, "why": self.why,
+               "claims": list(self.claims)}
+        if self.renamed:  # only where a change renames: every other digest stays as it was
+            out["renamed"] = dict(self.renamed)
+        return out
 
 
 @dataclass(frozen=True)

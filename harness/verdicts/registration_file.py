@@ -4,7 +4,9 @@ The file sits beside the study's module (``Study.registration_file`` names it re
 the module's folder) and reads like a preregistration: one ``[[claims]]`` table per claim
 (id, source, the paper's sentence and seed line, the quantity and unit, the regime, the
 validity checks its points must pass, and ``[claims.region]`` with its bounds and rule),
-then ``[design]`` and one ``[[changes]]`` table per change. :func:`load` turns it into a
+then ``[design]`` and one ``[[changes]]`` table per change (a change that renames claims says
+so in ``renamed``, old id = new id, so that earlier changes may still name the old ids).
+:func:`load` turns it into a
 :class:`~harness.verdicts.registration.Registration`; anything the schema does not allow (an
 unknown key, a missing field, a wrong type, a region whose low is above its high, a
 repeated claim id, a validity check that does not exist) is one :class:`RegistrationError`
@@ -41,7 +43,7 @@ REGION = {"low": (int, float), "high": (int, float), "rule": str,
 #: a region made by the convention (harness.verdicts.margins) names its figure with one of these
 CONVENTION = ("equivalent_to", "differs_from")
 _MARGIN_ONLY = ("scale", "direction", "cap_low", "cap_high", "cap_why")
-CHANGE = {"date": str, "what": str, "why": str, "claims": list}
+CHANGE = {"date": str, "what": str, "why": str, "claims": list, "renamed": dict}
 CHANGE_REQUIRED = ("date", "what", "why")
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2})?Z)?")  # a date, or a date and UTC time
 _TYPE_NAMES = {str: "a string", list: "an array", dict: "a table", int: "an integer",
@@ -89,8 +91,10 @@ def parse(data: dict, where: str) -> Registration:
                                     "twice", "give each [[claims]] table its own id")
         seen.add(claim.id)
         claims.append(claim)
-    changes = tuple(_change(entry, index, where, seen)
-                    for index, entry in enumerate(data.get("changes", [])))
+    entries = data.get("changes", [])
+    former = _renamed_ids(entries, seen, where)
+    changes = tuple(_change(entry, index, where, seen | former)
+                    for index, entry in enumerate(entries))
     return Registration(data["study"], tuple(claims), data["design"], changes)
 
 
@@ -231,6 +235,24 @@ def _margin_region(table: dict, given: list[str], where: str, what: str, unit: s
                                 "see harness.verdicts.margins for what the convention takes") from None
 
 
+def _renamed_ids(entries, ids: set[str], where: str) -> set[str]:
+    """The former ids the changes' ``renamed`` tables retire (old id = new id), each checked:
+    the new id a claim of the file, the old one no longer one."""
+    former: set[str] = set()
+    for index, entry in enumerate(entries if isinstance(entries, list) else []):
+        renamed = entry.get("renamed") if isinstance(entry, dict) else None
+        if not isinstance(renamed, dict):
+            continue  # absent, or a wrong type that _change reports
+        for old, new in renamed.items():
+            if not isinstance(new, str) or new not in ids or old in ids:
+                raise RegistrationError(
+                    f"{where}: change #{index + 1}: field renamed: {old} = {new!r} is not a "
+                    "former id renamed to a claim of this registration",
+                    "write old_id = \"new_id\" with new_id a [[claims]] id and old_id none")
+            former.add(old)
+    return former
+
+
 def _change(entry, index: int, where: str, ids: set[str]) -> DesignChange:
     what = f"change #{index + 1}"
     if isinstance(entry, dict) and isinstance(entry.get("date"), str):
@@ -245,4 +267,5 @@ def _change(entry, index: int, where: str, ids: set[str]) -> DesignChange:
             raise RegistrationError(f"{where}: {what}: field claims: {cid!r} is no claim of "
                                     "this registration",
                                     "name the ids of the claims the change touches")
-    return DesignChange(entry["date"], entry["what"], entry["why"], tuple(entry.get("claims", ())))
+    return DesignChange(entry["date"], entry["what"], entry["why"], tuple(entry.get("claims", ())),
+                        dict(entry.get("renamed", {})))

@@ -164,6 +164,26 @@ def test_a_change_must_be_dated_and_name_registered_claims(tmp_path):
     assert "change #1 (2026-11-26): field why: missing" in message
 
 
+def test_a_change_that_renames_claims_lets_earlier_changes_keep_the_old_ids(tmp_path):
+    """A renamed claim: the earlier change still names the id it touched then, the renaming
+    change maps old to new, and the digest of a registration without a rename is unchanged."""
+    plain = load(write(tmp_path, GOOD))
+    renamed = GOOD.replace('id = "s9.gain"', 'id = "s9.gain@fast"') + \
+        ('\n[[changes]]\ndate = "2026-11-29T00:45Z"\nwhat = "renamed"\nwhy = "the limit moved"\n'
+         'claims = ["s9.gain@fast"]\nrenamed = { "s9.gain" = "s9.gain@fast" }\n')
+    reg = load(write(tmp_path, renamed))
+    assert reg.changes[0].claims == ("s9.gain",)  # as it was written then
+    assert reg.changes[1].renamed == {"s9.gain": "s9.gain@fast"}
+    assert reg.body()["changes"][1]["renamed"] == {"s9.gain": "s9.gain@fast"}
+    assert "renamed" not in plain.body()["changes"][0]  # other studies' digests unchanged
+    message = error(tmp_path, renamed.replace('{ "s9.gain" = "s9.gain@fast" }',
+                                              '{ "s9.gain" = "s9.nothing" }'))
+    assert "field renamed: s9.gain = 's9.nothing' is not a former id" in message
+    # without the rename the old id is no claim of the file
+    message = error(tmp_path, renamed.replace('renamed = { "s9.gain" = "s9.gain@fast" }\n', ""))
+    assert "field claims: 's9.gain' is no claim" in message
+
+
 def test_bad_toml_names_the_file_and_the_line(tmp_path):
     message = error(tmp_path, GOOD.replace('paper = "+10%"', 'paper = +10%'))
     assert "not valid TOML" in message and "line 7" in message

@@ -1,4 +1,5 @@
-"""S4's tables and its mirror of the paper's Fig. 3, apart from the claims (:mod:`.registration`)."""
+"""S4's tables, its mirror of the paper's Fig. 3 and its calibration curve, apart from the
+claims (:mod:`.registration`)."""
 
 from __future__ import annotations
 
@@ -10,10 +11,18 @@ import pandas as pd
 import seaborn as sns
 
 from ...verdicts.validity import payload_rate_mbit
-from .design import PAPER, PAPER_PATH_MBIT, PAPER_SERVER_MBIT, limit_label
-from .registration import invalid_rows, wire_mbit
+from .calibration import per_limit
+from .design import (
+    ANCHORED,
+    CALIBRATION_FACTOR,
+    PAPER,
+    PAPER_ONE_STREAM,
+    PAPER_PATH_MBIT,
+    PAPER_SERVER_MBIT,
+)
+from .registration import invalid_rows, wire_mbit, with_limits
 
-KEYS = ["tool", "sender_cpus", "transport", "streams"]
+KEYS = ["tool", "limit", "sender_cpus", "transport", "streams"]
 
 
 def load(run_path: str | Path) -> tuple[pd.DataFrame, dict]:
@@ -23,21 +32,16 @@ def load(run_path: str | Path) -> tuple[pd.DataFrame, dict]:
     return frame, meta
 
 
-def _with_limit(frame: pd.DataFrame) -> pd.DataFrame:
-    """Runs made before the sender's CPU limit was a factor had none."""
-    return frame if "sender_cpus" in frame else frame.assign(sender_cpus=0.0)
-
-
 def summary(frame: pd.DataFrame) -> pd.DataFrame:
     """Mean, spread and count of goodput per tool, CPU limit, transport and stream count."""
-    grouped = _with_limit(frame).groupby(KEYS)["goodput_mbit"]
+    grouped = with_limits(frame).groupby(KEYS)["goodput_mbit"]
     out = grouped.agg(["mean", "std", "min", "max", "count"]).reset_index()
     return out.rename(columns={"mean": "goodput_mbit", "std": "sd_mbit", "count": "n"})
 
 
 def path_usage(frame: pd.DataFrame) -> pd.DataFrame:
     """Share of client bytes on each path and MPTCP subflow joins, per transport and limit."""
-    agg = _with_limit(frame).groupby(["tool", "sender_cpus", "transport"]).agg(
+    agg = with_limits(frame).groupby(["tool", "limit", "sender_cpus", "transport"]).agg(
         path1_bytes=("path1_tx_bytes", "sum"), path2_bytes=("path2_tx_bytes", "sum"),
         mptcp_connections=("mp_capable_syn_ack_rx", "sum"),
         subflow_joins=("mp_join_syn_ack_rx", "sum"), fallbacks=("mp_fallback", "sum"),
@@ -61,7 +65,7 @@ def invalid_table(frame: pd.DataFrame, path_rate_mbit: float = PAPER_PATH_MBIT,
     """Every point of the run (iperf3 and GridFTP, every limit and stream count) faster than
     its wire, with its numbers: the report lists them beside the count of points checked,
     including those no claim rests on (the claims table names only its own)."""
-    bad = invalid_rows(_with_limit(frame), path_rate_mbit, server_rate_mbit)
+    bad = invalid_rows(with_limits(frame), path_rate_mbit, server_rate_mbit)
     return pd.DataFrame([vars(p) for p in bad],
                         columns=["point", "quantity", "value", "bound", "unit", "why", "breaks"])
 
@@ -76,15 +80,15 @@ def figure(frame: pd.DataFrame, path_rate_mbit: float = PAPER_PATH_MBIT,
     peak / (1 + gain)), measured with its CPU-limited sender. Dashed grey: what each wire
     carries as TCP payload. Red crosses: invalid points (faster than their wire).
     """
-    frame = _with_limit(frame)
+    frame = with_limits(frame)
     tools = sorted(frame.tool.unique(), key=lambda t: t != "iperf3")
-    limits = sorted(frame.sender_cpus.unique(), key=lambda c: (c != 0, -c))
+    limits = sorted(frame.limit.unique(), key=lambda c: (c != "nolimit", c != ANCHORED, c))
     fig, axes = plt.subplots(len(tools), len(limits), squeeze=False, sharey=True,
                              figsize=(5.5 * len(limits), 4.2 * len(tools)))
     for row, tool in enumerate(tools):
-        for col, cpus in enumerate(limits):
+        for col, label in enumerate(limits):
             ax = axes[row][col]
-            sub = frame[(frame.tool == tool) & (frame.sender_cpus == cpus)]
+            sub = frame[(frame.tool == tool) & (frame.limit == label)]
             sns.lineplot(data=sub, x="streams", y="goodput_mbit", hue="transport",
                          hue_order=["tcp", "mptcp"], style="transport", markers=True,
                          dashes=False, errorbar="sd", ax=ax)
@@ -105,13 +109,45 @@ def figure(frame: pd.DataFrame, path_rate_mbit: float = PAPER_PATH_MBIT,
                 streams = [int(b.point.split(" streams")[0].split()[-1]) for b in bad]
                 ax.scatter(streams, values, marker="X", s=80, color="red", zorder=5,
                            label=f"invalid ({len(bad)}): faster than its wire")
-            limit = "no CPU limit" if not cpus else f"sender {cpus:g} CPUs"
-            ax.set_title(f"{tool}, {limit} ({limit_label(cpus)})")
+            cpus = ", ".join(f"{c:g}" for c in sorted(sub.sender_cpus.unique()))
+            limit = "no CPU limit" if label == "nolimit" else f"sender {cpus} CPUs"
+            ax.set_title(f"{tool}, {limit} ({label})")
             ax.set_xlabel("parallel streams")
             ax.set_ylabel("goodput (Mbit/s)")
             ax.set_ylim(0, max(1100, *(frame.goodput_mbit.max() * 1.05,)))
             ax.grid(alpha=0.3)
             ax.legend(loc="lower right", fontsize=7)
     fig.suptitle(title)
+    fig.tight_layout()
+    return fig
+
+
+def calibration_figure(points: pd.DataFrame,
+                       title: str = "S4: calibration of the sender's CPU limit (one stream)"):
+    """One stream's goodput against the sender's CPU limit, per transport: each calibration
+    point, the medians the rule compares, the paper's one-stream goodput (its peak / (1 +
+    its gain)) with the registered tolerance as a band, and the chosen (anchored) limit."""
+    fig, ax = plt.subplots(figsize=(7.5, 4.5))
+    medians = per_limit(points)
+    for transport, color in (("tcp", "C0"), ("mptcp", "C1")):
+        mine = points[points.transport == transport]
+        ax.scatter(mine.sender_cpus, mine.goodput_mbit, color=color, alpha=0.45, s=18)
+        ax.plot(medians.sender_cpus, medians[f"{transport}_mbit"], marker="o", color=color,
+                label=f"{transport.upper()}, median of the calibration's points")
+        target = PAPER_ONE_STREAM[transport]
+        ax.axhspan(target / CALIBRATION_FACTOR, target * CALIBRATION_FACTOR, color=color,
+                   alpha=0.08)
+        ax.axhline(target, color=color, linestyle=":",
+                   label=f"paper {transport.upper()} one stream {target:.0f} "
+                         f"(x/÷ {CALIBRATION_FACTOR:g})")
+    for cpus in sorted(points.anchored_cpus.unique()) if "anchored_cpus" in points else ():
+        ax.axvline(cpus, color="black", linestyle="--", linewidth=1,
+                   label=f"anchored limit {cpus:g} CPUs")
+    ax.set_xlabel("sender CPU limit (CPUs: cgroup quota / period)")
+    ax.set_ylabel("one-stream goodput (Mbit/s)")
+    ax.set_ylim(0, 1100)
+    ax.grid(alpha=0.3)
+    ax.legend(loc="lower right", fontsize=7)
+    ax.set_title(title)
     fig.tight_layout()
     return fig

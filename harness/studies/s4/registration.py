@@ -1,13 +1,22 @@
 """S4 claims: registered before data (``s4/registration.toml``), judged on our repetitions.
 
 Every paper claim (the peaks and the 1 -> 10 stream gains of 004:66) is judged once per
-registered sender CPU limit (:data:`~.design.SENDER_CPUS`), and only in the paper's
-regime: a sender that cannot reach the paper's peak with one stream (its sender is
-CPU-limited, 004:66, and needed parallel streams: +5 % / +16 % from 1 to 10). Where one
-stream already gets there, the claim is *not testable here* with the 1-stream numbers,
-never "not reproduced". Every point a claim rests on is checked against what its wire
-can carry (:func:`harness.verdicts.validity.check_rate`); an impossible point makes the claim
-*invalid*. Summaries and the figure (which marks such points) are in :mod:`.figures`.
+registered sender CPU limit (no limit, and the limit anchored to the paper's single stream
+by the run's calibration, :mod:`.calibration`), each in its regime:
+
+- a claim at the anchored limit needs the calibration to have brought one stream within the
+  registered tolerance of the paper's (:func:`~.calibration.outside_tolerance`);
+- a *gain* needs a sender that cannot reach the paper's peak with one stream (the paper's
+  sender is CPU-limited, 004:66, and needed parallel streams: +5 % / +16 % from 1 to 10);
+  where one stream already gets there the gain is *not testable here* with the 1-stream
+  numbers, never "not reproduced";
+- a *peak* needs no such sender: it says how close 10 streams come to the wire, which a
+  sender of any strength can show (before 2026-11-29 the peaks were held to the gains' rule,
+  and the no-limit peaks, 478 and 934 Mbit/s inside their regions, were "not testable").
+
+Every point a claim rests on is checked against what its wire can carry
+(:func:`harness.verdicts.validity.check_rate`); an impossible point makes the claim *invalid*.
+Summaries and the figures (which mark such points) are in :mod:`.figures`.
 """
 
 from __future__ import annotations
@@ -21,12 +30,14 @@ from ...verdicts.intervals import Estimate, mean_estimate
 from ...verdicts.registration import Registration
 from ...verdicts.registration_file import load
 from ...verdicts.validity import Invalid, check_rate, payload_rate_mbit
+from .calibration import outside_tolerance
 from .design import (
+    ANCHORED,
     PAPER,
+    PAPER_ONE_STREAM,
     PAPER_PATH_MBIT,
     PAPER_SERVER_MBIT,
     REGISTRATION_FILE,
-    SENDER_CPUS,
     TOP_STREAMS,
     limit_label,
 )
@@ -36,8 +47,24 @@ MPTCP_CAPACITY = payload_rate_mbit(min(2 * PAPER_PATH_MBIT, PAPER_SERVER_MBIT)) 
 CAPACITY = {"tcp": TCP_CAPACITY, "mptcp": MPTCP_CAPACITY}
 
 
-def _limit_words(cpus: float) -> str:
-    return f"sender limited to {cpus:g} CPUs" if cpus else "no sender CPU limit"
+def _limit_words(label: str, rows: pd.DataFrame | None = None) -> str:
+    if label == ANCHORED:
+        cpus = sorted(rows.sender_cpus.unique()) if rows is not None and not rows.empty else []
+        at = f" ({', '.join(f'{c:g}' for c in cpus)} CPUs)" if cpus else ""
+        return f"the sender's CPU limit anchored to the paper's single stream{at}"
+    if label == "nolimit":
+        return "no sender CPU limit"
+    return f"sender limited to {label.removeprefix('cpu')} CPUs"
+
+
+def with_limits(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with its ``limit`` column (how claims name a limit): runs made before the
+    anchored limit existed have only ``sender_cpus`` (and runs before that, not even it)."""
+    if "sender_cpus" not in frame:
+        frame = frame.assign(sender_cpus=0.0)
+    if "limit" not in frame:
+        frame = frame.assign(limit=frame.sender_cpus.map(limit_label))
+    return frame
 
 
 def registered() -> Registration:
@@ -68,9 +95,10 @@ def invalid_rows(rows: pd.DataFrame, path_rate_mbit: float,
                  server_rate_mbit: float) -> list[Invalid]:
     """Each point among ``rows`` faster than its wire can carry."""
     out = []
-    for r in rows.itertuples():
+    for r in with_limits(rows).itertuples():
+        limit = r.limit + (f" {r.sender_cpus:g} CPUs" if r.limit == ANCHORED else "")
         bad = check_rate(f"{r.tool} {r.transport} {r.streams} streams, "
-                         f"{limit_label(r.sender_cpus)}, repetition {r.repetition}",
+                         f"{limit}, repetition {r.repetition}",
                          r.goodput_mbit, wire_mbit(r.transport, path_rate_mbit,
                                                    server_rate_mbit))
         if bad:
@@ -78,8 +106,8 @@ def invalid_rows(rows: pd.DataFrame, path_rate_mbit: float,
     return out
 
 
-def _points(frame: pd.DataFrame, transport: str, cpus: float, streams: int) -> pd.DataFrame:
-    return frame[(frame.transport == transport) & (frame.sender_cpus == cpus)
+def _points(frame: pd.DataFrame, transport: str, label: str, streams: int) -> pd.DataFrame:
+    return frame[(frame.transport == transport) & (frame.limit == label)
                  & (frame.streams == streams)]
 
 
@@ -94,7 +122,7 @@ def _outside_regime(one: Estimate, transport: str) -> str:
     top = one.high if one.has_interval else one.value
     if top < peak:
         return ""
-    paper_one = peak / (1 + PAPER[f"{transport}_gain_1_to_10_pct"] / 100)
+    paper_one = PAPER_ONE_STREAM[transport]
     if one.value >= peak:
         why = f"one {transport} stream already reaches the paper's peak here"
     else:
@@ -105,53 +133,59 @@ def _outside_regime(one: Estimate, transport: str) -> str:
             f"was ~{paper_one:.0f})")
 
 
-def _judge_paper(claim: Claim, frame: pd.DataFrame, transport: str, cpus: float,
-                 kind: str, rates_: dict) -> Verdict:
+def _judge_paper(claim: Claim, frame: pd.DataFrame, transport: str, label: str,
+                 kind: str, rates_: dict, calibration: pd.DataFrame | None) -> Verdict:
+    """One paper claim at one limit, in its regime (module docstring)."""
     if (rates_["path_rate_mbit"], rates_["server_rate_mbit"]) != (PAPER_PATH_MBIT,
                                                                  PAPER_SERVER_MBIT):
         return not_testable(claim, f"this run's links are {rates_['path_rate_mbit']:g}/"
                                    f"{rates_['server_rate_mbit']:g} Mbit/s, the paper's "
                                    f"{PAPER_PATH_MBIT:g}/{PAPER_SERVER_MBIT:g}")
-    one, top = _points(frame, transport, cpus, 1), _points(frame, transport, cpus, TOP_STREAMS)
-    if one.empty or top.empty:
-        measured = sorted(frame[frame.sender_cpus == cpus].streams.unique())
-        return not_testable(claim, f"needs 1 and {TOP_STREAMS} streams at "
-                                   f"{_limit_words(cpus)}; the run measured streams "
+    one, top = _points(frame, transport, label, 1), _points(frame, transport, label, TOP_STREAMS)
+    needed = (TOP_STREAMS,) if kind == "peak" else (1, TOP_STREAMS)
+    if top.empty or (kind == "gain" and one.empty):
+        measured = sorted(frame[frame.limit == label].streams.unique())
+        return not_testable(claim, f"needs {' and '.join(map(str, needed))} streams at "
+                                   f"{_limit_words(label)}; the run measured streams "
                                    f"{measured or 'none'} there")
     bad = invalid_rows(pd.concat([one, top]) if kind == "gain" else top, **rates_)
     top_rep = _per_rep(top)
+    where = _limit_words(label, top)
     if kind == "peak":
         est = mean_estimate(top_rep, "Mbit/s")
-        note = (f"at {TOP_STREAMS} streams; goodput without headers; the wire carries at most "
-                f"{CAPACITY[transport]:.1f} Mbit/s of payload")
+        note = (f"at {TOP_STREAMS} streams, {where}; goodput without headers; the wire "
+                f"carries at most {CAPACITY[transport]:.1f} Mbit/s of payload")
     else:
         pair = pd.concat([_per_rep(one), top_rep], axis=1, keys=["one", "top"]).dropna()
         ratio = mean_estimate(pair.top / pair.one, log=True)
         est = ratio.as_gain_pct() if ratio else None
-        note = f"1 -> {TOP_STREAMS} streams, paired per repetition"
+        note = f"1 -> {TOP_STREAMS} streams, paired per repetition, {where}"
     if bad:
         return judge(claim, est, note, bad)
-    outside = _outside_regime(mean_estimate(_per_rep(one), "Mbit/s"), transport)
-    if outside:
-        return not_testable(claim, outside, note)
+    outside = outside_tolerance(calibration) if label == ANCHORED else ""
+    if not outside and kind == "gain":
+        outside = _outside_regime(mean_estimate(_per_rep(one), "Mbit/s"), transport)
+    if outside:  # the estimate is shown, and decides nothing
+        return not_testable(claim, f"{outside}; measured anyway: {est.text()}" if est else outside,
+                            note)
     return judge(claim, est, note)
 
 
 def claims(frame: pd.DataFrame, path_rate_mbit: float = PAPER_PATH_MBIT,
-           server_rate_mbit: float = PAPER_SERVER_MBIT, tool: str = "iperf3") -> pd.DataFrame:
-    """Every registered claim judged on the run's iperf3 points (see the module docstring)."""
+           server_rate_mbit: float = PAPER_SERVER_MBIT, tool: str = "iperf3",
+           calibration: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Every registered claim judged on the run's iperf3 points (see the module docstring);
+    ``calibration``: the run's calibration points (its ``calibration`` table)."""
     rates_ = {"path_rate_mbit": path_rate_mbit, "server_rate_mbit": server_rate_mbit}
-    sub = frame[frame.tool == tool]
-    if "sender_cpus" not in sub:  # a run made before the limit was a factor: no limit
-        sub = sub.assign(sender_cpus=0.0)
+    sub = with_limits(frame[frame.tool == tool])
     verdicts = []
     for paper_claim in registered().claims:  # s4.{transport}_{peak|gain_1_10}@{limit label}
         if paper_claim.source == LAB:
             continue
         name, label = paper_claim.id.removeprefix("s4.").split("@")
         transport, kind = name.split("_")[:2]
-        cpus = next(c for c in SENDER_CPUS if limit_label(c) == label)
-        verdicts.append(_judge_paper(paper_claim, sub, transport, cpus, kind, rates_))
+        verdicts.append(_judge_paper(paper_claim, sub, transport, label, kind, rates_,
+                                     calibration))
     verdicts.append(_aggregation(sub, rates_))
     verdicts.append(_both_paths(sub, rates_))
     return table(verdicts)
@@ -159,7 +193,8 @@ def claims(frame: pd.DataFrame, path_rate_mbit: float = PAPER_PATH_MBIT,
 
 def _aggregation(sub: pd.DataFrame, rates_: dict) -> Verdict:
     claim = registered().claim("s4.mptcp_over_tcp")
-    tcp, mp = _points(sub, "tcp", 0.0, TOP_STREAMS), _points(sub, "mptcp", 0.0, TOP_STREAMS)
+    tcp = _points(sub, "tcp", "nolimit", TOP_STREAMS)
+    mp = _points(sub, "mptcp", "nolimit", TOP_STREAMS)
     if tcp.empty or mp.empty:
         return not_testable(claim, f"needs TCP and MPTCP at {TOP_STREAMS} streams without a "
                                    "CPU limit")

@@ -8,12 +8,14 @@ from 1 to 10 parallel streams TCP gains 5% and MPTCP 16%.
 Here: upstream Linux MPTCP (v1) with the in-kernel path manager, an endpoint
 on each client interface and per-interface policy routing. Upstream has no
 coupled controller (LIA/OLIA/BALIA): each subflow runs the congestion control
-asked for (CUBIC), uncoupled; the run records which controller ran. Traffic:
-iperf3 (memory to memory) and a real GridFTP transfer (globus-url-copy with
--p N parallel data streams), each over TCP and over MPTCP, from a sender whose CPU
-is limited by a cgroup at each registered limit (the paper limits its sender's CPU,
-004:66; :mod:`.design` says which limits and why), all factors in an order
-shuffled per repetition (:mod:`.measure`).
+asked for (CUBIC), uncoupled; run.json's ``controllers`` records the kernel's
+scheduler, path manager and controllers. Traffic: iperf3 (memory to memory) and
+a real GridFTP transfer (globus-url-copy with -p N parallel data streams), each
+over TCP and over MPTCP, from a sender with no CPU limit and from one limited by a
+cgroup to the limit anchored to the paper's single stream (the paper limits its
+sender's CPU, 004:66): each run first calibrates that limit (:mod:`.calibration`,
+:mod:`.design` says which candidates and why), then measures all factors in an
+order shuffled per repetition (:mod:`.measure`).
 """
 
 from __future__ import annotations
@@ -35,16 +37,25 @@ from ...topology.topology import Topology, TopologyBuilder
 from ..base import Citation, Requirements, RunData, Study
 from ..order import MeasuringOrder
 from ..parameters import Parameters, param
-from .design import PROFILES, REGISTRATION_FILE, SENDER_CPUS, limit_label
-from .measure import CONGESTION, ORDER_DESIGN, sweep_gridftp, sweep_iperf3
+from .design import ANCHORED, PROFILES, REGISTRATION_FILE, limit_label
+from .measure import (
+    CONGESTION,
+    ORDER_DESIGN,
+    SenderLimit,
+    calibrate,
+    iperf3_servers,
+    sweep_gridftp,
+    sweep_iperf3,
+)
 
 STUDY = "s4"
 LAB_PREFIX = "198.18.0.0/15"  # RFC 2544 benchmarking range
 MIN_CPUS = 0.01  # 1 ms of a 100 ms CFS period: the smallest quota the cgroup's period allows
 
 
-def cpu_limits(name: str, value) -> tuple[float, ...]:
-    """Sender CPU limits: 0.01, "0,0.01" or a list; each 0 (no limit) or 0.01..64, no repeats."""
+def _limits(name: str, value, words: tuple[str, ...] = ()) -> list:
+    """The items of a list of CPU limits given as 0.01, "0,0.01" or a list; each 0 (no
+    limit), MIN_CPUS..64 or one of ``words``; no repeats, not empty."""
     if isinstance(value, str):
         items: Iterable = [v for v in value.replace(" ", "").split(",") if v]
     elif isinstance(value, (int, float)) and not isinstance(value, bool):
@@ -53,23 +64,45 @@ def cpu_limits(name: str, value) -> tuple[float, ...]:
         items = list(value)
     else:
         raise SpecError(f"parameter {name}={value!r} is not a list of CPU limits",
-                        "write e.g. 0,0.01 (0: no limit)")
-    out = []
+                        f"write e.g. {_example(words)}")
+    out: list = []
     for item in items:
-        try:
-            cpus = float(item)
-        except (TypeError, ValueError):
-            raise SpecError(f"parameter {name} has a non-number {item!r}",
-                            "write e.g. 0,0.01 (0: no limit)") from None
-        if isinstance(item, bool) or (cpus and not MIN_CPUS <= cpus <= 64):
-            raise SpecError(f"parameter {name}={cpus:g} is out of range",
-                            f"use {MIN_CPUS:g}..64 CPUs (or 0: no limit)")
+        if isinstance(item, str) and item in words:
+            cpus: float | str = item
+        else:
+            try:
+                cpus = float(item)
+            except (TypeError, ValueError):
+                raise SpecError(f"parameter {name} has a non-number {item!r}",
+                                f"write e.g. {_example(words)}") from None
+            if isinstance(item, bool) or (cpus and not MIN_CPUS <= cpus <= 64):
+                raise SpecError(f"parameter {name}={cpus:g} is out of range",
+                                f"use {MIN_CPUS:g}..64 CPUs (or 0: no limit)")
         if cpus in out:
-            raise SpecError(f"parameter {name} repeats {cpus:g}", "give each limit once")
+            raise SpecError(f"parameter {name} repeats {cpus}", "give each limit once")
         out.append(cpus)
     if not out:
-        raise SpecError(f"parameter {name} is empty", "give at least one limit (0: no limit)")
-    return tuple(out)
+        raise SpecError(f"parameter {name} is empty", f"give at least one limit, e.g. {_example(words)}")
+    return out
+
+
+def _example(words: tuple[str, ...]) -> str:
+    return "0,anchored (0: no limit; anchored: the calibrated limit)" if words else "0.01,0.015"
+
+
+def cpu_limits(name: str, value) -> tuple[float | str, ...]:
+    """Sender CPU limits the claims are measured at: 0 (no limit), 0.01..64 CPUs, or
+    "anchored" (the limit the run's calibration chooses, :mod:`.calibration`)."""
+    return tuple(_limits(name, value, (ANCHORED,)))
+
+
+def candidate_limits(name: str, value) -> tuple[float, ...]:
+    """The calibration's candidate limits: each 0.01..64 CPUs, ascending, no repeats."""
+    out = _limits(name, value)
+    if 0.0 in out:
+        raise SpecError(f"parameter {name} has 0 (no limit), which is not a limit to calibrate",
+                        f"give limits of {MIN_CPUS:g}..64 CPUs")
+    return tuple(sorted(out))
 
 
 @dataclass(frozen=True)
@@ -81,21 +114,29 @@ class Params(Parameters):
                              high=100)
     seed: int = param(0, "seed of the randomised order of every factor in each repetition",
                       low=0, high=2**31 - 1, zero="a fresh seed, recorded in run.json")
-    duration_s: int = param(4, "seconds per iperf3 point", unit="s", low=1, high=600)
+    duration_s: int = param(PROFILES["quick"]["duration_s"], "seconds per iperf3 point", unit="s",
+                            low=1, high=600)
     path_rate_mbit: float = param(500.0, "rate of each client path (the paper: 500)",
                                   unit="Mbit/s", low=1, high=40_000)
     server_rate_mbit: float = param(1000.0, "rate of the server's link (the paper: 1000)",
                                     unit="Mbit/s", low=1, high=40_000)
-    sender_cpus: tuple[float, ...] = param(
+    sender_cpus: tuple[float | str, ...] = param(
         PROFILES["quick"]["sender_cpus"], "CPU limits of the sender (a cgroup each), swept; "
-        "the paper limits its sender's CPU (004:66)", unit="CPUs", low=MIN_CPUS, high=64,
-        zero="no limit", parse=cpu_limits)
+        "the paper limits its sender's CPU (004:66); anchored: the calibration's choice",
+        unit="CPUs", low=MIN_CPUS, high=64, zero="no limit", parse=cpu_limits)
+    calibration_cpus: tuple[float, ...] = param(
+        PROFILES["quick"]["calibration_cpus"], "candidate limits the calibration measures one "
+        "stream at before the claims (only with sender_cpus anchored)", unit="CPUs",
+        low=MIN_CPUS, high=64, parse=candidate_limits)
+    calibration_repetitions: int = param(
+        PROFILES["quick"]["calibration_repetitions"], "repetitions of the calibration (its "
+        "medians choose the anchored limit)", low=1, high=20)
     gridftp: bool = param(True, "also run real GridFTP transfers (globus-url-copy -p N)")
     gridftp_streams: tuple[int, ...] = param(PROFILES["quick"]["gridftp_streams"],
                                              "parallel GridFTP data streams per point",
                                              low=1, high=64)
-    gridftp_mbytes: int = param(64, "bytes per GridFTP transfer", unit="MiB", low=1,
-                                high=100_000)
+    gridftp_mbytes: int = param(PROFILES["quick"]["gridftp_mbytes"], "bytes per GridFTP transfer",
+                                unit="MiB", low=1, high=100_000)
     verify_seconds: int = param(2, "iperf3 seconds per link direction when verifying the lab",
                                 unit="s", low=1, high=60)
 
@@ -130,7 +171,7 @@ def as_found_needs() -> dict[str, tuple[str, ...]]:
     client's second-path endpoint and policy routing, a limited sender's on its cgroup."""
     needs: dict[str, tuple[str, ...]] = {}
     mptcp_path = ("mptcp-endpoint", "rule")
-    for cpus in SENDER_CPUS:
+    for cpus in (0.0, ANCHORED):
         label, limited = limit_label(cpus), CGROUP_KINDS if cpus else ()
         needs[f"s4.tcp_peak@{label}"] = needs[f"s4.tcp_gain_1_10@{label}"] = limited
         needs[f"s4.mptcp_peak@{label}"] = needs[f"s4.mptcp_gain_1_10@{label}"] = \
@@ -170,6 +211,34 @@ def require_congestion_allowed(node) -> None:
             f"changed")
 
 
+@dataclass(frozen=True)
+class SenderLimits:
+    """The limits :meth:`S4.configure` made: those measured as given (no limit, fixed CPUs) and
+    the calibration's candidates (empty: no anchored limit, or its cgroups not made)."""
+
+    fixed: tuple[SenderLimit, ...]
+    candidates: tuple[SenderLimit, ...] = ()
+
+
+def controllers(kernel: dict, frame: pd.DataFrame) -> dict:
+    """What run.json says ran: each transport's congestion control (asked, and as iperf3
+    reported it), the client kernel's MPTCP scheduler and path manager, and the coupled
+    controllers it offers (upstream: none), beside the paper's."""
+    reported = {t: sorted(frame[frame.transport == t].congestion.dropna().unique())
+                for t in ("tcp", "mptcp")} if "congestion" in frame else {}
+    coupled = kernel.get("coupled_controllers") or []
+    return {
+        "tcp": CONGESTION,
+        "mptcp": f"upstream Linux MPTCP v1, {kernel.get('net.mptcp.path_manager') or 'in-kernel'} "
+                 f"path manager, scheduler {kernel.get('net.mptcp.scheduler') or '(no sysctl)'}, "
+                 f"{CONGESTION} per subflow, uncoupled (coupled controllers in this kernel: "
+                 f"{', '.join(coupled) or 'none'})",
+        "paper_mptcp": "out-of-tree MPTCP v0.95 with the coupled BALIA controller (004:66)",
+        "reported_by_iperf3": reported,
+        "client_kernel": kernel,
+    }
+
+
 class S4(Study):
     name = STUDY
     registration_file = REGISTRATION_FILE
@@ -195,54 +264,73 @@ class S4(Study):
         tools = (IPERF3, MPTCPIZE) + ((GLOBUS_URL_COPY, GRIDFTP_SERVER) if params.gridftp else ())
         return Requirements(features=frozenset({"mptcp"}), tools=tools)
 
-    def configure(self, session: Session, bed, params: Params) -> dict[float, str | None]:
-        """MPTCP on client and server; a cgroup per sender CPU limit. Returns limit -> cgroup
-        for each limit that can be measured: a run as found makes no cgroup, and a point
+    def configure(self, session: Session, bed, params: Params) -> SenderLimits:
+        """MPTCP on client and server; a cgroup per sender CPU limit, and with ``anchored``
+        one per candidate of the calibration. A run as found makes no cgroup, and a point
         "limited" by a cgroup that does not exist would be an unlimited point mislabelled,
         so such limits are left out of the sweep and run.json says which and why."""
         configure_mptcp(session, bed)
         if session.as_found is not None:
             require_congestion_allowed(bed.node("client"))
-        cgroups: dict[float, str | None] = {}
         not_made: dict[str, str] = {}
-        for cpus in params.sender_cpus:
-            if not cpus:
-                cgroups[cpus] = None
-                continue
-            limit = cgroup.CpuLimit(bed.node("client"), cpus, f"s4-sender-{limit_label(cpus)}")
+
+        def made(cpus: float, label: str) -> SenderLimit | None:
+            limit = cgroup.CpuLimit(bed.node("client"), cpus, f"s4-sender-{label}")
             records = session.apply(limit)
             if session.as_found is not None and any(r.changed for r in records):
-                not_made[limit_label(cpus)] = (f"not measured: its cgroup {limit.path} was not "
-                                               f"made (run as found: {OPERATIONS['cgroup']})")
+                not_made[label] = (f"not measured: its cgroup {limit.path} was not made (run "
+                                   f"as found: {OPERATIONS['cgroup']})")
+                return None
+            return SenderLimit.of(cpus, limit.path)
+
+        fixed: list[SenderLimit | None] = []
+        for cpus in params.sender_cpus:
+            if cpus == ANCHORED:
                 continue
-            cgroups[cpus] = limit.path
+            fixed.append(made(cpus, limit_label(cpus)) if cpus else SenderLimit.of(0.0))
+        candidates: list[SenderLimit | None] = []
+        if ANCHORED in params.sender_cpus:
+            candidates = [made(cpus, f"calibration-{cpus:g}") for cpus in params.calibration_cpus]
+            if None in candidates:
+                not_made[ANCHORED] = ("not measured: the calibration's cgroups were not made "
+                                      f"(run as found: {OPERATIONS['cgroup']})")
+                candidates = []
         if not_made:
             session.note(sender_cpus_not_measured=not_made)
-        return cgroups
+        return SenderLimits(tuple(f for f in fixed if f), tuple(c for c in candidates if c))
 
-    def measure(self, session: Session, bed, params: Params,
-                cgroups: dict[float, str | None]) -> None:
-        """Sweep limits x streams x transports with iperf3, then with GridFTP; archive one table."""
-        order = MeasuringOrder(params.seed)  # the limits measured: those of ``cgroups``
-        rows = sweep_iperf3(session, bed, params, cgroups, order)
+    def measure(self, session: Session, bed, params: Params, limits: SenderLimits) -> None:
+        """Calibrate the anchored limit (when asked and its cgroups exist), then sweep limits x
+        streams x transports with iperf3, then with GridFTP; archive the tables."""
+        order = MeasuringOrder(params.seed)
+        measured = list(limits.fixed)
+        with iperf3_servers(session, bed):
+            if limits.candidates:
+                anchor, points = calibrate(session, bed, params, limits.candidates, order)
+                session.results(pd.DataFrame(points), "calibration")
+                session.note(calibration={**anchor.record(),
+                                          "repetitions": params.calibration_repetitions})
+                measured.append(next(c for c in limits.candidates
+                                     if c.cpus == anchor.cpus).anchored())
+            rows = sweep_iperf3(session, bed, params, measured, order)
         if params.gridftp:
-            rows += sweep_gridftp(session, bed, params, cgroups, order)
+            rows += sweep_gridftp(session, bed, params, measured, order)
         session.note(order=order.record(ORDER_DESIGN))
-        session.results(pd.DataFrame(rows))
-        session.note(controllers={
-            "tcp": CONGESTION,
-            "mptcp": f"upstream Linux MPTCP v1, in-kernel path manager, {CONGESTION} per subflow "
-                     "(uncoupled; LIA/OLIA/BALIA are not in the upstream kernel)",
-            "paper_mptcp": "out-of-tree MPTCP v0.95 with coupled BALIA",
-        })
+        frame = pd.DataFrame(rows)
+        session.results(frame)
+        session.note(controllers=controllers(mptcp.read_kernel(bed.node("client")), frame))
 
     def claims(self, data: RunData) -> pd.DataFrame:
         from . import registration as s4_analysis
 
-        return s4_analysis.claims(data.results, **s4_analysis.rates(data.meta))
+        return s4_analysis.claims(data.results, **s4_analysis.rates(data.meta),
+                                  calibration=data.tables.get("calibration"))
 
     def figures(self, data: RunData) -> dict:
         from . import figures as s4_figures
         from . import registration as s4_analysis
 
-        return {"fig3": s4_figures.figure(data.results, **s4_analysis.rates(data.meta))}
+        out = {"fig3": s4_figures.figure(data.results, **s4_analysis.rates(data.meta))}
+        if data.tables.get("calibration") is not None:
+            out["calibration"] = s4_figures.calibration_figure(data.tables["calibration"])
+        return out

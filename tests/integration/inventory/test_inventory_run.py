@@ -142,10 +142,10 @@ def test_s4_as_an_ordinary_user_measures_what_it_can_and_changes_nothing(machine
     mp = frame[(frame.tool == "iperf3") & (frame.transport == "mptcp")]
     assert (mp.path2_tx_bytes < 0.01 * mp.path1_tx_bytes).all()  # no endpoint: no 2nd path
     verdicts = pd.read_csv(run_dir / "claims.csv").set_index("claim_id")
-    for claim in ("s4.tcp_peak@cpu0.01", "s4.mptcp_both_paths", "s4.mptcp_peak@nolimit"):
+    for claim in ("s4.tcp_peak@anchored", "s4.mptcp_both_paths", "s4.mptcp_peak@nolimit"):
         assert verdicts.loc[claim, "outcome"] == "not testable here", claim
         assert f"as {m.user}" in verdicts.loc[claim, "reason"], claim
-    assert "root (a cgroup" in verdicts.loc["s4.tcp_gain_1_10@cpu0.01", "reason"]
+    assert "root (a cgroup" in verdicts.loc["s4.tcp_gain_1_10@anchored", "reason"]
     assert "not measured: its cgroup" in meta["sender_cpus_not_measured"]["cpu0.01"]
     assert "CAP_NET_ADMIN" in verdicts.loc["s4.mptcp_both_paths", "reason"]
     # TCP without a limit rests on no change: judged on the machines as found

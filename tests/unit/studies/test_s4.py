@@ -5,19 +5,22 @@ import pytest
 from harness.errors import SpecError
 from harness.studies.order import MeasuringOrder
 from harness.studies.s4 import study as s4
-from harness.studies.s4.design import SENDER_CPUS
-from harness.studies.s4.measure import plan
+from harness.studies.s4.design import ANCHORED, CALIBRATION_CPUS, SENDER_CPUS
+from harness.studies.s4.measure import SenderLimit, plan
 
 
 def test_s4_profiles_and_overrides():
     quick = s4.Params.resolve()
     paper = s4.Params.resolve(profile="paper")
     verdict = s4.Params.resolve(profile="verdict")
-    assert quick.streams == (1, 4, 10) and paper.streams == tuple(range(1, 11))
+    assert quick.streams == (1, 10) and paper.streams == tuple(range(1, 11))
     assert verdict.streams == tuple(range(1, 11))  # the paper's 병렬성(1)..(10), 004:66
-    # every profile carries the paper's sender CPU limit beside no limit
+    # every profile measures the claims with no limit and at the anchored limit, after a
+    # calibration over the same candidates (more repetitions where the verdict rests on it)
     assert quick.sender_cpus == verdict.sender_cpus == paper.sender_cpus == SENDER_CPUS
-    assert any(SENDER_CPUS) and 0.0 in SENDER_CPUS
+    assert SENDER_CPUS == (0.0, ANCHORED)
+    assert quick.calibration_cpus == verdict.calibration_cpus == CALIBRATION_CPUS
+    assert quick.calibration_repetitions == 1 and verdict.calibration_repetitions >= 3
     assert paper.repetitions >= 3
     custom = s4.Params.resolve(profile="paper", streams="1,10", repetitions=None)
     assert custom.streams == (1, 10) and custom.repetitions == paper.repetitions
@@ -25,9 +28,14 @@ def test_s4_profiles_and_overrides():
 
 @pytest.mark.parametrize("given, expected", [
     ("0,0.01", (0.0, 0.01)), (0.5, (0.5,)), ([0, 0.25], (0.0, 0.25)), ("0", (0.0,)),
+    ("0,anchored", (0.0, ANCHORED)), (["anchored"], (ANCHORED,)),
 ])
 def test_s4_sender_cpus_are_a_list_of_limits(given, expected):
     assert s4.Params.resolve(sender_cpus=given).sender_cpus == expected
+
+
+def test_s4_calibration_candidates_are_limits_in_ascending_order():
+    assert s4.Params.resolve(calibration_cpus="0.02,0.01").calibration_cpus == (0.01, 0.02)
 
 
 @pytest.mark.parametrize("given, message", [
@@ -36,6 +44,12 @@ def test_s4_sender_cpus_are_a_list_of_limits(given, expected):
     ({"sender_cpus": 0.001}, "out of range"),
     ({"sender_cpus": "0.01,0.01"}, "repeats"),
     ({"sender_cpus": "fast"}, "non-number"),
+    ({"sender_cpus": "0,anchor"}, "non-number"),
+    ({"sender_cpus": "anchored,anchored"}, "repeats"),
+    ({"calibration_cpus": "0,0.01"}, "not a limit to calibrate"),
+    ({"calibration_cpus": "anchored"}, "non-number"),
+    ({"calibration_cpus": 0.005}, "out of range"),
+    ({"calibration_repetitions": 0}, "out of range"),
     ({"gridftp": "yes"}, "true or false"),
     ({"path_rate_mbit": 0}, "out of range"),
     ({"no_such": 1}, "unknown parameter"),
@@ -48,12 +62,16 @@ def test_s4_bad_parameters(given, message):
 
 def test_every_factor_is_shuffled_per_repetition_from_the_seed():
     order = MeasuringOrder(7)
-    first, second = plan(order, (1, 2, 10), (0.0, 0.01)), plan(order, (1, 2, 10), (0.0, 0.01))
+    limits = (SenderLimit.of(0.0), SenderLimit.of(0.015, "/sys/fs/cgroup/x").anchored())
+    first, second = plan(order, (1, 2, 10), limits), plan(order, (1, 2, 10), limits)
     assert sorted(first, key=repr) == sorted(second, key=repr) and len(first) == 12
     assert first != second  # a new order per repetition
     assert [p.streams for p in first] != sorted(p.streams for p in first)  # not ascending
+    assert [p.limit.label for p in first] != sorted(p.limit.label for p in first)
     again = MeasuringOrder(7)
-    assert plan(again, (1, 2, 10), (0.0, 0.01)) == first  # reproducible from the seed
+    assert plan(again, (1, 2, 10), limits) == first  # reproducible from the seed
+    anchored = next(p for p in first if p.limit.label == ANCHORED)
+    assert anchored.sender_cpus == 0.015 and anchored.file_tag().endswith("anchored0.015")
 
 
 def test_s4_as_found_names_registered_claims_and_known_changes():
@@ -68,7 +86,7 @@ def test_s4_as_found_names_registered_claims_and_known_changes():
     assert {kind for kinds in S4.as_found.values() for kind in kinds} <= set(OPERATIONS)
     # TCP without a limit rests on no change; every limited or MPTCP claim on one
     assert "s4.tcp_peak@nolimit" not in S4.as_found
-    assert {i for i in ids if "cpu0.01" in i or "mptcp" in i} <= set(S4.as_found)
+    assert {i for i in ids if i.endswith("@anchored") or "mptcp" in i} <= set(S4.as_found)
 
 
 def test_as_found_s4_stops_before_measuring_when_cubic_is_not_allowed_to_users():

@@ -6,25 +6,30 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from harness.studies.s4 import calibration as calib
 from harness.studies.s4 import figures
 from harness.studies.s4 import registration as analysis
-from harness.studies.s4.design import PROFILES, SENDER_CPUS, limit_label
+from harness.studies.s4.design import ANCHORED, CALIBRATION_CPUS, PROFILES, SENDER_CPUS, limit_label
 from harness.studies.s4.study import S4
 from harness.verdicts.claims import INVALID, LAB, PAPER
 
 SEEDS = Path(__file__).resolve().parents[4] / "shared" / "seeds"
-LIMITED = 0.01
+LIMITED = 0.015  # the anchored limit of these tables (the calibration's choice)
 
 
 def frame(tcp: dict[int, float], mptcp: dict[int, float], cpus: float = LIMITED,
-          path2_share: float = 0.5, joins: int = 2, repetition: int = 1) -> pd.DataFrame:
+          path2_share: float = 0.5, joins: int = 2, repetition: int = 1,
+          limit: str | None = None) -> pd.DataFrame:
+    """One repetition's iperf3 rows; ``limit`` the label (default: no limit at 0 CPUs, else
+    the anchored limit)."""
     rows = []
+    label = limit or ("nolimit" if not cpus else ANCHORED)
     for transport, points in (("tcp", tcp), ("mptcp", mptcp)):
         for streams, goodput in points.items():
             total = 1_000_000
             share = path2_share if transport == "mptcp" else 0.0
             rows.append({"tool": "iperf3", "transport": transport, "streams": streams,
-                         "sender_cpus": cpus, "repetition": repetition,
+                         "sender_cpus": cpus, "limit": label, "repetition": repetition,
                          "goodput_mbit": goodput,
                          "path1_tx_bytes": int(total * (1 - share)),
                          "path2_tx_bytes": int(total * share),
@@ -52,6 +57,27 @@ def both_limits(limited: tuple[dict, dict], unlimited: tuple[dict, dict], noise:
                       repeated(*unlimited, noise, reps, cpus=0.0, **kw)], ignore_index=True)
 
 
+def calibration(one: dict[float, tuple[float, float]], repetitions: int = 1) -> pd.DataFrame:
+    """A calibration table as a run archives it: one-stream points per candidate limit
+    (cpus -> (TCP, MPTCP) Mbit/s), each row with the run's choice and its distance."""
+    rows = [{"tool": "iperf3", "transport": transport, "streams": 1, "sender_cpus": cpus,
+             "limit": limit_label(cpus), "repetition": rep, "goodput_mbit": goodput}
+            for rep in range(1, repetitions + 1) for cpus, pair in one.items()
+            for transport, goodput in zip(("tcp", "mptcp"), pair)]
+    points = pd.DataFrame(rows)
+    anchor = calib.choose_limit(points)
+    return points.assign(anchored_cpus=anchor.cpus, anchor_distance=anchor.distance)
+
+
+#: a calibration whose nearest candidate (0.015) is 1-4 % from the paper's one stream
+IN_MARGIN = calibration({0.01: (430, 470), 0.0125: (437, 670), LIMITED: (445, 820),
+                         0.02: (468, 900)})
+
+
+def claims(data: pd.DataFrame, calibration: pd.DataFrame | None = IN_MARGIN, **kw) -> pd.DataFrame:
+    return analysis.claims(data, calibration=calibration, **kw)
+
+
 def verdicts(claims: pd.DataFrame) -> pd.DataFrame:
     return claims.set_index("claim_id")
 
@@ -60,60 +86,142 @@ PAPER_LIKE = ({1: 438, 10: 460}, {1: 805, 10: 934})
 FILLS = ({1: 478, 10: 478}, {1: 940, 10: 945})
 
 
-def test_paper_like_numbers_at_the_limit_are_reproduced_and_a_filling_stream_is_not_testable():
-    v = verdicts(analysis.claims(both_limits(PAPER_LIKE, FILLS)))
+def test_paper_like_numbers_at_the_anchored_limit_are_reproduced():
+    v = verdicts(claims(both_limits(PAPER_LIKE, FILLS)))
     for claim in ("tcp_peak", "mptcp_peak", "tcp_gain_1_10", "mptcp_gain_1_10"):
-        assert v.loc[f"s4.{claim}@cpu0.01", "outcome"] == "reproduced", claim
-        # one stream already reaches the paper's peak: outside the paper's regime, with numbers
-        row = v.loc[f"s4.{claim}@nolimit"]
-        assert row.outcome == "not testable here", claim
-        assert "already reaches the paper's peak" in row.reason and "1-stream goodput" in row.reason
+        assert v.loc[f"s4.{claim}@anchored", "outcome"] == "reproduced", claim
+        assert "0.015 CPUs" in v.loc[f"s4.{claim}@anchored", "note"], claim
     assert v.loc["s4.mptcp_over_tcp", "outcome"] == "met"  # 945 / 478 at no limit
     assert v.loc["s4.mptcp_both_paths", "outcome"] == "met"
 
 
+def test_peaks_are_judged_where_one_stream_fills_its_path_and_gains_are_not():
+    """Issue 35 item 10: without a limit one stream fills its path (478 / 940); the gain from
+    1 to 10 streams cannot show there, but the peak at 10 streams can (478 and 945 lie in
+    their regions). Before 2026-11-29 both were "not testable here"."""
+    v = verdicts(claims(both_limits(PAPER_LIKE, FILLS)))
+    for transport in ("tcp", "mptcp"):
+        peak = v.loc[f"s4.{transport}_peak@nolimit"]
+        assert peak.outcome == "reproduced", (transport, peak.reason)
+        gain = v.loc[f"s4.{transport}_gain_1_10@nolimit"]
+        assert gain.outcome == "not testable here", transport
+        assert "already reaches the paper's peak" in gain.reason and "1-stream goodput" in gain.reason
+    # the same at the anchored limit: a TCP stream that reaches 460 alone leaves the peak judged
+    v = verdicts(claims(repeated({1: 470, 10: 474}, {1: 805, 10: 934}, 0.0002)))
+    assert v.loc["s4.tcp_peak@anchored", "outcome"] == "reproduced"
+    assert v.loc["s4.tcp_gain_1_10@anchored", "outcome"] == "not testable here"
+    # a peak needs only its 10-stream points
+    v = verdicts(claims(repeated({10: 478}, {10: 940}, 0.0002, cpus=0.0)))
+    assert v.loc["s4.tcp_peak@nolimit", "outcome"] == "reproduced"
+    assert "needs 1 and 10 streams" in v.loc["s4.tcp_gain_1_10@nolimit", "reason"]
+
+
+def test_the_calibration_chooses_the_limit_nearest_the_papers_single_stream():
+    """Issue 35 item 9, the registered rule: per candidate the median over repetitions, the
+    worse transport's factor from TCP 438 / MPTCP 805, the smallest such factor wins."""
+    assert pytest.approx({"tcp": 460 / 1.05, "mptcp": 934 / 1.16}) == calib.PAPER_ONE_STREAM
+    points = calibration({0.01: (438, 470),     # TCP exact, MPTCP 1.71x below: starved
+                          0.015: (470, 820),    # TCP 7.3 % above, MPTCP 1.8 % above
+                          0.02: (478, 930)}).drop(columns=["anchored_cpus", "anchor_distance"])
+    # one outlier repetition at 0.01 (MPTCP 800) moves its median nowhere near: medians, not means
+    outlier = points[points.sender_cpus == 0.01].assign(repetition=2)
+    outlier.loc[outlier.transport == "mptcp", "goodput_mbit"] = 800.0
+    third = points[points.sender_cpus == 0.01].assign(repetition=3)
+    anchor = calib.choose_limit(pd.concat([points, outlier, third]))
+    assert anchor.cpus == 0.015
+    assert anchor.distance == pytest.approx(470 / (460 / 1.05))
+    assert anchor.within_tolerance and anchor.tolerance == 1.1
+    table = anchor.candidates.set_index("sender_cpus")
+    assert table.loc[0.01, "mptcp_mbit"] == 470 and table.loc[0.01, "distance"] > 1.7
+    assert list(table.chosen) == [False, True, False]
+    # below the paper counts as much as above (the ratio scale): 805/1.05 against 805*1.05
+    mirror = calibration({0.01: (438, 805 / 1.05), 0.02: (438, 805 * 1.05)})
+    assert mirror.anchored_cpus.iloc[0] == 0.02  # a tie: the larger limit
+    record = anchor.record()
+    assert record["chosen_cpus"] == 0.015 and record["rule"] == calib.RULE
+    assert "470" in record["chosen"] and len(record["candidates"]) == 3
+
+
+def test_claims_at_the_anchored_limit_rest_on_the_rows_the_calibration_chose():
+    """The anchored claims are judged on the rows labelled anchored, at whatever CPUs the run
+    chose; rows at a fixed limit (0.01 CPUs, the old registration's) decide none of them."""
+    fixed = repeated({1: 300, 10: 250}, {1: 380, 10: 220}, 0.001, cpus=0.01, limit="cpu0.01")
+    assert set(fixed.limit) == {"cpu0.01"}
+    data = pd.concat([fixed, repeated(*PAPER_LIKE, 0.001, cpus=0.0175)], ignore_index=True)
+    v = verdicts(claims(data))
+    assert v.loc["s4.mptcp_peak@anchored", "outcome"] == "reproduced"
+    assert "0.0175 CPUs" in v.loc["s4.mptcp_peak@anchored", "note"]
+    only_fixed = verdicts(claims(fixed))
+    assert "needs 10 streams at the sender's CPU limit anchored" in \
+        only_fixed.loc["s4.mptcp_peak@anchored", "reason"]
+
+
+def test_an_anchor_outside_the_margin_leaves_the_anchored_claims_not_testable():
+    """Even the nearest candidate 1.3x below the paper's MPTCP stream: the sender is not where
+    the paper's was, whatever the claims' own points say; the no-limit claims are untouched."""
+    far = calibration({0.01: (430, 470), 0.02: (470, 620)})
+    assert far.anchor_distance.iloc[0] > 1.1
+    v = verdicts(claims(both_limits(PAPER_LIKE, FILLS), calibration=far))
+    for claim in ("tcp_peak", "mptcp_peak", "tcp_gain_1_10", "mptcp_gain_1_10"):
+        row = v.loc[f"s4.{claim}@anchored"]
+        assert row.outcome == "not testable here", claim
+        assert "within x/÷ 1.1" in row.reason and "MPTCP 620" in row.reason, row.reason
+        assert "measured anyway" in row.reason  # the estimate shown, deciding nothing
+    assert v.loc["s4.tcp_peak@nolimit", "outcome"] == "reproduced"
+    none = verdicts(claims(both_limits(PAPER_LIKE, FILLS), calibration=None))
+    assert "archived no calibration" in none.loc["s4.mptcp_gain_1_10@anchored", "reason"]
+
+
+def test_pooled_calibrations_are_held_to_the_margin_run_by_run():
+    """Pooled runs each chose their own limit: every run's distance must be within the margin."""
+    other = calibration({0.01: (430, 470), 0.02: (470, 620)}).assign(repetition=1001)
+    pooled = pd.concat([IN_MARGIN, other], ignore_index=True)
+    assert calib.outside_tolerance(IN_MARGIN) == ""
+    assert "0.02 CPUs" in calib.outside_tolerance(pooled)
+
+
 def test_flat_streams_without_a_limit_are_not_testable_never_not_reproduced():
     # the old verdict: -0.0 % "not reproduced" where one stream fills its path (478 of 478)
-    v = verdicts(analysis.claims(repeated(*FILLS, 0.001, cpus=0.0)))
+    v = verdicts(claims(repeated(*FILLS, 0.001, cpus=0.0)))
     assert v.loc["s4.tcp_gain_1_10@nolimit", "outcome"] == "not testable here"
     assert "478" in v.loc["s4.tcp_gain_1_10@nolimit", "reason"]
     assert "NOT" not in "".join(v.outcome).upper().replace("NOT TESTABLE", "")
     # the limit the run did not measure is named, not judged
-    assert "needs 1 and 10 streams" in v.loc["s4.tcp_gain_1_10@cpu0.01", "reason"]
+    assert "needs 1 and 10 streams" in v.loc["s4.tcp_gain_1_10@anchored", "reason"]
 
 
 def test_flat_streams_in_the_paper_regime_are_not_reproduced():
-    v = verdicts(analysis.claims(repeated({1: 440, 10: 441}, {1: 700, 10: 690}, 0.001)))
-    assert v.loc["s4.tcp_gain_1_10@cpu0.01", "outcome"] == "not reproduced"
-    assert v.loc["s4.mptcp_gain_1_10@cpu0.01", "outcome"] == "not reproduced"
-    assert v.loc["s4.mptcp_peak@cpu0.01", "outcome"] == "not reproduced"  # 690, far from 934
+    v = verdicts(claims(repeated({1: 440, 10: 441}, {1: 700, 10: 690}, 0.001)))
+    assert v.loc["s4.tcp_gain_1_10@anchored", "outcome"] == "not reproduced"
+    assert v.loc["s4.mptcp_gain_1_10@anchored", "outcome"] == "not reproduced"
+    assert v.loc["s4.mptcp_peak@anchored", "outcome"] == "not reproduced"  # 690, far from 934
 
 
 def test_a_point_faster_than_its_wire_makes_its_claims_invalid_with_its_numbers():
     data = repeated(*PAPER_LIKE, 0.0002, reps=3)
     data.loc[(data.transport == "mptcp") & (data.streams == 10) & (data.repetition == 2),
              "goodput_mbit"] = 1023.0  # a 1 Gbit/s link carries 956.4 Mbit/s of payload
-    v = verdicts(analysis.claims(data))
-    for claim in ("s4.mptcp_peak@cpu0.01", "s4.mptcp_gain_1_10@cpu0.01", "s4.mptcp_both_paths"):
+    v = verdicts(claims(data))
+    for claim in ("s4.mptcp_peak@anchored", "s4.mptcp_gain_1_10@anchored", "s4.mptcp_both_paths"):
         row = v.loc[claim]
         assert row.outcome == INVALID, claim
         assert "1023" in row.reason and "956.4" in row.reason and "repetition 2" in row.invalid
         assert row.ours != "-"  # the estimate is still shown
-    assert v.loc["s4.tcp_peak@cpu0.01", "outcome"] == "reproduced"  # TCP's points are fine
+    assert v.loc["s4.tcp_peak@anchored", "outcome"] == "reproduced"  # TCP's points are fine
     bad = analysis.invalid_rows(data[data.tool == "iperf3"], 500, 1000)
     assert [b.value for b in bad] == [1023.0]
 
 
 def test_the_peak_is_judged_at_ten_streams_never_at_the_best_of_the_sweep():
     # the best mean (950 at 5 streams) would fall in the region; 10 streams (800) does not
-    v = verdicts(analysis.claims(repeated({1: 438, 10: 460}, {1: 700, 5: 950, 10: 800}, 0.001)))
-    row = v.loc["s4.mptcp_peak@cpu0.01"]
+    v = verdicts(claims(repeated({1: 438, 10: 460}, {1: 700, 5: 950, 10: 800}, 0.001)))
+    row = v.loc["s4.mptcp_peak@anchored"]
     assert row.outcome == "not reproduced" and 795 < row.value < 805
 
 
 def test_peak_regions_come_from_the_margin_capped_by_the_wire():
     reg = analysis.registered()
-    tcp, mp = reg.claim("s4.tcp_peak@cpu0.01"), reg.claim("s4.mptcp_peak@cpu0.01")
+    tcp, mp = reg.claim("s4.tcp_peak@anchored"), reg.claim("s4.mptcp_peak@anchored")
     assert tcp.region.low == pytest.approx(460 / 1.1)  # the equivalence margin (issue 33 item 2)
     assert tcp.region.high == pytest.approx(500 * 1448 / 1514 * 1.02)  # what one path carries
     assert mp.region.low == pytest.approx(934 / 1.1)
@@ -122,20 +230,19 @@ def test_peak_regions_come_from_the_margin_capped_by_the_wire():
 
 
 def test_one_repetition_is_inconclusive_where_in_regime():
-    v = verdicts(analysis.claims(frame(*PAPER_LIKE)))
-    assert v.loc["s4.tcp_peak@cpu0.01", "outcome"] == "inconclusive"
-    assert "no interval" in v.loc["s4.tcp_peak@cpu0.01", "reason"]
+    v = verdicts(claims(frame(*PAPER_LIKE)))
+    assert v.loc["s4.tcp_peak@anchored", "outcome"] == "inconclusive"
+    assert "no interval" in v.loc["s4.tcp_peak@anchored", "reason"]
 
 
 def test_other_link_rates_are_outside_the_paper_regime():
-    v = verdicts(analysis.claims(repeated(*PAPER_LIKE, 0.001), path_rate_mbit=100,
-                                 server_rate_mbit=200))
-    assert "100/200 Mbit/s" in v.loc["s4.tcp_gain_1_10@cpu0.01", "reason"]
+    v = verdicts(claims(repeated(*PAPER_LIKE, 0.001), path_rate_mbit=100, server_rate_mbit=200))
+    assert "100/200 Mbit/s" in v.loc["s4.tcp_gain_1_10@anchored", "reason"]
 
 
 def test_lab_checks_are_met_or_not_met_and_apart_from_the_paper():
-    v = verdicts(analysis.claims(repeated({10: 478}, {10: 480}, 0.001, cpus=0.0,
-                                          path2_share=0.0, joins=0)))
+    v = verdicts(claims(repeated({10: 478}, {10: 480}, 0.001, cpus=0.0, path2_share=0.0,
+                                 joins=0)))
     assert v.loc["s4.mptcp_over_tcp", "outcome"] == "not met"
     assert v.loc["s4.mptcp_both_paths", "outcome"] == "not met"
     assert set(v[v.source == LAB].index) == {"s4.mptcp_over_tcp", "s4.mptcp_both_paths"}
@@ -149,6 +256,17 @@ def test_registration_quotes_are_the_papers_words_and_the_design_matches_the_pro
     assert reg.design["repetitions"] == {k: p["repetitions"] for k, p in PROFILES.items()}
     assert reg.design["factors"]["streams"] == {k: list(p["streams"]) for k, p in PROFILES.items()}
     assert reg.design["factors"]["sender_cpus"] == list(SENDER_CPUS)
+    # the calibration is registered as the code runs it (candidates, repetitions, rule)
+    registered = reg.design["calibration"]
+    assert registered["candidates"] == list(CALIBRATION_CPUS)
+    assert registered["repetitions"] == {k: p["calibration_repetitions"] for k, p in PROFILES.items()}
+    assert registered["rule"] == calib.RULE
+    assert registered["paper_one_stream_mbit"] == {
+        t: pytest.approx(v, abs=0.05) for t, v in calib.PAPER_ONE_STREAM.items()}
+    renaming = [c for c in reg.changes if c.renamed]
+    assert renaming and renaming[-1].renamed["s4.mptcp_gain_1_10@cpu0.01"] == \
+        "s4.mptcp_gain_1_10@anchored"
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\dZ", renaming[-1].date)
     # every paper claim names a registered limit (the analysis judges it there)
     labels = {c.id.split("@")[1] for c in paper}
     assert labels == {limit_label(c) for c in SENDER_CPUS}
@@ -200,7 +318,7 @@ def test_the_reports_invalid_table_checks_every_point_not_only_the_claims():
 
 def test_a_regime_the_interval_cannot_show_is_said_so_not_called_filled():
     # one stream at 455 +- 3 % over two repetitions: its t interval reaches 460
-    v = verdicts(analysis.claims(repeated({1: 455, 10: 460}, {1: 805, 10: 934}, 0.03, reps=2)))
-    reason = v.loc["s4.tcp_gain_1_10@cpu0.01", "reason"]
-    assert v.loc["s4.tcp_gain_1_10@cpu0.01", "outcome"] == "not testable here"
+    v = verdicts(claims(repeated({1: 455, 10: 460}, {1: 805, 10: 934}, 0.03, reps=2)))
+    reason = v.loc["s4.tcp_gain_1_10@anchored", "reason"]
+    assert v.loc["s4.tcp_gain_1_10@anchored", "outcome"] == "not testable here"
     assert reason.startswith("not shown that one tcp stream stays below") and "455" in reason
