@@ -68,6 +68,8 @@ def tests(session: nox.Session) -> None:
             "notebooks/nbval-sanitize.cfg",
             # side by side on test_workers() workers, the longest units first (tests/conftest.py)
             "-n", str(test_workers()), "--dist", "loadfile", "--no-loadscope-reorder", "tests",
+            # every log shows where the time went (the suite's budget: docs/explanation/tests.md)
+            "--durations=25",
             *(nb for nb, meta in study_notebooks() if meta.get("nbval", True)), *session.posargs,
             # the tests' runs measure nothing for keeps: they share the machine rather than
             # refuse to start beside another run (each records that it shared)
@@ -83,15 +85,17 @@ def tests(session: nox.Session) -> None:
 def slow(session: nox.Session) -> None:
     """The tests too long for every run of the suite: `nox -s slow`.
 
-    S1's quick run on two TCG VMs reached as plain machines through an inventory
-    (HARNESS_SLOW_TESTS=1, ~15 min), then every study notebook the suite leaves out of nbval
+    The tests marked ``slow`` (HARNESS_SLOW_TESTS=1; the suite skips them, saying so): S1's
+    quick run on two TCG VMs reached as plain machines through an inventory (~15 min), S2's and
+    S3's runs killed once their VMs are up, S4 as one Slurm job on the inventory's machines; then
+    every study notebook the suite leaves out of nbval
     (metadata ``"nbval": false``: their quick profiles take minutes; the suite runs each
     through ``harness run`` with small parameters) executed under nbval at its defaults.
     """
     install(session, "test")
     data = tempfile.mkdtemp(prefix="harness-test-data-")
     env = {"HARNESS_DATA": data, "PYTHONUNBUFFERED": "1", "HARNESS_SHARE_MACHINE": "1"}
-    session.run("pytest", "-ra", "-m", "vm", "tests/integration/inventory", *session.posargs,
+    session.run("pytest", "-ra", "-m", "slow", "tests", *session.posargs,
                 env={**env, "HARNESS_SLOW_TESTS": "1"})
     session.run("pytest", "-ra", "--nbval-lax", "--nbval-sanitize-with",
                 "notebooks/nbval-sanitize.cfg",

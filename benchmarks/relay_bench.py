@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Benchmark the Stream Relay Daemon (srd) against kernel forwarding and socat.
+"""Benchmark the Stream Relay Daemon (srd) against kernel forwarding and every peer relay.
 
 Lab: three network namespaces in a line, unshaped veth links, 198.18.0.0/15:
 
@@ -8,8 +8,12 @@ Lab: three network namespaces in a line, unshaped veth links, 198.18.0.0/15:
 Paths from client to server, each through the middle namespace:
   forward  kernel IP forwarding in the middle (the NAT/kernel baseline)
   socat    socat -b 262144 ...,nodelay in the middle (a copying user-space relay)
+  haproxy  HAProxy 2.6, mode tcp, option splice-request/splice-response (issue 39)
+  nginx    nginx's stream module, proxy_pass with its documented defaults (issue 39)
+  gosplice Go's standard library relay: io.Copy between TCPConns is splice(2) (issue 39)
   srd      our relay in the middle (splice, zero-copy)
-  socat2, srd2   two relays of that kind in a row (S0's "proxies" path): the first
+  (each peer's configuration and the documentation it follows: harness.relay.peers)
+  socat2, srd2, ...   two relays of that kind in a row (S0's "proxies" path): the first
            listens on 198.18.0.2 and connects to the second on 198.18.1.1, which
            connects to the server; both run in the middle namespace, so the hop
            between them is that namespace's loopback, and every byte crosses four
@@ -17,12 +21,17 @@ Paths from client to server, each through the middle namespace:
 
 Per path: iperf3 TCP throughput (client -> server, JSON) with the sender's
 retransmits and the middle namespace's own retransmitted segments (the relays'
-outgoing sockets), 1-byte ping-pong half-RTT with TCP_NODELAY (a small Python
-client/server, median of many round trips) and, if NetPIPE is installed,
-NPtcp's 1-byte latency. The machine is shared (2 cores), so everything runs
+outgoing sockets), the relay process group's own CPU seconds (/proc) and the host's
+(/proc/stat) per GB, 1-byte and 1-KiB ping-pong half-RTT with TCP_NODELAY (a small Python
+client/server, median of many round trips) and, if NetPIPE is installed, NPtcp's 1-byte
+and 1-KiB latency. The machine is shared (2 cores), so everything runs
 ``--runs`` times, the paths in an order shuffled per run from ``--seed``
 (recorded); the summary reports the best value, the spread and the per-run
-ratios, and the targets of :mod:`harness.relay.targets` judged on the runs.
+ratios, each peer's ratio to srd with its 95 % interval over the runs (Student t below
+30 runs), srd's throughput as a share of what a relay costing no CPU would reach, and the
+targets of :mod:`harness.relay.targets` (S0's peer rows among them) judged on the runs. A
+peer whose program is missing is reported absent with its install command (``--peers``
+chooses the peers).
 
 Usage (root):  python benchmarks/relay_bench.py [--runs 3] [--duration 5] [--out FILE]
 ``--out`` never replaces an existing file unless ``--replace`` is given (the
@@ -142,6 +151,34 @@ run, iperf3 5 s; "ratio" is throughput / forwarding's in the same run):
   read 40.3 and 29.4 us (NPtcp in the same tests 4.2 and 4.1 us) while the load rose, so
   those runs' differences are negative (-30.5, -20.0 us) and the one-srd target is
   inconclusive, the two-srd one "met" on a mean that includes them.
+Notes of 2026-11-29, srd 1.2 against the peers (issue 39; harness.relay.peers configures
+each as its documentation does; the table is in docs/studies/s0.md):
+- Result, data/benchmarks/relay.json (``--runs 5 --duration 4 --iters 2000``, 902 s, load
+  25 -> 15 from six other sessions): one relay, medians over runs, srd 1.95 Gbit/s against
+  Go's splice relay 2.67, socat 1.76, HAProxy 1.66, nginx 1.31 (forwarding 2.57); the
+  relay's own CPU per GB srd 0.573 core-s, Go 0.345, HAProxy 0.534, socat 0.727, nginx 1.017.
+  S0's peer targets: throughput 0.71x [0.48, 1.04] of Go's (one), 0.92x [0.69, 1.23] (two),
+  inconclusive; CPU per GB 1.63x [1.44, 1.84] of Go's (one), 1.32x [1.23, 1.42] of HAProxy's
+  (two), not met. srd reached 0.93x [0.84, 1.03] and 0.87x [0.83, 0.91] of the free-relay
+  bound (``summary.srd_share_of_free_relay_bound``).
+- Why srd costs more CPU per byte than Go's relay: its TCP_NOTSENT_LOWAT (128 KiB, srd
+  1.1). Interleaved 3-run experiments, ``--peers gosplice --no-nptcp``, load 15-16:
+  TCP_NOTSENT_LOWAT 0: srd's CPU per GB 0.84x [0.71, 0.99] of Go's (one relay), 0.99x
+  [0.85, 1.14] (two), throughput 1.19x [0.53, 2.68] and 1.27x [0.79, 2.02]; 128 KiB: 1.45x
+  [1.12, 1.88] and 1.17x [1.07, 1.28], throughput 0.70x and 0.83x. Loopback, perf stat on
+  the relay over 4 s iperf3 tests: srd 0.29-0.37 core-s/GB at 128 KiB, 0.18-0.21 at 0, Go
+  0.31-0.32; syscalls per GB srd 3.9-4.8k, Go 6.3-7.0k (Go wakes per goroutine, 2.8-3.0k
+  context switches per GB against srd's 0.8-1.2k). A small unsent queue makes the socket
+  transmit from srd's splice in srd's own context rather than from ACK processing in softirq.
+  The cap stays for now: it was kept for the sender's retransmits at load 1-7 (5-50x fewer),
+  and this machine stayed at load 13-25 all session, where both settings retransmitted
+  little (srd 1-95 per test without it, 11-332 with it). Re-measure both on a quiet machine
+  before changing RelaySpec's default.
+- Other peers' half round trips: nginx's stream module and socat wake once per message
+  like srd; Go's relay adds 14-16 us per relay at 1 B (goroutine hand-offs through the
+  netpoller) and HAProxy 23 us at 1 B but 7 us at 1 KiB in this loaded run; the Python
+  ping-pong's medians moved by tens of us with the load, so these differences are
+  indicative only.
 """
 
 from __future__ import annotations
@@ -165,9 +202,23 @@ from dataclasses import asdict, dataclass, field
 IPERF_PORT, ECHO_PORT, NP_PORT = 5201, 7000, 6000
 # see harness.relay.line
 MIDDLE_LEFT_IP, MIDDLE_RIGHT_IP, SERVER_IP = "198.18.0.2", "198.18.1.1", "198.18.1.2"
-# relay listens on server port + offset; the second of two on + offset + 1 (middle's right)
-RELAY_PORT_OFFSET = {"socat": 2, "srd": 3, "socat2": 4, "srd2": 6}
-PATHS = ("forward", "socat", "srd", "socat2", "srd2")
+PEER_KINDS = ("socat", "haproxy", "nginx", "gosplice")  # harness.relay.peers.PEERS
+KINDS = (*PEER_KINDS, "srd")
+PATHS = ("forward", *(path for kind in KINDS for path in (kind, kind + "2")))
+# a relay listens on server port + offset; the second of two on + offset + 1 (middle's right)
+RELAY_PORT_OFFSET = {path: 2 + 3 * i + (1 if path.endswith("2") else 0)
+                     for i, kind in enumerate(KINDS) for path in (kind, kind + "2")}
+SIZES = (1, 1024)  # ping-pong and NPtcp message sizes (bytes)
+
+
+def kind_of(path: str) -> str:
+    """The relay kind of a path: ``'nginx2'`` -> ``'nginx'``."""
+    return path[:-1] if path.endswith("2") else path
+
+
+def paths_of(kinds) -> tuple[str, ...]:
+    """forward, then one and two relays of every kind in ``kinds``, in :data:`PATHS` order."""
+    return tuple(p for p in PATHS if p == "forward" or kind_of(p) in kinds)
 
 
 # -- helpers run inside the namespaces (as separate processes) ---------------------------------
@@ -230,8 +281,10 @@ class PathResult:
     middle_retransmits: int | None = None  # segments the middle's relays retransmitted
     host_busy_cores: float | None = None    # all CPUs busy (/proc/stat) during iperf3, in cores
     host_cpu_s_per_gb: float | None = None  # ... per GB moved: what the whole path costs the host
-    pingpong: dict | None = None
-    nptcp_half_rtt_us: float | None = None
+    pingpong: dict | None = None  # 1 B
+    pingpong_1k: dict | None = None  # 1 KiB
+    nptcp_half_rtt_us: float | None = None  # 1 B
+    nptcp_half_rtt_1k_us: float | None = None  # 1 KiB
     errors: list[str] = field(default_factory=list)
 
 
@@ -275,8 +328,9 @@ def group_cpu_seconds(pgid: int) -> float:
 
 
 class Bench:
-    def __init__(self, journal, line, args, tmp: str):
+    def __init__(self, journal, line, args, tmp: str, go_binary: str | None = None):
         self.journal, self.line, self.args, self.tmp = journal, line, args, tmp
+        self.go_binary = go_binary  # the built gosplice relay (harness.relay.peers)
         self.relay_groups: list[int] = []
 
     @contextmanager
@@ -287,7 +341,7 @@ class Bench:
             yield SERVER_IP, server_port
             return
         port = server_port + RELAY_PORT_OFFSET[name]
-        kind = name.rstrip("2")
+        kind = kind_of(name)
         with ExitStack() as stack:
             target = f"{SERVER_IP}:{server_port}"
             if name.endswith("2"):  # the second relay first: the first connects to it
@@ -300,19 +354,20 @@ class Bench:
     @contextmanager
     def relay(self, kind: str, listen: str, target: str) -> Iterator[None]:
         """One relay of ``kind`` in the middle, its process group noted for the CPU count."""
-        from harness.relay import RelaySpec, running_relay
+        from harness.relay import RelaySpec, peers, running_relay
 
         middle = self.line.node("middle")
-        if kind == "socat":
-            host, port = listen.rsplit(":", 1)
-            cmd = (f"exec socat -b 262144 TCP-LISTEN:{port},bind={host},fork,"
-                   f"reuseaddr,nodelay TCP:{target},nodelay")
+        if kind != "srd":
+            cmd = peers.command(kind, listen, target, self.tmp, binary=self.go_binary)
             with self.journal.process(middle, cmd) as proc:
                 self.relay_groups.append(proc.pid)
-                wait_listening(middle, int(port))
+                wait_listening(middle, peers.split_host_port(listen)[1])
                 yield
+                if proc.poll() is not None:
+                    raise RuntimeError(f"{kind} exited during the test (status {proc.poll()})")
             return
-        with running_relay(self.journal, middle, RelaySpec.parse(listen, target)) as relay:
+        spec = RelaySpec.parse(listen, target, notsent_lowat=self.args.srd_notsent_lowat)
+        with running_relay(self.journal, middle, spec) as relay:
             self.relay_groups.append(relay.process.pid)
             yield
         if relay.exit_status != 0:
@@ -355,21 +410,31 @@ class Bench:
 
     def pingpong(self, result: PathResult) -> None:
         with self.path(result.path, ECHO_PORT) as (host, port):
-            out = self.line.node("client").run(
-                [sys.executable, os.path.abspath(__file__), "_ping", host, str(port),
-                 str(self.args.iters), "1", str(self.args.iters // 10)],
-                timeout=120, check=False)
-        if not out.ok:
-            result.errors.append(f"ping-pong: {out.stderr.strip()[-300:]}")
-            return
-        result.pingpong = json.loads(out.stdout)
+            for size in SIZES:
+                out = self.line.node("client").run(
+                    [sys.executable, os.path.abspath(__file__), "_ping", host, str(port),
+                     str(self.args.iters), str(size), str(self.args.iters // 10)],
+                    timeout=120, check=False)
+                if not out.ok:
+                    result.errors.append(f"ping-pong {size} B: {out.stderr.strip()[-300:]}")
+                    continue
+                setattr(result, "pingpong" if size == 1 else "pingpong_1k", json.loads(out.stdout))
 
     def nptcp(self, result: PathResult) -> None:
         if not shutil.which("NPtcp"):
             return
-        np_args = ["-l", "1", "-u", "1", "-n", str(self.args.iters), "-p", "0"]
+        for size in SIZES:
+            value = self.nptcp_size(result, size)
+            if size == 1:
+                result.nptcp_half_rtt_us = value
+            else:
+                result.nptcp_half_rtt_1k_us = value
+
+    def nptcp_size(self, result: PathResult, size: int) -> float | None:
+        """NPtcp's half round trip of ``size``-byte messages on the path, in microseconds."""
+        np_args = ["-l", str(size), "-u", str(size), "-n", str(self.args.iters), "-p", "0"]
         server = f"cd {self.tmp} && exec NPtcp -P {NP_PORT} " + " ".join(np_args)
-        outfile = os.path.join(self.tmp, f"np-{result.path}-{result.run}.out")
+        outfile = os.path.join(self.tmp, f"np-{result.path}-{result.run}-{size}.out")
         server_node = self.line.node("server")
         with self.journal.process(server_node, server):
             wait_listening(server_node, NP_PORT)
@@ -379,13 +444,31 @@ class Bench:
                      + " ".join(np_args) + f" -o {outfile}"], timeout=120, check=False)
         try:
             with open(outfile) as fh:
-                cols = fh.read().split()
-            result.nptcp_half_rtt_us = float(cols[2]) * 1e6  # bytes, Mbit/s, seconds (half RTT)
-        except (OSError, IndexError, ValueError):
-            result.errors.append(f"NPtcp: {out.stdout.strip()[-200:]} {out.stderr.strip()[-200:]}")
+                return nptcp_half_rtt_us(fh.read(), size)
+        except (OSError, ValueError) as exc:
+            result.errors.append(f"NPtcp {size} B: {exc}; {out.stdout.strip()[-200:]} "
+                                 f"{out.stderr.strip()[-200:]}")
+            return None
         finally:
             if os.path.exists(outfile):
                 os.remove(outfile)
+
+
+def nptcp_half_rtt_us(text: str, size: int) -> float:
+    """The half round trip (us) NPtcp's output file gives for ``size``-byte messages.
+
+    Each line of the file is ``bytes Mbit/s seconds`` (seconds: half a round trip); a file
+    without a line of that size raises ValueError naming the sizes it has.
+    """
+    sizes = []
+    for line in text.splitlines():
+        cols = line.split()
+        if len(cols) < 3:
+            continue
+        sizes.append(int(float(cols[0])))
+        if sizes[-1] == size:
+            return float(cols[2]) * 1e6
+    raise ValueError(f"NPtcp's output has no {size}-byte line (sizes: {sizes or 'none'})")
 
 
 # -- summary ---------------------------------------------------------------------------------
@@ -399,14 +482,18 @@ def spread(values: list[float], best=max) -> dict | None:
 
 
 def summarize(results: list[PathResult]) -> dict:
-    by = {p: [r for r in results if r.path == p] for p in PATHS}
-    summary: dict = {}
+    measured = tuple(p for p in PATHS if any(r.path == p for r in results))
+    by = {p: [r for r in results if r.path == p] for p in measured}
+    summary: dict = {"paths": list(measured)}
     for p, rs in by.items():
         summary[p] = {
             "throughput_gbps": spread([r.throughput_gbps for r in rs]),
             "half_rtt_us": spread([r.pingpong and r.pingpong["median_us"] for r in rs], best=min),
+            "half_rtt_1k_us": spread([r.pingpong_1k and r.pingpong_1k["median_us"] for r in rs],
+                                     best=min),
             "half_rtt_p99_us": spread([r.pingpong and r.pingpong["p99_us"] for r in rs], best=min),
             "nptcp_half_rtt_us": spread([r.nptcp_half_rtt_us for r in rs], best=min),
+            "nptcp_half_rtt_1k_us": spread([r.nptcp_half_rtt_1k_us for r in rs], best=min),
             "relay_cpu_cores": spread([r.relay_cpu_cores for r in rs], best=min),
             "relay_cpu_s_per_gb": spread([r.relay_cpu_s_per_gb for r in rs], best=min),
             "retransmits": spread([r.retransmits for r in rs], best=min),
@@ -430,23 +517,103 @@ def summarize(results: list[PathResult]) -> dict:
 
     tput = lambda row, p: row[p].throughput_gbps  # noqa: E731
     lat = lambda row, p: row[p].pingpong["median_us"]  # noqa: E731
+    lat_1k = lambda row, p: row[p].pingpong_1k["median_us"]  # noqa: E731
     summary["ratios"] = {
         f"{p}_vs_forward_throughput": spread(per_run(lambda r, p=p: tput(r, p) / tput(r, "forward")))
-        for p in PATHS[1:]}
+        for p in measured[1:]}
     summary["ratios"]["srd_vs_socat_throughput"] = spread(
         per_run(lambda r: tput(r, "srd") / tput(r, "socat")))
     summary["ratios"]["srd2_vs_socat2_throughput"] = spread(
         per_run(lambda r: tput(r, "srd2") / tput(r, "socat2")))
     cost = lambda row, p: row[p].host_cpu_s_per_gb  # noqa: E731
-    for p in PATHS[1:]:
+    for p in measured[1:]:
         summary["ratios"][f"{p}_vs_forward_cpu_cost"] = spread(
             per_run(lambda r, p=p: cost(r, "forward") / cost(r, p)))
     summary["cpu_analysis"] = cpu_analysis(results, runs)
-    for p in PATHS[1:]:
+    for p in measured[1:]:
         hops = 2 if p.endswith("2") else 1
         summary["ratios"][f"{p}_added_half_rtt_us_per_relay"] = spread(
             per_run(lambda r, p=p, hops=hops: (lat(r, p) - lat(r, "forward")) / hops), best=min)
+        summary["ratios"][f"{p}_added_half_rtt_1k_us_per_relay"] = spread(
+            per_run(lambda r, p=p, hops=hops: (lat_1k(r, p) - lat_1k(r, "forward")) / hops),
+            best=min)
+    summary["versus_srd"] = versus_srd(results)
+    summary["srd_share_of_free_relay_bound"] = share_of_free_relay_bound(summary["cpu_analysis"])
     return summary
+
+
+def estimate_dict(estimate) -> dict | None:
+    """An interval estimate (harness.verdicts.intervals.Estimate) as archived JSON."""
+    if estimate is None:
+        return None
+    return {"value": estimate.value, "low": estimate.low, "high": estimate.high,
+            "n": estimate.n, "unit": estimate.unit, "method": estimate.method}
+
+
+def paired(results: list[PathResult], a: str, b: str, value) -> list[tuple[float, float]]:
+    """(value of path ``a``, value of path ``b``) per run where both have one."""
+    by_run: dict[int, dict[str, float]] = {}
+    for r in results:
+        if r.path in (a, b):
+            v = value(r)
+            if v is not None:
+                by_run.setdefault(r.run, {})[r.path] = v
+    return [(row[a], row[b]) for _, row in sorted(by_run.items()) if a in row and b in row]
+
+
+def _median_us(field: str):
+    return lambda r: (getattr(r, field) or {}).get("median_us")
+
+
+#: what a peer is compared with srd on: key -> (a result's value, "ratio" or "difference")
+VERSUS_SRD = {
+    "throughput_x": (lambda r: r.throughput_gbps, "ratio"),
+    "relay_cpu_s_per_gb_x": (lambda r: r.relay_cpu_s_per_gb, "ratio"),
+    "host_cpu_s_per_gb_x": (lambda r: r.host_cpu_s_per_gb, "ratio"),
+    "half_rtt_1b_us_minus_srd": (_median_us("pingpong"), "difference"),
+    "half_rtt_1k_us_minus_srd": (_median_us("pingpong_1k"), "difference"),
+    "retransmits_minus_srd": (lambda r: r.retransmits, "difference"),
+}
+
+
+def versus_srd(results: list[PathResult]) -> dict:
+    """Each peer path against srd with as many relays, paired per run: peer / srd ratios
+    (geometric mean) and peer - srd differences (half-RTTs per relay), each with its 95 %
+    interval over the runs (harness.verdicts.intervals.mean_estimate: Student t below 30)."""
+    from harness.verdicts.intervals import mean_estimate
+
+    present = {r.path for r in results}
+    out = {}
+    for path in PATHS:
+        if path == "forward" or kind_of(path) == "srd" or path not in present:
+            continue
+        srd = "srd2" if path.endswith("2") else "srd"
+        hops = 2 if path.endswith("2") else 1
+        row = {}
+        for key, (value, how) in VERSUS_SRD.items():
+            pairs = paired(results, path, srd, value)
+            if how == "ratio":
+                est = mean_estimate([a / b for a, b in pairs if b], "x", "runs", log=True)
+            else:
+                per = hops if "half_rtt" in key else 1
+                est = mean_estimate([(a - b) / per for a, b in pairs],
+                                    "us" if "half_rtt" in key else "segments", "runs")
+            row[key] = estimate_dict(est)
+        out[path] = row
+    return out
+
+
+def share_of_free_relay_bound(analysis: dict) -> dict:
+    """srd's throughput ratio to forwarding as a share of the ratio a relay costing no CPU
+    would reach (cpu_analysis's ``free_relay_ratio``), per path, with its interval over runs."""
+    from harness.verdicts.intervals import mean_estimate
+
+    out = {}
+    for path in ("srd", "srd2"):
+        rows = [x for x in analysis["per_run"] if x["path"] == path and x["free_relay_ratio"]]
+        out[path] = estimate_dict(mean_estimate(
+            [x["throughput_ratio"] / x["free_relay_ratio"] for x in rows], "x", "runs", log=True))
+    return out
 
 
 #: a path "saturates" the machine when all CPUs together were at least this busy during iperf3
@@ -495,6 +662,8 @@ def cpu_analysis(results: list[PathResult], runs: list[int]) -> dict:
     by_path = {}
     for p in PATHS[1:]:
         rows = [x for x in per_run if x["path"] == p]
+        if not rows:
+            continue
         sat = [x for x in rows if x["both_saturated"]]
         by_path[p] = {
             "cpu_cost_ratio": spread([x["cpu_cost_ratio"] for x in rows]),
@@ -526,14 +695,15 @@ def print_table(summary: dict) -> None:
     print("\nbest [min .. max over runs]")
     print(f"{'path':<9} {'iperf3 throughput':<34} {'1 B half-RTT (python, median)':<34}"
           f" {'1 B half-RTT (NPtcp)':<30}")
-    for p in PATHS:
+    paths = summary["paths"]
+    for p in paths:
         s = summary[p]
         print(f"{p:<9} {fmt(s['throughput_gbps'], 'Gbit/s'):<34} "
               f"{fmt(s['half_rtt_us'], 'us', 1):<34} {fmt(s['nptcp_half_rtt_us'], 'us', 1):<30}")
-    for p in PATHS[1:]:
+    for p in paths[1:]:
         print(f"{p} CPU per GB relayed: {fmt(summary[p]['relay_cpu_s_per_gb'], 'core-s/GB', 3)}"
               f"   CPU while relaying: {fmt(summary[p]['relay_cpu_cores'], 'cores', 2)}")
-    for p in PATHS:
+    for p in paths:
         print(f"{p} host CPU (all CPUs, /proc/stat): {fmt(summary[p]['host_busy_cores'], 'cores', 2)}"
               f"   per GB moved: {fmt(summary[p]['host_cpu_s_per_gb'], 'core-s/GB', 2)}")
     for p, a in summary["cpu_analysis"]["by_path"].items():
@@ -547,7 +717,51 @@ def print_table(summary: dict) -> None:
     print("retransmits per test (sender / middle), median over runs: " + ", ".join(
         f"{p} {summary[p]['retransmits']['median'] if summary[p]['retransmits'] else '-'}"
         f" / {summary[p]['middle_retransmits']['median'] if summary[p]['middle_retransmits'] else '-'}"
-        for p in PATHS))
+        for p in paths))
+    print()
+    print("\n".join(side_by_side(summary)))
+
+
+def _interval(est: dict | None, digits: int) -> str:
+    if not est:
+        return "-"
+    if est["low"] is None:
+        return f"{est['value']:.{digits}f}"
+    return f"{est['value']:.{digits}f} [{est['low']:.{digits}f}, {est['high']:.{digits}f}]"
+
+
+def _median(s: dict | None, digits: int) -> str:
+    return "-" if not s else f"{s['median']:.{digits}f}"
+
+
+def side_by_side(summary: dict) -> list[str]:
+    """The peers beside srd as a Markdown table (docs/studies/s0.md shows it): medians over the
+    runs, each peer's ratio to srd (and difference in half-RTT per relay) with its 95 % interval."""
+    lines = ["| relays | relay | Gbit/s | x srd | relay CPU-s/GB | x srd | host CPU-s/GB | x srd "
+             "| +half-RTT 1 B (us/relay) | +half-RTT 1 KiB (us/relay) | sender retransmits |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    versus = summary.get("versus_srd", {})
+    ratios = summary.get("ratios", {})
+    for hops in (1, 2):
+        for p in summary["paths"]:
+            if p == "forward" or p.endswith("2") != (hops == 2):
+                continue
+            s, v = summary[p], versus.get(p, {})
+            lines.append(
+                f"| {hops} | {kind_of(p)} | {_median(s['throughput_gbps'], 2)} "
+                f"| {_interval(v.get('throughput_x'), 2) if v else '1'} "
+                f"| {_median(s['relay_cpu_s_per_gb'], 3)} "
+                f"| {_interval(v.get('relay_cpu_s_per_gb_x'), 2) if v else '1'} "
+                f"| {_median(s['host_cpu_s_per_gb'], 2)} "
+                f"| {_interval(v.get('host_cpu_s_per_gb_x'), 2) if v else '1'} "
+                f"| {_median(ratios.get(f'{p}_added_half_rtt_us_per_relay'), 1)} "
+                f"| {_median(ratios.get(f'{p}_added_half_rtt_1k_us_per_relay'), 1)} "
+                f"| {_median(s['retransmits'], 0)} |")
+    fw = summary.get("forward")
+    if fw:
+        lines.append(f"| 0 | forward | {_median(fw['throughput_gbps'], 2)} | | | | "
+                     f"{_median(fw['host_cpu_s_per_gb'], 2)} | | | | {_median(fw['retransmits'], 0)} |")
+    return lines
 
 
 def print_targets(rows: list[dict]) -> None:
@@ -558,23 +772,31 @@ def print_targets(rows: list[dict]) -> None:
 
 # -- main ------------------------------------------------------------------------------------
 
-def preflight() -> None:
+def preflight(peer_names) -> dict[str, str]:
+    """Refuse to start without root or the lab's tools; the requested peers that cannot run
+    here (name -> what is missing and its install command), which are reported absent."""
+    from harness.relay import peers
+
     if os.geteuid() != 0:
         sys.exit("relay_bench: needs root (it creates network namespaces); run it with sudo")
-    missing = [t for t in ("ip", "iperf3", "socat", "ss") if not shutil.which(t)]
+    missing = [t for t in ("ip", "iperf3", "ss") if not shutil.which(t)]
     if missing:
-        sys.exit(f"relay_bench: missing tools: {', '.join(missing)};"
-                 " apt-get install iproute2 iperf3 socat")
+        sys.exit(f"relay_bench: missing tools: {', '.join(missing)}; apt-get install iproute2 iperf3")
+    absent = peers.missing(peer_names)
+    for name, why in absent.items():
+        print(f"relay_bench: peer {name} absent ({why}); measuring the others", file=sys.stderr)
+    return absent
 
 
 def benchmark(args) -> dict:
     from harness.journal.journal import Journal
     from harness.lab.lab import Lab
-    from harness.relay import build_local, targets
+    from harness.relay import build_local, peers, targets
     from harness.relay.line import line_topology
-    from harness.relay.spec import NOTSENT_LOWAT
 
-    preflight()
+    absent = preflight(args.peers)
+    kinds = [k for k in args.peers if k not in absent] + ["srd"]
+    paths = paths_of(kinds)
     registered = targets.registration()  # fixed before any measurement
     seed = args.seed or random.SystemRandom().randrange(1, 2**31)
     rng = random.Random(seed)
@@ -582,21 +804,27 @@ def benchmark(args) -> dict:
     tmp = tempfile.mkdtemp(prefix="relay-bench-")
     journal = Journal(os.path.join(tmp, "journal.jsonl"))
     results: list[PathResult] = []
+    loads: list[dict] = []  # the machine's load at each run's start and end
     started = time.time()
     binary = str(build_local())
+    versions = {"srd": srd_version(binary), **{k: peers.PEERS[k].version() for k in kinds
+                                                if k != "srd"}}
     keep_tmp = False
     try:
+        go_binary = peers.build_go_relay(tmp) if "gosplice" in kinds else None
         with Lab(line_topology(forwarding=True, name="relay-bench"), journal) as line:
             server = line.node("server")
-            bench = Bench(journal, line, args, tmp)
+            bench = Bench(journal, line, args, tmp, go_binary)
             iperf_server = f"exec iperf3 -s -p {IPERF_PORT}"
             echo = shlex_join([sys.executable, os.path.abspath(__file__), "_echo", str(ECHO_PORT)])
             with journal.process(server, iperf_server), journal.process(server, "exec " + echo):
                 wait_listening(server, IPERF_PORT)
                 wait_listening(server, ECHO_PORT)
                 for run_no in range(1, args.runs + 1):
-                    order = rng.sample(PATHS, len(PATHS))
-                    print(f"run {run_no}: {' '.join(order)}", flush=True)
+                    order = rng.sample(paths, len(paths))
+                    print(f"run {run_no}: {' '.join(order)}  (load {os.getloadavg()[0]:.2f})",
+                          flush=True)
+                    loads.append({"run": run_no, "start": os.getloadavg()})
                     for p in order:
                         res = PathResult(p, run_no)
                         bench.iperf(res)
@@ -609,6 +837,7 @@ def benchmark(args) -> dict:
                         npt = f"{res.nptcp_half_rtt_us:.1f} us" if res.nptcp_half_rtt_us else "-"
                         print(f"run {run_no} {p:<8} {tp:>14}  half-RTT {lt:>9}  NPtcp {npt:>9}"
                               + (f"  errors: {res.errors}" if res.errors else ""), flush=True)
+                    loads[-1]["end"] = os.getloadavg()
         if journal.pending():
             journal.undo_all()
     except BaseException:
@@ -630,19 +859,53 @@ def benchmark(args) -> dict:
         "command": "benchmarks/relay_bench.py " + " ".join(sys.argv[1:]),
         "machine": {"host": platform.node(), "kernel": platform.release(),
                     "cpus": os.cpu_count(), "loadavg_at_start": load_start,
-                    "loadavg_at_end": os.getloadavg()},
+                    "loadavg_at_end": os.getloadavg(), "load_per_run": loads},
         "config": {"runs": args.runs, "iperf_seconds": args.duration, "pingpong_iters": args.iters,
                    "seed": seed, "order": "the paths shuffled per run from the seed",
-                   "srd_binary": binary, "srd_notsent_lowat": NOTSENT_LOWAT,
+                   "srd_binary": binary, "srd_notsent_lowat": args.srd_notsent_lowat,
                    "socat": "socat -b 262144 TCP-LISTEN:P,fork,reuseaddr,nodelay TCP:S,nodelay",
+                   "peers": {k: {"version": versions[k], "configured": peers.PEERS[k].doc,
+                                 "example": peer_example(k)} for k in kinds if k != "srd"},
+                   "peers_absent": absent, "versions": versions,
+                   "sizes": list(SIZES),
                    "lab": "3 netns line, veth unshaped, 198.18.0.0/15; srd2/socat2: two relays "
                           "in the middle namespace, joined over its loopback"},
         "targets_registered": registered,
         "results": [asdict(r) for r in results],
         "summary": summarize(results),
     }
-    report["targets"] = judged_targets(report)
+    try:
+        report["targets"] = judged_targets(report)
+    except Exception as exc:  # noqa: BLE001 - the runs are kept: harness.relay.targets judges them later
+        report["targets"], report["targets_error"] = [], f"{type(exc).__name__}: {exc}"
+        print(f"relay_bench: judging the targets failed ({exc}); writing the runs without them",
+              file=sys.stderr)
     return report
+
+
+def srd_version(binary: str) -> str:
+    import subprocess
+
+    try:
+        return subprocess.run([binary, "--version"], capture_output=True, text=True,
+                              timeout=10).stdout.strip() or "?"
+    except (OSError, subprocess.SubprocessError) as exc:
+        return f"? ({exc})"
+
+
+def peer_example(kind: str) -> str:
+    """Peer ``kind``'s configuration (or command) for the one-relay iperf3 path, as archived."""
+    from harness.relay import peers
+
+    listen = f"{MIDDLE_LEFT_IP}:{IPERF_PORT + RELAY_PORT_OFFSET[kind]}"
+    target = f"{SERVER_IP}:{IPERF_PORT}"
+    if kind == "haproxy":
+        return peers.haproxy_config(listen, target)
+    if kind == "nginx":
+        return peers.nginx_config(listen, target, "TMP")
+    if kind == "gosplice":
+        return f"splice-relay -listen {listen} -target {target} (harness/relay/splice_relay.go)"
+    return peers.socat_command(listen, target)
 
 
 def git_commit() -> str:
@@ -680,6 +943,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--duration", type=int, default=5, help="iperf3 seconds per test (5)")
     parser.add_argument("--iters", type=int, default=20000, help="ping-pong round trips (20000)")
     parser.add_argument("--no-nptcp", action="store_true", help="skip the NetPIPE latency test")
+    parser.add_argument("--srd-notsent-lowat", type=int, default=None, metavar="BYTES",
+                        help="srd's TCP_NOTSENT_LOWAT (default: RelaySpec's, 128 KiB; 0 leaves "
+                             "the kernel's) -- for experiments on srd's CPU per byte")
+    parser.add_argument("--peers", default=",".join(PEER_KINDS),
+                        help=f"the peer relays beside srd, comma-separated ({','.join(PEER_KINDS)})")
     parser.add_argument("--out", default="relay_bench.json",
                         help="JSON output file (the repository keeps data/benchmarks/relay.json)")
     parser.add_argument("--replace", action="store_true",
@@ -687,6 +955,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0,
                         help="seed of the paths' order per run (0: a fresh one, recorded)")
     args = parser.parse_args(argv)
+    args.peers = [p for p in args.peers.split(",") if p]
+    if args.srd_notsent_lowat is None:
+        from harness.relay.spec import NOTSENT_LOWAT
+
+        args.srd_notsent_lowat = NOTSENT_LOWAT
+    unknown = sorted(set(args.peers) - set(PEER_KINDS))
+    if unknown:
+        parser.error(f"--peers: unknown {', '.join(unknown)}; choose from {','.join(PEER_KINDS)}")
     if args.runs < 1 or args.duration < 1 or args.iters < 100:
         parser.error("--runs >= 1, --duration >= 1 and --iters >= 100")
     if os.path.exists(args.out) and not args.replace:

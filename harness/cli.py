@@ -1,5 +1,5 @@
 """The ``harness`` command: probe, params, run, batch, lab show/clean, runs, index, compare,
-rerun."""
+rerun, claims, export, site."""
 
 from __future__ import annotations
 
@@ -276,8 +276,10 @@ def parser() -> argparse.ArgumentParser:
 
     from .commands.claims import add_claims_command
     from .commands.runs import add_commands
+    from .commands.share import add_commands as add_share_commands
 
     add_commands(sub)  # index, compare, rerun
+    add_share_commands(sub)  # export, site
     add_claims_command(sub)  # claims show, claims history
     return p
 

@@ -6,16 +6,20 @@ import os
 import shutil
 import subprocess
 import sys
+import time
+from pathlib import Path
 
 import pytest
+from suite_order import Durations, LongestFirst, file_order
 
 from harness.journal.journal import Journal
 
 # The suite runs on pytest-xdist workers (`nox -s tests`, `--dist loadfile`): a file is a
 # unit of work (a notebook under nbval: one kernel, its cells in order; a module: its
 # module fixtures, a VM or an sshd, made once), and each worker takes the next unit as it
-# frees up. The longest go first so no worker is left with one at the end: files with VM
-# runs, then notebooks, then the other integration tests, then unit tests.
+# frees up. The longest go first, by the seconds a suite run measured (tests/durations.json;
+# a file not there yet by its kind), so no worker is left with a long one at the end
+# (tests/suite_order.py).
 COST_CLASS = {"vm": 0, "notebook": 1, "integration": 2}
 
 
@@ -29,12 +33,65 @@ def cost_class(item: pytest.Item) -> int:
     return len(COST_CLASS)
 
 
+def file_of(nodeid: str) -> str:
+    return nodeid.split("::", 1)[0]
+
+
+def pytest_addoption(parser):
+    parser.addoption("--store-durations", action="store_true",
+                     help="write each test file's measured seconds to tests/durations.json "
+                          "(the suite's order on its workers: longest first)")
+
+
 def pytest_collection_modifyitems(config, items):
-    file_cost: dict[str, int] = {}
+    kinds = [*COST_CLASS, "unit"]
+    file_kind: dict[str, str] = {}
     for item in items:
-        file_cost[str(item.path)] = min(file_cost.get(str(item.path), len(COST_CLASS)),
-                                        cost_class(item))
-    items.sort(key=lambda item: file_cost[str(item.path)])  # stable: collection order kept
+        path = file_of(item.nodeid)
+        kind = kinds[cost_class(item)]
+        file_kind[path] = min(file_kind.get(path, "unit"), kind, key=kinds.index)
+    rank = {path: i for i, path in enumerate(file_order(file_kind, Durations.load()))}
+    items.sort(key=lambda item: rank[file_of(item.nodeid)])
+    if os.environ.get("HARNESS_SLOW_TESTS") != "1":
+        for item in items:
+            if item.get_closest_marker("slow"):
+                item.add_marker(pytest.mark.skip(reason=SLOW_REASON))
+
+
+SLOW_REASON = "slow: runs in `nox -s slow` (HARNESS_SLOW_TESTS=1)"
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    if config.getoption("dist") == "loadfile" and LongestFirst is not None:
+        LongestFirst.durations = Durations.load()
+        return LongestFirst(config, log)
+    return None
+
+
+def pytest_runtest_logreport(report):
+    """Each test's seconds (setup, call and teardown), for --store-durations."""
+    _SECONDS[report.nodeid] = _SECONDS.get(report.nodeid, 0.0) + report.duration
+
+
+_SECONDS: dict[str, float] = {}
+
+
+def pytest_sessionfinish(session, exitstatus):
+    config = session.config
+    if hasattr(config, "workerinput") or not config.getoption("store_durations") or not _SECONDS:
+        return
+    root = Path(str(config.rootpath))
+    stored = Durations.load()
+    measured = Durations.from_reports(_SECONDS, time.strftime(
+        f"%Y-%m-%dT%H:%MZ, load {os.getloadavg()[0]:.1f} at the end", time.gmtime()))
+    measured_files = set(measured.files)
+    files = {p: s for p, s in stored.files.items() if p not in measured_files}
+    tests = {n: s for n, s in stored.tests.items() if file_of(n) not in measured_files}
+    Durations(files={p: s for p, s in {**files, **measured.files}.items() if (root / p).exists()},
+              tests={n: s for n, s in {**tests, **measured.tests}.items()
+                     if (root / file_of(n)).exists()},
+              measured=measured.measured).save()
 
 
 # The kernel's allowed congestion controls are one list for the whole host (a namespace may

@@ -152,7 +152,9 @@ class Comparison:
             parts.append(f"<h2>{name}</h2>")
             parts.append("<p>none archived</p>" if frame is None or frame.empty
                          else frame.to_html(border=0))
-        style = ("body{font-family:sans-serif;margin:1.5em} table{border-collapse:collapse;"
+        from .report_sections import FONT_STACK
+
+        style = (f"body{{font-family:{FONT_STACK};margin:1.5em}} table{{border-collapse:collapse;"
                  "font-size:.85em} td,th{border-bottom:1px solid #ddd;padding:.25em .5em;"
                  "text-align:left;vertical-align:top}")
         return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{e(title)}'

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .archive import data_root, list_runs
+from .report_sections import FONT_STACK
 
 FILES = ("report.html", "notebook.ipynb", "run.json", "results.csv", "claims.csv", "raw")
 
@@ -104,8 +105,9 @@ def summaries(root: Path | None = None) -> list[RunSummary]:
     return sorted(runs, key=lambda r: r.started, reverse=True)
 
 
-def render(runs: list[RunSummary], base: Path) -> str:
-    """The page; links are relative to ``base`` (the folder index.html is written to)."""
+def render(runs: list[RunSummary], base: Path, extra: str = "") -> str:
+    """The page; links are relative to ``base`` (the folder index.html is written to).
+    ``extra``: HTML placed after the table (the static site's list of compare pages)."""
     studies = sorted({r.study for r in runs})
     statuses = sorted({r.status for r in runs})
     rows = "\n".join(_row(r, base) for r in runs)
@@ -113,7 +115,7 @@ def render(runs: list[RunSummary], base: Path) -> str:
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>harness runs</title>
 <style>
-body {{ font-family: sans-serif; margin: 1.5em; }}
+body {{ font-family: {FONT_STACK}; margin: 1.5em; }}
 table {{ border-collapse: collapse; font-size: 0.9em; }}
 th, td {{ border-bottom: 1px solid #ddd; padding: 0.3em 0.6em; text-align: left;
           vertical-align: top; }}
@@ -134,6 +136,7 @@ td.nowrap {{ white-space: nowrap; }}
 <tbody>
 {rows}
 </tbody></table>
+{extra}
 <script>
 function filter() {{
   const study = document.getElementById("study").value;

@@ -276,14 +276,29 @@ def _tool_versions(capabilities: dict) -> dict:
     return rows
 
 
-STYLE = """
-.harness-banner, .harness-section { margin: 1em 0; }
+#: the reports' and pages' font stack (set on body, so it wins over the theme's :root whatever
+#: the order of their style sheets): the platform's UI font first, then families that cover
+#: Hangul and the other CJK scripts (S4's paper is Korean: its title and quotes are in every
+#: S4 report) -- Debian's fonts-noto-cjk (env/system-packages.txt), macOS's and Windows' own
+FONT_STACK = ('system-ui, -apple-system, "Segoe UI", Roboto, "Noto Sans", "Noto Sans CJK KR", '
+              '"Source Han Sans K", "Apple SD Gothic Neo", "Malgun Gothic", NanumGothic, '
+              '"Noto Sans CJK JP", "Noto Sans CJK SC", sans-serif')
+#: the same for code and the provenance tables: a monospaced font first; a character it lacks
+#: (Hangul) is drawn with the next family that has it
+CODE_FONT_STACK = ('SFMono-Regular, Menlo, Consolas, "DejaVu Sans Mono", "Liberation Mono", monospace, '
+                   '"Noto Sans Mono CJK KR", "Noto Sans CJK KR", "Apple SD Gothic Neo", "Malgun Gothic", '
+                   'NanumGothicCoding, "Noto Sans Mono CJK JP", "Noto Sans Mono CJK SC"')
+
+STYLE = f"""
+body {{ --jp-ui-font-family: {FONT_STACK}; --jp-content-font-family: {FONT_STACK};
+        --jp-code-font-family: {CODE_FONT_STACK}; font-family: {FONT_STACK}; }}
+.harness-banner, .harness-section {{ margin: 1em 0; }}
 .jp-RenderedHTMLCommon table.harness-kv th, .jp-RenderedHTMLCommon table.harness-kv td,
-.jp-RenderedHTMLCommon table.harness-compare th, .jp-RenderedHTMLCommon table.harness-compare td {
-  text-align: left; vertical-align: top; }
-.jp-RenderedHTMLCommon table.harness-kv th { padding-right: 1em; white-space: nowrap; }
-.jp-RenderedHTMLCommon table.harness-kv td {
-  font-family: var(--jp-code-font-family, monospace); word-break: break-word; }
-.jp-RenderedHTMLCommon table.harness-compare th, .jp-RenderedHTMLCommon table.harness-compare td {
-  border: 1px solid #ccc; padding: 2px 6px; }
+.jp-RenderedHTMLCommon table.harness-compare th, .jp-RenderedHTMLCommon table.harness-compare td {{
+  text-align: left; vertical-align: top; }}
+.jp-RenderedHTMLCommon table.harness-kv th {{ padding-right: 1em; white-space: nowrap; }}
+.jp-RenderedHTMLCommon table.harness-kv td {{
+  font-family: {CODE_FONT_STACK}; word-break: break-word; }}
+.jp-RenderedHTMLCommon table.harness-compare th, .jp-RenderedHTMLCommon table.harness-compare td {{
+  border: 1px solid #ccc; padding: 2px 6px; }}
 """

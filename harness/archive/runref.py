@@ -1,5 +1,6 @@
 """A run named on the command line: its folder, or its id (``20261122T000632Z-a066ce``),
-or the start of an id when only one run has it."""
+or the start of an id when only one run has it, or an RO-Crate ``harness export`` wrote
+(:mod:`harness.archive.crate_open`)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,11 @@ def resolve_run(ref: str, root: Path | None = None) -> Run:
     path = Path(ref)
     if (path / RUN_FILE).is_file():
         return Run(path.resolve())
+    from .crate_open import crate_run
+
+    in_crate = crate_run(ref)
+    if in_crate is not None:
+        return in_crate
     if path.exists():
         raise SpecError(f"{ref} is not a run folder (it has no {RUN_FILE})",
                         "give a folder under data/runs/<study>/ or a run id (`harness runs`)")

@@ -102,7 +102,9 @@ def cmd_claims_power(args) -> int:
     from ..verdicts.power import FEASIBLE_REPETITIONS, run_power
 
     if args.run:
-        runs = [Path(args.run)]
+        from ..archive.runref import resolve_run
+
+        runs = [resolve_run(args.run).path]  # a folder, an id, or a crate's run
     else:
         names = args.study or sorted(p.name for p in reference_root().iterdir() if p.is_dir())
         runs = [ref.path for ref in map(find_reference, names) if ref is not None]
@@ -152,7 +154,7 @@ def add_claims_command(sub) -> None:
     pool.set_defaults(func=cmd_claims_pool)
     power = csub.add_parser("power", help="repetitions each claim's region needs, from a run's spread")
     power.add_argument("study", nargs="*", help="studies whose committed reference to read (all)")
-    power.add_argument("--run", help="an archived run folder to read instead")
+    power.add_argument("--run", help="an archived run (folder, id or exported crate) to read instead")
     power.add_argument("--today", action="store_true",
                        help="plan the regions today's code registers (the run gives only the spread)")
     power.set_defaults(func=cmd_claims_power)

@@ -10,6 +10,12 @@ slow moment of the shared 2-core machine falls on all of them): throughput as a 
 forwarding on a log scale, the half round trip a relay adds, and the difference in
 retransmitted segments between srd and socat on the same path.
 
+The peer targets (issue 39) are S0's own target rows (its registration holds them:
+:data:`PEER_TARGETS`): srd against the fastest and the cheapest peer relay
+(:mod:`harness.relay.peers`), with one and with two relays, paired per run. Which peer is
+the fastest (the cheapest) is decided on the same runs: the highest (lowest) geometric mean
+over them among the peers the benchmark measured.
+
 Study S0 shows these rows in its report beside its own targets (:func:`archive_into` copies
 the benchmark into the run folder, :func:`table_of_run` reads it back), so the report of a run
 says which benchmark it showed, and a run archived without one shows none.
@@ -26,9 +32,19 @@ import pandas as pd
 from ..errors import SpecError
 from ..verdicts.claims import TARGET, Claim, Region, Verdict, judge, not_testable, table
 from ..verdicts.intervals import mean_estimate
+from ..verdicts.registration_file import load as load_registration
 
 ARCHIVED = Path(__file__).resolve().parents[2] / "data" / "benchmarks" / "relay.json"
 RUN_FILE = "relay-benchmark.json"  # the copy inside an S0 run folder
+S0_REGISTRATION = Path(__file__).resolve().parents[1] / "studies" / "s0" / "registration.toml"
+PEER_NAMES = ("socat", "haproxy", "nginx", "gosplice")  # harness.relay.peers.PEERS, in order
+#: the peer targets: (srd's path, the field compared, best = max or min over peers) -> S0's claim
+PEER_TARGETS = {
+    ("srd", "throughput_gbps", max): "s0.target.srd_vs_fastest_peer_one",
+    ("srd2", "throughput_gbps", max): "s0.target.srd_vs_fastest_peer_two",
+    ("srd", "relay_cpu_s_per_gb", min): "s0.target.srd_cpu_vs_cheapest_peer_one",
+    ("srd2", "relay_cpu_s_per_gb", min): "s0.target.srd_cpu_vs_cheapest_peer_two",
+}
 
 THROUGHPUT_X, ADDED_HALF_RTT_US = 0.9, 10.0
 _WHY = "issue 27: a user-space relay at the kernel's speed (our target, not the paper's)"
@@ -63,9 +79,46 @@ CLAIMS: dict[str, Claim] = {
 }
 
 
+def peer_claims() -> dict[str, Claim]:
+    """S0's registered peer targets (:data:`PEER_TARGETS`), by claim id."""
+    registered = load_registration(S0_REGISTRATION)
+    return {cid: registered.claim(cid) for cid in PEER_TARGETS.values()}
+
+
 def registration() -> list[dict]:
-    """The targets as the benchmark archives them before it measures."""
-    return [c.registration() for c in CLAIMS.values()]
+    """The targets as the benchmark archives them before it measures (S0's peer rows too)."""
+    return [c.registration() for c in (*CLAIMS.values(), *peer_claims().values())]
+
+
+def best_peer(frame: pd.DataFrame, hops: int, best=max) -> str | None:
+    """The peer path (``'haproxy'``, ``'nginx2'`` ...) with the highest (``best=max``) or
+    lowest (``min``) geometric mean of ``frame``'s column over the runs; None if none has one."""
+    means = {}
+    for name in PEER_NAMES:
+        path = name if hops == 1 else f"{name}2"
+        if path in frame.columns:
+            values = frame[path].dropna()
+            values = values[values > 0]
+            if len(values):
+                means[path] = float(values.map(math.log).mean())
+    return best(means, key=means.get) if means else None
+
+
+def peer_verdicts(report: dict) -> list[Verdict]:
+    """srd against the fastest and the cheapest peer, paired per run (S0's peer targets)."""
+    claims = peer_claims()
+    where = _where(report)
+    out = []
+    for (relay, field, best), cid in PEER_TARGETS.items():
+        frame = per_run(report, field)
+        peer = best_peer(frame, 2 if relay.endswith("2") else 1, best)
+        if peer is None or relay not in frame.columns:
+            what = "no peer" if peer is None else relay
+            out.append(not_testable(claims[cid], f"the benchmark has {what} with {field}", where))
+            continue
+        estimate = mean_estimate(frame[relay] / frame[peer], "x", "runs", log=True)
+        out.append(judge(claims[cid], estimate, f"against {peer}; {where}"))
+    return out
 
 
 def load(path: str | Path = ARCHIVED) -> dict:
@@ -127,7 +180,7 @@ def verdicts(report: dict) -> list[Verdict]:
             missing = sorted({relay, others} - set(frame.columns))
             out.append(not_testable(claim, f"the benchmark has no {missing}", where) if missing
                        else judge(claim, estimate(frame), where))
-    return out
+    return out + peer_verdicts(report)
 
 
 def _where(report: dict) -> str:

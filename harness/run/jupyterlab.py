@@ -7,6 +7,12 @@ harness needs root for namespaces, qdiscs and cgroups; ``jupyter lab`` refuses r
 the ``ssh -L`` line printed are the ones that work. Kernels talk to the server over
 Unix sockets (see :mod:`harness.run.kernels`), not TCP ports.
 
+The lab opens without noise: its settings' defaults come from ``lab_settings/overrides.json``
+beside this module (``--LabApp.app_settings_dir``): no "news" prompt, no update check (each
+would ask, or fetch from the internet, at every start); a user's own settings still win. The
+study notebooks name the ``python3`` kernel, which every environment of the project has, so
+no kernel-choice dialog is asked either.
+
 The token reaches the server in its environment (``JUPYTER_TOKEN``, which jupyter_server's
 ``IdentityProvider.token`` reads when not given on the command line), never in its argv:
 /proc/PID/cmdline is readable by every local user, /proc/PID/environ only by the server's
@@ -37,6 +43,8 @@ from ..archive.archive import project_root
 from ..errors import HarnessError
 
 LOOPBACK = "127.0.0.1"
+#: the lab's settings defaults (JupyterLab's app settings folder: only overrides.json in it)
+SETTINGS_DIR = Path(__file__).resolve().parent / "lab_settings"
 START_TIMEOUT = 120.0  # seconds for JupyterLab to listen (its first start builds caches)
 _LISTEN = "0A"  # TCP_LISTEN in /proc/net/tcp
 
@@ -56,6 +64,7 @@ class LabServer:
         args = [sys.executable, "-m", "jupyterlab", "--no-browser", f"--ip={LOOPBACK}",
                 f"--port={self.port}", "--ServerApp.port_retries=0",
                 f"--ServerApp.root_dir={self.root_dir}",
+                f"--LabApp.app_settings_dir={SETTINGS_DIR}",
                 "--KernelManager.transport=ipc"]
         return [*args, "--allow-root"] if self.as_root else args
 

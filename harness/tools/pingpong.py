@@ -228,10 +228,11 @@ def stream(sock: socket.socket, size: int, budget_s: float, max_bytes: int) -> d
 def measure_targets(targets: list[tuple[str, str, int]], sizes: list[int],
                     latency_budget: float, stream_budget: float, min_iters: int, max_iters: int,
                     warmup: int, stream_max_bytes: int, no_stream: bool, seed: int = 0,
-                    nagle: bool = False) -> dict:
+                    nagle: bool = False, no_latency: bool = False) -> dict:
     """Measure every size on every target, interleaved: size by size, targets in rotated order,
     or, with a ``seed``, in an order shuffled per size by a generator seeded with it.
     ``nagle``: every connection keeps Nagle's algorithm on at both ends (no TCP_NODELAY).
+    ``no_latency``: streaming only (a bulk transfer per target and size, no ping-pong).
 
     Interleaving puts every target under the same background load (a shared
     machine's other jobs come and go over seconds), so their differences are
@@ -257,9 +258,10 @@ def measure_targets(targets: list[tuple[str, str, int]], sizes: list[int],
                 sock = socks[name]
                 big = size >= 256 * 1024
                 point: dict = {"size": size, "order": position}
-                point["latency"] = latency(sock, size, latency_budget,
-                                           min_iters if not big else max(2, min_iters // 2),
-                                           max_iters, warmup if not big else 1)
+                if not no_latency:
+                    point["latency"] = latency(sock, size, latency_budget,
+                                               min_iters if not big else max(2, min_iters // 2),
+                                               max_iters, warmup if not big else 1)
                 if not no_stream:
                     point["stream"] = stream(sock, size, stream_budget, stream_max_bytes)
                 out[name]["points"].append(point)
@@ -331,6 +333,8 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("--warmup", type=int, default=20)
     c.add_argument("--stream-max-bytes", type=int, default=1 << 32)
     c.add_argument("--no-stream", action="store_true")
+    c.add_argument("--no-latency", action="store_true",
+                   help="streaming only: a bulk transfer per target and size")
     c.add_argument("--seed", type=int, default=0,
                    help="shuffle the targets' order per size with this seed (0: rotate)")
     c.add_argument("--nagle", action="store_true",
@@ -350,7 +354,8 @@ def main(argv: list[str] | None = None) -> int:
     elif args.mode == "client":
         result = measure_targets(args.target, parse_sizes(args.sizes), args.latency_budget,
                                  args.stream_budget, args.min_iters, args.max_iters, args.warmup,
-                                 args.stream_max_bytes, args.no_stream, args.seed, args.nagle)
+                                 args.stream_max_bytes, args.no_stream, args.seed, args.nagle,
+                                 no_latency=args.no_latency)
         print(json.dumps(result))
     elif args.mode == "hold":
         hold(args.host, args.port, args.flows, args.seconds)
@@ -418,10 +423,11 @@ def server(journal, node, bind: str, port: int, timeout: float = 10.0):
 def client(journal, node, targets: dict[str, tuple[str, int]], sizes: list[int],
            latency_budget: float, stream_budget: float, stream: bool = True, min_iters: int = 5,
            warmup: int = 20, timeout: float | None = None, seed: int = 0,
-           nagle: bool = False) -> dict:
+           nagle: bool = False, latency: bool = True) -> dict:
     """Run the client on ``node`` against every target (name -> (host, port)), interleaved
     (shuffled per size when ``seed`` is given, see :func:`measure_targets`); ``nagle``
-    leaves Nagle's algorithm on at both ends of every connection."""
+    leaves Nagle's algorithm on at both ends of every connection; without ``latency`` it only
+    streams (a bulk transfer per target and size)."""
     from ..errors import HarnessError
 
     argv = [*program(journal, node), "client"]
@@ -432,6 +438,8 @@ def client(journal, node, targets: dict[str, tuple[str, int]], sizes: list[int],
              "--min-iters", str(min_iters), "--warmup", str(warmup)]
     if not stream:
         argv.append("--no-stream")
+    if not latency:
+        argv.append("--no-latency")
     if seed:
         argv += ["--seed", str(seed)]
     if nagle:

@@ -26,7 +26,13 @@ The gates (:data:`GATES`):
 - ``uniprocessor``: one vCPU per VM, the paper's uniprocessor kernel model;
 - ``cpu_bound``: a measured busy share of a CPU at least a registered level
   (``table``, ``column``, ``min_pct``; ``rows`` = ``"column=value"`` selects the rows the
-  claim rests on), for claims about the CPU cost of a protocol.
+  claim rests on), for claims about the CPU cost of a protocol;
+- ``serialising_wire``: the run's wire probe (run.json ``wire_probe``,
+  :mod:`harness.lab.serialisation`) shows the wire serialising at least one of the message
+  sizes ``min_size``..``max_size`` (bytes) the claim counts, for per-message latency and
+  ping-pong throughput claims: a size the probe measured faster than a serialising wire
+  of the link's rate carries is one the lab cannot show, and the claim's analysis leaves
+  it out; with none left the claim is not testable here, with the probe's figures.
 
 A run on namespaces of the host kernel, or on a user's machines, has no VMs: the two VM
 gates pass there (the kernel is a real one), ``uniprocessor`` needs the machines' CPU
@@ -103,7 +109,7 @@ class RunFacts:
                    accel=vm.get("accel") if vm else None)
 
 
-GateCheck = Callable[[RunFacts, Mapping[str, pd.DataFrame], Mapping], GateResult]
+GateCheck = Callable[..., GateResult]  # (facts, tables, params[, meta])
 
 
 @dataclass(frozen=True)
@@ -112,6 +118,7 @@ class GateSpec:
     params: tuple[str, ...] = ()  # required
     what: str = ""
     optional: tuple[str, ...] = ()
+    meta: bool = False  # the check reads run.json itself (a probe's record), not only RunFacts
 
 
 def _no_oversubscription(facts: RunFacts, _tables, _params) -> GateResult:
@@ -170,17 +177,53 @@ def _cpu_bound(_facts: RunFacts, tables: Mapping[str, pd.DataFrame], params) -> 
                       f"against at least {level:g} % registered ({len(shares)} points)")
 
 
+def _serialising_wire(_facts: RunFacts, _tables, params, meta: Mapping) -> GateResult:
+    name = "serialising_wire"
+    lo, hi = int(params["min_size"]), int(params["max_size"])
+    probe = meta.get("wire_probe")
+    if not probe:
+        return GateResult(name, False, "the run recorded no wire probe (run.json wire_probe): "
+                          "whether its wire serialises a message is unknown")
+    where = f"probe on {probe.get('path', '?')}"
+    if not probe.get("rate_mbit"):
+        return GateResult(name, False, f"{where}: {probe.get('note') or 'no wire rate'}")
+    sizes = [p for p in probe.get("sizes") or () if lo <= int(p["size"]) <= hi]
+    if not sizes:
+        return GateResult(name, False, f"{where}: no size of {lo}-{hi} B probed")
+    slack = float(probe.get("slack", 0.0))
+
+    def text(p) -> str:
+        verb = "<=" if p["serialises"] else ">"
+        return f"{p['size']} B {p['pingpong_mbit']:.1f} {verb} {p['wire_mbit']:.1f}"
+
+    yes = [p for p in sizes if p["serialises"]]
+    no = [p for p in sizes if not p["serialises"]]
+    figures = (f"{where}, {probe.get('links', 1)} links of {probe['rate_mbit']:g} Mbit/s, "
+               f"ping-pong Mbit/s against a serialising path's (+{slack:.0%}): ")
+    figures += "; ".join(part for part in (
+        "serialises " + ", ".join(map(text, yes)) if yes else "",
+        "does not serialise " + ", ".join(map(text, no)) if no else "") if part)
+    return GateResult(name, bool(yes), figures)
+
+
 GATES: dict[str, GateSpec] = {
     "no_oversubscription": GateSpec(_no_oversubscription, (), "all VMs' vCPUs within the host's cores"),
     "accelerated_virtualisation": GateSpec(_accelerated, (), "VMs under a hardware accelerator"),
     "uniprocessor": GateSpec(_uniprocessor, (), "one vCPU per VM (the paper's UP kernel)"),
     "cpu_bound": GateSpec(_cpu_bound, ("table", "column", "min_pct"),
                           "a measured CPU busy share at least a registered level", ("rows",)),
+    "serialising_wire": GateSpec(_serialising_wire, ("min_size", "max_size"),
+                                 "the run's wire probe shows the wire serialising a size the "
+                                 "claim counts", meta=True),
 }
 
 
-def evaluate(gate: Gate, facts: RunFacts, tables: Mapping[str, pd.DataFrame]) -> GateResult:
-    return GATES[gate.name].check(facts, tables, gate.params)
+def evaluate(gate: Gate, facts: RunFacts, tables: Mapping[str, pd.DataFrame],
+             meta: Mapping | None = None) -> GateResult:
+    spec = GATES[gate.name]
+    if spec.meta:
+        return spec.check(facts, tables, gate.params, meta or {})
+    return spec.check(facts, tables, gate.params)
 
 
 def apply(frame: pd.DataFrame, meta: Mapping, tables: Mapping[str, pd.DataFrame],
@@ -192,7 +235,7 @@ def apply(frame: pd.DataFrame, meta: Mapping, tables: Mapping[str, pd.DataFrame]
     facts = RunFacts.from_meta(meta)
     texts: list[str] = []
     for i, claim_id in frame["claim_id"].items():
-        results = [evaluate(g, facts, tables) for g in gates.get(claim_id, ())]
+        results = [evaluate(g, facts, tables, meta) for g in gates.get(claim_id, ())]
         texts.append("; ".join(r.text() for r in results))
         failed = [r for r in results if not r.passed]
         if not failed:

@@ -27,6 +27,12 @@ TCP_TIMESTAMPS = 12  # the timestamp option Linux sends by default (with its pad
 #: differ by their sampling (intervals of 0.1-1 s whose ends are not the first and last
 #: byte's). Fixed once for all studies, before any outcome, never tuned per claim.
 SLACK = 0.02
+#: How far above its path's measured bulk capacity (a bulk transfer of its own over the same
+#: path in the same run) a point may read before it counts as impossible: the clocks' SLACK
+#: and 1 % for the bulk transfer's own start (slow start and its first batch), which the
+#: capacity counts and a message of a warmed-up connection does not. Declared once for all
+#: studies, before any outcome, never tuned per claim.
+CAPACITY_ALLOWANCE = 0.03
 #: How coarsely Linux counts a running thread's CPU time and the scheduler's clock read
 #: beside it: /proc/PID/schedstat and se.exec_start advance one scheduler tick at a time
 #: while the thread runs (steps of 3.99-4.02 ms measured on this host, a HZ=250 kernel). A
@@ -39,6 +45,8 @@ CHECKS = {
     "wire-rate": "a rate above what its wire carries: TCP's payload (check_rate) or RoCE's "
                  "(s1_validity.check_verbs_rate)",
     "cpu-share": "a CPU share above 100 % per thread or CPU it was measured over (check_share)",
+    "path-capacity": "a rate above its path's bulk capacity measured in the same run, plus "
+                     "CAPACITY_ALLOWANCE (check_capacity)",
     "rounds-completed": "a fan-in point in which no round completed (check_rounds)",
     "apparatus-ran": "a point whose apparatus failed: its tool could not start or connect, "
                      "crashed, was interrupted or printed what cannot be parsed (check_apparatus); "
@@ -95,6 +103,22 @@ def check_rate(point: str, value_mbit: float, wire_mbit: float, mtu: int = 1500,
             f", plus {allowance_mbit:.3g} Mbit/s"
     return Invalid(point, quantity, value_mbit, bound, "Mbit/s",
                    f"{because}; {slack:.0%} slack for the clocks")
+
+
+def check_capacity(point: str, value_mbit: float, capacity_mbit: float | None, path: str,
+                   quantity: str = "rate",
+                   allowance: float = CAPACITY_ALLOWANCE) -> Invalid | None:
+    """Invalid when ``value_mbit`` exceeds what a bulk transfer over the same ``path`` carried
+    in the same run (``capacity_mbit``) by more than ``allowance``. No capacity measured: no
+    check (the caller says so)."""
+    if capacity_mbit is None or not math.isfinite(capacity_mbit) or capacity_mbit <= 0:
+        return None
+    bound = capacity_mbit * (1 + allowance)
+    if not math.isfinite(value_mbit) or value_mbit <= bound:
+        return None
+    return Invalid(point, quantity, value_mbit, bound, "Mbit/s",
+                   f"a bulk transfer over {path} in this run carried {capacity_mbit:.4g} Mbit/s; "
+                   f"+{allowance:.0%} declared allowance")
 
 
 def counter_resolution_pct(intervals: int, wall_s: float) -> float:

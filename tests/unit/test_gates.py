@@ -199,3 +199,85 @@ def test_a_registration_file_names_its_gates_and_a_bad_gate_is_one_clear_error(t
         load(write('gates = [{ name = "cpu_bound", table = "t" }]'))
     with pytest.raises(RegistrationError, match="is not a gate"):
         load(write('gates = ["uniprocessor"]'))
+
+
+# -- serialising_wire: the run's wire probe (harness.lab.serialisation) --------------------------
+
+def probe_record(rates: dict[int, float], rate: float = 100.0) -> dict:
+    """A run.json wire_probe from measured ping-pong rates per size."""
+    from harness.lab.serialisation import judge
+
+    points = [{"size": s, "latency": {"median_us": s * 8 / mbit, "n": 5}}
+              for s, mbit in rates.items()]
+    return {"wire_probe": judge("direct (a1 -> b1)", points, rate).to_dict()}
+
+
+# measured on one 100 Mbit/s tbf link with a two-frame peak bucket (docs/studies/s0.md)
+MEASURED = {1024: 209.8, 4096: 188.6, 16384: 111.7, 32768: 102.8, 65536: 99.1, 131072: 97.4,
+            1 << 20: 94.6}
+
+
+def test_the_probe_calls_a_size_faster_than_a_serialising_wire_not_serialised():
+    from harness.lab.serialisation import WireProbe, describe, wire_mbit
+
+    probe = WireProbe.from_dict(probe_record(MEASURED)["wire_probe"])
+    assert probe.serialised() == {131072, 1 << 20}  # 97.4 <= 95.6 x 1.02; 99.1 is not
+    assert wire_mbit(16384, 100) == pytest.approx(95.39, abs=0.01)  # 12 frames: 17176 B
+    text = describe(probe)
+    assert "does not serialise 1024 B 209.8 Mbit/s > 93.9 (+2%)" in text
+    assert "serialises 131072 B 97.4 Mbit/s <= 95.6" in text
+    assert WireProbe.from_dict(probe_record(MEASURED, rate=0)["wire_probe"]).serialised() == set()
+
+
+def test_the_probe_counts_every_store_and_forward_hop_of_its_path():
+    """A 1 B half round trip of 7.0 us (the lab's direct path, 2026-11-29): one link of a
+    100 Mbit/s wire takes 5.4 us, so one link's bound would call it serialised; the direct
+    path's three links take 16.1 us, and the lab is faster than that."""
+    from harness.lab.serialisation import judge, last_frame_bytes, path_mbit
+
+    assert last_frame_bytes(1) == 67 and last_frame_bytes(1448) == 1514
+    assert last_frame_bytes(16384) == 16384 - 11 * 1448 + 66
+    assert 1 * 8 / path_mbit(1, 100, links=3) == pytest.approx(3 * 67 * 8 / 100)
+    # 1 MB: 725 frames; two more hops add only the last frame's time
+    assert path_mbit(1 << 20, 100, links=3) == pytest.approx(95.6, abs=0.05)
+    point = [{"size": 1, "latency": {"median_us": 7.0, "n": 600}}]
+    assert judge("direct", point, 100.0, links=1).serialised() == {1}
+    three = judge("direct", point, 100.0, links=3)
+    assert three.serialised() == set() and three.links == 3
+    assert "1 B 1.1 Mbit/s > 0.5" in three.sizes[0].text()
+    # a loaded host: the median round trip is slow, the fastest still beats the path's 16.1 us
+    loaded = [{"size": 1, "latency": {"median_us": 20.0, "min_us": 7.0, "n": 600}}]
+    probe = judge("direct", loaded, 100.0, links=3)
+    assert probe.serialised() == set() and probe.sizes[0].median_half_rtt_us == 20.0
+
+
+def test_serialising_wire_fails_without_a_probe_or_a_serialised_size_and_names_the_figures():
+    meta = probe_record(MEASURED)
+    facts = RunFacts.from_meta(NAMESPACES)
+    small = Gate("serialising_wire", {"min_size": 1024, "max_size": 32768})
+    result = evaluate(small, facts, {}, meta)
+    assert not result.passed
+    assert "does not serialise 1024 B 209.8 > 93.9" in result.figures
+    assert "32768 B 102.8 > 95.6" in result.figures and "(+2%)" in result.figures
+    large = evaluate(Gate("serialising_wire", {"min_size": 65536, "max_size": 1 << 20}), facts,
+                     {}, meta)
+    assert large.passed and "serialises 131072 B 97.4 <= 95.6" in large.figures
+    assert "does not serialise 65536 B 99.1" in large.figures
+    none = evaluate(small, facts, {}, {})
+    assert not none.passed and "recorded no wire probe" in none.figures
+    unshaped = evaluate(small, facts, {}, probe_record(MEASURED, rate=0))
+    assert not unshaped.passed and "unshaped" in unshaped.figures
+    with pytest.raises(ValueError, match="missing"):
+        Gate("serialising_wire", {"min_size": 1})
+
+
+def test_a_claim_whose_sizes_the_wire_does_not_serialise_is_not_testable_with_the_probe():
+    gated = claim("c", Gate("serialising_wire", {"min_size": 4096, "max_size": 32768}))
+    out = apply(claims_table(gated), probe_record(MEASURED), {},
+                {"c": gated.gates}).set_index("claim_id")
+    assert out.loc["c", "outcome"] == NOT_TESTABLE
+    assert "serialising_wire failed" in out.loc["c", "reason"]
+    assert "16384 B 111.7 > 95.4" in out.loc["c", "reason"]
+    big = claim("c", Gate("serialising_wire", {"min_size": 131072, "max_size": 1 << 20}))
+    out = apply(claims_table(big), probe_record(MEASURED), {}, {"c": big.gates})
+    assert out.outcome[0] == REPRODUCED and "serialising_wire: passed" in out.gates[0]

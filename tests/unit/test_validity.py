@@ -61,3 +61,15 @@ def test_a_fan_in_point_with_no_completed_round_is_invalid():
     bad = check_rounds("tipc, 1:48, 64 KB", 0)
     assert bad is not None and "completed rounds 0 < 1" in bad.text()
     assert check_rounds("tipc, 1:48, 16 KB", 6) is None
+
+
+def test_a_rate_above_its_paths_measured_capacity_is_invalid_with_the_allowance():
+    from harness.verdicts.validity import CAPACITY_ALLOWANCE, check_capacity
+
+    assert CAPACITY_ALLOWANCE == 0.03
+    assert check_capacity("p", 97.8, 95.0, "direct") is None  # 95 x 1.03 = 97.85
+    bad = check_capacity("p", 112.0, 95.0, "direct", quantity="ping-pong rate")
+    assert bad is not None and bad.bound == pytest.approx(97.85)
+    assert "bulk transfer over direct in this run carried 95 Mbit/s" in bad.text()
+    assert "+3% declared allowance" in bad.text()
+    assert check_capacity("p", 500.0, None, "direct") is None  # nothing measured: no bound

@@ -6,8 +6,8 @@ round trip, NetPIPE's default and most likely the paper's). Claims about
 bandwidth are judged on both, labelled.
 
 The per-repetition estimates the verdicts rest on are :mod:`.estimates`; which sizes a
-claim may count (the paced-size rule) and which points no wire could produce,
-:mod:`.validity`.
+latency or ping-pong claim may count (those the run's wire probe shows serialised) and which
+points no path could produce (above its measured capacity), :mod:`.validity`.
 """
 
 from __future__ import annotations
@@ -22,10 +22,10 @@ from ...verdicts.claims import Verdict, judge, not_testable, table
 from ...verdicts.intervals import mean_estimate
 from ...verdicts.validity import payload_rate_mbit
 from .common import KB, LABELS, MB, METHODS, size_label  # noqa: F401 (s0_figures)
-from .estimates import best_size_gain, best_size_note, geomean_per_repetition, per_repetition
+from .estimates import geomean_per_repetition, per_repetition
 from .registration import (
     ALL_SIZES,
-    APPROPRIATE_SIZES,
+    APPROPRIATE_SIZE,
     DIRECT_LINK_FLOOR,
     FAR_DELAYS_MS,
     FAR_REACHED,
@@ -39,13 +39,15 @@ from .registration import (
 from .validity import (
     MTU,
     among,
+    capacities,
     invalid_points,
-    none_paced_note,
-    paced,
-    paced_only,
+    none_serialised_note,
     run_mtu,
-    unpaced_note,
-    unpaced_sizes,
+    serialised_only,
+    serialised_sizes,
+    unserialised_note,
+    unserialised_sizes,
+    wire_bytes,
 )
 
 __all__ = ["claims", "explain", "invalid_table", "registered", "table1"]
@@ -241,8 +243,11 @@ def far_ratios(far: pd.DataFrame) -> pd.DataFrame:
 
 
 def _far_latency(far: pd.DataFrame | None, meta: dict, mtu: int = MTU) -> Verdict:
-    """The distance claim, at the largest swept delay, if the sweep reached it, on the sizes
-    the lab paces (G1 of issue 23; the sweep's lab has the main lab's shaper)."""
+    """The distance claim at the largest swept delay, if the sweep reached it. Every swept size
+    counts: at 10 ms one way a message's serialisation over three 100 Mbit/s links (at most
+    :func:`far_serialisation_us`: 0.26 ms at 1 KB) is at most 2.6 % of the delay and falls on
+    both relayed methods alike, so a lab that does not serialise 1 B-1 KB cannot move the
+    ratio the claim reads by more than that (registration: the claim's regime)."""
     far_claim = claim("s0.latency.far_nat_vs_proxies_x")
     if far is None or far.empty:
         caps = meta.get("capabilities") or {}
@@ -252,12 +257,6 @@ def _far_latency(far: pd.DataFrame | None, meta: dict, mtu: int = MTU) -> Verdic
             why += f"; this host's kernel ({host.get('kernel', '?')}) has no netem"
         return not_testable(far_claim, why)
     top = max(FAR_DELAYS_MS)
-    if not any(paced(int(size), mtu) for size in far["size"].unique()):
-        rate = (meta.get("parameters") or {}).get("rate_mbit", 100.0)
-        return not_testable(far_claim, "no swept size is paced in this lab, so none can show a "
-                            "wire's serialisation: " + unpaced_note(
-                                far, rate, ("proxies", "nat_srd"), LATENCY_SIZES, mtu))
-    far = far[[paced(int(size), mtu) for size in far["size"]]]
     r = far_ratios(far)
     delays = set(r.index.get_level_values("one_way_delay_ms"))
     if top not in delays or 0.0 not in delays:
@@ -271,9 +270,34 @@ def _far_latency(far: pd.DataFrame | None, meta: dict, mtu: int = MTU) -> Verdic
     ratio = r.nat_vs_proxies_x.xs(top, level="one_way_delay_ms")
     where = far.get("where", pd.Series(["?"])).iloc[0]
     base = r.nat_vs_proxies_x.xs(0.0, level="one_way_delay_ms")
-    return judge(far_claim, mean_estimate(ratio, "x", log=True),
-                 f"direct rose {added_ms:.2f} ms at {top:g} ms; at 0 ms the ratio read "
-                 f"{float(np.exp(np.log(base).mean())):.2f}x; {where}")
+    rate = (meta.get("parameters") or {}).get("rate_mbit", 100.0)
+    largest = int(far["size"].max())
+    wire_ms = far_serialisation_us(largest, rate, mtu) / 1000 if rate else 0.0
+    relay = _far_relay_cost(far, top)
+    return judge(far_claim, mean_estimate(ratio, "x", log=True), _notes(
+        f"direct rose {added_ms:.2f} ms at {top:g} ms; at 0 ms the ratio read "
+        f"{float(np.exp(np.log(base).mean())):.2f}x; {where}",
+        relay,
+        f"a serialising wire would add at most {wire_ms:.2f} ms at {size_label(largest)} "
+        f"({wire_ms / top:.1%} of the delay) to both methods alike" if rate else ""))
+
+
+def far_serialisation_us(size: int, rate_mbit: float, mtu: int = MTU, links: int = 3) -> float:
+    """What a store-and-forward path of ``links`` links at ``rate_mbit`` adds to a message's
+    one-way time at most: every link serialises all of its wire bytes (no pipelining)."""
+    return links * wire_bytes(size, mtu) * 8 / rate_mbit
+
+
+def _far_relay_cost(far: pd.DataFrame, top: float) -> str:
+    """The measured relay costs at ``top`` ms (median half round trip minus direct's, per
+    relayed method): what the sweep's lab (under TCG, an emulator's) makes of a relay hop."""
+    at = far[far.one_way_delay_ms == top]
+    med = at.groupby("method").half_rtt_us.median()
+    if not {"direct", "proxies", "nat_srd"} <= set(med.index):
+        return ""
+    return (f"relay cost over direct at {top:g} ms (median half round trip): two proxies "
+            f"{(med.proxies - med.direct) / 1000:+.2f} ms, NAT + SRD "
+            f"{(med.nat_srd - med.direct) / 1000:+.2f} ms")
 
 
 def claims(frame: pd.DataFrame, bench: pd.DataFrame | None = None,
@@ -288,7 +312,7 @@ def claims(frame: pd.DataFrame, bench: pd.DataFrame | None = None,
     meta = meta or {}
     rate = (meta.get("parameters") or {}).get("rate_mbit", 100.0)
     mtu = run_mtu(meta)
-    invalid = invalid_points(frame, rate, mtu)
+    invalid = invalid_points(frame, rate, mtu, capacities(meta))
     lat_regime, bw_regime = _regime(frame, meta)
     s = summary(frame).set_index(["size", "method"])
     lat = per_repetition(frame, "half_rtt_us")
@@ -302,9 +326,9 @@ def claims(frame: pd.DataFrame, bench: pd.DataFrame | None = None,
     elif lat_regime:
         out += [not_testable(claim(k), lat_regime) for k in lat_claims]
     else:
-        out += _latency_verdicts(frame, lat, rate, mtu, why_lat)
+        out += _latency_verdicts(frame, lat, meta, why_lat)
     for metric in METRICS:
-        out += _bandwidth_verdicts(frame, metric, bw_regime, invalid, rate, mtu)
+        out += _bandwidth_verdicts(frame, metric, bw_regime, invalid, meta)
     out.append(_far_latency(far, meta, mtu))
     if bench is not None and not bench.empty:
         out += bench_targets(bench)
@@ -315,38 +339,40 @@ def _notes(*parts: str) -> str:
     return "; ".join(p for p in parts if p)
 
 
-def _latency_verdicts(frame: pd.DataFrame, lat: pd.DataFrame, rate, mtu: int,
+def _latency_verdicts(frame: pd.DataFrame, lat: pd.DataFrame, meta: dict,
                       why_lat: str) -> list[Verdict]:
-    """The three latency claims, on the paced sizes of 1 B-1 KB only (G1 of issue 23)."""
+    """The three latency claims, on the sizes of 1 B-1 KB the run's wire probe shows
+    serialised only (gate serialising_wire)."""
     keys = {"s0.latency.proxies_x": ("direct", "proxies"),
             "s0.latency.nat_srd_x": ("direct", "nat_srd"),
             "s0.latency.nat_vs_proxies_pct": ("proxies", "nat_srd")}
+    serialised = serialised_sizes(meta)
     sizes = [int(s) for s in lat.index.get_level_values("size").unique()
              if LATENCY_SIZES[0] <= s <= LATENCY_SIZES[1]]
-    if not any(paced(s, mtu) for s in sizes):
-        return [not_testable(claim(k), none_paced_note(frame, rate, m, LATENCY_SIZES, mtu))
+    if not any(s in serialised for s in sizes):
+        return [not_testable(claim(k), none_serialised_note(frame, meta, m, LATENCY_SIZES))
                 for k, m in keys.items()]
-    lat = paced_only(lat, mtu)
+    lat = serialised_only(lat, serialised)
     out = []
     for key, method in (("s0.latency.proxies_x", "proxies"), ("s0.latency.nat_srd_x", "nat_srd")):
         out.append(judge(claim(key), mean_estimate(
             geomean_per_repetition(lat[method] / lat.direct, *LATENCY_SIZES), "x", log=True),
-            _notes(why_lat, unpaced_note(frame, rate, keys[key], LATENCY_SIZES, mtu))))
+            _notes(why_lat, unserialised_note(frame, meta, keys[key], LATENCY_SIZES))))
     est = mean_estimate(geomean_per_repetition(lat.nat_srd / lat.proxies, *LATENCY_SIZES),
                         log=True)
     out.append(judge(claim("s0.latency.nat_vs_proxies_pct"), est and est.as_gain_pct(), _notes(
         "NAT on fa replaces a user-space hop (two socket terminations, a process wake-up, "
         "framing onto the shared connection) with kernel forwarding",
-        unpaced_note(frame, rate, keys["s0.latency.nat_vs_proxies_pct"], LATENCY_SIZES, mtu))))
+        unserialised_note(frame, meta, keys["s0.latency.nat_vs_proxies_pct"], LATENCY_SIZES))))
     return out
 
 
 def _bandwidth_verdicts(frame: pd.DataFrame, metric: str, regime: str,
-                        invalid: list, rate: float | None = None,
-                        mtu: int = MTU) -> list[Verdict]:
-    """A metric's bandwidth claims. Ping-pong counts only the sizes the lab paces (G1 of issue
-    23); streaming is paced at every size. The appropriate-size gain takes each repetition's
-    best size (G2)."""
+                        invalid: list, meta: dict) -> list[Verdict]:
+    """A metric's bandwidth claims. Ping-pong counts only the sizes the run's wire probe shows
+    serialised (gate serialising_wire); streaming is a bulk transfer, bounded by the shaper's
+    rate at every size. 'About 25 %' is judged at the one size registered before data
+    (:data:`.registration.APPROPRIATE_SIZE`)."""
     keys = [c.id for c in registered().claims if c.id.startswith(f"s0.bandwidth.{metric}.")]
     bw = per_repetition(frame, f"{metric}_mbit")
     if not set(METHODS) <= set(bw.columns):
@@ -355,52 +381,53 @@ def _bandwidth_verdicts(frame: pd.DataFrame, metric: str, regime: str,
         return [not_testable(claim(k), regime) for k in keys]
     quantity = "streaming" if metric == "stream" else "ping-pong"
     pingpong = metric == "pingpong"
+    counted = serialised_sizes(meta) if pingpong else None
     if pingpong:
-        bw = paced_only(bw, mtu)
+        bw = serialised_only(bw, counted)
 
-    def left_out(methods, sizes) -> str:  # the unpaced sizes a ping-pong claim leaves out
-        return unpaced_note(frame, rate, methods, sizes, mtu) if pingpong else ""
+    def left_out(methods, sizes) -> str:  # the unserialised sizes a ping-pong claim leaves out
+        return unserialised_note(frame, meta, methods, sizes) if pingpong else ""
 
-    def none_paced(sizes) -> bool:
+    def none_serialised(sizes) -> bool:
         lo, hi = sizes
         present = bw.index.get_level_values("size")
-        return pingpong and bool(unpaced_sizes(frame, sizes, mtu)) and \
+        return pingpong and bool(unserialised_sizes(frame, sizes, counted)) and \
             not ((present >= lo) & (present <= hi)).any()
 
     out = []
     for method in ("proxies", "nat_srd"):
         half, methods = claim(f"s0.bandwidth.{metric}.{method}_below_half"), ("direct", method)
-        if none_paced(ALL_SIZES):
-            out.append(not_testable(half, none_paced_note(frame, rate, methods, ALL_SIZES,
-                                                           mtu)))
+        if none_serialised(ALL_SIZES):
+            out.append(not_testable(half, none_serialised_note(frame, meta, methods, ALL_SIZES)))
             continue
         est = mean_estimate(geomean_per_repetition(bw[method] / bw.direct, *ALL_SIZES), "x",
                             log=True)
         out.append(judge(half, est, left_out(methods, ALL_SIZES),
-                         invalid=among(invalid, methods, ALL_SIZES, quantity)))
+                         invalid=among(invalid, methods, ALL_SIZES, quantity, counted)))
     gain, pair = bw.nat_srd / bw.proxies, ("proxies", "nat_srd")
+    at_size = (APPROPRIATE_SIZE, APPROPRIATE_SIZE)
     for key, sizes in (("gain_1k_32k", SMALL_SIZES), ("gain_128k_1m", LARGE_SIZES),
-                       ("gain_appropriate", APPROPRIATE_SIZES)):
+                       ("gain_appropriate", at_size)):
         gain_claim = claim(f"s0.bandwidth.{metric}.{key}")
-        if none_paced(sizes):
-            out.append(not_testable(gain_claim, none_paced_note(frame, rate, pair, sizes, mtu)))
+        if key == "gain_appropriate" and APPROPRIATE_SIZE not in set(frame["size"]):
+            out.append(not_testable(gain_claim, f"the run measured no "
+                                    f"{size_label(APPROPRIATE_SIZE)} message, the size "
+                                    "registered for 'about 25 %'"))
             continue
-        note = left_out(pair, sizes)
-        if key == "gain_appropriate":
-            best, at = best_size_gain(gain, *sizes)
-            est = mean_estimate(best, log=True)
-            note = _notes(best_size_note(at) if len(at) else "", note)
-        else:
-            est = mean_estimate(geomean_per_repetition(gain, *sizes), log=True)
-        out.append(judge(gain_claim, est and est.as_gain_pct(), note,
-                         invalid=among(invalid, pair, sizes, quantity)))
+        if none_serialised(sizes):
+            out.append(not_testable(gain_claim, none_serialised_note(frame, meta, pair, sizes)))
+            continue
+        est = mean_estimate(geomean_per_repetition(gain, *sizes), log=True)
+        out.append(judge(gain_claim, est and est.as_gain_pct(), left_out(pair, sizes),
+                         invalid=among(invalid, pair, sizes, quantity, counted)))
     return out
 
 
 def invalid_table(frame: pd.DataFrame, meta: dict) -> pd.DataFrame:
     """Every physically impossible point of the run, with its numbers (for the report)."""
     rate = (meta.get("parameters") or {}).get("rate_mbit", 100.0)
-    return pd.DataFrame([vars(p) for p in invalid_points(frame, rate, run_mtu(meta))],
+    return pd.DataFrame([vars(p) for p in invalid_points(frame, rate, run_mtu(meta),
+                                                         capacities(meta))],
                         columns=["point", "quantity", "value", "bound", "unit", "why", "breaks"])
 
 

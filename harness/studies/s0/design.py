@@ -135,6 +135,9 @@ class Params(Parameters):
                                    low=1, high=100)
     bench_seconds: int = param(2, "iperf3 seconds per benchmark path", unit="s", low=1,
                                high=600)
+    capacity_seconds: float = param(0.5, "seconds of each of a path's three bulk transfers, "
+                                    "its measured capacity the fastest (the ping-pong points' "
+                                    "physical bound)", unit="s", low=0.2, high=60)
     verify_seconds: int = param(2, "iperf3 seconds per link direction when verifying the lab",
                                 unit="s", low=1, high=60)
     far: bool = param(True, "the distance sweep: the front-to-front one-way delay swept by netem "
@@ -202,6 +205,13 @@ class Plan:
         """
         return nat.NatRules(masquerade=(nat.Masquerade(
             source=self.a_private, out_dev=self.fa_pub_dev, destination=self.public),))
+
+
+def lab_mtu(bed) -> int:
+    """The smallest MTU of the lab's links (a user's machines: 1500, the topology's default)."""
+    if isinstance(bed, InventoryTestbed):
+        return 1500
+    return min((link.mtu for link in bed.topology.links), default=1500)
 
 
 def _network(bed, node: str, ifname: str) -> str:

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 from ...config import nat
 from ...errors import HarnessError, SpecError
+from ...lab.serialisation import WireProbe, probe_path
 from ...progress import progress
 from ...relay.process import Relay, relay, srd_clients
 from ...relay.trunk import TrunkKey
@@ -39,7 +40,11 @@ from .design import (
     SRD_PORT,
     Measurement,
     Params,
+    lab_mtu,
 )
+from .validity import CAPACITY_SIZE
+
+CAPACITY_TRANSFERS = 3  # bulk transfers per path; its capacity is the fastest
 
 
 @contextmanager
@@ -109,6 +114,42 @@ def nat_evidence(meas: Measurement, table: nat.NatTable, tag: str, client: str) 
             "translated_bytes": fwd["bytes"], "conntrack_entries": len(entries),
             "conntrack_translated": len(translated),
             "translated_to": translated[0].reply.dst if translated else None}
+
+
+def probe_wire(meas: Measurement, params: Params) -> WireProbe:
+    """Whether the wire serialises each of the run's sizes: a ping-pong over the direct path
+    (a1 -> b1: the three links every method crosses, routed by both fronts), each size against
+    what a path of three serialising links of the rate carries (:mod:`harness.lab.serialisation`).
+    The ping-pong server on b1 must be up."""
+    return probe_path(meas.journal, meas.node("a1"), "direct", meas.plan.b1, SERVER_PORT,
+                      params.sizes, params.rate_mbit or None, lab_mtu(meas.bed),
+                      params.latency_budget_s, links=3, seed=meas.order.draw_seed())
+
+
+def measure_capacity(meas: Measurement, params: Params) -> dict:
+    """Each method's path capacity: :data:`CAPACITY_TRANSFERS` bulk transfers of its own (1 MB
+    messages back to back for ``capacity_seconds`` each) through the same relays and NAT as
+    the sweep's, the paths interleaved in a shuffled order; the capacity is the fastest of
+    them (a shared machine's load only slows a transfer: seen at load 12-22, one transfer of
+    NAT + SRD read 85.9 Mbit/s where its streaming points read 94.8). The ping-pong server on
+    b1 must be up; the raw output is archived."""
+    with main_relays(meas), ExitStack() as stack:
+        ways = {m: stack.enter_context(method_path(meas, m)) for m in METHODS}
+        result = pingpong.client(meas.journal, meas.node("a1"),
+                                 {m: (w.host, w.port) for m, w in ways.items()},
+                                 [CAPACITY_SIZE] * CAPACITY_TRANSFERS, 0.0,
+                                 params.capacity_seconds, latency=False,
+                                 seed=meas.order.draw_seed())
+    meas.session.raw("capacity.json", json.dumps(result, indent=1))
+    paths = {}
+    for method, target in result["targets"].items():
+        transfers = [p["stream"] for p in target["points"]]
+        best = max(transfers, key=lambda st: st["mbit"])
+        paths[method] = {"mbit": best["mbit"], "bytes": best["bytes"], "seconds": best["seconds"],
+                         "transfers_mbit": [st["mbit"] for st in transfers]}
+    return {"tool": "harness.tools.pingpong --no-latency (bulk transfers per path)",
+            "message_bytes": CAPACITY_SIZE, "seconds_asked": params.capacity_seconds,
+            "transfers": CAPACITY_TRANSFERS, "paths": paths}
 
 
 def sweep(meas: Measurement, params: Params) -> list[dict]:

@@ -110,7 +110,7 @@ from .design import (
     topology,
 )
 from .far import measure_far
-from .measure import count_connections, sweep
+from .measure import count_connections, measure_capacity, probe_wire, sweep
 from .registration import REGISTRATION_FILE
 
 # the study's own names, and those of .s0_lab it re-exports (they were defined here before)
@@ -228,6 +228,12 @@ class S0(Study):
         with pingpong.server(meas.journal, meas.node("b1"), meas.plan.b1, SERVER_PORT):
             check_answers(meas.journal, meas.node("a1"), meas.plan.b1, SERVER_PORT,
                           "direct path (needs routes between the private prefixes)")
+            # the run's own facts for its gates and bounds (run.json wire_probe, path_capacity)
+            probe = probe_wire(meas, params)
+            capacity = measure_capacity(meas, params)
+            session.note(wire_probe=probe.to_dict(), path_capacity=capacity)
+            timings["probe_capacity_s"] = time.monotonic() - t
+            t = time.monotonic()
             rows = sweep(meas, params)
             timings["sweep_s"] = time.monotonic() - t
             t = time.monotonic()

@@ -9,14 +9,13 @@ key to log in with. Then ``harness run notebooks/s1_via.ipynb --inventory`` must
 complete run, configure the machines (MTU, the rxe link), measure and undo, leaving the
 VMs as found. The VMs are the fixture's: the run does not boot, adopt or end them.
 
-Slow (TCG): marked ``vm`` like S1's own tests, and run only when HARNESS_SLOW_TESTS=1 (see
+Slow (TCG): marked ``vm`` like S1's own tests and ``slow``: run only by ``nox -s slow`` (see
 docs/measurements.md, "Inventory machines": measured time there).
 """
 
 from __future__ import annotations
 
 import json
-import os
 import shlex
 from contextlib import ExitStack
 from pathlib import Path
@@ -30,10 +29,8 @@ from harness.journal.journal import Journal
 from harness.lab.placement import EXTRA_VM_MEMORY_MIB, vm_cpus
 from harness.studies.s1.study import ADDRESSES, WIRE
 
-pytestmark = [pytest.mark.integration, pytest.mark.vm, needs_root,
-              pytest.mark.skipif(os.environ.get("HARNESS_SLOW_TESTS") != "1",
-                                 reason="S1 on two user VMs takes ~10 min of TCG: run with "
-                                        "HARNESS_SLOW_TESTS=1")]
+# S1 on two user VMs takes ~10 min of TCG: `nox -s slow` (HARNESS_SLOW_TESTS=1) runs it
+pytestmark = [pytest.mark.integration, pytest.mark.vm, pytest.mark.slow, needs_root]
 
 NOTEBOOK = Path(__file__).resolve().parents[3] / "notebooks" / "s1_via.ipynb"
 MACS = {"a": "52:54:00:6b:00:01", "b": "52:54:00:6b:00:02"}

@@ -21,7 +21,11 @@ from ..inventory.test_inventory_run import SMALL, snapshots
 from ..machines import congestion_allowed, s4_machines, s4_networks
 from .cluster import running_cluster, skip_reason
 
-pytestmark = [pytest.mark.integration, needs_root,
+# In `nox -s slow` only: its parts each run in the suite -- S4 on these very machines over SSH
+# (inventory/test_inventory_run.py), a job whose inventory is built from the allocation and a
+# template (test_slurm.py), a template's per-node sections (unit/test_slurm.py) -- and their
+# combination took 289 s of a worker (its cluster, then S4 in a job) at load 12-16.
+pytestmark = [pytest.mark.integration, pytest.mark.slow, needs_root,
               needs_tools("iperf3", "mptcpize", "globus-url-copy", "globus-gridftp-server")]
 
 NOTEBOOK = Path(__file__).resolve().parents[3] / "notebooks" / "s4_mptcp.ipynb"

@@ -11,6 +11,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from conftest import checked_outputs, group_alive, needs_root, needs_tools, netns_names, run_harness
+from crate_validation import assert_exports_valid
 
 from harness.errors import HarnessError, SpecError
 from harness.lab.lab import Lab
@@ -34,7 +35,7 @@ def harness(*args, data, cache):
                        timeout=900)
 
 
-def test_s0_small_run_has_three_methods_translation_and_leaves_nothing(tmp_path):
+def test_s0_small_run_has_three_methods_translation_and_leaves_nothing(tmp_path, monkeypatch):
     before = netns_names()
     out = harness("run", "-q", str(NOTEBOOK), "-p", "sizes", "1,1K,64K", "-p", "repetitions", "1",
                   "-p", "latency_budget_s", "0.02", "-p", "stream_budget_s", "0.03",
@@ -44,6 +45,7 @@ def test_s0_small_run_has_three_methods_translation_and_leaves_nothing(tmp_path)
                   data=tmp_path / "data", cache=tmp_path / "cache")
     assert out.returncode == 0, out.stderr[-3000:]
     (run_dir,) = list((tmp_path / "data" / "runs" / "s0").iterdir())
+    assert_exports_valid(run_dir, tmp_path / "crate", monkeypatch)  # issue 38: a crate to deposit
     meta = json.loads((run_dir / "run.json").read_text())
     assert meta["status"] == "complete" and meta["error"] is None
     # every link really is shaped to 100 Mbit/s (exact rate checks are S4's; this machine is shared)
@@ -54,6 +56,24 @@ def test_s0_small_run_has_three_methods_translation_and_leaves_nothing(tmp_path)
     # its quick profile (now `nox -s slow`): the claims' columns and the methods
     checked = checked_outputs(run_dir / "notebook.ipynb")
     assert checked == checked_outputs(NOTEBOOK) and len(checked) == 1, checked
+
+    # TSO/GSO/GRO off on both ends of every shaped link (3 links x 2 ends x 3 features), each
+    # change recorded with the state it found, in the main lab and the distance sweep's
+    offloads = [c for c in meta["configuration"] if c["kind"] == "offload"]
+    assert len(offloads) == 2 * 18 and {c["after"] for c in offloads} == {"off"}
+    # the run's own wire probe (issue 33 item 4): every size over the direct path's three links;
+    # 1 B and 1 KB cross this lab faster than three 100 Mbit/s links allow (the shaper's bucket)
+    probe = meta["wire_probe"]
+    assert probe["links"] == 3 and probe["rate_mbit"] == 100.0
+    by_size = {p["size"]: p for p in probe["sizes"]}
+    assert sorted(by_size) == [1, 1024, 65536]
+    assert not by_size[1]["serialises"] and not by_size[1024]["serialises"]
+    assert by_size[1024]["pingpong_mbit"] > by_size[1024]["wire_mbit"] * 1.02
+    # each path's capacity, a bulk transfer of its own (issue 33 item 5): at most the wire's
+    capacity = meta["path_capacity"]["paths"]
+    assert sorted(capacity) == ["direct", "nat_srd", "proxies"]
+    assert all(20 < p["mbit"] <= 100 * 1448 / 1514 * 1.02 for p in capacity.values()), capacity
+    assert (run_dir / "raw" / "capacity.json").exists()
 
     frame = pd.read_parquet(run_dir / "results.parquet")
     assert sorted(frame.method.unique()) == ["direct", "nat_srd", "proxies"]

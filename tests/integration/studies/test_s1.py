@@ -14,6 +14,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from conftest import needs_root, run_harness, survivors
+from crate_validation import assert_exports_valid
 
 from harness.journal.journal import Journal
 from harness.studies.s1 import analysis as s1_analysis
@@ -34,13 +35,14 @@ def harness(*args, data, timeout=1800):
 
 
 @pytest.mark.timeout(1800)  # two TCG VMs; past 600 s beside another S1 run (2026-11-27)
-def test_s1_small_run_in_two_vms(tmp_path):
+def test_s1_small_run_in_two_vms(tmp_path, monkeypatch):
     out = harness("run", "-q", str(NOTEBOOK), "-p", "sizes", "4,64,1024,16384",
                   "-p", "repetitions", "2", "-p", "iterations", "50", "-p", "bw_iterations",
                   "50", "-p", "tcp_budget_s", "0.03", "-p", "seed", "7", "-p", "rdma_write",
                   "true", "-p", "wire_mbit", "30", data=tmp_path)
     assert out.returncode == 0, out.stderr[-3000:]
     (run_dir,) = list((tmp_path / "runs" / "s1").iterdir())
+    assert_exports_valid(run_dir, tmp_path / "crate", monkeypatch)  # issue 38: a crate to deposit
     meta = json.loads((run_dir / "run.json").read_text())
     assert meta["status"] == "complete", meta.get("measurement_error")
     assert meta["placement"]["where"] == "vm" and meta["placement"]["machines"] == 2

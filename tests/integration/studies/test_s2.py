@@ -16,6 +16,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from conftest import needs_root, run_harness, survivors
+from crate_validation import assert_exports_valid
 
 from harness.journal.journal import Journal
 
@@ -30,13 +31,14 @@ def harness(*args, data, timeout=1500):
 
 
 @pytest.mark.timeout(1800)  # two TCG VMs, two file systems: 6-10 min here, more under load
-def test_s2_small_run_in_two_vms(tmp_path):
+def test_s2_small_run_in_two_vms(tmp_path, monkeypatch):
     out = harness("run", "-q", str(NOTEBOOK), "-p", "windows_kib", "1024",
                   "-p", "clients", "1,2", "-p", "point_rtts", "5",
                   "-p", "mtus", "1500", "-p", "verify_seconds", "1",
                   "-p", "repetitions", "1", "-p", "seed", "7", data=tmp_path)
     assert out.returncode == 0, out.stderr[-3000:]
     (run_dir,) = list((tmp_path / "runs" / "s2").iterdir())
+    assert_exports_valid(run_dir, tmp_path / "crate", monkeypatch)  # issue 38: a crate to deposit
     meta = json.loads((run_dir / "run.json").read_text())
     assert meta["status"] == "complete", meta.get("measurement_error")
     placement = meta["placement"]

@@ -15,6 +15,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from conftest import needs_root, netns_names, run_harness, survivors
+from crate_validation import assert_exports_valid
 
 from harness.journal.journal import Journal
 
@@ -28,7 +29,7 @@ def harness(*args, data, timeout=2400):
 
 
 
-def test_s3_small_run_in_vm_lab(tmp_path):
+def test_s3_small_run_in_vm_lab(tmp_path, monkeypatch):
     out = harness("run", "-q", str(NOTEBOOK), "-p", "mappers", "4", "-p", "sizes_kb", "1,16",
                   "-p", "rounds", "5", "-p", "warmup", "1", "-p", "repetitions", "2",
                   "-p", "cpu_mappers", "4", "-p", "cpu_sizes_kb", "4",
@@ -36,6 +37,7 @@ def test_s3_small_run_in_vm_lab(tmp_path):
                   "-p", "verify_seconds", "1", data=tmp_path)
     assert out.returncode == 0, out.stderr[-3000:]
     (run_dir,) = list((tmp_path / "runs" / "s3").iterdir())
+    assert_exports_valid(run_dir, tmp_path / "crate", monkeypatch)  # issue 38: a crate to deposit
     meta = json.loads((run_dir / "run.json").read_text())
     assert meta["status"] == "complete"
     assert meta["placement"]["where"] == "vm"  # TIPC needs a kernel apart from the mappers'

@@ -8,6 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from conftest import needs_root, needs_tools, netns_names, run_harness
+from crate_validation import assert_exports_valid
 
 from harness.lab.verify import RATE_TOLERANCE
 
@@ -21,7 +22,7 @@ def harness(*args, data):
     return run_harness(*args, env={"HARNESS_DATA": str(data)}, timeout=600)
 
 
-def test_s4_small_sweep_calibrates_the_limit_aggregates_both_paths_and_limits_the_sender(tmp_path):
+def test_s4_small_sweep_calibrates_the_limit_aggregates_both_paths_and_limits_the_sender(tmp_path, monkeypatch):
     out = harness("run", "-q", str(NOTEBOOK), "-p", "streams", "1,10", "-p", "duration_s", "2",
                   "-p", "repetitions", "1", "-p", "sender_cpus", "0,anchored",
                   "-p", "calibration_cpus", "0.01,0.02", "-p", "calibration_repetitions", "1",
@@ -29,6 +30,7 @@ def test_s4_small_sweep_calibrates_the_limit_aggregates_both_paths_and_limits_th
                   "-p", "verify_seconds", "2", data=tmp_path)
     assert out.returncode == 0, out.stderr[-3000:]
     (run_dir,) = list((tmp_path / "runs" / "s4").iterdir())
+    assert_exports_valid(run_dir, tmp_path / "crate", monkeypatch)  # issue 38: a crate to deposit
     meta = json.loads((run_dir / "run.json").read_text())
     assert meta["status"] == "complete"
     assert meta["placement"]["where"] == "host"

@@ -1,8 +1,8 @@
 """VM nodes for real: boot Debian's stock kernel under QEMU and use it over SSH.
 
-One VM is booted for the whole module (module-scoped fixture): TCG is slow
-and the machine has two shared cores. Its teardown asserts that the QEMU
-process, the per-boot directory and every journal entry are gone. Error
+The folder's one VM (the ``guest`` fixture of conftest.py, shared with the fan-in and
+file-system tests): TCG is slow and the machine has two shared cores. Its teardown
+asserts that the QEMU process, the per-boot directory and every journal entry are gone. Error
 paths (boot timeout, Ctrl-C during boot, a hung accelerator probe) run their
 own short-lived QEMU processes and check the same.
 """
@@ -22,13 +22,15 @@ import paramiko
 import pytest
 from conftest import assert_a_try_on_target, interruptible
 
-from harness.errors import CapabilityMissing, NodeError
+from harness.errors import NodeError
 from harness.journal.journal import Journal
 from harness.nodes.ssh import SSHNode
 from harness.vm import VM, VMBootError, boot_vm, checks
 from harness.vm.accel import probe_boot
 from harness.vm.kimage import bootable_kernel
 from harness.vm.machine import require_programs, resolve_kernel
+
+from .vm_host import alive, assert_nothing_left, qemu_pids, require_vm_host
 
 pytestmark = [pytest.mark.integration, pytest.mark.vm]
 
@@ -37,48 +39,9 @@ DELAY_MS = 10.0  # one way, each direction: RTT ~ 20 ms
 REPO = Path(__file__).resolve().parents[3]
 
 
-def _require_vm_host() -> None:
-    if os.geteuid() != 0:
-        pytest.skip("VM tests need root (kernel image is 0600, guest labs need namespaces)")
-    try:
-        require_programs()
-        resolve_kernel()
-    except CapabilityMissing as exc:
-        pytest.skip(f"cannot boot VM nodes here: {exc}")
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
-
-
-def _qemu_pids(journal: Journal) -> list[int]:
-    return [e.data["pid"] for e in journal.entries()
-            if e.kind == "process" and "qemu-system" in e.data.get("command", "")]
-
-
-def _assert_nothing_left(journal: Journal, boot_dirs: list[str]) -> None:
-    pids = _qemu_pids(journal)
-    assert pids, "the journal must have recorded the QEMU process"
-    assert not [p for p in pids if _alive(p)], "a QEMU process survived"
-    assert not [d for d in boot_dirs if os.path.exists(d)], "a per-boot directory survived"
-    logs = [e.data.get("log") for e in journal.entries() if e.kind == "process"]
-    assert not [p for p in logs if p and os.path.exists(p)], "a process log survived"
-    assert journal.pending() == [], [(e.kind, e.data) for e in journal.pending()]
-
-
 @pytest.fixture(scope="module")
-def vm_env(tmp_path_factory):
-    _require_vm_host()
-    journal = Journal(tmp_path_factory.mktemp("vmjournal") / "journal.jsonl")
-    spec = VM(name=f"t{os.getpid()}", cpus=2, memory_mib=1536, boot_timeout_s=150)
-    with boot_vm(spec, journal) as vm:
-        boot_dir = os.path.dirname(vm.known_hosts)
-        yield vm, journal
-    _assert_nothing_left(journal, [boot_dir])
+def vm_env(guest):
+    return guest
 
 
 @pytest.fixture(scope="module")
@@ -240,7 +203,7 @@ def test_sctp_between_namespaces(vm_env, lab):
 # -- error paths: each boots its own short-lived QEMU --------------------------
 
 def test_unreachable_vm_fails_within_bound_and_leaves_nothing(tmp_path):
-    _require_vm_host()
+    require_vm_host()
     journal = Journal(tmp_path / "journal.jsonl")
     started = time.monotonic()
     with pytest.raises(VMBootError, match="no SSH server within boot_timeout_s=2s") as info:
@@ -249,7 +212,7 @@ def test_unreachable_vm_fails_within_bound_and_leaves_nothing(tmp_path):
     assert time.monotonic() - started < 60
     assert "how to fix" in str(info.value)
     boot_dirs = [e.data["path"] for e in journal.entries() if e.kind == "file"]
-    _assert_nothing_left(journal, boot_dirs)
+    assert_nothing_left(journal, boot_dirs)
 
 
 _CHILD = textwrap.dedent("""
@@ -262,7 +225,7 @@ _CHILD = textwrap.dedent("""
 
 
 def test_sigint_during_boot_stops_qemu_and_cleans_up(tmp_path):
-    _require_vm_host()
+    require_vm_host()
     path = tmp_path / "journal.jsonl"
     child = subprocess.Popen([sys.executable, "-c", _CHILD, str(path)], cwd=REPO,
                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -270,13 +233,13 @@ def test_sigint_during_boot_stops_qemu_and_cleans_up(tmp_path):
     try:
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:  # wait until QEMU is running
-            if path.exists() and _qemu_pids(Journal(path)):
+            if path.exists() and qemu_pids(Journal(path)):
                 break
             assert child.poll() is None, child.stdout.read().decode()
             time.sleep(0.2)
         time.sleep(1.0)
-        pids = _qemu_pids(Journal(path))
-        assert pids and _alive(pids[0])
+        pids = qemu_pids(Journal(path))
+        assert pids and alive(pids[0])
         child.send_signal(signal.SIGINT)
         out, _ = child.communicate(timeout=60)
     finally:
@@ -286,12 +249,12 @@ def test_sigint_during_boot_stops_qemu_and_cleans_up(tmp_path):
     assert child.returncode != 0 and b"KeyboardInterrupt" in out, out.decode()[-2000:]
     journal = Journal(path)
     boot_dirs = [e.data["path"] for e in journal.entries() if e.kind == "file"]
-    _assert_nothing_left(journal, boot_dirs)
+    assert_nothing_left(journal, boot_dirs)
 
 
 def test_probe_boot_tells_finished_from_hung(tmp_path):
     """The accelerator probe's two outcomes, for real, under TCG."""
-    _require_vm_host()
+    require_vm_host()
     qemu = require_programs()["qemu-system-x86_64"]
     kernel, version = resolve_kernel()
     image, _ = bootable_kernel(kernel, version)
@@ -302,6 +265,6 @@ def test_probe_boot_tells_finished_from_hung(tmp_path):
     # The same boot cut off after 0.5 s counts as hung, and QEMU is killed.
     finished, seconds, console = probe_boot(qemu, image, "tcg", 0.5, journal)
     assert not finished and seconds < 5
-    pids = _qemu_pids(journal)
-    assert len(pids) == 2 and not [p for p in pids if _alive(p)]
+    pids = qemu_pids(journal)
+    assert len(pids) == 2 and not [p for p in pids if alive(p)]
     assert journal.pending() == []

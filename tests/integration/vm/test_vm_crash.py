@@ -24,13 +24,13 @@ from harness.nodes.procfs import process_start_ticks
 from harness.run.session import open_session
 from harness.vm import VM, boot_vm
 
-from .test_vm import _require_vm_host
+from .vm_host import require_vm_host
 
 pytestmark = [pytest.mark.integration, pytest.mark.vm]
 
 
 def test_a_crashed_vm_stops_the_run_naming_it_and_leaves_nothing(tmp_path, monkeypatch):
-    _require_vm_host()
+    require_vm_host()
     monkeypatch.setenv("HARNESS_LOCK_DIR", str(tmp_path / "locks"))
     host_change = tmp_path / "harness-host-change"  # undo removes only harness-* folders
     spec = VM(name=f"crash{os.getpid()}", cpus=1, memory_mib=1024, boot_timeout_s=150)

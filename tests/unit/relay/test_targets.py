@@ -41,7 +41,7 @@ def test_every_target_is_ours_and_registered_with_its_quantity():
     reg = targets.registration()
     assert {r["source"] for r in reg} == {TARGET}
     assert all(r["quantity"] and r["region"]["rule"] for r in reg)
-    assert len({r["id"] for r in reg}) == len(reg) == len(targets.CLAIMS)
+    assert len({r["id"] for r in reg}) == len(reg) == len(targets.CLAIMS) + len(targets.PEER_TARGETS)
 
 
 def test_paired_ratios_differences_and_per_relay_latency():
@@ -100,7 +100,7 @@ def test_a_run_shows_the_benchmark_it_archived_and_none_without(tmp_path):
     bench.write_text(json.dumps(report(runs({"forward": ([10.0], [0], [5.0])}))))
     assert targets.archive_into(Session(), bench)
     frame = targets.table_of_run(tmp_path)
-    assert len(frame) == len(targets.CLAIMS)
+    assert len(frame) == len(targets.CLAIMS) + len(targets.PEER_TARGETS)
 
 
 @pytest.mark.parametrize("content, fragment", [
@@ -145,7 +145,8 @@ def test_s0_shows_the_benchmark_its_run_archived_as_target_rows_apart(tmp_path):
     shutil.copy(ARCHIVED, tmp_path / "raw" / targets.RUN_FILE)
     after = study.claims(study.load(tmp_path))
     added = after.iloc[len(before):]
-    assert sorted(added.claim_id) == sorted(c.id for c in targets.CLAIMS.values())
+    assert sorted(added.claim_id) == sorted([c.id for c in targets.CLAIMS.values()]
+                                            + list(targets.PEER_TARGETS.values()))
     assert set(added.source) == {TARGET}
     assert after.iloc[:len(before)].claim_id.tolist() == before.claim_id.tolist()
 
@@ -164,3 +165,47 @@ def test_the_benchmark_refuses_to_replace_its_output_before_measuring(tmp_path):
     assert done.returncode == 2
     assert "--replace" in done.stderr and "exists" in done.stderr
     assert out.read_text() == "archived"
+
+
+def peer_rows(paths: dict[str, list[tuple[float, float]]]) -> list[dict]:
+    """path -> [(Gbit/s, relay CPU-s per GB) per run]."""
+    return [{"path": path, "run": run, "throughput_gbps": g, "relay_cpu_s_per_gb": c}
+            for path, values in paths.items() for run, (g, c) in enumerate(values, start=1)]
+
+
+def test_the_fastest_peer_is_the_best_on_average_not_in_one_run():
+    """nginx has the single best run, haproxy the higher geometric mean: haproxy is the yardstick."""
+    frame = targets.per_run(report(peer_rows({
+        "haproxy": [(3.0, 0.4), (3.0, 0.4), (3.0, 0.4)],
+        "nginx": [(6.0, 0.2), (1.0, 0.9), (1.0, 0.9)],
+        "srd": [(3.0, 0.3)] * 3})), "throughput_gbps")
+    assert targets.best_peer(frame, 1) == "haproxy"
+    assert targets.best_peer(frame, 1, min) == "nginx"
+    assert targets.best_peer(frame, 2) is None  # no two-relay peer measured
+
+
+def test_srd_is_judged_against_the_fastest_and_the_cheapest_peer_paired_per_run():
+    rep = report(peer_rows({
+        "haproxy": [(3.0, 0.40), (2.0, 0.40), (4.0, 0.40)],
+        "gosplice": [(2.0, 0.20), (1.5, 0.22), (2.5, 0.18)],
+        "srd": [(3.3, 0.30), (2.2, 0.30), (4.4, 0.30)],     # 1.1x haproxy every run
+        "haproxy2": [(2.0, 0.8)] * 3,
+        "srd2": [(1.0, 0.5)] * 3}))                        # 0.5x haproxy2 every run
+    got = {v.claim.id: v for v in targets.peer_verdicts(rep)}
+    one = got["s0.target.srd_vs_fastest_peer_one"]
+    assert one.outcome == MET and one.estimate.value == pytest.approx(1.1)
+    assert "against haproxy;" in one.note
+    two = got["s0.target.srd_vs_fastest_peer_two"]
+    assert two.outcome == NOT_MET and two.estimate.value == pytest.approx(0.5)
+    cpu = got["s0.target.srd_cpu_vs_cheapest_peer_one"]
+    assert "against gosplice;" in cpu.note  # the cheapest, not the fastest
+    assert cpu.estimate.value == pytest.approx((1.5 * 0.3 / 0.22 * 0.3 / 0.18) ** (1 / 3))
+    assert cpu.outcome == NOT_MET  # srd costs more than Go's relay in every run
+    assert got["s0.target.srd_cpu_vs_cheapest_peer_two"].outcome == MET  # 0.5 / 0.8
+    assert {v.claim.source for v in got.values()} == {TARGET}
+
+
+def test_a_benchmark_without_peers_leaves_the_peer_targets_not_testable():
+    got = targets.peer_verdicts(report(peer_rows({"srd": [(3.0, 0.3)] * 3})))
+    assert [v.outcome for v in got] == [NOT_TESTABLE] * 4
+    assert "no peer" in got[0].reason

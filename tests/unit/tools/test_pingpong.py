@@ -69,15 +69,17 @@ def test_pingpong_with_nagle_measures_every_size_over_loopback():
 def test_the_command_line_and_the_harness_client_pass_nagle_on(monkeypatch):
     seen = {}
 
-    def fake_measure(*args):
-        seen["args"] = args
+    def fake_measure(*args, **kwargs):
+        seen["args"], seen["kwargs"] = args, kwargs
         return {"targets": {}}
 
     monkeypatch.setattr(pingpong, "measure_targets", fake_measure)
     pingpong.main(["client", "--target", "a=127.0.0.1:1", "--sizes", "1", "--nagle"])
     assert seen["args"][-1] is True
     pingpong.main(["client", "--target", "a=127.0.0.1:1", "--sizes", "1"])
-    assert seen["args"][-1] is False
+    assert seen["args"][-1] is False and seen["kwargs"] == {"no_latency": False}
+    pingpong.main(["client", "--target", "a=127.0.0.1:1", "--sizes", "1", "--no-latency"])
+    assert seen["kwargs"] == {"no_latency": True}  # a bulk transfer only (S0's path capacity)
 
     class LocalNode:
         name, is_local = "here", True

@@ -1,6 +1,6 @@
 """SCTP and TIPC fan-in in a VM lab (the host kernel has neither).
 
-One VM for the module (TCG is slow). A 1:4 fan-in lab inside it; TIPC is
+The folder's one VM (conftest.py's ``guest``: TCG is slow). A 1:4 fan-in lab inside it; TIPC is
 configured by harness.config.tipc (identity + UDP bearer per node) and must
 be gone after the journal's undo; SCTP and TIPC reducers must deliver every
 requested byte.
@@ -23,28 +23,19 @@ N = 4
 
 
 @pytest.fixture(scope="module")
-def vm_lab(tmp_path_factory):
-    from harness.errors import CapabilityMissing
-    from harness.journal.journal import Journal
-    from harness.vm import VM, boot_vm, checks
-    from harness.vm.machine import require_programs, resolve_kernel
+def vm_lab(guest):
+    from harness.vm import checks
 
-    try:
-        require_programs()
-        resolve_kernel()
-    except CapabilityMissing as exc:
-        pytest.skip(f"cannot boot VM nodes here: {exc}")
-    binary = str(fanin.build_local())  # before boot: the guest shares our root read-only
-    journal = Journal(tmp_path_factory.mktemp("fvm") / "journal.jsonl")
+    vm, journal = guest
+    binary = str(fanin.build_local())  # on the host: the guest shares our root read-only
     # the generator's own checks: one VM is enough (the study puts the reducer in a second)
     params = s3.Params.resolve(mappers=(N,), cpu_mappers=N, port_rate_mbit=50, queue_packets=40,
                                reducer_own_kernel=False)
-    with boot_vm(VM(name=f"fv{os.getpid()}", cpus=2, memory_mib=1536, boot_timeout_s=150),
-                 journal) as vm:
-        checks.load_modules(vm, ("tipc", "sctp"))
-        with Lab(s3.topology(params), journal, host=vm, prefix=f"fv{os.getpid() % 10000}") as lab:
-            yield vm, lab, journal, binary
-    assert journal.pending() == []
+    mark = max((e.seq for e in journal.entries()), default=0)
+    checks.load_modules(vm, ("tipc", "sctp"))
+    with Lab(s3.topology(params), journal, host=vm, prefix=f"fv{os.getpid() % 10000}") as lab:
+        yield vm, lab, journal, binary
+    assert [e for e in journal.pending() if e.seq > mark] == []  # the VM's own stay till its end
 
 
 def test_generator_binary_is_shared_with_the_guest(vm_lab):

@@ -1,4 +1,5 @@
-"""NFSv4 and GlusterFS for real, in ONE lab VM: serve, export, mount, fio, then undo it all.
+"""NFSv4 and GlusterFS for real, in one lab VM (the folder's: conftest.py's ``guest``): serve, export,
+mount, fio, then undo it all.
 
 Everything runs inside the VM (Debian's stock kernel, the host's root read-only
 over 9p): the server and the client are the same machine and the client
@@ -11,7 +12,6 @@ printed (`pytest -s`) and were measured for docs/measurements.md.
 
 from __future__ import annotations
 
-import os
 import time
 
 import pytest
@@ -21,10 +21,8 @@ from harness.config import apply
 from harness.config.glusterfs import GLUSTERD, GlusterDaemon, GlusterMount, GlusterVolume
 from harness.config.nfs import RPC_NFSD, NfsExport, NfsMount, NfsServer
 from harness.errors import SpecError
-from harness.journal.journal import Journal
 from harness.lab.probe import probe
 from harness.tools.fio import FIO, FioJob, run_fio
-from harness.vm import VM, boot_vm
 from harness.vm.qemu import GUEST_ADDR
 
 pytestmark = [pytest.mark.integration, pytest.mark.vm, needs_root]
@@ -82,36 +80,32 @@ def _brick_filesystem(vm, journal, timings) -> None:
         f"mkdir {BRICK_FS} && mount /dev/ram0 {BRICK_FS}", timeout=120))
 
 
-def test_nfs_and_glusterfs_served_mounted_measured_and_undone_in_one_vm(tmp_path):
-    journal = Journal(tmp_path / "journal.jsonl")
+def test_nfs_and_glusterfs_served_mounted_measured_and_undone_in_one_vm(guest):
+    vm, journal = guest
     timings: dict[str, float] = {}
-    spec = VM(name=f"fs{os.getpid()}", cpus=2, memory_mib=1536, boot_timeout_s=150)
-    started = time.monotonic()
-    with boot_vm(spec, journal) as vm:
-        timings["boot"] = round(time.monotonic() - started, 2)
-        caps = probe(vm, tools=[FIO, RPC_NFSD, GLUSTERD])
-        assert caps.has("nfs") and caps.has("glusterfs"), caps.describe()
-        assert caps.tools["fio"] == "fio-3.33" and caps.tools["glusterd"].startswith("glusterfs 10")
-        before = _state(vm)
+    caps = probe(vm, tools=[FIO, RPC_NFSD, GLUSTERD])
+    assert caps.has("nfs") and caps.has("glusterfs"), caps.describe()
+    assert caps.tools["fio"] == "fio-3.33" and caps.tools["glusterd"].startswith("glusterfs 10")
+    before = _state(vm)
+    with journal.scope():
+        _brick_filesystem(vm, journal, timings)
+        ready = _state(vm)
+        booted = len(journal.entries())
         with journal.scope():
-            _brick_filesystem(vm, journal, timings)
-            ready = _state(vm)
-            booted = len(journal.entries())
-            with journal.scope():
-                _serve_mount_measure(vm, journal, timings)
-                undo_started = time.monotonic()
-            timings["undo all"] = round(time.monotonic() - undo_started, 2)
-            print(f"\nTCG timings (s): {timings}")
-            after = _state(vm)
-            left = [(e.kind, e.data) for e in journal.entries()[booted:] if not e.undone]
-            assert left == []
-            # exactly as before the operations: mounts, modules, processes (nfsd's threads too)
-            assert after["mounts"] == ready["mounts"]
-            assert after["modules"] == ready["modules"]
-            assert after["paths"] == [BRICK_FS]
-            assert _new_processes(ready["procs"], after["procs"]) == []
-        final = _state(vm)
-        assert final["mounts"] == before["mounts"] and final["paths"] == []
+            _serve_mount_measure(vm, journal, timings)
+            undo_started = time.monotonic()
+        timings["undo all"] = round(time.monotonic() - undo_started, 2)
+        print(f"\nTCG timings (s): {timings}")
+        after = _state(vm)
+        left = [(e.kind, e.data) for e in journal.entries()[booted:] if not e.undone]
+        assert left == []
+        # exactly as before the operations: mounts, modules, processes (nfsd's threads too)
+        assert after["mounts"] == ready["mounts"]
+        assert after["modules"] == ready["modules"]
+        assert after["paths"] == [BRICK_FS]
+        assert _new_processes(ready["procs"], after["procs"]) == []
+    final = _state(vm)
+    assert final["mounts"] == before["mounts"] and final["paths"] == []
     # glusterd configures geo-replication at each start unless gsyncd is stubbed: 40-90 s
     assert timings["glusterd start"] < 60
 
