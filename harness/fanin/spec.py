@@ -8,6 +8,7 @@ study parameter at fault.
 from __future__ import annotations
 
 import json
+import re
 import shlex
 from dataclasses import asdict, dataclass, field
 
@@ -137,6 +138,28 @@ def serve_argv(binary: str, proto: str, listen: str, sockets: SocketOptions) -> 
     return [binary, "serve", "--proto", proto, "--listen", listen, *sockets.args()]
 
 
+#: What a reducer reports when the protocol under test fails during its rounds (fanin.c's
+#: worker messages): a request that could not be sent or a partition that did not arrive
+#: (connection reset or closed -- a TIPC link reset aborts its connections --, or the round
+#: timeout). Such a point is a result of the protocol, counted by the claim's registered rule
+#: (:mod:`harness.verdicts.failures`). Anything else that stops the generator -- it could not
+#: connect or open a socket, could not start, was interrupted, printed what cannot be parsed,
+#: or received bytes that are not the partition it asked for -- is the apparatus's failure.
+PROTOCOL_FAILURES = (re.compile(r"^target \d+: sending request: "),
+                     re.compile(r"^target \d+: reading \d+ bytes: "))
+PROTOCOL, APPARATUS = "protocol", "apparatus"
+
+
+def failure_kind(errors: list[str], started: bool, interrupted: bool = False) -> str | None:
+    """Whose failure stopped a reducer: None (none did), PROTOCOL or APPARATUS (above)."""
+    if not errors and started and not interrupted:
+        return None
+    if not started or interrupted or not errors:
+        return APPARATUS
+    return PROTOCOL if all(any(p.match(e) for p in PROTOCOL_FAILURES) for e in errors) \
+        else APPARATUS
+
+
 @dataclass
 class FaninOutput:
     """The parsed JSON lines of one reducer process."""
@@ -153,6 +176,15 @@ class FaninOutput:
 
     def measured(self) -> list[dict]:
         return [r for r in self.rounds if not r["warmup"]]
+
+    def failure(self, exit_status: int = 0) -> str | None:
+        """None when every asked round completed, else whose failure stopped it
+        (:func:`failure_kind`): a clean exit without a full summary is the apparatus's."""
+        summary = self.summary or {}
+        if self.ok and exit_status == 0:
+            return None
+        return failure_kind(self.errors, self.start is not None,
+                            bool(summary.get("interrupted")) or exit_status not in (0, 3))
 
 
 def parse_output(text: str) -> FaninOutput:

@@ -48,6 +48,9 @@ CHECKS = {
     "path-capacity": "a rate above its path's bulk capacity measured in the same run, plus "
                      "CAPACITY_ALLOWANCE (check_capacity)",
     "rounds-completed": "a fan-in point in which no round completed (check_rounds)",
+    "apparatus-ran": "a point whose apparatus failed: its tool could not start or connect, "
+                     "crashed, was interrupted or printed what cannot be parsed (check_apparatus); "
+                     "a failure of the system under test is a result (harness.verdicts.failures)",
     "tool-completed": "a point its tool did not complete: no rate or no latency "
                       "(s1_validity.failed_bandwidth, failed_latency)",
     "disk-rate": "a disk or file-system rate above its disk's cap (s2_validity.point_checks)",
@@ -147,3 +150,14 @@ def check_rounds(point: str, rounds_completed: float) -> Invalid | None:
         return None
     return Invalid(point, "completed rounds", float(rounds_completed), 1.0, "",
                    "a fan-in point needs at least one completed round", "<")
+
+
+def check_apparatus(point: str, failure: str | None, message: str = "") -> Invalid | None:
+    """Invalid when the apparatus failed at ``point`` (``failure == "apparatus"``, as the tool's
+    output classifies it, e.g. :func:`harness.fanin.spec.failure_kind`); a failure of the system
+    under test (``"protocol"``) or none is not."""
+    if failure != "apparatus":
+        return None
+    return Invalid(point, "apparatus failures", 1.0, 0.0, "",
+                   "the measuring tool failed, not the system under test"
+                   + (f": {message}" if message else ""), ">")

@@ -9,16 +9,19 @@ outside the paper's regime is "not testable here" with the measured reason.
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
 
-from ...topology.shaping import BURST_SECONDS, MIN_BURST_BYTES
+from ...fanin.spec import APPARATUS, PROTOCOL
+from ...lab.verify import RATE_TOLERANCE
+from ...topology.shaping import BURST_SECONDS, ETHERNET_HEADER, MIN_BURST_BYTES, PEAK_FRAMES
 from ...verdicts.claims import NOT_TESTABLE, Region, Verdict, judge, not_testable, table
 from ...verdicts.claims import PAPER as PAPER_SOURCE
+from ...verdicts.failures import floored_ratio
 from ...verdicts.intervals import mean_estimate
-from ...verdicts.validity import Invalid, check_rate, check_rounds, check_share, payload_rate_mbit
+from ...verdicts.validity import Invalid, check_apparatus, check_rate, check_share, payload_rate_mbit
 from .design import PAPER_CPU_FANIN
 from .registration import (
     CPU_MAPPERS,
@@ -39,62 +42,174 @@ def point_name(row) -> str:
            f"{int(row.repetition)}"
 
 
-def bucket_allowance_mbit(mappers: int, size_kb: int, wire_mbit: float) -> float:
-    """How far above the port's payload rate a round's mean rate may read: the htb bucket
-    (:mod:`harness.topology.shaping`: max(32 KB, 2 ms of the rate)) refills while the port idles
-    between rounds and lets its bytes leave at once, so a round of R bytes needs at
-    least (R - bucket) / rate; infinite when a round fits in the bucket."""
-    bucket = max(MIN_BURST_BYTES, wire_mbit * 1e6 / 8 * BURST_SECONDS)
+def bucket_allowance_mbit(mappers: int, size_kb: int, wire_mbit: float,
+                          shaper: str = "htb") -> float:
+    """How far above the port's payload rate a round's mean rate may read: the shaper's
+    bucket refills while the port idles between rounds and lets its bytes leave at once, so
+    a round of R bytes needs at least (R - bucket) / rate; infinite when a round fits in the
+    bucket. htb's bucket (:mod:`harness.topology.shaping`) is max(32 KB, 2 ms of the rate):
+    a 1:8 x 1 KB round leaves whole before the shaper counts it, the bottleneck's own
+    artefact; a serialising port's (``shaper="serialise"``) is two frames."""
+    bucket = port_bucket_bytes(wire_mbit, shaper)
     round_bytes = mappers * size_kb * 1024
     if round_bytes <= bucket:
         return float("inf")
     return payload_rate_mbit(wire_mbit) * (round_bytes / (round_bytes - bucket) - 1)
 
 
-def stopped_early(name: str, row) -> Invalid | None:
-    """Invalid when the generator stopped at an error before the point's last round: the
-    rounds before the error are not the point's rate (TIPC at 1:48 x 64 KB completed 1 of
-    5 rounds, then its links reset every connection: 20261126T163456Z-56d73d)."""
-    done, asked = getattr(row, "rounds", None), getattr(row, "rounds_asked", None)
-    if done is None or asked is None or pd.isna(asked) or done >= asked:
-        return None
-    error = str(getattr(row, "error", "") or "").split(";")[0]
-    return Invalid(name, "completed rounds", float(done), float(asked), "",
-                   "the generator stopped at an error" + (f" ({error})" if error else ""), "<")
-
-
-def invalid_rate_points(rows: pd.DataFrame, wire_mbit: float | None) -> list[Invalid]:
-    """The physically impossible rate point-repetitions among ``rows``."""
+def invalid_rate_points(rows: pd.DataFrame, wire_mbit: float | None,
+                        shaper: str = "htb") -> list[Invalid]:
+    """The rate point-repetitions among ``rows`` (:func:`.registration.rate_rows`) that no claim
+    may rest on: the apparatus failed there (the generator could not start or connect,
+    crashed, was interrupted), or its completed rounds read faster than the port carries.
+    A point the protocol failed (a TIPC link reset, a round that timed out) is a result,
+    counted at zero goodput for the rounds that did not complete, never invalid here."""
     out = []
     for row in rows.itertuples():
         name = point_name(row)
-        bad = check_rounds(name, int(getattr(row, "rounds", 0 if row.failed else 1))) \
-            or stopped_early(name, row)
-        if bad is None and wire_mbit:
-            allowance = bucket_allowance_mbit(row.mappers, row.size_kb, wire_mbit)
+        bad = None
+        if getattr(row, "failure", None) == APPARATUS:
+            error = str(getattr(row, "error", "") or "").split(";")[0]
+            bad = check_apparatus(name, APPARATUS, f"{int(row.rounds)} of "
+                                  f"{int(getattr(row, 'rounds_asked', row.rounds))} rounds"
+                                  + (f", {error}" if error else ""))
+        completed = getattr(row, "rate_mbit_completed", row.rate_mbit_mean)
+        if bad is None and wire_mbit and pd.notna(completed) and row.rounds > 0:
+            allowance = bucket_allowance_mbit(row.mappers, row.size_kb, wire_mbit, shaper)
             if np.isfinite(allowance):
-                bad = check_rate(name, float(row.rate_mbit_mean), wire_mbit,
+                bad = check_rate(name, float(completed), wire_mbit,
                                  quantity="mean round rate", allowance_mbit=allowance,
-                                 why="the port's htb bucket, full after an idle gap, leaves "
-                                     "at once")
+                                 why="what the port's shaper lets through at once after an idle "
+                                     "gap")
         if bad is not None:
             out.append(bad)
     return out
 
 
+def failure_note(rows: pd.DataFrame, protocol: str = "tipc") -> str:
+    """What the registered failure rule counted among ``rows``: the rounds of ``protocol``
+    that did not complete, counted at zero goodput (empty: none failed)."""
+    mine = rows[(rows.protocol == protocol) & (rows.failure == PROTOCOL)] \
+        if "failure" in rows else rows.iloc[:0]
+    if mine.empty:
+        return ""
+    asked = mine.rounds_asked if "rounds_asked" in mine else mine.rounds
+    lost = int((asked - mine.rounds).sum())
+    errors = mine.error.dropna() if "error" in mine else pd.Series(dtype=object)
+    first = str(errors.iloc[0]).split(";")[0] if len(errors) else "no message"
+    return (f"; {protocol}: {lost} of {int(asked.sum())} rounds did not complete in "
+            f"{len(mine)} point-repetition(s) ({first}), counted at zero goodput (the "
+            "registered rule for failures of the protocol)")
+
+
+@dataclass(frozen=True)
+class PortCheck:
+    """The reducer port as the lab's link check measured it toward the reducer (run.json's
+    link_verification): its configured and measured link-layer rates and TCP goodput."""
+
+    configured_mbit: float
+    measured_mbit: float
+    goodput_mbit: float | None
+    tolerance: float = RATE_TOLERANCE
+
+    @property
+    def ratio(self) -> float:
+        return self.measured_mbit / self.configured_mbit
+
+    @property
+    def within_tolerance(self) -> bool:
+        return self.ratio >= self.tolerance
+
+    @classmethod
+    def from_meta(cls, meta: dict, link: str, direction: str) -> PortCheck | None:
+        for check in meta.get("link_verification") or []:
+            if check.get("link") == link and check.get("direction") == direction \
+                    and check.get("configured_mbit") and check.get("link_layer_mbit"):
+                return cls(float(check["configured_mbit"]), float(check["link_layer_mbit"]),
+                           check.get("goodput_mbit"))
+        return None
+
+
+#: a point whose completed rounds read at least this share of the port's measured goodput is
+#: limited by the port as the lab delivered it, when that port measured below its tolerance
+PORT_LIMITED = 0.9
+RATE_CLAIMS = ("s3.tipc_best_most", "s3.tipc_gain_avg", "s3.tipc_gain_max",
+               *(f"s3.tipc_collapse_{s}kb" for s in PAPER["collapse_sizes_kb"]))
+
+
+def port_limited_points(rate: pd.DataFrame, port: PortCheck) -> list[str]:
+    """The rate points (protocol 1:N x size, over repetitions) whose mean completed-round rate
+    reached :data:`PORT_LIMITED` of the port's measured goodput (link layer where no goodput)."""
+    ceiling = port.goodput_mbit or payload_rate_mbit(port.measured_mbit)
+    means = rate.groupby(["protocol", "mappers", "size_kb"]).rate_mbit_completed.mean()
+    return [f"{p} 1:{int(n)} x {int(s)} KB" for (p, n, s), v in means.items()
+            if pd.notna(v) and v >= PORT_LIMITED * ceiling]
+
+
+def port_bucket_bytes(wire_mbit: float, shaper: str = "htb") -> float:
+    """What the reducer port's shaper lets leave at once after an idle gap (bytes)."""
+    if shaper == "serialise":
+        return PEAK_FRAMES * (1500 + ETHERNET_HEADER)
+    return max(MIN_BURST_BYTES, wire_mbit * 1e6 / 8 * BURST_SECONDS)
+
+
+def bucket_shaped_points(rate: pd.DataFrame, wire_mbit: float, shaper: str = "htb") -> list[str]:
+    """The (fan-in, size) points whose round is at most twice the port's bucket: at least half
+    of such a round leaves at once, so its rate is the bucket's as much as the port's
+    (issue 35 item 8: the bottleneck's own artefact)."""
+    bucket = port_bucket_bytes(wire_mbit, shaper)
+    points = sorted({(int(n), int(s)) for n, s in zip(rate.mappers, rate.size_kb)
+                     if n * s * 1024 <= 2 * bucket})
+    return [f"1:{n} x {s} KB" for n, s in points]
+
+
+def _bucket_note(verdict: Verdict, rate: pd.DataFrame, wire_mbit: float, shaper: str
+                 ) -> Verdict:
+    if verdict.claim.id not in RATE_CLAIMS:
+        return verdict
+    shaped = bucket_shaped_points(rate, wire_mbit, shaper)
+    if not shaped:
+        return verdict
+    text = (f"the port's {shaper} bucket ({port_bucket_bytes(wire_mbit, shaper) / 1024:.3g} KB) "
+            f"passes at least half of a round at once at {', '.join(shaped)}: there the rate is "
+            "the bucket's as much as the port's")
+    return replace(verdict, note=f"{verdict.note}; {text}" if verdict.note else text)
+
+
+def _port_note(verdict: Verdict, rate: pd.DataFrame, port: PortCheck) -> Verdict:
+    """A rate claim's note says which points the port limited when it measured below its
+    tolerance (issue 35 item 8); others unchanged."""
+    if verdict.claim.id not in RATE_CLAIMS or port.within_tolerance:
+        return verdict
+    limited = port_limited_points(rate, port)
+    text = (f"the reducer port measured {port.measured_mbit:.3g} of {port.configured_mbit:.3g} "
+            f"Mbit/s ({port.ratio:.2f}, below the lab's {port.tolerance:g} tolerance): "
+            + (f"it limits {', '.join(limited)} (mean rate >= {PORT_LIMITED:g} x its measured "
+               "goodput)" if limited else "no point reached 0.9 x its measured goodput"))
+    return replace(verdict, note=f"{verdict.note}; {text}" if verdict.note else text)
+
+
 # -- claims ---------------------------------------------------------------------------------
 
-def claims(frame: pd.DataFrame, wire_mbit: float | None = None) -> pd.DataFrame:
-    """The registered claims judged on this run; ``wire_mbit``: the port's shaped rate.
+def claims(frame: pd.DataFrame, wire_mbit: float | None = None, shaper: str = "htb",
+           port: PortCheck | None = None) -> pd.DataFrame:
+    """The registered claims judged on this run; ``wire_mbit``: the port's shaped rate,
+    ``shaper`` how it was enforced (a run from before 2026-11-29: htb), ``port`` what the
+    lab's link check measured on it (:class:`PortCheck`; None: not recorded).
 
     If TIPC's traffic did not cross the switch (all lab nodes in one kernel: Linux >= 5.5
     hands TIPC messages between namespaces directly), every claim involving TIPC is
     marked not testable, with the measured share of bytes on the wire as the reason.
     """
     rate = rate_rows(frame)
-    verdicts = [_best_verdict(rate, wire_mbit), *_gain_verdicts(rate, wire_mbit),
-                *(_collapse_verdict(rate, wire_mbit, s) for s in PAPER["collapse_sizes_kb"]),
+    bound = (wire_mbit, shaper)
+    verdicts = [_best_verdict(rate, bound), *_gain_verdicts(rate, bound),
+                *(_collapse_verdict(rate, bound, s) for s in PAPER["collapse_sizes_kb"]),
                 _cpu_verdict(frame), _wire_verdict(rate)]
+    if port is not None:
+        verdicts = [_port_note(v, rate, port) for v in verdicts]
+    if wire_mbit and not rate.empty:
+        verdicts = [_bucket_note(v, rate, wire_mbit, shaper) for v in verdicts]
     table_ = table(verdicts)
     if tipc_bypassed(frame):
         share = wire_share(frame)
@@ -125,7 +240,9 @@ def paired_ratios(rate: pd.DataFrame, points: list[tuple[int, int]], ref: str):
     reps = set(rows.repetition)
     paired = {r for r in reps if all((*p, r) in both for p in points)}
     keep = sorted(k for k in both if k[2] in paired)
-    ratios = (tipc.loc[keep] / tcp.loc[keep]) if keep else pd.Series(dtype=float)
+    # zero goodput (every round failed) reads 0.01x or 100x; both zero: no ratio (failures)
+    ratios = floored_ratio(tipc.loc[keep], tcp.loc[keep]).dropna() if keep \
+        else pd.Series(dtype=float)
     return ratios.rename("ratio"), rows[rows.repetition.isin(paired)], sorted(reps - paired)
 
 
@@ -134,7 +251,7 @@ def _unpaired_note(unpaired: list[int]) -> str:
             "missing there") if unpaired else ""
 
 
-def _best_verdict(rate: pd.DataFrame, wire_mbit: float | None) -> Verdict:
+def _best_verdict(rate: pd.DataFrame, bound: tuple) -> Verdict:
     claim = registered().claim("s3.tipc_best_most")
     ref = tcp_reference(rate) if not rate.empty else None
     protos = ["tipc", ref, "sctp"]
@@ -147,20 +264,24 @@ def _best_verdict(rate: pd.DataFrame, wire_mbit: float | None) -> Verdict:
     reps = [r for r, c in counts.items() if c == len(points) * len(protos)]
     wide = rows[rows.repetition.isin(reps)].set_index(
         ["repetition", "mappers", "size_kb", "protocol"]).rate_mbit_mean.unstack("protocol")
-    # a failed point (no rate) is best for no one; it makes the verdict invalid below
-    best = wide.reindex(columns=protos).fillna(-np.inf).idxmax(axis=1)
-    shares = (best == "tipc").groupby(level="repetition").mean() if reps else []
+    # TIPC is best where its goodput is strictly the highest: a tie (all three delivered
+    # nothing) is no one's; a point the apparatus failed (no rate) is best for no one and
+    # makes the verdict invalid below
+    wide = wide.reindex(columns=protos).fillna(-np.inf)
+    best = wide["tipc"] > wide[[ref, "sctp"]].max(axis=1)
+    shares = best.groupby(level="repetition").mean() if reps else []
     k = len(points)
     region = Region.above((k // 2 + 1) / k, claim.region.why + f": at least {k // 2 + 1} of {k}")
     est = mean_estimate(shares, units="repetitions")
-    invalid = invalid_rate_points(rows[rows.repetition.isin(reps)], wire_mbit)
+    invalid = invalid_rate_points(rows[rows.repetition.isin(reps)], *bound)
     return judge(replace(claim, region=region), est,
                  f"share of {k} points per repetition, TIPC against "
-                 f"{ref}, sctp" + _unpaired_note(sorted(set(rows.repetition) - set(reps))),
+                 f"{ref}, sctp" + _unpaired_note(sorted(set(rows.repetition) - set(reps)))
+                 + failure_note(rows[rows.repetition.isin(reps)]),
                  invalid=invalid)
 
 
-def _gain_verdicts(rate: pd.DataFrame, wire_mbit: float | None) -> list[Verdict]:
+def _gain_verdicts(rate: pd.DataFrame, bound: tuple) -> list[Verdict]:
     ref = tcp_reference(rate) if not rate.empty else None
     n = PAPER["fanin"]
     sizes = sorted({int(s) for m, s in zip(rate.mappers, rate.size_kb)
@@ -186,12 +307,12 @@ def _gain_verdicts(rate: pd.DataFrame, wire_mbit: float | None) -> list[Verdict]
                          f"{ref} paired per repetition, "
                          + ("geometric mean over sizes" if how == "mean"
                             else "the best size") + " within each"
-                         + _unpaired_note(unpaired),
-                         invalid=invalid_rate_points(rows, wire_mbit)))
+                         + _unpaired_note(unpaired) + failure_note(rows),
+                         invalid=invalid_rate_points(rows, *bound)))
     return out
 
 
-def _collapse_verdict(rate: pd.DataFrame, wire_mbit: float | None, size: int) -> Verdict:
+def _collapse_verdict(rate: pd.DataFrame, bound: tuple, size: int) -> Verdict:
     claim = registered().claim(f"s3.tipc_collapse_{size}kb")
     ref = tcp_reference(rate) if not rate.empty else None
     n = PAPER["fanin"]
@@ -205,8 +326,9 @@ def _collapse_verdict(rate: pd.DataFrame, wire_mbit: float | None, size: int) ->
     est = mean_estimate(ratios.where(ratios > 0).dropna(), unit="x", log=True,
                         units="repetitions")
     return judge(claim, est, f"TIPC over {ref} at 1:{n} x {size} KB, paired per repetition; "
-                 "collapse = below half of TCP's rate" + _unpaired_note(unpaired),
-                 invalid=invalid_rate_points(rows, wire_mbit))
+                 "collapse = below half of TCP's rate" + _unpaired_note(unpaired)
+                 + failure_note(rows),
+                 invalid=invalid_rate_points(rows, *bound))
 
 
 def _wire_verdict(rate: pd.DataFrame) -> Verdict:

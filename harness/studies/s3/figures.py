@@ -72,7 +72,8 @@ def figure_rate(frame: pd.DataFrame):
                         color=colours[proto], label=proto)
             failed = sorted({int(r.size_kb) for r in rows[rows.failed].itertuples()})
             _floor_marks(ax, failed, colours[proto],
-                         None if marked else "stopped before its last round (invalid)")
+                         None if marked else "stopped before its last round (lost rounds at 0; "
+                         "invalid if the tool failed)")
             marked = marked or bool(failed)
         ax.set_title(f"1:{n} fan-in")
         ax.set_ylim(bottom=0)
@@ -167,7 +168,8 @@ def figure_paper(frame: pd.DataFrame):
     y, low, high = _bars(ests)
     left.errorbar(sizes, y, yerr=[low, high], marker="o", capsize=3, color="C0",
                   label=f"ours, 1:{n} (95 % interval over repetitions)")
-    _floor_marks(left, failed, "C3", "a protocol stopped before its last round (invalid)")
+    _floor_marks(left, failed, "C3", "a protocol stopped before its last round (lost rounds "
+                 "counted at 0)")
     small = [s for s in sizes if s <= PAPER["gain_size_max_kb"]] or [1, 8]
     left.hlines(1 + PAPER["tipc_gain_small_avg_pct"] / 100, min(small), max(small),
                 color="C2", ls=":", label="paper: +10 % on average, <= 8 KB")

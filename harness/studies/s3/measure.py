@@ -16,7 +16,7 @@ from ...nodes import procfs
 from ...progress import Progress
 from ...run.session import Session
 from ..order import MeasuringOrder
-from .design import VARIANTS, cpu_period_ms
+from .design import ERROR_TEXT_KEPT, VARIANTS, cpu_bound_period_ms, cpu_period_ms
 
 if TYPE_CHECKING:  # S3's parameters, by their base: this module must not import the study
     from ..parameters import Parameters as Params
@@ -149,7 +149,10 @@ def measure_point(session: Session, bed, fleet: fanin.MapperFleet, binary: str, 
         "size_bytes": size, "period_ms": point.period_ms,
         "period_paper_ms": point.period_paper_ms, "repetition": repetition,
         "rounds": len(measured), "rounds_asked": point.rounds, "ok": result.ok,
-        "error": "; ".join(out.errors)[:500] or None,
+        "error": "; ".join(out.errors)[:ERROR_TEXT_KEPT] or None,
+        # whose failure stopped it, if one did: the protocol's (a result, counted by the
+        # registered rule) or the apparatus's (the point is invalid): fanin.spec.failure_kind
+        "failure": out.failure(result.exit_status),
         "rate_mbit_mean": rates.mean(), "rate_mbit_median": rates.median(),
         "rate_mbit_p5": rates.quantile(0.05) if len(rates) else None,
         "rate_mbit_p95": rates.quantile(0.95) if len(rates) else None,
@@ -239,6 +242,44 @@ def cpu_points(params: Params, port_mbit: float) -> list[Point]:
             for paper in params.cpu_periods_paper_ms for size in params.cpu_sizes_kb]
 
 
+def round_times_ms(rows: list[dict], mappers: int, experiments=("rate", "calibration")
+                   ) -> dict[tuple[str, int], float]:
+    """Back-to-back round times measured at fan-in ``mappers``: per (protocol, size_kb) the
+    median over its repetitions of each point's mean round time; points that stopped
+    before their last round (a failure of the protocol: its round time is not a time a
+    period could keep) are left out."""
+    times: dict[tuple[str, int], list[float]] = {}
+    for row in rows:
+        if row.get("experiment") not in experiments or row.get("mappers") != mappers:
+            continue
+        done, asked = row.get("rounds"), row.get("rounds_asked")
+        value = row.get("round_ms_mean")
+        if done is None or asked is None or done < asked or value is None or not value > 0:
+            continue
+        times.setdefault((row["protocol"], int(row["size_kb"])), []).append(float(value))
+    return {key: float(pd.Series(values).median()) for key, values in times.items()}
+
+
+def cpu_bound_points(points: list[Point], round_ms: dict[tuple[str, int], float],
+                     protocols: Sequence[str]) -> tuple[list[Point], dict]:
+    """The CPU points with the CPU-bound period (:func:`.design.cpu_bound_period_ms`) from
+    the slowest of ``protocols``' back-to-back round times at each size, and the record of
+    it for run.json. A size no protocol completed back to back keeps no period: KeyError."""
+    out, record = [], {}
+    for point in points:
+        measured = {p: round_ms[(p, point.size_kb)] for p in protocols
+                    if (p, point.size_kb) in round_ms}
+        if not measured:
+            raise KeyError(f"no back-to-back round of {', '.join(protocols)} at "
+                           f"1:{point.mappers} x {point.size_kb} KB to set its period from")
+        slowest = max(measured, key=measured.get)
+        period = cpu_bound_period_ms(measured[slowest], point.period_paper_ms)
+        out.append(point._replace(period_ms=period))
+        record[point.key()] = {"round_ms": {p: round(v, 2) for p, v in measured.items()},
+                               "slowest": slowest, "period_ms": period}
+    return out, record
+
+
 class Fleet(NamedTuple):
     """One mapper fleet of a run: its protocol, its repetition, the points it serves in order."""
 
@@ -310,7 +351,7 @@ def measure_fleet(session: Session, bed, params: Params, variant: str, mapper_no
             rounds.append(per_round)
             if bar:
                 bar.step(point.label(variant, rep))
-    name = "mappers" if experiment == "rate" else "mappers-cpu"
+    name = "mappers" if experiment == "rate" else f"mappers-{experiment}"
     session.raw(f"{name}-{variant}-r{rep}.jsonl", fleet.output)
     record = {"experiment": experiment, "repetition": rep, "protocol": variant,
               "mappers": len(mapper_nodes), "start_s": round(start_s, 1),

@@ -18,15 +18,18 @@ figures in :mod:`.figures`.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from ...fanin.spec import APPARATUS, PROTOCOL, failure_kind
 from ...verdicts.claims import Claim
+from ...verdicts.failures import failed_round_share, zero_goodput
 from ...verdicts.registration import Registration
 from ...verdicts.registration_file import load
-from .design import PAPER_PERIOD_MS
+from .design import ERROR_TEXT_KEPT, PAPER_PERIOD_MS
 
 PAPER = {
     "tipc_gain_small_avg_pct": 10.0,  # 1:48, <= 8 KB, over TCP
@@ -70,20 +73,60 @@ def tcp_reference(frame: pd.DataFrame) -> str | None:
     return "tcp-cubic" if "tcp-cubic" in present else ("tcp" if "tcp" in present else None)
 
 
+def point_failure(row) -> str | None:
+    """Whose failure stopped a rate point before its last round: ``"protocol"`` (the system
+    under test: a connection reset or closed, a round timed out -- a result), ``"apparatus"``
+    (the tool: invalid) or None (every asked round completed). Read from the row's
+    ``failure`` (recorded since 2026-11-29), else classified from its error text as the
+    generator words it (:func:`harness.fanin.spec.failure_kind`; the generator had started
+    when it reported its socket buffers)."""
+    done = getattr(row, "rounds", None)
+    asked = getattr(row, "rounds_asked", None)
+    if asked is None or pd.isna(asked):
+        asked = done
+    if done is None or pd.isna(done) or done >= asked:
+        return None
+    recorded = getattr(row, "failure", None)
+    if isinstance(recorded, str) and recorded:
+        return recorded
+    error = getattr(row, "error", None)
+    errors = [e.strip() for e in str(error).split(";") if e.strip()] \
+        if isinstance(error, str) else []
+    if isinstance(error, str) and len(error) >= ERROR_TEXT_KEPT and len(errors) > 1:
+        errors = errors[:-1]  # the last message was cut where the row's text ends
+    buffers = getattr(row, "sndbuf_effective", None)
+    started = (buffers is not None and not pd.isna(buffers)) or done > 0 or bool(errors)
+    return failure_kind(errors, started)
+
+
 def rate_rows(frame: pd.DataFrame) -> pd.DataFrame:
-    """The rate sweep's rows, one per (protocol, N, size, repetition), ``failed`` where the
-    generator stopped before the last round (no round, or an error: TIPC's links reset
-    under incast). Their rate is NaN: the rounds before an error are not the point's rate,
-    and such a point is invalid (:mod:`.analysis`)."""
+    """The rate sweep's rows, one per (protocol, N, size, repetition), under the registered
+    rule for failures (:mod:`harness.verdicts.failures`): ``failure`` says whose failure
+    stopped a point before its last round (:func:`point_failure`); where the protocol's,
+    ``rate_mbit_mean`` is its goodput with every round that did not complete at zero
+    (the completed rounds' mean kept as ``rate_mbit_completed``); where the apparatus's, it
+    is NaN and the point is invalid (:mod:`.analysis`). ``failed``: stopped early at all;
+    ``failed_round_share``: the share of the asked rounds that did not complete."""
     rate = frame[frame.experiment == "rate"].copy()
     if "repetition" not in rate:
         rate["repetition"] = 1
+    rate["rate_mbit_completed"] = rate["rate_mbit_mean"]
     if "rounds" not in rate:
         rate["failed"] = False
-    else:
-        asked = rate["rounds_asked"] if "rounds_asked" in rate else rate["rounds"]
-        rate["failed"] = rate["rounds"].eq(0) | (rate["rounds"] < asked)
-    rate.loc[rate.failed, "rate_mbit_mean"] = np.nan
+        rate["failure"] = None
+        rate["failed_round_share"] = 0.0
+        return rate
+    asked = rate["rounds_asked"] if "rounds_asked" in rate else rate["rounds"]
+    rate["failed"] = rate["rounds"] < asked
+    rate["failure"] = [point_failure(row) for row in rate.itertuples()]
+    rate["failed_round_share"] = [failed_round_share(int(d), int(a)) if a > 0 else 0.0
+                                  for d, a in zip(rate["rounds"], asked)]
+    protocol = rate.failure == PROTOCOL
+    rate.loc[protocol, "rate_mbit_mean"] = [
+        zero_goodput(float(m) if pd.notna(m) else math.nan, int(d), int(a))
+        for m, d, a in zip(rate.loc[protocol, "rate_mbit_completed"],
+                           rate.loc[protocol, "rounds"], asked[protocol])]
+    rate.loc[rate.failure == APPARATUS, "rate_mbit_mean"] = np.nan
     return rate
 
 

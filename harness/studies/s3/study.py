@@ -23,9 +23,12 @@ that routes; the switch's port toward the reducer is the bottleneck (htb at
 buffer; a packet-limited pfifo, because the namespace backend cannot yet put
 a byte-limited bfifo under htb; its drops are read from the qdisc per point). Without it
 a veth has no buffer to overflow and incast cannot happen. Traffic: our C
-generator (harness.fanin), same code for every protocol; TIPC over UDP
-bearers (they cross the switch's IP routing), configured on every node by
+generator (harness.fanin), same code for every protocol; TIPC on its Ethernet
+bearer as the paper ran it (the switch then bridges its ports: harness.config.bridge;
+``tipc_media="udp"``: UDP bearers the switch routes), configured on every node by
 harness.config.tipc. The host kernel has no TIPC/SCTP: the lab runs in a VM.
+A protocol's failure (a TIPC link reset) is a result, counted by the registered rule
+(harness.verdicts.failures); the CPU phase runs CPU-bound (:func:`.design.cpu_bound_period_ms`).
 """
 
 from __future__ import annotations
@@ -38,17 +41,27 @@ import pandas as pd
 
 from ... import fanin
 from ...config import tipc
-from ...errors import SpecError
+from ...config.bridge import L2Switch
+from ...errors import HarnessError, SpecError
 from ...progress import progress
 from ...run.session import Session
 from ...tools.iperf3 import IPERF3
 from ...tools.registry import TC
-from ...topology.topology import Topology, TopologyBuilder
+from ...topology.topology import SHAPERS, Topology, TopologyBuilder
 from ..base import Citation, Requirements, RunData, Study
 from ..order import MeasuringOrder
 from ..parameters import Parameters, param
-from .design import PROFILES, VARIANTS
+from .design import (
+    CALIBRATION_ROUNDS,
+    CPU_LOADS,
+    CPU_PERIOD_FACTOR,
+    PAPER_PERIOD_MS,
+    PROFILES,
+    VARIANTS,
+)
 from .measure import (
+    Point,
+    cpu_bound_points,
     cpu_points,
     fleet_plan,
     measure_fleet,
@@ -56,6 +69,7 @@ from .measure import (
     protocol_orders,
     rate_points,
     round_frame,
+    round_times_ms,
 )
 from .registration import REGISTRATION_FILE
 
@@ -65,6 +79,7 @@ PORT = 47000
 LAB_PREFIX = "198.18.0.0/15"  # RFC 2544 benchmarking range
 REDUCER_IP = "198.19.0.2"
 TIPC_BEARER = "s3"
+SWITCH_BRIDGE = "s3sw"  # the switch's bridge when TIPC runs on Ethernet
 @dataclass(frozen=True)
 class Params(Parameters):
     profiles: ClassVar[dict[str, dict]] = PROFILES
@@ -123,6 +138,18 @@ class Params(Parameters):
     # TIPC messages over directly and they never cross the lab's network.
     reducer_own_kernel: bool | None = param(None, "the reducer in a second VM; empty: yes "
                                             "when TIPC is measured")
+    tipc_media: str = param("eth", "TIPC's bearer: eth (the paper's: Ethernet frames through "
+                            "the switch, which then bridges its ports) or udp (UDP datagrams "
+                            "the switch routes)", choices=tipc.MEDIA)
+    cpu_load: str = param("cpu", "CPU experiment: how its period is set: cpu (2 x the "
+                          "slowest CPU protocol's back-to-back round time: the receiver's CPU "
+                          "loaded as the paper's shuffle loaded it) or wire (the paper's load "
+                          "per unit of port rate)", choices=CPU_LOADS)
+    port_shaper: str = param("htb", "how the reducer's port enforces its rate: htb (a bucket "
+                             "of max(32 KB, 2 ms) that lets a small round leave at once; the "
+                             "claims say which points it shapes) or serialise (each frame at "
+                             "the wire's pace; in a TCG VM under load its timers fell to "
+                             "0.28-0.47 of the rate)", choices=SHAPERS)
 
     def check(self) -> None:
         """The CPU phase measures protocols the lab is configured for: some of ``protocols``."""
@@ -172,7 +199,8 @@ def topology(params: Params, mappers: int | None = None) -> Topology:
         "reducer", machine="reducer" if params.split_kernels else "").node("switch",
                                                                            forwarding=True)
     b.link(("reducer", "eth0", f"{REDUCER_IP}/24"), ("switch", "red", "198.19.0.1/24"),
-           rate_mbit=params.port_rate_mbit, queue_packets=params.queue_packets)
+           rate_mbit=params.port_rate_mbit, queue_packets=params.queue_packets,
+           shaper=params.port_shaper)
     b.route("reducer", LAB_PREFIX, via="198.19.0.1", dev="eth0")
     for i in range(n):
         name = mapper_name(i)
@@ -188,28 +216,47 @@ def topology(params: Params, mappers: int | None = None) -> Topology:
 
 # -- configuration ------------------------------------------------------------
 
-def configure_tipc(session: Session, bed, n: int) -> dict:
-    """TIPC identity and a UDP bearer on every node; wait until the reducer has n links."""
+def configure_tipc(session: Session, bed, n: int, media: str = "eth") -> dict:
+    """TIPC identity and a bearer on every node; wait until the reducer has n links.
+
+    ``eth`` (the paper's bearer, 003:201): the switch bridges its ports (:class:`L2Switch`:
+    one Ethernet segment, the mappers' ports isolated from each other so each mapper links
+    to the reducer only, as in the UDP star) and every node enables TIPC on its ``eth0``.
+    ``udp``: a UDP bearer the switch routes; the reducer's unicast remote (mapper 1) puts
+    its bearer in replicast mode, it learns every mapper from the discovery messages sent
+    to it, mappers know only the reducer. Both recorded, and undone, like every change."""
     reducer = bed.node("reducer")
-    # The reducer's unicast remote (mapper 1) puts its bearer in replicast mode: it learns
-    # every mapper from the discovery messages sent to it, mappers know only the reducer.
-    configs = [tipc.TipcNode(reducer, "s3-reducer", "udp", dict(
-        name=TIPC_BEARER, localip=REDUCER_IP, remoteip=mapper_ip(0)))]
-    configs += [tipc.TipcNode(bed.node(mapper_name(i)), f"s3-{mapper_name(i)}", "udp", dict(
-        name=TIPC_BEARER, localip=mapper_ip(i), remoteip=REDUCER_IP)) for i in range(n)]
+    names = [mapper_name(i) for i in range(n)]
+    if media == "eth":
+        switch_ports = ["red", *names]
+        session.apply(L2Switch(bed.node("switch"), SWITCH_BRIDGE, tuple(switch_ports),
+                               isolated=tuple(names)))
+        configs = [tipc.TipcNode(reducer, "s3-reducer", "eth", dict(dev="eth0"))]
+        configs += [tipc.TipcNode(bed.node(name), f"s3-{name}", "eth", dict(dev="eth0"))
+                    for name in names]
+        where = dict(dev="eth0")
+    else:
+        configs = [tipc.TipcNode(reducer, "s3-reducer", "udp", dict(
+            name=TIPC_BEARER, localip=REDUCER_IP, remoteip=mapper_ip(0)))]
+        configs += [tipc.TipcNode(bed.node(name), f"s3-{name}", "udp", dict(
+            name=TIPC_BEARER, localip=mapper_ip(i), remoteip=REDUCER_IP))
+            for i, name in enumerate(names)]
+        where = dict(name=TIPC_BEARER)
     session.apply(*configs)
+    record = {"media": media, "bearer": configs[0].bearer_id,
+              "switch": "bridge (mapper ports isolated)" if media == "eth" else "IP router"}
     if session.dry_run:
-        return {"links_up": None, "media": "udp", "bearer": TIPC_BEARER}
+        return {"links_up": None, **record}
     started = time.monotonic()
     up = tipc.wait_links(reducer, n, timeout=60 + 2 * n)
     if up < n:
-        raise SpecError(f"only {up} of {n} TIPC links came up at the reducer",
-                        "see `tipc link list` in the reducer namespace; UDP port 6118 must pass")
-    state = tipc.state(reducer)
-    return {"links_up": up, "links_s": round(time.monotonic() - started, 2),
-            "reducer": state.to_dict(),
-            "link_window": tipc.link_window(reducer, "udp", name=TIPC_BEARER),
-            "media": "udp", "bearer": TIPC_BEARER}
+        hint = ("Ethernet frames of type 0x88ca must cross the switch's bridge"
+                if media == "eth" else "UDP port 6118 must pass")
+        raise SpecError(f"only {up} of {n} TIPC links came up at the reducer ({media} bearer)",
+                        f"see `tipc link list` in the reducer namespace; {hint}")
+    return {**record, "links_up": up, "links_s": round(time.monotonic() - started, 2),
+            "reducer": tipc.state(reducer).to_dict(),
+            "link_window": tipc.link_window(reducer, media, **where)}
 
 
 def kernel_record(node) -> dict:
@@ -244,7 +291,7 @@ class S3(Study):
     def configure(self, session: Session, bed, params: Params) -> dict | None:
         """TIPC identities and bearers on every node, when TIPC is measured."""
         if "tipc" in params.protocols:
-            return configure_tipc(session, bed, params.lab_mappers)
+            return configure_tipc(session, bed, params.lab_mappers, params.tipc_media)
         return None
 
     def measure(self, session: Session, bed, params: Params, tipc_notes: dict | None) -> None:
@@ -261,7 +308,9 @@ class S3(Study):
                        "port_rate_mbit_effective": port_mbit,
                        "scaling": session.scaling.to_dict() if session.scaling else None,
                        "kernel": kernel_record(reducer), "lab_mappers": n_lab,
-                       "cpu_periods_ms": {str(p.period_paper_ms): p.period_ms for p in cpu}}
+                       "cpu_load": params.cpu_load, "port_shaper": params.port_shaper}
+        if params.cpu_load == "wire":
+            notes["cpu_periods_ms"] = {str(p.period_paper_ms): p.period_ms for p in cpu}
         if tipc_notes is not None:
             notes["tipc"] = tipc_notes
         mapper_nodes = [bed.node(mapper_name(i)) for i in range(n_lab)]
@@ -271,16 +320,31 @@ class S3(Study):
             (cpu, mapper_nodes[:params.cpu_mappers], params.cpu_repetitions
              if cpu else 0, params.cpu_protocols)])
         rows, rounds, fleets = [], [], []
+
+        def run(variant, nodes, points, repetition, position, bar):
+            listens = [fanin.mapper_address(VARIANTS[variant][0], mapper_ip(i), PORT, i)
+                       for i in range(len(nodes))]
+            fleet_rows, fleet_rounds, record = measure_fleet(
+                session, bed, params, variant, nodes, listens, binary, points, repetition, bar)
+            rows.extend({**row, "order": position} for row in fleet_rows)
+            rounds.append(fleet_rounds)
+            fleets.append(record)
+
+        periods: dict[str, Point] = {}  # CPU-bound: each CPU point with its calibrated period
         with progress(sum(len(f.points) for f in plan), "s3 fan-in") as bar:
             for fleet in plan:
-                listens = [fanin.mapper_address(VARIANTS[fleet.variant][0], mapper_ip(i), PORT, i)
-                           for i in range(len(fleet.nodes))]
-                fleet_rows, fleet_rounds, record = measure_fleet(
-                    session, bed, params, fleet.variant, fleet.nodes, listens, binary,
-                    fleet.points, fleet.repetition, bar)
-                rows += [{**row, "order": fleet.position} for row in fleet_rows]
-                rounds.append(fleet_rounds)
-                fleets.append(record)
+                points = fleet.points
+                if fleet.experiment == "cpu" and params.cpu_load == "cpu":
+                    if not periods:
+                        periods, notes["cpu_calibration"] = self.calibrate(
+                            params, cpu, mapper_nodes[:params.cpu_mappers], rows, run)
+                        notes["cpu_periods_ms"] = {
+                            str(p.period_paper_ms): {} for p in periods.values()}
+                        for p in periods.values():
+                            notes["cpu_periods_ms"][str(p.period_paper_ms)][
+                                str(p.size_kb)] = p.period_ms
+                    points = [periods[p.key()] for p in points]
+                run(fleet.variant, fleet.nodes, points, fleet.repetition, fleet.position, bar)
         notes["order"] = {**order.record(
             "per repetition a fresh mapper fleet per protocol (a fleet serves one protocol), "
             "the protocols in an order shuffled per repetition, the points of each fleet in an "
@@ -302,13 +366,49 @@ class S3(Study):
                                   "process per node; SOCK_STREAM for TCP, SCTP and TIPC")
         session.note(s3=notes)
 
+    @staticmethod
+    def calibrate(params: Params, cpu: list[Point], nodes: list, rows: list[dict], run
+                  ) -> tuple[dict[str, Point], dict]:
+        """The CPU-bound regime's periods (``cpu_load="cpu"``, :func:`.design.cpu_bound_period_ms`):
+        each CPU point's slowest back-to-back round time among the CPU protocols, read from
+        the rate sweep where it measured that point for a protocol, else from a calibration
+        fleet of that protocol (``experiment="calibration"`` rows, :data:`.design.CALIBRATION_ROUNDS`
+        rounds a point), measured before the CPU phase's first fleet. Returns the points by
+        key and the record for run.json."""
+        times = round_times_ms(rows, params.cpu_mappers)
+        sizes = sorted({p.size_kb for p in cpu})
+        calibrated = []
+        for variant in params.cpu_protocols:
+            missing = [s for s in sizes if (variant, s) not in times]
+            if missing:
+                run(variant, nodes, [Point("calibration", params.cpu_mappers, s,
+                                           CALIBRATION_ROUNDS, 1) for s in missing], 1, 0, None)
+                calibrated += [f"{variant} {s} KB" for s in missing]
+        times = round_times_ms(rows, params.cpu_mappers)
+        try:
+            points, record = cpu_bound_points(cpu, times, params.cpu_protocols)
+        except KeyError as exc:
+            raise HarnessError(f"the CPU phase's period cannot be set: {exc.args[0]}",
+                                    "the lab carried no round of any CPU protocol at that point "
+                                    "(see the calibration rows); or use cpu_load=wire") from None
+        return {p.key(): p for p in points}, {
+            "rule": f"period = {CPU_PERIOD_FACTOR:g} x the slowest CPU protocol's back-to-back "
+                    "round time (median over repetitions) at the point, for the paper's "
+                    f"{PAPER_PERIOD_MS} ms",
+            "calibration_fleets": calibrated, "points": record}
+
     def load(self, run_path) -> RunData:
         return RunData.load(run_path)
 
     def claims(self, data: RunData) -> pd.DataFrame:
         from . import analysis as s3_verdicts
 
-        return s3_verdicts.claims(data.results, wire_mbit=port_rate_of_run(data.meta))
+        meta = data.meta or {}
+        return s3_verdicts.claims(
+            data.results, wire_mbit=port_rate_of_run(meta),
+            shaper=(meta.get("s3") or {}).get("port_shaper") or "htb",
+            port=s3_verdicts.PortCheck.from_meta(meta, "reducer:eth0--switch:red",
+                                                 "switch->reducer"))
 
     def figures(self, data: RunData) -> dict:
         from . import figures as s3_figures

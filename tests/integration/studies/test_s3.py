@@ -47,11 +47,16 @@ def test_s3_small_run_in_vm_lab(tmp_path, monkeypatch):
     assert wire_ceiling > 0
     assert meta["testbed"]["machines"].keys() == {"", "reducer"}
     assert meta["s3"]["tipc"]["links_up"] == 4
+    # TIPC on its Ethernet bearer, as the paper ran it: the switch bridges its ports
+    assert meta["s3"]["tipc"]["media"] == "eth" and meta["s3"]["tipc"]["bearer"] == "eth:eth0"
+    assert "eth:eth0" in meta["s3"]["tipc"]["reducer"]["bearers"][0]
     kinds = {c["kind"] for c in meta["configuration"]}
-    assert "tipc" in kinds  # one TIPC operation per node: identity and bearer
+    assert {"tipc", "l2-switch"} <= kinds  # one TIPC operation per node, and the bridge
+    assert meta["s3"]["port_shaper"] == "htb"
     frame = pd.read_parquet(run_dir / "results.parquet")
     assert set(frame.protocol) == {"tcp-cubic", "sctp", "tipc"}
-    assert set(frame.experiment) == {"rate", "cpu"}
+    # 4 KB at 1:4 is not in the rate sweep: one calibration fleet per CPU protocol set the period
+    assert set(frame.experiment) == {"rate", "cpu", "calibration"}
     assert frame.ok.all(), frame[~frame.ok].error.tolist()
     assert (frame.rounds == frame.rounds_asked).all()
     assert (frame.rate_mbit_mean > 0).all() and (frame.queue_pkts > 0).all()
@@ -66,11 +71,14 @@ def test_s3_small_run_in_vm_lab(tmp_path, monkeypatch):
     assert (share > 0.8).all(), share.to_dict()
     cpu = frame[frame.experiment == "cpu"]
     assert cpu.reducer_cpu_pct.notna().all() and (cpu.reducer_cpu_ms_per_round > 0).all()
-    # the machine's CPU as sar: over the measured rounds, at the paper's 25 ms carried over
-    # to the port (25 x 1000 / port x 4 / 50) -- 3 rounds of that period when none overran
-    port = meta["s3"]["port_rate_mbit_effective"]
-    assert set(cpu.period_ms) == {round(25 * 1000 / port * 4 / 50)}
-    assert meta["s3"]["cpu_periods_ms"] == {"25": cpu.period_ms.iloc[0]}
+    # the machine's CPU as sar: over the measured rounds, in the CPU-bound regime: a period
+    # of 2 x the slower CPU protocol's back-to-back round time, calibrated before the phase
+    calibration = meta["s3"]["cpu_calibration"]
+    assert sorted(calibration["calibration_fleets"]) == ["tcp-cubic 4 KB", "tipc 4 KB"]
+    point = calibration["points"]["n04-4k-p25ms"]
+    assert point["period_ms"] == max(1, round(2 * max(point["round_ms"].values())))
+    assert set(cpu.period_ms) == {point["period_ms"]}
+    assert meta["s3"]["cpu_periods_ms"] == {"25": {"4": point["period_ms"]}}
     # a share of the machine's ticks: never above 100 %; over a 0.2 s small-run window a TCG
     # guest's 100 Hz ticks can all land idle (0.0 seen in CI-like load), so only the run as a
     # whole must show work

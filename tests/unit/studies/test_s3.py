@@ -321,9 +321,14 @@ def fake_fanin(monkeypatch):
         yield type("Fleet", (), {"output": f"{proto} fleet", "listens": listens})()
 
     def point(session, bed, fleet, binary, variant, point, repetition, params, before):
+        # a round takes (1, 2, 3 ms per KB) for sctp, tcp-cubic, tipc, and 1 ms more from
+        # one repetition to the next: the CPU-bound period reads their medians
+        per_kb = {"sctp": 1, "tcp-cubic": 2, "tipc": 3}[variant]
         row = {"experiment": point.experiment, "protocol": variant, "mappers": point.mappers,
                "size_kb": point.size_kb, "period_ms": point.period_ms,
-               "period_paper_ms": point.period_paper_ms, "repetition": repetition}
+               "period_paper_ms": point.period_paper_ms, "repetition": repetition,
+               "rounds": point.rounds, "rounds_asked": point.rounds,
+               "round_ms_mean": per_kb * point.size_kb + repetition - 1}
         return row, pd.DataFrame([{**row, "round": 0}]), ({}, 0)
 
     monkeypatch.setattr(s3.fanin, "build_on", lambda node: "/bin/fanin")
@@ -344,7 +349,7 @@ def _measure(**given):
 def test_cpu_phase_starts_a_fresh_fleet_per_protocol_and_repetition_in_a_recorded_order(
         fake_fanin, capsys):
     session, params = _measure(repetitions=2, cpu_repetitions=4, seed=7,
-                               cpu_periods_paper_ms="25", cpu_sizes_kb="4,16")
+                               cpu_periods_paper_ms="25", cpu_sizes_kb="4,16", cpu_load="wire")
     order = session.notes["s3"]["order"]
     assert order["seed"] == 7 and len(order["rate"]) == 2 and len(order["cpu"]) == 4
     assert all(sorted(o) == ["tcp-cubic", "tipc"] for o in order["cpu"])
@@ -370,7 +375,7 @@ def test_cpu_phase_starts_a_fresh_fleet_per_protocol_and_repetition_in_a_recorde
     assert f"{total}/{total} points" in capsys.readouterr().err
     # the same seed gives the same orders
     again, _ = _measure(repetitions=2, cpu_repetitions=4, seed=7, cpu_periods_paper_ms="25",
-                        cpu_sizes_kb="4,16")
+                        cpu_sizes_kb="4,16", cpu_load="wire")
     assert again.notes["s3"]["order"]["cpu"] == order["cpu"]
     assert again.notes["s3"]["fleets"] == [{**f, "seconds": g["seconds"], "start_s": g[
         "start_s"]} for f, g in zip(fleets, again.notes["s3"]["fleets"])]
@@ -378,6 +383,35 @@ def test_cpu_phase_starts_a_fresh_fleet_per_protocol_and_repetition_in_a_recorde
     # and cpu_mappers=6: 25 ms x 10 x 6 / 50 = 30 ms
     assert set(cpu.period_ms) == {30.0} and set(cpu.period_paper_ms) == {25}
     assert session.notes["s3"]["cpu_periods_ms"] == {"25": 30.0}
+
+
+def test_cpu_bound_period_is_twice_the_slowest_protocols_back_to_back_round_time(fake_fanin):
+    """Issue 35 item 6: the CPU phase loads the receiver's CPU. Its period per point is 2 x
+    the slowest CPU protocol's back-to-back round time there (median over repetitions), read
+    from the rate sweep where it measured the point, else from a calibration fleet per
+    protocol run before the CPU phase; the wire rule's 30 ms (25 x 10 x 6/50) is gone."""
+    session, params = _measure(mappers="6", sizes_kb="1,4", repetitions=3, cpu_sizes_kb="1,4,16",
+                               cpu_repetitions=2, seed=5)
+    assert params.cpu_load == "cpu"  # the default
+    frame = session.tables["results"]
+    cpu = frame[frame.experiment == "cpu"]
+    # tipc is slowest: 3 ms/KB + (0, 1, 2) over the rate sweep's 3 repetitions -> median +1;
+    # 16 KB was not in the rate sweep: one calibration fleet (repetition 1: +0) per protocol
+    assert cpu.groupby("size_kb").period_ms.unique().map(list).to_dict() == {
+        1: [2.0 * (3 + 1)], 4: [2.0 * (12 + 1)], 16: [2.0 * 48]}
+    calibration = frame[frame.experiment == "calibration"]
+    assert set(calibration.protocol) == {"tipc", "tcp-cubic"} and set(calibration.size_kb) == {16}
+    record = session.notes["s3"]["cpu_calibration"]
+    assert sorted(record["calibration_fleets"]) == ["tcp-cubic 16 KB", "tipc 16 KB"]
+    assert record["points"]["n06-4k-p25ms"] == {"round_ms": {"tipc": 13.0, "tcp-cubic": 9.0},
+                                                "slowest": "tipc", "period_ms": 26.0}
+    assert session.notes["s3"]["cpu_periods_ms"] == {"25": {"1": 8.0, "4": 26.0, "16": 96.0}}
+    # the calibration fleets ran after the rate sweep and before the first CPU fleet
+    kinds = [f["experiment"] for f in session.notes["s3"]["fleets"]]
+    assert kinds == ["rate"] * 9 + ["calibration"] * 2 + ["cpu"] * 4
+    # the wire rule still gives the paper's load per unit of port rate
+    wire, _ = _measure(cpu_load="wire", cpu_sizes_kb="1")
+    assert set(wire.tables["results"].query("experiment == 'cpu'").period_ms) == {30.0}
 
 
 def test_points_are_measured_in_an_order_shuffled_per_fleet_from_the_seed(fake_fanin):
