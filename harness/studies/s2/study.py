@@ -58,6 +58,7 @@ from .design import (
     STUDY,
     TUNINGS,
     WAN,
+    tuning_settings,
 )
 from .measure import (
     allow_windows,
@@ -71,6 +72,7 @@ from .measure import (
     measure_windows,
     path_share,
     set_tuning,
+    window_accounting,
 )
 from .registration import REGISTRATION_FILE
 
@@ -262,6 +264,8 @@ class S2(Study):
         order = MeasuringOrder(params.seed)
         rows: list[dict] = []
         started = time.monotonic()
+        accounting = window_accounting((client, server), params.bdp_bytes)
+        buffer = accounting["tuned_buffer"]
         with iperf3_server(session.journal, server, bed.address("server", LAN), IPERF_PORTS[LAN]), \
                 iperf3_server(session.journal, server, bed.address("server", WAN),
                               IPERF_PORTS[WAN]):
@@ -269,7 +273,7 @@ class S2(Study):
                 rows += measure_disks(session, server, configured, params, rep)
                 for tuning in order.shuffle(params.tunings):
                     with session.journal.scope():
-                        set_tuning(session, (client, server), tuning)
+                        set_tuning(session, (client, server), tuning, buffer)
                         windows: tuple[int, ...] = (0,)  # autotuning: what the FSs get
                         if tuning == "tuned":
                             allow_windows(session, (client, server),
@@ -288,7 +292,8 @@ class S2(Study):
                                         "5-flow directions, the MTUs, the file systems' "
                                         "paths and their points each in a new random order"),
                      measure_s=round(time.monotonic() - started, 1),
-                     tunings={k: TUNINGS[k] for k in params.tunings},
+                     tunings={k: tuning_settings(k, buffer) for k in params.tunings},
+                     window_accounting=accounting,
                      bdp_bytes=params.bdp_bytes, scaling=bed_scaling(session))
 
     def claims(self, data: RunData) -> pd.DataFrame:

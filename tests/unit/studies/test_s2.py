@@ -316,18 +316,18 @@ def test_claims_reproduced_on_a_run_like_the_paper():
     # 101 MB/s, plainly stated: 0.841..0.849 of the goodput, decided only by tight repetitions
     assert got["task_scaling"] == INCONCLUSIVE
     assert outcomes(synthetic_run(noise=0.001))["task_scaling"] == REPRODUCED
-    # +3 %: within what the headers allow, short of the paper's expected +10 %
+    # +3 %: within what the headers allow (the target; the paper's +10 % is an expectation)
     tight = outcomes(synthetic_run(noise=0.003))
-    assert tight["mtu_gain"] == NOT_REPRODUCED and tight["mtu_header_bound"] == MET
+    assert tight["mtu_gain"] == MET and tight["mtu_header_bound"] == MET
     assert got["block_size"] == NOT_TESTABLE and got["block_size_lan"] == NOT_TESTABLE
     assert got["lan_saturation"] == NOT_TESTABLE and got["gpfs_bimodal"] == NOT_TESTABLE
 
 
-def test_the_mtu_expectation_is_judged_beside_the_header_bound():
-    """A +10 % gain on a rate-limited line reproduces the paper's expectation but breaks the
-    +3.8 % the saved headers allow: both rows say so."""
+def test_the_mtu_target_is_judged_beside_the_header_bound():
+    """A +10 % gain on a rate-limited line is more than the saved headers allow: the target
+    (the header saving) and the bound both say so."""
     got = outcomes(synthetic_run(mtu_gain=1.10))
-    assert got["mtu_gain"] == REPRODUCED and got["mtu_header_bound"] == NOT_MET
+    assert got["mtu_gain"] == NOT_MET and got["mtu_header_bound"] == NOT_MET
     bound = s2_analysis.registered().claim("mtu_header_bound").region
     assert bound.high == pytest.approx(3.8 + 2.0)
     assert pytest.approx(0.038, abs=5e-4) == (8948 / 9014) / (1448 / 1514) - 1
@@ -518,3 +518,123 @@ def test_points_are_sized_in_round_trips_whatever_the_scale():
     seconds, omit = s2_measure.iperf3_timing(fake_session(0.045), params)
     rtt = 4.8e-3 / 0.045
     assert seconds >= 50 * rtt and omit >= 10 * rtt and omit < 10 * rtt + 1
+
+
+# -- regimes (issue 34 items 9, 10, 13) -----------------------------------------------------
+
+WAN_CLAIMS = ("window_line_rate", "window_over_rtt", "era_cap", "nfs_untuned_capped",
+              "nfs_tuned_disk", "nfs_tuned_write", "mtu_gain", "mtu_header_bound",
+              "network_fine", "pfs_wan_full_link", "task_scaling")
+
+
+def verification(server_to_client_ok: bool = True) -> list[dict]:
+    def record(direction, ok, ratio):
+        return {"link": "client:wan--server:wan", "direction": direction, "ok": ok,
+                "rate_ok": ok, "rtt_ok": True, "rate_ratio": ratio, "attempts": [0.94, ratio],
+                "configured_mbit": 23.39, "link_layer_mbit": 23.39 * ratio, "rtt_ms": 208.0,
+                "expected_rtt_ms": 205.2}
+    return [{"link": "client:lan--server:lan", "direction": "client->server", "ok": True,
+             "rate_ok": None, "rtt_ok": None, "rtt_ms": 2.1},
+            record("client->server", True, 0.99),
+            record("server->client", server_to_client_ok, 0.99 if server_to_client_ok else 0.948)]
+
+
+def in_regime_run(window_bdps: float = 1.3, verified: bool = True, **kwargs) -> RunData:
+    """A run like the paper's, its WAN verified (or not) and every sampled point's window
+    ``window_bdps`` of the BDP (the -w 64 KiB point below it, as asked for)."""
+    data = synthetic_run(noise=0.003, **kwargs)
+    frame = data.results.copy()
+    sampled = frame.kind.isin(("window", "mtu", "flows"))
+    frame.loc[sampled, "window_bdps"] = window_bdps
+    frame.loc[(frame.kind == "window") & (frame.window_kib == 64), "window_bdps"] = 0.1
+    meta = {**data.meta, "link_verification": verification(verified)}
+    return RunData(Path("."), meta, {"results": frame})
+
+
+def gated(data: RunData) -> pd.DataFrame:
+    """The claims table as the study gives it: gates applied (Study.claims)."""
+    return get_study("s2").claims(data).set_index("claim_id")
+
+
+def test_a_failed_wan_check_makes_the_claims_on_the_wan_not_testable():
+    """Issue 34 item 10: the reference measured on after its server-to-client WAN check
+    failed; every claim resting on the WAN is not testable, naming the direction and its
+    figures, while the LAN's claims are judged."""
+    passed = gated(in_regime_run())
+    assert passed.loc["window_line_rate", "outcome"] == REPRODUCED
+    assert passed.loc["nfs_tuned_disk", "outcome"] == REPRODUCED
+    failed = gated(in_regime_run(verified=False))
+    for cid in WAN_CLAIMS:
+        assert failed.loc[cid, "outcome"] == NOT_TESTABLE, cid
+        reason = failed.loc[cid, "reason"]
+        assert "links_verified failed" in reason and "server->client" in reason, cid
+        assert "0.948" in reason, cid
+    assert failed.loc["pfs_scales", "outcome"] == REPRODUCED  # the LAN's check passed
+
+
+def test_tuned_buffers_give_the_papers_window_under_the_guests_accounting():
+    """Issue 34 item 9: 1 MB of buffer gave the paper's 2.6.9 kernel a window of 3/4 MB (1.31
+    BDP); Linux 6.1 advertises half a buffer (tcp_adv_win_scale 1), so 1 MB gives 0.87 BDP.
+    The tuned buffer is sized from the BDP and the guest's own accounting."""
+    bdp = 1e9 / 8 * 4.8e-3
+    assert pytest.approx(1.31, abs=0.005) == s2_lab.TUNED_WINDOW_BDPS
+    assert 1048576 * s2_lab.window_share(1) / bdp == pytest.approx(0.87, abs=0.01)
+
+    class Guest(CommandOnlyNode):
+        def __init__(self, name, text):
+            self.name, self.text = name, text
+
+        def describe(self):
+            return {"type": "local", "name": self.name}
+
+        def _execute(self, cmd, timeout, stdin):
+            return 0, self.text, ""
+
+    linux61 = s2_measure.window_accounting((Guest("client", "6.1.0-56-amd64\n1\n"),
+                                            Guest("server", "6.1.0-56-amd64\n1\n")), bdp)
+    buffer = linux61["tuned_buffer"]
+    assert buffer * s2_lab.window_share(1) / bdp >= s2_lab.TUNED_WINDOW_BDPS
+    assert buffer == 1572864 and linux61["machines"]["client"]["tcp_adv_win_scale"] == 1
+    tuned = s2_lab.tuning_settings("tuned", buffer)
+    assert tuned["net.ipv4.tcp_rmem"] == "4096 87380 1572864"
+    assert tuned["net.core.rmem_max"] == tuned["net.core.wmem_max"] == "1572864"
+    assert s2_lab.tuning_settings("era")["net.ipv4.tcp_rmem"] == "302400 87380 302400"
+    # a kernel of 6.6 or later ignores tcp_adv_win_scale: its scaling ratio starts at half
+    newer = s2_measure.window_accounting((Guest("client", "6.18.0\n1\n"),), bdp)
+    assert newer["machines"]["client"]["accounting"].startswith("scaling_ratio")
+    # the paper's own kernel would need just its 1 MB
+    assert s2_lab.tuned_buffer(bdp, 2) == 1048576
+
+
+def test_a_tuned_window_below_the_bdp_gates_the_claims_that_rest_on_it():
+    """Issue 34 item 9: the window each tuned point reached, read from its socket (ss), must
+    cover the BDP; a point whose window stayed below it leaves its claims not testable, with
+    the figures. The -w 64 KiB point is below the BDP by design and gates nothing."""
+    low = gated(in_regime_run(window_bdps=0.87))
+    for cid in ("window_line_rate", "nfs_tuned_disk", "pfs_wan_full_link", "mtu_gain",
+                "network_fine"):
+        assert low.loc[cid, "outcome"] == NOT_TESTABLE, cid
+        assert "at_least failed" in low.loc[cid, "reason"], cid
+        assert "0.87..0.87 against at least 1" in low.loc[cid, "reason"], cid
+    assert low.loc["window_over_rtt", "outcome"] == REPRODUCED
+    assert low.loc["era_cap", "outcome"] == REPRODUCED  # the era's window is meant to be small
+    # a run that did not sample its sockets decides none of them
+    unsampled = in_regime_run()
+    frame = unsampled.results.drop(columns="window_bdps")
+    old = gated(RunData(Path("."), unsampled.meta, {"results": frame}))
+    assert old.loc["window_line_rate", "outcome"] == NOT_TESTABLE
+    assert "not measured" in old.loc["window_line_rate", "reason"]
+
+
+def test_the_jumbo_frame_gain_is_a_target_within_the_physical_cap():
+    """Issue 34 item 13: 'about 10 % can be expected' (002:166) is the paper's expectation,
+    not a measurement: a target of ours, its region within the +3.8 % the headers allow
+    (plus the clocks' 2 %). A +10 % gain on a shaped line misses it; +3.8 % meets it."""
+    claim = s2_analysis.registered().claim("mtu_gain")
+    assert claim.source == "target" and not claim.is_paper
+    cap = ((8948 / 9014) / (1448 / 1514) - 1) * 100
+    bound = s2_analysis.registered().claim("mtu_header_bound").region
+    assert claim.region.high <= bound.high == pytest.approx(cap + 2.0, abs=0.05)
+    assert claim.region.low <= cap <= claim.region.high
+    assert gated(in_regime_run(mtu_gain=1.10)).loc["mtu_gain", "outcome"] == NOT_MET
+    assert gated(in_regime_run(mtu_gain=1 + cap / 100)).loc["mtu_gain", "outcome"] == MET
