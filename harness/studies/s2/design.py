@@ -72,6 +72,25 @@ PAPER_ADV_WIN_SCALE = 2
 SCALING_RATIO_START = 0.5
 
 
+#: TCP's timers (issue 34 item 16). Linux's minimum retransmission timeout is 200 ms
+#: (TCP_RTO_MIN) on every path, and its RTO is about srtt + max(4 rttvar, rto_min): on the
+#: paper's 4.8 ms WAN a timeout stalls a connection for ~43 round trips (205 ms); on the
+#: lab's WAN, its delays scaled by 1 / f (RTT ~200 ms at f = 0.023), for ~2 -- a loss
+#: recovered by timeout would cost the lab a twentieth of what it cost the paper. The
+#: scaled WAN therefore carries rto_min = 200 ms / f on its routes (both ends; undone at the
+#: end), so a timeout lasts what it lasted on the paper's link, in its round trips. The
+#: delayed-ACK timer (40 ms minimum) is left: a bulk transfer ACKs every second segment.
+TCP_RTO_MIN_MS = 200
+
+
+def scaled_rto_min_ms(factor: float) -> int:
+    """The minimum RTO of a WAN whose delays are the paper's / ``factor``: 0 (the kernel's
+    own) when the WAN is not scaled (``factor`` 1 or more)."""
+    if not 0 < factor < 1:
+        return 0
+    return round(TCP_RTO_MIN_MS / factor)
+
+
 def window_share(adv_win_scale: int | None) -> float:
     """The share of a receive buffer Linux advertises as window (``tcp_win_from_space``):
     ``1 - 2^-scale`` for a positive scale, ``2^scale`` otherwise; ``None`` (a kernel of 6.6

@@ -638,3 +638,29 @@ def test_the_jumbo_frame_gain_is_a_target_within_the_physical_cap():
     assert claim.region.low <= cap <= claim.region.high
     assert gated(in_regime_run(mtu_gain=1.10)).loc["mtu_gain", "outcome"] == NOT_MET
     assert gated(in_regime_run(mtu_gain=1 + cap / 100)).loc["mtu_gain", "outcome"] == MET
+
+
+def test_the_scaled_wan_carries_the_papers_minimum_rto_in_round_trips():
+    """Issue 34 item 16: 200 ms is 42 of the paper's 4.8 ms round trips but about one of the
+    scaled WAN's; the lab sets rto_min 200 ms / f on each end's route to the other's WAN
+    address (recorded operations) and notes what it set."""
+    from harness.config.route import HostRoute
+
+    applied, notes = [], {}
+    session = SimpleNamespace(scaling=SimpleNamespace(factor=0.023), dry_run=False,
+                              apply=lambda *ops: applied.extend(ops),
+                              note=lambda **fields: notes.update(fields))
+    bed = SimpleNamespace(node=lambda n: n, device=lambda n, path: f"{n}-{path}",
+                          address=lambda n, path: s2.ADDRESSES[(n, path)].split("/")[0])
+    rto_min = s2.scale_timers(session, bed, s2.Params.resolve())
+    assert rto_min == round(200 / 0.023) == 8696
+    assert [(op.node, op.destination, op.device, op.rto_min_ms) for op in applied] == [
+        ("client", "198.18.3.1", "client-wan", 8696), ("server", "198.18.3.2", "server-wan", 8696)]
+    assert all(isinstance(op, HostRoute) for op in applied)
+    timers = notes["tcp_timers"]
+    assert timers["paper_rto_min_rtts"] == pytest.approx(41.7, abs=0.1)
+    assert timers["rto_min_rtts"] == pytest.approx(timers["paper_rto_min_rtts"], rel=1e-3)
+    applied.clear()
+    assert s2.scale_timers(session, bed, s2.Params.resolve(scale_rto_min=False)) == 0
+    assert not applied and notes["tcp_timers"]["rto_min_rtts"] == pytest.approx(0.96, abs=0.01)
+    assert s2_lab.scaled_rto_min_ms(1.0) == 0  # an unscaled WAN keeps the kernel's
