@@ -33,6 +33,9 @@ from .design import (
     window_share,
 )
 
+#: the machines a file-system point's client tasks run on: fio's tasks all run on the one
+#: client node (a VM of its own), however many there are
+CLIENT_MACHINES = 1
 #: seconds between two ``ss`` listings of a sampled point (a fork into a TCG guest costs
 #: ~0.1-0.2 s; a 50-RTT point lasts 10 s or more)
 SS_EVERY = 0.5
@@ -306,6 +309,10 @@ def measure_file_systems(session: Session, bed, params, configured: dict, tuning
                                        clear=True, interfaces=interfaces)
                     rows.append({"kind": "fs", "fs": fs, "path": path, "tuning": tuning,
                                  "repetition": rep, "rw": rw, "clients": n, "block_kib": bs,
+                                 # where the tasks ran: all on the one client machine (the
+                                 # paper's clients were machines each: issue 34 item 11)
+                                 "client_machines": CLIENT_MACHINES,
+                                 "machines_per_task": CLIENT_MACHINES / n,
                                  **result, **path_share(result, path, rw),
                                  **lengths(result["seconds"], result["bytes"], rtt,
                                            params.bdp_bytes)})
