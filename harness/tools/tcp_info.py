@@ -44,16 +44,17 @@ def sampled(command: str, sampler: str, interval: float, limit: int) -> str:
     """``command`` with ``sampler`` run every ``interval`` s beside it (at most ``limit``
     times), the samples printed after its output behind :data:`MARK`; the exit status is
     the command's (run by a shell of its own, so its ``exit`` or ``$$`` are its own). The
-    sampler is the outer shell's own child, stopped by its process id."""
+    sampler is the outer shell's own child, stopped by its process id; its file (mktemp) is
+    removed on exit, also when the command is interrupted."""
     if interval <= 0 or limit < 1:
         raise ValueError(f"sampling every {interval} s, {limit} times: give a positive "
                          "interval and at least one sample")
     loop = (f"i=0; while [ $i -lt {int(limit)} ]; do echo \"{TIME_MARK}$(date +%s.%N)\"; "
             f"{sampler}; sleep {interval:g}; i=$((i+1)); done")
-    return (f"s=$(mktemp) || exit 1; ( {loop} ) >\"$s\" 2>&1 & p=$!; "
-            f"sh -c {shlex.quote(command)}; rc=$?; "
+    return (f"s=$(mktemp) || exit 1; trap 'rm -f \"$s\"' EXIT; trap 'exit 143' HUP INT TERM; "
+            f"( {loop} ) >\"$s\" 2>&1 & p=$!; sh -c {shlex.quote(command)}; rc=$?; "
             f"kill $p 2>/dev/null; wait $p 2>/dev/null; echo {shlex.quote(MARK)}; "
-            f"cat \"$s\"; rm -f \"$s\"; exit $rc")
+            f"cat \"$s\"; exit $rc")
 
 
 def split(stdout: str) -> tuple[str, str]:

@@ -52,3 +52,21 @@ def test_a_sampled_command_keeps_its_output_and_exit_status_apart_from_the_sampl
     assert ss_command("198.18.3.1", 5302) == "ss -tinH dst 198.18.3.1:5302"
     with pytest.raises(ValueError, match="positive"):
         sampled("true", "true", 0, 1)
+
+
+def test_an_interrupted_sampled_command_leaves_no_file(tmp_path):
+    import os
+    import signal
+    import time
+
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    proc = subprocess.Popen(["sh", "-c", sampled("sleep 30", "echo x", 0.1, 500)], env=env,
+                            stdout=subprocess.PIPE, text=True, start_new_session=True)
+    time.sleep(1.0)
+    assert list(tmp_path.iterdir()), "the samples' file exists while it runs"
+    os.killpg(proc.pid, signal.SIGTERM)
+    proc.communicate(timeout=20)
+    assert not list(tmp_path.iterdir())
+    done = subprocess.run(["sh", "-c", sampled("true", "echo x", 0.1, 3)], env=env,
+                          capture_output=True, text=True, timeout=20)
+    assert done.returncode == 0 and not list(tmp_path.iterdir())
