@@ -90,14 +90,18 @@ SCALING_RATIO_START = 0.5
 #: end), so a timeout lasts what it lasted on the paper's link, in its round trips. The
 #: delayed-ACK timer (40 ms minimum) is left: a bulk transfer ACKs every second segment.
 TCP_RTO_MIN_MS = 200
+#: TCP's largest RTO (TCP_RTO_MAX, 120 s): a route's rto_min above it is refused, so a lab
+#: scaled below f = 200 / 120000 (a wire ceiling of ~4 Mbit/s, seen under a load of 18) gets
+#: this much, and run.json's tcp_timers says it fell short
+TCP_RTO_MAX_MS = 120_000
 
 
 def scaled_rto_min_ms(factor: float) -> int:
-    """The minimum RTO of a WAN whose delays are the paper's / ``factor``: 0 (the kernel's
-    own) when the WAN is not scaled (``factor`` 1 or more)."""
+    """The minimum RTO of a WAN whose delays are the paper's / ``factor``, at most TCP's
+    largest RTO; 0 (the kernel's own) when the WAN is not scaled (``factor`` 1 or more)."""
     if not 0 < factor < 1:
         return 0
-    return round(TCP_RTO_MIN_MS / factor)
+    return min(round(TCP_RTO_MIN_MS / factor), TCP_RTO_MAX_MS)
 
 
 def window_share(adv_win_scale: int | None) -> float:

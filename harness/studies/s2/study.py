@@ -234,6 +234,7 @@ def scale_timers(session: Session, bed, params: Params) -> int:
             "rto_min_ms": floor, "scaled": bool(rto_min), "factor": factor,
             "wan_rtt_ms": rtt_ms, "rto_min_rtts": floor / rtt_ms,
             "paper_rto_min_rtts": TCP_RTO_MIN_MS / params.wan_rtt_ms,
+            "capped": bool(rto_min) and rto_min < round(TCP_RTO_MIN_MS / factor),
             "why": "Linux's RTO is about srtt + max(4 rttvar, rto_min); 200 ms on the paper's "
                    "4.8 ms WAN is 42 round trips, on the scaled WAN about one: scaled by 1 / f "
                    "it stays 42"})

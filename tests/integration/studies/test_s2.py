@@ -52,7 +52,7 @@ def test_s2_small_run_in_two_vms(tmp_path):
     assert accounting["tuned_buffer"] == 1572864
     assert meta["tunings"]["tuned"]["net.ipv4.tcp_rmem"] == "4096 87380 1572864"
     timers = meta["tcp_timers"]
-    assert timers["scaled"] and timers["rto_min_ms"] == round(200 / factor)
+    assert timers["scaled"] and timers["rto_min_ms"] == min(round(200 / factor), 120_000)
     routes = [c for c in meta["configuration"] if c["kind"] == "route"]
     assert sum("rto_min" in c["after"] for c in routes) >= 2
     kinds = [c["kind"] for c in meta["configuration"]]

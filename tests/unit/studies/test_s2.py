@@ -667,6 +667,11 @@ def test_the_scaled_wan_carries_the_papers_minimum_rto_in_round_trips():
     assert s2.scale_timers(session, bed, s2.Params.resolve(scale_rto_min=False)) == 0
     assert not applied and notes["tcp_timers"]["rto_min_rtts"] == pytest.approx(0.96, abs=0.01)
     assert s2_lab.scaled_rto_min_ms(1.0) == 0  # an unscaled WAN keeps the kernel's
+    # a lab scaled very low (f = 0.0005 under a load of 18) gets TCP's largest RTO, and says so
+    assert s2_lab.scaled_rto_min_ms(0.000516) == 120_000
+    session.scaling.factor = 0.000516
+    assert s2.scale_timers(session, bed, s2.Params.resolve()) == 120_000
+    assert notes["tcp_timers"]["capped"] and applied[-1].rto_min_ms == 120_000
 
 
 def test_claims_read_a_point_fixed_before_data_never_the_best_of_each_repetition():
