@@ -113,8 +113,14 @@ def cmd_claims_power(args) -> int:
         if not (run / "claims.csv").is_file():
             print(f"{run}: no claims.csv: the run did not finish its analysis")
             return 2
-        print(f"{run.parent.name}/{run.name} (feasible: at most {FEASIBLE_REPETITIONS} repetitions)")
-        for c in run_power(run):
+        regions = None
+        if args.today:
+            from ..studies.registry import discover, get_study
+            discover()
+            regions = get_study(run.parent.name).registration()
+        print(f"{run.parent.name}/{run.name} (feasible: at most {FEASIBLE_REPETITIONS} repetitions"
+              f"{'; regions registered today, spread from this run' if regions else ''})")
+        for c in run_power(run, regions):
             spread = "-" if c.spread is None else f"{c.spread:.3g}"
             needed = "-" if c.needed is None else str(c.needed)
             feasible = {None: "-", True: "yes", False: "no"}[c.feasible]
@@ -144,4 +150,6 @@ def add_claims_command(sub) -> None:
     power = csub.add_parser("power", help="repetitions each claim's region needs, from a run's spread")
     power.add_argument("study", nargs="*", help="studies whose committed reference to read (all)")
     power.add_argument("--run", help="an archived run folder to read instead")
+    power.add_argument("--today", action="store_true",
+                       help="plan the regions today's code registers (the run gives only the spread)")
     power.set_defaults(func=cmd_claims_power)

@@ -37,7 +37,7 @@ import pandas as pd
 
 from ..errors import SpecError
 from ..verdicts.gates import apply as apply_gates
-from ..verdicts.registration import Registration, declared, registration_module_name
+from ..verdicts.registration import Registration, registration_module_name
 from ..verdicts.registration_file import RegistrationError, load
 from .parameters import Parameters
 
@@ -143,9 +143,9 @@ class Study(ABC):
     #: the study's registration file (TOML: its claims, design and changes, read by
     #: harness.verdicts.registration_file), relative to the folder of the study's module
     registration_file: ClassVar[str] = ""
-    #: without a registration file: the module that declares CLAIMS, DESIGN and CHANGES
-    #: (harness.verdicts.registration.declared); empty: the study package's ``registration``
-    #: module (:func:`registration_module_name`), else the study's own module
+    #: the module holding the study's analysis, when it is neither the study package's
+    #: ``registration`` module (:func:`registration_module_name`) nor the study's own: its code
+    #: is digested with the study's
     analysis_module: ClassVar[str] = ""
     #: Whether the study can measure a user's machines as found when a login is not root
     #: and may not sudo (:mod:`harness.machines.as_found`), and which of its claims then rest on a
@@ -215,18 +215,20 @@ class Study(ABC):
 
     def registration(self) -> Registration:
         """The claims and design this study registers before data (:mod:`harness.verdicts.registration`):
-        its registration file, else what its analysis module declares."""
+        its registration file, data and no code (issue 33 item 1)."""
         path = self.registration_path()
-        if path is not None:
-            registration = load(path)
-            if registration.study != self.name:
-                raise RegistrationError(
-                    f"{path}: field study: {registration.study!r}, but the study that names "
-                    f"this file is {self.name!r}", f'write study = "{self.name}"')
-            return registration
-        own = type(self).__module__
-        return declared(self.name, [m for m in (self.analysis_module,
-                                                registration_module_name(own), own) if m])
+        if path is None:
+            raise RegistrationError(
+                f"study {self.name} names no registration file, so it registers no claim",
+                "write its claims, design and changes in a TOML file beside the study's module "
+                "(docs/how-to/adding-a-study.md) and set registration_file = \"registration.toml\" "
+                "on the study class")
+        registration = load(path)
+        if registration.study != self.name:
+            raise RegistrationError(
+                f"{path}: field study: {registration.study!r}, but the study that names "
+                f"this file is {self.name!r}", f'write study = "{self.name}"')
+        return registration
 
     @classmethod
     def registration_path(cls) -> Path | None:

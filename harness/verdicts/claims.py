@@ -2,8 +2,9 @@
 
 A :class:`Claim` is what the paper says (or, with ``source=TARGET``, an
 engineering target of ours, never shown as the paper's), with an acceptance
-:class:`Region` whose bounds come from the paper's own precision and are
-justified in words beside it. :func:`judge` compares our
+:class:`Region` whose bounds come from the project's equivalence margin
+(:mod:`harness.verdicts.margins`) or, for word-only claims and our own targets, a
+rule written beside it. :func:`judge` compares our
 :class:`~harness.verdicts.intervals.Estimate` with the region:
 
 - **reproduced**: the whole 95 % interval lies inside the region;
@@ -39,6 +40,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from .intervals import POOLED_METHOD, T_BELOW, Estimate, t975
+from .margins import Margin
 from .validity import Invalid
 
 Z975 = 1.96  # the normal quantile a bootstrap interval of many units approaches
@@ -71,6 +73,14 @@ class Region:
     low: float = -math.inf
     high: float = math.inf
     why: str = ""
+    #: the convention that made the bounds (harness.verdicts.margins), if one did
+    margin: Margin | None = None
+
+    @classmethod
+    def by_margin(cls, margin: Margin, unit: str = "") -> Region:
+        """The region the project's equivalence convention gives (:mod:`harness.verdicts.margins`)."""
+        low, high = margin.bounds()
+        return cls(low, high, margin.rule(unit), margin)
 
     @classmethod
     def about(cls, value: float, step: float, quote: str) -> Region:
@@ -139,8 +149,8 @@ class Claim:
     regime: str = ""
     #: the regime gates (harness.verdicts.gates.Gate) the lab must pass for the claim to be judged
     gates: tuple = ()
-    #: the validity checks its points must pass, by name (harness.verdicts.validity.CHECKS); read from
-    #: the registration file, not (yet) part of the archived registration or its digest
+    #: the validity checks its points must pass, by name (harness.verdicts.validity.CHECKS): read from
+    #: the registration file, archived and digested with it
     checks: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
@@ -159,8 +169,10 @@ class Claim:
                 "regime": self.regime, "unit": self.unit,
                 "region": {"low": None if math.isinf(r.low) else r.low,
                            "high": None if math.isinf(r.high) else r.high,
-                           "text": r.text(self.unit), "rule": r.why},
-                **({"gates": [g.registration() for g in self.gates]} if self.gates else {})}
+                           "text": r.text(self.unit), "rule": r.why,
+                           **({"margin": r.margin.registration()} if r.margin else {})},
+                **({"gates": [g.registration() for g in self.gates]} if self.gates else {}),
+                **({"checks": list(self.checks)} if self.checks else {})}
 
 
 @dataclass(frozen=True)

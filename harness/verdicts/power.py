@@ -28,7 +28,7 @@ from pathlib import Path
 import pandas as pd
 
 from .intervals import t975
-from .registration import read_archived
+from .registration import Registration, read_archived
 
 #: more repetitions than this (in all, over a reference's runs) is not a feasible profile on
 #: the machines this project targets: about three runs of 30 repetitions
@@ -113,9 +113,23 @@ def claim_power(row: pd.Series, registered: dict) -> ClaimPower:
     return ClaimPower(**base, spread=spread, needed=needed, why=why)
 
 
-def run_power(run: Path) -> list[ClaimPower]:
-    """Each claim of an archived run (its claims.csv and registration.json), planned."""
+def run_power(run: Path, regions: Registration | None = None) -> list[ClaimPower]:
+    """Each claim of an archived run (its claims.csv and registration.json), planned.
+
+    With ``regions`` (a registration, e.g. today's) each claim's region is read from it instead
+    of the run's own: the spread the run showed, planned for regions registered since -- the
+    check to make before new regions are committed (issue 33 item 2).
+    """
     claims = pd.read_csv(run / "claims.csv")
-    archived = read_archived(run)
-    registered = {c["id"]: c for c in (archived.body or {}).get("claims", [])}
-    return [claim_power(row, registered.get(row.claim_id, {})) for _, row in claims.iterrows()]
+    if regions is None:
+        registered = {c["id"]: c for c in (read_archived(run).body or {}).get("claims", [])}
+    else:
+        registered = {c.id: c.registration() for c in regions.claims}
+    out = []
+    for _, row in claims.iterrows():
+        planned = registered.get(row.claim_id, {})
+        if regions is not None and planned:
+            row = row.copy()
+            row["region"] = planned["region"]["text"]
+        out.append(claim_power(row, planned))
+    return out

@@ -13,8 +13,8 @@ read by :mod:`harness.verdicts.registration_file`):
 - its changes: every :class:`DesignChange` made after archived runs existed, with
   its reason, so the report can show it.
 
-A study that names no file may still declare ``CLAIMS``, ``DESIGN`` and ``CHANGES``
-in a module (:func:`declared`); none of the harness's studies does.
+A study registers only through its file (TOML, no code): a study that names none is refused
+with that fix (``Study.registration``).
 
 Its digest (SHA-256 of the canonical JSON) is archived with every run
 (``registration.json``, and ``run.json``'s ``registration``). A registration that
@@ -26,7 +26,6 @@ by claim, with the commits of the runs on either side of the change
 from __future__ import annotations
 
 import hashlib
-import importlib
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -112,23 +111,6 @@ def registration_module_name(study_module: str) -> str:
     if leaf == "study" and package:
         return f"{package}.registration"
     return f"{study_module}_analysis"
-
-
-def declared(study_name: str, modules: Iterable[str]) -> Registration:
-    """The registration the first of ``modules`` that exists declares (CLAIMS, DESIGN, CHANGES)."""
-    for name in modules:
-        try:
-            module = importlib.import_module(name)
-        except ModuleNotFoundError as exc:
-            if exc.name != name:
-                raise  # the module exists but an import inside it failed: say so
-            continue
-        if hasattr(module, "CLAIMS"):
-            claims = module.CLAIMS
-            claims = tuple(claims.values()) if isinstance(claims, Mapping) else tuple(claims)
-            return Registration(study_name, claims, dict(getattr(module, "DESIGN", {}) or {}),
-                                tuple(getattr(module, "CHANGES", ()) or ()))
-    return Registration(study_name, ())
 
 
 # -- history --------------------------------------------------------------------------------

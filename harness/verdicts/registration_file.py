@@ -22,6 +22,7 @@ from pathlib import Path
 from ..errors import SpecError
 from .claims import PAPER, SOURCES, Claim, Region
 from .gates import GATES, Gate
+from .margins import Margin, MarginError
 from .registration import DesignChange, Registration
 from .validity import CHECKS
 
@@ -34,12 +35,18 @@ CLAIM = {"id": str, "source": str, "claim": str, "paper": str, "unit": str, "quo
 CLAIM_REQUIRED = ("id", "source", "claim", "paper", "region")
 #: what a paper's claim must say besides (a target's or a lab check's need not)
 PAPER_REQUIRED = ("quote", "seed_line", "quantity", "regime")
-REGION = {"low": (int, float), "high": (int, float), "rule": str}
+REGION = {"low": (int, float), "high": (int, float), "rule": str,
+          "equivalent_to": (int, float, list), "differs_from": (int, float), "scale": str,
+          "direction": str, "cap_low": (int, float), "cap_high": (int, float), "cap_why": str}
+#: a region made by the convention (harness.verdicts.margins) names its figure with one of these
+CONVENTION = ("equivalent_to", "differs_from")
+_MARGIN_ONLY = ("scale", "direction", "cap_low", "cap_high", "cap_why")
 CHANGE = {"date": str, "what": str, "why": str, "claims": list}
 CHANGE_REQUIRED = ("date", "what", "why")
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2})?Z)?")  # a date, or a date and UTC time
 _TYPE_NAMES = {str: "a string", list: "an array", dict: "a table", int: "an integer",
-               float: "a number", (int, float): "a number"}
+               float: "a number", (int, float): "a number",
+               (int, float, list): "a number or an array of two numbers"}
 
 
 class RegistrationError(SpecError):
@@ -142,7 +149,7 @@ def _claim(entry, index: int, where: str) -> Claim:
                 f"{where}: {what}: field checks: {name!r} is no validity check",
                 f"use the names of harness.verdicts.validity.CHECKS: {', '.join(sorted(CHECKS))}")
     gates = tuple(_gate(g, where, what) for g in entry.get("gates", []))
-    region = _region(entry["region"], where, what)
+    region = _region(entry["region"], where, what, entry.get("unit", ""))
     return Claim(entry["id"], entry["claim"], entry["paper"], region, entry.get("unit", ""),
                  entry["source"], entry.get("quote", ""), entry.get("seed_line", ""),
                  entry.get("quantity", ""), entry.get("regime", ""), gates=gates,
@@ -164,8 +171,20 @@ def _gate(table, where: str, what: str) -> Gate:
                                 "takes") from None
 
 
-def _region(table, where: str, what: str) -> Region:
-    _keys(table, REGION, ("rule",), where, f"{what}: region")
+def _region(table, where: str, what: str, unit: str = "") -> Region:
+    _keys(table, REGION, (), where, f"{what}: region")
+    given = [key for key in CONVENTION if key in table]
+    if given:
+        return _margin_region(table, given, where, what, unit)
+    stray = [key for key in _MARGIN_ONLY if key in table]
+    if stray:
+        raise RegistrationError(f"{where}: {what}: field region.{stray[0]}: only a region made by the "
+                                "convention takes it",
+                                "give equivalent_to (or differs_from) with it, or remove it")
+    if "rule" not in table:
+        raise RegistrationError(f"{where}: {what}: region: field rule: missing",
+                                "add rule = ... saying why these bounds, or make the region by the "
+                                "convention (equivalent_to = the paper's figure)")
     low, high = table.get("low", -math.inf), table.get("high", math.inf)
     for key, value in (("low", low), ("high", high)):
         if key in table and not math.isfinite(value):
@@ -178,6 +197,38 @@ def _region(table, where: str, what: str) -> Region:
         raise RegistrationError(f"{where}: {what}: field region: low {low} is above high "
                                 f"{high}", "swap them, or correct the one that is wrong")
     return Region(low, high, table["rule"])
+
+
+def _margin_region(table: dict, given: list[str], where: str, what: str, unit: str) -> Region:
+    """A region by the project's equivalence convention (harness.verdicts.margins)."""
+    for key in ("low", "high", "rule"):
+        if key in table:
+            raise RegistrationError(f"{where}: {what}: field region.{key}: a region made by the "
+                                    "convention has its bounds and rule computed",
+                                    f"remove {key}, or remove {given[0]} and write the region out "
+                                    "with low/high and its rule")
+    if len(given) > 1:
+        raise RegistrationError(f"{where}: {what}: field region: both equivalent_to and differs_from",
+                                "keep the one the paper's sentence states")
+    figure = table[given[0]]
+    if isinstance(figure, list):
+        if given[0] != "equivalent_to" or len(figure) != 2 or not all(
+                isinstance(x, (int, float)) and not isinstance(x, bool) for x in figure):
+            raise RegistrationError(f"{where}: {what}: field region.{given[0]}: {figure!r} is not a "
+                                    "figure", "write one number, or [low, high] for a range the "
+                                    "paper gives")
+        pair = (float(figure[0]), float(figure[1]))
+    else:
+        pair = (float(figure), float(figure))
+    try:
+        margin = Margin(pair, table.get("scale", "ratio"), table.get("direction", "either"),
+                        differs=given[0] == "differs_from",
+                        cap_low=table.get("cap_low", -math.inf), cap_high=table.get("cap_high", math.inf),
+                        cap_why=table.get("cap_why", ""))
+        return Region.by_margin(margin, unit)
+    except MarginError as exc:
+        raise RegistrationError(f"{where}: {what}: field region: {exc}",
+                                "see harness.verdicts.margins for what the convention takes") from None
 
 
 def _change(entry, index: int, where: str, ids: set[str]) -> DesignChange:

@@ -17,26 +17,35 @@ import pytest
 from harness.archive.reference import reference_root
 from harness.cli import main
 from harness.errors import SpecError
+from harness.studies.registry import discover, get_study
 from harness.verdicts.claims import COLUMNS
 from harness.verdicts.intervals import mean_estimate, run_estimate
 from harness.verdicts.pool import pool
 
 STUDIES = ("s0", "s1", "s2", "s3", "s4")
-#: studies whose committed reference predates its claims' regime gates (2026-11-28T22:25Z;
-#: tests/unit/test_reference_current.py's GATES_ADDED_AFTER): today's registration differs
-REGISTERED_BEFORE_GATES = ("s1", "s3")
 
 
 def reference(study: str) -> Path:
     return sorted(p.parent for p in (reference_root() / study).glob("*/run.json"))[-1]
 
 
-def copy_run(src: Path, parent: Path, run_id: str, **meta_changes) -> Path:
-    """A writable copy of an archived run under a new id (run.json changed as asked)."""
+def copy_run(src: Path, parent: Path, run_id: str, as_today: bool = True, **meta_changes) -> Path:
+    """A writable copy of an archived run under a new id (run.json changed as asked).
+
+    ``as_today``: its registration.json says today's registration of its study. The committed
+    references were registered before issue 33's protocol (tests/unit/test_reference_current.py's
+    SUPERSEDED), so a plain copy is refused; a copy registered as today exercises pooling on
+    real results (the refusal itself is the case "another registration than today's").
+    """
     dest = parent / run_id
     shutil.copytree(src, dest)
     for path in [dest, *dest.rglob("*")]:
         path.chmod(path.stat().st_mode | stat.S_IWUSR)
+    if as_today:
+        discover()
+        study = json.loads((src / "run.json").read_text())["study"]
+        today = get_study(study).registration().to_dict()
+        (dest / "registration.json").write_text(json.dumps(today))
     meta = json.loads((dest / "run.json").read_text())
     meta.update(run_id=run_id, **meta_changes)
     (dest / "run.json").write_text(json.dumps(meta))
@@ -60,11 +69,6 @@ def test_two_copies_of_a_reference_pool_into_a_table_beside_each_runs_own(study,
     a = copy_run(ref, tmp_path, ref.name + "-a")
     b = copy_run(ref, tmp_path, ref.name + "-b")
     before = files_digest(a), files_digest(b), files_digest(ref)
-    if study in REGISTERED_BEFORE_GATES:  # its reference is not registered as today: refused
-        with pytest.raises(SpecError, match="today's code registers"):
-            pool([str(a), str(b)], None)
-        assert not (data_root / "pooled").exists() or not any((data_root / "pooled").rglob("*.csv"))
-        return
     assert main(["claims", "pool", str(a), str(b)]) == 0
     assert "pooled 2 runs:" in capsys.readouterr().out
     out = pooled_folder(data_root, study)
@@ -80,7 +84,7 @@ def test_two_copies_of_a_reference_pool_into_a_table_beside_each_runs_own(study,
     assert (own == measured[f"{b.name}: ours"]).all() and (own != "").all()
     assert (measured.low == measured.value).all() and (measured.high == measured.value).all()
     record = json.loads((out / "run.json").read_text())
-    digest = json.loads((ref / "registration.json").read_text())["digest"]
+    digest = json.loads((a / "registration.json").read_text())["digest"]
     assert [m["run_id"] for m in record["members"]] == [a.name, b.name]
     assert {m["registration"] for m in record["members"]} == {digest} == {record["registration"]["digest"]}
     assert record["copies"] == [[a.name, b.name]]

@@ -75,3 +75,21 @@ def test_claims_power_reads_a_studys_committed_reference(capsys):
     out = capsys.readouterr().out
     line = next(x for x in out.splitlines() if "s3.tipc_gain_avg" in x)
     assert "needs   16029" in line and "feasible no" in line
+
+
+def test_todays_regions_are_planned_with_a_references_spread(capsys):
+    """`--today`: the spread of the (superseded) reference, the regions today's code registers:
+    the equivalence margin makes S3's "+10 %" reachable where its digit region was not."""
+    from harness.cli import main
+    from harness.studies.registry import discover, get_study
+
+    discover()
+    run = next(reference_root().glob("s3/*/run.json")).parent
+    today = {p.claim_id: p for p in run_power(run, get_study("s3").registration())}
+    archived = {p.claim_id: p for p in run_power(run)}
+    assert today["s3.tipc_gain_avg"].spread == pytest.approx(archived["s3.tipc_gain_avg"].spread)
+    assert today["s3.tipc_gain_avg"].feasible and not archived["s3.tipc_gain_avg"].feasible
+    assert today["s3.tipc_gain_avg"].region == get_study("s3").registration().claim("s3.tipc_gain_avg").region.text("%")
+    assert main(["claims", "power", "s3", "--today"]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if "s3.tipc_gain_avg" in x)
+    assert "feasible yes" in line and "4.881..21%" in line

@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
+from harness.errors import SpecError
 from harness.studies.registry import discover, get_study
-from harness.verdicts.claims import LAB, PAPER, TARGET, Claim, Region
+from harness.verdicts.claims import LAB, PAPER, Claim, Region
 from harness.verdicts.registration import (
     DesignChange,
     Registration,
     claim_differences,
-    declared,
     history,
 )
 
@@ -187,21 +187,25 @@ def test_a_run_that_stopped_before_registering_is_no_change_and_a_copy_is_one_ru
         "(made before claims were registered: no registration archived)"]
 
 
-def test_a_module_declares_claims_design_and_changes(tmp_path, monkeypatch):
-    (tmp_path / "s9_analysis.py").write_text(
-        "from harness.verdicts.claims import TARGET, Claim, Region\n"
-        "from harness.verdicts.registration import DesignChange\n"
-        "CLAIMS = {'x': Claim('s9.x', 'x', '-', Region.below(1, 'ours'), '', TARGET)}\n"
-        "DESIGN = {'repetitions': {'quick': 2}}\n"
-        "CHANGES = (DesignChange('2026-11-26', 'quick 3 -> 2', 'time'),)\n")
-    (tmp_path / "s9_broken.py").write_text("import no_such_module_here\nCLAIMS = {}\n")
-    monkeypatch.syspath_prepend(str(tmp_path))
-    reg = declared("s9", ["s9_missing", "s9_analysis"])
-    assert [c.source for c in reg.claims] == [TARGET] and reg.design == {
-        "repetitions": {"quick": 2}} and reg.changes[0].why == "time"
-    assert declared("s9", ["s9_missing"]).claims == ()
-    with pytest.raises(ModuleNotFoundError, match="no_such_module_here"):
-        declared("s9", ["s9_broken"])  # a module that exists but fails is said, not skipped
+def test_a_study_without_a_registration_file_is_refused_naming_the_fix():
+    """Issue 33 item 1: claims are data; a study registers through its file or not at all
+    (the fallback that read CLAIMS, DESIGN and CHANGES from a module is gone)."""
+    from harness.studies import Parameters, Study
+
+    class NoFile(Study):
+        title = "no registration file"
+        Params = Parameters
+
+        def topology(self, params): ...
+        def requirements(self, params): ...
+        def measure(self, session, bed, params, configured): ...
+        def claims(self, data): ...
+        def figures(self, data): ...
+
+    NoFile.name = "s9-no-file"
+    with pytest.raises(SpecError, match="names no registration file") as info:
+        NoFile().registration()
+    assert "registration_file" in str(info.value) and "adding-a-study" in str(info.value)
 
 
 def test_claims_history_command_lists_a_refused_run_with_a_note_not_a_change(data_root, capsys):

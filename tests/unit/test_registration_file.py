@@ -281,3 +281,16 @@ def test_a_study_outside_the_project_reads_the_file_beside_it(tmp_path, capsys, 
     registration.unlink()
     with pytest.raises(RegistrationError, match="registration file cannot be read"):
         study.registration()
+
+
+def test_a_claims_validity_checks_are_archived_and_digested():
+    """Issue 33 item 1: the checks a claim's points must pass are part of what is registered."""
+    from harness.studies.registry import discover, get_study
+
+    discover()
+    reg = get_study("s4").registration()
+    claim = next(c for c in reg.claims if c.checks)
+    assert claim.registration()["checks"] == list(claim.checks)
+    without = type(reg)(reg.study, tuple(c if c is not claim else type(c)(**{**c.__dict__, "checks": ()})
+                                         for c in reg.claims), reg.design, reg.changes)
+    assert without.digest != reg.digest

@@ -553,7 +553,9 @@ def test_registration_fixes_repetitions_and_records_the_changes():
     assert set(late[1].claims) == {"s0.bandwidth.stream.gain_appropriate",
                                    "s0.bandwidth.pingpong.gain_appropriate"}
     about = reg.claim("s0.bandwidth.pingpong.gain_appropriate").region
-    assert (about.low, about.high) == (24, 26)  # 'about 25 %': the one convention, unmoved
+    # 'about 25 %': the project's equivalence margin (issue 33 item 2), a gain kept a gain
+    assert (about.low, about.high) == pytest.approx(((1.25 / 1.1 - 1) * 100, (1.25 * 1.1 - 1) * 100))
+    assert about.margin is not None and "s0.bandwidth.pingpong.gain_appropriate" in reg.changes[-1].claims
     assert len({c.id for c in reg.claims}) == len(reg.claims) == 19
 
 

@@ -731,7 +731,7 @@ def test_the_design_is_the_profiles_the_study_runs():
     assert reg.design["profiles"]["verdict"]["repetitions"] == 10
     ids = {c.id for c in reg.claims}
     for change in reg.changes:
-        assert change.date[:10] in ("2026-11-26", "2026-11-27", "2026-11-28") and change.why \
+        assert "2026-11-26" <= change.date[:10] <= "2026-11-29" and change.why \
             and set(change.claims) <= ids
 
 

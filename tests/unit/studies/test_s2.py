@@ -316,8 +316,8 @@ def test_claims_reproduced_on_a_run_like_the_paper():
                 "nfs_tuned_disk", "nfs_tuned_write", "network_fine", "pfs_lan_below_disk",
                 "pfs_wan_full_link", "nfs_falls", "pfs_scales"):
         assert got[cid] == REPRODUCED, cid
-    # 101 MB/s, plainly stated: 0.841..0.849 of the goodput, decided only by tight repetitions
-    assert got["task_scaling"] == INCONCLUSIVE
+    # 101 MB/s: 0.845 of the goodput x/÷ 1.1 (the equivalence margin), decided at the paper's noise
+    assert got["task_scaling"] == REPRODUCED
     assert outcomes(synthetic_run(noise=0.001))["task_scaling"] == REPRODUCED
     # +3 %: within what the headers allow (the target; the paper's +10 % is an expectation)
     tight = outcomes(synthetic_run(noise=0.003))
@@ -331,6 +331,7 @@ def test_the_mtu_target_is_judged_beside_the_header_bound():
     (the header saving) and the bound both say so."""
     got = outcomes(synthetic_run(mtu_gain=1.10))
     assert got["mtu_gain"] == NOT_MET and got["mtu_header_bound"] == NOT_MET
+    assert s2_analysis.registered().claim("mtu_gain").region.high == pytest.approx(3.8 + 2.0)
     bound = s2_analysis.registered().claim("mtu_header_bound").region
     assert bound.high == pytest.approx(3.8 + 2.0)
     assert pytest.approx(0.038, abs=5e-4) == (8948 / 9014) / (1448 / 1514) - 1
@@ -413,7 +414,8 @@ def test_five_flows_are_judged_on_table_2_5_at_the_papers_mtu():
     there), not from a run: flows at 0.975 of the line reproduce it, 0.8 does not, and
     flows above what the line carries are invalid."""
     region = s2_analysis.registered().claim("network_fine").region
-    assert (region.low, region.high) == pytest.approx((0.957, 0.993), abs=5e-4)
+    # Table 2-5's 0.957..0.993 widened by the equivalence margin, capped at what the line carries
+    assert (region.low, region.high) == pytest.approx((0.957 / 1.1, 1.02), abs=5e-4)
     assert outcomes(synthetic_run(flows=0.975))["network_fine"] == REPRODUCED
     assert outcomes(synthetic_run(flows=0.8))["network_fine"] == NOT_REPRODUCED
     assert outcomes(synthetic_run(flows=1.08))["network_fine"] == "invalid"
@@ -739,5 +741,6 @@ def test_the_papers_missing_figures_are_registered():
     for cid, line in (("testbed2_write", "002:333"), ("testbed2_read", "002:333"),
                       ("lan_saturation_read", "002:232")):
         assert got.loc[cid, "outcome"] == NOT_TESTABLE and got.loc[cid, "seed_line"] == line
-    write = s2_analysis.registered().claim("testbed2_write").region
-    assert write.low * 1000 * 1448 / 1514 / 8 == pytest.approx(79.5, abs=0.01)
+    write = s2_analysis.registered().claim("testbed2_write").region  # the margin: 80 x/÷ 1.1
+    assert write.low * 1000 * 1448 / 1514 / 8 == pytest.approx(80 / 1.1, abs=0.01)
+    assert write.high * 1000 * 1448 / 1514 / 8 == pytest.approx(80 * 1.1, abs=0.01)

@@ -138,7 +138,8 @@ def test_claims_on_paper_like_repetitions():
     assert dict(claims.outcome) == {
         "s3.tipc_best_most": "reproduced",  # best at 8 of 10 points
         "s3.tipc_gain_avg": "reproduced",
-        "s3.tipc_gain_max": "not reproduced",  # +10 % everywhere: the best case is not +16 %
+        # +10 % everywhere: 'up to +16 %' within the equivalence margin (1.16 / 1.10 < 1.1)
+        "s3.tipc_gain_max": "reproduced",
         "s3.tipc_collapse_16kb": "reproduced", "s3.tipc_collapse_32kb": NOT_TESTABLE,
         "s3.tipc_collapse_64kb": "reproduced", "s3.tipc_cpu_saving": "reproduced",
         "s3.lab_tipc_on_the_wire": "met"}
@@ -302,7 +303,7 @@ def _cpu_frame(ratios, sizes=(4, 16, 64), overruns=None):
 
 
 @pytest.mark.parametrize("ratios, outcome", [
-    ([0.88, 0.90, 0.89, 0.91, 0.89, 0.90], "reproduced"),  # -11 %, tight: inside -15.5..-6.5
+    ([0.88, 0.90, 0.89, 0.91, 0.89, 0.90], "reproduced"),  # -11 %, tight: inside -22.7..-3.6
     ([1.01, 0.99, 1.00, 1.02, 0.98, 1.00], "not reproduced"),  # no saving at all
     ([0.80, 1.00, 0.88], "inconclusive"),  # -11 % on average, but 3 spread repetitions
 ])
