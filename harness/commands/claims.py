@@ -88,7 +88,7 @@ def cmd_claims_pool(args) -> int:
     from ..verdicts.claims import summaries
     from ..verdicts.pool import pool
 
-    target = pool(args.runs, args.out)
+    target = pool(args.runs, args.out, reference=args.reference)
     frame = pd.read_csv(target / "claims.csv")
     print(f"pooled {len(args.runs)} runs: {summaries(frame)}")
     print(f"  {target}  (claims.csv, run.json, report.md)")
@@ -146,6 +146,9 @@ def add_claims_command(sub) -> None:
                       help="a run's folder or id (at least two; a reference's folder too)")
     pool.add_argument("--out", metavar="DIR", help="the new pooled folder (default: "
                       "$HARNESS_DATA/pooled/<study>/<time>-pool-<id>); never overwritten")
+    pool.add_argument("--reference", action="store_true",
+                      help="write it as the study's committed reference: data/reference/<study>/"
+                      "<time>-pool-<id>/ with a copy of each member under members/")
     pool.set_defaults(func=cmd_claims_pool)
     power = csub.add_parser("power", help="repetitions each claim's region needs, from a run's spread")
     power.add_argument("study", nargs="*", help="studies whose committed reference to read (all)")

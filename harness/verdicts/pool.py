@@ -16,8 +16,12 @@ member is also analysed alone, and the pooled table shows each run's own estimat
 outcome beside the pooled ones.
 
 The pooled folder (``$HARNESS_DATA/pooled/<study>/<id>/``, or ``--out``) holds
-``claims.csv``/``.parquet``, ``run.json`` (its members with their registration digests)
-and ``report.md``; it is created exclusively and made read-only. The member runs are only
+``claims.csv``/``.parquet``, ``run.json`` (its members with their registration digests),
+``registration.json`` (the members' one registration) and ``report.md``; it is created
+exclusively and made read-only. A pooled *reference* (``--reference``: the repository's
+``data/reference/<study>/<id>/``) also keeps a copy of each member under ``members/<run id>/``,
+named in run.json by that relative path, so that the committed reference can be pooled again
+from its own members by tomorrow's code. The member runs are only
 read. Runs that cannot be pooled are refused, each with one error, before anything is
 written (:func:`members`).
 """
@@ -28,6 +32,7 @@ import hashlib
 import json
 import os
 import secrets
+import shutil
 import stat
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -46,6 +51,8 @@ STRIDE = 1000  # a member's repetition r is STRIDE * k + r in the pooled tables
 #: repetitions than one long run would, and its own random order
 MAY_DIFFER = ("repetitions", "seed")
 POOLED = "pooled"
+MEMBERS = "members"  # a pooled reference's copies of its member runs
+REGISTRATION = "registration.json"
 
 
 @dataclass(frozen=True)
@@ -189,15 +196,19 @@ def pooled_tables(datas: list, found: list[Member]) -> tuple[dict[str, pd.DataFr
     return tables, run_of
 
 
-def pool(refs: list[str], out: str | None = None) -> Path:
-    """Pool the runs ``refs`` name into a new folder (see the module's docstring)."""
+def pool(refs: list[str], out: str | None = None, reference: bool = False) -> Path:
+    """Pool the runs ``refs`` name into a new folder (see the module's docstring); with
+    ``reference`` into the repository's references, the members copied in beside it."""
     from ..studies import study_for
     from ..studies.base import RunData
 
     found = members(refs)
     study = study_for(found[0].meta["study"])
     _check_current(study, found)
-    target = _target(study.name, out)
+    if reference and out:
+        raise SpecError("--reference and --out both name where the pool goes",
+                        "give one: --reference writes data/reference/<study>/<id>/")
+    target = _target(study.name, str(_reference_target(study.name)) if reference else out)
     datas = [study.load(m.path) for m in found]
     tables, run_of = pooled_tables(datas, found)
     meta = {**found[0].meta, "run_id": target.name, POOLED: [m.run_id for m in found]}
@@ -205,8 +216,36 @@ def pool(refs: list[str], out: str | None = None) -> Path:
         frame = study.claims(RunData(target, meta, tables))
     own = [study.claims(data) for data in datas]
     frame = beside(frame, found, own)
-    _write(target, frame, _record(target, study, found), _report(study, found, frame, own))
+    record = _record(target, study, found, kept=reference)
+    _write(target, frame, record, _report(study, found, frame, own), found[0].path / REGISTRATION)
+    if reference:
+        _keep_members(target, found)
     return target
+
+
+def _reference_target(study: str) -> Path:
+    from ..archive.reference import reference_root
+
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    return reference_root() / study / f"{stamp}-pool-{secrets.token_hex(3)}"
+
+
+def _keep_members(target: Path, found: list[Member]) -> None:
+    """Each member copied under ``members/<run id>/`` of a pooled reference, read-only."""
+    for member in found:
+        dest = target / MEMBERS / member.run_id
+        shutil.copytree(member.path, dest, symlinks=True)
+        for path in [*dest.rglob("*")]:
+            if path.is_file() and not path.is_symlink():
+                os.chmod(path, path.stat().st_mode & ~(stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
+
+
+def member_paths(pooled: Path) -> list[Path]:
+    """The member runs of a pooled folder, as its run.json names them (relative to the folder
+    for a pooled reference's kept copies)."""
+    record = json.loads((pooled / RUN_FILE).read_text())
+    return [pooled / m["path"] if not Path(m["path"]).is_absolute() else Path(m["path"])
+            for m in record.get("members") or []]
 
 
 def beside(pooled: pd.DataFrame, found: list[Member], own: list[pd.DataFrame]) -> pd.DataFrame:
@@ -231,7 +270,7 @@ def _target(study: str, out: str | None) -> Path:
     return data_root() / POOLED / study / f"{stamp}-pool-{secrets.token_hex(3)}"
 
 
-def _record(target: Path, study, found: list[Member]) -> dict:
+def _record(target: Path, study, found: list[Member], kept: bool = False) -> dict:
     return {
         "run_id": target.name, "study": study.name, "status": COMPLETE, "kind": POOLED,
         "created": datetime.now(UTC).isoformat(timespec="seconds"),
@@ -239,7 +278,8 @@ def _record(target: Path, study, found: list[Member]) -> dict:
         "parameters": {**(found[0].meta.get("parameters") or {}),
                        "repetitions": [(m.meta.get("parameters") or {}).get("repetitions")
                                        for m in found]},
-        "members": [{"run_id": m.run_id, "path": str(m.path), "registration": m.digest,
+        "members": [{"run_id": m.run_id, "path": f"{MEMBERS}/{m.run_id}" if kept else str(m.path),
+                     "registration": m.digest,
                      "started": m.meta.get("started"), "ended": m.meta.get("ended"),
                      "commit": ((m.meta.get("provenance") or {}).get("git") or {}).get("commit"),
                      "repetitions": (m.meta.get("parameters") or {}).get("repetitions"),
@@ -284,7 +324,7 @@ def _report(study, found: list[Member], frame: pd.DataFrame, own: list[pd.DataFr
     return "\n".join(lines) + "\n"
 
 
-def _write(target: Path, frame: pd.DataFrame, record: dict, report: str) -> None:
+def _write(target: Path, frame: pd.DataFrame, record: dict, report: str, registration: Path) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     try:
         target.mkdir()  # exclusive: a pooled folder is never reused
@@ -294,6 +334,7 @@ def _write(target: Path, frame: pd.DataFrame, record: dict, report: str) -> None
     frame.to_csv(target / "claims.csv", index=False)
     (target / RUN_FILE).write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n")
     (target / "report.md").write_text(report)
+    (target / REGISTRATION).write_bytes(registration.read_bytes())  # the members' one registration
     for path in target.iterdir():
         if path.is_file() and not path.is_symlink():
             os.chmod(path, path.stat().st_mode & ~(stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))

@@ -191,3 +191,34 @@ def test_an_existing_out_folder_is_never_overwritten(tmp_path, data_root):
     with pytest.raises(SpecError, match="exists already"):
         pool([str(a), str(b)], str(tmp_path / "taken"))
     assert [p.name for p in (tmp_path / "taken").iterdir()] == ["keep.txt"]
+
+
+def test_a_pooled_reference_keeps_its_members_and_can_be_pooled_again_from_them(tmp_path, data_root,
+                                                                                monkeypatch):
+    """Issue 33 items 3 and 9: `claims pool --reference` writes data/reference/<study>/<id>/ with
+    a copy of each member, named by relative path, so tomorrow's code re-pools the committed
+    reference from its own members; reports find it like any reference."""
+    import harness.archive.reference as reference_module
+    from harness.archive.reference import find_reference
+    from harness.verdicts.pool import member_paths
+
+    refs = tmp_path / "reference"
+    monkeypatch.setattr(reference_module, "reference_root", lambda: refs)
+    ref = reference("s4")
+    a = copy_run(ref, tmp_path, "20261201T000000Z-aaaaaa", started="2026-12-01T00:00:00+00:00")
+    b = copy_run(ref, tmp_path, "20261202T000000Z-bbbbbb", started="2026-12-02T00:00:00+00:00")
+    with pytest.raises(SpecError, match="--reference and --out"):
+        pool([str(a), str(b)], str(tmp_path / "x"), reference=True)
+    assert main(["claims", "pool", str(a), str(b), "--reference"]) == 0
+    (target,) = (refs / "s4").iterdir()
+    record = json.loads((target / "run.json").read_text())
+    assert [m["path"] for m in record["members"]] == [f"members/{a.name}", f"members/{b.name}"]
+    assert member_paths(target) == [target / "members" / a.name, target / "members" / b.name]
+    assert files_digest(target / "members" / a.name) == files_digest(a)  # a whole copy
+    assert json.loads((target / "registration.json").read_text()) == json.loads((a / "registration.json").read_text())
+    found = find_reference("s4", "verdict", root=refs)
+    assert found is not None and found.path == target and found.claims() is not None
+    again = pool([str(p) for p in member_paths(target)], str(tmp_path / "again"))
+    cols = ["claim_id", "region", "value", "low", "high", "n", "outcome"]
+    first, second = pd.read_csv(target / "claims.csv")[cols], pd.read_csv(again / "claims.csv")[cols]
+    pd.testing.assert_frame_equal(first, second)

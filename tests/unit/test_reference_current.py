@@ -22,8 +22,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from harness.archive.archive import project_root
 from harness.archive.reference import reference_root
+from harness.archive.registered_first import registered_first
 from harness.studies.registry import discover, get_study
+from harness.verdicts.pool import POOLED, member_paths, pool
 from harness.verdicts.registration import claim_differences, read_archived
 
 #: the columns that carry a verdict: the claim, its region, our estimate, the outcome
@@ -48,6 +51,10 @@ SUPERSEDED: dict[str, str] = {
 
 def reference_runs() -> list[Path]:
     return sorted(p.parent for p in reference_root().glob("*/*/run.json"))
+
+
+def pooled(run: Path) -> bool:
+    return json.loads((run / "run.json").read_text()).get("kind") == POOLED
 
 
 def decisions(frame: pd.DataFrame) -> pd.DataFrame:
@@ -77,11 +84,15 @@ def test_there_is_a_reference_run_of_every_study():
 
 
 @pytest.mark.parametrize("run", reference_runs(), ids=lambda p: f"{p.parent.name}/{p.name}")
-def test_todays_analysis_of_a_reference_gives_its_archived_claims(run):
+def test_todays_analysis_of_a_reference_gives_its_archived_claims(run, tmp_path):
     discover()
     study = get_study(run.parent.name)
     archived = pd.read_parquet(run / "claims.parquet")
-    today = study.claims(study.load(run))  # today's code still reads and judges it
+    if pooled(run):  # a pooled reference: today's code pools its kept members again
+        today = pd.read_parquet(pool([str(p) for p in member_paths(run)], str(tmp_path / "again"))
+                                / "claims.parquet")
+    else:
+        today = study.claims(study.load(run))  # today's code still reads and judges it
     key = f"{run.parent.name}/{run.name}"
     if key in SUPERSEDED:
         assert set(today.claim_id) >= {c.id for c in study.registration().claims}
@@ -115,5 +126,25 @@ def test_a_reference_is_registered_as_today_and_at_the_verdict_profile(run):
                      f"{study.name}` says what changed; make a new reference run")
 
     meta = json.loads((run / "run.json").read_text())
+    assert pooled(run) and len(meta["members"]) >= 3, (
+        f"{key} is one run: a verdict reference is pooled from at least three runs (issue 33 item 9: "
+        "harness claims pool RUN RUN RUN --reference)")
     assert meta["status"] == "complete"
     assert meta["parameters"]["profile"] == "verdict", f"{run.name} is not a verdict-profile run"
+
+
+@pytest.mark.parametrize("run", reference_runs(), ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_a_references_registration_was_committed_before_it_started(run):
+    """Issue 33 item 9: the registration file the run read is the one committed at its (clean)
+    commit, and that file's last commit is older than the run's start."""
+    key = f"{run.parent.name}/{run.name}"
+    if key in SUPERSEDED:
+        pytest.skip(f"{key}: superseded ({SUPERSEDED[key][:60]}...)")
+    if not (project_root() / ".git").exists():
+        pytest.skip("not a git checkout: the commit times cannot be read")
+    discover()
+    study = get_study(run.parent.name)
+    for member in member_paths(run) if pooled(run) else [run]:
+        got = registered_first(member, study.registration_path(), project_root())
+        assert got.ok, f"{key}: {member.name}: {got.why}"
+
