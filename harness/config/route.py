@@ -9,6 +9,13 @@ against 4.01 MB/s and 7.55 against 7.75, while the WAN's goodput was 3.7 MB/s). 
 route to the brick's address through the server's WAN address makes that traffic
 cross the WAN; the server answers the client's WAN address over the WAN as well.
 
+A host route also carries a TCP timer (``rto_min``): Linux's minimum retransmission
+timeout is 200 ms whatever the path, which on a WAN whose delays a lab has scaled by 1 / f
+no longer stands in the paper's ratio to the round trip. ``rto_min`` on the route to the
+peer (which iproute2 always locks, so TCP takes it over its own: ``tcp_rto_min``) scales
+it with the delays. A route only to a device (``device``, no gateway) is the directly
+connected peer's.
+
 The undo is the lab's ``route`` handler (:mod:`harness.net.backend`): ``ip route del``.
 A route to that exact destination that the run did not make is refused, never replaced.
 """
@@ -16,6 +23,7 @@ A route to that exact destination that the run did not make is refused, never re
 from __future__ import annotations
 
 import ipaddress
+import re
 import shlex
 from dataclasses import dataclass
 
@@ -35,17 +43,42 @@ def host_prefix(address: str) -> str:
     return f"{ip}/{ip.max_prefixlen}"
 
 
+#: the largest rto_min a route may carry: TCP's own largest RTO (TCP_RTO_MAX, 120 s)
+RTO_MIN_MAX_MS = 120_000
+_DEVICE = re.compile(r"^[A-Za-z0-9_.-]{1,15}\Z")
+
+
 @dataclass
 class HostRoute(Operation):
-    """On ``node``: ``destination`` (one address) reached through ``gateway``."""
+    """On ``node``: ``destination`` (one address) reached through ``gateway`` and/or out of
+    ``device``, with TCP's minimum RTO ``rto_min_ms`` on it when given (0: the kernel's)."""
 
     node: Node
     destination: str
-    gateway: str
+    gateway: str = ""
+    device: str = ""
+    rto_min_ms: int = 0
 
     def check(self) -> None:
         host_prefix(self.destination)
-        host_prefix(self.gateway)
+        if self.gateway:
+            host_prefix(self.gateway)
+        if not self.gateway and not self.device:
+            raise SpecError(f"a host route to {self.destination} needs a gateway or a device",
+                            "give gateway= (an address) or device= (an interface name)")
+        if self.device and not _DEVICE.match(self.device):
+            raise SpecError(f"{self.device!r} is not an interface name",
+                            "give the device as 1-15 letters, digits, '_', '.' or '-'")
+        if not 0 <= int(self.rto_min_ms) <= RTO_MIN_MAX_MS:
+            raise SpecError(f"rto_min {self.rto_min_ms} ms is out of range",
+                            f"give 1..{RTO_MIN_MAX_MS} ms (TCP's largest RTO), or 0 for the "
+                            "kernel's own")
+
+    def route_words(self) -> list[str]:
+        """What follows the prefix in ``ip route add``."""
+        words = ["via", self.gateway] if self.gateway else []
+        words += ["dev", self.device] if self.device else []
+        return words + (["rto_min", f"{int(self.rto_min_ms)}ms"] if self.rto_min_ms else [])
 
     @property
     def prefix(self) -> str:
@@ -63,16 +96,19 @@ class HostRoute(Operation):
         return {"route": Fact(self.node, command, parse)}
 
     def diff(self, facts: dict) -> list[Change]:
-        after = f"via {self.gateway}"
+        after = " ".join(self.route_words())
         found = facts["route"]
         change = Change(self.node, "route", self.prefix, "none", after)
         if found is not UNKNOWN and found:
-            if f" via {self.gateway} " in f" {found} ":
+            wanted = [f" via {self.gateway} "] if self.gateway else []
+            wanted += [f" dev {self.device} "] if self.device else []
+            wanted += [" rto_min "] if self.rto_min_ms else []
+            if all(word in f" {found} " for word in wanted):
                 change.before = after
                 return [change]
             raise SpecError(f"{self.node.name} already has a route to {self.prefix}: {found}",
                             "it was not made by this run: remove it yourself, or measure "
                             "on a machine without it")
-        change.command = shlex.join(["ip", "route", "add", self.prefix, "via", self.gateway])
+        change.command = shlex.join(["ip", "route", "add", self.prefix, *self.route_words()])
         change.undo = {"destination": self.prefix}
         return [change]

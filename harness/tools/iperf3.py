@@ -7,10 +7,11 @@ Debian's iperf3 3.12 has no ``--mptcp``: MPTCP runs wrap both ends with
 from __future__ import annotations
 
 import json
+import math
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ..errors import CommandFailed, HarnessError, SpecError
 from ..journal.journal import Journal
@@ -19,6 +20,7 @@ from ..nodes.base import command_text
 from ..nodes.facts import wait_listening
 from ..nodes.local import in_cgroup
 from .registry import Tool
+from .tcp_info import sampled, split
 
 IPERF3 = Tool("iperf3", "iperf3 --version", "iperf3")
 MPTCPIZE = Tool("mptcpize", "mptcpize --version", "mptcpize")  # MPTCP for programs without it
@@ -45,6 +47,7 @@ class Iperf3Result:
     process_s: float | None = None  # wall time of the iperf3 process (set by iperf3_client)
     attempts: int = 1  # tests started until this one ran (set by iperf3_client)
     retried: list[str] = field(default_factory=list)  # why each earlier attempt was run again
+    samples: str = field(repr=False, default="")  # the sampler's output (iperf3_client's sample)
 
     @property
     def received_mbps(self) -> float:
@@ -122,18 +125,28 @@ def iperf3_client_argv(server: str, port: int, seconds: float, streams: int,
 def iperf3_client(node: Node, server: str, port: int = 5201, seconds: float = 5.0,
                   streams: int = 1, congestion: str | None = None, bind: str | None = None,
                   mptcp: bool = False, omit: float = 0.0, cgroup: str | None = None,
-                  window: int | None = None, reverse: bool = False) -> Iperf3Result:
+                  window: int | None = None, reverse: bool = False,
+                  sample: str | None = None, sample_every: float = 0.5) -> Iperf3Result:
     """Run one iperf3 test from ``node`` to ``server``; raise on failure.
 
     ``cgroup`` starts the client inside that cgroup (e.g. a CPU limit); ``window`` asks
-    both ends for that socket buffer (``-w``); ``reverse``: the server sends (``-R``).
+    both ends for that socket buffer (``-w``); ``reverse``: the server sends (``-R``);
+    ``sample``: a shell command run every ``sample_every`` s on ``node`` while the test
+    runs (e.g. :func:`harness.tools.tcp_info.ss_command`), its output in ``samples``.
     """
     argv = iperf3_client_argv(server, port, seconds, streams, congestion, bind, mptcp, omit,
                               window, reverse)
+    command = in_cgroup(command_text(argv), cgroup)
+    if sample:
+        command = sampled(command, sample, sample_every,
+                          math.ceil((seconds + omit + 10) / sample_every))
     retried: list[str] = []
+    samples = ""
     for attempt in range(1, BUSY_RETRIES + 1):
-        res = node.run(in_cgroup(command_text(argv), cgroup), timeout=seconds + omit + 30,
-                       check=False, track=True)
+        res = node.run(command, timeout=seconds + omit + 30, check=False, track=True)
+        if sample:
+            stdout, samples = split(res.stdout)
+            res = replace(res, stdout=stdout)
         # iperf3 serves one test at a time; a loaded machine may not have reset the
         # server from the previous test yet: "the server is busy running a test".
         transient = next((t for t in TRANSIENT if t in res.stdout), None)
@@ -150,6 +163,7 @@ def iperf3_client(node: Node, server: str, port: int = 5201, seconds: float = 5.
     result = parse_iperf3_json(res.stdout, streams)
     result.process_s = res.duration
     result.attempts, result.retried = len(retried) + 1, retried
+    result.samples = samples
     return result
 
 

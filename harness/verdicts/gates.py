@@ -35,6 +35,13 @@ The gates (:data:`GATES`):
   ping-pong throughput claims: a size the probe measured faster than a serialising wire
   of the link's rate carries is one the lab cannot show, and the claim's analysis leaves
   it out; with none left the claim is not testable here, with the probe's figures.
+- ``links_verified``: every direction of the run's links whose name contains ``link``
+  (e.g. ``wan``) passed the link verification before measuring (``run.json``'s
+  ``link_verification``: rate and RTT against the topology), for claims that rest on that
+  link being what the topology declares; a failed direction is named with its figures;
+- ``at_least``: a measured quantity at least a registered level on every row the claim
+  rests on (``table``, ``column``, ``min``; ``rows`` as for ``cpu_bound``; ``what`` names
+  the quantity in the figures), e.g. the TCP window a socket reached against the BDP.
 
 A run on namespaces of the host kernel, or on a user's machines, has no VMs: the two VM
 gates pass there (the kernel is a real one), ``uniprocessor`` needs the machines' CPU
@@ -106,6 +113,8 @@ class RunFacts:
             if arg in ("nosmp", "maxcpus=0", "maxcpus=1"):
                 return arg
         return ""
+    #: run.json's link verification, one record per link direction (empty: not recorded)
+    links: tuple[Mapping, ...] = ()
 
     @classmethod
     def from_meta(cls, meta: Mapping) -> RunFacts:
@@ -119,7 +128,8 @@ class RunFacts:
         return cls(host_cores=int(cores) if cores else None, vms=vms,
                    vcpus_per_vm=int(vm["cpus"]) if vm.get("cpus") else None,
                    accel=vm.get("accel") if vm else None,
-                   kernel_args=tuple(vm.get("kernel_args") or ()))
+                   kernel_args=tuple(vm.get("kernel_args") or ()),
+                   links=tuple(meta.get("link_verification") or ()))
 
 
 GateCheck = Callable[..., GateResult]  # (facts, tables, params[, meta])
@@ -229,6 +239,87 @@ def _serialising_wire(_facts: RunFacts, _tables, params, meta: Mapping) -> GateR
         "serialises " + ", ".join(map(text, yes)) if yes else "",
         "does not serialise " + ", ".join(map(text, no)) if no else "") if part)
     return GateResult(name, bool(yes), figures)
+def _link_failure(record: Mapping) -> str:
+    """One failed link direction in words: what was measured against what it had to be."""
+    parts = []
+    if record.get("rate_ok") is False:
+        tries = record.get("attempts") or []
+        ratio = record.get("rate_ratio")
+        parts.append(f"rate {_num(record.get('link_layer_mbit'))} of "
+                     f"{_num(record.get('configured_mbit'))} Mbit/s configured"
+                     + (f" ({ratio:.3f}" if ratio is not None else " (")
+                     + (f"; tries {', '.join(f'{t:.3f}' for t in tries)}" if tries else "")
+                     + "; below the verification's tolerance)")
+    if record.get("rtt_ok") is False:
+        parts.append(f"RTT {_num(record.get('rtt_ms'))} ms against "
+                     f"{_num(record.get('expected_rtt_ms'))} ms expected")
+    return f"{record.get('link')} {record.get('direction')}: " + (
+        "; ".join(parts) or "failed")
+
+
+def _num(value) -> str:
+    return "?" if value is None else f"{float(value):.2f}"
+
+
+def _links_verified(facts: RunFacts, _tables, params) -> GateResult:
+    name = "links_verified"
+    part = str(params["link"])
+    mine = [r for r in facts.links if part in str(r.get("link", ""))]
+    if not mine:
+        return GateResult(name, False, f"no verification of a link named *{part}* was recorded")
+    failed = [r for r in mine if r.get("ok") is False
+              or r.get("rate_ok") is False or r.get("rtt_ok") is False]
+    if failed:
+        return GateResult(name, False, "verification failed: " + "; ".join(
+            _link_failure(r) for r in failed) + " (the run measured on past it)")
+    return GateResult(name, True, f"{len(mine)} direction{'s' if len(mine) != 1 else ''} of "
+                      f"*{part}* verified: " + ", ".join(
+                          f"{r.get('direction')} {r.get('rate_ratio') or 0:.3f} of its rate"
+                          if r.get("rate_ratio") is not None else f"{r.get('direction')}"
+                          for r in mine))
+
+
+def _rows(frame: pd.DataFrame, params) -> pd.DataFrame | str:
+    """The rows ``params['rows']`` ("column=value[,column=value]") selects, or why not."""
+    for clause in filter(None, str(params.get("rows") or "").split(",")):
+        key, _, value = clause.partition("=")
+        if key not in frame:
+            return f"no column {key} to select {params['rows']}"
+        column = frame[key]
+        if pd.api.types.is_numeric_dtype(column):  # 1024 selects 1024.0 of a column with gaps
+            try:
+                frame = frame[column == float(value)]
+                continue
+            except ValueError:
+                pass
+        frame = frame[column.astype(str) == value]
+    return frame
+
+
+def _at_least(_facts: RunFacts, tables: Mapping[str, pd.DataFrame], params) -> GateResult:
+    name = "at_least"
+    table, column, level = params["table"], params["column"], float(params["min"])
+    what = str(params.get("what") or f"{table}.{column}")
+    frame = tables.get(table)
+    if frame is None or column not in frame:
+        return GateResult(name, False, f"{what} was not measured in this run ({table}.{column})")
+    frame = _rows(frame, params)
+    if isinstance(frame, str):
+        return GateResult(name, False, frame)
+    values = pd.to_numeric(frame[column], errors="coerce").dropna()
+    values = values[values.map(math.isfinite)]
+    if values.empty:
+        return GateResult(name, False, f"{what} was not measured on the rows the claim rests on")
+    low = int(values.idxmin())
+    below = int((values < level).sum())
+    figures = (f"{what} {values.min():.3g}..{values.max():.3g} against at least {level:g} "
+               f"registered ({len(values)} points, {below} below)")
+    if below:
+        row = frame.loc[low]
+        named = ", ".join(f"{k} {row[k]}" for k in ("repetition", "window_kib", "mtu",
+                                                      "direction") if k in row and pd.notna(row[k]))
+        figures += f"; lowest: {named}" if named else ""
+    return GateResult(name, below == 0, figures)
 
 
 GATES: dict[str, GateSpec] = {
@@ -241,6 +332,11 @@ GATES: dict[str, GateSpec] = {
     "serialising_wire": GateSpec(_serialising_wire, ("min_size", "max_size"),
                                  "the run's wire probe shows the wire serialising a size the "
                                  "claim counts", meta=True),
+    "links_verified": GateSpec(_links_verified, ("link",),
+                               "the link verification passed on every direction of the link"),
+    "at_least": GateSpec(_at_least, ("table", "column", "min"),
+                         "a measured quantity at least a registered level on every row",
+                         ("rows", "what")),
 }
 
 

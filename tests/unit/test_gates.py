@@ -281,3 +281,51 @@ def test_a_claim_whose_sizes_the_wire_does_not_serialise_is_not_testable_with_th
     big = claim("c", Gate("serialising_wire", {"min_size": 131072, "max_size": 1 << 20}))
     out = apply(claims_table(big), probe_record(MEASURED), {}, {"c": big.gates})
     assert out.outcome[0] == REPRODUCED and "serialising_wire: passed" in out.gates[0]
+# -- the link verification and a measured quantity (issue 34 items 9, 10) ----------------------
+
+def s2_reference_meta() -> dict:
+    run = next(reference_root().glob("s2/*/run.json"))
+    return json.loads(run.read_text())
+
+
+def test_a_failed_wan_verification_fails_the_gate_naming_direction_and_figures():
+    """S2's reference measured on after its WAN's server-to-client check failed (run.json
+    ok=false): the gate names that direction and its figures."""
+    facts = RunFacts.from_meta(s2_reference_meta())
+    result = evaluate(Gate("links_verified", {"link": "wan"}), facts, {})
+    assert not result.passed
+    assert "client:wan--server:wan server->client" in result.figures
+    assert "22.18 of 23.39 Mbit/s" in result.figures and "0.948" in result.figures
+    assert "client->server" not in result.figures  # the direction that passed is not blamed
+    assert evaluate(Gate("links_verified", {"link": "lan"}), facts, {}).passed
+
+
+def test_the_link_gate_passes_a_verified_link_and_fails_an_unrecorded_one():
+    ok = {"link_verification": [
+        {"link": "a:wan--b:wan", "direction": d, "ok": True, "rate_ok": True, "rtt_ok": True,
+         "rate_ratio": 0.99} for d in ("a->b", "b->a")]}
+    gate = Gate("links_verified", {"link": "wan"})
+    assert evaluate(gate, RunFacts.from_meta(ok), {}).passed
+    missing = evaluate(gate, RunFacts.from_meta(NAMESPACES), {})
+    assert not missing.passed and "no verification" in missing.figures
+    rtt = {"link_verification": [{"link": "a:wan--b:wan", "direction": "a->b", "ok": False,
+                                  "rate_ok": True, "rtt_ok": False, "rtt_ms": 9.0,
+                                  "expected_rtt_ms": 4.8}]}
+    failed = evaluate(gate, RunFacts.from_meta(rtt), {})
+    assert not failed.passed and "RTT 9.00 ms against 4.80 ms" in failed.figures
+    with pytest.raises(ValueError, match="missing"):
+        Gate("links_verified")
+
+
+def test_at_least_reads_the_rows_a_claim_rests_on():
+    frame = pd.DataFrame({"kind": ["window", "window", "mtu"], "window_kib": [0, 1024, None],
+                          "window_bdps": [0.87, 1.7, 1.2]})
+    gate = Gate("at_least", {"table": "results", "column": "window_bdps", "min": 1.0,
+                             "rows": "kind=window,window_kib=0", "what": "window"})
+    low = evaluate(gate, RunFacts.from_meta(NAMESPACES), {"results": frame})
+    assert not low.passed and "window 0.87..0.87 against at least 1" in low.figures
+    big = Gate("at_least", {"table": "results", "column": "window_bdps", "min": 1.0,
+                            "rows": "kind=window,window_kib=1024"})
+    assert evaluate(big, RunFacts.from_meta(NAMESPACES), {"results": frame}).passed
+    absent = evaluate(gate, RunFacts.from_meta(NAMESPACES), {"results": frame[["kind"]]})
+    assert not absent.passed and "not measured" in absent.figures

@@ -105,8 +105,9 @@ def claims(data: RunData) -> pd.DataFrame:
     f = j.frame
     _windows(j, f, w)
     _era(j, f, w)
-    for claim, rw in ((registered().claim("nfs_tuned_disk"), "read"), (registered().claim("nfs_tuned_write"), "write")):
-        _fs_vs_disk(j, "nfs", "wan", rw, claim)
+    for claim, rw in ((registered().claim("nfs_tuned_disk"), "read"),
+                      (registered().claim("nfs_tuned_write"), "write")):
+        _fs_vs_disk(j, "nfs", "wan", rw, claim, most=False)
     _mtu(j, f)
     flows = _kind(f, "flows")
     if not j.short(registered().claim("network_fine"), _kind(frame, "flows"), "the 5-flow check"):
@@ -117,9 +118,10 @@ def claims(data: RunData) -> pd.DataFrame:
     pw = _fs(f, "pfs", "wan", "write")
     if not j.short(registered().claim("pfs_wan_full_link"), _fs(frame, "pfs", "wan", "write"),
                    "the parallel FS across the WAN"):
-        best = pw.groupby("repetition").mbyte_s.max() * 8 / line
-        j.judge(registered().claim("pfs_wan_full_link"), mean_estimate(best, "x", log=True),
-                "write, the best client count and block size", pw)
+        one = pw[(pw.clients == 1) & (pw.block_kib == 1024)]
+        j.judge(registered().claim("pfs_wan_full_link"),
+                mean_estimate(per_rep(one) * 8 / line, "x", log=True),
+                "write, one task, 1 MiB blocks (fixed before data)", one)
     _clients(j, f, frame)
     nine = pw[(pw.clients == 9) & (pw.block_kib == 1024)] if not pw.empty else pw
     all_nine = _fs(frame, "pfs", "wan", "write")
@@ -134,6 +136,11 @@ def claims(data: RunData) -> pd.DataFrame:
     _saturation(j, meta)
     j.out.append(not_testable(registered().claim("gpfs_bimodal"),
                               "a fault inside GPFS on testbed 2's mixed hardware: needs GPFS"))
+    for cid in ("testbed2_write", "testbed2_read"):
+        j.out.append(not_testable(registered().claim(cid),
+                                  "testbed 2's GPFS clusters on mixed hardware (Fig. 2-10): the "
+                                  "lab has no GPFS and no model of them; its parallel FS across "
+                                  "the WAN is testbed 1's case (pfs_wan_full_link)"))
     j.out.append(on_path(frame))
     return table(j.out)
 
@@ -194,10 +201,11 @@ def _era(j: _Judge, f: pd.DataFrame, w: dict) -> None:
     if j.short(claim, every_fs, "NFS across the WAN under the era's buffers"):
         return
     fs = f[(f.kind == "fs") & (f.fs == "nfs") & (f.path == "wan") & (f.tuning == "era")
-           & (f.clients == 1)]
-    best = fs.groupby("repetition").mbyte_s.max() * 8
-    j.judge(claim, mean_estimate(_ratio(best, usable), "x", log=True),
-            "the better of write and read, one client", pd.concat([fs, era]))
+           & (f.clients == 1) & (f.rw == "read")]
+    read = fs.groupby("repetition").mbyte_s.mean() * 8
+    j.judge(claim, mean_estimate(_ratio(read, usable), "x", log=True),
+            "the read, one client (fixed before data: the write's disk is below the cap)",
+            pd.concat([fs, era]))
 
 
 def _mtu(j: _Judge, f: pd.DataFrame) -> None:
@@ -218,7 +226,10 @@ def _mtu(j: _Judge, f: pd.DataFrame) -> None:
                 f"at most +{bound:.1f} %", mtu)
 
 
-def _fs_vs_disk(j: _Judge, fs: str, path: str, rw: str, claim: Claim) -> None:
+def _fs_vs_disk(j: _Judge, fs: str, path: str, rw: str, claim: Claim, most: bool) -> None:
+    """The file system's ``rw`` over ``path`` against its raw disk, at a client count fixed
+    before data (``most``: the most tasks measured over the path, else one), never the best
+    of each repetition (a maximum of noisy points, averaged, reads high)."""
     every = _fs(j.all, fs, path, rw)
     disk_all = _kind(j.all, "disk")
     disk_all = disk_all[(disk_all.fs == fs) & (disk_all.rw == rw)] if not disk_all.empty \
@@ -232,11 +243,13 @@ def _fs_vs_disk(j: _Judge, fs: str, path: str, rw: str, claim: Claim) -> None:
     sub, disk = _fs(j.frame, fs, path, rw), _kind(j.frame, "disk")
     disk = disk[(disk.fs == fs) & (disk.rw == rw)]
     sub = sub[sub.block_kib == 1024]
-    best = sub.groupby("repetition").mbyte_s.max()
+    counts = sorted(every[every.block_kib == 1024].clients.unique())
+    tasks = counts[-1] if most and counts else 1
+    sub = sub[sub.clients == tasks]
     raw = disk.groupby("repetition").mbyte_s.mean()
-    j.judge(claim, mean_estimate(_ratio(best, raw), "x", log=True),
-            f"{rw}, the best client count, against fio on the server's disk "
-            f"({raw.mean():.2f} MB/s here)", pd.concat([sub, disk]))
+    j.judge(claim, mean_estimate(_ratio(per_rep(sub), raw), "x", log=True),
+            f"{rw}, {tasks} client task(s) (fixed before data), against fio on the server's "
+            f"disk ({raw.mean():.2f} MB/s here)", pd.concat([sub, disk]))
 
 
 def _pfs_lan(j: _Judge, frame: pd.DataFrame, meta: dict) -> None:
@@ -254,7 +267,7 @@ def _pfs_lan(j: _Judge, frame: pd.DataFrame, meta: dict) -> None:
                    "would be the wire's by construction (the paper's LAN carried its disk's "
                    "500 MB/s)"))
         return
-    _fs_vs_disk(j, "pfs", "lan", "write", claim)
+    _fs_vs_disk(j, "pfs", "lan", "write", claim, most=True)
 
 
 def _clients(j: _Judge, f: pd.DataFrame, frame: pd.DataFrame) -> None:
@@ -309,11 +322,12 @@ def _saturation(j: _Judge, meta: dict) -> None:
         "write_mbyte_s")
     measured = (f" (this run: one LAN wire of {ceiling / 8:.1f} MB/s measured, the disk "
                 f"capped at {cap:.1f} MB/s)") if ceiling and cap else ""
-    j.out.append(not_testable(
-        registered().claim("lan_saturation"),
-        "the paper's clients were 4 machines with 1 Gbit/s each into a 4 Gbit/s server; the "
-        "lab's are tasks in one client VM behind one wire" + measured + ", so where the "
-        "server saturates cannot show"))
+    for cid in ("lan_saturation", "lan_saturation_read"):
+        j.out.append(not_testable(
+            registered().claim(cid),
+            "the paper's clients were 4 machines with 1 Gbit/s each into a 4 Gbit/s server; "
+            "the lab's are tasks in one client VM behind one wire" + measured + ", so where "
+            "the server saturates cannot show"))
 
 
 def point_lengths(frame: pd.DataFrame) -> pd.DataFrame:

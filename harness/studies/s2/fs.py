@@ -181,7 +181,9 @@ def mounted(session: Session, client: Node, fs: str, server_ip: str,
             if brick and brick != server_ip:
                 # the client moves data to the brick's address, not the one it mounted
                 # from: through the server's address on this path, or it would not cross it
-                session.apply(HostRoute(client, brick, server_ip))
+                # (with the WAN's scaled minimum RTO, as the peer's own route has it)
+                session.apply(HostRoute(client, brick, server_ip,
+                                        rto_min_ms=conf.get("rto_min_ms", 0)))
             # the FUSE client logs under /var/log/glusterfs, read-only in a lab VM: to
             # /dev/null instead, so the mount creates no file that would outlive it
             session.apply(glusterfs.GlusterMount(client, server_ip, conf["volume"], mountpoint,

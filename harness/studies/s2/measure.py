@@ -16,9 +16,29 @@ from ...config.interface import Mtu
 from ...config.sysctl import Sysctl, SysctlAtLeast
 from ...run.session import Session
 from ...tools.iperf3 import iperf3_client, settle
+from ...tools.tcp_info import parse_samples, ss_command, window_reached
 from ..order import MeasuringOrder
 from . import fs as s2_fs
-from .design import ERA_BUFFER_MAX, IPERF_PORTS, KIB, LAN, MIB, SLOW_START_RTTS, TUNINGS, WAN
+from .design import (
+    ERA_BUFFER_MAX,
+    IPERF_PORTS,
+    KIB,
+    LAN,
+    MIB,
+    SLOW_START_RTTS,
+    TUNED_WINDOW_BDPS,
+    WAN,
+    tuned_buffer,
+    tuning_settings,
+    window_share,
+)
+
+#: the machines a file-system point's client tasks run on: fio's tasks all run on the one
+#: client node (a VM of its own), however many there are
+CLIENT_MACHINES = 1
+#: seconds between two ``ss`` listings of a sampled point (a fork into a TCG guest costs
+#: ~0.1-0.2 s; a 50-RTT point lasts 10 s or more)
+SS_EVERY = 0.5
 
 
 def bed_scaling(session: Session) -> float:
@@ -49,9 +69,46 @@ def iperf3_timing(session: Session, params) -> tuple[int, int]:
     return max(1, math.ceil(params.point_rtts * rtt)), max(1, math.ceil(SLOW_START_RTTS * rtt))
 
 
-def set_tuning(session: Session, nodes, tuning: str) -> None:
+#: the guest's receive-window accounting, read on each machine in one command
+ACCOUNTING_COMMAND = "uname -r; cat /proc/sys/net/ipv4/tcp_adv_win_scale 2>/dev/null || true"
+
+
+def kernel_accounting(release: str, adv_win_scale: int | None) -> int | None:
+    """The tcp_adv_win_scale a kernel uses: None from Linux 6.6 (the sysctl is kept but
+    ignored there: a per-socket scaling_ratio decides) or when it has none."""
+    try:
+        major, minor = (int(part) for part in release.split(".")[:2])
+    except ValueError:
+        return adv_win_scale
+    return None if (major, minor) >= (6, 6) else adv_win_scale
+
+
+def window_accounting(nodes, bdp_bytes: float) -> dict:
+    """Each machine's receive-window accounting and the tuned buffer that gives the paper's
+    window (:func:`harness.studies.s2.design.tuned_buffer`): the largest the machines need,
+    so the window reaches ``TUNED_WINDOW_BDPS`` x the BDP whichever end receives."""
+    machines = {}
+    for node in nodes:
+        lines = node.run(ACCOUNTING_COMMAND, timeout=30).stdout.split()
+        release = lines[0] if lines else ""
+        scale = int(lines[1]) if len(lines) > 1 and lines[1].lstrip("-").isdigit() else None
+        used = kernel_accounting(release, scale)
+        machines[node.name] = {"kernel": release, "tcp_adv_win_scale": scale,
+                               "accounting": ("tcp_adv_win_scale" if used is not None
+                                              else "scaling_ratio (starts at 0.5)"),
+                               "window_share": window_share(used),
+                               "buffer": tuned_buffer(bdp_bytes, used)}
+    buffer = max(m["buffer"] for m in machines.values())
+    return {"machines": machines, "tuned_buffer": buffer, "window_bdps": TUNED_WINDOW_BDPS,
+            "bdp_bytes": bdp_bytes,
+            "rule": "the paper's 1 MB tuning gave 3/4 of it as window on its 2.6.9 kernel "
+                    f"(tcp_adv_win_scale 2): {TUNED_WINDOW_BDPS:.2f} BDP; the buffer gives that "
+                    "window under each machine's own accounting"}
+
+
+def set_tuning(session: Session, nodes, tuning: str, buffer: int) -> None:
     session.apply(*(Sysctl(node, key, value) for node in nodes
-                    for key, value in TUNINGS[tuning].items()))
+                    for key, value in tuning_settings(tuning, buffer).items()))
 
 
 def allow_windows(session: Session, nodes, largest: int) -> None:
@@ -65,12 +122,22 @@ def allow_windows(session: Session, nodes, largest: int) -> None:
                     for key in ("net.core.rmem_max", "net.core.wmem_max")))
 
 
-def _iperf3(session: Session, bed, params, **kwargs) -> tuple[object, dict]:
+def _iperf3(session: Session, bed, params, name: str, **kwargs) -> tuple[object, dict]:
+    """One iperf3 point across the WAN; a point the client sends is sampled with ``ss``
+    on the client (the sending socket: :mod:`harness.tools.tcp_info`), the samples
+    archived as raw/ss-NAME.txt and the window reached in the row."""
     seconds, omit = iperf3_timing(session, params)
-    result = iperf3_client(bed.node("client"), bed.address("server", WAN), IPERF_PORTS[WAN],
-                           seconds, omit=omit, **kwargs)
+    server = bed.address("server", WAN)
+    sending = not kwargs.get("reverse")
+    result = iperf3_client(bed.node("client"), server, IPERF_PORTS[WAN], seconds, omit=omit,
+                           sample=ss_command(server, IPERF_PORTS[WAN]) if sending else None,
+                           sample_every=SS_EVERY, **kwargs)
     moved = result.received_mbps * 1e6 / 8 * seconds
-    return result, {"seconds": seconds, "omit_s": omit,
+    window = {}
+    if sending:
+        session.raw(f"ss-{name}.txt", result.samples)
+        window = window_reached(parse_samples(result.samples)).record(params.bdp_bytes)
+    return result, {"seconds": seconds, "omit_s": omit, **window,
                     **lengths(seconds, moved, wan_rtt_s(session, params), params.bdp_bytes)}
 
 
@@ -79,7 +146,8 @@ def measure_windows(session: Session, bed, params, tuning: str, windows: tuple[i
     """Fig. 2-1: iperf3 across the WAN against the window asked for (-w; 0: autotuning)."""
     rows = []
     for window in order.shuffle(windows):
-        result, length = _iperf3(session, bed, params, window=window * KIB if window else None)
+        result, length = _iperf3(session, bed, params, f"window-{tuning}-{window}-{rep}",
+                                 window=window * KIB if window else None)
         start = result.raw.get("start", {})
         rows.append({"kind": "window", "tuning": tuning, "path": WAN, "repetition": rep,
                      "window_kib": window, "mbit_s": result.received_mbps,
@@ -94,7 +162,9 @@ def measure_flows(session: Session, bed, params, order: MeasuringOrder, rep: int
     """The paper's network check: 5 parallel flows each way across the WAN (tuned)."""
     rows = []
     for reverse in order.shuffle((False, True)):
-        result, length = _iperf3(session, bed, params, streams=params.flows, reverse=reverse)
+        result, length = _iperf3(session, bed, params,
+                                 f"flows-{'reverse' if reverse else 'forward'}-{rep}",
+                                 streams=params.flows, reverse=reverse)
         rows.append({"kind": "flows", "tuning": "tuned", "path": WAN, "repetition": rep,
                      "direction": "server->client" if reverse else "client->server",
                      "flows": params.flows, "mbit_s": result.received_mbps, **length})
@@ -110,7 +180,7 @@ def measure_mtus(session: Session, bed, params, order: MeasuringOrder, rep: int)
     for mtu in order.shuffle(params.mtus):
         session.apply(Mtu(client, bed.device("client", WAN), mtu),
                       Mtu(server, bed.device("server", WAN), mtu))
-        result, length = _iperf3(session, bed, params)
+        result, length = _iperf3(session, bed, params, f"mtu-{mtu}-{rep}")
         rows.append({"kind": "mtu", "tuning": "tuned", "path": WAN, "repetition": rep,
                      "mtu": mtu, "mbit_s": result.received_mbps, **length})
         settle()
@@ -239,6 +309,10 @@ def measure_file_systems(session: Session, bed, params, configured: dict, tuning
                                        clear=True, interfaces=interfaces)
                     rows.append({"kind": "fs", "fs": fs, "path": path, "tuning": tuning,
                                  "repetition": rep, "rw": rw, "clients": n, "block_kib": bs,
+                                 # where the tasks ran: all on the one client machine (the
+                                 # paper's clients were machines each: issue 34 item 11)
+                                 "client_machines": CLIENT_MACHINES,
+                                 "machines_per_task": CLIENT_MACHINES / n,
                                  **result, **path_share(result, path, rw),
                                  **lengths(result["seconds"], result["bytes"], rtt,
                                            params.bdp_bytes)})

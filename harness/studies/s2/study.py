@@ -35,6 +35,7 @@ from typing import ClassVar
 import pandas as pd
 
 from ...config.interface import Mtu
+from ...config.route import HostRoute
 from ...errors import SpecError
 from ...run.session import Session
 from ...tools import fio as fio_tool
@@ -56,8 +57,11 @@ from .design import (
     POINT_RTTS,
     PROFILES,
     STUDY,
+    TCP_RTO_MIN_MS,
     TUNINGS,
     WAN,
+    scaled_rto_min_ms,
+    tuning_settings,
 )
 from .measure import (
     allow_windows,
@@ -71,6 +75,7 @@ from .measure import (
     measure_windows,
     path_share,
     set_tuning,
+    window_accounting,
 )
 from .registration import REGISTRATION_FILE
 
@@ -124,6 +129,9 @@ class Params(Parameters):
                       low=0, high=2**31 - 1, zero="a fresh seed, recorded in run.json")
     drop_caches: bool = param(True, "drop the page caches of client and server before each "
                               "read, so reads come from the disk across the network")
+    scale_rto_min: bool = param(True, "scale TCP's minimum RTO with the WAN's delays (rto_min "
+                                "200 ms / f on the routes between the WAN ends; a lab only): "
+                                "a timeout then lasts the paper's round trips")
     verify_seconds: int = param(3, "iperf3 seconds per link direction when verifying the lab",
                                 unit="s", low=1, high=60)
     # -- machines from an inventory: the user's own file systems, not a lab's --------------
@@ -208,6 +216,31 @@ def topology(params: Params) -> Topology:
                          " MB), between a client and a file server with two capped disks")
 
 
+def scale_timers(session: Session, bed, params: Params) -> int:
+    """TCP's minimum RTO scaled with the WAN's delays (:func:`~harness.studies.s2.design.
+    scaled_rto_min_ms`): a host route to the peer's WAN address out of each end's WAN device
+    carrying it (recorded, undone at the end); what was set goes to run.json
+    (``tcp_timers``). Returns the rto_min in ms (0: not scaled)."""
+    factor = bed_scaling(session)
+    rto_min = scaled_rto_min_ms(factor) if params.scale_rto_min else 0
+    rtt_ms = params.wan_rtt_ms / factor if factor else params.wan_rtt_ms
+    if rto_min:
+        session.apply(*(HostRoute(bed.node(node), bed.address(peer, WAN),
+                                  device=bed.device(node, WAN), rto_min_ms=rto_min)
+                        for node, peer in (("client", "server"), ("server", "client"))))
+    if not session.dry_run:
+        floor = rto_min or TCP_RTO_MIN_MS
+        session.note(tcp_timers={
+            "rto_min_ms": floor, "scaled": bool(rto_min), "factor": factor,
+            "wan_rtt_ms": rtt_ms, "rto_min_rtts": floor / rtt_ms,
+            "paper_rto_min_rtts": TCP_RTO_MIN_MS / params.wan_rtt_ms,
+            "capped": bool(rto_min) and rto_min < round(TCP_RTO_MIN_MS / factor),
+            "why": "Linux's RTO is about srtt + max(4 rttvar, rto_min); 200 ms on the paper's "
+                   "4.8 ms WAN is 42 round trips, on the scaled WAN about one: scaled by 1 / f "
+                   "it stays 42"})
+    return rto_min
+
+
 class S2(Study):
     name = STUDY
     registration_file = REGISTRATION_FILE
@@ -253,7 +286,11 @@ class S2(Study):
                         for n in ("client", "server")))
         if params.existing:
             return s2_fs.existing(session, bed.node("server"), params)
-        return s2_fs.serve(session, bed, params.file_systems, ADDRESSES)
+        rto_min = scale_timers(session, bed, params)
+        configured = s2_fs.serve(session, bed, params.file_systems, ADDRESSES)
+        for conf in configured.values():
+            conf["rto_min_ms"] = rto_min
+        return configured
 
     def measure(self, session: Session, bed, params: Params, configured: dict) -> None:
         """Per repetition: the raw disks, then each tuning in a new random order, its
@@ -262,6 +299,8 @@ class S2(Study):
         order = MeasuringOrder(params.seed)
         rows: list[dict] = []
         started = time.monotonic()
+        accounting = window_accounting((client, server), params.bdp_bytes)
+        buffer = accounting["tuned_buffer"]
         with iperf3_server(session.journal, server, bed.address("server", LAN), IPERF_PORTS[LAN]), \
                 iperf3_server(session.journal, server, bed.address("server", WAN),
                               IPERF_PORTS[WAN]):
@@ -269,7 +308,7 @@ class S2(Study):
                 rows += measure_disks(session, server, configured, params, rep)
                 for tuning in order.shuffle(params.tunings):
                     with session.journal.scope():
-                        set_tuning(session, (client, server), tuning)
+                        set_tuning(session, (client, server), tuning, buffer)
                         windows: tuple[int, ...] = (0,)  # autotuning: what the FSs get
                         if tuning == "tuned":
                             allow_windows(session, (client, server),
@@ -288,7 +327,8 @@ class S2(Study):
                                         "5-flow directions, the MTUs, the file systems' "
                                         "paths and their points each in a new random order"),
                      measure_s=round(time.monotonic() - started, 1),
-                     tunings={k: TUNINGS[k] for k in params.tunings},
+                     tunings={k: tuning_settings(k, buffer) for k in params.tunings},
+                     window_accounting=accounting,
                      bdp_bytes=params.bdp_bytes, scaling=bed_scaling(session))
 
     def claims(self, data: RunData) -> pd.DataFrame:

@@ -57,3 +57,23 @@ def test_bad_addresses_are_refused_before_any_fact():
         plan([HostRoute(machine, "198.18.2.1; reboot", "198.18.3.1")])
     assert machine.commands == []
     assert host_prefix("fd00::1") == "fd00::1/128"
+
+
+def test_a_route_to_the_connected_peer_carries_a_scaled_minimum_rto():
+    """Issue 34 item 16: the scaled WAN's minimum RTO, on a host route to the peer out of the
+    WAN device (iproute2 locks rto_min, so TCP takes it); undone like any host route."""
+    machine = RoutingMachine()
+    (change,) = plan([HostRoute(machine, "198.18.3.1", device="wan", rto_min_ms=8700)])
+    assert change.command == "ip route add 198.18.3.1/32 dev wan rto_min 8700ms"
+    assert change.undo == {"destination": "198.18.3.1/32"}
+    made = RoutingMachine("198.18.3.1 dev wan scope link rto_min lock 8.7s \n")
+    (again,) = plan([HostRoute(made, "198.18.3.1", device="wan", rto_min_ms=8700)])
+    assert not again.changed
+    plain = RoutingMachine("198.18.3.1 dev wan scope link \n")  # not ours: no rto_min
+    with pytest.raises(SpecError, match="already has a route"):
+        plan([HostRoute(plain, "198.18.3.1", device="wan", rto_min_ms=8700)])
+    for bad, words in (({"device": "wan", "rto_min_ms": 200_000}, "out of range"),
+                       ({}, "gateway or a device"),
+                       ({"device": "wan; reboot"}, "not an interface name")):
+        with pytest.raises(SpecError, match=words):
+            plan([HostRoute(RoutingMachine(), "198.18.3.1", **bad)])

@@ -74,7 +74,10 @@ def test_topology_keeps_the_papers_link_and_disks():
     assert lan.rate_mbit is None and lan.delay_ms == 0
     disks = {d.name: d for d in topo.node("server").disks}
     assert (disks["nfs"].write_mbyte_s, disks["nfs"].read_mbyte_s) == (30, 110)
-    assert disks["pfs"].write_mbyte_s == 500
+    # the paper's 500 MB/s was its LAN's rate too; ours is below the lab's LAN (issue 34
+    # item 15): 200 x f = 0.64 of the LAN wire's ceiling, still 1.6 x the WAN's line
+    assert disks["pfs"].write_mbyte_s == 200
+    assert 200 * 0.4 / 1000 < 1 / 8 and 200 > 1000 / 8
     assert topo.machine_of("client") != topo.machine_of("server")
 
 
@@ -267,7 +270,7 @@ def synthetic_run(reps: int = 5, noise: float = 0.01, nfs_era_mbyte: float = 1.2
                              window_kib=k, mbit_s=n(ideal)))
         rows.append(dict(kind="window", tuning="era", path="wan", repetition=rep, window_kib=0,
                          mbit_s=n(0.16 * goodput)))
-        rows.append(fs(fs="nfs", path="wan", tuning="era", repetition=rep, rw="write",
+        rows.append(fs(fs="nfs", path="wan", tuning="era", repetition=rep, rw="read",
                        clients=1, mbyte_s=n(nfs_era_mbyte)))
         for c, share in ((1, 1.0), (9, 0.8)):  # NFS falls across the WAN (Fig. 2-6)
             rows.append(fs(fs="nfs", path="wan", repetition=rep, rw="write", clients=c,
@@ -316,19 +319,18 @@ def test_claims_reproduced_on_a_run_like_the_paper():
     # 101 MB/s: 0.845 of the goodput x/÷ 1.1 (the equivalence margin), decided at the paper's noise
     assert got["task_scaling"] == REPRODUCED
     assert outcomes(synthetic_run(noise=0.001))["task_scaling"] == REPRODUCED
-    # +3 %: within what the headers allow, short of the paper's expected +10 %
+    # +3 %: within what the headers allow (the target; the paper's +10 % is an expectation)
     tight = outcomes(synthetic_run(noise=0.003))
-    assert tight["mtu_gain"] == NOT_REPRODUCED and tight["mtu_header_bound"] == MET
+    assert tight["mtu_gain"] == MET and tight["mtu_header_bound"] == MET
     assert got["block_size"] == NOT_TESTABLE and got["block_size_lan"] == NOT_TESTABLE
     assert got["lan_saturation"] == NOT_TESTABLE and got["gpfs_bimodal"] == NOT_TESTABLE
 
 
-def test_the_mtu_expectation_is_judged_beside_the_header_bound():
-    """A +10 % gain on a rate-limited line breaks the +3.8 % the saved headers allow: the
-    header bound is not met, and the paper's expectation, whose region is capped by that
-    bound (issue 33 item 2), is not reproduced by a gain beyond physics."""
+def test_the_mtu_target_is_judged_beside_the_header_bound():
+    """A +10 % gain on a rate-limited line is more than the saved headers allow: the target
+    (the header saving) and the bound both say so."""
     got = outcomes(synthetic_run(mtu_gain=1.10))
-    assert got["mtu_gain"] == NOT_REPRODUCED and got["mtu_header_bound"] == NOT_MET
+    assert got["mtu_gain"] == NOT_MET and got["mtu_header_bound"] == NOT_MET
     assert s2_analysis.registered().claim("mtu_gain").region.high == pytest.approx(3.8 + 2.0)
     bound = s2_analysis.registered().claim("mtu_header_bound").region
     assert bound.high == pytest.approx(3.8 + 2.0)
@@ -521,3 +523,224 @@ def test_points_are_sized_in_round_trips_whatever_the_scale():
     seconds, omit = s2_measure.iperf3_timing(fake_session(0.045), params)
     rtt = 4.8e-3 / 0.045
     assert seconds >= 50 * rtt and omit >= 10 * rtt and omit < 10 * rtt + 1
+
+
+# -- regimes (issue 34 items 9, 10, 13) -----------------------------------------------------
+
+WAN_CLAIMS = ("window_line_rate", "window_over_rtt", "era_cap", "nfs_untuned_capped",
+              "nfs_tuned_disk", "nfs_tuned_write", "mtu_gain", "mtu_header_bound",
+              "network_fine", "pfs_wan_full_link", "task_scaling")
+
+
+def verification(server_to_client_ok: bool = True) -> list[dict]:
+    def record(direction, ok, ratio):
+        return {"link": "client:wan--server:wan", "direction": direction, "ok": ok,
+                "rate_ok": ok, "rtt_ok": True, "rate_ratio": ratio, "attempts": [0.94, ratio],
+                "configured_mbit": 23.39, "link_layer_mbit": 23.39 * ratio, "rtt_ms": 208.0,
+                "expected_rtt_ms": 205.2}
+    return [{"link": "client:lan--server:lan", "direction": "client->server", "ok": True,
+             "rate_ok": None, "rtt_ok": None, "rtt_ms": 2.1},
+            record("client->server", True, 0.99),
+            record("server->client", server_to_client_ok, 0.99 if server_to_client_ok else 0.948)]
+
+
+def in_regime_run(window_bdps: float = 1.3, verified: bool = True, **kwargs) -> RunData:
+    """A run like the paper's, its WAN verified (or not) and every sampled point's window
+    ``window_bdps`` of the BDP (the -w 64 KiB point below it, as asked for)."""
+    data = synthetic_run(noise=0.003, **kwargs)
+    frame = data.results.copy()
+    sampled = frame.kind.isin(("window", "mtu", "flows"))
+    frame.loc[sampled, "window_bdps"] = window_bdps
+    frame.loc[(frame.kind == "window") & (frame.window_kib == 64), "window_bdps"] = 0.1
+    meta = {**data.meta, "link_verification": verification(verified)}
+    return RunData(Path("."), meta, {"results": frame})
+
+
+def gated(data: RunData) -> pd.DataFrame:
+    """The claims table as the study gives it: gates applied (Study.claims)."""
+    return get_study("s2").claims(data).set_index("claim_id")
+
+
+def test_a_failed_wan_check_makes_the_claims_on_the_wan_not_testable():
+    """Issue 34 item 10: the reference measured on after its server-to-client WAN check
+    failed; every claim resting on the WAN is not testable, naming the direction and its
+    figures, while the LAN's claims are judged."""
+    passed = gated(in_regime_run())
+    assert passed.loc["window_line_rate", "outcome"] == REPRODUCED
+    assert passed.loc["nfs_tuned_write", "outcome"] == REPRODUCED
+    failed = gated(in_regime_run(verified=False))
+    for cid in WAN_CLAIMS:
+        assert failed.loc[cid, "outcome"] == NOT_TESTABLE, cid
+        reason = failed.loc[cid, "reason"]
+        assert "links_verified failed" in reason and "server->client" in reason, cid
+        assert "0.948" in reason, cid
+    assert failed.loc["pfs_lan_below_disk", "outcome"] == REPRODUCED  # the LAN's check passed
+
+
+def test_tuned_buffers_give_the_papers_window_under_the_guests_accounting():
+    """Issue 34 item 9: 1 MB of buffer gave the paper's 2.6.9 kernel a window of 3/4 MB (1.31
+    BDP); Linux 6.1 advertises half a buffer (tcp_adv_win_scale 1), so 1 MB gives 0.87 BDP.
+    The tuned buffer is sized from the BDP and the guest's own accounting."""
+    bdp = 1e9 / 8 * 4.8e-3
+    assert pytest.approx(1.31, abs=0.005) == s2_lab.TUNED_WINDOW_BDPS
+    assert 1048576 * s2_lab.window_share(1) / bdp == pytest.approx(0.87, abs=0.01)
+
+    class Guest(CommandOnlyNode):
+        def __init__(self, name, text):
+            self.name, self.text = name, text
+
+        def describe(self):
+            return {"type": "local", "name": self.name}
+
+        def _execute(self, cmd, timeout, stdin):
+            return 0, self.text, ""
+
+    linux61 = s2_measure.window_accounting((Guest("client", "6.1.0-56-amd64\n1\n"),
+                                            Guest("server", "6.1.0-56-amd64\n1\n")), bdp)
+    buffer = linux61["tuned_buffer"]
+    assert buffer * s2_lab.window_share(1) / bdp >= s2_lab.TUNED_WINDOW_BDPS
+    assert buffer == 1572864 and linux61["machines"]["client"]["tcp_adv_win_scale"] == 1
+    tuned = s2_lab.tuning_settings("tuned", buffer)
+    assert tuned["net.ipv4.tcp_rmem"] == "4096 87380 1572864"
+    assert tuned["net.core.rmem_max"] == tuned["net.core.wmem_max"] == "1572864"
+    assert s2_lab.tuning_settings("era")["net.ipv4.tcp_rmem"] == "302400 87380 302400"
+    # a kernel of 6.6 or later ignores tcp_adv_win_scale: its scaling ratio starts at half
+    newer = s2_measure.window_accounting((Guest("client", "6.18.0\n1\n"),), bdp)
+    assert newer["machines"]["client"]["accounting"].startswith("scaling_ratio")
+    # the paper's own kernel would need just its 1 MB
+    assert s2_lab.tuned_buffer(bdp, 2) == 1048576
+
+
+def test_a_tuned_window_below_the_bdp_gates_the_claims_that_rest_on_it():
+    """Issue 34 item 9: the window each tuned point reached, read from its socket (ss), must
+    cover the BDP; a point whose window stayed below it leaves its claims not testable, with
+    the figures. The -w 64 KiB point is below the BDP by design and gates nothing."""
+    low = gated(in_regime_run(window_bdps=0.87))
+    for cid in ("window_line_rate", "nfs_tuned_disk", "pfs_wan_full_link", "mtu_gain",
+                "network_fine"):
+        assert low.loc[cid, "outcome"] == NOT_TESTABLE, cid
+        assert "at_least failed" in low.loc[cid, "reason"], cid
+        assert "0.87..0.87 against at least 1" in low.loc[cid, "reason"], cid
+    assert low.loc["window_over_rtt", "outcome"] == REPRODUCED
+    assert low.loc["era_cap", "outcome"] == REPRODUCED  # the era's window is meant to be small
+    # a run that did not sample its sockets decides none of them
+    unsampled = in_regime_run()
+    frame = unsampled.results.drop(columns="window_bdps")
+    old = gated(RunData(Path("."), unsampled.meta, {"results": frame}))
+    assert old.loc["window_line_rate", "outcome"] == NOT_TESTABLE
+    assert "not measured" in old.loc["window_line_rate", "reason"]
+
+
+def test_the_jumbo_frame_gain_is_a_target_within_the_physical_cap():
+    """Issue 34 item 13: 'about 10 % can be expected' (002:166) is the paper's expectation,
+    not a measurement: a target of ours, its region within the +3.8 % the headers allow
+    (plus the clocks' 2 %). A +10 % gain on a shaped line misses it; +3.8 % meets it."""
+    claim = s2_analysis.registered().claim("mtu_gain")
+    assert claim.source == "target" and not claim.is_paper
+    cap = ((8948 / 9014) / (1448 / 1514) - 1) * 100
+    bound = s2_analysis.registered().claim("mtu_header_bound").region
+    assert claim.region.high <= bound.high == pytest.approx(cap + 2.0, abs=0.05)
+    assert claim.region.low <= cap <= claim.region.high
+    assert gated(in_regime_run(mtu_gain=1.10)).loc["mtu_gain", "outcome"] == NOT_MET
+    assert gated(in_regime_run(mtu_gain=1 + cap / 100)).loc["mtu_gain", "outcome"] == MET
+
+
+def test_the_scaled_wan_carries_the_papers_minimum_rto_in_round_trips():
+    """Issue 34 item 16: 200 ms is 42 of the paper's 4.8 ms round trips but about one of the
+    scaled WAN's; the lab sets rto_min 200 ms / f on each end's route to the other's WAN
+    address (recorded operations) and notes what it set."""
+    from harness.config.route import HostRoute
+
+    applied, notes = [], {}
+    session = SimpleNamespace(scaling=SimpleNamespace(factor=0.023), dry_run=False,
+                              apply=lambda *ops: applied.extend(ops),
+                              note=lambda **fields: notes.update(fields))
+    bed = SimpleNamespace(node=lambda n: n, device=lambda n, path: f"{n}-{path}",
+                          address=lambda n, path: s2.ADDRESSES[(n, path)].split("/")[0])
+    rto_min = s2.scale_timers(session, bed, s2.Params.resolve())
+    assert rto_min == round(200 / 0.023) == 8696
+    assert [(op.node, op.destination, op.device, op.rto_min_ms) for op in applied] == [
+        ("client", "198.18.3.1", "client-wan", 8696), ("server", "198.18.3.2", "server-wan", 8696)]
+    assert all(isinstance(op, HostRoute) for op in applied)
+    timers = notes["tcp_timers"]
+    assert timers["paper_rto_min_rtts"] == pytest.approx(41.7, abs=0.1)
+    assert timers["rto_min_rtts"] == pytest.approx(timers["paper_rto_min_rtts"], rel=1e-3)
+    applied.clear()
+    assert s2.scale_timers(session, bed, s2.Params.resolve(scale_rto_min=False)) == 0
+    assert not applied and notes["tcp_timers"]["rto_min_rtts"] == pytest.approx(0.96, abs=0.01)
+    assert s2_lab.scaled_rto_min_ms(1.0) == 0  # an unscaled WAN keeps the kernel's
+    # a lab scaled very low (f = 0.0005 under a load of 18) gets TCP's largest RTO, and says so
+    assert s2_lab.scaled_rto_min_ms(0.000516) == 120_000
+    session.scaling.factor = 0.000516
+    assert s2.scale_timers(session, bed, s2.Params.resolve()) == 120_000
+    assert notes["tcp_timers"]["capped"] and applied[-1].rto_min_ms == 120_000
+
+
+def test_claims_read_a_point_fixed_before_data_never_the_best_of_each_repetition():
+    """Issue 34 item 15: the maximum of noisy points in each repetition, averaged, reads high.
+    NFS against its disk is read at one task, the parallel FS's full link at one task and
+    1 MiB blocks, the untuned NFS cap on the read: a faster point beside them changes
+    nothing."""
+    nfs_disk_read = 110 * FACTOR
+    line_mbyte = LINE * s2_analysis.GOODPUT_PER_WIRE / 8
+    faster = []
+    for rep in range(1, 6):
+        faster.append({"kind": "fs", "tuning": "tuned", "block_kib": 1024, "fs": "nfs",
+                       "path": "wan", "repetition": rep, "rw": "read", "clients": 4,
+                       "mbyte_s": 0.9 * nfs_disk_read})
+        faster.append({"kind": "fs", "tuning": "tuned", "block_kib": 4096, "fs": "pfs",
+                       "path": "wan", "repetition": rep, "rw": "write", "clients": 1,
+                       "mbyte_s": 1.3 * line_mbyte})  # invalid, above the line: never chosen
+        faster.append({"kind": "fs", "tuning": "era", "block_kib": 1024, "fs": "nfs",
+                       "path": "wan", "repetition": rep, "rw": "write", "clients": 1,
+                       "mbyte_s": 5.0})  # a write above the cap: the claim reads the read
+    plain = s2_analysis.claims(synthetic_run(noise=0.003)).set_index("claim_id")
+    got = s2_analysis.claims(synthetic_run(noise=0.003, extra=faster)).set_index("claim_id")
+    for cid in ("nfs_tuned_disk", "pfs_wan_full_link", "nfs_untuned_capped"):
+        assert got.loc[cid, "outcome"] == REPRODUCED, (cid, got.loc[cid, "reason"])
+        assert got.loc[cid, "value"] == pytest.approx(plain.loc[cid, "value"]), cid
+    assert "fixed before data" in got.loc["nfs_tuned_disk", "note"]
+
+
+def test_the_verdict_profile_repeats_every_point_at_least_six_times_and_sweeps_lan_blocks():
+    """Issue 34 items 14, 15: six repetitions; the LAN's block sweep (002:263) measured."""
+    verdict = s2.Params.resolve(profile="verdict")
+    assert verdict.repetitions >= 6 and s2.LAN in verdict.block_paths
+
+
+def test_scaling_claims_need_clients_on_machines_of_their_own_and_a_disk_that_seeks():
+    """Issue 34 items 11, 12: the paper's clients were machines, and its disk-bound figures
+    rest on disks that seek. fio's tasks in one client VM (machines per task 1/n) and a
+    throttled virtual disk whose seek cost nobody measured leave the scaling and read claims
+    not testable, with those figures; clients of their own and a measured seek pass."""
+    data = in_regime_run()
+    frame = data.results.copy()
+    fs = frame.kind == "fs"
+    frame.loc[fs, "machines_per_task"] = 1 / frame.loc[fs, "clients"]
+    one_vm = gated(RunData(Path("."), data.meta, {"results": frame}))
+    for cid in ("nfs_falls", "pfs_scales", "task_scaling"):
+        reason = one_vm.loc[cid, "reason"]
+        assert one_vm.loc[cid, "outcome"] == NOT_TESTABLE, cid
+        assert "client machines per client task" in reason, (cid, reason)
+        assert "0.111..1 against at least 1" in reason or "0.333..1 against at least 1" in reason, \
+            (cid, reason)
+        assert "seek cost" in reason and "was not measured" in reason, cid
+    assert "seek cost" in one_vm.loc["nfs_tuned_disk", "reason"]
+    assert one_vm.loc["nfs_tuned_write", "outcome"] == REPRODUCED  # neither gate is its
+    frame.loc[fs, "machines_per_task"] = 1.0
+    frame.loc[frame.kind == "disk", "seek_ms"] = 8.0
+    own = gated(RunData(Path("."), data.meta, {"results": frame}))
+    for cid in ("nfs_falls", "pfs_scales", "nfs_tuned_disk"):
+        assert own.loc[cid, "outcome"] == REPRODUCED, (cid, own.loc[cid, "reason"])
+
+
+def test_the_papers_missing_figures_are_registered():
+    """Issue 34 item 14: Fig. 2-10 (write 80 / read 105 MB/s, 002:333) and the LAN's read
+    saturating at 2 clients (002:232) are registered, not testable here with the reason."""
+    got = gated(in_regime_run())
+    for cid, line in (("testbed2_write", "002:333"), ("testbed2_read", "002:333"),
+                      ("lan_saturation_read", "002:232")):
+        assert got.loc[cid, "outcome"] == NOT_TESTABLE and got.loc[cid, "seed_line"] == line
+    write = s2_analysis.registered().claim("testbed2_write").region  # the margin: 80 x/÷ 1.1
+    assert write.low * 1000 * 1448 / 1514 / 8 == pytest.approx(80 / 1.1, abs=0.01)
+    assert write.high * 1000 * 1448 / 1514 / 8 == pytest.approx(80 * 1.1, abs=0.01)
