@@ -62,9 +62,10 @@ def test_threads_not_found_by_name_are_said_not_guessed(monkeypatch):
 
 
 def test_qemu_names_its_vcpu_threads():
-    from tests.unit.vm.test_vm import _launch
-
-    argv = qemu.qemu_argv(_launch())
+    launch = qemu.QemuLaunch(qemu="/usr/bin/qemu-system-x86_64", name="n1", accel="tcg", cpus=2,
+                             memory_mib=1024, kernel="/k", initrd="/i", append="console=ttyS0",
+                             boot_dir="/tmp/bd", console_log="/tmp/bd/console.log", ssh_port=40022)
+    argv = qemu.qemu_argv(launch)
     assert "debug-threads=on" in argv[argv.index("-name") + 1]
 
 
