@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from ..errors import ArchiveError, write_failed
+from ..errors import ArchiveError, SpecError, write_failed
 from ..journal.journal import Journal
 
 RUN_FILE = "run.json"
@@ -36,6 +36,17 @@ INCOMPLETE = "incomplete"
 def project_root() -> Path:
     here = Path(__file__).resolve().parents[2]
     return here if (here / "pyproject.toml").exists() else Path.cwd()
+
+
+def refuse_existing(out: Path, what: str, fix: str) -> None:
+    """One SpecError, before anything is written, when ``out`` (a new output: a crate, a site,
+    a pooled folder) exists already or its parent folder does not: nothing is ever written
+    over something that is there."""
+    if out.exists() or out.is_symlink():
+        raise SpecError(f"{out} exists already: {what} is never written over anything", fix)
+    if not out.parent.is_dir():
+        raise SpecError(f"the folder {out.parent} for {what} does not exist",
+                        "create it first, or give a path in an existing folder")
 
 
 def data_root() -> Path:

@@ -34,7 +34,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from ..errors import SpecError
-from .archive import RUN_FILE, Run
+from .archive import RUN_FILE, Run, refuse_existing
 
 #: Process Run Crate 0.5 is a profile of RO-Crate 1.1 (the metadata file conforms to 1.1)
 RO_CRATE_VERSION = "1.1"
@@ -117,12 +117,7 @@ def check_secrets(folder: Path, files: list[Path]) -> None:
 
 
 def check_target(out: Path) -> None:
-    if out.exists() or out.is_symlink():
-        raise SpecError(f"{out} exists already: a crate is never written over anything",
-                        "give a new path with --crate (a folder, or a name ending .zip)")
-    if not out.parent.is_dir():
-        raise SpecError(f"the folder {out.parent} for the crate does not exist",
-                        "create it first, or give a path in an existing folder")
+    refuse_existing(out, "a crate", "give a new path with --crate (a folder, or a name ending .zip)")
 
 
 def _slug(text: str) -> str:

@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..errors import SpecError
-from .archive import COMPLETE, Run, data_root, list_runs
+from .archive import COMPLETE, Run, data_root, list_runs, refuse_existing
 from .index import FILES, render, summaries
 
 #: what of a run folder the site carries (the index links to each that exists)
@@ -127,12 +127,7 @@ def write_site(out: Path, root: Path | None = None) -> Site:
     """Write the site of the archive under ``root`` (default: the data folder) into ``out``."""
     root = root or data_root()
     out = Path(out)
-    if out.exists() or out.is_symlink():
-        raise SpecError(f"{out} exists already: a site is never written over anything",
-                        "give a new folder (publish it by copying it whole)")
-    if not out.parent.is_dir():
-        raise SpecError(f"the folder {out.parent} for the site does not exist",
-                        "create it first, or give a path in an existing folder")
+    refuse_existing(out, "a site", "give a new folder (publish it by copying it whole)")
     out.mkdir()
     try:
         shown = []

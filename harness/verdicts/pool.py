@@ -235,7 +235,7 @@ def _keep_members(target: Path, found: list[Member]) -> None:
     for member in found:
         dest = target / MEMBERS / member.run_id
         shutil.copytree(member.path, dest, symlinks=True)
-        for path in [*dest.rglob("*")]:
+        for path in dest.rglob("*"):
             if path.is_file() and not path.is_symlink():
                 os.chmod(path, path.stat().st_mode & ~(stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
 
