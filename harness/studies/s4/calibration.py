@@ -68,7 +68,9 @@ class Anchor:
                 "paper_one_stream_mbit": {t: round(v, 1) for t, v in PAPER_ONE_STREAM.items()},
                 "rule": RULE, "chosen": self.text(),
                 "candidates": [{k: (None if pd.isna(v) else v) for k, v in row.items()}
-                               for row in self.candidates.round(2).to_dict(orient="records")]}
+                               for row in self.candidates.round(
+                                   {c: 2 for c in self.candidates if c != "sender_cpus"}  # limits exact
+                               ).to_dict(orient="records")]}
 
 
 def per_limit(points: pd.DataFrame) -> pd.DataFrame:

@@ -140,6 +140,8 @@ def test_the_calibration_chooses_the_limit_nearest_the_papers_single_stream():
     record = anchor.record()
     assert record["chosen_cpus"] == 0.015 and record["rule"] == calib.RULE
     assert "470" in record["chosen"] and len(record["candidates"]) == 3
+    # the limits are archived exact (0.015 rounded to two places would read as 0.01 or 0.02)
+    assert [c["sender_cpus"] for c in record["candidates"]] == [0.01, 0.015, 0.02]
 
 
 def test_claims_at_the_anchored_limit_rest_on_the_rows_the_calibration_chose():
