@@ -25,6 +25,7 @@ from ..archive.archive import COMPLETE, INCOMPLETE, Run, now_iso
 from ..errors import HarnessError, SpecError
 from ..studies import Study, study_of_notebook
 from .kernels import ipc_kernel
+from .last_writer import outlive_other_writers
 from .session import format_error, sigterm_as_interrupt
 
 # Parameters the harness itself injects into every study notebook.
@@ -198,6 +199,11 @@ def _execute(notebook: Path, given: dict, run: Run, study, progress: bool) -> No
         except BaseException as exc:  # includes KeyboardInterrupt: mark, clean, re-raise
             error = exc
         finally:
+            # the kernel got the same SIGTERM and may still be recording or undoing: its last
+            # record must be in the journal before the journal is undone
+            killed = outlive_other_writers(run.journal)
+            if killed:
+                run.update(kernel_killed_before_undo=killed)
             leftovers = run.journal.pending()
             try:
                 run.journal.undo_all()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -467,9 +468,15 @@ def test_a_process_status_cannot_be_planted_in_a_nodes_shared_tmp(tmp_path, plan
     victim = tmp_path / "victim"
     victim.write_text("untouched")
     node = LocalNode(prefix=["env", f"TMPDIR={shared}"])
-    proc = ShellProcess.start(node, "echo up; trap '' TERM; sleep 30 & wait" if plant != "link"
+    # the trap comes before "up", and stop() only after "up": a TERM that came before the
+    # trap ended the command with 143, a status of its own (CI run of 2026-11-29)
+    proc = ShellProcess.start(node, "trap '' TERM; echo up; sleep 30 & wait" if plant != "link"
                               else "echo up; sleep 0.3; exit 3")
     log = Path(proc.info.log)
+    for _ in range(200):
+        if "up" in proc.output():
+            break
+        time.sleep(0.05)
     assert log.is_relative_to(shared)
     planted = _plant_beside(log, (lambda p: p.symlink_to(victim)) if plant == "link"
                             else (lambda p: p.write_text("0\n")))
