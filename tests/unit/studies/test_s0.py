@@ -590,7 +590,10 @@ def test_registration_fixes_repetitions_and_records_the_changes():
     about = reg.claim("s0.bandwidth.pingpong.gain_appropriate").region
     # 'about 25 %': the project's equivalence margin (issue 33 item 2), a gain kept a gain
     assert (about.low, about.high) == pytest.approx(((1.25 / 1.1 - 1) * 100, (1.25 * 1.1 - 1) * 100))
-    assert about.margin is not None and "s0.bandwidth.pingpong.gain_appropriate" in reg.changes[-1].claims
+    fixed_size = [c for c in reg.changes if "appropriately sized" in c.what]
+    assert about.margin is not None and "s0.bandwidth.pingpong.gain_appropriate" in fixed_size[-1].claims
+    split = reg.changes[-1]  # issue 33 item 3: a third of the repetitions per run, three runs
+    assert reg.design["runs"]["verdict"] == 3 and "three runs" in split.what
     assert len({c.id for c in reg.claims}) == len(reg.claims) == 23  # 4 peer targets (issue 39)
 
 
