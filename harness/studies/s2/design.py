@@ -136,11 +136,13 @@ PROFILES = {
     "quick": dict(windows_kib=(64, 1024), clients=(1,), wan_clients=(1,),
                   block_sizes_kib=(1024,), block_paths=(WAN,), repetitions=1),
     # verdict: the claims' points repeated, the block-size sweep on the LAN and across the
-    # WAN (Figs. 2-7, 2-8), 1 and 9 WAN tasks (Figs. 2-5, 2-6, 2-12); 6 repetitions (issue 34
-    # item 15): 50-RTT points make one repetition ~12-13 min here (a quick run of 2026-11-26
-    # at f = 0.038, load 2-6), so a run of ~80 min, within issue 33's two hours per run
+    # WAN (Figs. 2-7, 2-8), 1 and 9 WAN tasks (Figs. 2-5, 2-6, 2-12). One run of the three a
+    # pooled reference needs (issue 33 item 3; registration: runs.verdict = 3): 2 repetitions
+    # each, the earlier 6 (issue 34 item 15) divided by three, so the pooled reference still
+    # has 6 repetitions of every point. 50-RTT points make one repetition ~12-13 min here (a
+    # quick run of 2026-11-26 at f = 0.038, load 2-6): a run of ~30 min, three ~80 min.
     "verdict": dict(windows_kib=(64, 1024, 4096), clients=(1, 3), wan_clients=(1, 9),
-                    block_sizes_kib=(256, 1024, 4096), block_paths=(LAN, WAN), repetitions=6),
+                    block_sizes_kib=(256, 1024, 4096), block_paths=(LAN, WAN), repetitions=2),
     # paper: the paper's sweeps (4 LAN clients, 5 WAN clients and 9 tasks, blocks on both
     # paths)
     "paper": dict(windows_kib=(64, 128, 256, 512, 1024, 2048, 4096), clients=(1, 2, 3, 4),
