@@ -12,6 +12,13 @@ stamped at their midpoint, so a slow ``tc`` (a fork under emulation costs
 RTT: ping over the idle link (the first reply pays for ARP and is dropped),
 compared with twice the one-way delay.
 
+A long fat link is measured past TCP's slow start (:mod:`harness.lab.rate_plan`): where
+the ramp to the bandwidth-delay product takes more than a tenth of the test, iperf3 omits
+it (``-O``), counts at least 20 round trips after it, and the counter's rate is fitted over
+that counted part only; each check records what it covered (``seconds``, ``omitted_s``,
+``ramp_rtts``, ``steady_s``, ``steady_rtts``, ``bdp_bytes``, ``window_bdps``). Short links
+keep the test they had.
+
 The whole verification is one round trip per machine, through
 :func:`harness.nodes.group.run_group` (machines one after another): over SSH
 into an emulated VM each command costs ~0.5 s, and a lab of 49 links would
@@ -37,6 +44,7 @@ from ..nodes.result import Result
 from ..tools.iperf3 import parse_iperf3_json
 from ..tools.ping import PING_COUNT, parse_ping_ms, ping_argv
 from ..topology.topology import Link, LinkEnd
+from .rate_plan import RatePlan, past_ramp, plan_rate_test, window_bdps
 
 if TYPE_CHECKING:
     from .lab import Lab
@@ -57,10 +65,18 @@ def steady_rate_bps(samples: list[tuple[int, float]]) -> float:
     (upper-half median) interval rate; its first and last interval are dropped, and the rate is the
     least-squares slope of bytes over time across it.
     """
+    return slope_bps(busy_stretch(samples))
+
+
+def busy_stretch(samples: list[tuple[int, float]],
+                 keep_first: bool = False) -> list[tuple[int, float]]:
+    """The samples of :func:`steady_rate_bps`'s busy stretch; ``keep_first``: its first
+    interval kept (the series starts past the ramp already: :func:`~harness.lab.rate_plan.
+    past_ramp`), only the tail's dropped."""
     rates = [(b2 - b1) * 8 / (t2 - t1) for (b1, t1), (b2, t2) in zip(samples, samples[1:])
              if t2 > t1]
     if not rates:
-        return 0.0
+        return []
     # "busy": near the typical interval rate, so a half-idle interval at either end
     # (the client starting or winding down between two reads) stays out
     typical = statistics.median(sorted(rates)[len(rates) // 2:])
@@ -76,10 +92,16 @@ def steady_rate_bps(samples: list[tuple[int, float]]) -> float:
             start = None
     first, last = best
     if last - first > 2:
-        first, last = first + 1, last - 1
-    # Least-squares slope over every sample of the stretch, not just its two ends: each
-    # sample's time is uncertain by half its clock bracket (a slow `tc` under emulation).
-    stretch = samples[first:last + 1]
+        first, last = first + (not keep_first), last - 1
+    return samples[first:last + 1]
+
+
+def slope_bps(stretch: list[tuple[int, float]]) -> float:
+    """The least-squares slope of bytes over time, in bit/s, across every sample of the
+    stretch, not just its two ends: each sample's time is uncertain by half its clock bracket
+    (a slow `tc` under emulation). 0 for fewer than two distinct times."""
+    if len(stretch) < 2:
+        return 0.0
     mean_t = sum(t for _, t in stretch) / len(stretch)
     mean_b = sum(b for b, _ in stretch) / len(stretch)
     var = sum((t - mean_t) ** 2 for _, t in stretch)
@@ -104,7 +126,14 @@ class LinkCheck:
     samples: int | None = None  # byte-counter samples behind the rate
     attempts: list | None = None  # rate ratios of each try, when the first missed the target
     note: str = ""  # why a rate was not measured (a user's machines: harness.machines.verify_paths)
-    seconds: int | None = None  # length of the rate test
+    seconds: int | None = None  # length of the rate test (its counted part: iperf3 -t)
+    # -- a lab's rate test past slow start (harness.lab.rate_plan) --
+    omitted_s: int | None = None  # the ramp iperf3 omitted (-O) before counting; 0: none
+    ramp_rtts: int | None = None  # slow start's round trips to the BDP, as planned
+    steady_s: float | None = None  # span of the counter samples the link-layer rate is fitted on
+    steady_rtts: float | None = None  # that span in the link's configured round trips
+    bdp_bytes: float | None = None  # configured rate x configured RTT
+    window_bdps: float | None = None  # smallest window of the counted part (iperf3's reports)
     # each try's tool output (iperf3's JSON, the counter samples, ping), archived as raw files
     outputs: list[str] = field(default_factory=list, repr=False)
 
@@ -188,23 +217,24 @@ exit $st
 
 
 def rate_call(d: Direction, seconds: int, port: int, interval: float,
-              remote: bool = False) -> Call:
+              remote: bool = False, omit_s: int = 0) -> Call:
     """The rate test of ``d`` in its sending namespace: its own iperf3 server on ``port``, or,
     when ``remote``, one already running on the far machine at ``port + d.index``.
-    ``interval`` 0: no counter samples (goodput only)."""
+    ``interval`` 0: no counter samples (goodput only). ``omit_s``: seconds of ramp iperf3
+    omits before its ``seconds`` counted."""
     port = port + d.index if remote else port
     server = "-" if remote else d.dst_node.command_on_machine(
         ["iperf3", "-s", "-1", "-B", d.dst.ip, "-p", str(port)])
     ready = d.dst_node.command_on_machine(listening_argv(port))
     client = command_text(["iperf3", "-c", d.dst.ip, "-B", d.src.ip, "-p", str(port),
-                           "-t", str(seconds), "-J"])
+                           "-t", str(seconds), *(["-O", str(omit_s)] if omit_s else []), "-J"])
     # htb's class 1:1 prints its counter first; a tbf root (a serialising link, see
     # harness.topology.shaping) has no class statistics, so its root qdisc's counter is read instead
     counter = (command_text(["tc", "-s", "class", "show", "dev", d.src.ifname, "classid", "1:1"])
                + "; " + command_text(["tc", "-s", "qdisc", "show", "dev", d.src.ifname, "root"]))
     return Call(d.src_node, ["bash", "--norc", "--noprofile", "-c", RATE_TEST, "rate-test",
                              server, ready, client, counter, str(interval)],
-                timeout=seconds + 20, exclusive=True)
+                timeout=seconds + omit_s + 20, exclusive=True)
 
 
 def ping_call(d: Direction, count: int, alone: bool) -> Call:
@@ -220,11 +250,16 @@ def verification_calls(directions: list[Direction], seconds: int, port: int = VE
     Links with a delay are pinged one at a time (their RTT is judged); the
     others :data:`PARALLEL_PINGS` at a time (their RTT is only recorded).
     Directions listed in ``remote_servers`` find their iperf3 server already
-    running on another machine, on port ``port + index``.
+    running on another machine, on port ``port + index``. Each rate test lasts what
+    :func:`~harness.lab.rate_plan.plan_rate_test` plans from ``seconds`` and its link.
     """
-    calls = [("rate", d, rate_call(d, seconds, port, SAMPLE_INTERVAL,
-                                   remote=d.index in remote_servers))
-             for d in directions if d.link.shaped]
+    calls = []
+    for d in directions:
+        if d.link.shaped:
+            plan = plan_rate_test(d.link, seconds)
+            calls.append(("rate", d, rate_call(d, plan.seconds, port, SAMPLE_INTERVAL,
+                                               remote=d.index in remote_servers,
+                                               omit_s=plan.omit_s)))
     calls += [("ping", d, ping_call(d, ping_count, alone=True))
               for d in directions if d.link.delay_ms]
     calls += [("ping", d, ping_call(d, min(ping_count, UNTIMED_PING_COUNT), alone=False))
@@ -300,10 +335,14 @@ def lab_directions(lab: Lab, both_directions: bool = True) -> list[Direction]:
     return directions
 
 
-def check_direction(d: Direction, out: ScriptOutput) -> LinkCheck:
+def check_direction(d: Direction, out: ScriptOutput, seconds: int) -> LinkCheck:
+    """``d``'s measurements judged against its link; ``seconds``: what the verification asked
+    (its rate test ran to :func:`~harness.lab.rate_plan.plan_rate_test`'s plan of them)."""
     link = d.link
     link_mbit = goodput = ratio = None
     samples = None
+    plan = plan_rate_test(link, seconds) if link.shaped else None
+    steady: dict = {}
     if link.shaped:
         status = out.status.get(d.index)
         client = out.client.get(d.index, "")
@@ -316,9 +355,11 @@ def check_direction(d: Direction, out: ScriptOutput) -> LinkCheck:
         result = parse_iperf3_json(client, 1)
         series = out.samples.get(d.index, [])
         samples = len(series)
-        link_mbit = steady_rate_bps(series) / 1e6
+        stretch = busy_stretch(past_ramp(series, plan.omit_s), keep_first=plan.omit_s > 0)
+        link_mbit = slope_bps(stretch) / 1e6
         goodput = result.received_bps / 1e6
         ratio = link_mbit / link.rate_mbit
+        steady = steady_record(plan, stretch, result.raw)
     ping_text = out.pings.get(d.index, "")
     times = parse_ping_ms(ping_text)
     rtt = statistics.median(times) if times else None
@@ -337,7 +378,19 @@ def check_direction(d: Direction, out: ScriptOutput) -> LinkCheck:
         rtt_ok=rtt_ok(rtt, expected),
         samples=samples,
         outputs=[_output_text(d, out, ping_text)],
+        **steady,
     )
+
+
+def steady_record(plan: RatePlan, stretch: list[tuple[int, float]], iperf3: dict) -> dict:
+    """What a rate test covered, for :class:`LinkCheck`: its counted seconds, the ramp it
+    omitted, the span (seconds and round trips) the counter's rate was fitted over, the BDP,
+    and the smallest window iperf3 reported while counting."""
+    span = stretch[-1][1] - stretch[0][1] if len(stretch) > 1 else 0.0
+    return {"seconds": plan.seconds, "omitted_s": plan.omit_s, "ramp_rtts": plan.ramp_rtts,
+            "steady_s": round(span, 3),
+            "steady_rtts": round(span / plan.rtt_s, 1) if plan.rtt_s else None,
+            "bdp_bytes": plan.bdp_bytes, "window_bdps": window_bdps(iperf3, plan.bdp_bytes)}
 
 
 def _output_text(d: Direction, out: ScriptOutput, ping_text: str) -> str:
@@ -405,12 +458,12 @@ def _measure(journal: Journal, lab: Lab, directions: list[Direction],
         remote = [d for d in mine if d.link.shaped and lab.host_of(d.dst.node) is not host]
         kinds = verification_calls(mine, seconds,
                                    remote_servers=frozenset(d.index for d in remote))
-        shaped = sum(1 for d in mine if d.link.shaped)
-        budget = 60 + shaped * (seconds + 20) + len(mine) * 10
+        budget = 60 + sum(plan_rate_test(d.link, seconds).total_s + 20
+                          for d in mine if d.link.shaped) + len(mine) * 10
         out = run_calls(journal, lab, kinds, remote, budget)
         for name in ("samples", "client", "status", "pings"):
             getattr(merged, name).update(getattr(out, name))
-    return [check_direction(d, merged) for d in directions]
+    return [check_direction(d, merged, seconds) for d in directions]
 
 
 def summarise(checks: list[LinkCheck]) -> str:
@@ -418,6 +471,8 @@ def summarise(checks: list[LinkCheck]) -> str:
     for c in checks:
         rate = (f"{c.link_layer_mbit:7.1f}/{c.configured_mbit:g} Mbit/s ({c.rate_ratio:.1%})"
                 if c.configured_mbit else "unshaped")
+        if c.omitted_s:
+            rate += f" over {c.steady_rtts or 0:.0f} RTTs after {c.omitted_s} s of slow start"
         rtt = f"RTT {c.rtt_ms:.3f} ms" if c.rtt_ms is not None else "RTT n/a"
         if c.expected_rtt_ms:
             rtt += f" (expected {c.expected_rtt_ms:g})"

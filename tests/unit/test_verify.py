@@ -80,21 +80,21 @@ def test_check_direction_compares_counter_rate_and_ping_with_the_spec():
     lnk = link(rate_mbit=50, delay_ms=10)
     # 6.25 MB per second at the shaper's counter = 50 Mbit/s.
     samples = "".join(f"SAMPLE {t}.0 {t}.0 {t * 6_250_000}\n" for t in range(6))
-    check = check_direction(direction(lnk), measured(lnk, samples, IPERF))
+    check = check_direction(direction(lnk), measured(lnk, samples, IPERF), 2)
     assert check.link_layer_mbit == pytest.approx(50.0)
     assert check.rate_ok and check.rtt_ok and check.samples == 6
     assert check.goodput_mbit == pytest.approx(48.0)
     assert check.rtt_ms == pytest.approx(20.1)
     # a shaper that gives 80 %
     samples = "".join(f"SAMPLE {t}.0 {t}.0 {t * 5_000_000}\n" for t in range(6))
-    check = check_direction(direction(lnk), measured(lnk, samples, IPERF))
+    check = check_direction(direction(lnk), measured(lnk, samples, IPERF), 2)
     assert check.rate_ratio == pytest.approx(0.8) and not check.ok
 
 
 def test_each_try_keeps_its_tool_output_for_the_archive_but_not_in_the_record():
     lnk = link(rate_mbit=50, delay_ms=10)
     samples = "".join(f"SAMPLE {t}.0 {t}.0 {t * 6_250_000}\n" for t in range(3))
-    check = check_direction(direction(lnk), measured(lnk, samples, IPERF))
+    check = check_direction(direction(lnk), measured(lnk, samples, IPERF), 2)
     (text,) = check.outputs
     assert IPERF in text and "SAMPLE 2.000000 12500000" in text and "icmp_seq=4" in text
     assert "outputs" not in check.to_dict() and check.to_dict()["ok"] is True
@@ -108,7 +108,7 @@ def test_failed_rate_test_is_an_error_not_a_zero():
 
     out = measured(link(rate_mbit=50), client="error - unable to connect\n", status=1)
     with pytest.raises(HarnessError, match="iperf3 client failed with status 1"):
-        check_direction(direction(link(rate_mbit=50)), out)
+        check_direction(direction(link(rate_mbit=50)), out, 2)
 
 
 def test_rate_tests_alone_then_delayed_pings_alone_then_plain_pings_in_batches():

@@ -86,6 +86,11 @@ def test_s2_small_run_in_two_vms(tmp_path, monkeypatch):
     assert (sent.ss_samples > 0).all() and (sent.snd_wnd_max > 0).all(), sent
     assert list((run_dir / "raw").glob("ss-window-tuned-1024-1.txt"))
     assert "links_verified" in claims.set_index("claim_id").loc["window_line_rate", "gates"]
+    # the scaled WAN (RTT 100-400 ms) verified past slow start: its ramp omitted, the rate
+    # read over the steady part (harness.lab.rate_plan), what it covered recorded
+    wan = [c for c in meta["link_verification"] if c["link"] == "client:wan--server:wan"]
+    assert len(wan) == 2 and all(c["omitted_s"] >= 1 and c["ramp_rtts"] == 8 for c in wan), wan
+    assert all(c["steady_rtts"] >= 10 and c["window_bdps"] is not None for c in wan), wan
     short = claims.set_index("claim_id").loc["window_line_rate"]
     assert short.outcome == "not testable here" and "shorter than the regime" in short.reason
     on_path = claims.set_index("claim_id").loc["fs_on_path"]

@@ -1,0 +1,128 @@
+"""How long a link's rate test runs, and which part of it counts: the link, not TCP's slow start.
+
+A TCP flow reaches a link's rate only once its window covers the bandwidth-delay product
+(BDP). Slow start doubles the window each round trip from the initial 10 segments (RFC 6928),
+so that takes ``log2(BDP / initial window)`` round trips, plus the round trip in which it
+ends (hystart, or a loss when the bottleneck's queue fills) -- :data:`RAMP_MARGIN_RTTS`.
+On a namespace lab's links (RTTs of a few ms) that is a few hundredths of a second and the
+rate test's usual seconds hide it. On a long fat link it is not: the scaled S2 WAN (BDP
+0.6 MB, 414 segments; RTT 4.8 ms / f, 100-300 ms) needs 8 round trips, 0.8-2.4 s, and a 1-2 s
+test read 0.32-0.95 of the shaper's rate while the shaper carried its rate once the window
+was open (issue 34 item 10; docs/measurements.md, 2026-11-29).
+
+So a link whose ramp is more than :data:`RAMP_SHARE` of the test is measured in two parts:
+iperf3 omits the ramp (``-O``, whole seconds, at most 60) and then counts at least
+:data:`STEADY_RTTS` round trips (and at least the seconds asked); the shaper's byte counter
+is read over the same steady part (:func:`past_ramp`: from the ramp's end after the first
+data passed the shaper), and the window each counted second held is read from iperf3's own
+interval reports (``snd_cwnd``, ``snd_wnd``: :func:`window_bdps`). Short links keep the
+test they had: nothing omitted, the seconds asked.
+
+The segment size is TCP's at MTU 1500 (1448 B with timestamps) whatever the link's MTU: a
+smaller segment needs more round trips, so the ramp is never underestimated.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ..topology.topology import Link
+
+#: Linux's initial congestion window (RFC 6928), segments
+INITIAL_WINDOW_SEGMENTS = 10
+#: TCP payload per segment at MTU 1500 with timestamps
+SEGMENT_BYTES = 1448
+#: round trips beyond the doublings: the one that ends slow start (hystart's exit, or the loss
+#: when the queue fills) and the one its recovery takes
+RAMP_MARGIN_RTTS = 2
+#: round trips counted after the ramp, at the least: more than one loss-and-recovery episode
+#: of a window that overshoots into the bottleneck's queue, and under TCG (a counter sample
+#: every ~0.5 s there) enough samples for the slope
+STEADY_RTTS = 20
+#: a ramp shorter than this share of the test is left inside it (the counter's busy-stretch
+#: rule already drops the first busy interval): the links of a namespace lab
+RAMP_SHARE = 0.1
+#: iperf3 3.12 refuses --omit above 60 s
+MAX_OMIT_S = 60
+#: the shaper's counter has moved this much once data flows (the control connection moves a
+#: few hundred bytes): one initial window of full frames
+DATA_START_BYTES = INITIAL_WINDOW_SEGMENTS * 1514
+
+
+@dataclass(frozen=True)
+class RatePlan:
+    """One direction's rate test: ``omit_s`` of ramp omitted, then ``seconds`` counted."""
+
+    seconds: int  # iperf3 -t: the counted part
+    omit_s: int  # iperf3 -O: the ramp, omitted (0: a short link, nothing omitted)
+    rtt_s: float | None  # the link's configured round trip (None: no delay)
+    bdp_bytes: float | None
+    ramp_rtts: int  # slow start's round trips to the BDP, margin included
+
+    @property
+    def total_s(self) -> int:
+        return self.seconds + self.omit_s
+
+    @property
+    def counted_rtts(self) -> float | None:
+        return self.seconds / self.rtt_s if self.rtt_s else None
+
+
+def ramp_rtts(bdp_bytes: float) -> int:
+    """Round trips slow start takes from the initial window to ``bdp_bytes`` in flight, with
+    :data:`RAMP_MARGIN_RTTS`; 0 for a BDP within the initial window."""
+    doublings = math.log2(bdp_bytes / (INITIAL_WINDOW_SEGMENTS * SEGMENT_BYTES))
+    return math.ceil(doublings) + RAMP_MARGIN_RTTS if doublings > 0 else 0
+
+
+def plan_rate_test(link: Link, seconds: int) -> RatePlan:
+    """The rate test of a shaped ``link`` asked to last ``seconds``: the same on a short link;
+    on one whose slow start takes more than :data:`RAMP_SHARE` of that, the ramp omitted (whole
+    seconds) and at least :data:`STEADY_RTTS` round trips counted."""
+    if not link.rate_mbit or not link.delay_ms:
+        return RatePlan(seconds, 0, None, None, 0)
+    rtt = 2 * link.delay_ms / 1e3
+    bdp = link.rate_mbit * 1e6 / 8 * rtt
+    rtts = ramp_rtts(bdp)
+    ramp_s = rtts * rtt
+    if ramp_s <= RAMP_SHARE * seconds:
+        return RatePlan(seconds, 0, rtt, bdp, rtts)
+    return RatePlan(max(seconds, math.ceil(STEADY_RTTS * rtt)),
+                    min(math.ceil(ramp_s), MAX_OMIT_S), rtt, bdp, rtts)
+
+
+def past_ramp(samples: list[tuple[int, float]], omit_s: float) -> list[tuple[int, float]]:
+    """The (bytes, time) counter samples from ``omit_s`` after data began to pass the shaper.
+
+    Data began at or before the first sample that has moved :data:`DATA_START_BYTES` past the
+    first reading (taken as the client starts), so the samples kept lie at least ``omit_s``
+    after the true start: never inside the ramp. No omission, or no data: all samples."""
+    if omit_s <= 0 or not samples:
+        return samples
+    base = samples[0][0]
+    start = next((t for b, t in samples if b - base >= DATA_START_BYTES), None)
+    if start is None:
+        return samples
+    return [(b, t) for b, t in samples if t >= start + omit_s]
+
+
+def window_bdps(iperf3: dict, bdp_bytes: float | None) -> float | None:
+    """The smallest window the counted part of a test held, in BDPs: per interval the smaller
+    of the congestion window and the peer's advertised window (``snd_cwnd``, ``snd_wnd``,
+    summed over the streams), from iperf3's own reports of the sending side. None: no BDP,
+    or iperf3 reported no window (a receiving client, an older iperf3)."""
+    if not bdp_bytes:
+        return None
+    windows = []
+    for interval in iperf3.get("intervals") or []:
+        streams = interval.get("streams") or []
+        if not streams or any(s.get("omitted") or not s.get("sender") for s in streams):
+            continue
+        cwnd = [s.get("snd_cwnd") for s in streams]
+        if None in cwnd:
+            continue
+        wnd = [s.get("snd_wnd") for s in streams]
+        window = sum(cwnd) if None in wnd else sum(min(c, w) for c, w in zip(cwnd, wnd))
+        windows.append(window)
+    return min(windows) / bdp_bytes if windows else None

@@ -1,0 +1,219 @@
+"""A long fat link's rate test measures the link past TCP's slow start (harness.lab.rate_plan);
+short links keep the test they had."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from harness.lab.rate_plan import (
+    DATA_START_BYTES,
+    MAX_OMIT_S,
+    STEADY_RTTS,
+    past_ramp,
+    plan_rate_test,
+    ramp_rtts,
+    window_bdps,
+)
+from harness.lab.verify import (
+    Direction,
+    busy_stretch,
+    check_direction,
+    collect,
+    slope_bps,
+    steady_rate_bps,
+    summarise,
+    verification_calls,
+)
+from harness.nodes import NamespaceNode
+from harness.nodes.result import Result
+from harness.studies.registry import get_study
+from harness.topology.topology import Link, LinkEnd
+
+DATA = Path(__file__).parent / "data"
+#: S2's scaled WAN of the fresh clone's quick run 20261129T024813Z-f69ccf (/work/ci2, f = 0.074):
+#: 73.8 Mbit/s, one-way 32.5 ms (RTT 65 ms, BDP 0.6 MB), checked for 3 s without omitting
+#: anything; its server-to-client direction's first try read 0.966 of the rate and failed
+S2_F074 = dict(rate_mbit=73.79821061906576, delay_ms=32.52111372169178)
+
+
+def link(**kw) -> Link:
+    return Link(LinkEnd("a", "eth1", "198.18.0.1/24"), LinkEnd("b", "eth1", "198.18.0.2/24"),
+                **kw)
+
+
+def direction(lnk: Link, index: int = 0) -> Direction:
+    return Direction(index, lnk, lnk.a, lnk.b, NamespaceNode("x-a"), NamespaceNode("x-b"))
+
+
+def archived(name: str) -> tuple[str, str, str]:
+    """(iperf3 JSON, counter samples as the rate test prints them, ping) of an archived
+    verification raw file (harness.lab.verify._output_text's layout)."""
+    text = (DATA / name).read_text()
+    client = text[text.index("{"):text.index("\n# htb")]
+    samples = "".join(f"SAMPLE {t} {t} {b}\n" for _, t, b in
+                      (line.split() for line in text.splitlines() if line.startswith("SAMPLE ")))
+    return client, samples, text[text.index("# ping"):]
+
+
+def measured(lnk: Link, samples: str, client: str, ping: str):
+    d = direction(lnk)
+    return collect([("rate", d, None), ("ping", d, None)],
+                   [Result("x-a", "rate", client, samples, 0, 4.0),
+                    Result("x-a", "ping", ping, "", 0, 0.5)])
+
+
+def slow_start_counter(rate_mbit: float, rtt_s: float, seconds: float, setup_s: float = 0.8,
+                       dt: float = 0.5) -> list[tuple[int, float]]:
+    """The shaper's byte counter (bytes, time) every ``dt`` s for one TCP flow: ``setup_s`` of
+    iperf3's control exchange (idle), then slow start from 10 segments doubling each round
+    trip until the window holds the BDP, then the line rate, for ``seconds`` of data."""
+    rate = rate_mbit * 1e6 / 8
+    bdp = rate * rtt_s
+
+    def sent(t: float) -> float:  # bytes through the shaper by time t
+        if t <= setup_s:
+            return 0.0
+        t -= setup_s
+        total, window, start = 0.0, 10 * 1448.0, 0.0
+        while start < min(t, seconds):
+            span = min(rtt_s, min(t, seconds) - start)
+            total += min(window, bdp) * span / rtt_s
+            window, start = window * 2, start + rtt_s
+        return total
+
+    n = math.ceil((setup_s + seconds + 1.0) / dt)
+    return [(int(sent(i * dt)), i * dt) for i in range(n + 1)]
+
+
+# -- the plan ------------------------------------------------------------------------------
+
+def test_slow_start_takes_log2_of_the_bdp_in_initial_windows_plus_two_round_trips():
+    assert ramp_rtts(600_000) == math.ceil(math.log2(600_000 / 14_480)) + 2 == 8  # S2's BDP
+    assert ramp_rtts(14_480) == 0 and ramp_rtts(1_000) == 0  # within the initial window
+    assert ramp_rtts(14_480 * 2) == 1 + 2
+
+
+@pytest.mark.parametrize("factor, omit, counted", [
+    (0.023, 2, 5),    # RTT 209 ms: 8 RTTs 1.67 s omitted, 20 RTTs 4.2 s counted
+    (0.074, 1, 3),    # RTT 65 ms: 0.52 s omitted; 20 RTTs (1.3 s) within the 3 s asked
+    (0.0021, 19, 46),  # the load-18 lab of 2026-11-29: RTT 2.29 s, 8 RTTs 18.3 s
+])
+def test_a_long_fat_link_omits_its_ramp_and_counts_at_least_twenty_round_trips(factor, omit,
+                                                                             counted):
+    """S2's WAN scaled by f keeps its BDP (0.6 MB) and stretches its RTT to 4.8 ms / f."""
+    plan = plan_rate_test(link(rate_mbit=1000 * factor, delay_ms=2.4 / factor), 3)
+    assert (plan.omit_s, plan.seconds) == (omit, counted)
+    assert plan.bdp_bytes == pytest.approx(600_000) and plan.ramp_rtts == 8
+    assert plan.omit_s >= plan.ramp_rtts * plan.rtt_s  # the whole ramp omitted
+    assert plan.counted_rtts >= STEADY_RTTS and plan.seconds >= 3
+    assert plan.total_s == omit + counted
+
+
+def test_an_omitted_ramp_is_capped_at_what_iperf3_accepts():
+    plan = plan_rate_test(link(rate_mbit=1, delay_ms=5000), 2)  # RTT 10 s, 11 RTTs of ramp
+    assert plan.omit_s == MAX_OMIT_S == 60 and plan.seconds == 200
+
+
+def test_short_links_keep_the_test_they_had():
+    """A ramp within a tenth of the test: nothing omitted, the seconds asked (namespace labs)."""
+    for lnk in (link(rate_mbit=100), link(rate_mbit=100, delay_ms=10),
+                link(rate_mbit=1000, delay_ms=2.4), link(delay_ms=50)):
+        plan = plan_rate_test(lnk, 2)
+        assert (plan.seconds, plan.omit_s, plan.total_s) == (2, 0, 2), lnk
+    # 6 RTTs of 20 ms = 0.12 s: in a 1 s test a ramp beyond a tenth is omitted (1 s)
+    assert plan_rate_test(link(rate_mbit=100, delay_ms=10), 1).omit_s == 1
+
+
+def test_no_other_study_verifies_a_link_longer_than_it_asks():
+    """Every shaped link of S0, S1, S3 and S4 (quick and verdict profiles) and S2 unscaled:
+    the rate test is the seconds asked, nothing omitted -- no second added to a verify."""
+    for name in ("s0", "s1", "s2", "s3", "s4"):
+        study = get_study(name)
+        for profile in ("quick", "verdict"):
+            params = study.Params.resolve(profile=profile)
+            seconds = getattr(params, "verify_seconds", 2)
+            for lnk in study.topology(params).links:
+                if lnk.shaped:
+                    plan = plan_rate_test(lnk, seconds)
+                    assert (plan.total_s, plan.omit_s) == (seconds, 0), (name, lnk.name)
+
+
+def test_the_rate_test_runs_the_plan_and_its_timeout_covers_it():
+    wan = link(rate_mbit=23, delay_ms=2.4 / 0.023)
+    short = link(rate_mbit=23, delay_ms=1)
+    kinds = verification_calls([direction(wan, 0), direction(short, 1)], seconds=3)
+    (_, _, long_call), (_, _, short_call) = kinds[:2]
+    client = long_call.command[-3]
+    assert " -t 5 -O 2 -J" in client and long_call.timeout == 5 + 2 + 20
+    assert " -t 3 -J" in short_call.command[-3] and "-O" not in short_call.command[-3]
+    assert short_call.timeout == 3 + 20
+
+
+# -- the steady part -------------------------------------------------------------------------
+
+def test_the_counter_past_the_ramp_starts_where_data_began_plus_the_omitted_seconds():
+    samples = [(100, 0.0), (400, 0.5), (30_000, 1.0), (90_000, 1.5), (200_000, 2.0),
+               (300_000, 2.5), (400_000, 3.0)]
+    # data began by 1.0 (29 900 B moved, above one initial window); 1 s omitted from there
+    assert past_ramp(samples, 1) == samples[4:]
+    assert past_ramp(samples, 0) == samples  # nothing omitted: all
+    assert past_ramp([(0, 0.0), (DATA_START_BYTES - 1, 1.0)], 1) == [(0, 0.0),
+                                                                     (DATA_START_BYTES - 1, 1.0)]
+
+
+def test_a_long_links_slow_start_read_low_and_its_steady_part_reads_the_rate():
+    """S2's WAN at f = 0.023 (23 Mbit/s, RTT 209 ms), the counter every 0.5 s as under TCG:
+    a 1 s test (the fresh clone's small run) is mostly slow start; the planned test, read past
+    its omitted ramp, reads the shaper's rate."""
+    rate, rtt = 23.0, 2 * 2.4 / 0.023 / 1e3
+    one_second = slow_start_counter(rate, rtt, seconds=1)
+    assert steady_rate_bps(one_second) / 1e6 / rate < 0.9  # the old reading: slow start
+    plan = plan_rate_test(link(rate_mbit=rate, delay_ms=rtt / 2 * 1e3), 1)
+    assert (plan.omit_s, plan.seconds) == (2, 5)
+    series = slow_start_counter(rate, rtt, seconds=plan.total_s)
+    stretch = busy_stretch(past_ramp(series, plan.omit_s), keep_first=True)
+    assert slope_bps(stretch) / 1e6 / rate == pytest.approx(1.0, abs=0.005)
+    span = stretch[-1][1] - stretch[0][1]
+    assert span / rtt >= 15 and stretch[0][1] >= 0.8 + plan.omit_s  # past setup and ramp
+
+
+def test_an_archived_scaled_wan_check_that_failed_on_its_ramp_passes_past_it():
+    """The real iperf3 JSON and shaper counter of S2's WAN (server to client, f = 0.074): the
+    whole busy stretch read 0.966 of the rate (below 0.97: failed); from 1 s after data began
+    (the plan's omitted ramp) it reads 1.015, over 19.5 round trips, the window 2 BDPs."""
+    client, samples, ping = archived("verify-s2-wan-65ms-3s.txt")
+    lnk = link(**S2_F074)
+    out = measured(lnk, samples, client, ping)
+    assert steady_rate_bps(out.samples[0]) / 1e6 / lnk.rate_mbit == pytest.approx(0.966, abs=5e-4)
+    check = check_direction(direction(lnk), out, 3)
+    assert check.rate_ratio == pytest.approx(1.015, abs=5e-4) and check.rate_ok and check.ok
+    record = check.to_dict()
+    assert (record["seconds"], record["omitted_s"], record["ramp_rtts"]) == (3, 1, 8)
+    assert record["steady_s"] == pytest.approx(1.27, abs=0.01)
+    assert record["steady_rtts"] == pytest.approx(19.5, abs=0.1)
+    assert record["bdp_bytes"] == pytest.approx(600_000, rel=1e-3)
+    # the smallest window iperf3 reported (snd_cwnd 1209080 B in its third second)
+    assert record["window_bdps"] == pytest.approx(1209080 / record["bdp_bytes"])
+    assert "after 1 s of slow start" in summarise([check])
+    assert record["rtt_ok"] and record["rtt_ms"] == pytest.approx(64.9, abs=0.2)
+
+
+def test_the_window_is_read_from_the_counted_intervals_only():
+    def interval(cwnd, wnd, omitted):
+        return {"streams": [{"snd_cwnd": cwnd, "snd_wnd": wnd, "omitted": omitted,
+                             "sender": True}]}
+
+    report = {"intervals": [interval(30_000, 3_000_000, True),   # the ramp, omitted
+                            interval(900_000, 3_000_000, False),
+                            interval(700_000, 600_000, False)]}  # the peer's window smaller
+    assert window_bdps(report, 600_000) == pytest.approx(1.0)
+    assert window_bdps(report, None) is None
+    assert window_bdps({"intervals": [interval(1, 1, True)]}, 600_000) is None
+    receiver = {"intervals": [{"streams": [{"omitted": False, "sender": False}]}]}
+    assert window_bdps(receiver, 600_000) is None  # a reverse test reports no window
+    real = json.loads(archived("verify-s2-wan-65ms-3s.txt")[0])
+    assert window_bdps(real, 600_000) == pytest.approx(1209080 / 600_000)
