@@ -6,17 +6,18 @@ so that takes ``log2(BDP / initial window)`` round trips, plus the round trip in
 ends (hystart, or a loss when the bottleneck's queue fills) -- :data:`RAMP_MARGIN_RTTS`.
 On a namespace lab's links (RTTs of a few ms) that is a few hundredths of a second and the
 rate test's usual seconds hide it. On a long fat link it is not: the scaled S2 WAN (BDP
-0.6 MB, 414 segments; RTT 4.8 ms / f, 100-300 ms) needs 8 round trips, 0.8-2.4 s, and a 1-2 s
-test read 0.32-0.95 of the shaper's rate while the shaper carried its rate once the window
-was open (issue 34 item 10; docs/measurements.md, 2026-11-29).
+0.6 MB, 414 segments; RTT 4.8 ms / f, 65-300 ms at the usual f) needs 8 round trips, 0.5-2.4 s,
+and 1-3 s tests read 0.32-0.97 of the shaper's rate, while the same counters read 22.7-24.2
+of 23.4 Mbit/s once the window was open (the reference of 2026-11-26; issue 34 item 10).
 
 So a link whose ramp is more than :data:`RAMP_SHARE` of the test is measured in two parts:
-iperf3 omits the ramp (``-O``, whole seconds, at most 60) and then counts at least
-:data:`STEADY_RTTS` round trips (and at least the seconds asked); the shaper's byte counter
-is read over the same steady part (:func:`past_ramp`: from the ramp's end after the first
-data passed the shaper), and the window each counted second held is read from iperf3's own
-interval reports (``snd_cwnd``, ``snd_wnd``: :func:`window_bdps`). Short links keep the
-test they had: nothing omitted, the seconds asked.
+iperf3 omits the ramp (``-O``, whole seconds, at most 60), then counts at least
+:data:`STEADY_RTTS` round trips, at least the seconds asked and at least
+:data:`MIN_STEADY_S`. The shaper's byte counter is read over that steady part
+(:func:`past_ramp`: from the omitted seconds after the first data passed the shaper), and
+the window the counted part held is read from iperf3's own interval reports (``snd_cwnd``,
+``snd_wnd``: :func:`window_bdps`). Short links keep the test they had: nothing omitted, the
+seconds asked.
 
 The segment size is TCP's at MTU 1500 (1448 B with timestamps) whatever the link's MTU: a
 smaller segment needs more round trips, so the ramp is never underestimated.
@@ -40,6 +41,9 @@ RAMP_MARGIN_RTTS = 2
 #: of a window that overshoots into the bottleneck's queue, and under TCG (a counter sample
 #: every ~0.5 s there) enough samples for the slope
 STEADY_RTTS = 20
+#: seconds counted after the ramp, at the least: the shaper's counter is read every ~0.5 s
+#: under TCG (each read forks `tc`), so about six samples for the slope
+MIN_STEADY_S = 3
 #: a ramp shorter than this share of the test is left inside it (the counter's busy-stretch
 #: rule already drops the first busy interval): the links of a namespace lab
 RAMP_SHARE = 0.1
@@ -79,7 +83,7 @@ def ramp_rtts(bdp_bytes: float) -> int:
 def plan_rate_test(link: Link, seconds: int) -> RatePlan:
     """The rate test of a shaped ``link`` asked to last ``seconds``: the same on a short link;
     on one whose slow start takes more than :data:`RAMP_SHARE` of that, the ramp omitted (whole
-    seconds) and at least :data:`STEADY_RTTS` round trips counted."""
+    seconds) and at least :data:`STEADY_RTTS` round trips and :data:`MIN_STEADY_S` counted."""
     if not link.rate_mbit or not link.delay_ms:
         return RatePlan(seconds, 0, None, None, 0)
     rtt = 2 * link.delay_ms / 1e3
@@ -88,7 +92,7 @@ def plan_rate_test(link: Link, seconds: int) -> RatePlan:
     ramp_s = rtts * rtt
     if ramp_s <= RAMP_SHARE * seconds:
         return RatePlan(seconds, 0, rtt, bdp, rtts)
-    return RatePlan(max(seconds, math.ceil(STEADY_RTTS * rtt)),
+    return RatePlan(max(seconds, math.ceil(STEADY_RTTS * rtt), MIN_STEADY_S),
                     min(math.ceil(ramp_s), MAX_OMIT_S), rtt, bdp, rtts)
 
 

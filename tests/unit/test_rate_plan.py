@@ -12,6 +12,7 @@ import pytest
 from harness.lab.rate_plan import (
     DATA_START_BYTES,
     MAX_OMIT_S,
+    MIN_STEADY_S,
     STEADY_RTTS,
     past_ramp,
     plan_rate_test,
@@ -124,8 +125,10 @@ def test_short_links_keep_the_test_they_had():
                 link(rate_mbit=1000, delay_ms=2.4), link(delay_ms=50)):
         plan = plan_rate_test(lnk, 2)
         assert (plan.seconds, plan.omit_s, plan.total_s) == (2, 0, 2), lnk
-    # 6 RTTs of 20 ms = 0.12 s: in a 1 s test a ramp beyond a tenth is omitted (1 s)
-    assert plan_rate_test(link(rate_mbit=100, delay_ms=10), 1).omit_s == 1
+    # 6 RTTs of 20 ms = 0.12 s: in a 1 s test a ramp beyond a tenth is omitted (1 s), and 3 s
+    # counted so the counter (a sample every ~0.5 s under TCG) has samples enough
+    plan = plan_rate_test(link(rate_mbit=100, delay_ms=10), 1)
+    assert (plan.omit_s, plan.seconds) == (1, MIN_STEADY_S) == (1, 3)
 
 
 def test_no_other_study_verifies_a_link_longer_than_it_asks():
