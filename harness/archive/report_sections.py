@@ -86,6 +86,8 @@ def describe_check(r: dict, status: bool = True) -> str:
     if r.get("configured_mbit"):
         parts.append(f"{_num(r.get('link_layer_mbit'))} of {_num(r['configured_mbit'])} Mbit/s "
                      f"({_num(r.get('rate_ratio'), '.2f')} of the rate"
+                     + (f" over {_num(r.get('steady_rtts'), '.0f')} RTTs after {r['omitted_s']} s "
+                        "of slow start omitted" if r.get("omitted_s") else "")
                      + (f"; attempts {', '.join(_num(a, '.2f') for a in r['attempts'])})"
                         if r.get("attempts") else ")"))
     elif r.get("goodput_mbit") is not None:  # a user's machines: measured, not judged

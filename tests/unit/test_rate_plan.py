@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.archive.report_sections import describe_check
 from harness.lab.rate_plan import (
     DATA_START_BYTES,
     MAX_OMIT_S,
@@ -202,6 +203,9 @@ def test_an_archived_scaled_wan_check_that_failed_on_its_ramp_passes_past_it():
     # the smallest window iperf3 reported (snd_cwnd 1209080 B in its third second)
     assert record["window_bdps"] == pytest.approx(1209080 / record["bdp_bytes"])
     assert "after 1 s of slow start" in summarise([check])
+    assert describe_check(record) == ("ok, 74.9 of 73.8 Mbit/s (1.02 of the rate over 20 RTTs "
+                                      "after 1 s of slow start omitted), RTT 64.8 ms "
+                                      "(expected 65)")
     assert record["rtt_ok"] and record["rtt_ms"] == pytest.approx(64.9, abs=0.2)
 
 
