@@ -224,3 +224,24 @@ def test_the_window_is_read_from_the_counted_intervals_only():
     assert window_bdps(receiver, 600_000) is None  # a reverse test reports no window
     real = json.loads(archived("verify-s2-wan-65ms-3s.txt")[0])
     assert window_bdps(real, 600_000) == pytest.approx(1209080 / 600_000)
+
+
+def test_s2s_wan_scaled_into_a_vm_lab_is_verified_past_its_slow_start():
+    """S2's topology fitted to the wire ceiling the fresh clone measured (184.5 Mbit/s: f =
+    0.074, the archived check above): the WAN's rate test omits 1 s and counts 3 (its
+    verify_seconds), the LAN (unshaped) has none."""
+    from harness.lab.placement import fit_to_ceiling
+    from harness.studies.s2 import study as s2
+
+    params = s2.Params.resolve()
+    scaled, scaling = fit_to_ceiling(s2.topology(params), None, wire_ceiling_mbit=184.5)
+    assert scaling.factor == pytest.approx(S2_F074["rate_mbit"] / 1000, rel=1e-3)
+    ends = {lnk.name: lnk for lnk in scaled.links}
+    wan = ends["client:wan--server:wan"]
+    plan = plan_rate_test(wan, params.verify_seconds)
+    assert (plan.omit_s, plan.seconds, plan.ramp_rtts) == (1, 3, 8)
+    assert plan.bdp_bytes == pytest.approx(params.bdp_bytes)  # the BDP kept by the scaling
+    kinds = verification_calls([direction(lnk, i) for i, lnk in enumerate(scaled.links)],
+                               params.verify_seconds)
+    assert [(k, d.link.name, "-O 1" in c.command[-3]) for k, d, c in kinds if k == "rate"] == [
+        ("rate", "client:wan--server:wan", True)]
