@@ -249,7 +249,7 @@ def _link_failure(record: Mapping) -> str:
                      f"{_num(record.get('configured_mbit'))} Mbit/s configured"
                      + (f" ({ratio:.3f}" if ratio is not None else " (")
                      + (f"; tries {', '.join(f'{t:.3f}' for t in tries)}" if tries else "")
-                     + "; below the verification's tolerance)")
+                     + _past_slow_start(record) + "; below the verification's tolerance)")
     if record.get("rtt_ok") is False:
         parts.append(f"RTT {_num(record.get('rtt_ms'))} ms against "
                      f"{_num(record.get('expected_rtt_ms'))} ms expected")
@@ -275,8 +275,18 @@ def _links_verified(facts: RunFacts, _tables, params) -> GateResult:
     return GateResult(name, True, f"{len(mine)} direction{'s' if len(mine) != 1 else ''} of "
                       f"*{part}* verified: " + ", ".join(
                           f"{r.get('direction')} {r.get('rate_ratio') or 0:.3f} of its rate"
+                          + _past_slow_start(r)
                           if r.get("rate_ratio") is not None else f"{r.get('direction')}"
                           for r in mine))
+
+
+def _past_slow_start(record: Mapping) -> str:
+    """What a long link's rate check covered (harness.lab.rate_plan), or nothing: a short
+    link's check, or a run from before checks omitted slow start."""
+    if not record.get("omitted_s"):
+        return ""
+    return (f" over {record.get('steady_rtts') or 0:.0f} RTTs after {record['omitted_s']} s of "
+            "slow start")
 
 
 def _rows(frame: pd.DataFrame, params) -> pd.DataFrame | str:

@@ -317,6 +317,24 @@ def test_the_link_gate_passes_a_verified_link_and_fails_an_unrecorded_one():
         Gate("links_verified")
 
 
+def test_the_link_gate_says_what_a_long_links_check_covered_past_slow_start():
+    """A long fat link's check omits its slow start (harness.lab.rate_plan): the gate's figures
+    say over how many round trips the rate was read, passed or failed."""
+    def record(direction, ratio):
+        return {"link": "a:wan--b:wan", "direction": direction, "ok": ratio >= 0.97,
+                "rate_ok": ratio >= 0.97, "rtt_ok": True, "rate_ratio": ratio,
+                "link_layer_mbit": 23.4 * ratio, "configured_mbit": 23.4, "omitted_s": 2,
+                "steady_rtts": 19.4}
+    gate = Gate("links_verified", {"link": "wan"})
+    passed = evaluate(gate, RunFacts.from_meta({"link_verification": [record("a->b", 1.01)]}),
+                      {})
+    assert passed.passed and "a->b 1.010 of its rate over 19 RTTs after 2 s of slow start" \
+        in passed.figures
+    failed = evaluate(gate, RunFacts.from_meta({"link_verification": [record("b->a", 0.9)]}), {})
+    assert not failed.passed and "(0.900 over 19 RTTs after 2 s of slow start; below" \
+        in failed.figures
+
+
 def test_at_least_reads_the_rows_a_claim_rests_on():
     frame = pd.DataFrame({"kind": ["window", "window", "mtu"], "window_kib": [0, 1024, None],
                           "window_bdps": [0.87, 1.7, 1.2]})
