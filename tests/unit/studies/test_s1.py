@@ -17,6 +17,7 @@ from harness.lab.placement import VMOffer, decide
 from harness.lab.probe import Capabilities
 from harness.studies.registry import get_study
 from harness.studies.s1 import analysis as s1_analysis
+from harness.studies.s1 import figures as s1_figures
 from harness.studies.s1 import study as s1
 from harness.studies.s1 import validity as s1_validity
 from harness.studies.s1 import wire as s1_wire
@@ -463,8 +464,8 @@ def test_tcg_is_said_when_the_vms_were_emulated():
 
 def test_figures_and_tables_render():
     frame = synthetic(reps=2)
-    assert s1_analysis.figure_latency(frame).axes
-    assert s1_analysis.figure_bandwidth(frame).axes
+    assert s1_figures.figure_latency(frame).axes
+    assert s1_figures.figure_bandwidth(frame).axes
     polling = s1_analysis.polling_table(frame)
     assert {"latency_us_polling", "latency_us_events"} <= set(polling.columns)
     assert not s1_analysis.summary(frame).empty
