@@ -16,6 +16,23 @@ from .registration import BW_SMALL_MAX, LABELS, PAPER
 from .smp import SMP_CHECK, SMP_STACKS
 
 
+def _size_axes(ax) -> None:
+    """Both axes logarithmic (sizes in doublings), a grid, the size axis labelled."""
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.grid(alpha=0.3, which="both")
+    ax.set_xlabel("message size (bytes)")
+
+
+def _finish(fig, ax, ylabel: str, title: str):
+    """The value axis labelled, the title, the legend; the figure laid out and returned."""
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
 def _curves(ax, frame: pd.DataFrame, methods: list[str], value: str) -> None:
     for i, method in enumerate(methods):
         sub = frame[(frame.method == method) & frame[value].notna()]
@@ -25,10 +42,7 @@ def _curves(ax, frame: pd.DataFrame, methods: list[str], value: str) -> None:
         x, y, err = zip(*points)
         ax.errorbar(x, y, yerr=err, marker="o", markersize=3, capsize=2, color=f"C{i}",
                     label=LABELS.get(method, method))
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
-    ax.grid(alpha=0.3, which="both")
-    ax.set_xlabel("message size (bytes)")
+    _size_axes(ax)
 
 
 def figure_latency(frame: pd.DataFrame, title: str = "S1: latency against message size"):
@@ -42,11 +56,7 @@ def figure_latency(frame: pd.DataFrame, title: str = "S1: latency against messag
                                      ("tcp_4b_us", "paper: TCP/IP 4 B"),
                                      ("clan_4b_us", "paper: cLAN 4 B (hardware)")), "xD*"):
         ax.plot([4], [PAPER[key]], marker=marker, linestyle="none", color="k", label=label)
-    ax.set_ylabel("latency, half round trip (us)")
-    ax.set_title(title)
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    return fig
+    return _finish(fig, ax, "latency, half round trip (us)", title)
 
 
 def figure_bandwidth(frame: pd.DataFrame, title: str = "S1: bandwidth against message size"):
@@ -58,11 +68,7 @@ def figure_bandwidth(frame: pd.DataFrame, title: str = "S1: bandwidth against me
     ax.axvline(BW_SMALL_MAX, color="grey", linestyle=":", linewidth=1)
     ax.text(BW_SMALL_MAX, ax.get_ylim()[0], " 512 B (paper)", fontsize=7, color="grey",
             va="bottom")
-    ax.set_ylabel("bandwidth (Mbit/s)")
-    ax.set_title(title)
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    return fig
+    return _finish(fig, ax, "bandwidth (Mbit/s)", title)
 
 
 def figure_smp(frame: pd.DataFrame, title: str = "S1: latency on 1 and on 2 online CPUs"):
@@ -83,12 +89,5 @@ def figure_smp(frame: pd.DataFrame, title: str = "S1: latency on 1 and on 2 onli
                         alpha=1.0 if method in SMP_STACKS else 0.5,
                         label=f"{LABELS[method]}, {cpus} CPU" + ("" if method in SMP_STACKS
                                                                 else " (cross-check)"))
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
-    ax.grid(alpha=0.3, which="both")
-    ax.set_xlabel("message size (bytes)")
-    ax.set_ylabel("latency, mean half round trip (us)")
-    ax.set_title(title)
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    return fig
+    _size_axes(ax)
+    return _finish(fig, ax, "latency, mean half round trip (us)", title)
