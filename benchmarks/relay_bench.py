@@ -797,7 +797,8 @@ def benchmark(args) -> dict:
     absent = preflight(args.peers)
     kinds = [k for k in args.peers if k not in absent] + ["srd"]
     paths = paths_of(kinds)
-    registered = targets.registration()  # fixed before any measurement
+    registered = targets.registration()  # fixed before any measurement (its files' digests too)
+    registered_digests = targets.registration_digests()
     seed = args.seed or random.SystemRandom().randrange(1, 2**31)
     rng = random.Random(seed)
     load_start = os.getloadavg()
@@ -870,7 +871,8 @@ def benchmark(args) -> dict:
                    "sizes": list(SIZES),
                    "lab": "3 netns line, veth unshaped, 198.18.0.0/15; srd2/socat2: two relays "
                           "in the middle namespace, joined over its loopback"},
-        "targets_registered": registered,
+        "targets_registered": registered,  # harness/relay/registration.toml's, then S0's peer rows
+        "targets_registration": registered_digests,
         "results": [asdict(r) for r in results],
         "summary": summarize(results),
     }
