@@ -81,8 +81,15 @@ def archived_runs(study: str) -> list[Path]:
 
 
 def cmd_claims_history(args) -> int:
+    from ..errors import SpecError
     from ..verdicts.registration import history
 
+    if args.study == RELAY:
+        raise SpecError(f"{RELAY} is the relay benchmark's registration, not a study's: it has no "
+                        "archived runs to list",
+                        "`harness claims show relay` prints it; each benchmark archives what it was "
+                        "judged under (targets_registered), and `git log -p harness/relay/"
+                        "registration.toml data/benchmarks/relay.json` is its history")
     study = _study(args.study)
     rows = history(study.registration(), archived_runs(study.name))
     if not rows:

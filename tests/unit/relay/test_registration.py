@@ -145,7 +145,7 @@ def test_the_design_is_what_relay_bench_runs_by_default():
 
 
 def test_claims_show_relay_prints_the_file_and_an_unknown_name_says_both_kinds(capsys):
-    from harness.commands.claims import cmd_claims_show
+    from harness.commands.claims import cmd_claims_history, cmd_claims_show
 
     assert cmd_claims_show(Namespace(study="relay", json=False)) == 0
     out = capsys.readouterr().out
@@ -160,6 +160,9 @@ def test_claims_show_relay_prints_the_file_and_an_unknown_name_says_both_kinds(c
     with pytest.raises(SpecError, match="unknown study 'nosuch'") as err:
         cmd_claims_show(Namespace(study="nosuch", json=False))
     assert "relay" in err.value.hint and "s0" in err.value.hint
+    with pytest.raises(SpecError, match="not a study's") as err:
+        cmd_claims_history(Namespace(study="relay", verbose=False))
+    assert "claims show relay" in err.value.hint
 
 
 def s0_run_with_benchmark(tmp_path: Path) -> Path:
