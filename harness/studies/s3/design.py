@@ -81,9 +81,10 @@ PROFILES = {
     # 32 added 2026-11-27: s3/registration.toml, changes), 1:8 beside them (TIPC best?);
     # ~45 min here under a host load of 7-9 (a quick run's fleets then took 43-54 s at 6
     # points x 5 rounds, a CPU fleet 38-46 s at the 871 ms its 28 Mbit/s port gave)
+    # one run of three for a pooled reference (issue 33 item 3): a third of the repetitions
     "verdict": dict(mappers=(8, 48), sizes_kb=(1, 4, 8, 16, 32, 64), rounds=10, warmup=2,
-                    repetitions=5, cpu_periods_paper_ms=(PAPER_PERIOD_MS,),
-                    cpu_sizes_kb=(1, 4), cpu_rounds=6, cpu_repetitions=10),
+                    repetitions=2, cpu_periods_paper_ms=(PAPER_PERIOD_MS,),
+                    cpu_sizes_kb=(1, 4), cpu_rounds=6, cpu_repetitions=4),
     # paper: the paper's 7 x 7 grid of Fig. 7 (fan-in 1..48, 1..64 KB, 1000 rounds a point)
     # and Fig. 8's sizes at three periods; hours here (see docs/measurements.md, S3)
     "paper": dict(mappers=(1, 8, 16, 24, 32, 40, 48), sizes_kb=(1, 2, 4, 8, 16, 32, 64),

@@ -13,6 +13,7 @@ from harness.studies.s3 import analysis as s3_verdicts
 from harness.studies.s3 import figures as s3_figures
 from harness.studies.s3 import registration as s3_analysis
 from harness.studies.s3 import study as s3
+from harness.studies.s3.design import PROFILES
 from harness.verdicts.claims import INVALID, NOT_TESTABLE, PAPER
 
 SEED = Path(__file__).resolve().parents[4] / "shared" / "seeds" / "003_4846a53aaad56b29.txt"
@@ -92,9 +93,11 @@ def test_registration_declares_every_claim_its_design_and_its_changes():
         assert claim.region.why
     assert [c.source for c in reg.claims][-1] == "lab"  # ours after the paper's
     design = reg.design
-    assert {p: v["repetitions"] for p, v in design["profiles"].items()} == {
-        "quick": 2, "verdict": 5, "paper": 3}
-    assert design["profiles"]["verdict"]["cpu_repetitions"] == 10
+    # the registration states the counts the code uses; a verdict run is one of three
+    for name in ("quick", "verdict", "paper"):
+        for key in ("repetitions", "cpu_repetitions", "rounds", "cpu_rounds"):
+            assert design["profiles"][name][key] == PROFILES[name][key], (name, key)
+    assert design["runs"]["verdict"] == 3 and "three runs" in reg.changes[-1].what
     assert "shuffled" in design["order"] and "sar" in design["metric"]["cpu"]
     assert reg.changes and all(set(c.claims) <= set(ids) for c in reg.changes)
     assert any("collapse" in c.what and "20261125T130555Z-5b0f86" in c.why
