@@ -22,6 +22,7 @@ bound on what a verdict needs.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -113,18 +114,25 @@ def claim_power(row: pd.Series, registered: dict) -> ClaimPower:
     return ClaimPower(**base, spread=spread, needed=needed, why=why)
 
 
-def run_power(run: Path, regions: Registration | None = None) -> list[ClaimPower]:
+def run_power(run: Path, regions: Registration | None = None,
+              beside: Mapping[str, dict] | None = None) -> list[ClaimPower]:
     """Each claim of an archived run (its claims.csv and registration.json), planned.
 
     With ``regions`` (a registration, e.g. today's) each claim's region is read from it instead
     of the run's own: the spread the run showed, planned for regions registered since -- the
     check to make before new regions are committed (issue 33 item 2).
+
+    ``beside``: claims registered outside the study's registration, by id (each as
+    :meth:`~harness.verdicts.claims.Claim.registration` gives it), for the rows a run's table
+    takes from elsewhere -- S0 shows the relay benchmark's targets, registered in the benchmark
+    it archived (:func:`harness.relay.targets.registered_in_run`); the study's own come first.
     """
     claims = pd.read_csv(run / "claims.csv")
     if regions is None:
         registered = {c["id"]: c for c in (read_archived(run).body or {}).get("claims", [])}
     else:
         registered = {c.id: c.registration() for c in regions.claims}
+    registered = {**(beside or {}), **registered}
     out = []
     for _, row in claims.iterrows():
         planned = registered.get(row.claim_id, {})
