@@ -80,12 +80,12 @@ PROFILES = {
     "quick": dict(sizes=QUICK_SIZES, nagle_sizes=NAGLE_SIZES, repetitions=2, iterations=50,
                   bw_iterations=50, tcp_budget_s=0.05, rdma_write=False, cpus=(1, 2)),
     # verdict: each claim's sizes (4 B; <= 512 B; <= 1 KB; >= 8 KB up to 64 KB), send/recv,
-    # 10 repetitions (the count fixed before any data, s1/registration.toml changes), 10^4
-    # messages per bandwidth point. Two runs of 10 repetitions with 300 messages (2026-11-26,
-    # idle: 1232 s and 1310 s, ~120 s a repetition); 10^4 messages add ~4 x 110 s per
-    # repetition at 64 KiB (verbs ~48 Mbit/s under TCG): about 90-110 min a run, estimated
+    # 4 repetitions, one run of three for a pooled reference (issue 33 item 3; was 10 in one
+    # run), 10^4 messages per bandwidth point. Two runs of 10 repetitions with 300 messages
+    # (2026-11-26, idle: 1232 s and 1310 s, ~120 s a repetition); 10^4 messages add ~4 x 110 s
+    # per repetition at 64 KiB (verbs ~48 Mbit/s under TCG): about 40 min a run, estimated
     "verdict": dict(sizes=(4, 64, 512, 1024, 8192, 65536), nagle_sizes=NAGLE_SIZES,
-                    repetitions=10, iterations=300, bw_iterations=VERDICT_BW_MESSAGES,
+                    repetitions=4, iterations=300, bw_iterations=VERDICT_BW_MESSAGES,
                     tcp_budget_s=0.1, rdma_write=False, cpus=(1, 2)),
     # paper: the paper's sizes up to 1 MB, perftest's default 1000 iterations
     "paper": dict(sizes=powers_of_two(MAX_SIZE), nagle_sizes=NAGLE_SIZES, repetitions=10,
