@@ -127,7 +127,7 @@ def cmd_claims_power(args) -> int:
     region needs, from the spread that run showed (harness.verdicts.power)."""
     from ..archive.reference import find_reference, reference_root
     from ..relay import targets as relay_targets
-    from ..verdicts.power import FEASIBLE_REPETITIONS, run_power
+    from ..verdicts.power import FEASIBLE_REPETITIONS, FEASIBLE_RUNS, run_power
 
     if args.run:
         from ..archive.runref import resolve_run
@@ -152,13 +152,14 @@ def cmd_claims_power(args) -> int:
             discover()
             regions = get_study(run.parent.name).registration()
             beside = {c.id: c.registration() for c in relay_targets.registered().claims}
-        print(f"{run.parent.name}/{run.name} (feasible: at most {FEASIBLE_REPETITIONS} repetitions"
+        print(f"{run.parent.name}/{run.name} (feasible: at most {FEASIBLE_REPETITIONS} repetitions, "
+              f"or {FEASIBLE_RUNS} runs for a pooled run"
               f"{'; regions registered today, spread from this run' if regions else ''})")
         for c in run_power(run, regions, beside):
             spread = "-" if c.spread is None else f"{c.spread:.3g}"
             needed = "-" if c.needed is None else str(c.needed)
             feasible = {None: "-", True: "yes", False: "no"}[c.feasible]
-            print(f"  {c.claim_id:40s} {c.region:24s} n={c.n:<3d} sd={spread:8s} "
+            print(f"  {c.claim_id:40s} {c.region:24s} n={c.n:<3d} {c.units:11s} sd={spread:8s} "
                   f"needs {needed:>7s}  feasible {feasible:3s}  ({c.why})")
     return 0
 

@@ -28,12 +28,15 @@ from pathlib import Path
 
 import pandas as pd
 
-from .intervals import t975
+from .intervals import POOLED_METHOD, t975
 from .registration import Registration, read_archived
 
 #: more repetitions than this (in all, over a reference's runs) is not a feasible profile on
 #: the machines this project targets: about three runs of 30 repetitions
 FEASIBLE_REPETITIONS = 100
+#: more runs than this is not a feasible pooled reference: ten runs of at most two hours each
+#: are about a day of one machine (a pooled reference's rows are planned in runs, its unit)
+FEASIBLE_RUNS = 10
 NORMAL975 = 1.959964
 _LIMIT = 1_000_000
 
@@ -46,12 +49,14 @@ class ClaimPower:
     n: int
     scale: str  # "linear" or "log"
     spread: float | None  # SD of one repetition on the scale
-    needed: int | None  # repetitions that would decide it; None: no spread, or no bound
+    needed: int | None  # units that would decide it; None: no spread, or no bound
     why: str
+    units: str = "repetitions"  # "runs" for a pooled run's rows: the run is its unit
 
     @property
     def feasible(self) -> bool | None:
-        return None if self.needed is None else self.needed <= FEASIBLE_REPETITIONS
+        limit = FEASIBLE_RUNS if self.units == "runs" else FEASIBLE_REPETITIONS
+        return None if self.needed is None else self.needed <= limit
 
 
 def _critical(n: int, method: str) -> float:
@@ -88,6 +93,8 @@ def claim_power(row: pd.Series, registered: dict) -> ClaimPower:
     low = -math.inf if region.get("low") is None else float(region["low"])
     high = math.inf if region.get("high") is None else float(region["high"])
     method = str(row.get("interval") or "")
+    if POOLED_METHOD in method:  # pooled: the spread is the run means', the plan is in runs
+        base["units"] = "runs"
     scale = "log" if method.startswith("geometric mean") else "linear"
     gain = scale == "log" and str(row.get("unit") or "") == "%"
     base["scale"] = scale
