@@ -797,7 +797,8 @@ def benchmark(args) -> dict:
     absent = preflight(args.peers)
     kinds = [k for k in args.peers if k not in absent] + ["srd"]
     paths = paths_of(kinds)
-    registered = targets.registration()  # fixed before any measurement
+    registered = targets.registration()  # fixed before any measurement (its files' digests too)
+    registered_digests = targets.registration_digests()
     seed = args.seed or random.SystemRandom().randrange(1, 2**31)
     rng = random.Random(seed)
     load_start = os.getloadavg()
@@ -870,7 +871,8 @@ def benchmark(args) -> dict:
                    "sizes": list(SIZES),
                    "lab": "3 netns line, veth unshaped, 198.18.0.0/15; srd2/socat2: two relays "
                           "in the middle namespace, joined over its loopback"},
-        "targets_registered": registered,
+        "targets_registered": registered,  # harness/relay/registration.toml's, then S0's peer rows
+        "targets_registration": registered_digests,
         "results": [asdict(r) for r in results],
         "summary": summarize(results),
     }
@@ -929,15 +931,9 @@ def shlex_join(parts: list[str]) -> str:
     return shlex.join(parts)
 
 
-def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    if argv and argv[0] == "_echo":
-        echo_server(int(argv[1]))
-        return 0
-    if argv and argv[0] == "_ping":
-        host, port, iters, size, warmup = argv[1], *map(int, argv[2:6])
-        print(json.dumps(ping(host, port, iters, size, warmup)))
-        return 0
+def arg_parser() -> argparse.ArgumentParser:
+    """The options; their defaults are the design harness/relay/registration.toml registers
+    (tests/unit/relay/test_registration.py holds them equal)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=3, help="repetitions of every path (3)")
     parser.add_argument("--duration", type=int, default=5, help="iperf3 seconds per test (5)")
@@ -954,6 +950,19 @@ def main(argv: list[str] | None = None) -> int:
                         help="replace --out if it exists (else refused before measuring)")
     parser.add_argument("--seed", type=int, default=0,
                         help="seed of the paths' order per run (0: a fresh one, recorded)")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] == "_echo":
+        echo_server(int(argv[1]))
+        return 0
+    if argv and argv[0] == "_ping":
+        host, port, iters, size, warmup = argv[1], *map(int, argv[2:6])
+        print(json.dumps(ping(host, port, iters, size, warmup)))
+        return 0
+    parser = arg_parser()
     args = parser.parse_args(argv)
     args.peers = [p for p in args.peers.split(",") if p]
     if args.srd_notsent_lowat is None:

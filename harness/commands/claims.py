@@ -3,7 +3,8 @@
 ``show`` prints a study's registration, read from its file (``Study.registration_file``,
 :mod:`harness.verdicts.registration_file`), as a reader reviews a preregistration: each claim with
 the paper's sentence and line, the quantity, the regime, the validity checks, the region
-and its rule, then the fixed design and every recorded change.
+and its rule, then the fixed design and every recorded change. ``show relay`` prints the relay
+benchmark's own targets (``harness/relay/registration.toml``), which belong to no study.
 ``history`` lists the study's archived runs (``$HARNESS_DATA`` and the committed
 reference runs) with the registration each was made with, and says, claim by
 claim, what changed between them and since the last run. ``pool`` pools runs of one study
@@ -16,6 +17,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+#: a registration that belongs to no study: benchmarks/relay_bench.py's targets
+RELAY = "relay"
+
 
 def _study(name: str):
     from ..studies import study_for
@@ -23,13 +27,29 @@ def _study(name: str):
     return study_for(name)
 
 
+def _registration(name: str):
+    """The heading and registration ``harness claims show NAME`` prints: a study's, or the
+    relay benchmark's (:data:`RELAY`); an unknown name is one error naming both kinds."""
+    from ..errors import SpecError
+
+    if name == RELAY:
+        from ..relay import targets
+
+        return f"{RELAY}: {targets.TITLE}", targets.registered()
+    try:
+        study = _study(name)
+    except SpecError as exc:
+        raise SpecError(exc.message, f"{exc.hint}; or {RELAY} for the relay benchmark's own "
+                        "targets (harness/relay/registration.toml)") from None
+    return f"{study.name}: {study.title}", study.registration()
+
+
 def cmd_claims_show(args) -> int:
-    study = _study(args.study)
-    reg = study.registration()
+    heading, reg = _registration(args.study)
     if args.json:
         print(json.dumps(reg.to_dict(), indent=1, ensure_ascii=False))
         return 0
-    print(f"{study.name}: {study.title}\nregistration {reg.digest}\n")
+    print(f"{heading}\nregistration {reg.digest}\n")
     for claim in reg.claims:
         print(f"[{claim.source}] {claim.id}: {claim.text}")
         if claim.quote:
@@ -61,8 +81,15 @@ def archived_runs(study: str) -> list[Path]:
 
 
 def cmd_claims_history(args) -> int:
+    from ..errors import SpecError
     from ..verdicts.registration import history
 
+    if args.study == RELAY:
+        raise SpecError(f"{RELAY} is the relay benchmark's registration, not a study's: it has no "
+                        "archived runs to list",
+                        "`harness claims show relay` prints it; each benchmark archives what it was "
+                        "judged under (targets_registered), and `git log -p harness/relay/"
+                        "registration.toml data/benchmarks/relay.json` is its history")
     study = _study(args.study)
     rows = history(study.registration(), archived_runs(study.name))
     if not rows:
@@ -99,7 +126,8 @@ def cmd_claims_power(args) -> int:
     """Per claim of a run (a study's committed reference by default): the repetitions its
     region needs, from the spread that run showed (harness.verdicts.power)."""
     from ..archive.reference import find_reference, reference_root
-    from ..verdicts.power import FEASIBLE_REPETITIONS, run_power
+    from ..relay import targets as relay_targets
+    from ..verdicts.power import FEASIBLE_REPETITIONS, FEASIBLE_RUNS, run_power
 
     if args.run:
         from ..archive.runref import resolve_run
@@ -116,17 +144,22 @@ def cmd_claims_power(args) -> int:
             print(f"{run}: no claims.csv: the run did not finish its analysis")
             return 2
         regions = None
+        # the relay benchmark's targets a run shows (S0's): registered in the benchmark it
+        # archived, or today in harness/relay/registration.toml
+        beside = relay_targets.registered_in_run(run)
         if args.today:
             from ..studies.registry import discover, get_study
             discover()
             regions = get_study(run.parent.name).registration()
-        print(f"{run.parent.name}/{run.name} (feasible: at most {FEASIBLE_REPETITIONS} repetitions"
+            beside = {c.id: c.registration() for c in relay_targets.registered().claims}
+        print(f"{run.parent.name}/{run.name} (feasible: at most {FEASIBLE_REPETITIONS} repetitions, "
+              f"or {FEASIBLE_RUNS} runs for a pooled run"
               f"{'; regions registered today, spread from this run' if regions else ''})")
-        for c in run_power(run, regions):
+        for c in run_power(run, regions, beside):
             spread = "-" if c.spread is None else f"{c.spread:.3g}"
             needed = "-" if c.needed is None else str(c.needed)
             feasible = {None: "-", True: "yes", False: "no"}[c.feasible]
-            print(f"  {c.claim_id:40s} {c.region:24s} n={c.n:<3d} sd={spread:8s} "
+            print(f"  {c.claim_id:40s} {c.region:24s} n={c.n:<3d} {c.units:11s} sd={spread:8s} "
                   f"needs {needed:>7s}  feasible {feasible:3s}  ({c.why})")
     return 0
 
@@ -135,7 +168,7 @@ def add_claims_command(sub) -> None:
     claims = sub.add_parser("claims", help="a study's registered claims and their history")
     csub = claims.add_subparsers(dest="claims_command", required=True)
     show = csub.add_parser("show", help="the registration: sentences, regimes, regions, design")
-    show.add_argument("study", help="a study's name or its notebook")
+    show.add_argument("study", help="a study's name or its notebook; relay: the relay benchmark's targets")
     show.add_argument("--json", action="store_true", help="as archived (registration.json)")
     show.set_defaults(func=cmd_claims_show)
     hist = csub.add_parser("history", help="archived runs and what changed in the claims")

@@ -4,6 +4,10 @@
 one relay, and two relays in a row -- side by side, run by run, and writes every run's
 numbers and the registration of these targets to FILE (the repository keeps one at
 :data:`ARCHIVED`). The targets are ours, not a paper's: ``source=TARGET``, met or not met.
+They are registered as data, not code: :data:`REGISTRATION` (``registration.toml`` beside
+this module, the studies' schema, :mod:`harness.verdicts.registration_file`) holds each one's
+text, quantity, bound and rule, the benchmark's design and the changes;
+``harness claims show relay`` prints it. This module holds only how each is computed.
 
 Each is judged on per-run paired values (every path of a run measured back to back, so a
 slow moment of the shared 2-core machine falls on all of them): throughput as a ratio to
@@ -30,8 +34,10 @@ from pathlib import Path
 import pandas as pd
 
 from ..errors import SpecError
-from ..verdicts.claims import TARGET, Claim, Region, Verdict, judge, not_testable, table
+from ..verdicts.claims import Claim, Verdict, judge, not_testable, table
 from ..verdicts.intervals import mean_estimate
+from ..verdicts.registration import Registration
+from ..verdicts.registration_file import RegistrationError
 from ..verdicts.registration_file import load as load_registration
 
 ARCHIVED = Path(__file__).resolve().parents[2] / "data" / "benchmarks" / "relay.json"
@@ -46,48 +52,53 @@ PEER_TARGETS = {
     ("srd2", "relay_cpu_s_per_gb", min): "s0.target.srd_cpu_vs_cheapest_peer_two",
 }
 
-THROUGHPUT_X, ADDED_HALF_RTT_US = 0.9, 10.0
-_WHY = "issue 27: a user-space relay at the kernel's speed (our target, not the paper's)"
-_PAIRED = "paired per benchmark run (benchmarks/relay_bench.py, unshaped veth line)"
+TITLE = "the relay's own targets, judged on benchmarks/relay_bench.py (issue 27)"
+#: the relay's own targets, their design and changes: data, not code (issue 33 item 1)
+REGISTRATION = Path(__file__).resolve().parent / "registration.toml"
+#: the relay's targets judged on the per-run paired values: (relay's path, hops) x (what is
+#: compared); ``relay.target.<path>_<what>`` names each in :data:`REGISTRATION`
+_JUDGED = ("vs_forward", "retransmits", "added_half_rtt")
+_RELAYS = (("srd", 1), ("srd2", 2))
 
-CLAIMS: dict[str, Claim] = {
-    "srd_vs_forward": Claim(
-        "relay.target.srd_vs_forward", "one srd: throughput >= 0.9x kernel forwarding", "-",
-        Region.above(THROUGHPUT_X, _WHY), "x", TARGET,
-        quantity="iperf3 throughput srd / forward, " + _PAIRED),
-    "srd2_vs_forward": Claim(
-        "relay.target.srd2_vs_forward", "two srds in a row: throughput >= 0.9x kernel "
-        "forwarding", "-", Region.above(THROUGHPUT_X, _WHY), "x", TARGET,
-        quantity="iperf3 throughput srd2 / forward, " + _PAIRED),
-    "srd_retransmits": Claim(
-        "relay.target.srd_retransmits", "one srd: retransmits no more than socat's", "-",
-        Region.below(0.0, _WHY + ": srd's window must not cost the sender more losses"),
-        "segments", TARGET,
-        quantity="iperf3 sender's retransmitted segments, srd minus socat, " + _PAIRED),
-    "srd2_retransmits": Claim(
-        "relay.target.srd2_retransmits", "two srds in a row: retransmits no more than two "
-        "socats'", "-", Region.below(0.0, _WHY), "segments", TARGET,
-        quantity="iperf3 sender's retransmitted segments, srd2 minus socat2, " + _PAIRED),
-    "srd_added_half_rtt": Claim(
-        "relay.target.srd_added_half_rtt", "one srd adds <= 10 us of half round trip", "-",
-        Region.below(ADDED_HALF_RTT_US, _WHY), "us", TARGET,
-        quantity="1 B ping-pong half round trip (median of a run) srd minus forward, " + _PAIRED),
-    "srd2_added_half_rtt": Claim(
-        "relay.target.srd2_added_half_rtt", "two srds in a row add <= 10 us of half round "
-        "trip per relay", "-", Region.below(ADDED_HALF_RTT_US, _WHY), "us", TARGET,
-        quantity="1 B half round trip (srd2 minus forward) / 2, " + _PAIRED),
-}
+
+def registered() -> Registration:
+    """The relay's registration (:data:`REGISTRATION`), read and checked against the schema."""
+    return load_registration(REGISTRATION)
+
+
+def claims() -> dict[str, Claim]:
+    """The relay's targets by their short key (``'srd_vs_forward'``), from :data:`REGISTRATION`.
+
+    Every target :func:`verdicts` judges must be registered, and every registered one is
+    judged: a file that names another or leaves one out is one error before anything is judged.
+    """
+    reg = registered()
+    keys = [f"{relay}_{what}" for relay, _ in _RELAYS for what in _JUDGED]
+    wanted = {f"relay.target.{key}": key for key in keys}
+    got = {c.id for c in reg.claims}
+    if got != set(wanted):
+        raise RegistrationError(
+            f"{REGISTRATION}: the relay's targets are {', '.join(sorted(got)) or 'none'}; "
+            f"harness.relay.targets judges {', '.join(sorted(wanted))}",
+            "register exactly those ids (a new target needs its judging in harness.relay.targets)")
+    return {wanted[c.id]: c for c in reg.claims}
 
 
 def peer_claims() -> dict[str, Claim]:
     """S0's registered peer targets (:data:`PEER_TARGETS`), by claim id."""
-    registered = load_registration(S0_REGISTRATION)
-    return {cid: registered.claim(cid) for cid in PEER_TARGETS.values()}
+    s0 = load_registration(S0_REGISTRATION)
+    return {cid: s0.claim(cid) for cid in PEER_TARGETS.values()}
 
 
 def registration() -> list[dict]:
-    """The targets as the benchmark archives them before it measures (S0's peer rows too)."""
-    return [c.registration() for c in (*CLAIMS.values(), *peer_claims().values())]
+    """The targets as the benchmark archives them before it measures (``targets_registered``):
+    the relay's, in the order of its file, then S0's peer rows."""
+    return [c.registration() for c in (*registered().claims, *peer_claims().values())]
+
+
+def registration_digests() -> dict[str, str]:
+    """The digest of each registration file the targets come from (archived beside them)."""
+    return {"relay": registered().digest, "s0": load_registration(S0_REGISTRATION).digest}
 
 
 def best_peer(frame: pd.DataFrame, hops: int, best=max) -> str | None:
@@ -165,8 +176,9 @@ def verdicts(report: dict) -> list[Verdict]:
     retr = per_run(report, "retransmits")
     lat = per_run(report, "half_rtt_us")
     where = _where(report)
+    registered_claims = claims()
     out = []
-    for key, relay, hops in (("srd", "srd", 1), ("srd2", "srd2", 2)):
+    for relay, hops in _RELAYS:
         socat = "socat" if hops == 1 else "socat2"
         # each estimate is called in the iteration that made it (B023 cannot see that)
         for claim_key, frame, others, estimate in (
@@ -176,7 +188,7 @@ def verdicts(report: dict) -> list[Verdict]:
                  lambda f: mean_estimate(f[relay] - f[socat], "segments", "runs")),  # noqa: B023
                 ("added_half_rtt", lat, "forward",
                  lambda f: mean_estimate((f[relay] - f["forward"]) / hops, "us", "runs"))):  # noqa: B023
-            claim = CLAIMS[f"{key}_{claim_key}"]
+            claim = registered_claims[f"{relay}_{claim_key}"]
             missing = sorted({relay, others} - set(frame.columns))
             out.append(not_testable(claim, f"the benchmark has no {missing}", where) if missing
                        else judge(claim, estimate(frame), where))
@@ -219,3 +231,15 @@ def table_of_run(run_path: str | Path) -> pd.DataFrame | None:
     if not found:
         return None
     return targets_table(load(found[0]))
+
+
+def registered_in_run(run_path: str | Path) -> dict[str, dict]:
+    """The targets as the benchmark a run archived registered them before it measured
+    (``targets_registered``), by claim id; empty if the run archived none (or it predates
+    registration). Its rows in the run's claims table are judged under these, not under the
+    study's registration (``registration.json``), which does not hold the relay's own."""
+    found = sorted(Path(run_path).rglob(RUN_FILE))
+    if not found:
+        return {}
+    return {c["id"]: c for c in load(found[0]).get("targets_registered") or []
+            if isinstance(c, dict) and isinstance(c.get("id"), str)}

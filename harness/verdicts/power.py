@@ -22,17 +22,21 @@ bound on what a verdict needs.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 
-from .intervals import t975
+from .intervals import POOLED_METHOD, t975
 from .registration import Registration, read_archived
 
 #: more repetitions than this (in all, over a reference's runs) is not a feasible profile on
 #: the machines this project targets: about three runs of 30 repetitions
 FEASIBLE_REPETITIONS = 100
+#: more runs than this is not a feasible pooled reference: ten runs of at most two hours each
+#: are about a day of one machine (a pooled reference's rows are planned in runs, its unit)
+FEASIBLE_RUNS = 10
 NORMAL975 = 1.959964
 _LIMIT = 1_000_000
 
@@ -45,12 +49,14 @@ class ClaimPower:
     n: int
     scale: str  # "linear" or "log"
     spread: float | None  # SD of one repetition on the scale
-    needed: int | None  # repetitions that would decide it; None: no spread, or no bound
+    needed: int | None  # units that would decide it; None: no spread, or no bound
     why: str
+    units: str = "repetitions"  # "runs" for a pooled run's rows: the run is its unit
 
     @property
     def feasible(self) -> bool | None:
-        return None if self.needed is None else self.needed <= FEASIBLE_REPETITIONS
+        limit = FEASIBLE_RUNS if self.units == "runs" else FEASIBLE_REPETITIONS
+        return None if self.needed is None else self.needed <= limit
 
 
 def _critical(n: int, method: str) -> float:
@@ -87,6 +93,8 @@ def claim_power(row: pd.Series, registered: dict) -> ClaimPower:
     low = -math.inf if region.get("low") is None else float(region["low"])
     high = math.inf if region.get("high") is None else float(region["high"])
     method = str(row.get("interval") or "")
+    if POOLED_METHOD in method:  # pooled: the spread is the run means', the plan is in runs
+        base["units"] = "runs"
     scale = "log" if method.startswith("geometric mean") else "linear"
     gain = scale == "log" and str(row.get("unit") or "") == "%"
     base["scale"] = scale
@@ -113,18 +121,25 @@ def claim_power(row: pd.Series, registered: dict) -> ClaimPower:
     return ClaimPower(**base, spread=spread, needed=needed, why=why)
 
 
-def run_power(run: Path, regions: Registration | None = None) -> list[ClaimPower]:
+def run_power(run: Path, regions: Registration | None = None,
+              beside: Mapping[str, dict] | None = None) -> list[ClaimPower]:
     """Each claim of an archived run (its claims.csv and registration.json), planned.
 
     With ``regions`` (a registration, e.g. today's) each claim's region is read from it instead
     of the run's own: the spread the run showed, planned for regions registered since -- the
     check to make before new regions are committed (issue 33 item 2).
+
+    ``beside``: claims registered outside the study's registration, by id (each as
+    :meth:`~harness.verdicts.claims.Claim.registration` gives it), for the rows a run's table
+    takes from elsewhere -- S0 shows the relay benchmark's targets, registered in the benchmark
+    it archived (:func:`harness.relay.targets.registered_in_run`); the study's own come first.
     """
     claims = pd.read_csv(run / "claims.csv")
     if regions is None:
         registered = {c["id"]: c for c in (read_archived(run).body or {}).get("claims", [])}
     else:
         registered = {c.id: c.registration() for c in regions.claims}
+    registered = {**(beside or {}), **registered}
     out = []
     for _, row in claims.iterrows():
         planned = registered.get(row.claim_id, {})

@@ -93,3 +93,26 @@ def test_todays_regions_are_planned_with_a_references_spread(capsys):
     assert main(["claims", "power", "s3", "--today"]) == 0
     line = next(x for x in capsys.readouterr().out.splitlines() if "s3.tipc_gain_avg" in x)
     assert "feasible yes" in line and "4.881..21%" in line
+
+
+def test_a_pooled_row_is_planned_in_runs_from_the_spread_of_its_run_means():
+    """A pooled reference's interval is over run means: its spread is the runs', so the plan
+    counts runs, and more than ten is not a feasible reference."""
+    from harness.verdicts.intervals import run_estimate
+    from harness.verdicts.power import FEASIBLE_RUNS
+
+    # three runs whose means differ (1.0, 1.2, 1.4), each of 4 repetitions
+    values = [v + d for v in (1.0, 1.2, 1.4) for d in (-0.01, 0.0, 0.0, 0.01)]
+    runs = [r for r in "abc" for _ in range(4)]
+    est = run_estimate(values, runs)
+    assert est.n == 3 and est.units == "runs"
+    plan = claim_power(row(est.value, est.low, est.high, est.n, est.method, "1.1..1.3"),
+                       registered(1.1, 1.3))
+    assert plan.units == "runs"
+    assert plan.spread == pytest.approx(0.2)  # the SD of the run means, not of repetitions
+    expected = next(m for m in range(2, 100) if t975(m - 1) * 0.2 / math.sqrt(m) <= 0.1)
+    assert plan.needed == expected
+    assert plan.feasible == (expected <= FEASIBLE_RUNS)
+    one_run = claim_power(row(1.2, 1.1, 1.3, 12, "mean, 95% Student t interval", "1.1..1.3"),
+                          registered(1.1, 1.3))
+    assert one_run.units == "repetitions"

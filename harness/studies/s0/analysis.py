@@ -8,6 +8,8 @@ bandwidth are judged on both, labelled.
 The per-repetition estimates the verdicts rest on are :mod:`.estimates`; which sizes a
 latency or ping-pong claim may count (those the run's wire probe shows serialised) and which
 points no path could produce (above its measured capacity), :mod:`.validity`.
+The distance verdict (the sweep of front-to-front delays) is :mod:`.distance_verdict`; it
+is judged there and listed here among the claims.
 """
 
 from __future__ import annotations
@@ -15,20 +17,18 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 from ...verdicts.claims import Verdict, judge, not_testable, table
 from ...verdicts.intervals import mean_estimate
 from ...verdicts.validity import payload_rate_mbit
-from .common import KB, LABELS, MB, METHODS, size_label  # noqa: F401 (s0_figures)
+from .common import KB, LABELS, MB, METHODS, join_notes, size_label  # noqa: F401 (s0_figures)
+from .distance_verdict import far_latency_verdict, far_ratios  # noqa: F401 (the notebook reads far_ratios here)
 from .estimates import geomean_per_repetition, per_repetition
 from .registration import (
     ALL_SIZES,
     APPROPRIATE_SIZE,
     DIRECT_LINK_FLOOR,
-    FAR_DELAYS_MS,
-    FAR_REACHED,
     LARGE_SIZES,
     LATENCY_SIZES,
     METRICS,
@@ -37,7 +37,6 @@ from .registration import (
     registered,
 )
 from .validity import (
-    MTU,
     among,
     capacities,
     invalid_points,
@@ -47,7 +46,6 @@ from .validity import (
     serialised_sizes,
     unserialised_note,
     unserialised_sizes,
-    wire_bytes,
 )
 
 __all__ = ["claims", "explain", "invalid_table", "registered", "table1"]
@@ -230,76 +228,6 @@ def _regime(frame: pd.DataFrame, meta: dict) -> tuple[str, str]:
     return "", ""
 
 
-def far_ratios(far: pd.DataFrame) -> pd.DataFrame:
-    """Per repetition and delay: NAT + SRD / two proxies (geometric mean over the sizes), and
-    the direct path's 1 B half round trip (its rise over 0 ms shows the delay was there)."""
-    lat = far.pivot_table(index=["repetition", "one_way_delay_ms", "size"], columns="method",
-                          values="half_rtt_us")
-    ratio = np.exp(np.log(lat.nat_srd / lat.proxies).groupby(
-        level=["repetition", "one_way_delay_ms"]).mean())
-    direct_1b = lat.direct.xs(1, level="size") if 1 in lat.index.get_level_values("size") \
-        else lat.direct.groupby(level=["repetition", "one_way_delay_ms"]).min()
-    return pd.DataFrame({"nat_vs_proxies_x": ratio, "direct_1b_half_rtt_us": direct_1b})
-
-
-def _far_latency(far: pd.DataFrame | None, meta: dict, mtu: int = MTU) -> Verdict:
-    """The distance claim at the largest swept delay, if the sweep reached it. Every swept size
-    counts: at 10 ms one way a message's serialisation over three 100 Mbit/s links (at most
-    :func:`far_serialisation_us`: 0.26 ms at 1 KB) is at most 2.6 % of the delay and falls on
-    both relayed methods alike, so a lab that does not serialise 1 B-1 KB cannot move the
-    ratio the claim reads by more than that (registration: the claim's regime)."""
-    far_claim = claim("s0.latency.far_nat_vs_proxies_x")
-    if far is None or far.empty:
-        caps = meta.get("capabilities") or {}
-        host = caps.get("local") or {}
-        why = "the run swept no front-to-front delay (far = False, or real machines)"
-        if not (host.get("features") or {}).get("netem", True):
-            why += f"; this host's kernel ({host.get('kernel', '?')}) has no netem"
-        return not_testable(far_claim, why)
-    top = max(FAR_DELAYS_MS)
-    r = far_ratios(far)
-    delays = set(r.index.get_level_values("one_way_delay_ms"))
-    if top not in delays or 0.0 not in delays:
-        return not_testable(far_claim, f"the sweep lacks {top:g} ms or 0 ms: it swept "
-                                   f"{sorted(delays)} ms")
-    direct = r.direct_1b_half_rtt_us.unstack("one_way_delay_ms")
-    added_ms = float((direct[top] - direct[0.0]).median()) / 1000
-    if added_ms < FAR_REACHED * top:
-        return not_testable(far_claim, f"the direct path rose only {added_ms:.2f} ms at a set "
-                                   f"{top:g} ms one way (below {FAR_REACHED:.0%} of it)")
-    ratio = r.nat_vs_proxies_x.xs(top, level="one_way_delay_ms")
-    where = far.get("where", pd.Series(["?"])).iloc[0]
-    base = r.nat_vs_proxies_x.xs(0.0, level="one_way_delay_ms")
-    rate = (meta.get("parameters") or {}).get("rate_mbit", 100.0)
-    largest = int(far["size"].max())
-    wire_ms = far_serialisation_us(largest, rate, mtu) / 1000 if rate else 0.0
-    relay = _far_relay_cost(far, top)
-    return judge(far_claim, mean_estimate(ratio, "x", log=True), _notes(
-        f"direct rose {added_ms:.2f} ms at {top:g} ms; at 0 ms the ratio read "
-        f"{float(np.exp(np.log(base).mean())):.2f}x; {where}",
-        relay,
-        f"a serialising wire would add at most {wire_ms:.2f} ms at {size_label(largest)} "
-        f"({wire_ms / top:.1%} of the delay) to both methods alike" if rate else ""))
-
-
-def far_serialisation_us(size: int, rate_mbit: float, mtu: int = MTU, links: int = 3) -> float:
-    """What a store-and-forward path of ``links`` links at ``rate_mbit`` adds to a message's
-    one-way time at most: every link serialises all of its wire bytes (no pipelining)."""
-    return links * wire_bytes(size, mtu) * 8 / rate_mbit
-
-
-def _far_relay_cost(far: pd.DataFrame, top: float) -> str:
-    """The measured relay costs at ``top`` ms (median half round trip minus direct's, per
-    relayed method): what the sweep's lab (under TCG, an emulator's) makes of a relay hop."""
-    at = far[far.one_way_delay_ms == top]
-    med = at.groupby("method").half_rtt_us.median()
-    if not {"direct", "proxies", "nat_srd"} <= set(med.index):
-        return ""
-    return (f"relay cost over direct at {top:g} ms (median half round trip): two proxies "
-            f"{(med.proxies - med.direct) / 1000:+.2f} ms, NAT + SRD "
-            f"{(med.nat_srd - med.direct) / 1000:+.2f} ms")
-
-
 def claims(frame: pd.DataFrame, bench: pd.DataFrame | None = None,
            meta: dict | None = None, far: pd.DataFrame | None = None) -> pd.DataFrame:
     """The paper's claims, then our targets, each judged on its interval over repetitions.
@@ -329,14 +257,10 @@ def claims(frame: pd.DataFrame, bench: pd.DataFrame | None = None,
         out += _latency_verdicts(frame, lat, meta, why_lat)
     for metric in METRICS:
         out += _bandwidth_verdicts(frame, metric, bw_regime, invalid, meta)
-    out.append(_far_latency(far, meta, mtu))
+    out.append(far_latency_verdict(far, meta, mtu))
     if bench is not None and not bench.empty:
         out += bench_targets(bench)
     return table(out)
-
-
-def _notes(*parts: str) -> str:
-    return "; ".join(p for p in parts if p)
 
 
 def _latency_verdicts(frame: pd.DataFrame, lat: pd.DataFrame, meta: dict,
@@ -357,10 +281,10 @@ def _latency_verdicts(frame: pd.DataFrame, lat: pd.DataFrame, meta: dict,
     for key, method in (("s0.latency.proxies_x", "proxies"), ("s0.latency.nat_srd_x", "nat_srd")):
         out.append(judge(claim(key), mean_estimate(
             geomean_per_repetition(lat[method] / lat.direct, *LATENCY_SIZES), "x", log=True),
-            _notes(why_lat, unserialised_note(frame, meta, keys[key], LATENCY_SIZES))))
+            join_notes(why_lat, unserialised_note(frame, meta, keys[key], LATENCY_SIZES))))
     est = mean_estimate(geomean_per_repetition(lat.nat_srd / lat.proxies, *LATENCY_SIZES),
                         log=True)
-    out.append(judge(claim("s0.latency.nat_vs_proxies_pct"), est and est.as_gain_pct(), _notes(
+    out.append(judge(claim("s0.latency.nat_vs_proxies_pct"), est and est.as_gain_pct(), join_notes(
         "NAT on fa replaces a user-space hop (two socket terminations, a process wake-up, "
         "framing onto the shared connection) with kernel forwarding",
         unserialised_note(frame, meta, keys["s0.latency.nat_vs_proxies_pct"], LATENCY_SIZES))))

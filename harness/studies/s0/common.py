@@ -1,10 +1,10 @@
 """S0's shared names: its three methods and their labels, the byte units its claims and tables
-are written in, and how a size is printed (``4 KB``).
+are written in, how a size is printed (``4 KB``) and how a verdict's note is joined.
 
 Apart so that S0's helper modules -- the lab (:mod:`.design`), the registration
 (:mod:`.registration`), the bounds (:mod:`.validity`), the estimates (:mod:`.estimates`),
-the tables (:mod:`.analysis`) -- take them from one module they all import, and none from
-another's.
+the tables (:mod:`.analysis`), the distance verdict (:mod:`.distance_verdict`) -- take them
+from one module they all import, and none from another's.
 """
 
 from __future__ import annotations
@@ -22,3 +22,8 @@ def size_label(size: int) -> str:
     if size >= KB:
         return f"{size // KB} KB"
     return f"{size} B"
+
+
+def join_notes(*parts: str) -> str:
+    """A verdict's note from its parts, the empty ones left out, joined by "; "."""
+    return "; ".join(p for p in parts if p)

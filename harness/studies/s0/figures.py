@@ -10,6 +10,7 @@ import pandas as pd
 import seaborn as sns
 
 from .analysis import COLORS, KB, LABELS, METHODS, PAPER, per_repetition, size_label
+from .distance_verdict import far_ratios
 
 
 def _log2_axis(ax) -> None:
@@ -143,8 +144,6 @@ def bench_figure(bench: pd.DataFrame):
 
 def far_figure(far: pd.DataFrame):
     """The distance sweep: NAT + SRD / two proxies against the front-to-front one-way delay."""
-    from .analysis import far_ratios
-
     r = far_ratios(far).reset_index()
     fig, ax = plt.subplots(figsize=(6.5, 4.2))
     sns.pointplot(data=r, x="one_way_delay_ms", y="nat_vs_proxies_x", errorbar=("ci", 95),

@@ -1,4 +1,6 @@
-"""S1 analysis: latency and bandwidth against size (the paper's figures), claims, Table 1.
+"""S1 analysis: the paper's claims judged on the repetitions, and the tables shown beside them
+(per-size summary, polling against events, the qperf cross-check). The figures drawn from the
+same rows are :mod:`.figures`; the SMP claim is :mod:`.smp`.
 
 Every claim rests on repetitions: one repetition measures every method over
 every size, the methods in a shuffled order, so a repetition's values are
@@ -18,13 +20,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
 from ...verdicts.claims import NOT_TESTABLE, Verdict, judge, not_testable, table
 from ...verdicts.intervals import mean_estimate
-from .frames import UP, at_cpus, geomean_rows, mean_ci, per_repetition, ratio_of
+from .frames import UP, at_cpus, geomean_rows, per_repetition, ratio_of
 from .registration import (  # noqa: F401  (registered: read from here too)
     BW_SMALL_MAX,
     BW_TCP,
@@ -39,7 +40,7 @@ from .registration import (  # noqa: F401  (registered: read from here too)
     claim,
     registered,
 )
-from .smp import SMP_CHECK, SMP_STACKS, figure_smp, smp_claim, smp_ratios, smp_table  # noqa: F401
+from .smp import SMP_CHECK, SMP_STACKS, smp_claim, smp_ratios, smp_table  # noqa: F401
 from .validity import failed_bandwidth, faster_than_wire, impossible_shares
 from .wire import Wire, wire_bound_shortfalls, wire_of
 
@@ -442,56 +443,7 @@ def _tcg_note(meta: dict | None) -> str:
     return ""
 
 
-# -- figures ------------------------------------------------------------------------------------
-
-def _curves(ax, frame: pd.DataFrame, methods: list[str], value: str) -> None:
-    for i, method in enumerate(methods):
-        sub = frame[(frame.method == method) & frame[value].notna()]
-        if sub.empty:
-            continue
-        points = [(size, *mean_ci(group[value])) for size, group in sub.groupby("size")]
-        x, y, err = zip(*points)
-        ax.errorbar(x, y, yerr=err, marker="o", markersize=3, capsize=2, color=f"C{i}",
-                    label=LABELS.get(method, method))
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
-    ax.grid(alpha=0.3, which="both")
-    ax.set_xlabel("message size (bytes)")
-
-
-def figure_latency(frame: pd.DataFrame, title: str = "S1: latency against message size"):
-    """Mirror of the paper's Fig. 2/4: half round-trip latency against size, 95 % intervals
-    over the repetitions, the paper's 4-byte points (2001 hardware) beside ours."""
-    fig, ax = plt.subplots(figsize=(8, 5))
-    frame = at_cpus(frame, UP)  # the 2-CPU level is the SMP figure's
-    _curves(ax, frame, ["verbs-send", "verbs-write", "verbs-send-events", "tcp-nodelay",
-                        "tcp-nagle", "tcp-qperf"], "latency_us")
-    for (key, label), marker in zip((("mvia_4b_us", "paper: M-VIA 4 B"),
-                                     ("tcp_4b_us", "paper: TCP/IP 4 B"),
-                                     ("clan_4b_us", "paper: cLAN 4 B (hardware)")), "xD*"):
-        ax.plot([4], [PAPER[key]], marker=marker, linestyle="none", color="k", label=label)
-    ax.set_ylabel("latency, half round trip (us)")
-    ax.set_title(title)
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    return fig
-
-
-def figure_bandwidth(frame: pd.DataFrame, title: str = "S1: bandwidth against message size"):
-    """Mirror of the paper's bandwidth figure: verbs and TCP (Nagle on and off), 95 % intervals."""
-    fig, ax = plt.subplots(figsize=(8, 5))
-    frame = at_cpus(frame, UP)
-    _curves(ax, frame, ["verbs-send-bw", "verbs-write-bw", "tcp-count", "tcp-count-nodelay",
-                        "tcp-nodelay", "tcp-nagle", "tcp-qperf"], "bw_mbit")
-    ax.axvline(BW_SMALL_MAX, color="grey", linestyle=":", linewidth=1)
-    ax.text(BW_SMALL_MAX, ax.get_ylim()[0], " 512 B (paper)", fontsize=7, color="grey",
-            va="bottom")
-    ax.set_ylabel("bandwidth (Mbit/s)")
-    ax.set_title(title)
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    return fig
-
+# -- tables the notebook shows beside the figures --------------------------------------------
 
 def polling_table(frame: pd.DataFrame) -> pd.DataFrame:
     """Polling against events per size: latency and the client's CPU time per round trip

@@ -1,5 +1,6 @@
 """S1's SMP claim (s1.smp_latency_larger, 001:52): latency with 2 online CPUs over 1, paired
-per repetition, its table of points and its figure.
+per repetition, and its table of points (its figure is
+:func:`harness.studies.s1.figures.figure_smp`).
 
 The 2-CPU level's rows exist for this claim alone; every other claim reads the 1-CPU level,
 the paper's uniprocessor kernel (:data:`harness.studies.s1.frames.UP`).
@@ -9,13 +10,12 @@ from __future__ import annotations
 
 import math
 
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
 from ...verdicts.claims import judge, not_testable
 from ...verdicts.intervals import mean_estimate
-from .frames import at_cpus, geomean_rows, mean_ci, per_repetition
+from .frames import at_cpus, geomean_rows, per_repetition
 from .registration import LABELS, registered
 from .validity import failed_latency
 
@@ -87,32 +87,3 @@ def smp_table(frame: pd.DataFrame) -> pd.DataFrame:
                          "ratio_2_over_1": float(np.exp(np.log(r).mean())) if len(r)
                          else math.nan, "n": len(r)})
     return pd.DataFrame(rows)
-
-
-def figure_smp(frame: pd.DataFrame, title: str = "S1: latency on 1 and on 2 online CPUs"):
-    """The SMP claim's points: each stack's mean latency against size at both CPU levels,
-    95 % intervals over the repetitions (polling, the cross-check, dashed)."""
-    fig, ax = plt.subplots(figsize=(8, 5))
-    for i, method in enumerate((*SMP_STACKS, SMP_CHECK)):
-        for cpus, style in ((1, "--"), (2, "-")):
-            sub = at_cpus(frame, cpus)
-            sub = sub[(sub.method == method) & sub.latency_mean_us.notna()] \
-                if "latency_mean_us" in sub else sub.iloc[0:0]
-            if sub.empty:
-                continue
-            points = [(size, *mean_ci(g.latency_mean_us)) for size, g in sub.groupby("size")]
-            x, y, err = zip(*points)
-            ax.errorbar(x, y, yerr=err, marker="o" if cpus == 2 else "s", markersize=3,
-                        capsize=2, color=f"C{i}", linestyle=style,
-                        alpha=1.0 if method in SMP_STACKS else 0.5,
-                        label=f"{LABELS[method]}, {cpus} CPU" + ("" if method in SMP_STACKS
-                                                                else " (cross-check)"))
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
-    ax.grid(alpha=0.3, which="both")
-    ax.set_xlabel("message size (bytes)")
-    ax.set_ylabel("latency, mean half round trip (us)")
-    ax.set_title(title)
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    return fig

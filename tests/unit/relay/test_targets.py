@@ -41,7 +41,7 @@ def test_every_target_is_ours_and_registered_with_its_quantity():
     reg = targets.registration()
     assert {r["source"] for r in reg} == {TARGET}
     assert all(r["quantity"] and r["region"]["rule"] for r in reg)
-    assert len({r["id"] for r in reg}) == len(reg) == len(targets.CLAIMS) + len(targets.PEER_TARGETS)
+    assert len({r["id"] for r in reg}) == len(reg) == len(targets.claims()) + len(targets.PEER_TARGETS)
 
 
 def test_paired_ratios_differences_and_per_relay_latency():
@@ -100,7 +100,7 @@ def test_a_run_shows_the_benchmark_it_archived_and_none_without(tmp_path):
     bench.write_text(json.dumps(report(runs({"forward": ([10.0], [0], [5.0])}))))
     assert targets.archive_into(Session(), bench)
     frame = targets.table_of_run(tmp_path)
-    assert len(frame) == len(targets.CLAIMS) + len(targets.PEER_TARGETS)
+    assert len(frame) == len(targets.claims()) + len(targets.PEER_TARGETS)
 
 
 @pytest.mark.parametrize("content, fragment", [
@@ -139,13 +139,13 @@ def test_s0_shows_the_benchmark_its_run_archived_as_target_rows_apart(tmp_path):
     study = S0()
     before = study.claims(study.load(tmp_path))
     archived = pd.read_parquet(run / "claims.parquet")
-    relay_ids = {c.id for c in targets.CLAIMS.values()}
+    relay_ids = {c.id for c in targets.claims().values()}
     assert before.claim_id.tolist() == [c for c in archived.claim_id if c not in relay_ids]
     (tmp_path / "raw").mkdir()
     shutil.copy(ARCHIVED, tmp_path / "raw" / targets.RUN_FILE)
     after = study.claims(study.load(tmp_path))
     added = after.iloc[len(before):]
-    assert sorted(added.claim_id) == sorted([c.id for c in targets.CLAIMS.values()]
+    assert sorted(added.claim_id) == sorted([c.id for c in targets.claims().values()]
                                             + list(targets.PEER_TARGETS.values()))
     assert set(added.source) == {TARGET}
     assert after.iloc[:len(before)].claim_id.tolist() == before.claim_id.tolist()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -17,6 +18,7 @@ from harness.lab.placement import VMOffer, decide
 from harness.lab.probe import Capabilities
 from harness.studies.registry import get_study
 from harness.studies.s1 import analysis as s1_analysis
+from harness.studies.s1 import figures as s1_figures
 from harness.studies.s1 import study as s1
 from harness.studies.s1 import validity as s1_validity
 from harness.studies.s1 import wire as s1_wire
@@ -34,7 +36,7 @@ def test_profiles_resolve_with_the_papers_sizes():
     verdict = s1.Params.resolve(profile="verdict")
     # every claim's sizes: 4 B, up to 512 B, up to 1 KB, 8 KB and above
     assert {4, 512, 1024, 8192} <= set(verdict.sizes) and max(verdict.sizes) == 65536
-    assert verdict.repetitions >= 10 and verdict.repetitions > quick.repetitions
+    assert verdict.repetitions > quick.repetitions
     paper = s1.Params.resolve(profile="paper")
     assert paper.sizes[0] == 1 and paper.sizes[-1] == 1 << 20 and len(paper.methods) == 12
     assert "verbs-send-events" in quick.methods
@@ -463,8 +465,8 @@ def test_tcg_is_said_when_the_vms_were_emulated():
 
 def test_figures_and_tables_render():
     frame = synthetic(reps=2)
-    assert s1_analysis.figure_latency(frame).axes
-    assert s1_analysis.figure_bandwidth(frame).axes
+    assert s1_figures.figure_latency(frame).axes
+    assert s1_figures.figure_bandwidth(frame).axes
     polling = s1_analysis.polling_table(frame)
     assert {"latency_us_polling", "latency_us_events"} <= set(polling.columns)
     assert not s1_analysis.summary(frame).empty
@@ -798,10 +800,12 @@ def test_the_design_is_the_profiles_the_study_runs():
         assert {k: tuple(v) if isinstance(v, list) else v for k, v in registered.items()} \
             == {k: tuple(v) if isinstance(v, list) else v for k, v in profile.items()}, name
     assert set(reg.design["points"]) == {c.id for c in reg.claims}
-    assert reg.design["profiles"]["verdict"]["repetitions"] == 10
+    # a verdict run is one of three a pooled reference needs: 4 each, 10 before (issue 33 item 3)
+    assert reg.design["profiles"]["verdict"]["repetitions"] * reg.design["runs"]["verdict"] >= 10
+    assert reg.design["runs"]["verdict"] == 3 and "three runs" in reg.changes[-1].what
     ids = {c.id for c in reg.claims}
     for change in reg.changes:
-        assert "2026-11-26" <= change.date[:10] <= "2026-11-29" and change.why \
+        assert "2026-11-26" <= change.date[:10] <= datetime.now(UTC).date().isoformat() and change.why \
             and set(change.claims) <= ids
 
 

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from harness.studies.s1 import analysis as s1_analysis
+from harness.studies.s1 import figures as s1_figures
 from harness.verdicts.claims import INVALID, NOT_REPRODUCED, NOT_TESTABLE, REPRODUCED
 
 from .test_s1 import outcomes, synthetic
@@ -95,4 +96,4 @@ def test_the_smp_table_and_figure_show_both_levels():
     assert abs(events.loc[4, "ratio_2_over_1"] - 2.0) < 1e-9
     assert events.loc[4, "latency_2cpu_us"] > events.loc[4, "latency_1cpu_us"]
     assert table.judged.sum() == 2 * 17
-    assert s1_analysis.figure_smp(frame).axes
+    assert s1_figures.figure_smp(frame).axes
