@@ -26,7 +26,13 @@ STUDIES = ("s0", "s1", "s2", "s3", "s4")
 
 
 def reference(study: str) -> Path:
-    return sorted(p.parent for p in (reference_root() / study).glob("*/run.json"))[-1]
+    """The study's newest committed single run: a pooled reference's first member."""
+    from harness.verdicts.pool import POOLED, member_paths
+
+    newest = sorted(p.parent for p in (reference_root() / study).glob("*/run.json"))[-1]
+    if json.loads((newest / "run.json").read_text()).get("kind") == POOLED:
+        return member_paths(newest)[0]
+    return newest
 
 
 def copy_run(src: Path, parent: Path, run_id: str, as_today: bool = True, **meta_changes) -> Path:
@@ -233,7 +239,8 @@ def test_each_member_is_judged_with_its_own_record_not_the_first_runs(tmp_path, 
                         "serialises": True} for s in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)]}
     a = copy_run(ref, tmp_path, "20261201T000000Z-aaaaaa", started="2026-12-01T00:00:00+00:00",
                  wire_probe=probe)
-    b = copy_run(ref, tmp_path, "20261202T000000Z-bbbbbb", started="2026-12-02T00:00:00+00:00")
+    b = copy_run(ref, tmp_path, "20261202T000000Z-bbbbbb", started="2026-12-02T00:00:00+00:00",
+                 wire_probe=None)
     frame = pd.read_csv(pool([str(a), str(b)], str(tmp_path / "pooled")) / "claims.csv")
     row = frame.set_index("claim_id").loc["s0.latency.proxies_x"]
     assert row[f"{a.name}: outcome"] != "not testable here"  # a alone: judged, by its own probe
