@@ -109,8 +109,14 @@ def pooled_verdict(claim: Claim, rows: list[pd.Series], run_ids: list[str]) -> t
                   if r["outcome"] == NOT_TESTABLE or not math.isfinite(float(r["value"]))]
     if untestable:
         reasons = [str(r["reason"]) for _, r in untestable]
-        said = (reasons[0] if len(untestable) == len(rows) and len(set(reasons)) == 1 else
-                "; ".join(f"run {rid}: {r['reason']}" for rid, r in untestable))
+        if len(untestable) == len(rows) and len(set(reasons)) == 1:
+            said = reasons[0]
+        elif len(untestable) == len(rows):  # the same kind of reason, each with its run's figures
+            rid, first = untestable[0]
+            said = (f"not testable in any of the {len(rows)} runs; run {rid}: {first['reason']} "
+                    "(each run's own figures: its row beside)")
+        else:
+            said = "; ".join(f"run {rid}: {r['reason']}" for rid, r in untestable)
         where = "" if len(untestable) == len(rows) else (
             f"not testable in {len(untestable)} of {len(rows)} runs (a pooled verdict needs the "
             "claim in its regime in every run): ")
