@@ -23,9 +23,8 @@ holds the variation between its repetitions only. With units from several runs
 the run is the top-level unit (:func:`run_estimate`): the run means are the
 samples, so a Student t interval over the run means below :data:`T_BELOW` runs,
 and from there a bootstrap that resamples runs and then the units within each.
-An analysis written for one run pools several without a change: inside
-:func:`runs_as_blocks` every :func:`mean_estimate` of values indexed by
-repetition becomes such an estimate (``harness claims pool``).
+``harness claims pool`` pools each run's own estimate instead
+(:mod:`harness.verdicts.run_pooling`): each run judged with its own record.
 
 Ratios are averaged on a log scale (a geometric mean), so that 2x and 0.5x
 are equally far from 1x and the interval of a ratio stays positive.
@@ -38,20 +37,15 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
-
-from ..errors import HarnessError
 
 CONFIDENCE = 0.95
 T_BELOW = 30  # Student t below this many samples, a bootstrap from here on
 RESAMPLES = 2000
 SEED = 20261125
-REPETITION = "repetition"  # the index level that names a unit's repetition (runs_as_blocks)
 POOLED_METHOD = "run means"  # in the method of every estimate whose units are pooled runs
 
 
@@ -200,13 +194,8 @@ def mean_estimate(values: Sequence[float], unit: str = "", units: str = "repetit
     """The mean of per-unit values with its interval (Student t below :data:`T_BELOW` units).
 
     ``log=True`` averages logarithms (for ratios: the geometric mean). Returns
-    None when there is no finite value at all. Inside :func:`runs_as_blocks` the
-    values (indexed by repetition) are pooled units of several runs, and the estimate
-    has the run as its top-level unit (:func:`run_estimate`).
+    None when there is no finite value at all.
     """
-    blocks = _BLOCKS.get()
-    if blocks is not None:
-        return run_estimate(values, blocks.runs_of(values), unit, units, log)
     a = _clean(values)
     if log:
         a = a[a > 0]
@@ -297,46 +286,6 @@ def run_estimate(values: Sequence[float], runs: Sequence[Hashable], unit: str = 
     return Estimate(value, float(back(lo)), float(back(hi)), k, unit, "runs", method, on)
 
 
-class UnlabelledUnits(HarnessError):
-    """Values pooled from several runs whose units do not say which run they came from."""
-
-
-@dataclass(frozen=True)
-class _Blocks:
-    run_of: Mapping[Hashable, str]  # a pooled repetition label -> its run
-    level: str
-
-    def runs_of(self, values) -> list[str]:
-        index = getattr(values, "index", None)
-        names = list(getattr(index, "names", None) or [])
-        if self.level not in names:
-            raise UnlabelledUnits(
-                f"an estimate over the pooled runs got values indexed by {names or 'nothing'}, "
-                f"not by {self.level!r}: its units cannot be assigned to their runs",
-                f"keep the {self.level!r} index on the per-unit values the analysis passes to "
-                "mean_estimate (a groupby or pivot on it keeps it)")
-        reps = index.get_level_values(self.level)
-        missing = sorted({r for r in reps if r not in self.run_of}, key=str)
-        if missing:
-            raise UnlabelledUnits(f"{self.level} {missing[:3]} belongs to none of the pooled runs")
-        return [self.run_of[r] for r in reps]
-
-
-_BLOCKS: ContextVar[_Blocks | None] = ContextVar("run_blocks", default=None)
-
-
-@contextmanager
-def runs_as_blocks(run_of: Mapping[Hashable, str], level: str = REPETITION) -> Iterator[None]:
-    """Inside: :func:`mean_estimate` of values indexed by ``level`` is :func:`run_estimate`
-    with each unit's run ``run_of[label]``, and values with no such index are refused
-    (:class:`UnlabelledUnits`) rather than pooled as if one run had measured them all."""
-    token = _BLOCKS.set(_Blocks(dict(run_of), level))
-    try:
-        yield
-    finally:
-        _BLOCKS.reset(token)
-
-
 def bootstrap_groups(groups: Mapping[str, Sequence[float]],
                      statistic: Callable[[Mapping[str, np.ndarray]], float],
                      unit: str = "", units: str = "rounds") -> Estimate | None:
@@ -345,12 +294,8 @@ def bootstrap_groups(groups: Mapping[str, Sequence[float]],
     ``n`` is the smallest group's size. With fewer than two values in some group
     the estimate has no interval. A percentile bootstrap at every size: with few values per
     group it under-covers as :func:`mean_estimate`'s did below :data:`T_BELOW` (no study
-    uses it now). It cannot tell runs apart, so :func:`runs_as_blocks` refuses it.
+    uses it now).
     """
-    if _BLOCKS.get() is not None:
-        raise UnlabelledUnits("bootstrap_groups cannot pool runs: it resamples units, not runs",
-                              "estimate the quantity per run with mean_estimate on values "
-                              "indexed by repetition")
     data = {k: _clean(v) for k, v in groups.items()}
     if not data or any(v.size == 0 for v in data.values()):
         return None

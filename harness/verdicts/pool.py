@@ -5,14 +5,10 @@ state on its day (issue 33: successive S4 references put TCP's peak at 403 [375,
 336 [315, 354] Mbit/s). A verdict reference is several independent runs, and its intervals
 have the run as their top-level unit.
 
-:func:`pool` re-runs the study's own analysis (``Study.claims``, today's code) over the
-member runs' archived tables joined into one, inside
-:func:`harness.verdicts.intervals.runs_as_blocks`: every estimate over repetitions becomes an
-estimate over the run means (:func:`harness.verdicts.intervals.run_estimate`). To keep the units of
-different runs apart, a member's repetition ``r`` becomes ``1000 * k + r`` in the pooled
-tables (``k`` its place among the members, from 1; ``r <= 0``, a warm-up, becomes
-``r - 1000 * k``), so repetition 2003 of a pooled report is run 2's repetition 3. Each
-member is also analysed alone, and the pooled table shows each run's own estimate and
+:func:`pool` analyses each member alone with the study's own analysis (``Study.claims``,
+today's code), each with its own record, and pools every registered claim from the members'
+own estimates, the run as the unit (:mod:`harness.verdicts.run_pooling`, which says why the
+members' tables are not joined into one). The pooled table shows each run's own estimate and
 outcome beside the pooled ones.
 
 The pooled folder (``$HARNESS_DATA/pooled/<study>/<id>/``, or ``--out``) holds
@@ -42,11 +38,10 @@ import pandas as pd
 
 from ..archive.archive import COMPLETE, RUN_FILE, data_root
 from ..errors import ArchiveError, SpecError
-from .claims import COLUMNS, invalid_note, runs_note, summaries
-from .intervals import REPETITION, runs_as_blocks
+from .claims import COLUMNS, invalid_note, runs_note, summaries, table
 from .registration import read_archived
+from .run_pooling import pooled_verdict
 
-STRIDE = 1000  # a member's repetition r is STRIDE * k + r in the pooled tables
 #: parameters that may differ between the runs of one pooled reference: each run has fewer
 #: repetitions than one long run would, and its own random order
 MAY_DIFFER = ("repetitions", "seed")
@@ -170,37 +165,37 @@ def _check_current(study, found: list[Member]) -> None:
                         "made under today's registration")
 
 
-def pooled_tables(datas: list, found: list[Member]) -> tuple[dict[str, pd.DataFrame], dict]:
-    """Every member's tables joined (its repetitions renumbered apart, see the module's
-    docstring), and which run each pooled repetition belongs to."""
-    run_of: dict[int, str] = {}
-    names = sorted({name for data in datas for name in data.tables if name != "claims"})
-    tables: dict[str, pd.DataFrame] = {}
-    for name in names:
-        parts = []
-        for k, (data, member) in enumerate(zip(datas, found), start=1):
-            frame = data.tables.get(name)
-            if frame is None:
-                continue
-            if REPETITION in frame:
-                reps = pd.to_numeric(frame[REPETITION], errors="coerce")
-                if reps.isna().any() or (reps.abs() >= STRIDE).any() or (reps % 1 != 0).any():
-                    raise SpecError(f"run {member.run_id}'s table {name} has repetitions that are "
-                                    f"not whole numbers below {STRIDE}; they cannot be renumbered "
-                                    "apart from the other runs'")
-                new = reps.astype(int).map(lambda r, k=k: STRIDE * k + r if r > 0 else r - STRIDE * k)
-                run_of.update(dict.fromkeys(new, member.run_id))
-                frame = frame.assign(**{REPETITION: new.to_numpy()})
-            parts.append(frame)
-        tables[name] = pd.concat(parts, ignore_index=True)
-    return tables, run_of
+def pooled_table(study, found: list[Member], own: list[pd.DataFrame]) -> pd.DataFrame:
+    """Each registered claim pooled from the members' own rows (:mod:`.run_pooling`), in the
+    order of the first member's table. Not pooled: rows that are not the study's registered
+    claims, and rows a run's table already counts in runs (S0's relay and peer targets: the
+    relay benchmark's runs, archived once and copied into every member, so the same samples in
+    each)."""
+    registration = study.registration()
+    ids = {c.id for c in registration.claims}
+    by_run = [table.drop_duplicates("claim_id").set_index("claim_id", drop=False) for table in own]
+    run_ids = [m.run_id for m in found]
+    verdicts, carried = [], []
+    order = list(dict.fromkeys(cid for table in own for cid in table.claim_id))
+    for cid in order:
+        if cid not in ids or not all(cid in t.index for t in by_run):
+            continue
+        if any(str(t.loc[cid].get("units")) == "runs" for t in by_run):
+            continue  # not the members' samples: another apparatus's runs
+        verdict, columns = pooled_verdict(registration.claim(cid), [t.loc[cid] for t in by_run],
+                                          run_ids)
+        verdicts.append(verdict)
+        carried.append(columns)
+    frame = table(verdicts)
+    for column in ("note", "gates", "invalid"):
+        frame[column] = [c[column] for c in carried]
+    return frame
 
 
 def pool(refs: list[str], out: str | None = None, reference: bool = False) -> Path:
     """Pool the runs ``refs`` name into a new folder (see the module's docstring); with
     ``reference`` into the repository's references, the members copied in beside it."""
     from ..studies import study_for
-    from ..studies.base import RunData
 
     found = members(refs)
     study = study_for(found[0].meta["study"])
@@ -209,13 +204,8 @@ def pool(refs: list[str], out: str | None = None, reference: bool = False) -> Pa
         raise SpecError("--reference and --out both name where the pool goes",
                         "give one: --reference writes data/reference/<study>/<id>/")
     target = _target(study.name, str(_reference_target(study.name)) if reference else out)
-    datas = [study.load(m.path) for m in found]
-    tables, run_of = pooled_tables(datas, found)
-    meta = {**found[0].meta, "run_id": target.name, POOLED: [m.run_id for m in found]}
-    with runs_as_blocks(run_of):
-        frame = study.claims(RunData(target, meta, tables))
-    own = [study.claims(data) for data in datas]
-    frame = beside(frame, found, own)
+    own = [study.claims(study.load(m.path)) for m in found]
+    frame = beside(pooled_table(study, found, own), found, own)
     record = _record(target, study, found, kept=reference)
     _write(target, frame, record, _report(study, found, frame, own), found[0].path / REGISTRATION)
     if reference:
@@ -252,8 +242,8 @@ def beside(pooled: pd.DataFrame, found: list[Member], own: list[pd.DataFrame]) -
     """The pooled table with each member's own estimate and outcome in columns
     ``<run id>: ours`` and ``<run id>: outcome`` (empty where that run has no such claim)."""
     frame = pooled.copy()
-    for member, table in zip(found, own):
-        by_id = table.drop_duplicates("claim_id").set_index("claim_id")
+    for member, own_table in zip(found, own):
+        by_id = own_table.drop_duplicates("claim_id").set_index("claim_id")
         for col in ("ours", "outcome"):
             frame[f"{member.run_id}: {col}"] = frame.claim_id.map(by_id[col]).fillna("")
     return frame
@@ -282,12 +272,11 @@ def _record(target: Path, study, found: list[Member], kept: bool = False) -> dic
                      "registration": m.digest,
                      "started": m.meta.get("started"), "ended": m.meta.get("ended"),
                      "commit": ((m.meta.get("provenance") or {}).get("git") or {}).get("commit"),
-                     "repetitions": (m.meta.get("parameters") or {}).get("repetitions"),
-                     "repetition_labels": f"{STRIDE * k}+r"}
-                    for k, m in enumerate(found, start=1)],
+                     "repetitions": (m.meta.get("parameters") or {}).get("repetitions")}
+                    for m in found],
         "copies": [list(pair) for pair in copies(found)],
-        "interval": "the run is the top-level unit: Student t over the run means below 30 runs, "
-                    "a bootstrap resampling runs then repetitions from 30 (harness.verdicts.intervals)",
+        "interval": "the run is the unit: each run's own estimate (its own record) one sample, Student t "
+                    "over the runs below 30, a bootstrap of the runs from 30 (harness.verdicts.run_pooling)",
     }
 
 
@@ -304,8 +293,9 @@ def _report(study, found: list[Member], frame: pd.DataFrame, own: list[pd.DataFr
         lines += ["", f"**Warning:** runs {a} and {b} archived the same results byte for byte: they "
                   "are copies of one run, not independent runs, and the pool sees no variation "
                   "between them."]
-    lines += ["", f"Repetition {STRIDE * 2 + 3} in a pooled note or invalid point is run 2's "
-              "repetition 3.", "", "## Claims: the pooled estimate beside each run's own", ""]
+    lines += ["", "Each run is analysed alone, with its own record (the facts it measured about "
+              "its lab); its estimate is one sample of the pooled one. A claim is pooled only "
+              "where every run judged it.", "", "## Claims: the pooled estimate beside each run's own", ""]
     for _, row in frame.iterrows():
         lines += [f"### {row['claim']} (`{row['claim_id']}`, {row['source']})", "",
                   f"- paper: {row['paper']}; region: {row['region']}",
@@ -318,8 +308,9 @@ def _report(study, found: list[Member], frame: pd.DataFrame, own: list[pd.DataFr
         lines.append("")
     alone = sorted({cid for table in own for cid in table.claim_id} - set(frame.claim_id))
     if alone:
-        lines += ["Not pooled (in a run's own table only, not measured from the runs' pooled "
-                  "repetitions): " + ", ".join(f"`{cid}`" for cid in alone) + ".", ""]
+        lines += ["Not pooled (in each run's own table only: not one of the study's registered "
+                  "claims, or an estimate over the runs of an archived benchmark that every member "
+                  "carries the same): " + ", ".join(f"`{cid}`" for cid in alone) + ".", ""]
     lines.append(invalid_note(frame))
     return "\n".join(lines) + "\n"
 

@@ -23,6 +23,20 @@ REFERENCES = sorted(p.parent for p in (Path(__file__).resolve().parents[2] / "da
                     .glob("*/*/run.json"))
 
 
+def _single_runs() -> list[Path]:
+    """Each committed reference that is one run, and the first member of each pooled one."""
+    from harness.verdicts.pool import POOLED, member_paths
+
+    out = []
+    for ref in REFERENCES:
+        pooled = json.loads((ref / "run.json").read_text()).get("kind") == POOLED
+        out.append(member_paths(ref)[0] if pooled else ref)
+    return out
+
+
+SINGLE_RUNS = _single_runs()
+
+
 def tree_digest(folder: Path) -> str:
     """Every file's path, mode and content under ``folder``: any change to it changes this."""
     h = hashlib.sha256()
@@ -45,7 +59,7 @@ def test_every_study_has_a_reference_to_export():
     assert {p.parent.name for p in REFERENCES} == {"s0", "s1", "s2", "s3", "s4"}
 
 
-@pytest.mark.parametrize("run", REFERENCES, ids=lambda p: p.parent.name)
+@pytest.mark.parametrize("run", SINGLE_RUNS, ids=lambda p: f"{p.parts[-3] if p.parent.name == 'members' else p.parent.name}/{p.name}")
 def test_a_reference_run_exports_as_a_process_run_crate_the_validator_passes(run, tmp_path, monkeypatch):
     before = tree_digest(run)
     out = tmp_path / "crate"
@@ -157,6 +171,22 @@ def test_a_symlink_in_a_run_folder_is_not_followed(tmp_path):
     export([Run(run)], tmp_path / "crate")
     assert not list((tmp_path / "crate").rglob("link.txt"))
     assert "not the run's" not in (tmp_path / "crate" / "ro-crate-metadata.json").read_text()
+
+
+@pytest.mark.parametrize("pooled", [r for r, one in zip(REFERENCES, SINGLE_RUNS) if r != one],
+                         ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_a_committed_pooled_reference_exports_with_its_members(pooled, tmp_path, monkeypatch):
+    """A pooled reference's crate holds its pooled table, report and every member's files."""
+    before = tree_digest(pooled)
+    out = tmp_path / "crate"
+    done = export([Run(pooled)], out)
+    assert validate(out, monkeypatch) == []
+    assert tree_digest(pooled) == before
+    files = sorted(p.relative_to(pooled).as_posix() for p in pooled.rglob("*") if p.is_file())
+    assert done.files == len(files) and any(f.startswith("members/") for f in files)
+    folder = f"{pooled.parent.name}/{pooled.name}/"
+    for rel in ("claims.csv", "report.md", *[f for f in files if f.endswith("/claims.csv")]):
+        assert (out / folder / rel).read_bytes() == (pooled / rel).read_bytes()
 
 
 def test_a_pooled_reference_exports_too(tmp_path, monkeypatch):

@@ -8,11 +8,9 @@ import pytest
 from harness.verdicts.intervals import (
     T_BELOW,
     Estimate,
-    UnlabelledUnits,
     bootstrap_groups,
     mean_estimate,
     run_estimate,
-    runs_as_blocks,
     t975,
     t_quantile,
 )
@@ -189,29 +187,3 @@ def test_thirty_runs_and_more_resample_runs_then_units_within_them():
     # the standard error of a mean of 30 run means with sd sqrt(4 + 1/4): 0.38; naive: ~0.19
     assert 0.5 < (pooled.high - pooled.low) / 2 < 1.0
     assert pooled.high - pooled.low > 1.5 * (naive.high - naive.low)
-
-
-def test_inside_runs_as_blocks_an_analysis_estimate_pools_by_repetition():
-    import pandas as pd
-
-    rng = np.random.default_rng(7)
-    values, labels = _runs(rng, 3, 10, between_sd=2.0)
-    reps = [1000 * (i // 10 + 1) + i % 10 + 1 for i in range(30)]  # run 2's repetition 3: 2003
-    series = pd.Series(values, index=pd.Index(reps, name="repetition"))
-    run_of = dict(zip(reps, labels))
-    with runs_as_blocks(run_of):
-        pooled = mean_estimate(series, "us")
-        wide = pd.DataFrame({"v": values, "size": 1}, index=series.index).set_index("size", append=True)
-        multi = mean_estimate(wide.v, "us")  # a (repetition, size) index: the level is found
-        with pytest.raises(UnlabelledUnits, match="cannot be assigned to their runs"):
-            mean_estimate(list(values))  # units that do not say their run are refused
-        with pytest.raises(UnlabelledUnits, match="belongs to none of the pooled runs"):
-            mean_estimate(pd.Series([1.0, 2.0], index=pd.Index([1, 2], name="repetition")))
-    assert pooled == run_estimate(values, labels, "us") and pooled.units == "runs"
-    assert multi.value == pytest.approx(pooled.value) and multi.n == 3
-    assert mean_estimate(series, "us").units == "repetitions"  # outside: one run's analysis again
-
-
-def test_a_groups_bootstrap_is_refused_inside_a_pool():
-    with runs_as_blocks({1: "a"}), pytest.raises(UnlabelledUnits, match="cannot pool runs"):
-        bootstrap_groups({"a": [1.0, 2.0]}, lambda d: d["a"].mean())

@@ -26,7 +26,13 @@ STUDIES = ("s0", "s1", "s2", "s3", "s4")
 
 
 def reference(study: str) -> Path:
-    return sorted(p.parent for p in (reference_root() / study).glob("*/run.json"))[-1]
+    """The study's newest committed single run: a pooled reference's first member."""
+    from harness.verdicts.pool import POOLED, member_paths
+
+    newest = sorted(p.parent for p in (reference_root() / study).glob("*/run.json"))[-1]
+    if json.loads((newest / "run.json").read_text()).get("kind") == POOLED:
+        return member_paths(newest)[0]
+    return newest
 
 
 def copy_run(src: Path, parent: Path, run_id: str, as_today: bool = True, **meta_changes) -> Path:
@@ -219,3 +225,25 @@ def test_a_pooled_reference_keeps_its_members_and_can_be_pooled_again_from_them(
     cols = ["claim_id", "region", "value", "low", "high", "n", "outcome"]
     first, second = pd.read_csv(target / "claims.csv")[cols], pd.read_csv(again / "claims.csv")[cols]
     pd.testing.assert_frame_equal(first, second)
+
+
+def test_each_member_is_judged_with_its_own_record_not_the_first_runs(tmp_path, data_root):
+    """A run's own record decides which of its points count (S0: its wire probe). The first S0
+    pool of 2026-11-29 re-ran the analysis over the members' joined tables with run 1's record
+    for both, and judged run 2's latencies by run 1's probe (4.29x, where the runs read 2.26x and
+    1.95x). Here run a's probe shows 1 B-1 KB serialised, run b recorded none: b's latency claims
+    are not testable, so the pool's are not either; they are never judged by a's probe."""
+    ref = reference("s0")
+    probe = {"path": "direct", "rate_mbit": 100.0, "mtu": 1500, "links": 3,
+             "sizes": [{"size": s, "half_rtt_us": 50.0, "pingpong_mbit": 0.1, "wire_mbit": 1.0,
+                        "serialises": True} for s in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)]}
+    a = copy_run(ref, tmp_path, "20261201T000000Z-aaaaaa", started="2026-12-01T00:00:00+00:00",
+                 wire_probe=probe)
+    b = copy_run(ref, tmp_path, "20261202T000000Z-bbbbbb", started="2026-12-02T00:00:00+00:00",
+                 wire_probe=None)
+    frame = pd.read_csv(pool([str(a), str(b)], str(tmp_path / "pooled")) / "claims.csv")
+    row = frame.set_index("claim_id").loc["s0.latency.proxies_x"]
+    assert row[f"{a.name}: outcome"] != "not testable here"  # a alone: judged, by its own probe
+    assert row[f"{b.name}: outcome"] == "not testable here"  # b alone: no probe, not testable
+    assert row.outcome == "not testable here"
+    assert row.reason.startswith("not testable in 1 of 2 runs") and f"run {b.name}:" in row.reason

@@ -1,0 +1,131 @@
+"""A claim's pooled verdict from each member run's own estimate: the run is the unit.
+
+Each member of a pool is analysed alone first, with its own record: the facts it measured
+about its lab (S0's wire probe and path capacities, S4's calibrated CPU limit, S2's scale
+factor, the VMs it booted) decide which of its points count, which gates it passes and what
+its estimate is. One run's estimate is one sample of the pool. Re-running the analysis over
+the members' tables joined into one would read a single run's record for all of them: the
+first S0 pool so made (2026-11-29, two runs) judged run 2's latencies with run 1's wire
+probe, and put two proxies at 4.29x of direct where the runs alone read 2.26x and 1.95x.
+
+The pooled estimate is the mean of the run estimates on the scale each was made on (a
+geometric mean's log, a gain's log(1 + g/100)), with a Student t interval over the runs
+below :data:`~harness.verdicts.intervals.T_BELOW` runs and a percentile bootstrap of the
+runs from there. A claim pools only where every run judged it: invalid in one run is invalid
+(an apparatus failure is not averaged away), not testable in one run is not testable (the
+regime must hold in every run; saying less beats saying wrong). Each run's region is the one
+its own analysis used (a region may depend on the run's design, S3's "most points" on its
+number of points); runs whose regions differ are not pooled.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+import numpy as np
+import pandas as pd
+
+from .claims import INVALID, NOT_TESTABLE, Claim, Region, Verdict, judge
+from .intervals import CONFIDENCE, POOLED_METHOD, RESAMPLES, SEED, T_BELOW, Estimate, t975
+
+
+def run_scale(row: pd.Series) -> str:
+    """The scale a run's estimate was made on, read from its interval's method and unit."""
+    method = str(row.get("interval") or "")
+    if method.startswith("geometric mean"):
+        return "log-gain" if str(row.get("unit") or "") == "%" else "log"
+    return "linear"
+
+
+def _to(x: float, scale: str) -> float:
+    if scale == "log":
+        return math.log(x) if x > 0 else -math.inf
+    if scale == "log-gain":
+        return math.log1p(x / 100) if x > -100 else -math.inf
+    return x
+
+
+def _back(x: float, scale: str) -> float:
+    if scale == "log":
+        return math.exp(x)
+    if scale == "log-gain":
+        return math.expm1(x) * 100
+    return x
+
+
+def _per_run(rows: list[pd.Series]) -> str:
+    sizes = sorted({int(r["n"]) for r in rows})
+    units = str(rows[0].get("units") or "repetitions")
+    return f"{sizes[0]} {units}" if len(sizes) == 1 else f"{sizes[0]}-{sizes[-1]} {units}"
+
+
+def pooled_estimate(values: list[float], scale: str, unit: str, per_run: str) -> Estimate:
+    """The mean of ``values`` (one per run, in ``unit``) on ``scale``, its interval over runs."""
+    k = len(values)
+    on = np.array([_to(v, scale) for v in values])
+    mean = float(on.mean())
+    name = "geometric mean" if scale != "linear" else "mean"
+    head = (f"{name} of {k} {POOLED_METHOD} (each run's own estimate over its {per_run}, "
+            "made with that run's own record)")
+    est_scale = {"log": "log", "log-gain": "log-gain"}.get(scale, "linear")
+    value = _back(mean, scale)
+    if np.ptp(on) == 0:
+        return Estimate(value, value, value, k, unit, "runs", f"{head}, all equal", est_scale)
+    if k < T_BELOW:
+        half = t975(k - 1) * float(on.std(ddof=1)) / math.sqrt(k)
+        lo, hi = mean - half, mean + half
+        method = f"{head}, {CONFIDENCE:.0%} Student t interval over {k} runs"
+    else:
+        rng = np.random.default_rng(SEED)
+        means = on[rng.integers(0, k, (RESAMPLES, k))].mean(axis=1)
+        lo, hi = np.quantile(means, [(1 - CONFIDENCE) / 2, (1 + CONFIDENCE) / 2])
+        method = f"{head}, {CONFIDENCE:.0%} percentile bootstrap of the {k} runs ({RESAMPLES} resamples)"
+    return Estimate(value, _back(float(lo), scale), _back(float(hi), scale), k, unit, "runs",
+                    method, est_scale)
+
+
+def _labelled(rows: list[pd.Series], run_ids: list[str], column: str) -> str:
+    texts = [str(r.get(column) or "") if pd.notna(r.get(column)) else "" for r in rows]
+    if len(set(texts)) == 1:
+        return texts[0]
+    return "; ".join(f"run {rid}: {t}" for rid, t in zip(run_ids, texts) if t)
+
+
+def pooled_verdict(claim: Claim, rows: list[pd.Series], run_ids: list[str]) -> tuple[Verdict, dict]:
+    """``claim`` judged on its member rows (one per run, in ``run_ids`` order); the verdict
+    and the columns it carries from the runs (note, gates, invalid points)."""
+    carried = {c: _labelled(rows, run_ids, c) for c in ("note", "gates", "invalid")}
+    invalid = [(rid, r) for rid, r in zip(run_ids, rows) if r["outcome"] == INVALID]
+    if invalid:
+        return Verdict(claim, None, INVALID, "invalid in "
+                       + "; ".join(f"run {rid}: {r['reason']}" for rid, r in invalid)), carried
+    values = [float(r["value"]) for r in rows]
+    measured = all(math.isfinite(v) for v in values) and all(int(r["n"]) > 0 for r in rows)
+    # a gated claim keeps its estimate beside its outcome, deciding nothing (gates.apply)
+    estimate = (pooled_estimate(values, run_scale(rows[0]), claim.unit, _per_run(rows))
+                if measured else None)
+    untestable = [(rid, r) for rid, r in zip(run_ids, rows)
+                  if r["outcome"] == NOT_TESTABLE or not math.isfinite(float(r["value"]))]
+    if untestable:
+        reasons = [str(r["reason"]) for _, r in untestable]
+        if len(untestable) == len(rows) and len(set(reasons)) == 1:
+            said = reasons[0]
+        elif len(untestable) == len(rows):  # the same kind of reason, each with its run's figures
+            rid, first = untestable[0]
+            said = (f"not testable in any of the {len(rows)} runs; run {rid}: {first['reason']} "
+                    "(each run's own figures: its row beside)")
+        else:
+            said = "; ".join(f"run {rid}: {r['reason']}" for rid, r in untestable)
+        where = "" if len(untestable) == len(rows) else (
+            f"not testable in {len(untestable)} of {len(rows)} runs (a pooled verdict needs the "
+            "claim in its regime in every run): ")
+        return Verdict(claim, estimate, NOT_TESTABLE, where + said), carried
+    bounds = {(float(r["region_low"]), float(r["region_high"])) for r in rows}
+    if len(bounds) > 1:
+        return Verdict(claim, estimate, NOT_TESTABLE, "the runs judged it against different regions ("
+                       + ", ".join(str(r["region"]) for r in rows) + "): their designs differ"), carried
+    (low, high), = bounds
+    region = claim.region if (claim.region.low, claim.region.high) == (low, high) else \
+        Region(low, high, str(rows[0].get("region_why") or claim.region.why))
+    return judge(replace(claim, region=region), estimate, carried["note"]), carried

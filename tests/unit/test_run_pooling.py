@@ -1,0 +1,86 @@
+"""A claim pooled from each run's own estimate (harness.verdicts.run_pooling): the run is the
+unit, each run judged with its own record."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+
+from harness.verdicts.claims import (
+    INCONCLUSIVE,
+    INVALID,
+    NOT_TESTABLE,
+    PAPER,
+    REPRODUCED,
+    Claim,
+    Region,
+    judge,
+    table,
+)
+from harness.verdicts.intervals import mean_estimate, t975
+from harness.verdicts.run_pooling import pooled_verdict
+
+CLAIM = Claim("c.ratio", "about 2x", "2x", Region(1.8, 2.2, "the margin"), "x", PAPER)
+
+
+def own_row(values, claim=CLAIM, log=True) -> pd.Series:
+    """One run's own row, as its own analysis makes it."""
+    return table([judge(claim, mean_estimate(values, claim.unit, log=log))]).iloc[0]
+
+
+def test_the_pooled_estimate_is_the_mean_of_the_runs_own_on_their_scale():
+    runs = [[1.9, 2.0, 2.1], [2.0, 2.1, 2.2], [1.95, 2.05, 2.0]]
+    rows = [own_row(v) for v in runs]
+    verdict, _ = pooled_verdict(CLAIM, rows, ["a", "b", "c"])
+    logs = [math.log(r["value"]) for r in rows]
+    mean = sum(logs) / 3
+    sd = (sum((x - mean) ** 2 for x in logs) / 2) ** 0.5
+    est = verdict.estimate
+    assert est.value == pytest.approx(math.exp(mean))
+    assert est.high == pytest.approx(math.exp(mean + t975(2) * sd / math.sqrt(3)))
+    assert est.n == 3 and est.units == "runs" and "Student t interval over 3 runs" in est.method
+    assert min(r["value"] for r in rows) < est.value < max(r["value"] for r in rows)
+    assert verdict.outcome == REPRODUCED
+
+
+def test_a_claim_not_testable_in_one_run_is_not_testable_pooled():
+    rows = [own_row([1.9, 2.0, 2.1]), own_row([2.0, 2.1, 2.2]),
+            table([judge(CLAIM, None)]).iloc[0]]  # no measurement in run c
+    verdict, _ = pooled_verdict(CLAIM, rows, ["a", "b", "c"])
+    assert verdict.outcome == NOT_TESTABLE
+    assert verdict.reason.startswith("not testable in 1 of 3 runs") and "run c:" in verdict.reason
+
+
+def test_a_claim_invalid_in_one_run_is_invalid_pooled():
+    bad = own_row([1.9, 2.0, 2.1]).copy()
+    bad["outcome"], bad["reason"] = INVALID, "rests on invalid points: 3000 Mbit/s on a 1000 wire"
+    verdict, _ = pooled_verdict(CLAIM, [own_row([2.0, 2.1, 2.2]), bad], ["a", "b"])
+    assert verdict.outcome == INVALID and "run b: rests on invalid points" in verdict.reason
+
+
+def test_each_runs_own_region_is_the_one_pooled_and_runs_with_different_regions_are_not():
+    # a region set by the run's design (S3's "most of the run's k points"): the runs' own
+    wider = Claim(CLAIM.id, CLAIM.text, CLAIM.paper, Region(1.5, 2.5, "k = 12"), "x", PAPER)
+    rows = [own_row([1.55, 1.6, 1.65], wider), own_row([1.6, 1.62, 1.64], wider)]
+    verdict, _ = pooled_verdict(CLAIM, rows, ["a", "b"])
+    assert (verdict.claim.region.low, verdict.claim.region.high) == (1.5, 2.5)
+    assert verdict.outcome in (REPRODUCED, INCONCLUSIVE)
+    mixed, _ = pooled_verdict(CLAIM, [own_row([1.6, 1.62, 1.64], wider), own_row([2.0, 2.1, 2.2])],
+                              ["a", "b"])
+    assert mixed.outcome == NOT_TESTABLE and "different regions" in mixed.reason
+
+
+def test_a_gain_is_pooled_on_the_log_of_one_plus_it():
+    gain = Claim("c.gain", "+25 %", "+25%", Region(13.6, 37.5, "margin"), "%", PAPER)
+
+    def row(ratios):
+        return table([judge(gain, mean_estimate(ratios, log=True).as_gain_pct())]).iloc[0]
+
+    rows = [row([1.2, 1.25, 1.3]), row([1.3, 1.35, 1.4])]
+    verdict, _ = pooled_verdict(gain, rows, ["a", "b"])
+    expected = (math.exp((math.log1p(rows[0]["value"] / 100) + math.log1p(rows[1]["value"] / 100)) / 2)
+                - 1) * 100
+    assert verdict.estimate.value == pytest.approx(expected)
+    assert verdict.estimate.scale == "log-gain"
