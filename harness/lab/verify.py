@@ -32,7 +32,7 @@ Ctrl-C like any other.
 from __future__ import annotations
 
 import statistics
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from ..journal.journal import Journal
@@ -355,6 +355,7 @@ def check_direction(d: Direction, out: ScriptOutput, seconds: int) -> LinkCheck:
         result = parse_iperf3_json(client, 1)
         series = out.samples.get(d.index, [])
         samples = len(series)
+        plan = as_run(plan, result.raw)
         stretch = busy_stretch(past_ramp(series, plan.omit_s), keep_first=plan.omit_s > 0)
         link_mbit = slope_bps(stretch) / 1e6
         goodput = result.received_bps / 1e6
@@ -380,6 +381,14 @@ def check_direction(d: Direction, out: ScriptOutput, seconds: int) -> LinkCheck:
         outputs=[_output_text(d, out, ping_text)],
         **steady,
     )
+
+
+def as_run(plan: RatePlan, iperf3: dict) -> RatePlan:
+    """``plan`` with the seconds counted and omitted that iperf3 says it ran (its
+    ``test_start``): the record says what was measured."""
+    ran = (iperf3.get("start") or {}).get("test_start") or {}
+    return replace(plan, seconds=int(ran.get("duration", plan.seconds)),
+                   omit_s=int(ran.get("omit", plan.omit_s)))
 
 
 def steady_record(plan: RatePlan, stretch: list[tuple[int, float]], iperf3: dict) -> dict:

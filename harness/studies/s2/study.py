@@ -134,7 +134,7 @@ class Params(Parameters):
                                 "a timeout then lasts the paper's round trips")
     verify_seconds: int = param(3, "iperf3 seconds counted per link direction when verifying "
                                 "the lab; the scaled WAN omits its slow start first and counts "
-                                "at least 20 round trips and 3 s (harness.lab.rate_plan)",
+                                "at least 20 round trips and 5 s (harness.lab.rate_plan)",
                                 unit="s", low=1, high=60)
     # -- machines from an inventory: the user's own file systems, not a lab's --------------
     nfs_export: str = param("", "inventory runs: an existing NFS export of the inventory's "
