@@ -105,7 +105,7 @@ def test_s0_small_run_has_three_methods_translation_and_leaves_nothing(tmp_path,
     from harness.relay import targets as relay_targets
     assert (run_dir / "raw" / "relay-benchmark.json").exists()
     assert "invalid" in claims and len(claims) == (len(s0.S0().registration().claims)
-                                                    + len(relay_targets.CLAIMS))
+                                                    + len(relay_targets.claims()))
     # the serialising shaper: no point above its wire (htb's burst gave ~190 Mbit/s at 16 KB)
     assert not (claims.outcome == "invalid").any(), claims[claims.outcome == "invalid"].reason
 
