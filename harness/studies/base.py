@@ -127,8 +127,10 @@ def _outside_regime_not_testable(claims):
         from ..machines.as_found import mark_claims
 
         frame = mark_claims(claims(self, data), data.meta, type(self).as_found)
-        registered = {c.id: tuple(c.gates) for c in self.registration().claims}
-        return apply_gates(frame, data.meta, data.tables, registered)
+        claims_ = self.registration().claims
+        registered = {c.id: tuple(c.gates) for c in claims_}
+        regions = {c.id: (c.region.low, c.region.high) for c in claims_}
+        return apply_gates(frame, data.meta, data.tables, registered, regions)
 
     return wrapper
 

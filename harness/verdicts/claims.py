@@ -63,7 +63,7 @@ IMPRACTICAL = 100  # more than this many times the samples we have: say so, not 
 
 COLUMNS = ["claim_id", "source", "claim", "paper", "region", "region_why", "ours", "value", "low", "high",
            "unit", "n", "units", "interval", "outcome", "reason", "more_needed", "note",
-           "quote", "seed_line", "quantity", "regime", "invalid", "gates", "region_low", "region_high"]
+           "quote", "seed_line", "quantity", "regime", "invalid", "gates"]
 
 
 @dataclass(frozen=True)
@@ -202,8 +202,6 @@ class Verdict:
             "quote": c.quote, "seed_line": c.seed_line, "quantity": c.quantity,
             "regime": c.regime, "invalid": "; ".join(p.text() for p in self.invalid),
             "gates": "",  # filled from the run's facts by harness.verdicts.gates.apply
-            # the bounds exactly (the text rounds them): a pool judges each run's own region
-            "region_low": c.region.low, "region_high": c.region.high,
         }
 
 

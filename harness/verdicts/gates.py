@@ -410,7 +410,8 @@ def evaluate(gate: Gate, facts: RunFacts, tables: Mapping[str, pd.DataFrame],
 
 
 def apply(frame: pd.DataFrame, meta: Mapping, tables: Mapping[str, pd.DataFrame],
-          gates: Mapping[str, tuple[Gate, ...]]) -> pd.DataFrame:
+          gates: Mapping[str, tuple[Gate, ...]],
+          regions: Mapping[str, tuple[float, float]] | None = None) -> pd.DataFrame:
     """``frame`` (a claims table) with a ``gates`` column (each gate of each claim with its
     figures) and each claim with a failed gate *not testable here*, the failed gates' figures
     its reason. A claim already not testable keeps its reason, the gates added to it."""
@@ -418,8 +419,7 @@ def apply(frame: pd.DataFrame, meta: Mapping, tables: Mapping[str, pd.DataFrame]
     facts = RunFacts.from_meta(meta)
     texts: list[str] = []
     for i, claim_id in frame["claim_id"].items():
-        region = (float(frame.at[i, "region_low"]), float(frame.at[i, "region_high"])) \
-            if "region_low" in frame else (-math.inf, math.inf)
+        region = (regions or {}).get(claim_id, (-math.inf, math.inf))  # the registered one
         results = [evaluate(g, facts, tables, meta, region) for g in gates.get(claim_id, ())]
         texts.append("; ".join(r.text() for r in results))
         failed = [r for r in results if not r.passed]

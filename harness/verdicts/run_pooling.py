@@ -13,9 +13,9 @@ geometric mean's log, a gain's log(1 + g/100)), with a Student t interval over t
 below :data:`~harness.verdicts.intervals.T_BELOW` runs and a percentile bootstrap of the
 runs from there. A claim pools only where every run judged it: invalid in one run is invalid
 (an apparatus failure is not averaged away), not testable in one run is not testable (the
-regime must hold in every run; saying less beats saying wrong). Each run's region is the one
-its own analysis used (a region may depend on the run's design, S3's "most points" on its
-number of points); runs whose regions differ are not pooled.
+regime must hold in every run; saying less beats saying wrong). A claim whose runs were judged
+against a region other than the registered one (set by the run's design, S3's "most points"
+on its number of points) is not pooled.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
-from .claims import INVALID, NOT_TESTABLE, Claim, Region, Verdict, judge
+from .claims import INVALID, NOT_TESTABLE, Claim, Verdict, judge
 from .intervals import CONFIDENCE, POOLED_METHOD, RESAMPLES, SEED, T_BELOW, Estimate, t975
 
 
@@ -121,11 +121,11 @@ def pooled_verdict(claim: Claim, rows: list[pd.Series], run_ids: list[str]) -> t
             f"not testable in {len(untestable)} of {len(rows)} runs (a pooled verdict needs the "
             "claim in its regime in every run): ")
         return Verdict(claim, estimate, NOT_TESTABLE, where + said), carried
-    bounds = {(float(r["region_low"]), float(r["region_high"])) for r in rows}
-    if len(bounds) > 1:
-        return Verdict(claim, estimate, NOT_TESTABLE, "the runs judged it against different regions ("
-                       + ", ".join(str(r["region"]) for r in rows) + "): their designs differ"), carried
-    (low, high), = bounds
-    region = claim.region if (claim.region.low, claim.region.high) == (low, high) else \
-        Region(low, high, str(rows[0].get("region_why") or claim.region.why))
+    texts = {str(r["region"]) for r in rows}
+    if texts != {claim.region.text(claim.unit)}:  # a region the run's design set, not the registration
+        return Verdict(claim, estimate, NOT_TESTABLE, "the runs judged it against "
+                       + ", ".join(sorted(texts)) + f", the registration against "
+                       f"{claim.region.text(claim.unit)}: a region set by each run's design is "
+                       "not pooled"), carried
+    region = claim.region
     return judge(replace(claim, region=region), estimate, carried["note"]), carried

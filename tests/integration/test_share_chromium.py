@@ -34,7 +34,9 @@ pytestmark = [
                                                 "lists it; `bash env/setup` installs it)"),
 ]
 
-S4_REFERENCE = next((ROOT / "data" / "reference" / "s4").glob("*/run.json")).parent
+# one S4 run with its notebook: a single-run reference or a pooled one's member (a pooled
+# folder has no notebook of its own)
+S4_REFERENCE = sorted((ROOT / "data" / "reference" / "s4").rglob("notebook.ipynb"))[0].parent
 KOREAN = "서비스"  # in S4's paper title, in every S4 report's banner and provenance
 
 

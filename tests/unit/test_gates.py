@@ -323,9 +323,8 @@ def test_reachable_fails_a_gain_the_labs_ceiling_cannot_reach_with_its_figures()
     high = evaluate(gate, RunFacts.from_meta({}), {"results": _paths(1.20)}, {}, (8.628, 39.7))
     assert high.passed
     gated = claim("c", gate)
-    frame = claims_table(gated)
-    frame["region_low"], frame["region_high"] = 8.628, 39.7
-    out = apply(frame, {}, {"results": _paths(1.04)}, {"c": gated.gates})
+    out = apply(claims_table(gated), {}, {"results": _paths(1.04)}, {"c": gated.gates},
+                {"c": (8.628, 39.7)})
     assert out.outcome[0] == NOT_TESTABLE and "reachable failed" in out.reason[0]
     missing = evaluate(gate, RunFacts.from_meta({}), {}, {}, (8.628, 39.7))
     assert not missing.passed and "was not measured" in missing.figures
