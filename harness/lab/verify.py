@@ -44,6 +44,7 @@ from ..nodes.result import Result
 from ..tools.iperf3 import parse_iperf3_json
 from ..tools.ping import PING_COUNT, parse_ping_ms, ping_argv
 from ..topology.topology import Link, LinkEnd
+from .counter_rate import busy_stretch, parse_samples, slope_bps
 from .rate_plan import RatePlan, past_ramp, plan_rate_test, window_bdps
 
 if TYPE_CHECKING:
@@ -56,58 +57,6 @@ VERIFY_PORT = 5299
 SAMPLE_INTERVAL = 0.1
 UNTIMED_PING_COUNT = 3  # links without a delay: their RTT is recorded, not judged
 PARALLEL_PINGS = 16  # links without delay are pinged this many at a time
-
-
-def steady_rate_bps(samples: list[tuple[int, float]]) -> float:
-    """Rate over the busy stretch of a byte-counter series, without its ramp-up and tail.
-
-    The busy stretch is the longest sequence of intervals above 80 % of the typical
-    (upper-half median) interval rate; its first and last interval are dropped, and the rate is the
-    least-squares slope of bytes over time across it.
-    """
-    return slope_bps(busy_stretch(samples))
-
-
-def busy_stretch(samples: list[tuple[int, float]],
-                 keep_first: bool = False) -> list[tuple[int, float]]:
-    """The samples of :func:`steady_rate_bps`'s busy stretch; ``keep_first``: its first
-    interval kept (the series starts past the ramp already: :func:`~harness.lab.rate_plan.
-    past_ramp`), only the tail's dropped."""
-    rates = [(b2 - b1) * 8 / (t2 - t1) for (b1, t1), (b2, t2) in zip(samples, samples[1:])
-             if t2 > t1]
-    if not rates:
-        return []
-    # "busy": near the typical interval rate, so a half-idle interval at either end
-    # (the client starting or winding down between two reads) stays out
-    typical = statistics.median(sorted(rates)[len(rates) // 2:])
-    busy = [r > 0.8 * typical for r in rates]
-    best = (0, 0)
-    start = None
-    for i, flag in enumerate(busy + [False]):
-        if flag and start is None:
-            start = i
-        elif not flag and start is not None:
-            if i - start > best[1] - best[0]:
-                best = (start, i)
-            start = None
-    first, last = best
-    if last - first > 2:
-        first, last = first + (not keep_first), last - 1
-    return samples[first:last + 1]
-
-
-def slope_bps(stretch: list[tuple[int, float]]) -> float:
-    """The least-squares slope of bytes over time, in bit/s, across every sample of the
-    stretch, not just its two ends: each sample's time is uncertain by half its clock bracket
-    (a slow `tc` under emulation). 0 for fewer than two distinct times."""
-    if len(stretch) < 2:
-        return 0.0
-    mean_t = sum(t for _, t in stretch) / len(stretch)
-    mean_b = sum(b for b, _ in stretch) / len(stretch)
-    var = sum((t - mean_t) ** 2 for _, t in stretch)
-    if var <= 0:
-        return 0.0
-    return 8 * sum((t - mean_t) * (b - mean_b) for b, t in stretch) / var
 
 
 @dataclass
@@ -274,17 +223,6 @@ class ScriptOutput:
     status: dict[int, int]
     pings: dict[int, str]
     stderr: str = ""
-
-
-def parse_samples(text: str) -> list[tuple[int, float]]:
-    """(bytes, time) counter samples, each stamped at the midpoint of its clock bracket."""
-    out = []
-    for line in text.splitlines():
-        words = line.split()
-        if len(words) == 4 and words[0] == "SAMPLE":
-            _, t1, t2, sent = words
-            out.append((int(sent), (float(t1) + float(t2)) / 2))
-    return out
 
 
 def collect(kinds: list[tuple[str, Direction, Call]], results: list[Result]) -> ScriptOutput:

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from harness.archive.report_sections import describe_check
+from harness.lab.counter_rate import busy_stretch, slope_bps, steady_rate_bps
 from harness.lab.rate_plan import (
     DATA_START_BYTES,
     MAX_OMIT_S,
@@ -22,11 +23,8 @@ from harness.lab.rate_plan import (
 )
 from harness.lab.verify import (
     Direction,
-    busy_stretch,
     check_direction,
     collect,
-    slope_bps,
-    steady_rate_bps,
     summarise,
     verification_calls,
 )

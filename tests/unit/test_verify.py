@@ -5,15 +5,14 @@ from __future__ import annotations
 import pytest
 
 from harness.journal.journal import Journal, batch_undo_handler, undo_handler
+from harness.lab.counter_rate import parse_samples, steady_rate_bps
 from harness.lab.lab import delay_trim_us
 from harness.lab.verify import (
     Direction,
     check_direction,
     collect,
     parse_ping_ms,
-    parse_samples,
     rtt_ok,
-    steady_rate_bps,
     verification_calls,
     verification_table,
 )
