@@ -57,6 +57,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from .claims import NOT_TESTABLE
+from .intervals import mean_estimate
 
 
 @dataclass(frozen=True)
@@ -346,8 +347,6 @@ def _reachable(_facts: RunFacts, tables: Mapping[str, pd.DataFrame], params,
     interval over repetitions), must reach the claim's region, else the lab -- not the
     system under test -- decides the verdict (S0's links at 100 Mbit/s with relays 110x
     faster: direct over two proxies +3-5 % against a region from +8.6 %)."""
-    from .intervals import mean_estimate
-
     name = "reachable"
     table, column, by = params["table"], params["column"], str(params.get("by") or "method")
     top, over = str(params["ceiling"]), str(params["over"])
