@@ -324,8 +324,8 @@ def unpooled_line(claim_id: str, found: list[Member], own: list[pd.DataFrame]) -
     """One claim no pool judges, with every run's own estimate and outcome (a 'not met' in every
     run stays in sight: a headline over the pooled claims would leave it out)."""
     said = []
-    for member, table in zip(found, own):
-        rows = table[table.claim_id == claim_id]
+    for member, claims_table in zip(found, own):
+        rows = claims_table[claims_table.claim_id == claim_id]
         if rows.empty:
             continue
         row = rows.iloc[0]
