@@ -17,8 +17,9 @@ from ..errors import SpecError
 _LABEL = re.compile(r"^(?!-)[A-Za-z0-9-]{1,63}(?<!-)\Z")
 
 MAX_PIPE_SIZE = 1 << 30
-#: srd's TCP_NOTSENT_LOWAT (its default too): see srd.c and benchmarks/relay_bench.py's notes
-NOTSENT_LOWAT = 128 << 10
+#: srd's TCP_NOTSENT_LOWAT (its default too): 0 leaves the kernel's, as every peer relay does.
+#: srd 1.1-1.2 capped it at 128 KiB; why that ended: srd.c and benchmarks/relay_bench.py's notes
+NOTSENT_LOWAT = 0
 #: srd's --idle-timeout (its default too): a stream that moved nothing this long is closed.
 #: Above the longest iperf3 test the harness runs (S0's bench_seconds <= 600), whose control
 #: connection stays silent while the test runs.
@@ -120,9 +121,9 @@ class RelaySpec:
     stream (the kernel rounds it to a power-of-two number of pages and caps it at
     fs.pipe-max-size for unprivileged users). ``drain`` is how long open streams
     may go on after SIGTERM before they are cut. ``notsent_lowat`` caps the bytes
-    waiting unsent in each of the relay's sockets (TCP_NOTSENT_LOWAT; 0 leaves the
-    kernel's): with srd's whole pipe queued unsent, the relayed flows retransmitted
-    5-50x more (benchmarks/relay_bench.py's notes). ``idle_timeout`` closes a stream
+    waiting unsent in each of the relay's sockets (TCP_NOTSENT_LOWAT; 0, the default,
+    leaves the kernel's: a cap makes srd transmit in its own context what the kernel
+    otherwise sends from ACK processing, :data:`NOTSENT_LOWAT`). ``idle_timeout`` closes a stream
     that moved nothing that long and ``max_per_peer`` caps the streams of one client
     address (see :data:`IDLE_TIMEOUT`, :data:`MAX_PER_PEER`): silent connections cannot
     shut the study's streams out.

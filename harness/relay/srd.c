@@ -15,13 +15,17 @@
  * Behaviour the harness relies on:
  *   - TCP_NODELAY on every socket (Nagle + delayed ACK would stall small
  *     messages); SPLICE_F_MORE is never used (it corks the socket).
- *   - TCP_NOTSENT_LOWAT (--notsent-lowat, default 128 KiB) on both sockets:
- *     a splice into a socket stops once that many bytes wait unsent, and
- *     EPOLLOUT comes back only below it, so transmission follows the ACKs
- *     instead of a multi-MB queue sent from two CPUs at once.  Measured
- *     (relay_bench, iperf3, 3-5 runs side by side): the sender's retransmits
- *     fell from 18k-125k per 5 s test to 1.8k-20k (socat 8k-28k), the relay's
- *     own from 9k-63k to 0.2k-5k, throughput unchanged within the noise.
+ *   - TCP_NOTSENT_LOWAT (--notsent-lowat BYTES): when given, caps the bytes
+ *     waiting unsent in each socket (a splice into it stops there, EPOLLOUT
+ *     returns below it).  Default 0 since srd 1.3: the kernel's limit, as
+ *     every peer relay leaves it.  srd 1.1-1.2 capped at 128 KiB, for the
+ *     sender's retransmits measured at load 1-7 (18k-125k per 5 s test without
+ *     the cap, 1.8k-20k with it); the cap makes the socket transmit from srd's
+ *     own splice (perf: tcp_write_xmit 58 % of srd's samples at 128 KiB, 36 %
+ *     at 0, 31 % in Go's relay), so srd paid the transmit work peers leave to
+ *     ACK processing in softirq: relay CPU per GB 1.3-1.6x of the cheapest
+ *     peer's.  Re-measured side by side in 2026-11-29 (benchmarks/relay_bench.py's
+ *     notes): see there for the retransmits and CPU at both settings.
  *   - Half-close: EOF from one side becomes shutdown(SHUT_WR) on the other,
  *     once everything read before it has been delivered; the other direction
  *     keeps flowing.  The stream ends when both directions have ended.
@@ -72,12 +76,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#define SRD_VERSION "1.2"
+#define SRD_VERSION "1.3"
 #define MAX_EVENTS 256
 #define ACCEPT_BATCH 64
 #define FDS_PER_STREAM 6
 #define ADDR_TEXT 64
-#define NOTSENT_LOWAT_DEFAULT (128 * 1024)
+#define NOTSENT_LOWAT_DEFAULT 0 /* the kernel's (net.ipv4.tcp_notsent_lowat) */
 
 /* ------------------------------------------------------------------ config */
 
@@ -343,7 +347,7 @@ static void usage(FILE *to)
             "      --max-per-peer N         concurrent streams from one client address (default 256)\n"
             "      --idle-timeout SEC       close a stream that moved nothing this long (default 900)\n"
             "      --drain SEC              on SIGTERM let streams finish this long (default 0)\n"
-            "      --notsent-lowat BYTES    most unsent bytes queued in a socket (default 131072;\n"
+            "      --notsent-lowat BYTES    most unsent bytes queued in a socket (default 0;\n"
             "                               0 leaves the kernel's, net.ipv4.tcp_notsent_lowat)\n"
 
             "      --version                print the version\n");

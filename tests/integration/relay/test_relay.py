@@ -732,6 +732,32 @@ def test_srd_leaves_buffers_to_autotuning_sets_nodelay_and_gets_its_pipe_size(la
         server.wait(1)
 
 
+def test_srd_leaves_the_unsent_limit_to_the_kernel_by_default(lab, journal):
+    """RelaySpec's default spec (what S0 runs) sets no TCP_NOTSENT_LOWAT on srd's two stream
+    sockets, as every peer relay leaves it (getsockopt reads 0: the namespace's
+    net.ipv4.tcp_notsent_lowat applies). srd 1.1-1.2 capped it at 128 KiB, which made srd
+    transmit in its own context and cost 1.3-1.6x the cheapest peer's CPU per GB
+    (benchmarks/relay_bench.py's notes of 2026-11-29)."""
+    middle = lab.node("middle")
+    sport, rport = next_port(), next_port()
+    with Server(lab, sport, lambda conn: conn.recv(1)) as server, \
+            running_relay(journal, middle, relay_spec(rport, sport)) as relay:
+        with connect(lab, rport):
+            wait_for(lambda: relay.events("connected"), what="connected event")
+            sockets = [socket.socket(fileno=fd) for fd in borrow_fds(relay.pid, "socket")]
+            try:
+                streams = [s for s in sockets if s.getsockopt(socket.SOL_SOCKET,
+                                                              socket.SO_ACCEPTCONN) == 0]
+                assert len(streams) == 2
+                assert [s.getsockopt(socket.IPPROTO_TCP, socket.TCP_NOTSENT_LOWAT)
+                        for s in streams] == [0, 0]
+            finally:
+                for s in sockets:
+                    s.close()
+        server.wait(1)
+    assert relay.events("listening")[0].fields["notsent_lowat"] == "0"
+
+
 def fcntl_getpipe(fd: int) -> int:
     import fcntl
 
