@@ -179,6 +179,40 @@ each as its documentation does; the table is in docs/studies/s0.md):
   netpoller) and HAProxy 23 us at 1 B but 7 us at 1 KiB in this loaded run; the Python
   ping-pong's medians moved by tens of us with the load, so these differences are
   indicative only.
+Notes of 2026-11-29, srd 1.3: TCP_NOTSENT_LOWAT left to the kernel (issue 39 item 3;
+benchmarks/relay_profile.py counts per GB what each relay does, interleaved like this one):
+- Syscalls and wake-ups are not where srd's CPU goes. perf stat on the relay over 2-3 s iperf3
+  tests (one relay, per GB): srd at 128 KiB 5.0-7.9k syscalls (splice 4.4-6.5k of which
+  1.0-1.3k EAGAIN, epoll_wait 0.5-1.1k, epoll_ctl 0.03-0.08k, recvfrom + sendto of the copy
+  mode 0.05-0.3k), 1.3-2.2k context switches; at 0 5.6-8.7k syscalls, epoll_wait 1.0-1.6k,
+  1.3-2.3k context switches (without the cap srd is woken by arriving data more often, not
+  less); 256 KiB, 512 KiB and 1 MiB 5.1-9.3k; Go's relay 8.8-11.5k (splice 3.7-4.6k,
+  epoll_pwait 1.5-2.3k, nanosleep 1.7-3.4k, futex 0.7-1.1k), 4.2-6.2k context switches;
+  HAProxy 32k (splice 31k: its default pipe size). Two relays: srd 13.8-17.3k at 128 KiB,
+  8.6-12.4k at 0, Go 20-29k, HAProxy 74k. The copy mode costs nothing in bulk transfers.
+- Where it goes (perf record -g on the relay, share of its samples with callees): the TCP
+  transmit path. tcp_write_xmit 58 % of srd's samples at 128 KiB, 36 % at 0, 31 % in Go's
+  relay; tcp_splice_read 21-30 %, epoll_wait 2-4 %, outside system calls (srd's own code) 2 %. With a small
+  unsent queue the socket sends each segment from srd's splice, in srd's context; without
+  the cap most of it is sent from ACK processing in softirq, charged to whichever process
+  the ACK interrupted, as for every peer (none sets TCP_NOTSENT_LOWAT).
+- Interleaved, ``relay_profile.py --variant srd128=srd:lowat=131072 --variant
+  srd0=srd:lowat=0 --variant go=gosplice --variant hap=haproxy --variant socat=socat --hops
+  1,2 --runs 5 --duration 3`` (data/benchmarks/relay-profile-20261129.json, load 0.3 rising to
+  5.6), paired per run, geometric mean [95 % t]: without the cap srd's own CPU per GB was
+  0.75x [0.66, 0.85] (one relay) and 0.72x [0.67, 0.78] (two) of the cap's, its throughput
+  1.12x [0.77, 1.63] and 1.12x [0.95, 1.33], the host's CPU per GB 0.89x [0.55, 1.44] and
+  0.93x [0.80, 1.06]. Against the cheapest peer: 0.83x [0.66, 1.05] of Go's (one relay; 1.10x
+  [0.84, 1.45] with the cap) and 0.97x [0.85, 1.09] of HAProxy's (two; 1.34x [1.17, 1.53]
+  with the cap). The reason the cap was kept, re-measured: the sender's retransmits per 3 s
+  test, medians, srd 4033 without the cap, 1809 with it, socat 1627, Go 545, HAProxy 5249;
+  srd minus socat +3512 [-456, 7480] without, +361 [-2509, 3230] with; two relays +302 [-181,
+  785] and +202 [-540, 944]; the middle's own +4225 [-1575, 10025] (one) and +6850 [1793,
+  11908] (two) against the cap. So the cap still halves the retransmits of one relay (not
+  the 5-50x of srd 1.1's load-1-7 runs), but they are spurious (DSACKs, see above), and
+  neither throughput nor the host's CPU per GB was worse without it: the default is now 0,
+  as every peer leaves it; ``--notsent-lowat`` (``RelaySpec.notsent_lowat``) keeps the cap
+  for a run that wants it.
 """
 
 from __future__ import annotations
@@ -940,8 +974,8 @@ def arg_parser() -> argparse.ArgumentParser:
     parser.add_argument("--iters", type=int, default=20000, help="ping-pong round trips (20000)")
     parser.add_argument("--no-nptcp", action="store_true", help="skip the NetPIPE latency test")
     parser.add_argument("--srd-notsent-lowat", type=int, default=None, metavar="BYTES",
-                        help="srd's TCP_NOTSENT_LOWAT (default: RelaySpec's, 128 KiB; 0 leaves "
-                             "the kernel's) -- for experiments on srd's CPU per byte")
+                        help="srd's TCP_NOTSENT_LOWAT (default: RelaySpec's, 0: the kernel's; "
+                             "srd 1.1-1.2 used 128 KiB) -- for experiments on srd's CPU per byte")
     parser.add_argument("--peers", default=",".join(PEER_KINDS),
                         help=f"the peer relays beside srd, comma-separated ({','.join(PEER_KINDS)})")
     parser.add_argument("--out", default="relay_bench.json",

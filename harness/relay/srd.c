@@ -17,15 +17,16 @@
  *     messages); SPLICE_F_MORE is never used (it corks the socket).
  *   - TCP_NOTSENT_LOWAT (--notsent-lowat BYTES): when given, caps the bytes
  *     waiting unsent in each socket (a splice into it stops there, EPOLLOUT
- *     returns below it).  Default 0 since srd 1.3: the kernel's limit, as
- *     every peer relay leaves it.  srd 1.1-1.2 capped at 128 KiB, for the
- *     sender's retransmits measured at load 1-7 (18k-125k per 5 s test without
- *     the cap, 1.8k-20k with it); the cap makes the socket transmit from srd's
- *     own splice (perf: tcp_write_xmit 58 % of srd's samples at 128 KiB, 36 %
- *     at 0, 31 % in Go's relay), so srd paid the transmit work peers leave to
- *     ACK processing in softirq: relay CPU per GB 1.3-1.6x of the cheapest
- *     peer's.  Re-measured side by side in 2026-11-29 (benchmarks/relay_bench.py's
- *     notes): see there for the retransmits and CPU at both settings.
+ *     returns below it).  Default 0 since srd 1.3: the kernel's, as every peer
+ *     relay leaves it.  srd 1.1-1.2 capped it at 128 KiB for the sender's
+ *     retransmits (at load 1-7: 18k-125k per 5 s test without, 1.8k-20k with
+ *     it).  The cap makes the socket send each segment from srd's own splice
+ *     (perf: tcp_write_xmit 58 % of srd's samples at 128 KiB, 36 % at 0, 31 %
+ *     in Go's relay) instead of from ACK processing in softirq, so srd paid
+ *     for transmitting what peers leave to the kernel: side by side, 5 runs,
+ *     srd's CPU per GB without the cap was 0.75x (one relay) and 0.72x (two)
+ *     of the cap's, throughput and the host's CPU per GB no worse, the
+ *     (spurious) retransmits about 2x (benchmarks/relay_bench.py's notes).
  *   - Half-close: EOF from one side becomes shutdown(SHUT_WR) on the other,
  *     once everything read before it has been delivered; the other direction
  *     keeps flowing.  The stream ends when both directions have ended.
