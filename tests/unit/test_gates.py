@@ -261,7 +261,7 @@ def test_serialising_wire_fails_without_a_probe_or_a_serialised_size_and_names_t
     assert "32768 B 102.8 Mbit/s > 97.5 (95.6 + 2 %)" in result.figures and "carries + 2 %" in result.figures
     large = evaluate(Gate("serialising_wire", {"min_size": 65536, "max_size": 1 << 20}), facts,
                      {}, meta)
-    assert large.passed and "serialises 131072 B 97.4 <= 97.5" in large.figures
+    assert large.passed and "serialises 131072 B 97.4 Mbit/s <= 97.5" in large.figures
     assert "does not serialise 65536 B 99.1" in large.figures
     none = evaluate(small, facts, {}, {})
     assert not none.passed and "recorded no wire probe" in none.figures
