@@ -415,7 +415,8 @@ def runs_note(frame: pd.DataFrame) -> str:
     if pooled.any():
         n = frame.loc[pooled, "n"]
         return (f"**Pooled from runs.** Each interval has the run as its unit (up to {int(n.max())} "
-                "runs): it includes the variation between runs (each its own lab build and VM boot) "
+                "runs): it includes the variation between runs (each its own lab build, and VM boot "
+                "where its lab has VMs) "
                 "as far as that many runs can show it.")
     return ("**One run.** Every interval here holds the variation between this run's repetitions "
             "only. It cannot show how much another run of the same registration -- its own lab "
