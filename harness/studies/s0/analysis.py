@@ -22,7 +22,7 @@ import pandas as pd
 from ...verdicts.claims import Verdict, judge, not_testable, table
 from ...verdicts.intervals import mean_estimate
 from ...verdicts.validity import payload_rate_mbit
-from .common import KB, LABELS, MB, METHODS, join_notes, size_label  # noqa: F401 (s0_figures)
+from .common import BENCH_PATHS, KB, LABELS, MB, METHODS, join_notes, size_label  # noqa: F401 (s0_figures)
 from .distance_verdict import far_latency_verdict, far_ratios  # noqa: F401 (the notebook reads far_ratios here)
 from .estimates import geomean_per_repetition, per_repetition
 from .registration import (
@@ -144,8 +144,7 @@ def bench_summary(bench: pd.DataFrame) -> pd.DataFrame:
         relay_cpu_cores=("relay_cpu_cores", "median"),
         retransmits=("retransmits", "sum"), repetitions=("repetition", "nunique"),
     ).reset_index()
-    order = {p: i for i, p in enumerate(("direct", "nat_socat", "nat_srd", "proxies_socat",
-                                         "proxies_srd"))}
+    order = {p: i for i, p in enumerate(BENCH_PATHS)}
     return out.sort_values("path", key=lambda s: s.map(order)).reset_index(drop=True)
 
 

@@ -526,7 +526,10 @@ def relay_bench(proxies_mbit: float, nat_srd_mbit: float) -> pd.DataFrame:
     paths' unshaped iperf3 rates set."""
     member = sorted((REPO / "data/reference/s0/20261129T053121Z-pool-c9f4a4/members").iterdir())[0]
     bench = pd.read_csv(member / "bench.csv")
-    bench.loc[bench.path == "proxies_srd", "iperf_mbit"] = proxies_mbit
+    mux = bench[bench.path == "proxies_srd"].assign(path="proxies_srdmux", relay="srdmux")
+    bench = pd.concat([bench, mux], ignore_index=True)  # that run's bench had no srdmux path
+    bench.loc[bench.path == "proxies_srdmux", "iperf_mbit"] = proxies_mbit
+    bench.loc[bench.path == "proxies_srd", "iperf_mbit"] = 1.0  # not the sweep's proxies: unread
     bench.loc[bench.path == "nat_srd", "iperf_mbit"] = nat_srd_mbit
     return bench
 
@@ -545,7 +548,7 @@ def test_bandwidth_claims_need_relays_that_limit_as_the_papers_did():
     for cid in ("s0.bandwidth.stream.proxies_below_half", "s0.bandwidth.stream.gain_1k_32k",
                 "s0.bandwidth.stream.gain_appropriate", "s0.bandwidth.pingpong.gain_128k_1m"):
         assert fast.loc[cid, "outcome"] == NOT_TESTABLE, cid
-        assert "two proxies unshaped" in fast.loc[cid, "reason"], cid
+        assert "two proxies (srdmux, as the sweep's) unshaped" in fast.loc[cid, "reason"], cid
         assert "3713..3713 against at most 100 registered" in fast.loc[cid, "reason"], cid
     assert "NAT + SRD unshaped" in fast.loc["s0.bandwidth.stream.nat_srd_below_half", "reason"]
     assert "two proxies" not in fast.loc["s0.bandwidth.stream.nat_srd_below_half", "gates"]
@@ -665,8 +668,10 @@ def test_registration_fixes_repetitions_and_records_the_changes():
     assert reg.design["runs"]["verdict"] == 3 and split  # repetitions per run, three runs
     relays = next(c for c in reg.changes if "at_most" in c.what)  # one regime for every
     assert "s0.bandwidth.stream.proxies_below_half" in relays.claims  # bandwidth claim
-    far_vm = reg.changes[-1]  # the distance claim's own VM, gated like S1's latency in VMs
-    assert "s0.latency.far_nat_vs_proxies_x" in far_vm.claims and "accelerated" in far_vm.what
+    far_vm = next(c for c in reg.changes if "far_placement" in c.what)  # the distance claim's
+    assert "s0.latency.far_nat_vs_proxies_x" in far_vm.claims  # own VM, gated as S1's latency
+    mux = reg.changes[-1]  # the two proxies' gate reads the sweep's own srdmux pair
+    assert "proxies_srdmux" in mux.what and "s0.bandwidth.stream.gain_1k_32k" in mux.claims
     assert len({c.id for c in reg.claims}) == len(reg.claims) == 23  # 4 peer targets (issue 39)
 
 
