@@ -284,12 +284,20 @@ def _record(target: Path, study, found: list[Member], kept: bool = False) -> dic
 def _report(study, found: list[Member], frame: pd.DataFrame, own: list[pd.DataFrame]) -> str:
     lines = [f"# {study.name}: {study.title} -- pooled from {len(found)} runs", "",
              f"**Verdicts on the paper's claims:** {summaries(frame[COLUMNS])}.", "",
-             runs_note(frame), "",
-             "| run | started | commit | repetitions | registration |", "|---|---|---|---|---|"]
-    for m in found:
+             runs_note(frame), ""]
+    conditions = [study.run_conditions(m.meta) for m in found]
+    shown = any(conditions)  # a condition each run chose itself (S4's anchored limit)
+    lines += ["| run | started | commit | repetitions | registration |"
+              + (" measured under |" if shown else ""), "|---|---|---|---|---|" + ("---|" if shown else "")]
+    for m, condition in zip(found, conditions):
         commit = ((m.meta.get("provenance") or {}).get("git") or {}).get("commit") or "-"
         lines.append(f"| {m.run_id} | {m.meta.get('started') or '-'} | {commit[:12]} | "
-                     f"{(m.meta.get('parameters') or {}).get('repetitions')} | {m.digest[7:19]} |")
+                     f"{(m.meta.get('parameters') or {}).get('repetitions')} | {m.digest[7:19]} |"
+                     + (f" {condition or '-'} |" if shown else ""))
+    if shown and len(set(conditions)) > 1:
+        lines += ["", "**The runs chose different conditions** (above): a pooled estimate of a "
+                  "claim measured under them averages runs whose condition differs; the claim's "
+                  "registered regime, not the condition itself, is what every run had to meet."]
     for a, b in copies(found):
         lines += ["", f"**Warning:** runs {a} and {b} archived the same results byte for byte: they "
                   "are copies of one run, not independent runs, and the pool sees no variation "

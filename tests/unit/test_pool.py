@@ -279,3 +279,21 @@ def test_the_pooled_report_keeps_every_runs_own_reason_and_its_unpooled_rows_in_
     assert said_a.endswith("-- not testable here")  # as the pool says: its reason is the pool's
     frame = pd.read_csv(pooled_folder(data_root, "s0") / "claims.csv")
     assert {f"{a.name}: reason", f"{b.name}: reason"} <= set(frame)
+
+
+def test_a_pooled_report_names_the_condition_each_run_chose(tmp_path, data_root):
+    """S4's runs each calibrate their own anchored CPU limit: the pooled report's table of runs
+    says which, and that they differ (referee of S4, 2026-11-29: three runs at 0.015, 0.01 and
+    0.0125 CPUs pooled without a word)."""
+    ref = reference("s4")
+    meta = json.loads((ref / "run.json").read_text())
+    calibration = meta["calibration"]
+    a = copy_run(ref, tmp_path, "20261201T000000Z-aaaaaa", started="2026-12-01T00:00:00+00:00")
+    b = copy_run(ref, tmp_path, "20261202T000000Z-bbbbbb", started="2026-12-02T00:00:00+00:00",
+                 calibration={**calibration, "chosen": "0.01 CPUs: one stream TCP 296"})
+    assert main(["claims", "pool", str(a), str(b)]) == 0
+    report = (pooled_folder(data_root, "s4") / "report.md").read_text()
+    assert "| measured under |" in report
+    assert f"| anchored limit {calibration['chosen']} |" in report
+    assert "| anchored limit 0.01 CPUs: one stream TCP 296 |" in report
+    assert "**The runs chose different conditions**" in report
