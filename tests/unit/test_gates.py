@@ -115,6 +115,23 @@ def test_a_claim_with_a_failed_gate_is_not_testable_with_the_figures():
     assert "no_oversubscription: passed (2 vCPUs" in passed.set_index("claim_id").loc["s1.gated"].gates
 
 
+def test_an_invalid_claim_stays_invalid_when_a_gate_fails_too():
+    """Invalid takes precedence: a claim resting on a physically impossible point is never
+    relabelled 'not testable, measured anyway' with an estimate over those points (referee of
+    S0, 2026-11-29: five ping-pong estimates shown beside 639 impossible points)."""
+    from harness.verdicts.claims import INVALID
+    from harness.verdicts.validity import check_rate
+
+    gated = claim("c", Gate("uniprocessor"))
+    fast = check_rate("ping-pong 2 KB, repetition 1", 184.6, 100.0)
+    frame = table([judge(gated, Estimate(2.1, 2.05, 2.15, 12, "x"), invalid=[fast])])
+    out = apply(frame, vm_meta(), {}, {"c": gated.gates})
+    assert out.outcome[0] == INVALID
+    assert out.reason[0].startswith("rests on invalid points")
+    assert "uniprocessor failed (2 vCPUs per VM)" in out.reason[0]
+    assert "measured anyway" not in out.reason[0]
+
+
 def test_an_already_untestable_claim_keeps_its_reason_and_gains_the_gate():
     gated = claim("c", Gate("uniprocessor"))
     frame = table([judge(gated, None)])
@@ -224,8 +241,8 @@ def test_the_probe_calls_a_size_faster_than_a_serialising_wire_not_serialised():
     assert probe.serialised() == {131072, 1 << 20}  # 97.4 <= 95.6 x 1.02; 99.1 is not
     assert wire_mbit(16384, 100) == pytest.approx(95.39, abs=0.01)  # 12 frames: 17176 B
     text = describe(probe)
-    assert "does not serialise 1024 B 209.8 Mbit/s > 93.9 (+2%)" in text
-    assert "serialises 131072 B 97.4 Mbit/s <= 95.6" in text
+    assert "does not serialise 1024 B 209.8 Mbit/s > 95.8 (93.9 + 2 %)" in text
+    assert "serialises 131072 B 97.4 Mbit/s <= 97.5 (95.6 + 2 %)" in text
     assert WireProbe.from_dict(probe_record(MEASURED, rate=0)["wire_probe"]).serialised() == set()
 
 
@@ -257,11 +274,11 @@ def test_serialising_wire_fails_without_a_probe_or_a_serialised_size_and_names_t
     small = Gate("serialising_wire", {"min_size": 1024, "max_size": 32768})
     result = evaluate(small, facts, {}, meta)
     assert not result.passed
-    assert "does not serialise 1024 B 209.8 > 95.8" in result.figures  # 93.9 + 2 %
-    assert "32768 B 102.8 > 97.5" in result.figures and "carries +2%" in result.figures
+    assert "does not serialise 1024 B 209.8 Mbit/s > 95.8 (93.9 + 2 %)" in result.figures  # 93.9 + 2 %
+    assert "32768 B 102.8 Mbit/s > 97.5 (95.6 + 2 %)" in result.figures and "carries + 2 %" in result.figures
     large = evaluate(Gate("serialising_wire", {"min_size": 65536, "max_size": 1 << 20}), facts,
                      {}, meta)
-    assert large.passed and "serialises 131072 B 97.4 <= 97.5" in large.figures
+    assert large.passed and "serialises 131072 B 97.4 Mbit/s <= 97.5" in large.figures
     assert "does not serialise 65536 B 99.1" in large.figures
     none = evaluate(small, facts, {}, {})
     assert not none.passed and "recorded no wire probe" in none.figures
@@ -277,7 +294,7 @@ def test_a_claim_whose_sizes_the_wire_does_not_serialise_is_not_testable_with_th
                 {"c": gated.gates}).set_index("claim_id")
     assert out.loc["c", "outcome"] == NOT_TESTABLE
     assert "serialising_wire failed" in out.loc["c", "reason"]
-    assert "16384 B 111.7 > 97.3" in out.loc["c", "reason"]
+    assert "16384 B 111.7 Mbit/s > 97.3" in out.loc["c", "reason"]
     big = claim("c", Gate("serialising_wire", {"min_size": 131072, "max_size": 1 << 20}))
     out = apply(claims_table(big), probe_record(MEASURED), {}, {"c": big.gates})
     assert out.outcome[0] == REPRODUCED and "serialising_wire: passed" in out.gates[0]
@@ -420,3 +437,21 @@ def test_at_most_bounds_a_share_per_row_and_names_the_worst_row():
     assert not fast.passed and "two proxies unshaped 3713..3713 against at most 100" \
         in fast.figures
     assert not evaluate(relays, RunFacts.from_meta(NAMESPACES), {}).passed  # not measured
+
+
+def test_the_accelerator_gate_reads_the_claims_own_lab_where_it_names_one():
+    """S0's distance sweep boots a VM of its own while the main sweep runs on the host: its
+    claim's gate reads s0.far_placement, not the run's main placement."""
+    gate = Gate("accelerated_virtualisation", {"placement": "s0.far_placement"})
+    tcg = {"placement": {"where": "host", "machines": 1},
+           "s0": {"far_placement": {"where": "vm", "machines": 1,
+                                    "vm": {"accel": "tcg", "cpus": 2}}}}
+    facts = RunFacts.from_meta(tcg)
+    assert evaluate(Gate("accelerated_virtualisation"), facts, {}, tcg).passed  # the host's lab
+    emulated = evaluate(gate, facts, {}, tcg)
+    assert not emulated.passed and "VMs under TCG" in emulated.figures
+    host = {"placement": {"where": "host"}, "s0": {"far_placement": {"where": "host", "machines": 1}}}
+    assert evaluate(gate, RunFacts.from_meta(host), {}, host).passed
+    old = {"placement": {"where": "host"}, "s0": {"far_where": "namespace lab in a VM"}}
+    unknown = evaluate(gate, RunFacts.from_meta(old), {}, old)
+    assert not unknown.passed and "s0.far_placement) was not recorded" in unknown.figures
