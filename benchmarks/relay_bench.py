@@ -213,6 +213,23 @@ benchmarks/relay_profile.py counts per GB what each relay does, interleaved like
   neither throughput nor the host's CPU per GB was worse without it: the default is now 0,
   as every peer leaves it; ``--notsent-lowat`` (``RelaySpec.notsent_lowat``) keeps the cap
   for a run that wants it.
+- Two relays again at load 2.3-3.1 (``--variant srd128=srd:lowat=131072 --variant
+  srd0=srd:lowat=0 --variant socat=socat --hops 2 --runs 5 --duration 3``,
+  data/benchmarks/relay-profile-20261129-two.json): without the cap throughput 1.12x [1.10,
+  1.15], srd's CPU per GB 0.69x [0.66, 0.72], the host's 0.93x [0.90, 0.97]; the sender's
+  retransmits the same (-147 [-1400, 1105] per test), the middle's own +9941 [8157, 11726].
+  Against two socats both settings retransmitted more at this load: +1877 [1051, 2704]
+  without the cap, +2024 [324, 3725] with it.
+- Result with srd 1.3, data/benchmarks/relay-20261129-srd13.json (``--runs 5 --duration 4
+  --iters 2000``, 421 s, load 2.2-4.3; relay.json stays the srd 1.2 run at load 15-25):
+  medians, one relay, srd 10.60 Gbit/s, Go 10.02, HAProxy 9.65, socat 9.55, nginx 6.25
+  (forwarding 13.17); relay CPU per GB srd 0.343 core-s, Go 0.416, HAProxy 0.422, socat
+  0.587, nginx 1.011. S0's peer targets: throughput 1.03x [0.88, 1.21] of the fastest peer
+  (one) and 1.00x [0.78, 1.28] (two), inconclusive; CPU per GB 0.81x [0.60, 1.10] of the
+  cheapest (one, inconclusive) and 0.88x [0.79, 0.97] (two, met). The retransmit targets at
+  this load: one srd minus socat +5186 [-896, 11268] (inconclusive; Go 19817, HAProxy 17316,
+  forwarding's own sender 10304 per test), two srds minus two socats +2898 [1061, 4735] (not
+  met; with the cap it is not met either, above).
 """
 
 from __future__ import annotations
