@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from ..errors import SpecError
 from ..journal import undo_checks
 from ..journal.journal import undo_handler
+from ..journal.undo_left import expect
 from ..nodes import Node, Result
 from .operation import UNKNOWN, Change, Fact, Operation
 
@@ -86,4 +87,8 @@ def _text(value) -> str:
 def _restore_cpu(node: Node, data: dict) -> None:
     path = undo_checks.text(KIND, "path", data.get("path"), _PATH)
     before = undo_checks.integer(KIND, data.get("before"), "before", 0, 1)
-    node.run(write_command(path, bool(before)), timeout=60)
+    command = write_command(path, bool(before))
+    node.run(command, timeout=60)
+    cpu = int(path.split("/cpu")[-1].split("/")[0])
+    expect(_text(online_fact(node, cpu).read()), _text(bool(before)),
+           f"CPU {cpu} of {node.name} {_text(not before)}", command)

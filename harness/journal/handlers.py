@@ -19,6 +19,7 @@ from ..nodes.procfs import PROC_STAT_SH
 from ..nodes.remote_process import process_folder, remove_files_command
 from . import undo_checks
 from .started_cmdline import CHECK_CMDLINE_SH, accepted_cmdlines, sound_command, text_word
+from .undo_left import UndoLeft
 
 
 def inside_vanished_namespace(node: Node) -> bool:
@@ -128,6 +129,12 @@ def remove_recorded_file(node: Node, data: dict) -> None:
     path = data.get("path")
     if path not in STATE_DIRS:
         undo_checks.own_path("file", path)
-    res = node.run(undo_checks.guarded_remove(path), check=False, timeout=30)
+    q = shlex.quote(path)
+    # one round trip: remove, then see nothing there any more (rm's own error is the why)
+    res = node.run(f"{undo_checks.guarded_remove(path)}; [ ! -e {q} ] && [ ! -L {q} ] || "
+                   "exit 1", check=False, timeout=30)
     if res.exit_status == 3:
         raise undo_checks.RefusedRecord(res.stderr.strip(), "check the path by hand")
+    if not res.ok:
+        raise UndoLeft(f"{path} on {node.name}", " ".join(res.stderr.split())[:600]
+                       or "it is still there after rm", f"rm -r -- {q}")
