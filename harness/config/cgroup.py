@@ -174,6 +174,6 @@ def _disable_controller(node: Node, data: dict) -> None:
         raise undo_checks.refuse("cgroup-controller", f"root is not under {_CGROUP_ROOT}", root)
     control = shlex.quote(root + "/cgroup.subtree_control")
     settle(node, act=f"echo {shlex.quote('-' + controller)} > {control}",
-           look=f"! grep -qw {shlex.quote(controller)} {control} || cat {control}",
+           look=f"! grep -qw {shlex.quote(controller)} {control} || {{ cat {control}; false; }}",
            what=f"the {controller} controller enabled for {root}'s children",
            finish=f"echo -{controller} > {control}", wait=2.0)

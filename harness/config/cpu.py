@@ -88,7 +88,7 @@ def _restore_cpu(node: Node, data: dict) -> None:
     path = undo_checks.text(KIND, "path", data.get("path"), _PATH)
     before = undo_checks.integer(KIND, data.get("before"), "before", 0, 1)
     command = write_command(path, bool(before))
-    node.run(command, timeout=60)
+    tried = node.run(command, check=False, timeout=60)
     cpu = int(path.split("/cpu")[-1].split("/")[0])
     expect(_text(online_fact(node, cpu).read()), _text(bool(before)),
-           f"CPU {cpu} of {node.name} {_text(not before)}", command)
+           f"CPU {cpu} of {node.name} {_text(not before)}", command, tried)

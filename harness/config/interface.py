@@ -110,11 +110,11 @@ def _restore_mtu(node: Node, data: dict) -> None:
     mtu = undo_checks.integer("mtu", data.get("before"), "before", 68, 65535)
     ifname = undo_checks.ifname("mtu", data.get("ifname"))
     command = mtu_command(ifname, mtu)
-    node.run(command, check=False, timeout=10)
+    tried = node.run(command, check=False, timeout=10)
     fact = mtu_fact(node, ifname)
     res = node.run(fact.command, check=False, timeout=10)
     if res.ok:  # a link gone is as found
-        expect(fact.parse(res), mtu, f"MTU of {ifname} on {node.name}", command)
+        expect(fact.parse(res), mtu, f"MTU of {ifname} on {node.name}", command, tried)
 
 
 @undo_handler("offload")
@@ -125,10 +125,10 @@ def _restore_offload(node: Node, data: dict) -> None:
     feature = undo_checks.text("offload", "feature", data.get("feature"), _FEATURE)
     ifname = undo_checks.ifname("offload", data.get("ifname"))
     command = offload_command(ifname, feature, before)
-    node.run(command, check=False, timeout=10)
+    tried = node.run(command, check=False, timeout=10)
     if node.run(["ip", "link", "show", "dev", ifname], check=False, timeout=10).ok:
         expect(_on_off(offload_fact(node, ifname, feature).read()), _on_off(before),
-               f"offload {feature} of {ifname} on {node.name}", command)
+               f"offload {feature} of {ifname} on {node.name}", command, tried)
 
 
 _FEATURE = re.compile(r"^[a-z][a-z0-9-]{0,63}\Z")  # ethtool -k's names: tso, gro, rx-gro-hw

@@ -211,7 +211,7 @@ def _stop_nfsd(node: Node, data: dict) -> None:
     """``rpc.nfsd 0``: stop every nfsd thread (this run started the server from none)."""
     threads = f"{NFSD_FS}/threads"
     settle(node, act=f"if [ -e {threads} ] && [ \"$(cat {threads})\" != 0 ]; then rpc.nfsd 0; fi",
-           look=f"[ ! -e {threads} ] || [ \"$(cat {threads})\" = 0 ] || cat {threads}",
+           look=f"[ ! -e {threads} ] || [ \"$(cat {threads})\" = 0 ] || {{ cat {threads}; false; }}",
            what=f"nfsd threads on {node.name}", finish="rpc.nfsd 0", wait=5.0, timeout=120)
 
 
@@ -338,9 +338,8 @@ def _unexport(node: Node, data: dict) -> None:
         found = parse_exportfs_v(node.run("exportfs -v", check=False, timeout=60).stdout)
         return any((e.path, e.client) == (path, client) for e in found)
 
-    if listed():
-        node.run(command, timeout=60)
-    expect(listed(), False, f"NFS export {spec} on {node.name}", command)
+    tried = node.run(command, check=False, timeout=60) if listed() else None
+    expect(listed(), False, f"NFS export {spec} on {node.name}", command, tried)
 
 
 # -- the client -------------------------------------------------------------------------------

@@ -89,5 +89,6 @@ def _restore_sysctl(node: Node, data: dict) -> None:
     key = undo_checks.text("sysctl", "key", data.get("key"), _KEY)
     before = undo_checks.text("sysctl", "before", str(data.get("before")), _VALUE)
     command = write_command(key, before)
-    node.run(command, timeout=10)
-    expect(read_sysctl(node, key), normalise(before), f"sysctl {key} on {node.name}", command)
+    tried = node.run(command, check=False, timeout=10)
+    expect(read_sysctl(node, key), normalise(before), f"sysctl {key} on {node.name}", command,
+           tried)

@@ -75,9 +75,11 @@ def settle(node: Node, *, act: str, look: str, what: str, finish: str, wait: flo
     raise UndoLeft(what, why[:600], finish)
 
 
-def expect(found, wanted, what: str, finish: str) -> None:
-    """A look done in Python (a fact read again after the undo): raise :class:`UndoLeft`
-    unless ``found`` is ``wanted``."""
+def expect(found, wanted, what: str, finish: str, tried: Result | None = None) -> None:
+    """A look done in Python (a fact read again after the undo command ``tried``, whose own
+    exit status decides nothing): raise :class:`UndoLeft` unless ``found`` is ``wanted``."""
     if found != wanted:
-        raise UndoLeft(what, f"it is {found!r} after its undo, was {wanted!r} before the run",
-                       finish)
+        error = " ".join(tried.stderr.split())[:300] if tried is not None and not tried.ok else ""
+        raise UndoLeft(what, f"it is {found!r} after its undo, was {wanted!r} before the run"
+                       + (f" ({error or 'its command exited ' + str(tried.exit_status)})"
+                          if tried is not None and not tried.ok else ""), finish)

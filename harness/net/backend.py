@@ -486,7 +486,7 @@ def _undo_qdisc(node: Node, data: dict) -> None:
     dev = shlex.quote(name)
     settle(node, act=f"tc qdisc del dev {dev} root",
            look=f"{_no_link(dev)} || tc qdisc show dev {dev} root | grep -q ' 0: root' "
-                f"|| tc qdisc show dev {dev} root",
+                f"|| {{ tc qdisc show dev {dev} root; false; }}",
            what=f"the qdisc on {name} of {node.name}", finish=f"tc qdisc del dev {dev} root")
 
 
@@ -498,7 +498,7 @@ def _undo_route(node: Node, data: dict) -> None:
         table = ["table", str(undo_checks.integer("route", data["table"], "table", 1, 2**32 - 1))]
     shown = shlex.join(["ip", "route", "show", "exact", destination, *table])
     settle(node, act=shlex.join(["ip", "route", "del", destination, *table]),
-           look=f"[ -z \"$({shown} 2>/dev/null)\" ] || {shown}",
+           look=f"[ -z \"$({shown} 2>/dev/null)\" ] || {{ {shown}; false; }}",
            what=f"route {destination} {' '.join(table)} on {node.name}".replace("  ", " "),
            finish=shlex.join(["ip", "route", "del", destination, *table]))
 
