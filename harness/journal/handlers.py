@@ -67,19 +67,35 @@ def _process_log(data: dict) -> str:
 # (field 22 of /proc/PID/stat) and, if $3 is 1, runs the command line the harness started
 # ($4 the command, then the command lines it may show: harness.journal.started_cmdline); else, with
 # the command line it found on stderr, exit 4 and signal nothing. One command: each is a
-# round trip to a VM or remote host. `kill -s SIG -- -PGID` works in dash and bash.
+# round trip to a VM or remote host. `kill -s SIG -- -PGID` works in dash and bash. After
+# SIGKILL it looks (issue 40): a member of the group still running (not a zombie waiting to
+# be reaped) 3 s later is exit 5, with its pids on stderr.
 STOP_RECORDED_PROCESS = PROC_STAT_SH + CHECK_CMDLINE_SH + r"""
 p=$1 t=$2 check=$3 text=$4
 shift 4
+running() {
+  kill -s 0 -- -$p 2>/dev/null || return 1
+  live=
+  for d in /proc/[0-9]*; do
+    read -r __s 2>/dev/null < $d/stat || continue
+    set -- ${__s##*)}
+    [ "$3" = "$p" ] && [ "$1" != Z ] && live="$live ${d#/proc/}"
+  done
+  [ -n "$live" ]
+}
 if proc_stat $p && [ "$proc_start" = "$t" ]; then
   if [ "$check" = 1 ] && ! cmdline_ok $p "$text" "$@"; then printf '%s' "$found" >&2; exit 4; fi
   kill -s TERM -- -$p 2>/dev/null
   i=0
   while kill -s 0 -- -$p 2>/dev/null && [ $i -lt 10 ]; do sleep 0.3; i=$((i + 1)); done
   kill -s KILL -- -$p 2>/dev/null
+  i=0
+  while running && [ $i -lt 15 ]; do sleep 0.2; i=$((i + 1)); done
+  if running; then echo "process group $p still running after SIGKILL:$live" >&2; exit 5; fi
 fi
 exit 0
 """
+_STILL_RUNNING = 5
 _REFUSED_CMDLINE = 4
 #: The longest recorded command checked (the whole check is one argument of ``sh -c``,
 #: which Linux caps at 128 KiB); the harness's longest, QEMU's, is about 2 KiB.
@@ -115,6 +131,9 @@ def stop_recorded_process(node: Node, data: dict) -> None:
             f"({command!r:.300}) nor a program that command execs",
             f"it is not signalled; if it is the run's all the same, stop it by hand: "
             f"kill -TERM -- -{pid}")
+    if res.exit_status == _STILL_RUNNING:
+        raise UndoLeft(f"process group {pid} ({' '.join(str(command or 'a process of the run').split())[:80]})",
+                       " ".join(res.stderr.split())[:300], f"kill -KILL -- -{pid}")
     if not res.ok:
         raise CommandFailed(res)
 

@@ -382,3 +382,31 @@ def test_settle_gives_up_after_its_bound(tmp_path):
     with pytest.raises(UndoLeft, match="after [0-9]+ tries in 0.5 s"):
         settle(node, act="true", look="false", what="x", finish="y", wait=0.5, interval=0.1)
     assert 0.5 <= time.monotonic() - started < 3
+
+
+class KillIgnored(LocalNode):
+    """A machine where SIGKILL does not end a process (one in uninterruptible sleep: D)."""
+
+    IGNORE_KILL = 'kill() { [ "$2" = KILL ] || command kill "$@"; }\n'
+    # the stop script runs in its own `sh -c SCRIPT`: it gets the same kill
+    NESTED = ('sh() { if [ "$1" = -c ]; then s=$2; shift 2; '
+              'command sh -c "$IGNORE_KILL$s" "$@"; else command sh "$@"; fi; }\n')
+
+    def _argv(self, cmd: str) -> list[str]:
+        return ["env", f"IGNORE_KILL={self.IGNORE_KILL}", "sh", "-c", self.NESTED + cmd]
+
+
+def test_a_process_group_still_running_after_its_stop_is_left_named():
+    """Before issue 40 the stop sent SIGKILL and returned; now it looks for a member of the
+    group still running (zombies do not count) and says so."""
+    pid = int(subprocess.run(["sh", "-c", "setsid sh -c 'trap \"\" TERM; sleep 60' "
+                              ">/dev/null 2>&1 & echo $!"],
+                             capture_output=True, text=True, check=True).stdout)
+    try:
+        time.sleep(0.2)  # the trap set
+        with recorded_here(), pytest.raises(UndoLeft, match=f"process group {pid}.*still running"):
+            _HANDLERS["process"](KillIgnored(), {"pid": pid, "start_ticks": process_start_ticks(pid),
+                                                 "command": ["sh"], "log": ""})
+        assert alive(pid)
+    finally:
+        os.killpg(pid, signal.SIGKILL)
