@@ -410,3 +410,14 @@ def test_a_process_group_still_running_after_its_stop_is_left_named():
         assert alive(pid)
     finally:
         os.killpg(pid, signal.SIGKILL)
+
+
+def test_the_note_of_a_module_left_to_its_new_user_is_on_its_undone_line(tmp_path, monkeypatch):
+    node = StandIn(tmp_path, {"rmmod": f'sed -i "/^$1 /d" {tmp_path / "kernel/proc/modules"}'})
+    seed(node, {"/proc/modules": "tipc 200 0 - Live 0x0\nudp_tunnel 32 1 vxlan, Live 0x0\n"})
+    journal = Journal(tmp_path / "journal.jsonl")
+    journal.record("kernel-module", node, modules=["udp_tunnel", "tipc"])
+    journal.undo_all()
+    again = Journal(tmp_path / "journal.jsonl")
+    (entry,) = again.entries()
+    assert entry.undone and "udp_tunnel used by vxlan" in entry.note and again.left() == []
