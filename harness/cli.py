@@ -191,7 +191,8 @@ def cmd_lab_clean(args) -> int:
     for run_id in clear_stale():
         print(printable(f"released this machine's lock left by run {run_id}, whose process is gone"))
         cleaned += 1
-    print(f"cleaned {cleaned} run(s)" if cleaned else "nothing to clean")
+    print(f"cleaned {cleaned} run(s)" if cleaned else "nothing cleaned" if failed else
+          "nothing to clean")
     if left:
         from .journal.undo_left import EXIT_LEFT_BEHIND
 

@@ -145,7 +145,7 @@ def _remove_cgroup(node: Node, data: dict) -> None:
     p = shlex.quote(path)
     act = (f"[ -d {p} ] || exit 0; [ ! -e {p}/cpu.max ] || echo max > {p}/cpu.max; "
            f"[ ! -e {p}/cpu.cfs_quota_us ] || echo -1 > {p}/cpu.cfs_quota_us; rmdir {p}")
-    look = (f"[ ! -d {p} ] || {{ printf 'pids %s\n' \"$(tr '\\n' ' ' < {p}/cgroup.procs)\"; "
+    look = (f"[ ! -d {p} ] || {{ printf 'processes in it: %s\n' \"$(tr '\\n' ' ' < {p}/cgroup.procs)\"; "
             "false; }")
     settle(node, act=act, look=look, what=f"cgroup {path}", wait=LEAVE_WAIT,
            finish=f"rmdir {p} once `cat {p}/cgroup.procs` lists no process",
@@ -153,10 +153,11 @@ def _remove_cgroup(node: Node, data: dict) -> None:
 
 
 def _stop_own_processes(node: Node, seen: str) -> None:
-    """Stop the run's recorded processes among the pids a look saw in the cgroup (``pids
-    1 2 3``), each by its record (pid, start tick, command): never another process."""
-    words = seen.split()
-    pids = {int(w) for w in words[1:] if w.isdigit()} if words[:1] == ["pids"] else set()
+    """Stop the run's recorded processes among the pids a look saw in the cgroup
+    (``processes in it: 1 2 3``), each by its record (pid, start tick, command): never
+    another process."""
+    head, _, listed = seen.partition("processes in it:")
+    pids = {int(w) for w in listed.split() if w.isdigit()} if not head.strip() else set()
     for record in undo_context.recorded("process", node.machine.describe()):
         if record.get("pid") in pids:
             try:

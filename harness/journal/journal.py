@@ -271,7 +271,7 @@ class Journal:
     def undo_failed(self, entry: Entry, error: BaseException | str) -> None:
         """The change's undo ran and it is still there (or the undo failed): it stays pending
         and says so on disk (a full disk: it stays pending all the same)."""
-        text = str(error)
+        text = " ".join(str(error).split())[:1000]  # one line: what, why, how to finish
         with self._lock:
             entry.undo_error = text
             try:

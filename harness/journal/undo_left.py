@@ -42,8 +42,9 @@ class UndoLeft(HarnessError):
 
 def script(act: str, look: str) -> str:
     """Shell: run ``act`` (its output and status are kept for the failure message only),
-    then exit with ``look``'s status; on failure ``act``'s error goes to stderr."""
-    return (f"err=$( {{ {act}\n}} 2>&1 >/dev/null ); if {{ {look}\n}}; then exit 0; fi; "
+    then exit with ``look``'s status (its stdout: what it saw; its stderr dropped); on
+    failure ``act``'s error goes to stderr."""
+    return (f"err=$( {{ {act}\n}} 2>&1 >/dev/null ); if {{ {look}\n}} 2>/dev/null; then exit 0; fi; "
             "[ -z \"$err\" ] || printf '%s\\n' \"$err\" >&2; exit 1")
 
 

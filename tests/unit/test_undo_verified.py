@@ -266,7 +266,7 @@ def test_the_runs_own_process_in_the_cgroup_is_stopped_by_its_record_never_anoth
         procs.write_text(f"{theirs}\n")
         journal.record("cgroup", node, path=CG)
         monkeypatch.setattr(cgroup, "LEAVE_WAIT", 1.0)
-        with pytest.raises(UndoFailed, match=f"cgroup {CG} is still there.*pids {theirs}"):
+        with pytest.raises(UndoFailed, match=f"cgroup {CG} is still there.*processes in it: {theirs}"):
             journal.undo_all()
         assert alive(theirs) and node.kernel(CG).is_dir()
     finally:
