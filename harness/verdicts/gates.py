@@ -41,7 +41,11 @@ The gates (:data:`GATES`):
   link being what the topology declares; a failed direction is named with its figures;
 - ``at_least``: a measured quantity at least a registered level on every row the claim
   rests on (``table``, ``column``, ``min``; ``rows`` as for ``cpu_bound``; ``what`` names
-  the quantity in the figures), e.g. the TCP window a socket reached against the BDP.
+  the quantity in the figures; ``per`` a column to divide it by, row by row), e.g. the
+  TCP window a socket reached against the BDP;
+- ``at_most``: the same with ``max``, a registered ceiling, e.g. S0's relayed path carrying
+  no more unshaped than the wire (the paper's relays were its bottleneck) or S4's sender
+  throttled in fewer than a registered share of its CFS periods (limited, not starved).
 
 A run on namespaces of the host kernel, or on a user's machines, has no VMs: the two VM
 gates pass there (the kernel is a real one), ``uniprocessor`` needs the machines' CPU
@@ -313,30 +317,50 @@ def _rows(frame: pd.DataFrame, params) -> pd.DataFrame | str:
     return frame
 
 
-def _at_least(_facts: RunFacts, tables: Mapping[str, pd.DataFrame], params) -> GateResult:
-    name = "at_least"
-    table, column, level = params["table"], params["column"], float(params["min"])
-    what = str(params.get("what") or f"{table}.{column}")
-    frame = tables.get(table)
-    if frame is None or column not in frame:
-        return GateResult(name, False, f"{what} was not measured in this run ({table}.{column})")
-    frame = _rows(frame, params)
-    if isinstance(frame, str):
-        return GateResult(name, False, frame)
-    values = pd.to_numeric(frame[column], errors="coerce").dropna()
-    values = values[values.map(math.isfinite)]
-    if values.empty:
-        return GateResult(name, False, f"{what} was not measured on the rows the claim rests on")
-    low = int(values.idxmin())
-    below = int((values < level).sum())
-    figures = (f"{what} {values.min():.3g}..{values.max():.3g} against at least {level:g} "
-               f"registered ({len(values)} points, {below} below)")
-    if below:
-        row = frame.loc[low]
-        named = ", ".join(f"{k} {row[k]}" for k in ("repetition", "window_kib", "mtu",
-                                                      "direction") if k in row and pd.notna(row[k]))
-        figures += f"; lowest: {named}" if named else ""
-    return GateResult(name, below == 0, figures)
+def _figure(value: float) -> str:
+    """Three significant digits, a large figure in whole units (3713 Mbit/s, not 3.71e+03)."""
+    return f"{value:.0f}" if abs(value) >= 1000 else f"{value:.3g}"
+
+
+def _bounded(name: str, below: bool):
+    """The gate ``name``: a measured quantity at least (``below`` False: ``min``) or at most
+    (``below`` True: ``max``) a registered level on every row the claim rests on. ``per``
+    (optional) names a column the quantity is divided by, row by row (e.g. throttled CFS
+    periods per period)."""
+    key = "max" if below else "min"
+
+    def check(_facts: RunFacts, tables: Mapping[str, pd.DataFrame], params) -> GateResult:
+        table, column, level = params["table"], params["column"], float(params[key])
+        per = params.get("per")
+        what = str(params.get("what") or (f"{table}.{column}" + (f" / {per}" if per else "")))
+        frame = tables.get(table)
+        if frame is None or column not in frame or (per and per not in frame):
+            return GateResult(name, False, f"{what} was not measured in this run "
+                              f"({table}.{column}{' / ' + str(per) if per else ''})")
+        frame = _rows(frame, params)
+        if isinstance(frame, str):
+            return GateResult(name, False, frame)
+        values = pd.to_numeric(frame[column], errors="coerce")
+        if per:
+            values = values / pd.to_numeric(frame[per], errors="coerce")
+        values = values.dropna()
+        values = values[values.map(math.isfinite)]
+        if values.empty:
+            return GateResult(name, False, f"{what} was not measured on the rows the claim rests on")
+        outside = values > level if below else values < level
+        worst = int(values.idxmax() if below else values.idxmin())
+        count = int(outside.sum())
+        figures = (f"{what} {_figure(values.min())}..{_figure(values.max())} against at "
+                   f"{'most' if below else 'least'} {level:g} registered ({len(values)} points, "
+                   f"{count} {'above' if below else 'below'})")
+        if count:
+            row = frame.loc[worst]
+            named = ", ".join(f"{k} {row[k]}" for k in (
+                "repetition", "window_kib", "mtu", "direction", "path", "transport", "streams",
+                "sender_cpus") if k in row and pd.notna(row[k]))
+            figures += f"; {'highest' if below else 'lowest'}: {named}" if named else ""
+        return GateResult(name, count == 0, figures)
+    return check
 
 
 def _reachable(_facts: RunFacts, tables: Mapping[str, pd.DataFrame], params,
@@ -391,9 +415,12 @@ GATES: dict[str, GateSpec] = {
                           "claim's region", ("by",), region=True),
     "links_verified": GateSpec(_links_verified, ("link",),
                                "the link verification passed on every direction of the link"),
-    "at_least": GateSpec(_at_least, ("table", "column", "min"),
+    "at_least": GateSpec(_bounded("at_least", below=False), ("table", "column", "min"),
                          "a measured quantity at least a registered level on every row",
-                         ("rows", "what")),
+                         ("rows", "what", "per")),
+    "at_most": GateSpec(_bounded("at_most", below=True), ("table", "column", "max"),
+                        "a measured quantity at most a registered level on every row",
+                        ("rows", "what", "per")),
 }
 
 

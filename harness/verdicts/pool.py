@@ -239,12 +239,13 @@ def member_paths(pooled: Path) -> list[Path]:
 
 
 def beside(pooled: pd.DataFrame, found: list[Member], own: list[pd.DataFrame]) -> pd.DataFrame:
-    """The pooled table with each member's own estimate and outcome in columns
-    ``<run id>: ours`` and ``<run id>: outcome`` (empty where that run has no such claim)."""
+    """The pooled table with each member's own estimate, outcome and reason in columns
+    ``<run id>: ours``, ``<run id>: outcome`` and ``<run id>: reason`` (empty where that run has
+    no such claim)."""
     frame = pooled.copy()
     for member, own_table in zip(found, own):
         by_id = own_table.drop_duplicates("claim_id").set_index("claim_id")
-        for col in ("ours", "outcome"):
+        for col in ("ours", "outcome", "reason"):
             frame[f"{member.run_id}: {col}"] = frame.claim_id.map(by_id[col]).fillna("")
     return frame
 
@@ -304,15 +305,34 @@ def _report(study, found: list[Member], frame: pd.DataFrame, own: list[pd.DataFr
             lines.append(f"- interval: {row['interval']}")
         for m in found:
             ours, outcome = row[f"{m.run_id}: ours"], row[f"{m.run_id}: outcome"]
-            lines.append(f"- run {m.run_id} alone: {ours or '-'} -- {outcome or '(no such claim)'}")
+            said = row.get(f"{m.run_id}: reason")
+            why = f": {said}" if outcome and outcome != row["outcome"] and isinstance(said, str) \
+                and said else ""  # a run that says other than the pool says why, in its own figures
+            lines.append(f"- run {m.run_id} alone: {ours or '-'} -- {outcome or '(no such claim)'}{why}")
         lines.append("")
     alone = sorted({cid for table in own for cid in table.claim_id} - set(frame.claim_id))
     if alone:
-        lines += ["Not pooled (in each run's own table only: not one of the study's registered "
-                  "claims, or an estimate over the runs of an archived benchmark that every member "
-                  "carries the same): " + ", ".join(f"`{cid}`" for cid in alone) + ".", ""]
+        lines += ["## Not pooled", "", "In each run's own table only: not one of the study's "
+                  "registered claims, or an estimate over the runs of an archived benchmark that "
+                  "every member carries the same. Each run's own outcome:", ""]
+        lines += [unpooled_line(cid, found, own) for cid in alone] + [""]
     lines.append(invalid_note(frame))
     return "\n".join(lines) + "\n"
+
+
+def unpooled_line(claim_id: str, found: list[Member], own: list[pd.DataFrame]) -> str:
+    """One claim no pool judges, with every run's own estimate and outcome (a 'not met' in every
+    run stays in sight: a headline over the pooled claims would leave it out)."""
+    said = []
+    for member, claims_table in zip(found, own):
+        rows = claims_table[claims_table.claim_id == claim_id]
+        if rows.empty:
+            continue
+        row = rows.iloc[0]
+        said.append(f"run {member.run_id}: {row.get('ours') or '-'} -- {row['outcome']}")
+    outcomes = [part.rsplit(" -- ", 1)[1] for part in said]
+    agreed = f"{outcomes[0]} in all {len(said)} runs; " if len(set(outcomes)) == 1 else ""
+    return f"- `{claim_id}`: {agreed}" + "; ".join(said)
 
 
 def _write(target: Path, frame: pd.DataFrame, record: dict, report: str, registration: Path) -> None:

@@ -112,9 +112,8 @@ def pooled_verdict(claim: Claim, rows: list[pd.Series], run_ids: list[str]) -> t
         if len(untestable) == len(rows) and len(set(reasons)) == 1:
             said = reasons[0]
         elif len(untestable) == len(rows):  # the same kind of reason, each with its run's figures
-            rid, first = untestable[0]
-            said = (f"not testable in any of the {len(rows)} runs; run {rid}: {first['reason']} "
-                    "(each run's own figures: its row beside)")
+            said = (f"not testable in any of the {len(rows)} runs: "
+                    + "; ".join(f"run {rid}: {r['reason']}" for rid, r in untestable))
         else:
             said = "; ".join(f"run {rid}: {r['reason']}" for rid, r in untestable)
         where = "" if len(untestable) == len(rows) else (

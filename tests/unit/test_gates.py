@@ -396,3 +396,27 @@ def test_at_least_reads_the_rows_a_claim_rests_on():
     assert evaluate(big, RunFacts.from_meta(NAMESPACES), {"results": frame}).passed
     absent = evaluate(gate, RunFacts.from_meta(NAMESPACES), {"results": frame[["kind"]]})
     assert not absent.passed and "not measured" in absent.figures
+
+
+def test_at_most_bounds_a_share_per_row_and_names_the_worst_row():
+    """S4's starvation gate: throttled periods per period at most a registered share, on the
+    rows the claim rests on; S0's relay gate: a relayed path's unshaped rate at most the wire."""
+    frame = pd.DataFrame({"streams": [1, 10, 10], "limit": ["anchored"] * 3,
+                          "repetition": [1, 1, 2], "transport": ["tcp", "mptcp", "mptcp"],
+                          "cpu_periods": [40.0, 50.0, 20.0], "cpu_throttled_periods": [4.0, 49.0, 2.0]})
+    gate = Gate("at_most", {"table": "results", "column": "cpu_throttled_periods", "max": 0.9,
+                            "per": "cpu_periods", "rows": "streams=10,limit=anchored"})
+    starved = evaluate(gate, RunFacts.from_meta(NAMESPACES), {"results": frame})
+    assert not starved.passed
+    assert "0.1..0.98 against at most 0.9 registered (2 points, 1 above)" in starved.figures
+    assert "highest: repetition 1, transport mptcp, streams 10" in starved.figures
+    one = Gate("at_most", {"table": "results", "column": "cpu_throttled_periods", "max": 0.9,
+                           "per": "cpu_periods", "rows": "streams=1"})
+    assert evaluate(one, RunFacts.from_meta(NAMESPACES), {"results": frame}).passed
+    bench = pd.DataFrame({"path": ["proxies_srd", "direct"], "iperf_mbit": [3712.6, 10196.5]})
+    relays = Gate("at_most", {"table": "bench", "column": "iperf_mbit", "max": 100.0,
+                              "rows": "path=proxies_srd", "what": "two proxies unshaped"})
+    fast = evaluate(relays, RunFacts.from_meta(NAMESPACES), {"bench": bench})
+    assert not fast.passed and "two proxies unshaped 3713..3713 against at most 100" \
+        in fast.figures
+    assert not evaluate(relays, RunFacts.from_meta(NAMESPACES), {}).passed  # not measured

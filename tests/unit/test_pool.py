@@ -247,3 +247,28 @@ def test_each_member_is_judged_with_its_own_record_not_the_first_runs(tmp_path, 
     assert row[f"{b.name}: outcome"] == "not testable here"  # b alone: no probe, not testable
     assert row.outcome == "not testable here"
     assert row.reason.startswith("not testable in 1 of 2 runs") and f"run {b.name}:" in row.reason
+
+
+def test_the_pooled_report_keeps_every_runs_own_reason_and_its_unpooled_rows_in_sight(tmp_path, data_root):
+    """A run that says other than the pool says why, in its own figures; a claim no pool judges
+    (S0's peer targets, an archived benchmark every member carries) is listed with every run's
+    own outcome, so a 'not met' in every run stays in the report (referee, 2026-11-29)."""
+    ref = reference("s0")
+    a = copy_run(ref, tmp_path, "20261201T000000Z-aaaaaa", started="2026-12-01T00:00:00+00:00")
+    b = copy_run(ref, tmp_path, "20261202T000000Z-bbbbbb", started="2026-12-02T00:00:00+00:00")
+    bench = pd.read_parquet(b / "bench.parquet")  # run b alone: relays slower than the wire
+    bench.loc[bench.path.isin(["proxies_srd", "nat_srd"]), "iperf_mbit"] = 50.0
+    bench.to_parquet(b / "bench.parquet", index=False)
+    assert main(["claims", "pool", str(a), str(b)]) == 0
+    report = (pooled_folder(data_root, "s0") / "report.md").read_text()
+    assert "## Not pooled" in report
+    line = next(x for x in report.splitlines() if x.startswith("- `s0.target.srd_cpu_vs_cheapest_peer_one`"))
+    assert "not met in all 2 runs" in line and f"run {a.name}: 1.63x" in line
+    half = report.split("(`s0.bandwidth.stream.proxies_below_half`")[1].split("###")[0]
+    assert "**pooled: " in half and "-- not testable here**: not testable in 1 of 2 runs" in half
+    said_b = next(x for x in half.splitlines() if x.startswith(f"- run {b.name} alone:"))
+    assert "-- not reproduced: the interval lies outside" in said_b  # its own reason, it differs
+    said_a = next(x for x in half.splitlines() if x.startswith(f"- run {a.name} alone:"))
+    assert said_a.endswith("-- not testable here")  # as the pool says: its reason is the pool's
+    frame = pd.read_csv(pooled_folder(data_root, "s0") / "claims.csv")
+    assert {f"{a.name}: reason", f"{b.name}: reason"} <= set(frame)

@@ -51,6 +51,11 @@ SUPERSEDED: dict[str, str] = {
         "two regime gates (s0/registration.toml, change of 2026-11-29: serialising_wire on every "
         "size a claim counts, and 'reachable' on the gains over two proxies); replaced by the "
         "pooled reference made under them"),
+    "s0/20261129T053121Z-pool-c9f4a4": (
+        "the second pooled S0 reference (three runs, 2026-11-29); a referee's review of it led to "
+        "one regime for every bandwidth claim, the relays limit (gate at_most on the relay "
+        "benchmark), and to every size of a claim's range counted (s0/registration.toml, change "
+        "of 2026-11-29T06:58Z); replaced by the pooled reference made under them"),
     "s4/20261129T045749Z-pool-fbf94a": (
         "the first pooled S4 reference (three runs, 2026-11-29); a referee's review of it led to "
         "the anchored claims' regime on the claims' own 1-stream points (s4/registration.toml, "

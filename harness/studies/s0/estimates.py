@@ -5,8 +5,8 @@ Every claim's quantity is computed per repetition, and the repetitions are its s
 (:func:`per_repetition`), then the geometric mean over the claim's sizes
 (:func:`geomean_per_repetition`; "about 25 % with an appropriately sized message", 000:111,
 has one size, registered before data: design "appropriate size"; never the per-repetition
-best of several noisy sizes). :mod:`.analysis` judges the claims on these; which sizes may
-count at all is :mod:`.validity`'s (:func:`.validity.serialised_only`).
+best of several noisy sizes). :mod:`.analysis` judges the claims on these, on every size of a
+claim's registered range; whether the wire serialised them is the gate serialising_wire's.
 """
 
 from __future__ import annotations

@@ -9,8 +9,9 @@ Two facts the run measures decide what a point may say (issue 33 items 4 and 5):
   lets a message's first two frames leave at once, so small messages cross at veth speed:
   measured on one 100 Mbit/s link (2026-11-29, docs/studies/s0.md) 1 KB read 210 Mbit/s,
   16 KB 112, 64 KB 99, 1 MB 95 against 94-96 that a wire carries. Latency and ping-pong
-  claims count only the sizes the probe shows serialised (:func:`serialised_only`); the gate
-  ``serialising_wire`` makes a claim with none *not testable here*, with the figures.
+  claims count every size of their registered range (one set in every run); the gate
+  ``serialising_wire`` (every size must serialise) makes a claim with any size the wire does
+  not serialise *not testable here*, with the figures (:func:`unserialised_note`).
   Streaming is a bulk transfer: the shaper's rate bounds it at every size.
 * **Each path's capacity** (run.json ``path_capacity``): per method three bulk transfers of
   1 MB messages of its own over the same relays, the fastest. A ping-pong point above its
@@ -31,10 +32,9 @@ import pandas as pd
 
 from ...lab.serialisation import WireProbe, path_mbit, wire_bytes, wire_mbit
 from ...verdicts.validity import Invalid, check_capacity, check_rate
-from .common import size_label
 
-__all__ = ["MTU", "among", "capacities", "invalid_points", "none_serialised_note", "run_mtu",
-           "serialised_only", "serialised_sizes", "unserialised_note", "unserialised_pingpong",
+__all__ = ["MTU", "among", "capacities", "invalid_points", "run_mtu",
+           "serialised_sizes", "unserialised_note", "unserialised_pingpong",
            "unserialised_sizes", "wire_bytes", "wire_mbit", "wire_probe"]
 
 MTU = 1500  # the topology's default (harness.topology.topology.Link); a run's own: run_mtu
@@ -99,9 +99,9 @@ def unserialised_sizes(frame: pd.DataFrame, sizes: tuple[int, int],
 
 def unserialised_note(frame: pd.DataFrame, meta: dict | None, methods,
                       sizes: tuple[int, int]) -> str:
-    """What a latency or ping-pong claim leaves out because the wire does not serialise it: the
-    sizes with the probe's figures, and how many of the claim's points they hold ('' when the
-    probe shows every size of lo..hi serialised)."""
+    """The sizes of a latency or ping-pong claim the wire does not serialise, with the probe's
+    figures, and how many of the claim's points they hold ('' when the probe shows every size of
+    lo..hi serialised)."""
     left = unserialised_sizes(frame, sizes, serialised_sizes(meta))
     if not left:
         return ""
@@ -117,25 +117,8 @@ def unserialised_note(frame: pd.DataFrame, meta: dict | None, methods,
         why = ("the probe measured a faster ping-pong than a serialising wire carries: "
                + ", ".join(figures) if figures else "the probe did not measure them")
     return (f"sizes {', '.join(map(str, left))} B are not serialised in this lab ({why}): "
-            f"{len(part)} points of its methods left out")
-
-
-def serialised_only(x, serialised: frozenset[int]):
-    """The rows of a (repetition, size)-indexed series or frame whose size the probe shows
-    serialised: latency and ping-pong claims count only these."""
-    sizes = x.index.get_level_values("size")
-    return x[[int(s) in serialised for s in sizes]]
-
-
-def none_serialised_note(frame: pd.DataFrame, meta: dict | None, methods,
-                         sizes: tuple[int, int]) -> str:
-    """The reason a claim with no serialised size in its range is not testable here."""
-    lo, hi = sizes
-    left = unserialised_note(frame, meta, methods, sizes)
-    if not left:
-        return f"the run measured no size of {size_label(lo)}-{size_label(hi)}"
-    return (f"no size of {size_label(lo)}-{size_label(hi)} is serialised in this lab, so none "
-            "can show a wire's serialisation: " + left)
+            f"{len(part)} points of its methods, counted like every size of the claim (the gate "
+            "serialising_wire says whether it is judged)")
 
 
 def unserialised_pingpong(frame: pd.DataFrame, meta: dict | None,

@@ -41,10 +41,10 @@ IPERF_PORTS = {"tcp": 5201, "mptcp": 5202}
 GRIDFTP_PORTS = {"tcp": 2811, "mptcp": 2812}
 CONGESTION = "cubic"
 
-ORDER_DESIGN = ("calibration first (per calibration repetition, every (candidate limit, "
-                "transport) one-stream point in one order shuffled from the seed); then per "
-                "repetition every (sender CPU limit, streams, transport) point in one order "
-                "shuffled from the seed; iperf3's points first, then GridFTP's likewise")
+def order_design(design: dict) -> str:
+    """The measuring order as registered (s4/registration.toml [design]: calibration.order, then
+    order), recorded with the run's order: one text, never a second copy in code."""
+    return " ".join(f"calibration first ({design['calibration']['order']}); then {design['order']}".split())
 
 
 @dataclass(frozen=True)

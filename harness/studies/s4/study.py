@@ -40,10 +40,10 @@ from ..parameters import Parameters, param
 from .design import ANCHORED, PROFILES, REGISTRATION_FILE, limit_label
 from .measure import (
     CONGESTION,
-    ORDER_DESIGN,
     SenderLimit,
     calibrate,
     iperf3_servers,
+    order_design,
     sweep_gridftp,
     sweep_iperf3,
 )
@@ -315,7 +315,7 @@ class S4(Study):
             rows = sweep_iperf3(session, bed, params, measured, order)
         if params.gridftp:
             rows += sweep_gridftp(session, bed, params, measured, order)
-        session.note(order=order.record(ORDER_DESIGN))
+        session.note(order=order.record(order_design(self.registration().design)))
         frame = pd.DataFrame(rows)
         session.results(frame)
         session.note(controllers=controllers(mptcp.read_kernel(bed.node("client")), frame))

@@ -107,3 +107,16 @@ def test_as_found_s4_stops_before_measuring_when_cubic_is_not_allowed_to_users()
     with pytest.raises(CapabilityMissing) as err:
         require_congestion_allowed(Node("reno bbr"))  # this host's kernel default
     assert "reno bbr" in str(err.value) and "cubic" in err.value.hint
+
+
+def test_the_recorded_order_is_the_registered_one():
+    """run.json's order text is the registration's (calibration.order, then order), not a
+    second copy in code that can drift from it."""
+    from harness.studies import get_study
+    from harness.studies.s4.measure import order_design
+
+    design = get_study("s4").registration().design
+    text = order_design(design)
+    assert text.startswith("calibration first (per calibration repetition")
+    assert " ".join(design["order"].split()) in text
+    assert order_design({**design, "order": "ascending"}).endswith("; then ascending")
