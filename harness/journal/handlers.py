@@ -15,7 +15,7 @@ import shlex
 
 from ..errors import CommandFailed
 from ..nodes import Node
-from ..nodes.procfs import PROC_STAT_SH
+from ..nodes.procfs import GROUP_RUNNING_SH, PROC_STAT_SH
 from ..nodes.remote_process import process_folder, remove_files_command
 from . import undo_checks
 from .started_cmdline import CHECK_CMDLINE_SH, accepted_cmdlines, sound_command, text_word
@@ -70,19 +70,9 @@ def _process_log(data: dict) -> str:
 # round trip to a VM or remote host. `kill -s SIG -- -PGID` works in dash and bash. After
 # SIGKILL it looks (issue 40): a member of the group still running (not a zombie waiting to
 # be reaped) 3 s later is exit 5, with its pids on stderr.
-STOP_RECORDED_PROCESS = PROC_STAT_SH + CHECK_CMDLINE_SH + r"""
+STOP_RECORDED_PROCESS = PROC_STAT_SH + GROUP_RUNNING_SH + CHECK_CMDLINE_SH + r"""
 p=$1 t=$2 check=$3 text=$4
 shift 4
-running() {
-  kill -s 0 -- -$p 2>/dev/null || return 1
-  live=
-  for d in /proc/[0-9]*; do
-    read -r __s 2>/dev/null < $d/stat || continue
-    set -- ${__s##*)}
-    [ "$3" = "$p" ] && [ "$1" != Z ] && live="$live ${d#/proc/}"
-  done
-  [ -n "$live" ]
-}
 if proc_stat $p && [ "$proc_start" = "$t" ]; then
   if [ "$check" = 1 ] && ! cmdline_ok $p "$text" "$@"; then printf '%s' "$found" >&2; exit 4; fi
   kill -s TERM -- -$p 2>/dev/null
@@ -90,8 +80,8 @@ if proc_stat $p && [ "$proc_start" = "$t" ]; then
   while kill -s 0 -- -$p 2>/dev/null && [ $i -lt 10 ]; do sleep 0.3; i=$((i + 1)); done
   kill -s KILL -- -$p 2>/dev/null
   i=0
-  while running && [ $i -lt 15 ]; do sleep 0.2; i=$((i + 1)); done
-  if running; then echo "process group $p still running after SIGKILL:$live" >&2; exit 5; fi
+  while group_running $p && [ $i -lt 15 ]; do sleep 0.2; i=$((i + 1)); done
+  if group_running $p; then echo "process group $p still running after SIGKILL:$live" >&2; exit 5; fi
 fi
 exit 0
 """

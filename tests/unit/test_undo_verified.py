@@ -399,11 +399,8 @@ class KillIgnored(LocalNode):
 def test_a_process_group_still_running_after_its_stop_is_left_named():
     """Before issue 40 the stop sent SIGKILL and returned; now it looks for a member of the
     group still running (zombies do not count) and says so."""
-    pid = int(subprocess.run(["sh", "-c", "setsid sh -c 'trap \"\" TERM; sleep 60' "
-                              ">/dev/null 2>&1 & echo $!"],
-                             capture_output=True, text=True, check=True).stdout)
+    pid = _ignoring_term()
     try:
-        time.sleep(0.2)  # the trap set
         with recorded_here(), pytest.raises(UndoLeft, match=f"process group {pid}.*still running"):
             _HANDLERS["process"](KillIgnored(), {"pid": pid, "start_ticks": process_start_ticks(pid),
                                                  "command": ["sh"], "log": ""})
@@ -421,3 +418,46 @@ def test_the_note_of_a_module_left_to_its_new_user_is_on_its_undone_line(tmp_pat
     again = Journal(tmp_path / "journal.jsonl")
     (entry,) = again.entries()
     assert entry.undone and "udp_tunnel used by vxlan" in entry.note and again.left() == []
+
+
+def _ignoring_term() -> int:
+    """A process group (its own session) that ignores SIGTERM, not this test's child."""
+    pid = int(subprocess.run(["sh", "-c", "setsid sh -c 'trap \"\" TERM; sleep 60' "
+                              ">/dev/null 2>&1 & echo $!"],
+                             capture_output=True, text=True, check=True).stdout)
+    time.sleep(0.2)  # the trap set
+    return pid
+
+
+class RemoteKillIgnored(KillIgnored):
+    """:class:`KillIgnored` taken for a remote machine: the tracked stop's shell path."""
+
+    @property
+    def is_local(self) -> bool:
+        return False
+
+
+@pytest.mark.parametrize("local", [True, False], ids=["python", "shell"])
+def test_a_tracked_group_still_running_after_its_stop_is_left_and_its_file_kept(
+        tmp_path, monkeypatch, local):
+    """The stop file stays (so `lab clean` can try again) and the undo says what runs."""
+    from harness.journal import tracked
+
+    folder = tmp_path / "stop"
+    folder.mkdir(mode=0o700)
+    monkeypatch.setattr(tracked, "STOP_DIR", str(folder))
+    name = tracked.PREFIX + "0123456789abcdef"
+    pid = _ignoring_term()
+    real_killpg = os.killpg
+    try:
+        (folder / name).write_text(f"{pid} {process_start_ticks(pid)} {pid}\n")
+        with pytest.raises(UndoLeft, match=f"process group {pid}.*still running"):
+            if local:
+                monkeypatch.setattr(tracked.os, "killpg", lambda g, s: None if s == signal.SIGKILL
+                                    else real_killpg(g, s))
+                tracked.stop_local(str(folder), name, grace=0.3)
+            else:
+                _HANDLERS["tracked"](RemoteKillIgnored(), {"name": name})
+        assert alive(pid) and (folder / name).exists()
+    finally:
+        real_killpg(pid, signal.SIGKILL)
