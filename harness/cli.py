@@ -107,14 +107,23 @@ def cmd_batch(args) -> int:
         raise HarnessError("batch --dry-run goes with --slurm (it prints the job script)",
                            "add --slurm \"SBATCH OPTIONS\", or dry-run one point with "
                            "harness run NB --dry-run")
+    from .archive.archive import Run
+
     outcomes = run_sweep(args.sweep, progress=not args.quiet)
-    failed = 0
+    failed, left = 0, 0
     for status, point, path in outcomes:
         print(f"{status:10s} {point} {path or ''}")
         failed += status == "incomplete"
+        if path is not None and (items := Run(Path(path)).meta.get("left_behind")):
+            print_left_behind(items, path)
+            left += 1
     refresh()
     if failed < len(outcomes):
         print(f"summary {sweep_summary(args.sweep)[1]}")
+    if left:
+        from .journal.undo_left import EXIT_LEFT_BEHIND
+
+        return EXIT_LEFT_BEHIND
     return 1 if failed else 0
 
 

@@ -320,6 +320,26 @@ def test_the_run_names_what_is_left_and_exits_3(tmp_path, capsys):
     assert code == 3 and f"cgroup on local: cgroup {CG} is still there" in err
 
 
+def test_a_batch_whose_point_left_something_names_it_and_exits_3(tmp_path, monkeypatch, capsys):
+    import harness.archive.compare as compare
+    import harness.archive.index as index
+    import harness.run.sweep as sweep
+    from harness import cli
+    from harness.archive.archive import Run
+
+    run = Run.create("s4", {}, tmp_path / "data")
+    run.update(left_behind=[{"seq": 3, "kind": "cgroup", "node": "local", "data": {"path": CG},
+                             "why": f"cgroup {CG} is still there: rmdir: busy"}])
+    clean = Run.create("s4", {}, tmp_path / "data")
+    monkeypatch.setattr(sweep, "run_sweep", lambda path, progress=True: [
+        ("incomplete", {"streams": 1}, run.path), ("complete", {"streams": 2}, clean.path)])
+    monkeypatch.setattr(compare, "sweep_summary", lambda path: ("", "1 of 2 complete"))
+    monkeypatch.setattr(index, "refresh", lambda: None)
+    assert cli.main(["batch", "sweep.yaml"]) == 3
+    err = capsys.readouterr().err
+    assert f"left on the machine by {run.path}" in err and str(clean.path) not in err
+
+
 # -- kinds whose look is a fact read again: the write is accepted and the value stays ------------
 
 class Sticky(LocalNode):
