@@ -481,3 +481,12 @@ def test_a_tracked_group_still_running_after_its_stop_is_left_and_its_file_kept(
         assert alive(pid) and (folder / name).exists()
     finally:
         real_killpg(pid, signal.SIGKILL)
+
+
+def test_the_reports_banner_names_what_is_left():
+    from harness.archive.report_sections import banner
+
+    html = banner({"study": "s4", "status": "incomplete", "left_behind": [
+        {"kind": "cgroup", "node": "local", "why": f"cgroup {CG} is still there: rmdir: busy "
+         f"how to fix: finish it by hand: rmdir {CG}"}]}, "")
+    assert "left on the machine 1" in html and f"rmdir {CG}" in html
