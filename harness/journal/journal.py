@@ -9,9 +9,9 @@ crashed or was killed, from that run's own journal and never by name pattern.
 Undo handlers are registered per kind with :func:`undo_handler`; each takes
 the node (rebuilt from its description) and the entry's data, and looks after it acts
 (:mod:`harness.journal.undo_left`): a change still there after its undo is recorded as a
-failed undo (``undo-failed``), never as undone, and stays pending for ``harness lab clean``. Each entry names
-the module that registered its kind's handler, so another process (``harness
-lab clean`` after a SIGKILL) imports exactly that module: no hand-kept list of
+failed undo (``undo-failed``), never as undone, and stays pending for ``harness lab
+clean``. Each entry names the module that registered its kind's handler, so another
+process (``harness lab clean`` after a SIGKILL) imports exactly that module: no hand-kept list of
 handler modules to forget to update. The registry is :mod:`harness.journal.undo_registry`; the
 undo of the journal's own kinds (``process``, ``file``) is :mod:`harness.journal.handlers`.
 
