@@ -60,6 +60,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
+from ..lab.serialisation import size_text
 from .claims import NOT_TESTABLE
 from .intervals import mean_estimate
 
@@ -234,14 +235,13 @@ def _serialising_wire(_facts: RunFacts, _tables, params, meta: Mapping) -> GateR
     slack = float(probe.get("slack", 0.0))
 
     def text(p) -> str:  # against the bound the probe applied: the wire's rate + the slack
-        verb = "<=" if p["serialises"] else ">"
-        return (f"{p['size']} B {p['pingpong_mbit']:.1f} {verb} "
-                f"{p['wire_mbit'] * (1 + slack):.1f}")
+        return size_text(int(p["size"]), float(p["pingpong_mbit"]), float(p["wire_mbit"]), slack,
+                         bool(p["serialises"]))
 
     yes = [p for p in sizes if p["serialises"]]
     no = [p for p in sizes if not p["serialises"]]
     figures = (f"{where}, {probe.get('links', 1)} links of {probe['rate_mbit']:g} Mbit/s, "
-               f"ping-pong Mbit/s against what a serialising path carries +{slack:.0%}: ")
+               f"ping-pong against what a serialising path carries + {slack * 100:g} %: ")
     figures += "; ".join(part for part in (
         "serialises " + ", ".join(map(text, yes)) if yes else "",
         "does not serialise " + ", ".join(map(text, no)) if no else "") if part)

@@ -224,8 +224,8 @@ def test_the_probe_calls_a_size_faster_than_a_serialising_wire_not_serialised():
     assert probe.serialised() == {131072, 1 << 20}  # 97.4 <= 95.6 x 1.02; 99.1 is not
     assert wire_mbit(16384, 100) == pytest.approx(95.39, abs=0.01)  # 12 frames: 17176 B
     text = describe(probe)
-    assert "does not serialise 1024 B 209.8 Mbit/s > 93.9 (+2%)" in text
-    assert "serialises 131072 B 97.4 Mbit/s <= 95.6" in text
+    assert "does not serialise 1024 B 209.8 Mbit/s > 95.8 (93.9 + 2 %)" in text
+    assert "serialises 131072 B 97.4 Mbit/s <= 97.5 (95.6 + 2 %)" in text
     assert WireProbe.from_dict(probe_record(MEASURED, rate=0)["wire_probe"]).serialised() == set()
 
 
@@ -257,11 +257,11 @@ def test_serialising_wire_fails_without_a_probe_or_a_serialised_size_and_names_t
     small = Gate("serialising_wire", {"min_size": 1024, "max_size": 32768})
     result = evaluate(small, facts, {}, meta)
     assert not result.passed
-    assert "does not serialise 1024 B 209.8 > 95.8" in result.figures  # 93.9 + 2 %
-    assert "32768 B 102.8 > 97.5" in result.figures and "carries +2%" in result.figures
+    assert "does not serialise 1024 B 209.8 Mbit/s > 95.8 (93.9 + 2 %)" in result.figures  # 93.9 + 2 %
+    assert "32768 B 102.8 Mbit/s > 97.5 (95.6 + 2 %)" in result.figures and "carries + 2 %" in result.figures
     large = evaluate(Gate("serialising_wire", {"min_size": 65536, "max_size": 1 << 20}), facts,
                      {}, meta)
-    assert large.passed and "serialises 131072 B 97.4 <= 97.5" in large.figures
+    assert large.passed and "serialises 131072 B 97.4 Mbit/s <= 97.5" in large.figures
     assert "does not serialise 65536 B 99.1" in large.figures
     none = evaluate(small, facts, {}, {})
     assert not none.passed and "recorded no wire probe" in none.figures
@@ -277,7 +277,7 @@ def test_a_claim_whose_sizes_the_wire_does_not_serialise_is_not_testable_with_th
                 {"c": gated.gates}).set_index("claim_id")
     assert out.loc["c", "outcome"] == NOT_TESTABLE
     assert "serialising_wire failed" in out.loc["c", "reason"]
-    assert "16384 B 111.7 > 97.3" in out.loc["c", "reason"]
+    assert "16384 B 111.7 Mbit/s > 97.3" in out.loc["c", "reason"]
     big = claim("c", Gate("serialising_wire", {"min_size": 131072, "max_size": 1 << 20}))
     out = apply(claims_table(big), probe_record(MEASURED), {}, {"c": big.gates})
     assert out.outcome[0] == REPRODUCED and "serialising_wire: passed" in out.gates[0]

@@ -113,7 +113,7 @@ def unserialised_note(frame: pd.DataFrame, meta: dict | None, methods,
         why = probe.note
     else:
         measured = {p.size: p for p in probe.sizes}
-        figures = [measured[s].text() for s in left if s in measured]
+        figures = [measured[s].text(probe.slack) for s in left if s in measured]
         why = ("the probe measured a faster ping-pong than a serialising wire carries: "
                + ", ".join(figures) if figures else "the probe did not measure them")
     return (f"sizes {', '.join(map(str, left))} B are not serialised in this lab ({why}): "
