@@ -23,6 +23,7 @@ from conftest import alive
 
 # Kinds in other modules: imported so their handlers are registered.
 import harness.config.bridge  # noqa: F401, E402
+import harness.config.glusterfs  # noqa: F401, E402
 import harness.config.kmod  # noqa: F401, E402
 import harness.config.labdisk  # noqa: F401, E402
 import harness.config.mounts  # noqa: F401, E402
@@ -41,7 +42,9 @@ from harness.journal.undo_left import UndoLeft
 from harness.nodes import LocalNode
 from harness.nodes.procfs import process_start_ticks
 
-KERNEL_FILES = ("/sys/fs/cgroup", "/proc/modules", "/proc/mounts", "/run/netns", "/proc/fs/nfsd")
+KERNEL_FILES = ("/sys/fs/cgroup", "/proc/modules", "/proc/mounts", "/run/netns", "/proc/fs/nfsd",
+                "/run/harness-gsyncd-stub")
+GSYNCD = "/usr/lib/x86_64-linux-gnu/glusterfs/gsyncd"
 CG = "/sys/fs/cgroup/harness-sender-cpu0.01-0123abcd"
 
 
@@ -132,6 +135,14 @@ STUBBORN = {
         {"mountpoint": "/tmp/harness-disk", "made": True},
         {"umount": busy("umount", "target is busy")},
         {"/proc/mounts": "/dev/vdb /tmp/harness-disk ext4 rw 0 0\n"}, "lab disk mount"),
+    "gsyncd-stub": ({"path": GSYNCD}, {"umount": busy("umount", "target is busy")},
+                    {"/proc/mounts": f"tmpfs {GSYNCD} tmpfs ro 0 0\n",
+                     "/run/harness-gsyncd-stub": "#!/bin/sh\n"}, "gsyncd stub"),
+    "glusterfs-unmount": (
+        {"path": "/tmp/harness-gmnt", "fstype": "fuse.glusterfs", "source": "10.0.0.1:/v1",
+         "made": True}, {"umount": busy("umount", "target is busy")},
+        {"/proc/mounts": "10.0.0.1:/v1 /tmp/harness-gmnt fuse.glusterfs rw 0 0\n"},
+        "glusterfs mount"),
     "nfsd-threads": ({}, {"rpc.nfsd": busy("rpc.nfsd", "unable to set threads")},
                      {"/proc/fs/nfsd/threads": "8\n"}, "nfsd threads"),
     "nat-table": ({"family": "ip", "table": "harness_nat_abc123"},
@@ -165,7 +176,7 @@ def quick(monkeypatch):
         return real(node, **kwargs)
 
     for module in (cgroup, harness.config.mounts, harness.config.labdisk, harness.config.nfs,
-                   harness.config.kmod):
+                   harness.config.kmod, harness.config.glusterfs):
         if hasattr(module, "settle"):
             monkeypatch.setattr(module, "settle", settle)
 
