@@ -36,7 +36,7 @@ import harness.vm.checks  # noqa: F401, E402
 from harness.config import cgroup, interface, mptcp, sysctl
 from harness.config import cpu as cpu_config
 from harness.journal import undo_left
-from harness.journal.journal import _HANDLERS, Journal, UndoFailed
+from harness.journal.journal import _HANDLERS, Journal, UndoFailed, undo_handler
 from harness.journal.undo_checks import only_roots, recorded_here
 from harness.journal.undo_left import UndoLeft
 from harness.nodes import LocalNode
@@ -501,3 +501,31 @@ def test_the_reports_banner_names_what_is_left():
         {"kind": "cgroup", "node": "local", "why": f"cgroup {CG} is still there: rmdir: busy "
          f"how to fix: finish it by hand: rmdir {CG}"}]}, "")
     assert "left on the machine 1" in html and f"rmdir {CG}" in html
+
+
+HELD: dict[str, bool] = {}
+
+
+@undo_handler("test-holder", gone_with_namespace=False)
+def _undo_test_holder(node, data):
+    HELD["held"] = False  # e.g. the cgroup's undo lifting the limit a leaving process needs
+
+
+@undo_handler("test-held", gone_with_namespace=False)
+def _undo_test_held(node, data):
+    if HELD.get("held"):
+        raise UndoLeft("the held thing", "an older change still holds it", "undo the holder")
+
+
+def test_a_change_found_still_there_is_tried_once_more_after_the_older_ones(tmp_path):
+    """The newer change is still there until an older change's undo frees it: one more try at
+    the end finds it gone, so nothing is left and nothing is reported."""
+    HELD["held"] = True
+    journal = Journal(tmp_path / "journal.jsonl")
+    node = LocalNode()
+    journal.record("test-holder", node)
+    journal.record("test-held", node)
+    assert journal.undo_all() == []
+    again = Journal(tmp_path / "journal.jsonl")
+    assert again.pending() == [] and again.left() == []
+    assert [e.undo_error is not None for e in again.entries()] == [False, True]  # on record
