@@ -22,6 +22,7 @@ from ..errors import CapabilityMissing, HarnessError, SpecError
 from ..journal import undo_checks, undo_context
 from ..journal.handlers import stop_recorded_process
 from ..journal.journal import undo_handler
+from ..journal.tracked import stop_tracked
 from ..journal.undo_left import settle
 from ..nodes import Node, Result
 from .operation import UNKNOWN, Change, Fact, Operation
@@ -153,17 +154,26 @@ def _remove_cgroup(node: Node, data: dict) -> None:
 
 
 def _stop_own_processes(node: Node, seen: str) -> None:
-    """Stop the run's recorded processes among the pids a look saw in the cgroup
-    (``processes in it: 1 2 3``), each by its record (pid, start tick, command): never
-    another process."""
+    """Stop what the run started after the cgroup and may still be in it, each by its record,
+    never another process: a recorded process among the pids a look saw in the cgroup
+    (``processes in it: 1 2 3``) by its pid, start tick and command; a tracked command (the
+    senders) by its stop file, which is there only while it has not been stopped."""
     head, _, listed = seen.partition("processes in it:")
     pids = {int(w) for w in listed.split() if w.isdigit()} if not head.strip() else set()
-    for record in undo_context.recorded("process", node.machine.describe()):
+    if not pids:
+        return
+    machine = node.machine
+    for _where, record in undo_context.newer("process", machine.describe()):
         if record.get("pid") in pids:
             try:
-                stop_recorded_process(node.machine, record)
+                stop_recorded_process(machine, record)
             except HarnessError:  # refused or unreachable: the cgroup's failure names its pids
                 pass
+    for _where, record in undo_context.newer("tracked", machine.describe()):
+        try:
+            stop_tracked(machine, record)
+        except HarnessError:
+            pass
 
 
 @undo_handler("cgroup-controller", gone_with_namespace=False)

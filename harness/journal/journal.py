@@ -349,7 +349,7 @@ class Journal:
         try:
             node = self._node(entry.node)
             if entry.kind not in _GONE_WITH_NAMESPACE or not inside_vanished_namespace(node):
-                with record_trust(entry.loaded), undo_context.undoing(self.entries()):
+                with record_trust(entry.loaded), undo_context.undoing(self.entries(), entry.seq):
                     entry.note = _HANDLERS[entry.kind](node, entry.data) or None
         except Exception as exc:
             self.undo_failed(entry, exc)

@@ -172,7 +172,7 @@ def run_tracked(journal: Journal, node: Node, cmd: Command, *, timeout: float = 
 
 
 @undo_handler("tracked", gone_with_namespace=False)
-def _undo_tracked(node: Node, data: dict) -> None:
+def stop_tracked(node: Node, data: dict) -> None:
     """Stop a journalled foreground command's group if its wrapper still runs; remove its file.
 
     On this machine in Python (``O_NOFOLLOW`` and ``fstat``), elsewhere by

@@ -265,12 +265,14 @@ def test_the_runs_own_process_in_the_cgroup_is_stopped_by_its_record_never_anoth
             f'rm -f {procs}; exec /bin/rmdir "$@"')})
         seed(node, {CG: None})
         journal = Journal(tmp_path / "journal.jsonl")
+        journal.record("cgroup", node, path=CG)
         journal.record("process", node, pid=ours, start_ticks=process_start_ticks(ours),
                        command=["sleep", "60"], log="", host="standin")
-        journal.record("cgroup", node, path=CG)  # undone first: its process still runs
 
         procs.write_text(f"{ours}\n")
-        journal.undo_all()  # the cgroup's undo stops `ours` by its record, then removes it
+        # the process's own undo left aside (as if it had not ended it): the cgroup's undo
+        # finds it inside, stops it by its record, then removes the cgroup
+        journal.undo_all(leave=lambda e: e.kind == "process")
         assert not node.kernel(CG).exists() and not alive(ours)
 
         seed(node, {CG: None})
@@ -529,3 +531,37 @@ def test_a_change_found_still_there_is_tried_once_more_after_the_older_ones(tmp_
     again = Journal(tmp_path / "journal.jsonl")
     assert again.pending() == [] and again.left() == []
     assert [e.undo_error is not None for e in again.entries()] == [False, True]  # on record
+
+
+def test_a_tracked_sender_still_in_the_cgroup_is_stopped_by_its_stop_file(tmp_path, monkeypatch):
+    """S4's sender is a tracked command (iperf3 run with track=True inside the cgroup): one
+    still in the cgroup when its undo runs is stopped by its own stop file, then the cgroup
+    goes."""
+    from harness.journal import tracked
+
+    monkeypatch.setattr(cgroup, "settle", undo_left.settle)
+    folder = tmp_path / "stop"
+    folder.mkdir(mode=0o700)
+    monkeypatch.setattr(tracked, "STOP_DIR", str(folder))
+    sender = int(subprocess.run(["sh", "-c", "setsid sleep 60 >/dev/null 2>&1 & echo $!"],
+                                capture_output=True, text=True, check=True).stdout)
+    try:
+        procs = tmp_path / "kernel" / CG.lstrip("/") / "cgroup.procs"
+        node = StandIn(tmp_path, {"rmdir": (
+            f'for p in $(cat {procs}); do if kill -0 $p 2>/dev/null && '
+            f'[ "$(cut -d" " -f3 /proc/$p/stat)" != Z ]; then '
+            'echo "rmdir: Device or resource busy" >&2; exit 1; fi; done; '
+            f'rm -f {procs}; exec /bin/rmdir "$@"')})
+        seed(node, {CG: None})
+        procs.write_text(f"{sender}\n")
+        name = tracked.PREFIX + "0123456789abcdef"
+        (folder / name).write_text(f"{sender} {process_start_ticks(sender)} {sender}\n")
+        journal = Journal(tmp_path / "journal.jsonl")
+        journal.record("cgroup", node, path=CG)
+        journal.record("tracked", node, name=name)
+        journal.undo_all(leave=lambda e: e.kind == "tracked")
+        assert not node.kernel(CG).exists() and not alive(sender)
+        assert not (folder / name).exists()
+    finally:
+        if alive(sender):
+            os.killpg(sender, signal.SIGKILL)
