@@ -89,6 +89,6 @@ def _restore_cpu(node: Node, data: dict) -> None:
     before = undo_checks.integer(KIND, data.get("before"), "before", 0, 1)
     command = write_command(path, bool(before))
     tried = node.run(command, check=False, timeout=60)
-    cpu = int(path.split("/cpu")[-1].split("/")[0])
+    cpu = int(re.search(r"cpu(\d+)/online\Z", path).group(1))  # _PATH: it has one
     expect(_text(online_fact(node, cpu).read()), _text(bool(before)),
            f"CPU {cpu} of {node.name} {_text(not before)}", command, tried)
