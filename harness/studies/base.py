@@ -215,6 +215,13 @@ class Study(ABC):
     def figures(self, data: RunData) -> dict[str, Any]:
         """The figures that mirror the paper's, by name."""
 
+    def run_conditions(self, meta: dict) -> str:
+        """The condition a run's claims were measured under that the run chose itself (S4: the
+        CPU limit its calibration anchored), in words, for a pooled report's table of runs:
+        runs pooled under different such conditions say so where a reader compares them. ""
+        when the study has none."""
+        return ""
+
     def registration(self) -> Registration:
         """The claims and design this study registers before data (:mod:`harness.verdicts.registration`):
         its registration file, data and no code (issue 33 item 1)."""

@@ -34,6 +34,7 @@ counted apart.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -377,8 +378,29 @@ def invalid_note(frame: pd.DataFrame) -> str:
     if not bad:
         return ("**Invalid points:** none: no claim of this run rests on a point that failed "
                 "its study's physical checks (`harness.verdicts.validity`).")
-    return ("**Invalid points** (physically impossible or failed; they decide no claim, and "
-            "each claim resting on one is *invalid*):\n\n" + "\n".join(f"* {p}" for p in bad))
+    head = ("**Invalid points** (physically impossible or failed; they decide no claim, and "
+            "each claim resting on one is *invalid*)")
+    if len(bad) <= LISTED_POINTS:
+        return head + ":\n\n" + "\n".join(f"* {p}" for p in bad)
+    kinds: dict[str, list[str]] = {}
+    for point in bad:
+        kinds.setdefault(_kind(point), []).append(point)
+    lines = [f"* {len(points)} x {key}; e.g. {points[0]}" for key, points in
+             sorted(kinds.items(), key=lambda kv: -len(kv[1]))]
+    return (f"{head}: {len(bad)} points of {len(kinds)} kinds, each kind with its count and its "
+            "first point (every point: the `invalid` column of claims.csv):\n\n" + "\n".join(lines))
+
+
+#: a report lists each invalid point up to this many; beyond, one line per kind of point
+LISTED_POINTS = 20
+
+
+def _kind(point: str) -> str:
+    """What an invalid point broke, without where and by how much: the text after its label
+    (and after a pooled table's "run <id>: "), its figures replaced by '#'."""
+    text = re.sub(r"^run \S+: ", "", point)
+    text = text.split(": ", 1)[1] if ": " in text else text
+    return re.sub(r"[-+]?\d+(?:\.\d+)?(?:e[-+]?\d+)?", "#", text)
 
 
 def runs_note(frame: pd.DataFrame) -> str:
@@ -393,7 +415,8 @@ def runs_note(frame: pd.DataFrame) -> str:
     if pooled.any():
         n = frame.loc[pooled, "n"]
         return (f"**Pooled from runs.** Each interval has the run as its unit (up to {int(n.max())} "
-                "runs): it includes the variation between runs (each its own lab build and VM boot) "
+                "runs): it includes the variation between runs (each its own lab build, and VM boot "
+                "where its lab has VMs) "
                 "as far as that many runs can show it.")
     return ("**One run.** Every interval here holds the variation between this run's repetitions "
             "only. It cannot show how much another run of the same registration -- its own lab "

@@ -61,7 +61,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from ..lab.serialisation import size_text
-from .claims import NOT_TESTABLE
+from .claims import INVALID, NOT_TESTABLE
 from .intervals import mean_estimate
 
 
@@ -171,8 +171,20 @@ def _no_oversubscription(facts: RunFacts, _tables, params) -> GateResult:
                       f"{facts.host_cores} host cores")
 
 
-def _accelerated(facts: RunFacts, _tables, _params) -> GateResult:
+def _accelerated(facts: RunFacts, _tables, params, meta: Mapping) -> GateResult:
+    """VMs under KVM. ``placement`` (optional): where in run.json the claim's own lab recorded
+    its placement (dotted, e.g. ``s0.far_placement``: S0's distance sweep boots a VM of its own
+    while the main sweep runs on the host), read in place of the run's main placement."""
     name = "accelerated_virtualisation"
+    where = str(params.get("placement") or "")
+    if where:
+        record: object = meta
+        for key in where.split("."):
+            record = record.get(key) if isinstance(record, Mapping) else None
+        if not isinstance(record, Mapping):
+            return GateResult(name, False, f"the placement of the claim's lab ({where}) was not "
+                              "recorded")
+        facts = RunFacts.from_meta({"placement": record})
     if facts.vms == 0:
         return GateResult(name, True, "no VMs: the nodes run on a real kernel")
     if not facts.accel:
@@ -402,7 +414,8 @@ def _reachable(_facts: RunFacts, tables: Mapping[str, pd.DataFrame], params,
 GATES: dict[str, GateSpec] = {
     "no_oversubscription": GateSpec(_no_oversubscription, (), "all VMs' vCPUs within the host's cores",
                                     ("vcpus_per_vm",)),
-    "accelerated_virtualisation": GateSpec(_accelerated, (), "VMs under a hardware accelerator"),
+    "accelerated_virtualisation": GateSpec(_accelerated, (), "VMs under a hardware accelerator",
+                                           ("placement",), meta=True),
     "uniprocessor": GateSpec(_uniprocessor, (), "one vCPU per VM (the paper's UP kernel)"),
     "cpu_bound": GateSpec(_cpu_bound, ("table", "column", "min_pct"),
                           "a measured CPU busy share at least a registered level", ("rows",)),
@@ -440,7 +453,10 @@ def apply(frame: pd.DataFrame, meta: Mapping, tables: Mapping[str, pd.DataFrame]
           regions: Mapping[str, tuple[float, float]] | None = None) -> pd.DataFrame:
     """``frame`` (a claims table) with a ``gates`` column (each gate of each claim with its
     figures) and each claim with a failed gate *not testable here*, the failed gates' figures
-    its reason. A claim already not testable keeps its reason, the gates added to it."""
+    its reason. A claim already not testable keeps its reason, the gates added to it; a claim
+    already invalid (it rests on a physically impossible point) stays invalid, the failed gates
+    added to its reason: invalid takes precedence, so no estimate over impossible points is
+    shown as "measured anyway"."""
     frame = frame.copy()
     facts = RunFacts.from_meta(meta)
     texts: list[str] = []
@@ -453,7 +469,9 @@ def apply(frame: pd.DataFrame, meta: Mapping, tables: Mapping[str, pd.DataFrame]
             continue
         why = "the lab is not in the paper's regime: " + "; ".join(
             f"{r.gate} failed ({r.figures})" for r in failed)
-        if frame.at[i, "outcome"] == NOT_TESTABLE:
+        if frame.at[i, "outcome"] in (NOT_TESTABLE, INVALID):  # invalid stays invalid: a claim
+            # resting on a physically impossible point is never shown as a measurement, also
+            # when the regime fails too (the lab's wire, not serialising, gives both)
             frame.at[i, "reason"] = f"{frame.at[i, 'reason']}; and {why}"
         else:
             ours = frame.at[i, "ours"] if "ours" in frame else ""

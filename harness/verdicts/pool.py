@@ -284,12 +284,20 @@ def _record(target: Path, study, found: list[Member], kept: bool = False) -> dic
 def _report(study, found: list[Member], frame: pd.DataFrame, own: list[pd.DataFrame]) -> str:
     lines = [f"# {study.name}: {study.title} -- pooled from {len(found)} runs", "",
              f"**Verdicts on the paper's claims:** {summaries(frame[COLUMNS])}.", "",
-             runs_note(frame), "",
-             "| run | started | commit | repetitions | registration |", "|---|---|---|---|---|"]
-    for m in found:
+             runs_note(frame), ""]
+    conditions = [study.run_conditions(m.meta) for m in found]
+    shown = any(conditions)  # a condition each run chose itself (S4's anchored limit)
+    lines += ["| run | started | commit | repetitions | registration |"
+              + (" measured under |" if shown else ""), "|---|---|---|---|---|" + ("---|" if shown else "")]
+    for m, condition in zip(found, conditions):
         commit = ((m.meta.get("provenance") or {}).get("git") or {}).get("commit") or "-"
         lines.append(f"| {m.run_id} | {m.meta.get('started') or '-'} | {commit[:12]} | "
-                     f"{(m.meta.get('parameters') or {}).get('repetitions')} | {m.digest[7:19]} |")
+                     f"{(m.meta.get('parameters') or {}).get('repetitions')} | {m.digest[7:19]} |"
+                     + (f" {condition or '-'} |" if shown else ""))
+    if shown and len(set(conditions)) > 1:
+        lines += ["", "**The runs chose different conditions** (above): a pooled estimate of a "
+                  "claim measured under them averages runs whose condition differs; the claim's "
+                  "registered regime, not the condition itself, is what every run had to meet."]
     for a, b in copies(found):
         lines += ["", f"**Warning:** runs {a} and {b} archived the same results byte for byte: they "
                   "are copies of one run, not independent runs, and the pool sees no variation "
@@ -330,9 +338,11 @@ def unpooled_line(claim_id: str, found: list[Member], own: list[pd.DataFrame]) -
             continue
         row = rows.iloc[0]
         said.append(f"run {member.run_id}: {row.get('ours') or '-'} -- {row['outcome']}")
-    outcomes = [part.rsplit(" -- ", 1)[1] for part in said]
-    agreed = f"{outcomes[0]} in all {len(said)} runs; " if len(set(outcomes)) == 1 else ""
-    return f"- `{claim_id}`: {agreed}" + "; ".join(said)
+    figures = {part.split(": ", 1)[1] for part in said}
+    if len(said) > 1 and len(figures) == 1:  # one archived benchmark every run carries: said once
+        return (f"- `{claim_id}`: {figures.pop()} (one measurement, the same in all {len(said)} "
+                "runs: not replicated by them)")
+    return f"- `{claim_id}`: " + "; ".join(said)
 
 
 def _write(target: Path, frame: pd.DataFrame, record: dict, report: str, registration: Path) -> None:

@@ -223,3 +223,22 @@ def test_a_runs_claims_section_in_its_notebook_says_it_is_one_run(monkeypatch):
     display(table([judge(ABOUT_2_1, mean_estimate([2.0, 2.1, 2.2], "x"))]), "verdict")
     texts = [getattr(obj, "data", "") for obj in shown]
     assert any("**One run.**" in text and "harness claims pool" in text for text in texts)
+
+
+def test_many_invalid_points_are_said_as_kinds_with_counts_and_a_first_point():
+    """Beyond LISTED_POINTS a report lists one line per kind of invalid point (what it broke,
+    figures aside), with its count and its first point: S0's pooled reference had 639 points
+    over 650 lines, 3 kinds."""
+    from harness.verdicts.claims import LISTED_POINTS, invalid_note
+    from harness.verdicts.validity import check_rate, check_rounds
+
+    fast = [check_rate(f"ping-pong {k} KB, repetition {r}", 150.0 + k, 100.0)
+            for k in (1, 2, 4, 8) for r in range(1, 7)]
+    failed = [check_rounds(f"tipc 1:48 x {k} KB, repetition 1", 0) for k in (32, 64)]
+    inside = Estimate(2.1, 2.05, 2.15, 12, "x")
+    note = invalid_note(table([judge(ABOUT_2_1, inside, invalid=fast + failed)]))
+    assert len(fast) + len(failed) > LISTED_POINTS
+    assert f"{len(fast) + len(failed)} points of 2 kinds" in note
+    lines = [x for x in note.splitlines() if x.startswith("* ")]
+    assert len(lines) == 2 and lines[0].startswith(f"* {len(fast)} x ") and lines[1].startswith("* 2 x ")
+    assert fast[0].text() in lines[0] and failed[0].text() in lines[1]

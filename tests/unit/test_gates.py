@@ -115,6 +115,23 @@ def test_a_claim_with_a_failed_gate_is_not_testable_with_the_figures():
     assert "no_oversubscription: passed (2 vCPUs" in passed.set_index("claim_id").loc["s1.gated"].gates
 
 
+def test_an_invalid_claim_stays_invalid_when_a_gate_fails_too():
+    """Invalid takes precedence: a claim resting on a physically impossible point is never
+    relabelled 'not testable, measured anyway' with an estimate over those points (referee of
+    S0, 2026-11-29: five ping-pong estimates shown beside 639 impossible points)."""
+    from harness.verdicts.claims import INVALID
+    from harness.verdicts.validity import check_rate
+
+    gated = claim("c", Gate("uniprocessor"))
+    fast = check_rate("ping-pong 2 KB, repetition 1", 184.6, 100.0)
+    frame = table([judge(gated, Estimate(2.1, 2.05, 2.15, 12, "x"), invalid=[fast])])
+    out = apply(frame, vm_meta(), {}, {"c": gated.gates})
+    assert out.outcome[0] == INVALID
+    assert out.reason[0].startswith("rests on invalid points")
+    assert "uniprocessor failed (2 vCPUs per VM)" in out.reason[0]
+    assert "measured anyway" not in out.reason[0]
+
+
 def test_an_already_untestable_claim_keeps_its_reason_and_gains_the_gate():
     gated = claim("c", Gate("uniprocessor"))
     frame = table([judge(gated, None)])
@@ -420,3 +437,21 @@ def test_at_most_bounds_a_share_per_row_and_names_the_worst_row():
     assert not fast.passed and "two proxies unshaped 3713..3713 against at most 100" \
         in fast.figures
     assert not evaluate(relays, RunFacts.from_meta(NAMESPACES), {}).passed  # not measured
+
+
+def test_the_accelerator_gate_reads_the_claims_own_lab_where_it_names_one():
+    """S0's distance sweep boots a VM of its own while the main sweep runs on the host: its
+    claim's gate reads s0.far_placement, not the run's main placement."""
+    gate = Gate("accelerated_virtualisation", {"placement": "s0.far_placement"})
+    tcg = {"placement": {"where": "host", "machines": 1},
+           "s0": {"far_placement": {"where": "vm", "machines": 1,
+                                    "vm": {"accel": "tcg", "cpus": 2}}}}
+    facts = RunFacts.from_meta(tcg)
+    assert evaluate(Gate("accelerated_virtualisation"), facts, {}, tcg).passed  # the host's lab
+    emulated = evaluate(gate, facts, {}, tcg)
+    assert not emulated.passed and "VMs under TCG" in emulated.figures
+    host = {"placement": {"where": "host"}, "s0": {"far_placement": {"where": "host", "machines": 1}}}
+    assert evaluate(gate, RunFacts.from_meta(host), {}, host).passed
+    old = {"placement": {"where": "host"}, "s0": {"far_where": "namespace lab in a VM"}}
+    unknown = evaluate(gate, RunFacts.from_meta(old), {}, old)
+    assert not unknown.passed and "s0.far_placement) was not recorded" in unknown.figures

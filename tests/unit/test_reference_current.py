@@ -56,6 +56,11 @@ SUPERSEDED: dict[str, str] = {
         "one regime for every bandwidth claim, the relays limit (gate at_most on the relay "
         "benchmark), and to every size of a claim's range counted (s0/registration.toml, change "
         "of 2026-11-29T06:58Z); replaced by the pooled reference made under them"),
+    "s0/20261129T073227Z-pool-53ae69": (
+        "the third pooled S0 reference (three runs, 2026-11-29); a referee's review of it led to "
+        "the distance claim's gate on its own VM's accelerator, invalid latency points, and "
+        "invalid taking precedence over a failed gate (s0/registration.toml, change of "
+        "2026-11-29T07:41Z); new reference pending"),
     "s4/20261129T045749Z-pool-fbf94a": (
         "the first pooled S4 reference (three runs, 2026-11-29); a referee's review of it led to "
         "the anchored claims' regime on the claims' own 1-stream points (s4/registration.toml, "

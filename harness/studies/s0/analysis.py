@@ -22,7 +22,7 @@ import pandas as pd
 from ...verdicts.claims import Verdict, judge, not_testable, table
 from ...verdicts.intervals import mean_estimate
 from ...verdicts.validity import payload_rate_mbit
-from .common import KB, LABELS, MB, METHODS, join_notes, size_label  # noqa: F401 (s0_figures)
+from .common import BENCH_PATHS, KB, LABELS, MB, METHODS, join_notes, size_label  # noqa: F401 (s0_figures)
 from .distance_verdict import far_latency_verdict, far_ratios  # noqa: F401 (the notebook reads far_ratios here)
 from .estimates import geomean_per_repetition, per_repetition
 from .registration import (
@@ -144,8 +144,7 @@ def bench_summary(bench: pd.DataFrame) -> pd.DataFrame:
         relay_cpu_cores=("relay_cpu_cores", "median"),
         retransmits=("retransmits", "sum"), repetitions=("repetition", "nunique"),
     ).reset_index()
-    order = {p: i for i, p in enumerate(("direct", "nat_socat", "nat_srd", "proxies_socat",
-                                         "proxies_srd"))}
+    order = {p: i for i, p in enumerate(BENCH_PATHS)}
     return out.sort_values("path", key=lambda s: s.map(order)).reset_index(drop=True)
 
 
@@ -250,7 +249,7 @@ def claims(frame: pd.DataFrame, bench: pd.DataFrame | None = None,
     elif lat_regime:
         out += [not_testable(claim(k), lat_regime) for k in lat_claims]
     else:
-        out += _latency_verdicts(frame, lat, meta, why_lat)
+        out += _latency_verdicts(frame, lat, meta, why_lat, invalid)
     for metric in METRICS:
         out += _bandwidth_verdicts(frame, metric, bw_regime, invalid, meta)
     out.append(far_latency_verdict(far, meta, mtu))
@@ -260,10 +259,12 @@ def claims(frame: pd.DataFrame, bench: pd.DataFrame | None = None,
 
 
 def _latency_verdicts(frame: pd.DataFrame, lat: pd.DataFrame, meta: dict,
-                      why_lat: str) -> list[Verdict]:
+                      why_lat: str, invalid: list) -> list[Verdict]:
     """The three latency claims, on every size of 1 B-1 KB (one set in every run, fixed before
     data); whether the wire serialised them is the gate serialising_wire's to say (every size
-    must), never a filter on the sizes the estimate counts."""
+    must), never a filter on the sizes the estimate counts. A half round trip is the ping-pong
+    point's own measurement: one whose rate beats its path's capacity is as impossible for the
+    latency claims as for the ping-pong ones."""
     keys = {"s0.latency.proxies_x": ("direct", "proxies"),
             "s0.latency.nat_srd_x": ("direct", "nat_srd"),
             "s0.latency.nat_vs_proxies_pct": ("proxies", "nat_srd")}
@@ -271,13 +272,15 @@ def _latency_verdicts(frame: pd.DataFrame, lat: pd.DataFrame, meta: dict,
     for key, method in (("s0.latency.proxies_x", "proxies"), ("s0.latency.nat_srd_x", "nat_srd")):
         out.append(judge(claim(key), mean_estimate(
             geomean_per_repetition(lat[method] / lat.direct, *LATENCY_SIZES), "x", log=True),
-            join_notes(why_lat, unserialised_note(frame, meta, keys[key], LATENCY_SIZES))))
+            join_notes(why_lat, unserialised_note(frame, meta, keys[key], LATENCY_SIZES)),
+            invalid=among(invalid, keys[key], LATENCY_SIZES, "ping-pong")))
     est = mean_estimate(geomean_per_repetition(lat.nat_srd / lat.proxies, *LATENCY_SIZES),
                         log=True)
     out.append(judge(claim("s0.latency.nat_vs_proxies_pct"), est and est.as_gain_pct(), join_notes(
         "NAT on fa replaces a user-space hop (two socket terminations, a process wake-up, "
         "framing onto the shared connection) with kernel forwarding",
-        unserialised_note(frame, meta, keys["s0.latency.nat_vs_proxies_pct"], LATENCY_SIZES))))
+        unserialised_note(frame, meta, keys["s0.latency.nat_vs_proxies_pct"], LATENCY_SIZES)),
+        invalid=among(invalid, keys["s0.latency.nat_vs_proxies_pct"], LATENCY_SIZES, "ping-pong")))
     return out
 
 

@@ -1,8 +1,10 @@
 """S0's unshaped relay benchmark: kernel forwarding, socat and our SRD side by side.
 
 Beyond the paper's three methods: what the relays cost when the link does
-not limit them. Five paths from a1 to b1 -- direct (kernel forwarding), NAT on fa + a
-relay on fb, or a relay on each front -- with srd or socat as the relay. Per
+not limit them. Six paths from a1 to b1 -- direct (kernel forwarding), NAT on fa + a
+relay on fb, or a relay on each front -- with srd or socat as the relay, and the sweep's own
+two proxies (srdmux: every stream over one shared connection between the fronts), whose
+unshaped rate S0's regime gate for the two-proxies claims reads. Per
 path: iperf3 throughput, the relays' CPU time (their process groups, via
 /proc) and the 1 B / 64 KB ping-pong half round trip; NPtcp once as a
 cross-check of the ping-pong tool.
@@ -24,6 +26,7 @@ from ...errors import HarnessError
 from ...nodes.facts import wait_listening
 from ...progress import progress
 from ...relay.process import Relay, relay
+from ...relay.trunk import TrunkKey
 from ...run.session import Session
 from ...run.testbed import InventoryTestbed
 from ...tools import pingpong
@@ -31,9 +34,11 @@ from ...tools.cpu import group_cpu_seconds
 from ...tools.iperf3 import iperf3_client, iperf3_server, settle
 from ...tools.registry import Tool
 from ..order import MeasuringOrder
+from .common import BENCH_PATHS
 from .design import (
     IPERF_OFFSET,
     IPERF_PORT,
+    MUX_PORT,
     NPTCP_PORT,
     PROXY_PORT,
     SERVER_PORT,
@@ -47,11 +52,13 @@ from .design import (
 
 NPTCP = Tool("NPtcp", "dpkg-query -W netpipe-tcp", "netpipe-tcp")  # NetPIPE's TCP test
 
-BENCH_PATHS = ("direct", "nat_socat", "nat_srd", "proxies_socat", "proxies_srd")
+#: the benchmark's srdmux pair (the sweep's two proxies) listens this far above the srd ports
+MUX_OFFSET = 20
 BENCH_ROUTES = {  # path -> (where a1 connects, ping-pong/iperf3 port offset, NAT on fa)
     "direct": ("b1", None, False),
     "nat_srd": ("fb_pub", 0, True), "nat_socat": ("fb_pub", SOCAT_OFFSET, True),
     "proxies_srd": ("fa_priv", 0, False), "proxies_socat": ("fa_priv", SOCAT_OFFSET, False),
+    "proxies_srdmux": ("fa_priv", MUX_OFFSET, False),
 }
 
 
@@ -87,7 +94,8 @@ def build_bench_bed(session: Session, stack: ExitStack, params: Params, main_bed
 
 @contextmanager
 def bench_relays(meas: Measurement) -> Iterator[dict[tuple[str, str], Relay]]:
-    """srd and socat on both fronts at once, for ping-pong and iperf3: eight relays.
+    """srd and socat on both fronts at once, and an srdmux pair, for ping-pong and iperf3:
+    twelve relays.
 
     Keys are (node, listen port). Started once, they let the benchmark
     interleave its paths; an idle relay waits in epoll/accept and costs nothing.
@@ -107,6 +115,16 @@ def bench_relays(meas: Measurement) -> Iterator[dict[tuple[str, str], Relay]]:
                 relays[("fa", str(port_a))] = stack.enter_context(relay(
                     j, meas.node("fa"), kind, f"{p.fa_priv}:{port_a}", f"{p.fb_pub}:{port_b}",
                     check))
+        for offset, server_port in ((0, SERVER_PORT), (IPERF_OFFSET, IPERF_PORT)):
+            pair = TrunkKey.new()  # as the sweep's (measure.main_relays), a pair per target
+            port_b = MUX_PORT + MUX_OFFSET + offset
+            relays[("fb", str(port_b))] = stack.enter_context(relay(
+                j, meas.node("fb"), "mux-exit", f"{p.fb_pub}:{port_b}", f"{p.b1}:{server_port}",
+                offset == 0, trunk_key=pair))
+            port_a = PROXY_PORT + MUX_OFFSET + offset
+            relays[("fa", str(port_a))] = stack.enter_context(relay(
+                j, meas.node("fa"), "mux-entry", f"{p.fa_priv}:{port_a}", f"{p.fb_pub}:{port_b}",
+                trunk_key=pair))
         yield relays
         for r in relays.values():  # a crash would show as a dead relay here
             if not r.running():
@@ -129,7 +147,8 @@ def relays_on_path(meas: Measurement, path: str, relays) -> list[Relay]:
     _where, offset, _nat = BENCH_ROUTES[path]
     if offset is None:
         return []
-    out = [relays[("fb", str(SRD_PORT + offset + IPERF_OFFSET))]]
+    exit_port = MUX_PORT if path == "proxies_srdmux" else SRD_PORT  # fb's half of the path
+    out = [relays[("fb", str(exit_port + offset + IPERF_OFFSET))]]
     if path.startswith("proxies"):
         out.append(relays[("fa", str(PROXY_PORT + offset + IPERF_OFFSET))])
     return out

@@ -9,6 +9,10 @@ from one module they all import, and none from another's.
 
 from __future__ import annotations
 
+#: the relay benchmark's paths (harness.studies.s0.bench), in the order tables and figures show
+#: them: kernel forwarding, NAT + a relay on fb, a relay on each front (socat, srd), and the
+#: sweep's own two proxies (srdmux, one shared connection)
+BENCH_PATHS = ("direct", "nat_socat", "nat_srd", "proxies_socat", "proxies_srd", "proxies_srdmux")
 METHODS = ("direct", "proxies", "nat_srd")
 LABELS = {"direct": "1) direct", "proxies": "2) two proxies", "nat_srd": "3) NAT + SRD"}
 KB = 1024

@@ -41,8 +41,11 @@ from .registration import FAR_DELAYS_MS, LATENCY_SIZES
 PUBLIC_ENDS = (("fa", "pub"), ("fb", "pub"))
 
 
-def far_bed(session: Session, stack: ExitStack, params: Params) -> tuple[LabTestbed, str]:
-    """The sweep's lab (netem on the public link), on this host or in a VM: (testbed, where)."""
+def far_bed(session: Session, stack: ExitStack,
+            params: Params) -> tuple[LabTestbed, str, dict]:
+    """The sweep's lab (netem on the public link), on this host or in a VM: (testbed, where,
+    its placement as run.json records a lab's: ``machines`` and the ``vm`` booted, whose
+    accelerator the distance claim's gate reads)."""
     topo = topology(params, name="s0-relay-far", public_delay_ms=max(FAR_DELAYS_MS))
     host = session.bed.lab.host
     caps = session.capabilities.get("local") or probe(host)
@@ -51,7 +54,7 @@ def far_bed(session: Session, stack: ExitStack, params: Params) -> tuple[LabTest
     decision = decide(need, caps, offer, "study s0's distance sweep") if offer else None
     if decision is None or decision.where == "host":
         lab = stack.enter_context(Lab(topo, session.journal, host, capabilities=caps))
-        return LabTestbed(lab), "namespace lab on this host"
+        return LabTestbed(lab), "namespace lab on this host", {"where": "host", "machines": 1}
     from ...vm.fleet import boot_lab_vms
 
     vms, _nics = boot_lab_vms(topo, "s0far", session.journal, stack)
@@ -59,7 +62,8 @@ def far_bed(session: Session, stack: ExitStack, params: Params) -> tuple[LabTest
     vm_caps = guest_capabilities(vm, caps, decision)
     lab = stack.enter_context(Lab(topo, session.journal, vm, capabilities=vm_caps,
                                   machines_end_with_run=True))
-    return LabTestbed(lab), f"namespace lab in a VM ({decision.reason})"
+    placement = {"where": "vm", "machines": 1, "vm": vm.boot.to_dict()}
+    return LabTestbed(lab), f"namespace lab in a VM ({decision.reason})", placement
 
 
 def set_delay(bed: LabTestbed, delay_ms: float) -> None:
@@ -71,10 +75,10 @@ def set_delay(bed: LabTestbed, delay_ms: float) -> None:
 
 
 def measure_far(session: Session, params: Params, nat_records: list,
-                order: MeasuringOrder) -> tuple[list[dict], str]:
-    """The sweep: (rows, where its lab ran)."""
+                order: MeasuringOrder) -> tuple[list[dict], str, dict]:
+    """The sweep: (rows, where its lab ran, its placement)."""
     with ExitStack() as stack:
-        bed, where = far_bed(session, stack, params)
+        bed, where, placement = far_bed(session, stack, params)
         session.apply(*offloads_off(bed))
         meas = Measurement(session, bed, Plan.of(bed), nat_records=nat_records, order=order)
         rows: list[dict] = []
@@ -93,7 +97,7 @@ def measure_far(session: Session, params: Params, nat_records: list,
                         set_delay(bed, delay)
                         rows += far_point(meas, a1, ways, rep, delay, where)
                 bar.step(f"repetition {rep}")
-    return rows, where
+    return rows, where, placement
 
 
 def far_point(meas: Measurement, a1, ways: dict, rep: int, delay_ms: float,

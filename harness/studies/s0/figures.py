@@ -10,6 +10,7 @@ import pandas as pd
 import seaborn as sns
 
 from .analysis import COLORS, KB, LABELS, METHODS, PAPER, per_repetition, size_label
+from .common import BENCH_PATHS
 from .distance_verdict import far_ratios
 
 
@@ -121,12 +122,11 @@ def ratio_figure(frame: pd.DataFrame):
 def bench_figure(bench: pd.DataFrame):
     """Unshaped lab: kernel forwarding, socat and srd side by side (one or two relay hops)."""
     b = bench[bench.repetition > 0].copy()
-    order = [p for p in ("direct", "nat_socat", "nat_srd", "proxies_socat", "proxies_srd")
-             if p in set(b.path)]
+    order = [p for p in BENCH_PATHS if p in set(b.path)]
     b["iperf_gbit"] = b.iperf_mbit / 1e3
     fig, axes = plt.subplots(1, 2, figsize=(13, 4.2))
     palette = {"direct": "C0", "nat_socat": "C7", "nat_srd": "C2", "proxies_socat": "C8",
-               "proxies_srd": "C3"}
+               "proxies_srd": "C3", "proxies_srdmux": "C1"}
     sns.barplot(data=b, x="path", y="iperf_gbit", order=order, hue="path", palette=palette,
                 errorbar=("pi", 100), ax=axes[0], legend=False)
     axes[0].set_ylabel("iperf3 throughput (Gbit/s); bar: median, whisker: min..max")

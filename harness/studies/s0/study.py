@@ -253,10 +253,11 @@ class S0(Study):
             loadavg["after_bench"] = machine_load(bed.node("a1"))
             session.results(pd.DataFrame(bench_rows), "bench")
             relay_targets.archive_into(session)  # the relay benchmark the report shows
-        far_where = None
+        far_where, far_placement = None, None
         if params.far and not isinstance(bed, InventoryTestbed):
             t = time.monotonic()
-            far_rows, far_where = measure_far(session, params, meas.nat_records, meas.order)
+            far_rows, far_where, far_placement = measure_far(session, params, meas.nat_records,
+                                                             meas.order)
             timings["far_s"] = time.monotonic() - t
             session.results(pd.DataFrame(far_rows), "far")
         session.results(pd.DataFrame(meas.nat_rows), "nat")
@@ -273,6 +274,7 @@ class S0(Study):
             },
             "relays": relay_records,
             "srd_on_fb": srd_seen, "bench_where": bench_where, "far_where": far_where,
+            "far_placement": far_placement,
             "timings": timings,
             "nptcp_direct_half_rtt_1b_us": nptcp_us, "loadavg": loadavg,
             "order": meas.order.record(

@@ -326,6 +326,11 @@ class S4(Study):
         return s4_analysis.claims(data.results, **s4_analysis.rates(data.meta),
                                   calibration=data.tables.get("calibration"))
 
+    def run_conditions(self, meta: dict) -> str:
+        """The anchored limit the run's calibration chose (its own points), or ""."""
+        chosen = (meta.get("calibration") or {}).get("chosen")
+        return f"anchored limit {chosen}" if chosen else ""
+
     def figures(self, data: RunData) -> dict:
         from . import figures as s4_figures
         from . import registration as s4_analysis

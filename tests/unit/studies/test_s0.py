@@ -430,6 +430,23 @@ def test_invalid_points_at_any_size_a_claim_counts_make_it_invalid():
     assert len(analysis.invalid_table(frame, meta)) == 6
 
 
+def test_a_half_round_trip_faster_than_its_path_makes_the_latency_claims_invalid_too():
+    """The latency claims read the ping-pong points' own half round trips: a 512 B point at
+    332 Mbit/s is as impossible for them as for the ping-pong claims (referee, 2026-11-29)."""
+    frame = synthetic({"direct": 1, "proxies": 2.1, "nat_srd": 1.5},
+                      {"direct": 1, "proxies": 0.4, "nat_srd": 0.49},
+                      sizes=(1, 512, 4096, 128 * 1024, 1 << 20))
+    at = (frame.method == "direct") & (frame["size"] == 512) & (frame.repetition == 1)
+    frame.loc[at, "pingpong_mbit"] = 332.4
+    frame.loc[at, "half_rtt_us"] = 512 * 8 / 332.4
+    meta = {**EVERY, "path_capacity": {"paths": {m: {"mbit": 95.0} for m in s0.METHODS}}}
+    c = analysis.claims(frame, meta=meta).set_index("claim_id")
+    for cid in ("s0.latency.proxies_x", "s0.latency.nat_srd_x"):
+        assert c.loc[cid, "outcome"] == INVALID, cid
+        assert "332.4 Mbit/s" in c.loc[cid, "invalid"], cid
+    assert c.loc["s0.latency.nat_vs_proxies_pct", "outcome"] != INVALID  # direct is not its method
+
+
 def test_wire_bytes_and_the_unserialised_pingpong_points_shown_apart():
     from harness.studies.s0 import validity as v
 
@@ -459,7 +476,8 @@ def test_claims_with_no_serialised_size_are_not_testable_and_name_the_probes_fig
                       {"direct": 1, "proxies": 0.4, "nat_srd": 0.49},
                       sizes=(1, 1024, 16 * 1024, 128 * 1024, 1 << 20))
     far = far_frame({"direct": 0, "proxies": 60, "nat_srd": 25})
-    c = s0.S0().claims(RunData(Path("."), LARGE, {"results": frame, "far": far})).set_index(
+    on_host = {**LARGE, "s0": {"far_placement": {"where": "host", "machines": 1}}}
+    c = s0.S0().claims(RunData(Path("."), on_host, {"results": frame, "far": far})).set_index(
         "claim_id")  # the study's claims: its analysis, then the registered gates
     for cid in ("s0.latency.proxies_x", "s0.latency.nat_srd_x", "s0.latency.nat_vs_proxies_pct"):
         assert c.loc[cid, "outcome"] == NOT_TESTABLE, cid
@@ -470,6 +488,11 @@ def test_claims_with_no_serialised_size_are_not_testable_and_name_the_probes_fig
         assert "measured anyway: " in c.loc[cid, "reason"], cid  # every size, fixed before data
     assert "24 points of its methods, counted like every size" in c.loc["s0.latency.proxies_x", "note"]
     assert c.loc["s0.latency.far_nat_vs_proxies_x", "outcome"] != NOT_TESTABLE
+    in_tcg = {**LARGE, "s0": {"far_placement": {"where": "vm", "machines": 1,
+                                                "vm": {"accel": "tcg", "cpus": 2}}}}
+    far_tcg = s0.S0().claims(RunData(Path("."), in_tcg, {"results": frame, "far": far})).set_index(
+        "claim_id").loc["s0.latency.far_nat_vs_proxies_x"]
+    assert far_tcg.outcome == NOT_TESTABLE and "VMs under TCG" in far_tcg.reason
     gain = c.loc["s0.bandwidth.pingpong.gain_1k_32k"]
     assert gain.outcome == NOT_TESTABLE  # 16 KB serialises, 1 KB does not: not every size
     assert "serialising_wire: FAILED" in gain.gates and "16384 B" in gain.gates
@@ -503,7 +526,10 @@ def relay_bench(proxies_mbit: float, nat_srd_mbit: float) -> pd.DataFrame:
     paths' unshaped iperf3 rates set."""
     member = sorted((REPO / "data/reference/s0/20261129T053121Z-pool-c9f4a4/members").iterdir())[0]
     bench = pd.read_csv(member / "bench.csv")
-    bench.loc[bench.path == "proxies_srd", "iperf_mbit"] = proxies_mbit
+    mux = bench[bench.path == "proxies_srd"].assign(path="proxies_srdmux", relay="srdmux")
+    bench = pd.concat([bench, mux], ignore_index=True)  # that run's bench had no srdmux path
+    bench.loc[bench.path == "proxies_srdmux", "iperf_mbit"] = proxies_mbit
+    bench.loc[bench.path == "proxies_srd", "iperf_mbit"] = 1.0  # not the sweep's proxies: unread
     bench.loc[bench.path == "nat_srd", "iperf_mbit"] = nat_srd_mbit
     return bench
 
@@ -522,7 +548,7 @@ def test_bandwidth_claims_need_relays_that_limit_as_the_papers_did():
     for cid in ("s0.bandwidth.stream.proxies_below_half", "s0.bandwidth.stream.gain_1k_32k",
                 "s0.bandwidth.stream.gain_appropriate", "s0.bandwidth.pingpong.gain_128k_1m"):
         assert fast.loc[cid, "outcome"] == NOT_TESTABLE, cid
-        assert "two proxies unshaped" in fast.loc[cid, "reason"], cid
+        assert "two proxies (srdmux, as the sweep's) unshaped" in fast.loc[cid, "reason"], cid
         assert "3713..3713 against at most 100 registered" in fast.loc[cid, "reason"], cid
     assert "NAT + SRD unshaped" in fast.loc["s0.bandwidth.stream.nat_srd_below_half", "reason"]
     assert "two proxies" not in fast.loc["s0.bandwidth.stream.nat_srd_below_half", "gates"]
@@ -640,8 +666,12 @@ def test_registration_fixes_repetitions_and_records_the_changes():
     assert about.margin is not None and "s0.bandwidth.pingpong.gain_appropriate" in fixed_size[-1].claims
     split = [c for c in reg.changes if "three runs" in c.what]  # issue 33 item 3: a third of the
     assert reg.design["runs"]["verdict"] == 3 and split  # repetitions per run, three runs
-    relays = reg.changes[-1]  # one regime for every bandwidth claim, every size counted
-    assert "at_most" in relays.what and "s0.bandwidth.stream.proxies_below_half" in relays.claims
+    relays = next(c for c in reg.changes if "at_most" in c.what)  # one regime for every
+    assert "s0.bandwidth.stream.proxies_below_half" in relays.claims  # bandwidth claim
+    far_vm = next(c for c in reg.changes if "far_placement" in c.what)  # the distance claim's
+    assert "s0.latency.far_nat_vs_proxies_x" in far_vm.claims  # own VM, gated as S1's latency
+    mux = reg.changes[-1]  # the two proxies' gate reads the sweep's own srdmux pair
+    assert "proxies_srdmux" in mux.what and "s0.bandwidth.stream.gain_1k_32k" in mux.claims
     assert len({c.id for c in reg.claims}) == len(reg.claims) == 23  # 4 peer targets (issue 39)
 
 
