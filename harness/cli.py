@@ -72,8 +72,24 @@ def cmd_run(args) -> int:
         print(f"report {result.report}")
     if result.error:
         print(f"error: {result.error}", file=sys.stderr)
-        return 1
-    return 0
+    if result.left:
+        return print_left_behind(result.left, result.run.path)
+    return 1 if result.error else 0
+
+
+def print_left_behind(left: list[dict], run_path) -> int:
+    """Name each change still there after its undo (what, why, how to finish); return the
+    exit status that says something was left (:data:`~harness.journal.undo_left.EXIT_LEFT_BEHIND`)."""
+    from .journal.trust import printable
+    from .journal.undo_left import EXIT_LEFT_BEHIND
+
+    print(f"left on the machine by {run_path}: {len(left)} change(s) still there after their undo",
+          file=sys.stderr)
+    for item in left:
+        print(printable(f"  {item.get('kind')} on {item.get('node')}: {item.get('why')}"),
+              file=sys.stderr)
+    print("  `harness lab clean` retries exactly these", file=sys.stderr)
+    return EXIT_LEFT_BEHIND
 
 
 def cmd_batch(args) -> int:
@@ -91,14 +107,23 @@ def cmd_batch(args) -> int:
         raise HarnessError("batch --dry-run goes with --slurm (it prints the job script)",
                            "add --slurm \"SBATCH OPTIONS\", or dry-run one point with "
                            "harness run NB --dry-run")
+    from .archive.archive import Run
+
     outcomes = run_sweep(args.sweep, progress=not args.quiet)
-    failed = 0
+    failed, left = 0, 0
     for status, point, path in outcomes:
         print(f"{status:10s} {point} {path or ''}")
         failed += status == "incomplete"
+        if path is not None and (items := Run(Path(path)).meta.get("left_behind")):
+            print_left_behind(items, path)
+            left += 1
     refresh()
     if failed < len(outcomes):
         print(f"summary {sweep_summary(args.sweep)[1]}")
+    if left:
+        from .journal.undo_left import EXIT_LEFT_BEHIND
+
+        return EXIT_LEFT_BEHIND
     return 1 if failed else 0
 
 
@@ -136,7 +161,7 @@ def cmd_lab_clean(args) -> int:
     from .archive.archive import list_runs
     from .journal.trust import printable  # a journal's text never reaches the terminal raw
 
-    cleaned = failed = 0
+    cleaned = failed = left = 0
     for run in list_runs(root=Path(args.data) if args.data else None):
         try:
             journal = run.journal
@@ -162,18 +187,27 @@ def cmd_lab_clean(args) -> int:
             pending = journal.pending()
             print(printable(f"{run.path}: undoing {len(pending)} change(s)"))
             for entry in reversed(pending):
-                print(printable(f"  {entry.kind} {entry.data}"))
+                again = f" (its undo failed before: {entry.undo_error})" if entry.undo_error else ""
+                print(printable(f"  {entry.kind} {entry.data}{again}"))
             journal.undo_all()
             cleaned += 1
         except Exception as exc:  # noqa: BLE001 -- report it, clean the other runs
             print(printable(f"could not clean {run.path} completely: {exc}"))
             failed += 1
+            left += len(journal.left())
     from .run.machinelock import clear_stale
 
     for run_id in clear_stale():
         print(printable(f"released this machine's lock left by run {run_id}, whose process is gone"))
         cleaned += 1
-    print(f"cleaned {cleaned} run(s)" if cleaned else "nothing to clean")
+    print(f"cleaned {cleaned} run(s)" if cleaned else "nothing cleaned" if failed else
+          "nothing to clean")
+    if left:
+        from .journal.undo_left import EXIT_LEFT_BEHIND
+
+        print(f"left on the machine: {left} change(s) still there after their undo (listed "
+              "above); run `harness lab clean` again once what holds them is gone", file=sys.stderr)
+        return EXIT_LEFT_BEHIND
     return 1 if failed else 0
 
 
@@ -293,7 +327,11 @@ def main(argv: list[str] | None = None) -> int:
     except HarnessError as exc:
         print(f"harness: error: {exc}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
+        left = getattr(exc, "left_behind", None)
+        if left:
+            print("harness: interrupted; the run is marked incomplete", file=sys.stderr)
+            return print_left_behind(left, getattr(exc, "run_path", "the run"))
         print("harness: interrupted; every change was undone and the run is marked incomplete",
               file=sys.stderr)
         return 130

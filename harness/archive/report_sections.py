@@ -55,6 +55,9 @@ def banner(meta: dict, citation: str) -> str:
             "started": meta.get("started"), "ended": meta.get("ended"), "paper": citation or None}
     if meta.get("error"):
         rows["error"] = meta["error"]
+    for i, left in enumerate(meta.get("left_behind") or [], 1):
+        rows[f"left on the machine {i}"] = (f"{left.get('kind')} on {left.get('node')}: "
+                                            f"{left.get('why')} (`harness lab clean` retries it)")
     if meta.get("link_verification"):
         rows["lab links verified"] = verification_summary(meta["link_verification"])
     links = (f'<p>Where this run came from: <a href="#{PROVENANCE_ID}">provenance</a>; '

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from ..errors import SpecError
 from ..journal import undo_checks
 from ..journal.journal import undo_handler
+from ..journal.undo_left import settle
 from ..nodes import Node, Result
 from .operation import UNKNOWN, Change, Fact, Operation
 
@@ -130,7 +131,8 @@ def _undo_switch(node: Node, data: dict) -> None:
     addresses = data.get("addresses")
     if not isinstance(addresses, dict):
         raise undo_checks.refuse(UNDO_KIND, "addresses is not a table", addresses)
-    lines = [f"ip link del {shlex.quote(name)} 2>/dev/null || true"]
+    lines = [f"! ip link show dev {shlex.quote(name)} >/dev/null 2>&1 || ip link del {shlex.quote(name)}"]
+    looks = [f"! ip link show dev {shlex.quote(name)} >/dev/null 2>&1"]
     for port, cidrs in addresses.items():
         port = undo_checks.ifname(UNDO_KIND, port, "port")
         for cidr in cidrs or []:
@@ -138,6 +140,10 @@ def _undo_switch(node: Node, data: dict) -> None:
                 ipaddress.ip_interface(cidr)
             except (TypeError, ValueError):
                 raise undo_checks.refuse(UNDO_KIND, "an address is not an address", cidr) from None
-            lines.append(f"ip addr replace {shlex.quote(cidr)} dev {shlex.quote(port)} "
-                         "2>/dev/null || true")
-    node.run("; ".join(lines), timeout=60)
+            lines.append(f"ip addr replace {shlex.quote(cidr)} dev {shlex.quote(port)}")
+            # as found: the port has its address again, or the port itself is gone
+            looks.append(f"{{ ! ip link show dev {shlex.quote(port)} >/dev/null 2>&1 || "
+                         f"ip -o addr show dev {shlex.quote(port)} | grep -qF {shlex.quote(' ' + cidr + ' ')}; }}")
+    settle(node, act="; ".join(lines), look=" && ".join(looks),
+           what=f"bridge {name} on {node.name} (or its ports' addresses)",
+           finish="; ".join(lines), timeout=60)

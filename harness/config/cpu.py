@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from ..errors import SpecError
 from ..journal import undo_checks
 from ..journal.journal import undo_handler
+from ..journal.undo_left import expect
 from ..nodes import Node, Result
 from .operation import UNKNOWN, Change, Fact, Operation
 
@@ -86,4 +87,8 @@ def _text(value) -> str:
 def _restore_cpu(node: Node, data: dict) -> None:
     path = undo_checks.text(KIND, "path", data.get("path"), _PATH)
     before = undo_checks.integer(KIND, data.get("before"), "before", 0, 1)
-    node.run(write_command(path, bool(before)), timeout=60)
+    command = write_command(path, bool(before))
+    tried = node.run(command, check=False, timeout=60)
+    cpu = int(re.search(r"cpu(\d+)/online\Z", path).group(1))  # _PATH: it has one
+    expect(_text(online_fact(node, cpu).read()), _text(bool(before)),
+           f"CPU {cpu} of {node.name} {_text(not before)}", command, tried)

@@ -49,6 +49,7 @@ from dataclasses import dataclass, field
 from ..errors import HarnessError, SpecError
 from ..journal import undo_checks
 from ..journal.journal import undo_handler
+from ..journal.undo_left import UndoLeft, settle
 from ..nodes import Node, Result
 from ..tools.registry import Tool
 from .kmod import sections
@@ -165,8 +166,10 @@ def _remove_gsyncd_stub(node: Node, data: dict) -> None:
         raise undo_checks.refuse("gsyncd-stub", "path is not geo-replication's gsyncd",
                                  data.get("path"))
     path, stub = shlex.quote(data["path"]), shlex.quote(GSYNCD_STUB)
-    node.run(f"if awk -v p={path} '$2 == p {{found = 1}} END {{exit !found}}' /proc/mounts; "
-             f"then umount {path}; fi; rm -f {stub}", timeout=60)
+    mounted = f"awk -v p={path} '$2 == p {{found = 1}} END {{exit !found}}' /proc/mounts"
+    settle(node, act=f"if {mounted}; then umount {path}; fi; rm -f {stub}",
+           look=f"! {mounted} && [ ! -e {stub} ]", what=f"the gsyncd stub on {data['path']}",
+           finish=f"umount {path}; rm -f {stub}", wait=5.0, timeout=60)
 
 
 # -- volumes -----------------------------------------------------------------------------------
@@ -336,8 +339,15 @@ def _stop_volume(node: Node, data: dict) -> None:
               "for p in $pids; do i=0; while [ -d /proc/$p ] && [ $i -lt 20 ]; do "
               f"{_is_ours(name)} || break; sleep 0.25; i=$((i + 1)); done; "
               f"if [ -d /proc/$p ] && {_is_ours(name)}; then kill -KILL $p; "
-              "echo \"brick process $p outlived volume stop: killed\" >&2; fi; done; exit 0")
-    node.run(script, timeout=120)
+              "echo \"brick process $p outlived volume stop: killed\" >&2; i=0; "
+              f"while [ -d /proc/$p ] && {_is_ours(name)} && [ $i -lt 20 ]; do sleep 0.1; "
+              "i=$((i + 1)); done; "
+              f"if [ -d /proc/$p ] && {_is_ours(name)}; then left=\"$left $p\"; fi; fi; done; "
+              "[ -z \"$left\" ] || { echo \"brick process(es)$left still running\" >&2; exit 1; }")
+    res = node.run(script, check=False, timeout=120)
+    if not res.ok:
+        raise UndoLeft(f"brick processes of gluster volume {name} on {node.name}",
+                       " ".join(res.stderr.split())[-300:], f"{cli('volume', 'stop', name)}")
 
 
 @undo_handler("gluster-volume", gone_with_namespace=False)
@@ -414,12 +424,14 @@ def fuse_client_pids_script(mountpoint: str) -> str:
 @undo_handler("glusterfs-unmount", gone_with_namespace=False)
 def _unmount_glusterfs(node: Node, data: dict) -> None:
     """Unmount, then wait for the FUSE client that served this mountpoint to exit."""
-    from .mounts import unmount_record, unmount_script
+    from .mounts import BUSY_WAIT, not_mounted, unmount_record, unmount_script
 
     path, fstype, source = unmount_record("glusterfs-unmount", data)
     pids = [p for p in node.run(fuse_client_pids_script(path), check=False,
                                 timeout=60).stdout.split() if p.isdigit()]
-    node.run(unmount_script(path, fstype, source), timeout=120)
+    settle(node, act=unmount_script(path, fstype, source), look=not_mounted(path, fstype, source),
+           what=f"glusterfs mount of {source} on {path} ({node.name})",
+           finish=f"umount {shlex.quote(path)}", wait=BUSY_WAIT, timeout=120)
     if pids:
         left = node.run(f"for p in {' '.join(pids)}; do i=0; while [ -d /proc/$p ] && "
                         "[ $i -lt 40 ]; do sleep 0.25; i=$((i + 1)); done; "

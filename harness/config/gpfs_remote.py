@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from ..errors import SpecError
 from ..journal import undo_checks
 from ..journal.journal import undo_handler
+from ..journal.undo_left import expect
 from ..nodes import Node
 from .gpfs import (
     check_name,
@@ -237,19 +238,27 @@ def _undo_grant(node: Node, data: dict) -> None:
     if known is None:
         return  # the cluster (and so its grants) is gone already
     if data["before"] is None:
+        command = locked(mm("mmauth", "deny", data["cluster"], "-f", data["device"]))
         if data["device"] in known.access:
-            node.run(locked(mm("mmauth", "deny", data["cluster"], "-f", data["device"])),
-                     timeout=120)
-        return
-    node.run(locked(mm("mmauth", "grant", data["cluster"], "-f", data["device"], "-a",
-                       data["before"])), timeout=120)
+            node.run(command, timeout=120)
+    else:
+        command = locked(mm("mmauth", "grant", data["cluster"], "-f", data["device"], "-a",
+                            data["before"]))
+        node.run(command, timeout=120)
+    now = auth_fact(node).read().get(data["cluster"])
+    expect(None if now is None else now.access.get(data["device"]),
+           None if now is None else data["before"],
+           f"GPFS access of {data['cluster']} to {data['device']}", command)
 
 
 @undo_handler("gpfs-auth", gone_with_namespace=False)
 def _undo_auth(node: Node, data: dict) -> None:
     _names("gpfs-auth", data, "cluster")
+    command = locked(mm("mmauth", "delete", data["cluster"]))
     if data["cluster"] in auth_fact(node).read():
-        node.run(locked(mm("mmauth", "delete", data["cluster"])), timeout=120)
+        node.run(command, timeout=120)
+    expect(data["cluster"] in auth_fact(node).read(), False,
+           f"GPFS authorisation of cluster {data['cluster']}", command)
 
 
 # -- the accessing cluster ----------------------------------------------------------------------
@@ -365,19 +374,29 @@ def _undo_mount(node: Node, data: dict) -> None:
     if not mounted or (data["nodes"] and not nodes):
         return
     scope = ["-N", ",".join(nodes)] if data["nodes"] else ["-a"]
-    node.run(locked(mm("mmumount", data["device"], *scope)), timeout=120)
+    command = locked(mm("mmumount", data["device"], *scope))
+    node.run(command, timeout=120)
+    now = mounts_fact(node).read().get(data["device"], frozenset())
+    expect(sorted(n for n in (data["nodes"] or now) if short(n) in now), [],
+           f"GPFS mount of {data['device']}", command)
 
 
 @undo_handler("gpfs-remotefs", gone_with_namespace=False)
 def _undo_remote_fs(node: Node, data: dict) -> None:
     _names("gpfs-remotefs", data, "device", "remote_device", "cluster")
     known = remote_fs_fact(node).read().get(data["device"])
+    command = locked(mm("mmremotefs", "delete", data["device"]))
     if known and (known.remote_device, known.cluster) == (data["remote_device"], data["cluster"]):
-        node.run(locked(mm("mmremotefs", "delete", data["device"])), timeout=120)
+        node.run(command, timeout=120)
+        expect(data["device"] in remote_fs_fact(node).read(), False,
+               f"GPFS remote file system {data['device']}", command)
 
 
 @undo_handler("gpfs-remotecluster", gone_with_namespace=False)
 def _undo_remote_cluster(node: Node, data: dict) -> None:
     _names("gpfs-remotecluster", data, "cluster")
+    command = locked(mm("mmremotecluster", "delete", data["cluster"]))
     if data["cluster"] in remote_clusters_fact(node).read():
-        node.run(locked(mm("mmremotecluster", "delete", data["cluster"])), timeout=120)
+        node.run(command, timeout=120)
+        expect(data["cluster"] in remote_clusters_fact(node).read(), False,
+               f"GPFS remote cluster {data['cluster']}", command)

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from ..errors import SpecError
 from ..journal import undo_checks
 from ..journal.journal import undo_handler
+from ..journal.undo_left import expect
 from ..nodes import Node, Result
 from ..tools.registry import Tool
 from .operation import UNKNOWN, Change, Fact, Operation
@@ -107,8 +108,13 @@ class Offload(Operation):
 @undo_handler("mtu")
 def _restore_mtu(node: Node, data: dict) -> None:
     mtu = undo_checks.integer("mtu", data.get("before"), "before", 68, 65535)
-    node.run(mtu_command(undo_checks.ifname("mtu", data.get("ifname")), mtu), check=False,
-             timeout=10)
+    ifname = undo_checks.ifname("mtu", data.get("ifname"))
+    command = mtu_command(ifname, mtu)
+    tried = node.run(command, check=False, timeout=10)
+    fact = mtu_fact(node, ifname)
+    res = node.run(fact.command, check=False, timeout=10)
+    if res.ok:  # a link gone is as found
+        expect(fact.parse(res), mtu, f"MTU of {ifname} on {node.name}", command, tried)
 
 
 @undo_handler("offload")
@@ -117,8 +123,12 @@ def _restore_offload(node: Node, data: dict) -> None:
     if not isinstance(before, bool):
         raise undo_checks.refuse("offload", "before is not on/off", before)
     feature = undo_checks.text("offload", "feature", data.get("feature"), _FEATURE)
-    node.run(offload_command(undo_checks.ifname("offload", data.get("ifname")), feature, before),
-             check=False, timeout=10)
+    ifname = undo_checks.ifname("offload", data.get("ifname"))
+    command = offload_command(ifname, feature, before)
+    tried = node.run(command, check=False, timeout=10)
+    if node.run(["ip", "link", "show", "dev", ifname], check=False, timeout=10).ok:
+        expect(_on_off(offload_fact(node, ifname, feature).read()), _on_off(before),
+               f"offload {feature} of {ifname} on {node.name}", command, tried)
 
 
 _FEATURE = re.compile(r"^[a-z][a-z0-9-]{0,63}\Z")  # ethtool -k's names: tso, gro, rx-gro-hw

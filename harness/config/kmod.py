@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from ..errors import CapabilityMissing
 from ..journal import undo_checks
 from ..journal.journal import undo_handler
+from ..journal.undo_left import settle
 from ..nodes import Node, Result
 from .operation import UNKNOWN, Change, Fact, Operation
 
@@ -123,26 +124,40 @@ _MODULE_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}\Z")  # as /proc/modules names t
 
 
 @undo_handler("kernel-module", gone_with_namespace=False)
-def _unload_modules(node: Node, data: dict) -> None:
-    """Unload the modules this run loaded, last loaded first, each only if still loaded.
+def _unload_modules(node: Node, data: dict) -> str | None:
+    """Unload the modules this run loaded, last loaded first, each only if still loaded,
+    and see them gone (/proc/modules).
 
     The module asked for (the last of the list: modprobe loads it after its
-    dependencies) must go: if another user started to use it since, the
-    failure is reported (UndoFailed) rather than the module left silently. A
-    dependency this run loaded that another module uses by now (a reference
-    count above 0 in /proc/modules) has become someone else's and stays.
+    dependencies) must go: if another user started to use it since, the undo fails
+    (UndoLeft) rather than the module left silently. A dependency this run loaded that
+    another module uses by now (a reference count above 0) has become someone else's and
+    stays: a note, not a failure. Any other module this run loaded still there is a failure.
     """
-    steps = []
     modules = data.get("modules")
     if not isinstance(modules, list) or not modules:
         raise undo_checks.refuse("kernel-module", "modules is not a list of names", modules)
     for module in modules:
         undo_checks.text("kernel-module", "module", module, _MODULE_NAME)
+    asked = modules[-1]
+    steps = []
     for module in reversed(modules):
         m = shlex.quote(module)
-        if module == modules[-1]:
-            steps.append(f"if grep -q '^{m} ' /proc/modules; then rmmod {m} || exit 1; fi")
+        if module == asked:
+            steps.append(f"if grep -q '^{m} ' /proc/modules; then rmmod {m}; fi")
         else:
             steps.append(f"if [ \"$(awk '$1 == \"{m}\" {{print $3}}' /proc/modules)\" = 0 ]; "
-                         f"then rmmod {m} || true; fi")
-    node.run("; ".join(steps), timeout=60)
+                         f"then rmmod {m}; fi")
+    # as found: none of them listed, except a dependency now used by another module (a note)
+    names = " ".join(shlex.quote(m) for m in modules)
+    look = (f"fail=0; for m in {names}; do line=$(awk -v m=\"$m\" '$1 == m' /proc/modules); "
+            "[ -n \"$line\" ] || continue; set -- $line; "
+            f"if [ \"$m\" != {shlex.quote(asked)} ] && [ \"$3\" != 0 ]; then echo \"note $m used by $4\"; "
+            "else echo \"loaded $m (used $3 times, by $4)\"; fail=1; fi; done; [ $fail = 0 ]")
+    res = settle(node, act="; ".join(steps), look=look,
+                 what=f"kernel module(s) {', '.join(modules)} on {node.name}",
+                 finish="rmmod " + " ".join(shlex.quote(m) for m in reversed(modules)),
+                 wait=2.0)
+    notes = [line[5:] for line in res.stdout.splitlines() if line.startswith("note ")]
+    return "; ".join(f"module {n.strip().rstrip(',')}, which the harness did not load: left loaded"
+                     for n in notes) or None

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from ..errors import SpecError
 from ..journal import undo_checks
 from ..journal.journal import undo_handler
+from ..journal.undo_left import settle
 from ..nodes import Node, Result
 from .mounts import not_made
 from .operation import UNKNOWN, Change, Fact, Operation
@@ -130,5 +131,7 @@ def _unmount(node: Node, data: dict) -> None:
     m = shlex.quote(path)
     if data.get("made") is not True:
         raise not_made("lab-disk", path, f"umount {m} if it holds the run's lab disk")
-    node.run(f"if awk -v m={m} '$2 == m {{f = 1}} END {{exit !f}}' /proc/mounts; "
-             f"then umount {m}; fi && rmdir {m} 2>/dev/null; true", timeout=60)
+    mounted = f"awk -v m={m} '$2 == m {{f = 1}} END {{exit !f}}' /proc/mounts"
+    settle(node, act=f"if {mounted}; then umount {m}; fi && if [ -d {m} ]; then rmdir {m}; fi",
+           look=f"! {mounted} && [ ! -d {m} ]", what=f"lab disk mount {path} on {node.name}",
+           finish=f"umount {m}; rmdir {m}", wait=5.0, timeout=60)

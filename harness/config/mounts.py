@@ -43,6 +43,7 @@ from dataclasses import dataclass
 from ..errors import CapabilityMissing, SpecError
 from ..journal import undo_checks
 from ..journal.journal import undo_handler
+from ..journal.undo_left import settle
 from ..nodes import Node, Result
 from .kmod import module_change, module_probe, parse_module, sections
 from .operation import UNKNOWN, Change, Fact, Operation
@@ -180,7 +181,20 @@ def mount_change(node: Node, kind: str, target: str, mounts, fstype: str, source
 def _unmount(node: Node, data: dict) -> None:
     """Unmount what this run mounted, if it is still the visible mount there."""
     path, fstype, source = unmount_record("unmount", data)
-    node.run(unmount_script(path, fstype, source), timeout=120)
+    settle(node, act=unmount_script(path, fstype, source), look=not_mounted(path, fstype, source),
+           what=f"{fstype} mount of {source} on {path} ({node.name})",
+           finish=f"umount {shlex.quote(path)} (busy? fuser -vm {shlex.quote(path)})",
+           wait=BUSY_WAIT, timeout=120)
+
+
+#: How long a busy mount (a process of the run still leaving it) is tried again.
+BUSY_WAIT = 5.0
+
+
+def not_mounted(path: str, fstype: str, source: str) -> str:
+    """Shell: no mount of ``source`` (``fstype``) on ``path`` is left in /proc/mounts."""
+    p, t, s = (shlex.quote(x) for x in (path, fstype, source))
+    return f"! awk -v p={p} -v s={s} -v t={t} '$2 == p && $1 == s && $3 == t {{f = 1}} END {{exit !f}}' /proc/mounts"
 
 
 _FSTYPE = re.compile(r"^[a-z0-9][a-z0-9._]{0,31}\Z")
@@ -257,7 +271,9 @@ def _remove_mountpoint(node: Node, data: dict) -> None:
     p = shlex.quote(path)
     if data.get("made") is not True:
         raise not_made("mountpoint", path, f"rmdir {p}")
-    node.run(f"if [ -d {p} ]; then rmdir {p}; fi", timeout=30)
+    settle(node, act=f"if [ -d {p} ]; then rmdir {p}; fi", look=f"[ ! -d {p} ]",
+           what=f"mountpoint {path} on {node.name}", finish=f"rmdir {p}", wait=BUSY_WAIT,
+           timeout=30)
 
 
 _DIR_WORDS = {"notdir": "it exists and is not a directory",

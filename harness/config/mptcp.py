@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from ..errors import SpecError
 from ..journal import undo_checks
 from ..journal.journal import undo_handler
+from ..journal.undo_left import expect
 from ..nodes import Node, Result
 from .operation import UNKNOWN, Change, Fact, Operation
 from .sysctl import Sysctl
@@ -165,14 +166,24 @@ def _restore_limits(node: Node, data: dict) -> None:
     before = data.get("before")
     if not isinstance(before, dict):
         raise undo_checks.refuse("mptcp-limits", "before is not a mapping", before)
-    node.run(limits_command({k: undo_checks.integer("mptcp-limits", before.get(k), k, 0, 64)
-                             for k in ("subflows", "add_addr_accepted")}), timeout=10)
+    limits = {k: undo_checks.integer("mptcp-limits", before.get(k), k, 0, 64)
+              for k in ("subflows", "add_addr_accepted")}
+    command = limits_command(limits)
+    tried = node.run(command, check=False, timeout=10)
+    found = read_limits(node)
+    expect({k: found.get(k) for k in limits}, limits, f"MPTCP limits of {node.name}", command,
+           tried)
 
 
 @undo_handler("mptcp-endpoint")
 def _remove_endpoint(node: Node, data: dict) -> None:
     ep_id = undo_checks.integer("mptcp-endpoint", data.get("id"), "id", 1, 255)
     address = undo_checks.network("mptcp-endpoint", data.get("address"), "address")
-    for ep in read_endpoints(node):
-        if int(ep.get("id", -1)) == ep_id and ep.get("address") == address:
-            node.run(["ip", "mptcp", "endpoint", "delete", "id", str(ep_id)], timeout=10)
+    command = shlex.join(["ip", "mptcp", "endpoint", "delete", "id", str(ep_id)])
+
+    def ours() -> list[dict]:
+        return [ep for ep in read_endpoints(node)
+                if int(ep.get("id", -1)) == ep_id and ep.get("address") == address]
+
+    tried = node.run(command, check=False, timeout=10) if ours() else None
+    expect(len(ours()), 0, f"MPTCP endpoint {ep_id} ({address}) on {node.name}", command, tried)

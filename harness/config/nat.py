@@ -26,6 +26,7 @@ import ipaddress
 import json
 import re
 import secrets
+import shlex
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -33,6 +34,7 @@ from dataclasses import dataclass, field
 from ..errors import CapabilityMissing, SpecError
 from ..journal import undo_checks
 from ..journal.journal import Entry, Journal, undo_handler
+from ..journal.undo_left import settle
 from ..nodes import Node, Result
 from ..tools.registry import Tool
 from .operation import UNKNOWN, Change, Fact, Operation, apply
@@ -391,5 +393,7 @@ def _delete_table(node: Node, data: dict) -> None:
     if family != FAMILY:
         raise undo_checks.refuse("nat-table", f"family is not {FAMILY}", family)
     name = undo_checks.text("nat-table", "table", data.get("table"), _OWN_TABLE)
-    if node.run(["nft", "list", "table", family, name], check=False, timeout=10).ok:
-        node.run(["nft", "delete", "table", family, name], timeout=10)
+    listed = shlex.join(["nft", "list", "table", family, name])
+    settle(node, act=f"! {listed} >/dev/null 2>&1 || nft delete table {family} {name}",
+           look=f"! {listed} >/dev/null 2>&1", what=f"nft table {family} {name} on {node.name}",
+           finish=f"nft delete table {family} {name}", timeout=20)

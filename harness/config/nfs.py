@@ -56,6 +56,7 @@ from dataclasses import dataclass
 from ..errors import SpecError
 from ..journal import undo_checks
 from ..journal.journal import undo_handler
+from ..journal.undo_left import expect, settle
 from ..nodes import Node, Result
 from ..tools.registry import Tool
 from .kmod import ModuleState, module_change, module_probe, parse_module, sections
@@ -208,8 +209,10 @@ class NfsServer(Operation):
 @undo_handler("nfsd-threads", gone_with_namespace=False)
 def _stop_nfsd(node: Node, data: dict) -> None:
     """``rpc.nfsd 0``: stop every nfsd thread (this run started the server from none)."""
-    node.run(f"if [ -e {NFSD_FS}/threads ] && [ \"$(cat {NFSD_FS}/threads)\" != 0 ]; "
-             "then rpc.nfsd 0; fi", timeout=120)
+    threads = f"{NFSD_FS}/threads"
+    settle(node, act=f"if [ -e {threads} ] && [ \"$(cat {threads})\" != 0 ]; then rpc.nfsd 0; fi",
+           look=f"[ ! -e {threads} ] || [ \"$(cat {threads})\" = 0 ] || {{ cat {threads}; false; }}",
+           what=f"nfsd threads on {node.name}", finish="rpc.nfsd 0", wait=5.0, timeout=120)
 
 
 # -- exports ------------------------------------------------------------------------------------
@@ -329,9 +332,14 @@ def _unexport(node: Node, data: dict) -> None:
     client, _, path = spec.partition(":")
     undo_checks.text("nfs-export", "client", client, _CLIENT)
     undo_checks.clean_path("nfs-export", path)
-    listed = parse_exportfs_v(node.run("exportfs -v", check=False, timeout=60).stdout)
-    if any((e.path, e.client) == (path, client) for e in listed):
-        node.run(shlex.join(["exportfs", "-u", spec]), timeout=60)
+    command = shlex.join(["exportfs", "-u", spec])
+
+    def listed() -> bool:
+        found = parse_exportfs_v(node.run("exportfs -v", check=False, timeout=60).stdout)
+        return any((e.path, e.client) == (path, client) for e in found)
+
+    tried = node.run(command, check=False, timeout=60) if listed() else None
+    expect(listed(), False, f"NFS export {spec} on {node.name}", command, tried)
 
 
 # -- the client -------------------------------------------------------------------------------

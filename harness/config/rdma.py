@@ -50,6 +50,7 @@ from dataclasses import dataclass
 from ..errors import CapabilityMissing, SpecError
 from ..journal import undo_checks
 from ..journal.journal import undo_handler
+from ..journal.undo_left import settle
 from ..nodes import Node
 from ..tools.registry import Tool
 from .interface import mtu_fact
@@ -223,5 +224,7 @@ class RxeLink(Operation):
 def _delete_link(node: Node, data: dict) -> None:
     """Delete the link this run added, if it is still there (the module may be gone already)."""
     name = shlex.quote(undo_checks.ifname("rdma-link", data.get("name"), "name"))
-    node.run(f"if rdma link show {name}/1 >/dev/null 2>&1; then rdma link delete {name}; fi",
-             timeout=30)
+    settle(node, act=f"if rdma link show {name}/1 >/dev/null 2>&1; then rdma link delete {name}; fi",
+           look=f"! rdma link show {name}/1 >/dev/null 2>&1",
+           what=f"RDMA link {data.get('name')} on {node.name}", finish=f"rdma link delete {name}",
+           timeout=30)

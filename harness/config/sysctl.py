@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from ..errors import SpecError
 from ..journal import undo_checks
 from ..journal.journal import undo_handler
+from ..journal.undo_left import expect
 from ..nodes import Node, Result
 from .operation import Change, Fact, Operation
 
@@ -87,4 +88,7 @@ _VALUE = re.compile(r"^[A-Za-z0-9 _.:,/+-]{0,256}\Z")
 def _restore_sysctl(node: Node, data: dict) -> None:
     key = undo_checks.text("sysctl", "key", data.get("key"), _KEY)
     before = undo_checks.text("sysctl", "before", str(data.get("before")), _VALUE)
-    node.run(write_command(key, before), timeout=10)
+    command = write_command(key, before)
+    tried = node.run(command, check=False, timeout=10)
+    expect(read_sysctl(node, key), normalise(before), f"sysctl {key} on {node.name}", command,
+           tried)

@@ -33,6 +33,7 @@ from dataclasses import asdict, dataclass
 from ..errors import CapabilityMissing, SpecError
 from ..journal import undo_checks
 from ..journal.journal import undo_handler
+from ..journal.undo_left import settle
 from ..nodes import Node, Result
 from ..tools.registry import Tool
 from .operation import UNKNOWN, Change, Fact, Operation
@@ -237,9 +238,19 @@ def _undo_bearer(node: Node, data: dict) -> None:
     """Disable the bearer; the identity cannot be unset and goes with the namespace."""
     media = data.get("media")
     if media == "udp":
-        target = f"media udp name {shlex.quote(undo_checks.name('tipc-bearer', data.get('name')))}"
+        name = undo_checks.name("tipc-bearer", data.get("name"))
+        target = f"media udp name {shlex.quote(name)}"
     elif media == "eth":
-        target = f"media eth device {shlex.quote(undo_checks.ifname('tipc-bearer', data.get('dev'), 'dev'))}"
+        name = undo_checks.ifname("tipc-bearer", data.get("dev"), "dev")
+        target = f"media eth device {shlex.quote(name)}"
     else:
         raise undo_checks.refuse("tipc-bearer", "media is neither udp nor eth", media)
-    node.run(f"tipc bearer disable {target} 2>/dev/null || true", timeout=30)
+    disable_bearer(node, target, _bearer_id(media, name, name))
+
+
+def disable_bearer(node: Node, target: str, bearer: str) -> None:
+    """``tipc bearer disable TARGET`` and see ``bearer`` (``eth:DEV``, ``udp:NAME``) gone from
+    ``tipc bearer list`` (no tipc module or tool: no bearer either)."""
+    settle(node, act=f"tipc bearer disable {target}",
+           look=f"! tipc bearer list 2>/dev/null | grep -qxF {shlex.quote(bearer)}",
+           what=f"TIPC bearer {bearer} on {node.name}", finish=f"tipc bearer disable {target}")

@@ -16,7 +16,10 @@ Lines (JSON, one per line, keys sorted):
 * ``{"op": "update", "seq", "data"}``: facts learned after the change
 * ``{"op": "failed", "seq", "error"}``: the change's command failed
 * ``{"op": "noted", "seq", "node", "record", "time"}``: already as asked, no undo
-* ``{"op": "undone", "seq", "time"}`` (and ``"how"`` when something else ended it: its VM)
+* ``{"op": "undone", "seq", "time"}`` (and ``"how"`` when something else ended it: its VM;
+  ``"note"`` when it is undone but something else now uses what the run made)
+* ``{"op": "undo-failed", "seq", "error", "time"}``: its undo ran and the change is still
+  there (or the undo failed): it stays pending, and ``harness lab clean`` retries it
 """
 
 from __future__ import annotations
@@ -46,6 +49,8 @@ class Entry:
     error: str | None = None  # the change's command failed (it may not have been made)
     machine: dict | None = None  # hostname and boot id of the machine it was made on
     loaded: bool = False  # read from the file (not recorded by this process): checked first
+    undo_error: str | None = None  # its last undo failed: what is left, why, how to finish
+    note: str | None = None  # undone, and what else now uses what the run made
 
 
 #: Kinds as :func:`undo_handler` registers them (``file``, ``mptcp-limits``, ``tipc_bearer``).
@@ -97,12 +102,15 @@ class Contents:
             if not isinstance(rec["record"], dict):
                 raise TypeError("record is not an object")
             self.noted[seq] = rec["record"]
-        elif op in ("undone", "update", "failed"):
+        elif op in ("undone", "update", "failed", "undo-failed"):
             entry = self.entries.get(seq)
             if entry is None:
                 raise ValueError(f"{op} of seq {seq}, which no earlier record made")
             if op == "undone":
                 entry.undone = True
+                entry.note = str(rec["note"]) if rec.get("note") is not None else None
+            elif op == "undo-failed":
+                entry.undo_error = str(rec["error"])
             elif op == "update":
                 if not isinstance(rec["data"], dict):
                     raise TypeError("data is not an object")

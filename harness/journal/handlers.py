@@ -15,10 +15,11 @@ import shlex
 
 from ..errors import CommandFailed
 from ..nodes import Node
-from ..nodes.procfs import PROC_STAT_SH
+from ..nodes.procfs import GROUP_RUNNING_SH, PROC_STAT_SH
 from ..nodes.remote_process import process_folder, remove_files_command
 from . import undo_checks
 from .started_cmdline import CHECK_CMDLINE_SH, accepted_cmdlines, sound_command, text_word
+from .undo_left import UndoLeft
 
 
 def inside_vanished_namespace(node: Node) -> bool:
@@ -66,8 +67,10 @@ def _process_log(data: dict) -> str:
 # (field 22 of /proc/PID/stat) and, if $3 is 1, runs the command line the harness started
 # ($4 the command, then the command lines it may show: harness.journal.started_cmdline); else, with
 # the command line it found on stderr, exit 4 and signal nothing. One command: each is a
-# round trip to a VM or remote host. `kill -s SIG -- -PGID` works in dash and bash.
-STOP_RECORDED_PROCESS = PROC_STAT_SH + CHECK_CMDLINE_SH + r"""
+# round trip to a VM or remote host. `kill -s SIG -- -PGID` works in dash and bash. After
+# SIGKILL it looks (issue 40): a member of the group still running (not a zombie waiting to
+# be reaped) 3 s later is exit 5, with its pids on stderr.
+STOP_RECORDED_PROCESS = PROC_STAT_SH + GROUP_RUNNING_SH + CHECK_CMDLINE_SH + r"""
 p=$1 t=$2 check=$3 text=$4
 shift 4
 if proc_stat $p && [ "$proc_start" = "$t" ]; then
@@ -76,9 +79,13 @@ if proc_stat $p && [ "$proc_start" = "$t" ]; then
   i=0
   while kill -s 0 -- -$p 2>/dev/null && [ $i -lt 10 ]; do sleep 0.3; i=$((i + 1)); done
   kill -s KILL -- -$p 2>/dev/null
+  i=0
+  while group_running $p && [ $i -lt 15 ]; do sleep 0.2; i=$((i + 1)); done
+  if group_running $p; then echo "process group $p still running after SIGKILL:$live" >&2; exit 5; fi
 fi
 exit 0
 """
+_STILL_RUNNING = 5
 _REFUSED_CMDLINE = 4
 #: The longest recorded command checked (the whole check is one argument of ``sh -c``,
 #: which Linux caps at 128 KiB); the harness's longest, QEMU's, is about 2 KiB.
@@ -114,6 +121,9 @@ def stop_recorded_process(node: Node, data: dict) -> None:
             f"({command!r:.300}) nor a program that command execs",
             f"it is not signalled; if it is the run's all the same, stop it by hand: "
             f"kill -TERM -- -{pid}")
+    if res.exit_status == _STILL_RUNNING:
+        raise UndoLeft(f"process group {pid} ({' '.join(str(command or 'a process of the run').split())[:80]})",
+                       " ".join(res.stderr.split())[:300], f"kill -KILL -- -{pid}")
     if not res.ok:
         raise CommandFailed(res)
 
@@ -128,6 +138,12 @@ def remove_recorded_file(node: Node, data: dict) -> None:
     path = data.get("path")
     if path not in STATE_DIRS:
         undo_checks.own_path("file", path)
-    res = node.run(undo_checks.guarded_remove(path), check=False, timeout=30)
+    q = shlex.quote(path)
+    # one round trip: remove, then see nothing there any more (rm's own error is the why)
+    res = node.run(f"{undo_checks.guarded_remove(path)}; [ ! -e {q} ] && [ ! -L {q} ] || "
+                   "exit 1", check=False, timeout=30)
     if res.exit_status == 3:
         raise undo_checks.RefusedRecord(res.stderr.strip(), "check the path by hand")
+    if not res.ok:
+        raise UndoLeft(f"{path} on {node.name}", " ".join(res.stderr.split())[:600]
+                       or "it is still there after rm", f"rm -r -- {q}")

@@ -7,9 +7,11 @@ journal is on disk, ``harness lab clean`` can finish the undo of a run that
 crashed or was killed, from that run's own journal and never by name pattern.
 
 Undo handlers are registered per kind with :func:`undo_handler`; each takes
-the node (rebuilt from its description) and the entry's data. Each entry names
-the module that registered its kind's handler, so another process (``harness
-lab clean`` after a SIGKILL) imports exactly that module: no hand-kept list of
+the node (rebuilt from its description) and the entry's data, and looks after it acts
+(:mod:`harness.journal.undo_left`): a change still there after its undo is recorded as a
+failed undo (``undo-failed``), never as undone, and stays pending for ``harness lab
+clean``. Each entry names the module that registered its kind's handler, so another
+process (``harness lab clean`` after a SIGKILL) imports exactly that module: no hand-kept list of
 handler modules to forget to update. The registry is :mod:`harness.journal.undo_registry`; the
 undo of the journal's own kinds (``process``, ``file``) is :mod:`harness.journal.handlers`.
 
@@ -48,7 +50,7 @@ from ..errors import HarnessError
 from ..nodes import Node, node_from_description
 from ..nodes.base import Command, Process
 from ..nodes.procfs import process_start_ticks
-from . import undo_checks
+from . import undo_checks, undo_context
 from .file import Contents, Entry, append_records, do_line, read_contents, writer_fields
 from .handlers import (
     STATE_DIRS,
@@ -67,6 +69,7 @@ from .trust import (
     unnamed_machine,
     without_trust,
 )
+from .undo_left import UndoLeft
 from .undo_registry import (
     _BATCH_HANDLERS,
     _GONE_WITH_NAMESPACE,
@@ -114,6 +117,16 @@ class Journal:
     def pending(self) -> list[Entry]:
         """Changes recorded and not yet undone, oldest first."""
         return [e for e in sorted(self._entries.values(), key=lambda e: e.seq) if not e.undone]
+
+    def left(self) -> list[Entry]:
+        """Changes whose undo ran and failed (still there, or the undo itself failed), oldest
+        first: what `harness lab clean` is to finish."""
+        return [e for e in self.pending() if e.undo_error is not None]
+
+    def left_behind(self) -> list[dict]:
+        """:meth:`left` for a run's record: each change's kind, node, data and why."""
+        return [{"seq": e.seq, "kind": e.kind, "node": e.node.get("name"), "data": e.data,
+                 "why": e.undo_error} for e in self.left()]
 
     def writers(self) -> set[int]:
         """Pids of the processes that recorded changes in this journal."""
@@ -256,6 +269,18 @@ class Journal:
             entry.data.update(data)
             self._append({"op": "update", "seq": entry.seq, "data": data})
 
+    def undo_failed(self, entry: Entry, error: BaseException | str) -> None:
+        """The change's undo ran and it is still there (or the undo failed): it stays pending
+        and says so on disk (a full disk: it stays pending all the same)."""
+        text = " ".join(str(error).split())[:1000]  # one line: what, why, how to finish
+        with self._lock:
+            entry.undo_error = text
+            try:
+                self._append({"op": "undo-failed", "seq": entry.seq, "error": text,
+                              "time": time.time()})
+            except HarnessError:
+                pass
+
     def mark_undone(self, entry: Entry, how: str = "") -> None:
         """The change is undone (``how``: other than by its own undo, e.g. its VM stopped).
         If the disk refuses the line (full), the undo still stands: on disk the entry stays
@@ -266,6 +291,8 @@ class Journal:
             line = {"op": "undone", "seq": entry.seq, "time": time.time()}
             if how:
                 line["how"] = how
+            if entry.note:
+                line["note"] = entry.note
             try:
                 self._append(line)
             except HarnessError:
@@ -279,8 +306,8 @@ class Journal:
             for entry in entries:
                 entry.undone = True
             try:
-                self._append_lines([{"op": "undone", "seq": e.seq, "time": time.time()}
-                                    for e in entries])
+                self._append_lines([{"op": "undone", "seq": e.seq, "time": time.time(),
+                                     **({"note": e.note} if e.note else {})} for e in entries])
             except HarnessError:
                 self.unwritten.extend(e.seq for e in entries)
 
@@ -305,7 +332,9 @@ class Journal:
         return self._nodes[key]
 
     def undo(self, entry: Entry, mark: bool = True) -> None:
-        """Undo one change (``mark``: and write that it is undone; else the caller does)."""
+        """Undo one change (``mark``: and write that it is undone; else the caller does).
+        A handler that finds the change still there raises
+        (:class:`~harness.journal.undo_left.UndoLeft`): that is written as a failed undo."""
         if entry.undone:
             return
         reason = self.refusal(entry)
@@ -317,10 +346,14 @@ class Journal:
             load_undo_handlers(entry.module)
         if entry.kind not in _HANDLERS and entry.module:
             load_undo_handlers()  # the handler moved to another module since
-        node = self._node(entry.node)
-        if entry.kind not in _GONE_WITH_NAMESPACE or not inside_vanished_namespace(node):
-            with record_trust(entry.loaded):
-                _HANDLERS[entry.kind](node, entry.data)
+        try:
+            node = self._node(entry.node)
+            if entry.kind not in _GONE_WITH_NAMESPACE or not inside_vanished_namespace(node):
+                with record_trust(entry.loaded), undo_context.undoing(self.entries(), entry.seq):
+                    entry.note = _HANDLERS[entry.kind](node, entry.data) or None
+        except Exception as exc:
+            self.undo_failed(entry, exc)
+            raise
         if mark:
             self.mark_undone(entry)
 
@@ -336,6 +369,7 @@ class Journal:
             # A forked child that unwinds a copy of our stack must never undo.
             return []
         failures = []
+        again: list[tuple[Entry, int]] = []  # found still there: tried once more at the end
         batch = [e for e in self.pending() if e.seq > after_seq and not (leave and leave(e))]
         # Namespaces deleted in this batch take their links, qdiscs, routes and
         # sysctls with them: no need to undo those one by one. They are marked undone
@@ -373,6 +407,8 @@ class Journal:
                 undone(list(group))
             except Exception as exc:
                 failures.append(f"{group[0].kind} {[e.data for e in group]}: {exc}")
+                for e in group:
+                    self.undo_failed(e, exc)
             group.clear()
 
         with signals_deferred():
@@ -397,12 +433,26 @@ class Journal:
                         undone([entry])
                     except Exception as exc:  # keep going: undo as much as possible
                         failures.append(f"{entry.kind} {entry.data}: {exc}")
+                        if isinstance(exc, UndoLeft):
+                            again.append((entry, len(failures) - 1))
                 flush_group()
+                # Once more, newest first, each change found still there: what held it may have
+                # gone with an older change's undo (a sender SIGKILLed at 0.01 CPUs leaves
+                # slowly until its cgroup's undo lifts the limit; issue 40).
+                for entry, index in again:
+                    try:
+                        self.undo(entry, mark=False)
+                        undone([entry])
+                        failures[index] = ""
+                    except Exception as exc:  # noqa: BLE001 -- still there: reported below
+                        failures[index] = f"{entry.kind} {entry.data}: {exc}"
+                failures[:] = [f for f in failures if f]
             finally:
                 self.mark_undone_many(marks)
         for entries in inside.values():  # their namespace was not deleted: still there
-            failures += [f"{e.kind} {e.data}: not undone, its namespace was not deleted"
-                         for e in entries]
+            for e in entries:
+                failures.append(f"{e.kind} {e.data}: not undone, its namespace was not deleted")
+                self.undo_failed(e, "not undone: its namespace was not deleted")
         if failures:
             raise UndoFailed(
                 "could not undo every change:\n  " + "\n  ".join(failures),

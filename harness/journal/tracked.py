@@ -43,10 +43,11 @@ from contextlib import contextmanager
 from ..errors import CommandFailed
 from ..nodes import base
 from ..nodes.base import Command, Node, command_text
-from ..nodes.procfs import PROC_STAT_SH, read_stat
+from ..nodes.procfs import GROUP_RUNNING_SH, PROC_STAT_SH, group_running, read_stat
 from ..nodes.result import Result
 from . import undo_checks
 from .journal import Journal, signals_deferred, undo_handler
+from .undo_left import UndoLeft
 
 PREFIX = "harness-tracked-"
 NAME = re.compile(r"^harness-tracked-[0-9a-f]{16}\Z")
@@ -97,7 +98,7 @@ exit $__hs
 # wrapper is the same process, leads that group, and the group is not our own; remove the
 # file. The folder and file are checked first (see the module's docstring): a file that is a
 # symlink, or not ours, is refused (status 3) and left for the user to look at.
-STOP_TRACKED = PROC_STAT_SH + _DIR_CHECK + r"""f="$__d/$2"
+STOP_TRACKED = PROC_STAT_SH + GROUP_RUNNING_SH + _DIR_CHECK + r"""f="$__d/$2"
 [ -e "$f" ] || [ -L "$f" ] || exit 0
 if [ -L "$f" ] || [ ! -f "$f" ] || [ "$(stat -c %u "$f")" != "$(id -u)" ]; then
   echo "harness: $f is a symlink, not a file, or not ours: refused" >&2; exit 3
@@ -111,11 +112,15 @@ if [ "$g" -gt 1 ] && [ "$g" != "$me" ] && proc_stat "$p" \
   i=0
   while kill -s 0 -- "-$g" 2>/dev/null && [ $i -lt 10 ]; do sleep 0.3; i=$((i + 1)); done
   kill -s KILL -- "-$g" 2>/dev/null
+  i=0
+  while group_running "$g" && [ $i -lt 15 ]; do sleep 0.2; i=$((i + 1)); done
+  if group_running "$g"; then echo "process group $g still running after SIGKILL:$live" >&2; exit 5; fi
 fi
 rm -f "$f"
 exit 0
 """
 
+_STILL_RUNNING = 5
 _active: list[Journal] = []
 
 
@@ -167,7 +172,7 @@ def run_tracked(journal: Journal, node: Node, cmd: Command, *, timeout: float = 
 
 
 @undo_handler("tracked", gone_with_namespace=False)
-def _undo_tracked(node: Node, data: dict) -> None:
+def stop_tracked(node: Node, data: dict) -> None:
     """Stop a journalled foreground command's group if its wrapper still runs; remove its file.
 
     On this machine in Python (``O_NOFOLLOW`` and ``fstat``), elsewhere by
@@ -184,6 +189,9 @@ def _undo_tracked(node: Node, data: dict) -> None:
     if res.exit_status == REFUSED:
         raise undo_checks.RefusedRecord(f"{node.name}: {res.stderr.strip()}",
                                         "look at the file; no process was signalled")
+    if res.exit_status == _STILL_RUNNING:
+        raise UndoLeft(f"tracked command {name} on {node.name}", " ".join(res.stderr.split()),
+                       "kill -KILL the process group named")
     if not res.ok:
         raise CommandFailed(res)
 
@@ -248,4 +256,11 @@ def _stop_group(pid: int, ticks: int, pgrp: int, grace: float) -> None:
     try:
         os.killpg(pgrp, signal.SIGKILL)
     except ProcessLookupError:
-        pass
+        return
+    deadline = time.monotonic() + 3.0  # a group on its way out after SIGKILL (issue 40)
+    while (live := group_running(pgrp)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    if live:
+        raise UndoLeft(f"tracked command's process group {pgrp}",
+                       f"still running after SIGKILL: pids {' '.join(map(str, live))}",
+                       f"kill -KILL -- -{pgrp}")

@@ -23,7 +23,7 @@ from pathlib import Path
 from ..nodes import Node
 from . import undo_checks
 
-UndoFn = Callable[[Node, dict], None]
+UndoFn = Callable[[Node, dict], "str | None"]  # None: as found; a str: as found, with a note
 BatchUndoFn = Callable[[Node, list[dict]], None]
 _HANDLERS: dict[str, UndoFn] = {}
 _BATCH_HANDLERS: dict[str, BatchUndoFn] = {}

@@ -21,6 +21,7 @@ from typing import Protocol
 
 from ..journal import undo_checks
 from ..journal.journal import batch_undo_handler, undo_handler
+from ..journal.undo_left import settle
 from ..nodes import Node
 from ..topology.shaping import EgressPlan
 from ..topology.topology import Route, Rule
@@ -417,8 +418,10 @@ class CommandBackend:
 @undo_handler("netns", gone_with_namespace=False)
 def _undo_netns(host: Node, data: dict) -> None:
     name = undo_checks.name("netns", data.get("name"))
-    if host.run(["test", "-e", f"/run/netns/{name}"], check=False, timeout=10).ok:
-        host.run(["ip", "netns", "delete", name], timeout=30)
+    n = shlex.quote(name)
+    settle(host, act=f"[ ! -e /run/netns/{n} ] || ip netns delete {n}",
+           look=f"[ ! -e /run/netns/{n} ]", what=f"network namespace {name}",
+           finish=f"ip netns delete {n} (its processes first: ip netns pids {n})")
 
 
 @batch_undo_handler("netns")
@@ -437,8 +440,15 @@ def _undo_netns_batch(host: Node, items: list[dict]) -> None:
 @undo_handler("nic")
 def _undo_nic(node: Node, data: dict) -> None:
     """Hand an adopted NIC back to the root namespace (namespace deletion would too)."""
-    dev = shlex.quote(undo_checks.ifname("nic", data.get("ifname")))
-    node.run(f"ip link set dev {dev} netns 1 2>/dev/null || true", timeout=30)
+    name = undo_checks.ifname("nic", data.get("ifname"))
+    dev = shlex.quote(name)
+    settle(node, act=f"ip link set dev {dev} netns 1", look=_no_link(dev),
+           what=f"NIC {name} in {node.name}", finish=f"ip link set dev {dev} netns 1")
+
+
+def _no_link(dev: str) -> str:
+    """Shell: the link ``dev`` (quoted) is not in the node's namespace."""
+    return f"! ip link show dev {dev} >/dev/null 2>&1"
 
 
 @undo_handler("root-nic")
@@ -447,31 +457,50 @@ def _undo_root_nic(node: Node, data: dict) -> None:
     dev = shlex.quote(undo_checks.ifname("root-nic", data.get("ifname")))
     name = shlex.quote(undo_checks.ifname("root-nic", data.get("name"), "name"))
     mtu = undo_checks.integer("root-nic", data.get("mtu"), "mtu", 68, 65535)
-    node.run(f"if ip link show dev {dev} >/dev/null 2>&1; then ip addr flush dev {dev}; "
-             f"ip link set dev {dev} down; ip link set dev {dev} mtu {mtu}; "
-             f"[ {dev} = {name} ] || ip link set dev {dev} name {name}; fi", timeout=30)
+    act = (f"if ip link show dev {dev} >/dev/null 2>&1; then ip addr flush dev {dev}; "
+           f"ip link set dev {dev} down; ip link set dev {dev} mtu {mtu}; "
+           f"[ {dev} = {name} ] || ip link set dev {dev} name {name}; fi")
+    # as found: gone, or named as before, down, at its MTU, with no IPv4 address
+    look = (f"if ! ip link show dev {name} >/dev/null 2>&1; then {_no_link(dev)}; else "
+            f"s=$(ip -o link show dev {name}); case \"$s\" in *'<UP'*|*',UP'*) echo \"$s\"; "
+            f"false;; *' mtu {mtu} '*) [ -z \"$(ip -o -4 addr show dev {name})\" ];; "
+            "*) echo \"$s\"; false;; esac; fi")
+    settle(node, act=act, look=look, what=f"NIC {data.get('ifname')} as the run set it up",
+           finish=f"ip addr flush dev {dev}; ip link set dev {dev} down mtu {mtu} name {name}")
 
 
 @undo_handler("veth")
 def _undo_veth(node: Node, data: dict) -> None:
-    dev = shlex.quote(undo_checks.ifname("veth", data.get("ifname")))
-    node.run(f"ip link show dev {dev} >/dev/null 2>&1 && ip link delete dev {dev} || true",
-             timeout=30)
+    name = undo_checks.ifname("veth", data.get("ifname"))
+    dev = shlex.quote(name)
+    settle(node, act=f"! ip link show dev {dev} >/dev/null 2>&1 || ip link delete dev {dev}",
+           look=_no_link(dev), what=f"link {name} on {node.name}",
+           finish=f"ip link delete dev {dev}")
 
 
 @undo_handler("qdisc")
 def _undo_qdisc(node: Node, data: dict) -> None:
-    dev = undo_checks.ifname("qdisc", data.get("ifname"))
-    node.run(["tc", "qdisc", "del", "dev", dev, "root"], check=False, timeout=30)
+    """Delete the root qdisc the run set; as found when the device is gone or its root is the
+    kernel's default again (handle 0:)."""
+    name = undo_checks.ifname("qdisc", data.get("ifname"))
+    dev = shlex.quote(name)
+    settle(node, act=f"tc qdisc del dev {dev} root",
+           look=f"{_no_link(dev)} || tc qdisc show dev {dev} root | grep -q ' 0: root' "
+                f"|| {{ tc qdisc show dev {dev} root; false; }}",
+           what=f"the qdisc on {name} of {node.name}", finish=f"tc qdisc del dev {dev} root")
 
 
 @undo_handler("route")
 def _undo_route(node: Node, data: dict) -> None:
-    args = ["ip", "route", "del", undo_checks.network("route", data.get("destination"),
-                                                      "destination")]
+    destination = undo_checks.network("route", data.get("destination"), "destination")
+    table = []
     if data.get("table"):
-        args += ["table", str(undo_checks.integer("route", data["table"], "table", 1, 2**32 - 1))]
-    node.run(args, check=False, timeout=30)
+        table = ["table", str(undo_checks.integer("route", data["table"], "table", 1, 2**32 - 1))]
+    shown = shlex.join(["ip", "route", "show", "exact", destination, *table])
+    settle(node, act=shlex.join(["ip", "route", "del", destination, *table]),
+           look=f"[ -z \"$({shown} 2>/dev/null)\" ] || {{ {shown}; false; }}",
+           what=f"route {destination} {' '.join(table)} on {node.name}".replace("  ", " "),
+           finish=shlex.join(["ip", "route", "del", destination, *table]))
 
 
 @undo_handler("rule")
@@ -479,5 +508,22 @@ def _undo_rule(node: Node, data: dict) -> None:
     source = undo_checks.network("rule", data.get("source"), "source")
     table = undo_checks.integer("rule", data.get("table"), "table", 1, 2**32 - 1)
     priority = undo_checks.integer("rule", data.get("priority"), "priority", 0, 2**32 - 1)
-    node.run(["ip", "rule", "del", "from", source, "table", str(table),
-              "priority", str(priority)], check=False, timeout=30)
+    rule = ["from", source, "table", str(table), "priority", str(priority)]
+    # `ip rule show` prints "PRIORITY:<tab>from SOURCE lookup TABLE" (a host address without /32)
+    shown = f"{priority}:\tfrom {_rule_source(source)} lookup {table}"
+    settle(node, act=shlex.join(["ip", "rule", "del", *rule]),
+           look=f"! ip rule show | grep -qxF \"$(printf {shlex.quote(shown)})\"",
+           what=f"rule {' '.join(rule)} on {node.name}",
+           finish=shlex.join(["ip", "rule", "del", *rule]))
+
+
+def _rule_source(source: str) -> str:
+    """A rule's source as `ip rule show` prints it: ``all``, an address, or a network."""
+    import ipaddress
+
+    if source == "default":
+        return "all"
+    net = ipaddress.ip_network(source, strict=False)
+    if net.prefixlen == 0:
+        return "all"
+    return str(net.network_address) if net.prefixlen == net.max_prefixlen else net.with_prefixlen

@@ -9,6 +9,7 @@ counted after the LAST ")".
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 
@@ -68,6 +69,22 @@ def read_stat(pid: int) -> ProcStat | None:
         return None
 
 
+def group_running(pgrp: int) -> list[int]:
+    """The pids of process group ``pgrp`` of this machine still running (zombies do not
+    count; :data:`GROUP_RUNNING_SH` in Python)."""
+    try:
+        os.killpg(pgrp, 0)
+    except (ProcessLookupError, PermissionError):
+        return []
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            stat = read_stat(int(entry))
+            if stat is not None and stat.pgid == pgrp and not stat.ended:
+                found.append(int(entry))
+    return found
+
+
 def process_start_ticks(pid: int) -> int | None:
     """Start time of ``pid`` in clock ticks since boot (field 22 of /proc/PID/stat)."""
     stat = read_stat(pid)
@@ -89,6 +106,21 @@ def cpu_ticks(stat_text: str) -> int:
 #: sets ``proc_state`` (field 3), ``proc_pgrp`` (field 5, its process group) and
 #: ``proc_start`` (field 22, start ticks) and fails if there is no such process.
 #: The function's own positional parameters are used, the caller's are left alone.
+# group_running PGID: whether a member of process group PGID still runs (a zombie waiting to be
+# reaped does not: a container's init may never reap it); its pids in $live. One /proc scan,
+# only while `kill -0` finds the group at all (the common case after SIGKILL: it does not).
+GROUP_RUNNING_SH = r"""group_running() {
+  kill -s 0 -- -$1 2>/dev/null || return 1
+  live=
+  for __d in /proc/[0-9]*; do
+    read -r __s 2>/dev/null < $__d/stat || continue
+    set -- "$1" ${__s##*)}
+    [ "$4" = "$1" ] && [ "$2" != Z ] && live="$live ${__d#/proc/}"
+  done
+  [ -n "$live" ]
+}
+"""
+
 PROC_STAT_SH = r"""proc_stat() {
   proc_state= proc_start= proc_pgrp=
   __ps=$(cat /proc/$1/stat 2>/dev/null)

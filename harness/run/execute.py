@@ -39,6 +39,7 @@ class NotebookRun:
     report: Path | None
     seconds: float
     error: str | None = None
+    left: list[dict] | None = None  # changes still there after their undo (issue 40)
 
 
 def parse_value(text: str):
@@ -211,6 +212,8 @@ def _execute(notebook: Path, given: dict, run: Run, study, progress: bool) -> No
                 error = error or exc
             if leftovers:
                 run.update(cleanup_after_kernel=[f"{e.kind} {e.data}" for e in leftovers])
+            left = run.journal.left_behind()  # undone and seen still there: named, not hidden
+            run.update(left_behind=left or None)
             report, ended = None, now_iso()
             if executed.exists():  # the report shows the status the run is about to get
                 outcome = {"status": COMPLETE if error is None else INCOMPLETE, "ended": ended,
@@ -224,5 +227,8 @@ def _execute(notebook: Path, given: dict, run: Run, study, progress: bool) -> No
             run.finish(status, None if error is None else format_error(error), ended)
     seconds = time.monotonic() - started
     if isinstance(error, KeyboardInterrupt):
+        error.left_behind = left  # harness.cli says what is left, not "every change was undone"
+        error.run_path = run.path
         raise error
-    return NotebookRun(run, status, report, seconds, None if error is None else format_error(error))
+    return NotebookRun(run, status, report, seconds, None if error is None else format_error(error),
+                       left or None)

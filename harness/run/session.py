@@ -315,6 +315,8 @@ class Session:
                     measurement_error=None if error is None else format_error(error),
                     # what could not be undone (a node lost, ...): `harness lab clean` retries
                     not_undone=left or None,
+                    # of those, what was undone and seen still there, with why and how to finish
+                    left_behind=self.journal.left_behind() or None,
                 )
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import shlex
 import time
 
+from ..config.tipc import disable_bearer
 from ..journal import undo_checks
 from ..journal.journal import undo_handler
 from ..nodes import Node
@@ -176,8 +177,5 @@ def sctp_exchange(journal, a: Node, b: Node, b_ip: str, port: int = 9899,
 def _undo_tipc_bearer(node: Node, data: dict) -> None:
     if data.get("media") != "eth":
         raise undo_checks.refuse("tipc_bearer", "media is not eth", data.get("media"))
-    undo_checks.ifname("tipc_bearer", data.get("dev"), "dev")
-    node.run(f"tipc bearer disable media {shlex.quote(data['media'])} dev "
-             f"{shlex.quote(data['dev'])} 2>/dev/null || true", timeout=30)
-
-
+    dev = undo_checks.ifname("tipc_bearer", data.get("dev"), "dev")
+    disable_bearer(node, f"media eth device {shlex.quote(dev)}", f"eth:{dev}")

@@ -60,12 +60,71 @@ def test_ctrl_c_mid_measurement_marks_incomplete_and_leaves_nothing(tmp_path):
     assert Journal(run_dir / "journal.jsonl").pending() == []
     assert not any(group_alive(pgid) for pgid in pgids)
     assert not (run_dir / "results.parquet").exists()
+    # the sender's CPU-limited cgroups (the calibration's, made before the first point) are
+    # gone, not merely recorded as undone (issue 40: one stayed while its journal said undone)
+    cgroups = [e.data["path"] for e in Journal(run_dir / "journal.jsonl").entries()
+               if e.kind == "cgroup"]
+    assert cgroups and not [c for c in cgroups if Path(c).exists()]
     # the measuring iperf3 client too (a survivor has most of its 60 s left; a process on its
     # way out gets a few seconds)
     deadline = time.monotonic() + 10
     while (left := processes_in(namespaces)) and time.monotonic() < deadline:
         time.sleep(0.5)
     assert not left
+
+
+def test_a_process_held_in_the_senders_cgroup_is_named_left_and_lab_clean_removes_it(tmp_path):
+    """Ctrl-C while a process the run did not start sits in the sender's CPU-limited cgroup
+    (issue 40): the harness never signals it; the cgroup's undo waits its bound, is recorded
+    as failed (never undone), the run exits 3 naming it; once the process is gone,
+    `harness lab clean` removes exactly that cgroup and exits 0."""
+    env = {**os.environ, "HARNESS_DATA": str(tmp_path)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "harness", "run", "-q", str(NOTEBOOK), "-p", "streams", "1",
+         "-p", "repetitions", "1", "-p", "duration_s", "30", "-p", "gridftp", "false",
+         "-p", "verify_seconds", "1", "-p", "sender_cpus", "0.01"],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=True, preexec_fn=interruptible)
+    holder = None
+    try:
+        cgroup = None
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline and cgroup is None:
+            for path in (tmp_path / "runs" / "s4").glob("*/journal.jsonl"):
+                text = path.read_text()
+                found = [e.data["path"] for e in Journal(path).entries() if e.kind == "cgroup"]
+                if found and "-p 5201" in text and Path(found[0]).is_dir():
+                    run_dir, cgroup = path.parent, found[0]
+            time.sleep(0.5)
+        assert cgroup is not None, "no CPU-limited point started"
+        holder = subprocess.Popen(["sleep", "600"], start_new_session=True)
+        Path(cgroup, "cgroup.procs").write_text(f"{holder.pid}\n")
+        os.killpg(proc.pid, signal.SIGINT)
+        out, err = proc.communicate(timeout=180)
+        assert proc.returncode == 3, (proc.returncode, err[-2000:])
+        assert "left on the machine" in err and cgroup in err
+        assert holder.poll() is None  # never signalled: not the run's
+        assert Path(cgroup).is_dir()
+        meta = json.loads((run_dir / "run.json").read_text())
+        assert meta["status"] == "incomplete"
+        assert "cgroup" in [item["kind"] for item in meta["left_behind"]]
+        left = Journal(run_dir / "journal.jsonl").left()
+        assert cgroup in [e.data.get("path") for e in left if e.kind == "cgroup"]
+        holder.kill()
+        holder.wait()
+        clean = subprocess.run([sys.executable, "-m", "harness", "lab", "clean", "--data",
+                                str(tmp_path)], env=env, capture_output=True, text=True,
+                               timeout=120)
+        assert clean.returncode == 0, clean.stdout + clean.stderr
+        assert "its undo failed before" in clean.stdout
+        assert not Path(cgroup).exists()
+        assert Journal(run_dir / "journal.jsonl").pending() == []
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+        if holder is not None and holder.poll() is None:
+            holder.kill()
+            holder.wait()
 
 
 def processes_in(namespaces: dict[int, int | None]) -> list[str]:

@@ -61,6 +61,11 @@ SUPERSEDED: dict[str, str] = {
         "the distance claim's gate on its own VM's accelerator, invalid latency points, and "
         "invalid taking precedence over a failed gate (s0/registration.toml, change of "
         "2026-11-29T07:41Z); new reference pending"),
+    "s4/20261129T082034Z-pool-53e6aa": (
+        "the second pooled S4 reference (three runs, 2026-11-29); a referee's review of it led to "
+        "the peaks held to the gains' one-stream regime and each transport's anchored claims "
+        "gated on its own stream (s4/registration.toml, change of 2026-11-29T08:27Z); new "
+        "reference pending"),
     "s4/20261129T045749Z-pool-fbf94a": (
         "the first pooled S4 reference (three runs, 2026-11-29); a referee's review of it led to "
         "the anchored claims' regime on the claims' own 1-stream points (s4/registration.toml, "

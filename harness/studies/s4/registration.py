@@ -4,16 +4,15 @@ Every paper claim (the peaks and the 1 -> 10 stream gains of 004:66) is judged o
 registered sender CPU limit (no limit, and the limit anchored to the paper's single stream
 by the run's calibration, :mod:`.calibration`), each in its regime:
 
-- a claim at the anchored limit needs the calibration to have brought one stream within the
-  registered tolerance of the paper's (:func:`~.calibration.outside_tolerance`), and the claim
-  points' own 1-stream medians at that limit to lie there too (:func:`anchor_on_the_points`);
-- a *gain* needs a sender that cannot reach the paper's peak with one stream (the paper's
-  sender is CPU-limited, 004:66, and needed parallel streams: +5 % / +16 % from 1 to 10);
-  where one stream already gets there the gain is *not testable here* with the 1-stream
-  numbers, never "not reproduced";
-- a *peak* needs no such sender: it says how close 10 streams come to the wire, which a
-  sender of any strength can show (before 2026-11-29 the peaks were held to the gains' rule,
-  and the no-limit peaks, 478 and 934 Mbit/s inside their regions, were "not testable").
+- a claim at the anchored limit needs the calibration to have brought its own transport's
+  one stream within the registered tolerance of the paper's
+  (:func:`~.calibration.outside_tolerance`), and the claim points' own 1-stream median of that
+  transport at that limit to lie there too (:func:`anchor_on_the_points`);
+- a *gain* or a *peak* needs a sender that cannot reach the paper's peak with one stream (the
+  paper's sender is CPU-limited, 004:66, and climbed from one stream: +5 % / +16 % from 1 to
+  10); where one stream already gets there the claim is *not testable here* with the 1-stream
+  numbers, never "not reproduced" nor "reproduced" (a peak an unlimited sender reaches with
+  one stream says only what the wire carries: change of 2026-11-29T08:27Z, after a referee).
 
 Every point a claim rests on is checked against what its wire can carry
 (:func:`harness.verdicts.validity.check_rate`); an impossible point makes the claim *invalid*.
@@ -26,7 +25,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ...verdicts.claims import LAB, Claim, Verdict, judge, not_testable, table
+from ...verdicts.claims import LAB, NOT_TESTABLE, Claim, Verdict, judge, not_testable, table
 from ...verdicts.intervals import Estimate, mean_estimate
 from ...verdicts.registration import Registration
 from ...verdicts.registration_file import load
@@ -135,7 +134,7 @@ def _outside_regime(one: Estimate, transport: str) -> str:
             f"was ~{paper_one:.0f})")
 
 
-def anchor_on_the_points(frame: pd.DataFrame, label: str) -> str:
+def anchor_on_the_points(frame: pd.DataFrame, label: str, transport: str | None = None) -> str:
     """Why the claims' own points at the anchored limit are not where the paper's sender was
     ('' when they are): the median 1-stream goodput of each transport there, on the claim
     points themselves (not the calibration's), within x/÷ the margin of the paper's one stream.
@@ -143,15 +142,17 @@ def anchor_on_the_points(frame: pd.DataFrame, label: str) -> str:
     limit gave one MPTCP stream 454-914 Mbit/s in the claim points of three runs (referee
     review of the pooled reference fbf94a, 2026-11-29)."""
     off = []
-    for transport, paper in PAPER_ONE_STREAM.items():
-        one = _points(frame, transport, label, 1)
+    for name, paper in PAPER_ONE_STREAM.items():
+        if transport is not None and name != transport:  # a claim's own transport only
+            continue
+        one = _points(frame, name, label, 1)
         if one.empty:
-            off.append(f"no 1-stream {transport.upper()} point")
+            off.append(f"no 1-stream {name.upper()} point")
             continue
         median = float(one.goodput_mbit.median())
         factor = max(median / paper, paper / median) if median > 0 else float("inf")
         if factor > CALIBRATION_FACTOR:
-            off.append(f"one {transport.upper()} stream {median:.0f} Mbit/s (median of "
+            off.append(f"one {name.upper()} stream {median:.0f} Mbit/s (median of "
                        f"{len(one)}) against the paper's ~{paper:.0f}, a factor {factor:.3f}")
     if not off:
         return ""
@@ -188,13 +189,15 @@ def _judge_paper(claim: Claim, frame: pd.DataFrame, transport: str, label: str,
         note = f"1 -> {TOP_STREAMS} streams, paired per repetition, {where}"
     if bad:
         return judge(claim, est, note, bad)
-    outside = (outside_tolerance(calibration) or anchor_on_the_points(frame, label)
-               if label == ANCHORED else "")
-    if not outside and kind == "gain":
-        outside = _outside_regime(mean_estimate(_per_rep(one), "Mbit/s"), transport)
-    if outside:  # the estimate is shown, and decides nothing
-        return not_testable(claim, f"{outside}; measured anyway: {est.text()}" if est else outside,
-                            note)
+    outside = (outside_tolerance(calibration, transport)
+               or anchor_on_the_points(frame, label, transport) if label == ANCHORED else "")
+    if not outside:  # a peak as a gain: one stream must not already be there (change 08:27Z)
+        outside = (_outside_regime(mean_estimate(_per_rep(one), "Mbit/s"), transport)
+                   if not one.empty else f"needs 1 stream at {_limit_words(label)} to show that "
+                   "one stream does not already reach the paper's peak; the run measured none")
+    if outside:  # the estimate stays beside it (a pool shows it too), and decides nothing
+        return Verdict(claim, est, NOT_TESTABLE,
+                       f"{outside}; measured anyway: {est.text()}" if est else outside, None, note)
     return judge(claim, est, note)
 
 

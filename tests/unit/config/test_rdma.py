@@ -78,7 +78,7 @@ class RdmaMachine(CommandOnlyNode):
             self.links = [x for x in self.links if x["ifname"] != name]
             return 0, "", ""
         if "rmmod" in cmd:
-            for module in re.findall(r"rmmod (\S+)", cmd):
+            for module in re.findall(r"rmmod ([A-Za-z0-9_-]+)", cmd):
                 if module in self.loaded:
                     self.loaded.remove(module)
             return 0, "", ""
