@@ -220,8 +220,9 @@ benchmarks/relay_profile.py counts per GB what each relay does, interleaved like
   retransmits the same (-147 [-1400, 1105] per test), the middle's own +9941 [8157, 11726].
   Against two socats both settings retransmitted more at this load: +1877 [1051, 2704]
   without the cap, +2024 [324, 3725] with it.
-- Result with srd 1.3, data/benchmarks/relay-20261129-srd13.json (``--runs 5 --duration 4
-  --iters 2000``, 421 s, load 2.2-4.3; relay.json stays the srd 1.2 run at load 15-25):
+- Result with srd 1.3, data/benchmarks/relay.json (measured as relay-20261129-srd13.json; it
+  replaced the srd 1.2 run of load 15-25, kept as relay-20261129T011423Z-srd12.json)
+  (``--runs 5 --duration 4 --iters 2000``, 421 s, load 2.2-4.3):
   medians, one relay, srd 10.60 Gbit/s, Go 10.02, HAProxy 9.65, socat 9.55, nginx 6.25
   (forwarding 13.17); relay CPU per GB srd 0.343 core-s, Go 0.416, HAProxy 0.422, socat
   0.587, nginx 1.011. S0's peer targets: throughput 1.03x [0.88, 1.21] of the fastest peer

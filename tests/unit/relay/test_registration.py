@@ -20,32 +20,33 @@ from harness.verdicts.registration_file import RegistrationError
 
 ROOT = Path(__file__).resolve().parents[3]
 
-#: data/benchmarks/relay.json (started 2026-11-29T01:14:23Z) judged by the code before the
-#: targets moved to the file (commit a41b4ec, harness.relay.targets.CLAIMS): claim, region,
-#: estimate [interval], n, outcome, runs more needed. The file is archived (never replaced
+#: data/benchmarks/relay.json (srd 1.3, started 2026-11-29T08:30:39Z; the srd 1.2 benchmark of
+#: 01:14:23Z is kept beside it as relay-20261129T011423Z-srd12.json) as its own "targets" rows
+#: archived them when it was measured: claim, region, estimate [interval], n, outcome, runs
+#: more needed. The file is archived (never replaced
 #: without --replace); if it is re-measured, take these from the new file's own "targets".
-ARCHIVED_STARTED = "2026-11-29T01:14:23Z"
+ARCHIVED_STARTED = "2026-11-29T08:30:39Z"
 EXPECTED = [
-    ("relay.target.srd_vs_forward", ">= 0.9x", 0.6365141351201138, 0.4017970644888321,
-     1.008345455990676, 5, "inconclusive", 7),
-    ("relay.target.srd_retransmits", "<= 0 segments", 15.2, -125.67661670514953,
-     156.07661670514952, 5, "inconclusive", 215),
-    ("relay.target.srd_added_half_rtt", "<= 10 us", 15.52825, -4.337622516304155,
-     35.39412251630415, 5, "inconclusive", 33),
-    ("relay.target.srd2_vs_forward", ">= 0.9x", 0.6768549070007018, 0.46772226868412214,
-     0.9794970130881883, 5, "inconclusive", 7),
-    ("relay.target.srd2_retransmits", "<= 0 segments", -76.6, -91.01614145677931,
-     -62.18385854322067, 5, "met", None),
-    ("relay.target.srd2_added_half_rtt", "<= 10 us", 9.354, 0.6432574379900213,
-     18.064742562009975, 5, "inconclusive", 454),
-    ("s0.target.srd_vs_fastest_peer_one", ">= 1x", 0.7064015340356407, 0.4807178927785266,
-     1.0380373495225899, 5, "inconclusive", 6),
-    ("s0.target.srd_vs_fastest_peer_two", ">= 1x", 0.9196948409420632, 0.688680189656647,
-     1.2282023109698479, 5, "inconclusive", 30),
-    ("s0.target.srd_cpu_vs_cheapest_peer_one", "<= 1x", 1.6265038391577191, 1.4408297924552393,
-     1.8361049671847238, 5, "not met", None),
-    ("s0.target.srd_cpu_vs_cheapest_peer_two", "<= 1x", 1.3205672385308005, 1.2257426091897032,
-     1.422727592568309, 5, "not met", None),
+    ('relay.target.srd_vs_forward', '>= 0.9x', 0.8237133031, 0.8058735839,
+     0.8419479423, 5, 'not met', None),
+    ('relay.target.srd_retransmits', '<= 0 segments', 5186.0, -895.5994083408,
+     11267.5994083408, 5, 'inconclusive', 6),
+    ('relay.target.srd_added_half_rtt', '<= 10 us', 7.8262, -3.8060238051,
+     19.4584238051, 5, 'inconclusive', 72),
+    ('relay.target.srd2_vs_forward', '>= 0.9x', 0.6364100188, 0.5034031978,
+     0.8045592754, 5, 'not met', None),
+    ('relay.target.srd2_retransmits', '<= 0 segments', 2897.8, 1060.771563619,
+     4734.828436381, 5, 'not met', None),
+    ('relay.target.srd2_added_half_rtt', '<= 10 us', 13.1414, -0.2063676377,
+     26.4891676377, 5, 'inconclusive', 45),
+    ('s0.target.srd_vs_fastest_peer_one', '>= 1x', 1.0288201845, 0.8781074787,
+     1.2054002475, 5, 'inconclusive', 78),
+    ('s0.target.srd_vs_fastest_peer_two', '>= 1x', 0.9956589337, 0.7755266791,
+     1.2782754468, 5, 'inconclusive', 8220),
+    ('s0.target.srd_cpu_vs_cheapest_peer_one', '<= 1x', 0.8121389523, 0.5987007088,
+     1.1016684432, 5, 'inconclusive', 8),
+    ('s0.target.srd_cpu_vs_cheapest_peer_two', '<= 1x', 0.8754243909, 0.7881005928,
+     0.9724239155, 5, 'met', None),
 ]
 #: the words of a row: each must read as the benchmark's own table read when it was measured
 TEXT = ("claim_id", "source", "claim", "paper", "region", "region_why", "ours", "unit", "units",
@@ -70,7 +71,7 @@ def test_the_archived_benchmark_judges_exactly_as_before_the_move(archived):
     assert [g[0] for g in got] == [e[0] for e in EXPECTED]
     for row, want in zip(got, EXPECTED, strict=True):
         assert row[1] == want[1] and row[5:] == want[5:], row[0]
-        assert row[2:5] == pytest.approx(want[2:5], rel=1e-12), row[0]
+        assert row[2:5] == pytest.approx(want[2:5], rel=1e-9), row[0]  # archived to 10 digits
     # and every word of every row is the one the benchmark's own table archived
     rows = frame.to_dict("records")
     for mine, theirs in zip(rows, archived["targets"], strict=True):
@@ -95,7 +96,7 @@ def edited(tmp_path: Path, monkeypatch, old: str, new: str) -> Path:
 def test_bounds_and_texts_are_read_from_the_file(archived, tmp_path, monkeypatch):
     """No bound or claim text is left in Python: an edit of the file is what is judged."""
     before = {v.claim.id: v for v in targets.verdicts(archived)}["relay.target.srd_vs_forward"]
-    assert before.outcome == "inconclusive"
+    assert before.outcome == "not met"  # 0.82x [0.81, 0.84] (srd 1.3, 08:30Z)
     edited(tmp_path, monkeypatch, 'claim = "one srd: throughput >= 0.9x kernel forwarding"\n'
            'paper = "-"\nunit = "x"\nquantity = "iperf3 throughput srd / forward, paired per '
            'benchmark run (benchmarks/relay_bench.py, unshaped veth line)"\n[claims.region]\n'
