@@ -69,12 +69,28 @@ def _process_log(data: dict) -> str:
 # the command line it found on stderr, exit 4 and signal nothing. One command: each is a
 # round trip to a VM or remote host. `kill -s SIG -- -PGID` works in dash and bash. After
 # SIGKILL it looks (issue 40): a member of the group still running (not a zombie waiting to
-# be reaped) 3 s later is exit 5, with its pids on stderr.
+# be reaped) 3 s later is exit 5, with its pids on stderr. A leader with an empty command
+# line is ending (a zombie no one reaps -- its parent, the killed harness, is gone -- or a
+# process past releasing its memory): waited for up to 3 s to be a zombie or gone; then
+# nothing is signalled, and members of its group still running are exit 6 (its pid and start
+# tick say it was the run's, but no command line says the members are).
 STOP_RECORDED_PROCESS = PROC_STAT_SH + GROUP_RUNNING_SH + CHECK_CMDLINE_SH + r"""
 p=$1 t=$2 check=$3 text=$4
 shift 4
-if proc_stat $p && [ "$proc_start" = "$t" ]; then
-  if [ "$check" = 1 ] && ! cmdline_ok $p "$text" "$@"; then printf '%s' "$found" >&2; exit 4; fi
+ours() { proc_stat $p && [ "$proc_start" = "$t" ]; }
+ended() { ! ours || [ "$proc_state" = Z ] || [ "$proc_state" = X ]; }
+if ours; then
+  if [ "$check" = 1 ] && ! cmdline_ok $p "$text" "$@"; then
+    if [ -z "$found" ]; then
+      i=0
+      while ! ended && [ $i -lt 15 ]; do sleep 0.2; i=$((i + 1)); done
+      if ended; then
+        if group_running $p; then echo "$live" >&2; exit 6; fi
+        exit 0
+      fi
+    fi
+    printf '%s' "$found" >&2; exit 4
+  fi
   kill -s TERM -- -$p 2>/dev/null
   i=0
   while kill -s 0 -- -$p 2>/dev/null && [ $i -lt 10 ]; do sleep 0.3; i=$((i + 1)); done
@@ -87,6 +103,7 @@ exit 0
 """
 _STILL_RUNNING = 5
 _REFUSED_CMDLINE = 4
+_LEADER_ENDED_GROUP_RUNS = 6
 #: The longest recorded command checked (the whole check is one argument of ``sh -c``,
 #: which Linux caps at 128 KiB); the harness's longest, QEMU's, is about 2 KiB.
 MAX_COMMAND = 16 << 10
@@ -121,6 +138,13 @@ def stop_recorded_process(node: Node, data: dict) -> None:
             f"({command!r:.300}) nor a program that command execs",
             f"it is not signalled; if it is the run's all the same, stop it by hand: "
             f"kill -TERM -- -{pid}")
+    if res.exit_status == _LEADER_ENDED_GROUP_RUNS:
+        raise undo_checks.RefusedRecord(
+            f"journal record of kind 'process' refused: its leader, process {pid} (start tick "
+            f"{ticks}), has ended, but processes of its group still run ({res.stderr.strip()}); "
+            "no command line says they are the run's, so none is signalled",
+            f"look at them (ps -o pid,lstart,args -g {pid}); if they are the run's, "
+            f"stop them by hand: kill -TERM -- -{pid}")
     if res.exit_status == _STILL_RUNNING:
         raise UndoLeft(f"process group {pid} ({' '.join(str(command or 'a process of the run').split())[:80]})",
                        " ".join(res.stderr.split())[:300], f"kill -KILL -- -{pid}")

@@ -26,7 +26,7 @@ from harness.journal.trust import without_trust
 from harness.journal.undo_checks import RefusedRecord, only_roots
 from harness.nodes import LocalNode
 from harness.nodes.base import Node
-from harness.nodes.procfs import process_start_ticks
+from harness.nodes.procfs import group_running, process_start_ticks, read_stat
 
 load_undo_handlers()  # every handler of the harness, as `harness lab clean` may need them
 
@@ -662,6 +662,41 @@ def test_a_process_record_whose_command_is_not_what_runs_there_signals_nobody(se
         assert node.commands == []
     time.sleep(0.2)
     assert sentinel_process.poll() is None
+
+
+def _zombie(command: str) -> subprocess.Popen:
+    """A group leader that ran ``command`` and ended, left unreaped (as the srd of a harness
+    killed by SIGKILL is, when the machine's init does not reap): its command line is empty."""
+    leader = subprocess.Popen(["sh", "-c", command], start_new_session=True)
+    deadline = time.monotonic() + 10
+    while read_stat(leader.pid).state != "Z":
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    return leader
+
+
+def test_a_leader_that_has_ended_is_gone_not_a_stranger():
+    """CI 2026-11-29: a SIGKILL left the run's relay a zombie; its empty command line was
+    read as another program's and `lab clean` refused the record (exit 1). An ended leader
+    with no running member is nothing left to stop."""
+    leader = _zombie("exit 0")
+    _HANDLERS["process"](LocalNode(), {"pid": leader.pid, "command": "exit 0",
+                                       "start_ticks": process_start_ticks(leader.pid)})
+    leader.wait(timeout=5)
+
+
+def test_an_ended_leader_whose_group_still_runs_is_refused_and_nobody_signalled():
+    leader = _zombie("sleep 66 & exit 0")
+    (member,) = group_running(leader.pid)
+    try:
+        with pytest.raises(RefusedRecord, match=rf"has ended, but processes of its group still "
+                                                rf"run \({member}\)"):
+            _HANDLERS["process"](LocalNode(), {"pid": leader.pid, "command": "sleep 66 & exit 0",
+                                               "start_ticks": process_start_ticks(leader.pid)})
+        assert group_running(leader.pid) == [member]
+    finally:
+        os.kill(member, signal.SIGKILL)
+        leader.wait(timeout=5)
 
 
 @pytest.mark.parametrize("command", [
