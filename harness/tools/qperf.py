@@ -82,6 +82,10 @@ class QperfRun:
     #: RoCE v2 GID from its IP address (without it qperf's RC tests on Soft-RoCE stop with
     #: "failed to modify QP to RTR: Invalid argument", seen in every S1 run to 2026-11-29)
     use_cm: bool = False
+    #: -to: qperf's timeout for exchanging its synchronisation and results (its default,
+    #: 5 s, ran out in a TCG VM at host load: "tcp_lat: failed to receive results: timed
+    #: out" at 64 B, CI 2026-11-29); it bounds waiting only, never the measurement
+    exchange_timeout_s: int = 30
 
     def check(self) -> None:
         unknown = [t for t in self.tests if t not in TESTS]
@@ -101,13 +105,17 @@ class QperfRun:
         if not 1 <= self.listen_port <= 65535 or self.ib_port < 1:
             raise SpecError(f"qperf listen port {self.listen_port} or device port "
                             f"{self.ib_port} is out of range")
+        if int(self.exchange_timeout_s) != self.exchange_timeout_s \
+                or not 1 <= self.exchange_timeout_s <= 600:
+            raise SpecError(f"qperf exchange timeout {self.exchange_timeout_s} is out of range",
+                            "use a whole number of seconds in 1..600")
         if self.precision is not None and not 1 <= self.precision <= 12:
             raise SpecError(f"qperf precision {self.precision} is out of range", "use 1..12")
 
     def client_argv(self, server: str) -> list[str]:
         self.check()
         argv = ["qperf", server, "-lp", str(self.listen_port), "-t", str(int(self.seconds)),
-                "-uu"]
+                "-to", str(int(self.exchange_timeout_s)), "-uu"]
         if self.msg_size is not None:
             argv += ["-m", str(self.msg_size)]
         if self.device:

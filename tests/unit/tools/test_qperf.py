@@ -103,7 +103,7 @@ def test_client_and_server_command_lines():
     assert argv[:2] == ["prlimit", "--memlock=unlimited"]
     assert argv[2:4] == ["qperf", "10.0.1.1"] and argv[-2:] == ["rc_lat", "rc_bw"]
     for flag, value in (("-m", "64"), ("-t", "3"), ("-i", "rxe0:1"), ("-cp", "0"),
-                        ("-lp", "19765")):
+                        ("-lp", "19765"), ("-to", "30")):
         assert argv[argv.index(flag) + 1] == value
     assert "-uu" in argv and "-vv" in argv
     tcp = QperfRun(("tcp_lat",), verbose=False).client_argv("10.0.1.1")
@@ -118,6 +118,7 @@ def test_client_and_server_command_lines():
     (QperfRun(("tcp_lat",), seconds=1.5), "whole number"),
     (QperfRun(("tcp_lat",), device="rxe0"), "no RC test"),
     (QperfRun(("tcp_lat",), precision=20), "precision"),
+    (QperfRun(("tcp_lat",), exchange_timeout_s=0), "exchange timeout"),
 ])
 def test_bad_runs_are_refused(run, match):
     with pytest.raises(SpecError, match=match):
