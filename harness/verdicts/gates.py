@@ -46,6 +46,12 @@ The gates (:data:`GATES`):
 - ``at_most``: the same with ``max``, a registered ceiling, e.g. S0's relayed path carrying
   no more unshaped than the wire (the paper's relays were its bottleneck) or S4's sender
   throttled in fewer than a registered share of its CFS periods (limited, not starved).
+- ``congestion_control``: a transport's points ran the paper's congestion control
+  (``transport``, ``controller``; ``what`` names it in the figures, e.g. "coupled
+  controller"), read from run.json's ``controllers``: what the measuring tool reported for
+  that transport's points, and what the kernel offers
+  (``net.ipv4.tcp_available_congestion_control``), for claims a different controller can
+  move (S4: the paper's MPTCP ran the coupled BALIA, upstream Linux has no coupled one).
 
 A run on namespaces of the host kernel, or on a user's machines, has no VMs: the two VM
 gates pass there (the kernel is a real one), ``uniprocessor`` needs the machines' CPU
@@ -411,6 +417,39 @@ def _reachable(_facts: RunFacts, tables: Mapping[str, pd.DataFrame], params,
     return GateResult(name, high >= low_bound, figures)
 
 
+def _congestion_control(_facts: RunFacts, _tables, params, meta: Mapping) -> GateResult:
+    """The ``transport``'s points ran ``controller``: every point of that transport reported it
+    (run.json ``controllers.reported_by_iperf3``), a controller the kernel offers
+    (``controllers.client_kernel``). A run that recorded neither fails ("not recorded")."""
+    name = "congestion_control"
+    transport, want = str(params["transport"]), str(params["controller"]).lower()
+    what = str(params.get("what") or "congestion control")
+    paper = f"the paper's {what} ({want.upper()})"
+    record = meta.get("controllers")
+    if not isinstance(record, Mapping):
+        return GateResult(name, False, f"the run recorded no congestion controls (run.json "
+                          f"controllers), so whether its {transport.upper()} points ran {paper} "
+                          "is unknown")
+    kernel = record.get("client_kernel") or {}
+    offered = str(kernel.get("net.ipv4.tcp_available_congestion_control") or "").split()
+    reported = (record.get("reported_by_iperf3") or {}).get(transport)
+    ran = sorted({str(c).lower() for c in reported or ()})
+    if ran == [want]:
+        return GateResult(name, True, f"every {transport.upper()} point ran {want} (as the tool "
+                          f"reported), {paper}")
+    if not offered:
+        kernel_says = f"{paper}: the kernel's congestion controls were not recorded"
+    elif want in offered:
+        kernel_says = f"{paper} is available in this kernel, but the points did not run it"
+    else:
+        kernel_says = f"{paper} is not available in this kernel (it offers {', '.join(offered)})"
+    how = str(record.get(transport) or "")
+    said = (f"ran {', '.join(ran)} (as the tool reported)" if ran
+            else "reported no controller")
+    return GateResult(name, False, f"{kernel_says}; the {transport.upper()} points {said}"
+                      + (f": {how}" if how and how.lower() not in ran else ""))
+
+
 GATES: dict[str, GateSpec] = {
     "no_oversubscription": GateSpec(_no_oversubscription, (), "all VMs' vCPUs within the host's cores",
                                     ("vcpus_per_vm",)),
@@ -434,6 +473,9 @@ GATES: dict[str, GateSpec] = {
     "at_most": GateSpec(_bounded("at_most", below=True), ("table", "column", "max"),
                         "a measured quantity at most a registered level on every row",
                         ("rows", "what", "per")),
+    "congestion_control": GateSpec(_congestion_control, ("transport", "controller"),
+                                   "the transport's points ran the paper's congestion control, "
+                                   "as recorded", ("what",), meta=True),
 }
 
 

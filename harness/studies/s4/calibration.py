@@ -1,10 +1,11 @@
 """The sender's CPU limit anchored to the paper's single stream: the registered rule.
 
 The paper limits its sender's CPU (004:66) and gives its peaks at 10 streams with the gains
-from 1 to 10, so its one stream carried TCP 438 and MPTCP 805 Mbit/s
-(:data:`~.design.PAPER_ONE_STREAM`). Which cgroup limit makes *this* machine's sender do the
-same cannot be known before measuring it, and it moves with the machine (one MPTCP stream
-at 0.01 CPUs: 378 Mbit/s in one reference, 456-491 on another day). So each run calibrates
+from 1 to 10, so its one stream carried TCP 438 and MPTCP 805 Mbit/s (460/1.05, 934/1.16:
+derived, the paper prints no one-stream figure; :data:`~.design.PAPER_ONE_STREAM`). Which cgroup
+limit makes *this* machine's sender do the same cannot be known before measuring it, and it
+moves with the machine (one MPTCP stream at 0.01 CPUs: 378 Mbit/s in one reference, 456-491 on
+another day). So each run calibrates
 first: one stream of each transport at every candidate limit (:mod:`.measure`), then
 :func:`choose_limit` picks the limit by the rule registered before data
 (registration.toml, ``[design.calibration]``):
@@ -32,7 +33,7 @@ import numpy as np
 import pandas as pd
 
 from ...errors import HarnessError
-from .design import CALIBRATION_FACTOR, PAPER_ONE_STREAM
+from .design import CALIBRATION_FACTOR, DERIVED, PAPER_ONE_STREAM
 
 TRANSPORTS = ("tcp", "mptcp")
 RULE = ("per candidate limit and transport the median one-stream goodput over the calibration's "
@@ -57,9 +58,10 @@ class Anchor:
 
     def text(self) -> str:
         row = self.candidates.set_index("sender_cpus").loc[self.cpus]
-        return (f"{self.cpus:g} CPUs: one stream TCP {row.tcp_mbit:.0f} ({row.tcp_off_pct:+.1f} %), "
-                f"MPTCP {row.mptcp_mbit:.0f} Mbit/s ({row.mptcp_off_pct:+.1f} %) against the "
-                f"paper's {PAPER_ONE_STREAM['tcp']:.0f} / {PAPER_ONE_STREAM['mptcp']:.0f}")
+        return (f"{self.cpus:g} CPUs: the calibration's one stream TCP {row.tcp_mbit:.0f} "
+                f"({row.tcp_off_pct:+.1f} %), "
+                f"MPTCP {row.mptcp_mbit:.0f} Mbit/s ({row.mptcp_off_pct:+.1f} %) against "
+                f"{PAPER_ONE_STREAM['tcp']:.0f} / {PAPER_ONE_STREAM['mptcp']:.0f} ({DERIVED})")
 
     def record(self) -> dict:
         """What run.json keeps (the points are the ``calibration`` table)."""
@@ -127,5 +129,5 @@ def outside_tolerance(calibration: pd.DataFrame | None, transport: str | None = 
     which = f"{transport.upper()}'s" if transport else "both transports'"
     return (f"no calibrated limit brought one stream within x/÷ {CALIBRATION_FACTOR:g} of the "
             f"paper's in {which} (nearest: {figures} Mbit/s against TCP "
-            f"{PAPER_ONE_STREAM['tcp']:.0f}, MPTCP {PAPER_ONE_STREAM['mptcp']:.0f}; a factor "
+            f"{PAPER_ONE_STREAM['tcp']:.0f}, MPTCP {PAPER_ONE_STREAM['mptcp']:.0f} ({DERIVED}); a factor "
             f"{worst:.3f} off): the sender is not limited as the paper's was")

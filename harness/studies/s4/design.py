@@ -57,6 +57,15 @@ PAPER = {
 #: 1 -> 10 gain): TCP 438.1, MPTCP 805.2 Mbit/s.
 PAPER_ONE_STREAM = {t: PAPER[f"{t}_peak_mbit"] / (1 + PAPER[f"{t}_gain_1_to_10_pct"] / 100)
                     for t in ("tcp", "mptcp")}
+#: How those figures are made, for every text that shows them: the paper prints neither.
+DERIVED = "460/1.05, 934/1.16: derived from the paper's peaks and gains; it prints no one-stream figure"
+
+
+def implied_one_stream(transport: str) -> str:
+    """The paper's one stream of ``transport`` in words, saying it is derived, not printed."""
+    peak, gain = PAPER[f"{transport}_peak_mbit"], PAPER[f"{transport}_gain_1_to_10_pct"]
+    return (f"{PAPER_ONE_STREAM[transport]:.0f} Mbit/s ({peak:g}/{1 + gain / 100:g}, derived: the "
+            "paper prints no one-stream figure)")
 
 #: The limit chosen by the calibration, as the sender_cpus parameter and claim ids name it.
 ANCHORED = "anchored"

@@ -14,6 +14,10 @@ by the run's calibration, :mod:`.calibration`), each in its regime:
   numbers, never "not reproduced" nor "reproduced" (a peak an unlimited sender reaches with
   one stream says only what the wire carries: change of 2026-11-29T08:27Z, after a referee).
 
+The paper's contrast (004:66: TCP gains about 5 % from 1 to 10 streams *whereas* MPTCP gains
+about 16 %) is a claim of its own (:func:`_judge_contrast`): per repetition, at one limit, MPTCP's
+ratio of 10-stream to 1-stream goodput over TCP's; it counts only where both gains count.
+
 Every point a claim rests on is checked against what its wire can carry
 (:func:`harness.verdicts.validity.check_rate`); an impossible point makes the claim *invalid*.
 Summaries and the figures (which mark such points) are in :mod:`.figures`.
@@ -40,12 +44,15 @@ from .design import (
     PAPER_SERVER_MBIT,
     REGISTRATION_FILE,
     TOP_STREAMS,
+    implied_one_stream,
     limit_label,
 )
 
 TCP_CAPACITY = payload_rate_mbit(PAPER_PATH_MBIT)  # 478.2: one 500 Mbit/s path's TCP payload
 MPTCP_CAPACITY = payload_rate_mbit(min(2 * PAPER_PATH_MBIT, PAPER_SERVER_MBIT))  # 956.4
 CAPACITY = {"tcp": TCP_CAPACITY, "mptcp": MPTCP_CAPACITY}
+#: the contrast's claims, s4.gain_contrast_1_10@{limit label} (:func:`_judge_contrast`)
+CONTRAST = "gain_contrast_1_10"
 
 
 def _limit_words(label: str, rows: pd.DataFrame | None = None) -> str:
@@ -123,7 +130,6 @@ def _outside_regime(one: Estimate, transport: str) -> str:
     top = one.high if one.has_interval else one.value
     if top < peak:
         return ""
-    paper_one = PAPER_ONE_STREAM[transport]
     if one.value >= peak:
         why = f"one {transport} stream already reaches the paper's peak here"
     else:
@@ -131,7 +137,7 @@ def _outside_regime(one: Estimate, transport: str) -> str:
                "interval reaches it; more repetitions would tell)")
     return (f"{why}: 1-stream goodput {one.text()}, its upper end not below {peak:g} Mbit/s "
             f"(the paper's sender needed parallel streams to get there; its 1-stream point "
-            f"was ~{paper_one:.0f})")
+            f"was ~{implied_one_stream(transport)})")
 
 
 def anchor_on_the_points(frame: pd.DataFrame, label: str, transport: str | None = None) -> str:
@@ -153,21 +159,45 @@ def anchor_on_the_points(frame: pd.DataFrame, label: str, transport: str | None 
         factor = max(median / paper, paper / median) if median > 0 else float("inf")
         if factor > CALIBRATION_FACTOR:
             off.append(f"one {name.upper()} stream {median:.0f} Mbit/s (median of "
-                       f"{len(one)}) against the paper's ~{paper:.0f}, a factor {factor:.3f}")
+                       f"{len(one)}) against the paper's ~{implied_one_stream(name)}, a "
+                       f"factor {factor:.3f}")
     if not off:
         return ""
     return (f"on the claims' own points at {_limit_words(label)} the sender is not where the "
             f"paper's was: {'; '.join(off)} (beyond x/÷ {CALIBRATION_FACTOR:g})")
 
 
+def _other_links(rates_: dict) -> str:
+    """Why the run's links are not the paper's ('' when they are)."""
+    if (rates_["path_rate_mbit"], rates_["server_rate_mbit"]) == (PAPER_PATH_MBIT,
+                                                                 PAPER_SERVER_MBIT):
+        return ""
+    return (f"this run's links are {rates_['path_rate_mbit']:g}/{rates_['server_rate_mbit']:g} "
+            f"Mbit/s, the paper's {PAPER_PATH_MBIT:g}/{PAPER_SERVER_MBIT:g}")
+
+
+def _outside(frame: pd.DataFrame, transport: str, label: str,
+             calibration: pd.DataFrame | None) -> str:
+    """Why ``transport`` at ``label`` is not where the paper's sender was ('' when it is): at
+    the anchored limit, the calibration and the claim points' own one stream of that transport
+    within the margin of the paper's; at every limit, one stream that does not already reach
+    the paper's peak (its 95 % interval below it)."""
+    one = _points(frame, transport, label, 1)
+    outside = (outside_tolerance(calibration, transport)
+               or anchor_on_the_points(frame, label, transport) if label == ANCHORED else "")
+    if not outside:  # a peak as a gain: one stream must not already be there (change 08:27Z)
+        outside = (_outside_regime(mean_estimate(_per_rep(one), "Mbit/s"), transport)
+                   if not one.empty else f"needs 1 stream at {_limit_words(label)} to show that "
+                   "one stream does not already reach the paper's peak; the run measured none")
+    return outside
+
+
 def _judge_paper(claim: Claim, frame: pd.DataFrame, transport: str, label: str,
                  kind: str, rates_: dict, calibration: pd.DataFrame | None) -> Verdict:
     """One paper claim at one limit, in its regime (module docstring)."""
-    if (rates_["path_rate_mbit"], rates_["server_rate_mbit"]) != (PAPER_PATH_MBIT,
-                                                                 PAPER_SERVER_MBIT):
-        return not_testable(claim, f"this run's links are {rates_['path_rate_mbit']:g}/"
-                                   f"{rates_['server_rate_mbit']:g} Mbit/s, the paper's "
-                                   f"{PAPER_PATH_MBIT:g}/{PAPER_SERVER_MBIT:g}")
+    links = _other_links(rates_)
+    if links:
+        return not_testable(claim, links)
     one, top = _points(frame, transport, label, 1), _points(frame, transport, label, TOP_STREAMS)
     needed = (TOP_STREAMS,) if kind == "peak" else (1, TOP_STREAMS)
     if top.empty or (kind == "gain" and one.empty):
@@ -189,16 +219,54 @@ def _judge_paper(claim: Claim, frame: pd.DataFrame, transport: str, label: str,
         note = f"1 -> {TOP_STREAMS} streams, paired per repetition, {where}"
     if bad:
         return judge(claim, est, note, bad)
-    outside = (outside_tolerance(calibration, transport)
-               or anchor_on_the_points(frame, label, transport) if label == ANCHORED else "")
-    if not outside:  # a peak as a gain: one stream must not already be there (change 08:27Z)
-        outside = (_outside_regime(mean_estimate(_per_rep(one), "Mbit/s"), transport)
-                   if not one.empty else f"needs 1 stream at {_limit_words(label)} to show that "
-                   "one stream does not already reach the paper's peak; the run measured none")
-    if outside:  # the estimate stays beside it (a pool shows it too), and decides nothing
+    return _in_regime(claim, est, note, _outside(frame, transport, label, calibration))
+
+
+def _in_regime(claim: Claim, est: Estimate | None, note: str, outside: str) -> Verdict:
+    """``claim`` judged on ``est``, or not testable here where ``outside`` says why; the
+    estimate stays beside it (a pool shows it too), and decides nothing."""
+    if outside:
         return Verdict(claim, est, NOT_TESTABLE,
                        f"{outside}; measured anyway: {est.text()}" if est else outside, None, note)
     return judge(claim, est, note)
+
+
+def _gain_per_rep(frame: pd.DataFrame, transport: str, label: str) -> pd.Series:
+    """Per repetition, ``transport``'s goodput at 10 streams over its goodput at 1 stream."""
+    pair = pd.concat([_per_rep(_points(frame, transport, label, 1)),
+                      _per_rep(_points(frame, transport, label, TOP_STREAMS))],
+                     axis=1, keys=["one", "top"]).dropna()
+    return pair.top / pair.one
+
+
+def _judge_contrast(claim: Claim, frame: pd.DataFrame, label: str, rates_: dict,
+                    calibration: pd.DataFrame | None) -> Verdict:
+    """The paper's contrast at one limit: per repetition, MPTCP's 10-stream over 1-stream
+    goodput divided by TCP's, all four points of one repetition at that limit (paired, so a
+    repetition's drift cancels), a geometric mean over repetitions; 1.105 is the paper's
+    1.16 / 1.05. It counts only where both gains count: each transport in its own gain regime."""
+    links = _other_links(rates_)
+    if links:
+        return not_testable(claim, links)
+    points = {(t, n): _points(frame, t, label, n)
+              for t in ("tcp", "mptcp") for n in (1, TOP_STREAMS)}
+    missing = [f"{t.upper()} {n}" for (t, n), rows in points.items() if rows.empty]
+    if missing:
+        measured = sorted(frame[frame.limit == label].streams.unique())
+        return not_testable(claim, f"needs TCP and MPTCP at 1 and {TOP_STREAMS} streams at "
+                                   f"{_limit_words(label)}; no {', '.join(missing)}-stream point "
+                                   f"(the run measured streams {measured or 'none'} there)")
+    bad = invalid_rows(pd.concat(points.values()), **rates_)
+    pair = pd.concat([_gain_per_rep(frame, "mptcp", label), _gain_per_rep(frame, "tcp", label)],
+                     axis=1, keys=["mptcp", "tcp"]).dropna()
+    est = mean_estimate(pair.mptcp / pair.tcp, "x", log=True)
+    note = (f"(MPTCP 10/1 streams) / (TCP 10/1 streams), the four points paired per repetition, "
+            f"{_limit_words(label, points['mptcp', TOP_STREAMS])}")
+    if bad:
+        return judge(claim, est, note, bad)
+    outside = "; ".join(f"the {t.upper()} gain does not count: {why}" for t in ("tcp", "mptcp")
+                        if (why := _outside(frame, t, label, calibration)))
+    return _in_regime(claim, est, note, outside)
 
 
 def claims(frame: pd.DataFrame, path_rate_mbit: float = PAPER_PATH_MBIT,
@@ -213,6 +281,9 @@ def claims(frame: pd.DataFrame, path_rate_mbit: float = PAPER_PATH_MBIT,
         if paper_claim.source == LAB:
             continue
         name, label = paper_claim.id.removeprefix("s4.").split("@")
+        if name == CONTRAST:
+            verdicts.append(_judge_contrast(paper_claim, sub, label, rates_, calibration))
+            continue
         transport, kind = name.split("_")[:2]
         verdicts.append(_judge_paper(paper_claim, sub, transport, label, kind, rates_,
                                      calibration))

@@ -175,7 +175,7 @@ def as_found_needs() -> dict[str, tuple[str, ...]]:
         label, limited = limit_label(cpus), CGROUP_KINDS if cpus else ()
         needs[f"s4.tcp_peak@{label}"] = needs[f"s4.tcp_gain_1_10@{label}"] = limited
         needs[f"s4.mptcp_peak@{label}"] = needs[f"s4.mptcp_gain_1_10@{label}"] = \
-            limited + mptcp_path
+            needs[f"s4.gain_contrast_1_10@{label}"] = limited + mptcp_path
     needs["s4.mptcp_over_tcp"] = needs["s4.mptcp_both_paths"] = mptcp_path
     return {claim: kinds for claim, kinds in needs.items() if kinds}
 
@@ -327,7 +327,9 @@ class S4(Study):
                                   calibration=data.tables.get("calibration"))
 
     def run_conditions(self, meta: dict) -> str:
-        """The anchored limit the run's calibration chose (its own points), or ""."""
+        """The anchored limit the run's calibration chose, with the calibration's own one-stream
+        medians (not the claim points'; since 2026-11-29 the text says so, and that the paper's
+        one stream is derived), or ""."""
         chosen = (meta.get("calibration") or {}).get("chosen")
         return f"anchored limit {chosen}" if chosen else ""
 
