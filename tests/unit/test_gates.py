@@ -465,14 +465,16 @@ UPSTREAM = {"tcp": "cubic",
             "reported_by_iperf3": {"tcp": ["cubic"], "mptcp": ["cubic"]},
             "client_kernel": {"net.ipv4.tcp_available_congestion_control": "reno bbr cubic",
                               "coupled_controllers": []}}
-BALIA = Gate("congestion_control", {"transport": "mptcp", "controller": "balia",
-                                    "what": "coupled controller"})
+def balia() -> Gate:
+    """The gate S4's MPTCP gains and contrast register: the paper's coupled BALIA."""
+    return Gate("congestion_control", {"transport": "mptcp", "controller": "balia",
+                                       "what": "coupled controller"})
 
 
 def test_the_controller_gate_fails_where_the_kernel_has_not_the_papers_coupled_controller():
     """S4 (issue 35 item 11, referee 2026-11-29): the paper's MPTCP ran BALIA, which upstream
     Linux does not have; a claim it can move is not testable here, saying which ran."""
-    failed = evaluate(BALIA, RunFacts.from_meta({}), {}, {"controllers": UPSTREAM})
+    failed = evaluate(balia(), RunFacts.from_meta({}), {}, {"controllers": UPSTREAM})
     assert not failed.passed
     assert failed.figures.startswith("the paper's coupled controller (BALIA) is not available in "
                                      "this kernel (it offers reno, bbr, cubic)")
@@ -480,24 +482,24 @@ def test_the_controller_gate_fails_where_the_kernel_has_not_the_papers_coupled_c
     # a kernel that has it, and points that ran it, pass; one that has it unused does not
     ran = {**UPSTREAM, "reported_by_iperf3": {"mptcp": ["balia"]},
            "client_kernel": {"net.ipv4.tcp_available_congestion_control": "reno cubic lia olia balia"}}
-    assert evaluate(BALIA, RunFacts.from_meta({}), {}, {"controllers": ran}).passed
+    assert evaluate(balia(), RunFacts.from_meta({}), {}, {"controllers": ran}).passed
     unused = {**ran, "reported_by_iperf3": {"mptcp": ["cubic", "balia"]}}
-    result = evaluate(BALIA, RunFacts.from_meta({}), {}, {"controllers": unused})
+    result = evaluate(balia(), RunFacts.from_meta({}), {}, {"controllers": unused})
     assert not result.passed and "is available in this kernel, but the points did not run it" in result.figures
     # TCP's own controller is the paper's CUBIC: the same gate passes it
     cubic = Gate("congestion_control", {"transport": "tcp", "controller": "cubic"})
     assert evaluate(cubic, RunFacts.from_meta({}), {}, {"controllers": UPSTREAM}).passed
     # a run that recorded no controllers fails by omission
-    none = evaluate(BALIA, RunFacts.from_meta({}), {}, {})
+    none = evaluate(balia(), RunFacts.from_meta({}), {}, {})
     assert not none.passed and "recorded no congestion controls" in none.figures
     with pytest.raises(ValueError, match="missing"):
         Gate("congestion_control", {"transport": "mptcp"})
 
 
 def test_a_claim_the_controller_can_move_is_not_testable_with_the_estimate_beside_it():
-    gated = claim("s4.mptcp_gain", BALIA)
+    gated = claim("s4.mptcp_gain", balia())
     frame = apply(claims_table(gated, claim("s4.tcp_gain")), {"controllers": UPSTREAM}, {},
-                  {"s4.mptcp_gain": (BALIA,)}).set_index("claim_id")
+                  {"s4.mptcp_gain": (balia(),)}).set_index("claim_id")
     row = frame.loc["s4.mptcp_gain"]
     assert row.outcome == NOT_TESTABLE
     assert "congestion_control failed (the paper's coupled controller (BALIA) is not available" in row.reason
