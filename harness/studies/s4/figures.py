@@ -33,7 +33,8 @@ def load(run_path: str | Path) -> tuple[pd.DataFrame, dict]:
 
 
 def summary(frame: pd.DataFrame) -> pd.DataFrame:
-    """Mean, spread and count of goodput per tool, CPU limit, transport and stream count."""
+    """Mean, spread and count of goodput per tool, CPU limit, transport and stream count (per
+    tool: results.csv holds iperf3 and GridFTP rows, and only iperf3's judge the claims)."""
     grouped = with_limits(frame).groupby(KEYS)["goodput_mbit"]
     out = grouped.agg(["mean", "std", "min", "max", "count"]).reset_index()
     return out.rename(columns={"mean": "goodput_mbit", "std": "sd_mbit", "count": "n"})
@@ -102,7 +103,8 @@ def figure(frame: pd.DataFrame, path_rate_mbit: float = PAPER_PATH_MBIT,
                     gain = PAPER[f"{transport}_gain_1_to_10_pct"]
                     ax.plot([1, 10], [peak / (1 + gain / 100), peak], linestyle=":",
                             marker="x", color=color,
-                            label=f"paper {transport.upper()} (004:66, limited sender)")
+                            label=f"paper {transport.upper()} (004:66, limited sender; its 1-stream "
+                                  f"point {peak / (1 + gain / 100):.0f} derived: {peak:g}/{1 + gain / 100:g})")
             bad = invalid_rows(sub, path_rate_mbit, server_rate_mbit)
             if bad:
                 values = [b.value for b in bad]
@@ -138,7 +140,7 @@ def calibration_figure(points: pd.DataFrame,
         ax.axhspan(target / CALIBRATION_FACTOR, target * CALIBRATION_FACTOR, color=color,
                    alpha=0.08)
         ax.axhline(target, color=color, linestyle=":",
-                   label=f"paper {transport.upper()} one stream {target:.0f} "
+                   label=f"paper {transport.upper()} one stream {target:.0f}, derived "
                          f"(x/÷ {CALIBRATION_FACTOR:g})")
     for cpus in sorted(points.anchored_cpus.unique()) if "anchored_cpus" in points else ():
         ax.axvline(cpus, color="black", linestyle="--", linewidth=1,

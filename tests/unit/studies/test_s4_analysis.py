@@ -465,3 +465,29 @@ def test_the_claims_coupling_can_move_are_not_testable_without_the_papers_couple
     # a run that recorded no controllers passes no gate by omission
     unknown = verdicts(S4().claims(run_data(data, None)))
     assert "recorded no congestion controls" in unknown.loc[CONTRAST, "reason"]
+
+
+def test_runs_pool_the_contrast_on_its_ratio_scale_the_run_as_the_unit():
+    """`harness claims pool` pools each claim from the runs' own estimates: the contrast, an
+    'x' made as a geometric mean, pools as the geometric mean of the runs' (a t interval over
+    2 runs), and where the controller gate fails in every run it stays not testable, the
+    pooled estimate beside it."""
+    from harness.verdicts.pool import Member, pooled_table
+
+    balia = {"reported_by_iperf3": {"tcp": ["cubic"], "mptcp": ["balia"]},
+             "client_kernel": {"net.ipv4.tcp_available_congestion_control": "reno cubic balia"}}
+    slower = ({1: 438, 10: 460}, {1: 805, 10: 900})  # run b: MPTCP's 10 streams 900, not 934
+    runs = [both_limits(PAPER_LIKE, FILLS), both_limits(slower, FILLS)]
+    members = [Member(Path(f"/runs/{i}"), {"run_id": f"run{i}"}, "sha256:x") for i in "ab"]
+    for controllers in (balia, {**balia, "reported_by_iperf3": {"mptcp": ["cubic"]}}):
+        own = [S4().claims(run_data(data, controllers)) for data in runs]
+        pooled = pooled_table(S4(), members, own).set_index("claim_id").loc[CONTRAST]
+        values = [float(t.set_index("claim_id").loc[CONTRAST, "value"]) for t in own]
+        assert pooled.value == pytest.approx(math.sqrt(values[0] * values[1]))
+        assert pooled.n == 2 and pooled.units == "runs"
+        if controllers is balia:
+            assert pooled.outcome == "inconclusive"  # 1.105x and 1.064x: two runs, a wide t interval
+            assert pooled.low < 1.051 < 1.215 < pooled.high and "Student t interval over 2 runs" in pooled.interval
+        else:
+            assert pooled.outcome == "not testable here"
+            assert "not testable in any of the 2 runs" in pooled.reason and "BALIA" in pooled.reason
