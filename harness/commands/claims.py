@@ -55,8 +55,10 @@ def cmd_claims_show(args) -> int:
         if claim.quote:
             print(f"    paper ({claim.seed_line}): \u201c{claim.quote}\u201d")
         print(f"    the paper's value: {claim.paper}")
+        gates = "; ".join(f"{g.name} ({', '.join(f'{k} {v}' for k, v in sorted(g.params.items()))})"
+                          if g.params else g.name for g in claim.gates)
         for label, text in (("quantity", claim.quantity), ("regime", claim.regime),
-                            ("checks", ", ".join(claim.checks))):
+                            ("checks", ", ".join(claim.checks)), ("gates", gates)):
             if text:
                 print(f"    {label}: {text}")
         print(f"    region: {claim.region.text(claim.unit)} -- {claim.region.why}\n")

@@ -491,3 +491,17 @@ def test_runs_pool_the_contrast_on_its_ratio_scale_the_run_as_the_unit():
         else:
             assert pooled.outcome == "not testable here"
             assert "not testable in any of the 2 runs" in pooled.reason and "BALIA" in pooled.reason
+
+
+def test_claims_show_prints_each_claims_gates_with_their_parameters(capsys):
+    """A referee reads the registration with `harness claims show`: the controller gate of the
+    MPTCP gains and the contrast is printed beside their regime, the peaks have none."""
+    from harness.cli import main as cli_main
+
+    assert cli_main(["claims", "show", "s4"]) == 0
+    out = capsys.readouterr().out
+    blocks = {b.split(":")[0].split("] ")[-1]: b for b in out.split("\n\n") if b.startswith("[")}
+    gate = "    gates: congestion_control (controller balia, transport mptcp, what coupled controller)"
+    for cid in ("s4.mptcp_gain_1_10@anchored", CONTRAST, "s4.gain_contrast_1_10@nolimit"):
+        assert gate in blocks[cid].splitlines(), cid
+    assert "gates:" not in blocks["s4.mptcp_peak@anchored"]
