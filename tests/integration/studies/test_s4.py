@@ -95,6 +95,14 @@ def test_s4_small_sweep_calibrates_the_limit_aggregates_both_paths_and_limits_th
     assert set(claims.outcome) <= {"inconclusive", "not testable here"}
     anchored = claims.loc["s4.mptcp_peak@anchored"]
     assert "no interval" in anchored.reason or "within x/÷ 1.1" in anchored.reason, anchored.reason
+    # the paper's coupled BALIA is not in this kernel: the claims it can move say so, read from
+    # the run's own record of its controllers (the gate congestion_control)
+    for claim in ("s4.mptcp_gain_1_10@anchored", "s4.gain_contrast_1_10@anchored",
+                  "s4.gain_contrast_1_10@nolimit"):
+        assert claims.loc[claim, "outcome"] == "not testable here", claim
+        assert "the paper's coupled controller (BALIA) is not available in this kernel" in \
+            claims.loc[claim, "reason"], claims.loc[claim, "reason"]
+    assert "congestion_control" not in str(claims.loc["s4.mptcp_peak@anchored", "gates"])
     prefix = meta["testbed"]["prefix"]
     assert not [n for n in netns_names() if n.startswith(prefix)]
 
