@@ -314,3 +314,30 @@ def test_a_claims_validity_checks_are_archived_and_digested():
     without = type(reg)(reg.study, tuple(c if c is not claim else type(c)(**{**c.__dict__, "checks": ()})
                                          for c in reg.claims), reg.design, reg.changes)
     assert without.digest != reg.digest
+
+
+READING_CLAIM = '''
+[[claims]]
+id = "s9.unshaped"
+source = "reading"
+claim = "relays limiting, unshaped"
+paper = "-"
+unit = "x"
+quantity = "iperf3 ratio per repetition"
+regime = "NOT the paper's regime: unshaped host"
+'''
+
+
+def test_a_reading_has_no_region_and_says_what_it_measures_and_where(tmp_path):
+    """source = "reading": a figure shown outside the paper's regime, judged against nothing."""
+    text = GOOD.replace("[design]", READING_CLAIM + "\n[design]")
+    reading = load(write(tmp_path, text)).claim("s9.unshaped")
+    assert reading.source == "reading" and reading.region.unbounded
+    assert reading.registration()["region"] == {"low": None, "high": None, "text": "-", "rule": ""}
+    message = error(tmp_path, text.replace('regime = "NOT', 'region = { high = 1.0, rule = "r" }\nregime = "NOT'))
+    assert "claim s9.unshaped: field region: a reading is judged against nothing" in message
+    message = error(tmp_path, text.replace('regime = "NOT the paper\'s regime: unshaped host"\n', ""))
+    assert "claim s9.unshaped: field regime: missing (a reading needs" in message
+    # every other claim still needs its region, and the error names the reading as the way out
+    message = error(tmp_path, GOOD.replace('[claims.region]\nhigh = 1.0\nrule = "our target"\n', ""))
+    assert "claim s9.ours: field region: missing" in message and 'source = "reading"' in message

@@ -244,6 +244,7 @@ class S0(Study):
         loadavg["after_sweep"] = machine_load(bed.node("a1"))
         session.results(pd.DataFrame(rows))
         session.results(pd.DataFrame(connections), "connections")
+        session.results(pd.DataFrame(meas.switch_rows), "switches")
         bench_where = nptcp_us = None
         if params.bench:
             t = time.monotonic()
@@ -288,7 +289,7 @@ class S0(Study):
         from . import analysis as s0_analysis
 
         frame = s0_analysis.claims(data.results, data.tables.get("bench"), data.meta,
-                                   data.tables.get("far"))
+                                   data.tables.get("far"), data.tables.get("switches"))
         relay = relay_targets.table_of_run(data.path)  # issue 27's targets, archived benchmark
         return frame if relay is None else pd.concat([frame, relay], ignore_index=True)
 

@@ -27,6 +27,7 @@ from harness.verdicts.claims import (
     NOT_TESTABLE,
     PAPER,
     REPRODUCED,
+    summaries,
 )
 
 REPO = Path(__file__).resolve().parents[3]
@@ -329,21 +330,106 @@ def test_bench_targets_are_judged_on_paired_repetitions_and_labelled_ours():
 def test_table1_from_measured_connections():
     conns = pd.DataFrame([
         {"method": "direct", "flows": 4, "public_segment_connections": 4,
-         "fb_peers_fa_public": 0, "tcp_connections_per_flow": 1.0,
-         "user_space_relays_per_flow": 0.0, "snat_entries_fa": 0},
+         "fb_peers_fa_public": 0, "tcp_connections_per_flow": 1.0, "terminated_at_fa": 0,
+         "terminated_at_fb": 0, "snat_entries_fa": 0},
         {"method": "nat_srd", "flows": 4, "public_segment_connections": 4,
-         "fb_peers_fa_public": 4, "tcp_connections_per_flow": 2.0,
-         "user_space_relays_per_flow": 1.0, "snat_entries_fa": 4},
+         "fb_peers_fa_public": 4, "tcp_connections_per_flow": 2.0, "terminated_at_fa": 0,
+         "terminated_at_fb": 4, "snat_entries_fa": 4},
     ])
     conns = pd.concat([conns, pd.DataFrame([
         {"method": "proxies", "flows": 4, "public_segment_connections": 1,
-         "fb_peers_fa_public": 1, "tcp_connections_per_flow": 2.25,
-         "user_space_relays_per_flow": 1.25, "snat_entries_fa": 0}])], ignore_index=True)
+         "fb_peers_fa_public": 1, "tcp_connections_per_flow": 2.25, "terminated_at_fa": 4,
+         "terminated_at_fb": 1, "snat_entries_fa": 0,
+         "user_space_relays_per_flow": 1.25}])], ignore_index=True)  # as archived before the fix
     t = analysis.table1(conns)
     assert list(t["TCP connections per flow"]) == [1.0, 2.0, 2.25]
     assert t["front-to-front connections"][2].startswith("1 for 4 flows (shared)")
     assert "one per flow" in t["front-to-front connections"][1]
     assert "0 terminate at the fronts" in t["front-to-front connections"][0]
+    # each flow crosses fa's and fb's srdmux (2), or fb's srd (1): never 1.25 relays
+    assert list(t["user-space relays a flow crosses"]) == [0, 1, 2]
+    assert list(t["TCP connections ended in a user-space relay, per flow"]) == [0.0, 1.0, 1.25]
+    assert "user-space relays per flow" not in t
+
+
+def test_relay_counts_per_flow_from_the_connections_the_relays_ended():
+    from harness.studies.s0.common import relay_counts
+
+    assert relay_counts(4, 1, 4) == {"user_space_relays_per_flow": 2,
+                                     "relay_connection_ends_per_flow": 1.25}
+    assert relay_counts(0, 4, 4)["user_space_relays_per_flow"] == 1
+    assert relay_counts(0, 0, 4)["user_space_relays_per_flow"] == 0
+
+
+def with_srdmux(bench: pd.DataFrame, srdmux: float) -> pd.DataFrame:
+    """``bench`` with the sweep's two proxies (srdmux) carrying ``srdmux`` Mbit/s (and 10 % less
+    in repetition 2, as bench_frame's other paths)."""
+    rows = bench[bench.path == "proxies_srd"].assign(
+        path="proxies_srdmux", relay="srdmux",
+        iperf_mbit=lambda f: srdmux * f.repetition.map({1: 1.0, 2: 0.9}))
+    return pd.concat([bench, rows], ignore_index=True)
+
+
+def test_the_relay_limited_readings_are_shown_and_judged_against_nothing():
+    """The unshaped benchmark's ratios (referee, third review: "present these, labelled as not the
+    paper's regime"): shown whatever their value, the two proxies being srdmux, the sweep's."""
+    from harness.verdicts.claims import READING, SHOWN
+
+    bench = with_srdmux(bench_frame(srd=10000, socat=9000, direct=20000, hop_us=20), 7000)
+    shown = {v.claim.id: v for v in analysis.bench_readings(bench)}
+    assert set(shown) == {k for k, *_ in analysis.BENCH_READINGS}
+    assert {v.outcome for v in shown.values()} == {SHOWN}
+    assert {v.claim.source for v in shown.values()} == {READING}
+    assert shown["s0.reading.unshaped.two_proxies_vs_direct"].estimate.value == pytest.approx(0.35)
+    assert shown["s0.reading.unshaped.nat_srd_vs_direct"].estimate.value == pytest.approx(0.5)
+    gain = shown["s0.reading.unshaped.nat_srd_vs_two_proxies_pct"].estimate
+    assert gain.value == pytest.approx(100 * (10000 / 7000 - 1)) and gain.unit == "%"
+    for claim_id in shown:
+        assert "NOT the paper's regime" in analysis.claim(claim_id).regime
+    # an older benchmark without srdmux: the two readings that need it say so
+    old = {v.claim.id: v for v in analysis.bench_readings(bench_frame(1e4, 9e3, 2e4, 20))}
+    assert old["s0.reading.unshaped.two_proxies_vs_direct"].outcome == NOT_TESTABLE
+    assert "no proxies_srdmux path" in old["s0.reading.unshaped.two_proxies_vs_direct"].reason
+    assert old["s0.reading.unshaped.nat_srd_vs_direct"].outcome == SHOWN
+    # and the run's claims table carries them, counted apart from the paper's
+    frame = synthetic({m: 1.0 for m in s0.METHODS}, {m: 1.0 for m in s0.METHODS})
+    table = analysis.claims(frame, bench=bench)
+    assert set(table[table.source == READING].outcome) == {SHOWN}
+    assert "readings: 3 shown" in summaries(table)
+
+
+def switches_frame(proxies: float, nat_srd: float, reps: int = 4) -> pd.DataFrame:
+    """The relays' context switches per round trip (measure.context_switch_point's rows)."""
+    rows = []
+    for rep in range(1, reps + 1):
+        wobble = 1 + 0.02 * (rep % 2)
+        for method, per, relays in (("proxies", proxies, 2), ("nat_srd", nat_srd, 1)):
+            trips = 3000
+            rows.append({"method": method, "repetition": rep, "relays": relays, "size": 1,
+                         "round_trips": trips, "context_switches": round(per * wobble * trips),
+                         "per_round_trip": round(per * wobble * trips) / trips})
+    return pd.DataFrame(rows)
+
+
+def test_context_switches_one_fewer_and_halved_are_judged_on_the_measured_switches():
+    """000:88 'one context switch fewer' and 000:28 'halved': NAT + SRD's one relay against the
+    two proxies' two, per round trip, paired per repetition."""
+    halved = {v.claim.id: v for v in analysis.switch_verdicts(switches_frame(4.0, 2.0))}
+    assert halved["s0.cost.switches_fewer"].outcome == REPRODUCED
+    assert halved["s0.cost.switches_halved"].outcome == REPRODUCED
+    assert halved["s0.cost.switches_halved"].estimate.value == pytest.approx(0.5, rel=0.02)
+    assert "two proxies 4.0" in halved["s0.cost.switches_fewer"].note
+    same = {v.claim.id: v.outcome for v in analysis.switch_verdicts(switches_frame(2.0, 2.0))}
+    assert same == {"s0.cost.switches_fewer": NOT_REPRODUCED, "s0.cost.switches_halved": NOT_REPRODUCED}
+    fewer = {v.claim.id: v.outcome for v in analysis.switch_verdicts(switches_frame(3.0, 2.0))}
+    assert fewer == {"s0.cost.switches_fewer": REPRODUCED, "s0.cost.switches_halved": NOT_REPRODUCED}
+    none = analysis.switch_verdicts(None)
+    assert [v.outcome for v in none] == [NOT_TESTABLE] * 2
+    assert "measured no context switches" in none[0].reason
+    frame = synthetic({m: 1.0 for m in s0.METHODS}, {m: 1.0 for m in s0.METHODS})
+    out = analysis.claims(frame, switches=switches_frame(4.0, 2.0)).set_index("claim_id")
+    assert out.loc["s0.cost.switches_halved", "outcome"] == REPRODUCED
+    assert out.loc["s0.cost.switches_fewer", "source"] == "paper"
 
 
 # -- physical validity, regime, the registration -------------------------------------------------
@@ -670,9 +756,14 @@ def test_registration_fixes_repetitions_and_records_the_changes():
     assert "s0.bandwidth.stream.proxies_below_half" in relays.claims  # bandwidth claim
     far_vm = next(c for c in reg.changes if "far_placement" in c.what)  # the distance claim's
     assert "s0.latency.far_nat_vs_proxies_x" in far_vm.claims  # own VM, gated as S1's latency
-    mux = reg.changes[-1]  # the two proxies' gate reads the sweep's own srdmux pair
+    mux = next(c for c in reg.changes if "in place of" in c.what)  # the two proxies' gate
     assert "proxies_srdmux" in mux.what and "s0.bandwidth.stream.gain_1k_32k" in mux.claims
-    assert len({c.id for c in reg.claims}) == len(reg.claims) == 23  # 4 peer targets (issue 39)
+    # 4 peer targets (issue 39), 2 context-switch claims and 3 readings (third review)
+    assert len({c.id for c in reg.claims}) == len(reg.claims) == 28
+    shown = reg.changes[-1]  # the readings and the switches, dated, after the review was read
+    assert "AFTER the reference 20261129T073227Z-pool-53ae69" in shown.what
+    assert {c.id for c in reg.claims if c.source == "reading"} <= set(shown.claims)
+    assert "s0.cost.switches_halved" in shown.claims
 
 
 def test_the_design_states_the_numbers_the_code_uses():
