@@ -785,3 +785,16 @@ def test_the_design_states_the_numbers_the_code_uses():
     checks = design["regime checks"]
     assert f">= {s0_claims.DIRECT_LINK_FLOOR:.0%} of the payload rate" in checks
     assert f">= {s0_claims.FAR_REACHED:.0%} of the largest delay" in checks
+
+
+def test_a_pooled_report_says_where_each_part_of_a_run_ran():
+    """The third review read "each its own lab build and VM boot" as the whole run in a VM: the
+    table of runs says the sweep ran on the host's namespaces and only the distance sweep in a VM."""
+    meta = {"placement": {"where": "host", "reason": "the host kernel has every feature needed"},
+            "s0": {"bench_where": "second namespace lab, unshaped",
+                   "far_where": "namespace lab in a VM (the host kernel lacks netem)"}}
+    said = get_study("s0").run_conditions(meta)
+    assert said == ("sweep: namespaces on this host; relay benchmark: second namespace lab, "
+                    "unshaped; distance sweep: namespace lab in a VM (the host kernel lacks netem)")
+    assert get_study("s0").run_conditions({"placement": {"where": "vm"}}) == "sweep: namespaces in a VM"
+    assert get_study("s0").run_conditions({}) == ""
