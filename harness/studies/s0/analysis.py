@@ -239,6 +239,20 @@ def bench_readings(bench: pd.DataFrame | None) -> list[Verdict]:
 SWITCH_CLAIMS = ("s0.cost.switches_fewer", "s0.cost.switches_halved")
 
 
+def switch_summary(switches: pd.DataFrame | None) -> pd.DataFrame:
+    """Per relayed method: its relays, and the median over repetitions of their round trips,
+    context switches and switches per round trip (the notebook's table beside Table 1)."""
+    if switches is None or switches.empty:
+        return pd.DataFrame(columns=["method", "relays", "round_trips", "context_switches",
+                                     "per_round_trip", "repetitions"])
+    out = switches.groupby("method").agg(
+        relays=("relays", "first"), round_trips=("round_trips", "median"),
+        context_switches=("context_switches", "median"), per_round_trip=("per_round_trip", "median"),
+        repetitions=("repetition", "nunique")).reset_index()
+    out.insert(1, "label", out.method.map(LABELS))
+    return out
+
+
 def switch_verdicts(switches: pd.DataFrame | None) -> list[Verdict]:
     """The paper's context-switch claims on the run's measured switches (measure.context_switch_point)."""
     if switches is None or switches.empty:
