@@ -798,3 +798,41 @@ def test_a_pooled_report_says_where_each_part_of_a_run_ran():
                     "unshaped; distance sweep: namespace lab in a VM (the host kernel lacks netem)")
     assert get_study("s0").run_conditions({"placement": {"where": "vm"}}) == "sweep: namespaces in a VM"
     assert get_study("s0").run_conditions({}) == ""
+
+
+def test_the_context_switch_point_reads_each_methods_relays_around_one_pingpong(monkeypatch):
+    """measure.context_switch_point: the switches of the proxies' two relays and of the SRD, read
+    before and after one 1 B ping-pong client run over both relayed methods, per round trip
+    (recorded + warm-up), archived raw; the direct path is not asked for."""
+    from types import SimpleNamespace
+
+    from harness.studies.s0 import measure
+
+    counts = {101: 1000, 102: 2000, 103: 500}  # pgid -> switches so far
+    asked = {}
+
+    def client(journal, node, targets, sizes, latency_budget, stream_budget, **kw):
+        asked.update(targets=targets, sizes=sizes, kw=kw)
+        counts[101] += 2 * 1800  # each proxy half wakes twice per round trip
+        counts[102] += 2 * 1800
+        counts[103] += 2 * 2800  # the SRD too, over more round trips (it is faster)
+        return {"targets": {"proxies": {"points": [{"size": 1, "latency": {"n": 1600}}]},
+                            "nat_srd": {"points": [{"size": 1, "latency": {"n": 2600}}]}}}
+
+    monkeypatch.setattr(measure.pingpong, "client", client)
+    monkeypatch.setattr(measure, "group_context_switches", lambda node, pgid: counts[pgid])
+    raw = {}
+    meas = SimpleNamespace(journal=None, order=SimpleNamespace(draw_seed=lambda: 7),
+                           session=SimpleNamespace(raw=lambda name, text: raw.update({name: text})))
+    relay = {name: SimpleNamespace(node=None, pgid=pgid)
+             for name, pgid in (("fa_proxy", 101), ("fb_proxy", 102), ("fb_srd", 103))}
+    ways = {"direct": measure.Way("b1", 1), "proxies": measure.Way("fa", 2),
+            "nat_srd": measure.Way("fb", 3)}
+    rows = {r["method"]: r for r in measure.context_switch_point(meas, None, ways, relay, 4)}
+    assert asked["targets"] == {"proxies": ("fa", 2), "nat_srd": ("fb", 3)} and asked["sizes"] == [1]
+    assert asked["kw"]["warmup"] == measure.SWITCH_WARMUP and asked["kw"]["stream"] is False
+    assert rows["proxies"]["round_trips"] == 1600 + measure.SWITCH_WARMUP
+    assert rows["proxies"]["context_switches"] == 4 * 1800 and rows["proxies"]["relays"] == 2
+    assert rows["proxies"]["per_round_trip"] == pytest.approx(4.0)
+    assert rows["nat_srd"]["per_round_trip"] == pytest.approx(2.0) and rows["nat_srd"]["relays"] == 1
+    assert rows["nat_srd"]["repetition"] == 4 and "switches-r4.json" in raw
