@@ -40,6 +40,8 @@ CLAIM_REQUIRED = ("id", "source", "claim", "paper")
 PAPER_REQUIRED = ("quote", "seed_line", "quantity", "regime")
 #: what a reading must say: what it measures and where, since no region says what it is for
 READING_REQUIRED = ("quantity", "regime")
+#: a reading's region, as shown and digested: none
+NO_REGION = "none: a reading is shown with its interval and judged against nothing"
 REGION = {"low": (int, float), "high": (int, float), "rule": str,
           "equivalent_to": (int, float, list), "differs_from": (int, float), "scale": str,
           "direction": str, "cap_low": (int, float), "cap_high": (int, float), "cap_why": str}
@@ -173,7 +175,7 @@ def _claim(entry, index: int, where: str) -> Claim:
                 f"{where}: {what}: field checks: {name!r} is no validity check",
                 f"use the names of harness.verdicts.validity.CHECKS: {', '.join(sorted(CHECKS))}")
     gates = tuple(_gate(g, where, what) for g in entry.get("gates", []))
-    region = (Region() if entry["source"] == READING
+    region = (Region(why=NO_REGION) if entry["source"] == READING
               else _region(entry["region"], where, what, entry.get("unit", "")))
     return Claim(entry["id"], entry["claim"], entry["paper"], region, entry.get("unit", ""),
                  entry["source"], entry.get("quote", ""), entry.get("seed_line", ""),

@@ -333,7 +333,9 @@ def test_a_reading_has_no_region_and_says_what_it_measures_and_where(tmp_path):
     text = GOOD.replace("[design]", READING_CLAIM + "\n[design]")
     reading = load(write(tmp_path, text)).claim("s9.unshaped")
     assert reading.source == "reading" and reading.region.unbounded
-    assert reading.registration()["region"] == {"low": None, "high": None, "text": "-", "rule": ""}
+    assert reading.registration()["region"] == {
+        "low": None, "high": None, "text": "-",
+        "rule": "none: a reading is shown with its interval and judged against nothing"}
     message = error(tmp_path, text.replace('regime = "NOT', 'region = { high = 1.0, rule = "r" }\nregime = "NOT'))
     assert "claim s9.unshaped: field region: a reading is judged against nothing" in message
     message = error(tmp_path, text.replace('regime = "NOT the paper\'s regime: unshaped host"\n', ""))
