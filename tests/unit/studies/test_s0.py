@@ -785,6 +785,11 @@ def test_the_design_states_the_numbers_the_code_uses():
     checks = design["regime checks"]
     assert f">= {s0_claims.DIRECT_LINK_FLOOR:.0%} of the payload rate" in checks
     assert f">= {s0_claims.FAR_REACHED:.0%} of the largest delay" in checks
+    from harness.studies.s0 import measure
+
+    point = design["context-switch point"]
+    assert (point["size"], point["budget s"], point["warmup"]) == (
+        measure.SWITCH_SIZE, measure.SWITCH_BUDGET_S, measure.SWITCH_WARMUP)
 
 
 def test_a_pooled_report_says_where_each_part_of_a_run_ran():
