@@ -128,6 +128,18 @@ def test_s0_small_run_has_three_methods_translation_and_leaves_nothing(tmp_path,
     assert conns.loc["nat_srd", "snat_entries_fa"] == 3
     assert conns.loc["nat_srd", "fb_peers_fa_public"] == 3  # NAT: one per flow
     assert list(conns.public_segment_connections) == [3, 1, 3]
+    # each flow crosses both srdmux halves, or fb's srd; the shared connection ends once for all
+    assert conns.user_space_relays_per_flow.to_dict() == {"direct": 0, "proxies": 2, "nat_srd": 1}
+    assert conns.loc["proxies", "relay_connection_ends_per_flow"] == pytest.approx(4 / 3)
+
+    # the relays' context switches around a 1 B ping-pong, per repetition and relayed method
+    switches = pd.read_parquet(run_dir / "switches.parquet")
+    assert sorted(switches.method.unique()) == ["nat_srd", "proxies"]
+    assert sorted(switches.repetition.unique()) == sorted(frame.repetition.unique())
+    assert (switches.round_trips > 200).all() and (switches.context_switches > 0).all()
+    assert switches.set_index("method").relays.to_dict() == {"proxies": 2, "nat_srd": 1}
+    shown = claims.set_index("claim_id")
+    assert set(shown.loc[shown.source == "reading", "outcome"]) == {"shown"}
 
     bench = pd.read_parquet(run_dir / "bench.parquet")
     assert set(bench.path) == set(s0_bench.BENCH_PATHS)
