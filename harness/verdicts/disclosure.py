@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
-from .registration import DesignChange, Registration
+if TYPE_CHECKING:  # annotations only: harness.verdicts.claims (which registration imports) shows these notes
+    from .registration import DesignChange, Registration
 
 #: a change's one line in a report is its ``what`` cut to about this many characters
 ONE_LINE = 150
@@ -68,6 +70,25 @@ def by_claim(registration: Registration, claim_ids: Iterable[str]) -> dict[str, 
         lines = [one_line(c) for c in after_outcomes(registration, cid)]
         if lines:
             out[cid] = lines
+    return out
+
+
+def label(registration: Registration, change: DesignChange) -> str:
+    """``#N (date)``: the change's place in the registration (as its errors name it) and date."""
+    return f"#{registration.changes.index(change) + 1} ({change.date})"
+
+
+def listed(registration: Registration, claim_ids: Iterable[str]) -> list[tuple[DesignChange, list[str]]]:
+    """The changes made after outcomes were read that name any of ``claim_ids``, each with the
+    ids it names among them, in the registration's order."""
+    claim_ids = list(claim_ids)
+    out = []
+    for change in registration.changes:
+        if change.after_outcomes is not True or not change.claims:
+            continue
+        named = [cid for cid in claim_ids if change in after_outcomes(registration, cid)]
+        if named:
+            out.append((change, named))
     return out
 
 
