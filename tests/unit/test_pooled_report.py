@@ -18,12 +18,18 @@ import pytest
 
 from harness.archive.reference import reference_root
 from harness.studies.registry import discover, get_study
-from harness.verdicts import disclosure
 from harness.verdicts.claims import NOT_TESTABLE, Claim, Region, display, summaries
 from harness.verdicts.intervals import mean_estimate
 from harness.verdicts.pool import member_paths, pool
 from harness.verdicts.registration import DesignChange, Registration
-from harness.verdicts.run_pooling import SENSITIVITY, all_units_estimate
+
+SENSITIVITY = "a sensitivity reading, not the verdict's basis: the verdict rests on the interval over the run means"
+
+
+def all_units_estimate(rows, run_ids, unit):
+    from harness.verdicts.run_pooling import all_units_estimate
+
+    return all_units_estimate(rows, run_ids, unit)
 
 #: committed pooled references the referees reviewed (docs/reviews/s4-2026-11-29-second.md,
 #: s0-2026-11-29-third.md); superseded, kept, and their members read here
@@ -179,11 +185,13 @@ def test_a_single_runs_claims_section_names_the_changes_made_after_outcomes_were
 
 
 def test_a_change_names_a_claim_under_its_former_id_and_the_whole_design_touches_every_claim():
+    from harness.verdicts import disclosure
+
     claim = Claim("s9.gain@fast", "gain", "+10%", Region(1, 2, "r"))
-    changes = (DesignChange("2026-11-26", "First sentence. Second", "why", ("s9.gain",), {}, True),
+    changes = (DesignChange("2026-11-26", "First sentence. Second", "why", ("s9.gain",), {}, after_outcomes=True),
                DesignChange("2026-11-27", "renamed", "why", ("s9.gain@fast",), {"s9.gain": "s9.gain@fast"}),
-               DesignChange("2026-11-28", "reps " + "x" * 300, "why", (), {}, True),
-               DesignChange("2026-11-29", "before data", "why", ("s9.gain@fast",), {}, False))
+               DesignChange("2026-11-28", "reps " + "x" * 300, "why", (), {}, after_outcomes=True),
+               DesignChange("2026-11-29", "before data", "why", ("s9.gain@fast",), {}, after_outcomes=False))
     registration = Registration("s9", (claim,), {}, changes)
     assert disclosure.after_outcomes(registration, "s9.gain@fast") == [changes[0]]
     assert disclosure.one_line(changes[0]) == "2026-11-26: First sentence"
