@@ -358,3 +358,14 @@ def test_each_studys_changes_are_marked_as_their_reasons_say(name):
         elif any(p in prose for p in SAYS_BEFORE):
             assert change.after_outcomes is False, f"{label} says it was made before any data of it"
     assert any(c.after_outcomes is True for c in registration.changes)
+
+
+def test_claims_show_says_when_each_change_was_made(capsys):
+    from harness.commands.claims import cmd_claims_show
+
+    discover()
+    assert cmd_claims_show(Namespace(study="s4", json=False)) == 0
+    out = capsys.readouterr().out
+    assert "changed 2026-11-29T08:27Z [made after outcomes were read]: (1) A peak is held" in out
+    assert "changed 2026-11-29T03:33Z [made before any data of it]: The verdict profile" in out
+    assert "changed 2026-11-26: Peaks judged at 10 streams" in out  # its reason does not say
