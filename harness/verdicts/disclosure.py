@@ -100,22 +100,29 @@ def unstated(registration: Registration) -> int:
 
 
 def note(registration: Registration, claims: Iterable[tuple[str, str]]) -> str:
-    """The report's block on changes made after outcomes were read, for ``claims`` (pairs of id
-    and the name a reader sees), or "" when the registration marks none of theirs."""
-    claims = list(claims)
-    per_claim = by_claim(registration, [cid for cid, _ in claims])
+    """The block under a run's claims table on changes made after outcomes were read, for
+    ``claims`` (pairs of id and the name the table shows): each claim with the numbers of the
+    changes that touched it, then each such change once with its date and one line; "" when the
+    registration marks none of theirs."""
+    claims = dict(claims)
+    changes = listed(registration, claims)
     design = whole_design_after_outcomes(registration)
-    if not per_claim and not design:
+    if not changes and not design:
         return ""
-    names = dict(claims)
     lines = ["**Changed after outcomes were read** (the registration's changes marked "
              "`after_outcomes = true`: these verdicts are decided under a rule changed after "
              "outcomes of earlier runs were read):", ""]
-    lines += [f"* {names[cid]} (`{cid}`): " + "; ".join(found) for cid, found in per_claim.items()]
-    lines += [f"* every claim (a change of the whole design): {one_line(c)}" for c in design]
+    for cid, name in claims.items():
+        late = [f"#{registration.changes.index(c) + 1}" for c in after_outcomes(registration, cid)]
+        if late:
+            lines.append(f"* {name}: changes {', '.join(late)}")
+    lines += ["", "The changes:", ""]
+    lines += [f"* {label(registration, c)}: {one_line(c).split(': ', 1)[1]}" for c, _ in changes]
+    lines += [f"* {label(registration, c)}: {one_line(c).split(': ', 1)[1]} (the whole design: every "
+              "claim)" for c in design]
     left = unstated(registration)
     if left:
         lines += ["", f"{left} of the registration's {len(registration.changes)} changes do not say "
-                  "whether they were made before or after outcomes were read "
-                  "(`harness claims show` lists every change with its reason)."]
+                  "whether they were made before or after outcomes were read (`harness claims show` "
+                  "lists every change with its reason)."]
     return "\n".join(lines)

@@ -176,9 +176,9 @@ def test_a_single_runs_claims_section_names_the_changes_made_after_outcomes_were
     display(frame, "verdict", study.registration())
     block = next(s for s in shown if s.startswith("**Changed after outcomes were read**"))
     assert shown.index(block) == 2  # right under the paper's claims table
-    line = next(x for x in block.splitlines() if "(`s4.tcp_peak@nolimit`)" in x)
-    assert "2026-11-29T08:27Z: (1) A peak is held to the gains' regime" in line
-    assert "2026-11-29T03:33Z" not in block  # marked false
+    assert "* TCP peak at 10 streams (no sender CPU limit): changes #1, #5, #7, #11\n" in block
+    assert "* #11 (2026-11-29T08:27Z): (1) A peak is held to the gains' regime" in block
+    assert "2026-11-29T03:33Z" not in block and "#9" not in block  # marked false
     shown.clear()
     display(frame, "verdict")  # no registration given: as before
     assert not any(s.startswith("**Changed after outcomes") for s in shown)
@@ -197,6 +197,6 @@ def test_a_change_names_a_claim_under_its_former_id_and_the_whole_design_touches
     assert disclosure.one_line(changes[0]) == "2026-11-26: First sentence"
     assert disclosure.one_line(changes[2]).endswith(" ...") and len(disclosure.one_line(changes[2])) < 180
     note = disclosure.note(registration, [("s9.gain@fast", "gain")])
-    assert "* gain (`s9.gain@fast`): 2026-11-26: First sentence" in note
-    assert "* every claim (a change of the whole design): 2026-11-28: reps" in note
+    assert "* gain: changes #1\n" in note and "* #1 (2026-11-26): First sentence\n" in note
+    assert "* #3 (2026-11-28): reps ... (the whole design" in note and note.count("(the whole design: every claim)") == 1
     assert "1 of the registration's 4 changes do not say" in note
