@@ -13,7 +13,7 @@ outcome beside the pooled ones.
 
 The pooled folder (``$HARNESS_DATA/pooled/<study>/<id>/``, or ``--out``) holds
 ``claims.csv``/``.parquet``, ``run.json`` (its members with their registration digests),
-``registration.json`` (the members' one registration) and ``report.md``; it is created
+``registration.json`` (the members' one registration) and ``report.md`` (:mod:`.pool_report`); it is created
 exclusively and made read-only. A pooled *reference* (``--reference``: the repository's
 ``data/reference/<study>/<id>/``) also keeps a copy of each member under ``members/<run id>/``,
 named in run.json by that relative path, so that the committed reference can be pooled again
