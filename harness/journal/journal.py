@@ -4,7 +4,10 @@ Each change is appended to a JSON-lines file *before* it is made (so a crash
 between the two still leaves its entry), with what is needed to undo it. Undo
 runs in reverse order and tolerates things that are already gone. Because the
 journal is on disk, ``harness lab clean`` can finish the undo of a run that
-crashed or was killed, from that run's own journal and never by name pattern.
+crashed or was killed, from that run's own journal and never by name pattern. The order
+of a run's undo -- changes inside a deleted namespace gone with it, batch handlers, a
+change found still there tried once more -- is :mod:`harness.journal.undo_order`; Ctrl-C
+is held meanwhile (:mod:`harness.journal.signals`).
 
 Undo handlers are registered per kind with :func:`undo_handler`; each takes
 the node (rebuilt from its description) and the entry's data, and looks after it acts
@@ -39,7 +42,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -61,6 +63,7 @@ from .handlers import (
     stop_recorded_process,
 )
 from .machineid import MachineId, identity_of, local_identity
+from .signals import signals_deferred
 from .trust import (
     UnreadableJournal,
     machine_key,
@@ -69,7 +72,7 @@ from .trust import (
     unnamed_machine,
     without_trust,
 )
-from .undo_left import UndoLeft
+from .undo_order import undo_newest_first
 from .undo_registry import (
     _BATCH_HANDLERS,
     _GONE_WITH_NAMESPACE,
@@ -83,11 +86,12 @@ from .undo_registry import (
 )
 
 # Names that stood here before the trust checks, the built-in undo, the handler registry
-# and the file (Entry) moved to modules of their own (2026-11-27): the handler modules and
-# tests import them from here, and so may anyone else.
-__all__ = ["STATE_DIRS", "STOP_RECORDED_PROCESS", "BatchUndoFn", "Entry", "Journal", "UndoFailed", "UndoFn",
-           "UnreadableJournal", "batch_undo_handler", "load_undo_handlers", "remove_process_log",
-           "signals_deferred", "undo_handler"]
+# and the file (Entry) moved to modules of their own (2026-11-27), and the undo order and
+# the held signals after them (2026-11-29): the handler modules and tests import them from
+# here, and so may anyone else.
+__all__ = ["_BATCH_HANDLERS", "_HANDLERS", "_MODULES", "STATE_DIRS", "STOP_RECORDED_PROCESS", "BatchUndoFn",
+           "Entry", "Journal", "UndoFailed", "UndoFn", "UnreadableJournal", "batch_undo_handler",
+           "load_undo_handlers", "remove_process_log", "signals_deferred", "undo_handler"]
 
 
 class UndoFailed(HarnessError):
@@ -158,7 +162,7 @@ class Journal:
         key = machine_key(entry.node)
         if key not in self._checked:
             try:
-                node = self._node(entry.node)
+                node = self.node_for(entry.node)
                 found = identity_of(node.machine)
             except Exception as exc:  # noqa: BLE001 -- unreachable, unknown host key, bad node
                 self._checked[key] = f"its machine could not be asked who it is ({exc})"
@@ -325,7 +329,9 @@ class Journal:
         return {} if found is None else found.to_dict()
 
     # -- undoing -----------------------------------------------------------
-    def _node(self, desc: dict) -> Node:
+    def node_for(self, desc: dict) -> Node:
+        """The node a record describes (rebuilt once per description, trusted no further than
+        :func:`~harness.journal.trust.without_trust` lets it)."""
         key = json.dumps(desc, sort_keys=True)
         if key not in self._nodes:
             self._nodes[key] = node_from_description(without_trust(desc))
@@ -347,7 +353,7 @@ class Journal:
         if entry.kind not in _HANDLERS and entry.module:
             load_undo_handlers()  # the handler moved to another module since
         try:
-            node = self._node(entry.node)
+            node = self.node_for(entry.node)
             if entry.kind not in _GONE_WITH_NAMESPACE or not inside_vanished_namespace(node):
                 with record_trust(entry.loaded), undo_context.undoing(self.entries(), entry.seq):
                     entry.note = _HANDLERS[entry.kind](node, entry.data) or None
@@ -361,7 +367,8 @@ class Journal:
 
     def undo_all(self, after_seq: int = 0,
                  leave: Callable[[Entry], bool] | None = None) -> list[str]:
-        """Undo every pending change newer than ``after_seq``, newest first.
+        """Undo every pending change newer than ``after_seq``, newest first (the order, and
+        what is tried again, are :mod:`harness.journal.undo_order`).
 
         ``leave`` names entries to leave pending: changes something else ends as a whole
         (the state inside a VM that is stopped next, see :meth:`harness.lab.lab.Lab.teardown`).
@@ -370,91 +377,8 @@ class Journal:
         if os.getpid() != self._owner_pid:
             # A forked child that unwinds a copy of our stack must never undo.
             return []
-        failures = []
-        again: list[tuple[Entry, int]] = []  # found still there: tried once more at the end
         batch = [e for e in self.pending() if e.seq > after_seq and not (leave and leave(e))]
-        # Namespaces deleted in this batch take their links, qdiscs, routes and
-        # sysctls with them: no need to undo those one by one. They are marked undone
-        # once their namespace is (``inside``), and every mark of this undo goes to disk
-        # in one write at the end: an fsync per mark took 0.4-0.8 s of a 48-host star's
-        # teardown (2026-11-27). A crash before that leaves them pending, and a second
-        # undo finds their namespace gone.
-        doomed = {_netns_key(e.node, e.data.get("name"))
-                  for e in batch if e.kind == "netns" and self.refusal(e) is None}
-        inside: dict[tuple[str, object], list[Entry]] = {}
-        marks: list[Entry] = []
-        group: list[Entry] = []  # consecutive entries undone by one batch handler
-
-        def undone(entries: list[Entry]) -> None:
-            for e in entries:
-                e.undone = True
-                marks.append(e)
-                if e.kind == "netns":
-                    undone(inside.pop(_netns_key(e.node, e.data.get("name")), []))
-
-        def flush_group() -> None:
-            if not group:
-                return
-            for e in list(group):
-                reason = self.refusal(e)
-                if reason is not None:
-                    failures.append(f"{e.kind} record {e.seq} not undone here: {reason}")
-                    group.remove(e)
-            if not group:
-                return
-            try:
-                with record_trust(any(e.loaded for e in group)):
-                    _BATCH_HANDLERS[group[0].kind](self._node(group[0].node),
-                                                   [e.data for e in group])
-                undone(list(group))
-            except Exception as exc:
-                failures.append(f"{group[0].kind} {[e.data for e in group]}: {exc}")
-                for e in group:
-                    self.undo_failed(e, exc)
-            group.clear()
-
-        with signals_deferred():
-            try:
-                for entry in reversed(batch):
-                    try:
-                        if entry.kind in _GONE_WITH_NAMESPACE \
-                                and entry.node.get("type") == "netns" \
-                                and _netns_key(entry.node["parent"],
-                                               entry.node["netns"]) in doomed:
-                            inside.setdefault(_netns_key(entry.node["parent"],
-                                                         entry.node["netns"]), []).append(entry)
-                            continue
-                        if entry.kind in _BATCH_HANDLERS:
-                            if group and (group[0].kind != entry.kind
-                                          or group[0].node != entry.node):
-                                flush_group()
-                            group.append(entry)
-                            continue
-                        flush_group()
-                        self.undo(entry, mark=False)
-                        undone([entry])
-                    except Exception as exc:  # keep going: undo as much as possible
-                        failures.append(f"{entry.kind} {entry.data}: {exc}")
-                        if isinstance(exc, UndoLeft):
-                            again.append((entry, len(failures) - 1))
-                flush_group()
-                # Once more, newest first, each change found still there: what held it may have
-                # gone with an older change's undo (a sender SIGKILLed at 0.01 CPUs leaves
-                # slowly until its cgroup's undo lifts the limit; issue 40).
-                for entry, index in again:
-                    try:
-                        self.undo(entry, mark=False)
-                        undone([entry])
-                        failures[index] = ""
-                    except Exception as exc:  # noqa: BLE001 -- still there: reported below
-                        failures[index] = f"{entry.kind} {entry.data}: {exc}"
-                failures[:] = [f for f in failures if f]
-            finally:
-                self.mark_undone_many(marks)
-        for entries in inside.values():  # their namespace was not deleted: still there
-            for e in entries:
-                failures.append(f"{e.kind} {e.data}: not undone, its namespace was not deleted")
-                self.undo_failed(e, "not undone: its namespace was not deleted")
+        failures = undo_newest_first(self, batch)
         if failures:
             raise UndoFailed(
                 "could not undo every change:\n  " + "\n  ".join(failures),
@@ -503,32 +427,8 @@ class Journal:
         proc.stop()
         seq = proc.info.extra.get("journal_seq")
         if seq in self._entries and not self._entries[seq].undone:
-            remove_process_log(self._node(self._entries[seq].node).machine, proc.info.log)
+            remove_process_log(self.node_for(self._entries[seq].node).machine, proc.info.log)
             self.mark_undone(self._entries[seq])
-
-
-@contextmanager
-def signals_deferred() -> Iterator[None]:
-    """Hold SIGINT/SIGTERM while undoing, so a second Ctrl-C cannot cut teardown short."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    received: list[int] = []
-    previous = {}
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        previous[sig] = signal.signal(sig, lambda s, _f: received.append(s))
-    try:
-        yield
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-        if received:
-            raise KeyboardInterrupt
-
-
-def _netns_key(parent: dict, name) -> tuple[str, object]:
-    """A namespace by the node it was made on and its name (a dict key)."""
-    return json.dumps(parent, sort_keys=True), name
 
 
 # The journal's own kinds (the undo is in harness.journal.handlers). Registered here so

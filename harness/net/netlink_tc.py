@@ -8,7 +8,7 @@ the kernel's scheduler ticks (``/proc/net/psched``), a rate table for frames up
 to ``mtu`` 1600 in cells of 8 bytes, Ethernet link layer. (Linux reads only the
 struct when the link layer is given; the tables go along for older kernels.)
 Other qdiscs (netem, tbf with a peak rate) are encoded by pyroute2 or made by
-`tc` (:class:`harness.net.backend.NetlinkBackend`).
+`tc` (:class:`harness.net.netlink_backend.NetlinkBackend`).
 """
 
 from __future__ import annotations

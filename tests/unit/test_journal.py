@@ -126,17 +126,20 @@ def test_journal_lines_are_json(journal):
 
 
 def test_archived_journals_name_modules_whose_undo_handlers_still_load():
-    """The reference runs' journals were written when the harness's modules were flat
-    (``netbackend``, ``tracked``, ... right under ``harness``): `harness lab clean` on such a journal
-    must still find every record's undo handler, in a fresh process as after a SIGKILL."""
+    """The first reference runs' journals were written when the harness's modules were flat
+    (``netbackend``, ``tracked``, ... right under ``harness``), the pooled references' members'
+    (``members/*/journal.jsonl``) under today's packages (``harness.net.backend``,
+    ``harness.journal.journal``): `harness lab clean` on either must still find every record's
+    undo handler, in a fresh process as after a SIGKILL -- also after a module is split."""
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[2]
-    records = [json.loads(line) for path in sorted((root / "data" / "reference").glob("*/*/journal.jsonl"))
+    records = [json.loads(line) for path in sorted((root / "data" / "reference").glob("**/journal.jsonl"))
                for line in path.read_text().splitlines() if line.strip()]
     named = sorted({(r["kind"], r["module"]) for r in records if r.get("op") == "do" and r.get("module")})
     modules = sorted({m for _, m in named})
     assert any("." not in m.removeprefix("harness.") for m in modules), modules  # flat names are there
+    assert {"harness.net.backend", "harness.journal.journal"} <= set(modules), modules  # and today's
     script = ("import json, sys\n"
               "from harness.journal.undo_registry import _HANDLERS, load_undo_handlers\n"
               "named = json.loads(sys.argv[1])\n"
