@@ -470,10 +470,16 @@ def gates_note(frame: pd.DataFrame) -> str:
             + "\n".join(f"* {claim}: {gates}" for claim, gates in rows))
 
 
-def display(frame: pd.DataFrame, profile: str = "") -> None:
-    """A notebook's claims section: the paper's claims, invalid points, then ours apart."""
+def display(frame: pd.DataFrame, profile: str = "", registration=None) -> None:
+    """A notebook's claims section: the paper's claims, invalid points, then ours apart.
+
+    ``registration`` (the study's :class:`~harness.verdicts.registration.Registration`): under the
+    paper's claims, the claims decided under a rule its changes marked ``after_outcomes = true``
+    (:mod:`harness.verdicts.disclosure`)."""
     from IPython.display import Markdown
     from IPython.display import display as show_in_notebook
+
+    from .disclosure import note
 
     lines = [f"**Verdicts on the paper's claims:** {summary(frame)}."]
     if profile == "quick":
@@ -485,6 +491,9 @@ def display(frame: pd.DataFrame, profile: str = "") -> None:
     lines.append(runs_note(frame))
     show_in_notebook(Markdown("\n\n".join(lines)))
     show_in_notebook(show(frame, PAPER))
+    late = note(registration, zip(frame.claim_id, frame.claim)) if registration is not None else ""
+    if late:
+        show_in_notebook(Markdown(late))
     show_in_notebook(Markdown(invalid_note(frame)))
     for source, title in OURS_TITLES:
         ours = show(frame, source)

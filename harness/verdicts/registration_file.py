@@ -6,7 +6,9 @@ the module's folder) and reads like a preregistration: one ``[[claims]]`` table 
 validity checks its points must pass, and ``[claims.region]`` with its bounds and rule; a
 *reading*, ``source = "reading"``, has no region: it is shown, judged against nothing),
 then ``[design]`` and one ``[[changes]]`` table per change (a change that renames claims says
-so in ``renamed``, old id = new id, so that earlier changes may still name the old ids).
+so in ``renamed``, old id = new id, so that earlier changes may still name the old ids; a change
+says in ``after_outcomes`` whether it was made after outcomes were read, true or false, or
+leaves it out where its reason does not say).
 :func:`load` turns it into a
 :class:`~harness.verdicts.registration.Registration`; anything the schema does not allow (an
 unknown key, a missing field, a wrong type, a region whose low is above its high, a
@@ -48,10 +50,14 @@ REGION = {"low": (int, float), "high": (int, float), "rule": str,
 #: a region made by the convention (harness.verdicts.margins) names its figure with one of these
 CONVENTION = ("equivalent_to", "differs_from")
 _MARGIN_ONLY = ("scale", "direction", "cap_low", "cap_high", "cap_why")
-CHANGE = {"date": str, "what": str, "why": str, "claims": list, "renamed": dict}
+CHANGE = {"date": str, "what": str, "why": str, "claims": list, "renamed": dict, "after_outcomes": bool}
 CHANGE_REQUIRED = ("date", "what", "why")
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2})?Z)?")  # a date, or a date and UTC time
-_TYPE_NAMES = {str: "a string", list: "an array", dict: "a table", int: "an integer",
+#: what a field's error adds to "write KEY as ..."
+_FIX = {"after_outcomes": ", unquoted: true where the change's reason says it was made after outcomes "
+                          "(or references) were read, false where it says before any data of it; leave "
+                          "it out where it says neither"}
+_TYPE_NAMES = {bool: "a boolean (true or false)", str: "a string", list: "an array", dict: "a table", int: "an integer",
                float: "a number", (int, float): "a number",
                (int, float, list): "a number or an array of two numbers"}
 
@@ -119,11 +125,11 @@ def _keys(table, schema: dict, required, where: str, what: str) -> None:
                                     f"add {key} = ... to it")
     for key, value in table.items():
         want = schema[key]
-        if isinstance(value, bool) or not isinstance(value, want):
+        if isinstance(value, bool) != (want is bool) or not isinstance(value, want):
             raise RegistrationError(
                 f"{where}: {what}: field {key}: must be {_TYPE_NAMES[want]}, not {_kind(value)}",
                 f"write {key} as {_TYPE_NAMES[want]}" + (" (in double quotes)" if want is str
-                                                          else ""))
+                                                          else _FIX.get(key, "")))
 
 
 def _kind(value) -> str:
@@ -291,4 +297,4 @@ def _change(entry, index: int, where: str, ids: set[str]) -> DesignChange:
                                     "this registration",
                                     "name the ids of the claims the change touches")
     return DesignChange(entry["date"], entry["what"], entry["why"], tuple(entry.get("claims", ())),
-                        dict(entry.get("renamed", {})))
+                        dict(entry.get("renamed", {})), entry.get("after_outcomes"))
