@@ -39,6 +39,7 @@ import pandas as pd
 from ..archive.archive import COMPLETE, RUN_FILE, data_root
 from ..errors import ArchiveError, SpecError
 from .claims import table
+from .lab_kind import differences
 from .pool_report import ALL_UNITS, ALL_UNITS_HOW, report
 from .registration import read_archived
 from .run_pooling import all_units_estimate, pooled_verdict
@@ -145,11 +146,12 @@ def _same(first: Member, member: Member) -> None:
         raise SpecError(f"runs {first.run_id} and {member.run_id} differ in parameters "
                         + ", ".join(f"{k} ({pa.get(k)!r} vs {pb.get(k)!r})" for k in moved),
                         f"pool runs of one design (only {', '.join(MAY_DIFFER)} may differ)")
-    if a.get("placement") != b.get("placement"):
-        raise SpecError(f"runs {first.run_id} and {member.run_id} were placed differently "
-                        f"({(a.get('placement') or {}).get('reason')!r} vs "
-                        f"{(b.get('placement') or {}).get('reason')!r}); the analysis reads it",
-                        "pool runs made in the same kind of lab")
+    placed = differences(a.get("placement"), b.get("placement"))
+    if placed:
+        raise SpecError(f"runs {first.run_id} and {member.run_id} were made in different kinds "
+                        f"of lab (run.json placement): {'; '.join(placed)}",
+                        "pool runs made in the same kind of lab (one boot's facts -- pids, ports, "
+                        "boot times, measured ceilings -- may differ)")
     if a.get("as_found") != b.get("as_found"):
         raise SpecError(f"runs {first.run_id} and {member.run_id} differ in what they could change "
                         "(run.json's as_found: a run on machines as found made fewer changes)",
