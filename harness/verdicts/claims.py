@@ -324,11 +324,33 @@ def not_testable(claim: Claim, reason: str, note: str = "") -> Verdict:
     return Verdict(claim, None, NOT_TESTABLE, reason, note=note)
 
 
+#: ``DataFrame.attrs`` key of a claims table's regions by claim id (:func:`table`)
+REGIONS = "regions"
+
+
 def table(verdicts: list[Verdict]) -> pd.DataFrame:
     """The archived form: one row per claim, :data:`COLUMNS` in order."""
     frame = pd.DataFrame([v.row() for v in verdicts], columns=COLUMNS)
     frame["more_needed"] = frame["more_needed"].astype("Int64")
+    # each claim's region as judged, exactly (the column holds its text), for a pool to judge
+    # a region every run's design set alike (harness.verdicts.run_pooling); JSON, as parquet
+    # keeps a frame's attrs in its metadata
+    frame.attrs[REGIONS] = {v.claim.id: region_bounds(v.claim.region) for v in verdicts}
     return frame
+
+
+def region_bounds(region: Region) -> dict:
+    """A region's bounds as JSON (an open side None) with its rule: :func:`region_from_bounds`."""
+    return {"low": region.low if math.isfinite(region.low) else None,
+            "high": region.high if math.isfinite(region.high) else None, "why": region.why}
+
+
+def region_from_bounds(bounds: dict | None) -> Region | None:
+    if not isinstance(bounds, dict):
+        return None
+    low, high = bounds.get("low"), bounds.get("high")
+    return Region(-math.inf if low is None else float(low), math.inf if high is None else float(high),
+                  str(bounds.get("why") or ""))
 
 
 def show(frame: pd.DataFrame, source: str | None = None) -> pd.DataFrame:

@@ -38,7 +38,7 @@ import pandas as pd
 
 from ..archive.archive import COMPLETE, RUN_FILE, data_root
 from ..errors import ArchiveError, SpecError
-from .claims import table
+from .claims import REGIONS, region_from_bounds, table
 from .lab_kind import differences
 from .pool_report import ALL_UNITS, ALL_UNITS_HOW, report
 from .registration import read_archived
@@ -186,7 +186,8 @@ def pooled_table(study, found: list[Member], own: list[pd.DataFrame]) -> pd.Data
         if any(str(t.loc[cid].get("units")) == "runs" for t in by_run):
             continue  # not the members' samples: another apparatus's runs
         claim, rows = registration.claim(cid), [t.loc[cid] for t in by_run]
-        verdict, columns = pooled_verdict(claim, rows, run_ids)
+        verdict, columns = pooled_verdict(claim, rows, run_ids,
+                                          [region_from_bounds(t.attrs.get(REGIONS, {}).get(cid)) for t in own])
         verdicts.append(verdict)
         together, why = (all_units_estimate(rows, run_ids, claim.unit) if verdict.estimate is not None
                          else (None, "no pooled estimate"))

@@ -121,11 +121,7 @@ def changed_after_outcomes(registration: Registration, frame: pd.DataFrame) -> l
               f"({_claims(named)})" for c, named in changes]
     lines += [f"- {disclosure.label(registration, c)}: {disclosure.one_line(c).split(': ', 1)[1]} "
               "(the whole design: every claim)" for c in design]
-    left = disclosure.unstated(registration)
-    if left:
-        lines += ["", f"{left} of the registration's {len(registration.changes)} changes do not say "
-                  "when they were made (`harness claims show` lists each with its reason)."]
-    return lines + [""]
+    return lines + ["", disclosure.counts(registration), ""]
 
 
 def _claims(ids: list[str]) -> str:

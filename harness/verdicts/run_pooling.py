@@ -32,7 +32,7 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
-from .claims import INVALID, NOT_TESTABLE, Claim, Verdict, judge
+from .claims import INVALID, NOT_TESTABLE, Claim, Region, Verdict, judge
 from .intervals import CONFIDENCE, POOLED_METHOD, RESAMPLES, SEED, T_BELOW, Estimate, t975, t_half_width
 
 #: what the all-units figure is to a reader of a pooled report
@@ -101,9 +101,15 @@ def _labelled(rows: list[pd.Series], run_ids: list[str], column: str) -> str:
     return "; ".join(f"run {rid}: {t}" for rid, t in zip(run_ids, texts) if t)
 
 
-def pooled_verdict(claim: Claim, rows: list[pd.Series], run_ids: list[str]) -> tuple[Verdict, dict]:
+def pooled_verdict(claim: Claim, rows: list[pd.Series], run_ids: list[str],
+                   regions: list[Region | None] | None = None) -> tuple[Verdict, dict]:
     """``claim`` judged on its member rows (one per run, in ``run_ids`` order); the verdict
-    and the columns it carries from the runs (note, gates, invalid points)."""
+    and the columns it carries from the runs (note, gates, invalid points).
+
+    ``regions``: each run's region as its analysis judged it (harness.verdicts.claims.table's
+    attrs). A region the registration's rule makes from the run's design (S3's "most": at
+    least k // 2 + 1 of the run's k points) is pooled where every run's design made the same
+    one, exactly; runs whose designs made different regions are not pooled."""
     carried = {c: _labelled(rows, run_ids, c) for c in ("note", "gates", "invalid")}
     invalid = [(rid, r) for rid, r in zip(run_ids, rows) if r["outcome"] == INVALID]
     if invalid:
@@ -130,12 +136,18 @@ def pooled_verdict(claim: Claim, rows: list[pd.Series], run_ids: list[str]) -> t
             "claim in its regime in every run): ")
         return Verdict(claim, estimate, NOT_TESTABLE, where + said), carried
     texts = {str(r["region"]) for r in rows}
-    if texts != {claim.region.text(claim.unit)}:  # a region the run's design set, not the registration
-        return Verdict(claim, estimate, NOT_TESTABLE, "the runs judged it against "
-                       + ", ".join(sorted(texts)) + f", the registration against "
-                       f"{claim.region.text(claim.unit)}: a region set by each run's design is "
-                       "not pooled"), carried
     region = claim.region
+    if texts != {claim.region.text(claim.unit)}:  # a region the run's design set, not the registration
+        made = {(r.low, r.high) for r in regions or [] if r is not None}
+        if len(made) != 1 or len(regions) != len(rows) or None in regions:
+            return Verdict(claim, estimate, NOT_TESTABLE, "the runs judged it against "
+                           + ", ".join(sorted(texts)) + f", the registration against "
+                           f"{claim.region.text(claim.unit)}: regions the runs' designs set "
+                           "differently are not pooled"), carried
+        region = regions[0]
+        carried["note"] = "; ".join(t for t in (
+            f"judged against the region every run's design set alike by the registered rule "
+            f"({region.why})", carried["note"]) if t)
     return judge(replace(claim, region=region), estimate, carried["note"]), carried
 
 

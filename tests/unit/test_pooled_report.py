@@ -199,4 +199,5 @@ def test_a_change_names_a_claim_under_its_former_id_and_the_whole_design_touches
     note = disclosure.note(registration, [("s9.gain@fast", "gain")])
     assert "* gain: changes #1\n" in note and "* #1 (2026-11-26): First sentence\n" in note
     assert "* #3 (2026-11-28): reps ... (the whole design" in note and note.count("(the whole design: every claim)") == 1
-    assert "1 of the registration's 4 changes do not say" in note
+    assert ("Of the registration's 4 changes, 2 made after outcomes were read, 1 before any data "
+            "of theirs, 1 does not say which") in note
