@@ -66,8 +66,9 @@ def cmd_claims_show(args) -> int:
         print("design (fixed before data):")
         for key, value in reg.design.items():
             print(f"    {key}: {json.dumps(value, ensure_ascii=False)}")
+    when = {True: " [made after outcomes were read]", False: " [made before any data of it]", None: ""}
     for change in reg.changes:
-        print(f"changed {change.date}: {change.what} -- why: {change.why}")
+        print(f"changed {change.date}{when[change.after_outcomes]}: {change.what} -- why: {change.why}")
     return 0
 
 

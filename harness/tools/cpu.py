@@ -1,4 +1,5 @@
-"""CPU use of a machine, read from its /proc: a process group's CPU seconds, the load average.
+"""CPU use of a machine, read from its /proc: a process group's CPU seconds and context switches,
+the load average.
 
 Both are facts of the *machine* under a node (a namespace node shares its
 host's processes and load), so they are read through ``node.machine``.
@@ -6,6 +7,7 @@ host's processes and load), so they are read through ``node.machine``.
 
 from __future__ import annotations
 
+from ..errors import HarnessError
 from ..nodes import Node
 from ..nodes.procfs import parse_stats
 
@@ -25,6 +27,35 @@ def group_cpu_seconds(node: Node, pgid: int) -> float:
     ticks = sum(st.utime + st.stime + st.cutime + st.cstime
                 for st in parse_stats("\n".join(out[:-1])) if st.pgid == pgid)
     return ticks / hz
+
+
+def group_context_switches(node: Node, pgid: int) -> int:
+    """Context switches (voluntary + involuntary) of every live thread of process group ``pgid``.
+
+    Read from /proc/PID/task/TID/status (``voluntary_ctxt_switches`` and
+    ``nonvoluntary_ctxt_switches``): a relay that sleeps in epoll_wait and wakes per message
+    switches out once per wake-up, so the difference of two readings around a ping-pong is
+    the relay's switches for its messages. A thread or child that ended between the readings
+    takes its count with it (the harness's relays are one process, one thread).
+    """
+    pids = [st.pid for st in parse_stats(node.machine.run(
+        "cat /proc/[0-9]*/stat 2>/dev/null", check=False, timeout=20).stdout) if st.pgid == pgid]
+    if not pids:
+        raise HarnessError(f"process group {pgid} on {node.name} has no live process: its "
+                           "context switches cannot be read", "is the relay still running?")
+    paths = " ".join(f"/proc/{pid}/task/*/status" for pid in pids)
+    return context_switches(node.machine.run(f"cat {paths} 2>/dev/null", check=False,
+                                             timeout=20).stdout)
+
+
+def context_switches(status_text: str) -> int:
+    """The sum of the voluntary and involuntary context switches in /proc status files' text."""
+    total = 0
+    for line in status_text.splitlines():
+        key, _, value = line.partition(":")
+        if key in ("voluntary_ctxt_switches", "nonvoluntary_ctxt_switches"):
+            total += int(value.strip())
+    return total
 
 
 def machine_load(node: Node) -> float:

@@ -13,6 +13,8 @@ rule written beside it. :func:`judge` compares our
   interval); the verdict says roughly how many samples would decide it;
 - **not testable here**: the lab cannot produce the quantity, or not in the
   paper's regime, with the measured reason;
+- **shown**: a *reading* (``source=READING``): a figure the run measures outside the
+  paper's regime, presented with its interval and judged against nothing (it has no region);
 - **invalid**: the estimate rests on a point that is physically impossible
   (faster than its wire, a CPU share above 100 % per thread) or failed (a fan-in
   point with no completed round: :mod:`harness.verdicts.validity`); the point's numbers
@@ -28,7 +30,10 @@ line (``seed_line``, e.g. ``"004:66"``), the ``quantity`` we measure, the paper'
 it (:attr:`Region.why`). Claims that are not the paper's -- our engineering
 targets (``source=TARGET``) and checks of the lab (``source=LAB``) -- need no
 sentence, are never called reproduced (they are *met* or *not met*) and are
-counted apart.
+counted apart. A *reading* (``source=READING``) is neither: a quantity the run measures where
+the paper's regime does not hold (S0's relays limiting on an unshaped host), registered with its
+quantity and the regime it is measured in, but with no region, so nothing decides it; its row
+shows the estimate and interval and the outcome *shown*.
 """
 
 from __future__ import annotations
@@ -53,12 +58,15 @@ NOT_TESTABLE = "not testable here"
 INVALID = "invalid"  # rests on a physically impossible point (harness.verdicts.validity)
 MET = "met"  # a target's or a lab check's "reproduced"
 NOT_MET = "not met"
-OUTCOMES = (REPRODUCED, NOT_REPRODUCED, MET, NOT_MET, INCONCLUSIVE, NOT_TESTABLE, INVALID)
+SHOWN = "shown"  # a reading's outcome: measured and presented, judged against nothing
+OUTCOMES = (REPRODUCED, NOT_REPRODUCED, MET, NOT_MET, SHOWN, INCONCLUSIVE, NOT_TESTABLE, INVALID)
 
 PAPER = "paper"
 TARGET = "target"  # an engineering target of ours, not a claim of the paper
 LAB = "lab"  # a check that the lab is what the study needs (both paths used, ...), not the paper's
-SOURCES = (PAPER, TARGET, LAB)
+#: a figure measured outside the paper's regime, shown with its interval and judged against nothing
+READING = "reading"
+SOURCES = (PAPER, TARGET, LAB, READING)
 
 IMPRACTICAL = 100  # more than this many times the samples we have: say so, not "run more"
 
@@ -112,7 +120,14 @@ class Region:
     def above(cls, low: float, why: str) -> Region:
         return cls(low, math.inf, why)
 
+    @property
+    def unbounded(self) -> bool:
+        """No bound on either side: a reading's (nothing is judged against it)."""
+        return math.isinf(self.low) and math.isinf(self.high)
+
     def text(self, unit: str = "") -> str:
+        if self.unbounded:
+            return "-"
         u = "" if unit in ("", "x", "%") else f" {unit}"
         sfx = unit if unit in ("x", "%") else ""
         if math.isinf(self.low):
@@ -157,6 +172,9 @@ class Claim:
     def __post_init__(self) -> None:
         if self.source not in SOURCES:
             raise ValueError(f"claim {self.id}: source {self.source!r} is not one of {SOURCES}")
+        if self.source == READING and not self.region.unbounded:
+            raise ValueError(f"claim {self.id}: a reading is judged against nothing: it takes no "
+                             "region")
 
     @property
     def is_paper(self) -> bool:
@@ -272,6 +290,12 @@ def judge(claim: Claim, estimate: Estimate | None, note: str = "",
         return Verdict(claim, None, NOT_TESTABLE, "no measurement of this quantity in the run",
                        note=note)
     region = claim.region
+    if claim.source == READING:
+        return Verdict(claim, estimate, SHOWN,
+                       "a reading outside the paper's regime: shown with its interval, judged "
+                       "against nothing" + ("" if estimate.has_interval else
+                                            f" (one {estimate.units[:-1]}: no interval)"),
+                       None, note)
     if not estimate.has_interval:
         return Verdict(claim, estimate, INCONCLUSIVE,
                        f"one {estimate.units[:-1]}: no interval; at least 2 are needed "
@@ -300,11 +324,33 @@ def not_testable(claim: Claim, reason: str, note: str = "") -> Verdict:
     return Verdict(claim, None, NOT_TESTABLE, reason, note=note)
 
 
+#: ``DataFrame.attrs`` key of a claims table's regions by claim id (:func:`table`)
+REGIONS = "regions"
+
+
 def table(verdicts: list[Verdict]) -> pd.DataFrame:
     """The archived form: one row per claim, :data:`COLUMNS` in order."""
     frame = pd.DataFrame([v.row() for v in verdicts], columns=COLUMNS)
     frame["more_needed"] = frame["more_needed"].astype("Int64")
+    # each claim's region as judged, exactly (the column holds its text), for a pool to judge
+    # a region every run's design set alike (harness.verdicts.run_pooling); JSON, as parquet
+    # keeps a frame's attrs in its metadata
+    frame.attrs[REGIONS] = {v.claim.id: region_bounds(v.claim.region) for v in verdicts}
     return frame
+
+
+def region_bounds(region: Region) -> dict:
+    """A region's bounds as JSON (an open side None) with its rule: :func:`region_from_bounds`."""
+    return {"low": region.low if math.isfinite(region.low) else None,
+            "high": region.high if math.isfinite(region.high) else None, "why": region.why}
+
+
+def region_from_bounds(bounds: dict | None) -> Region | None:
+    if not isinstance(bounds, dict):
+        return None
+    low, high = bounds.get("low"), bounds.get("high")
+    return Region(-math.inf if low is None else float(low), math.inf if high is None else float(high),
+                  str(bounds.get("why") or ""))
 
 
 def show(frame: pd.DataFrame, source: str | None = None) -> pd.DataFrame:
@@ -322,17 +368,18 @@ def _sources(frame: pd.DataFrame) -> pd.Series:
 
 def summary(frame: pd.DataFrame, source: str = PAPER) -> str:
     """'3 reproduced, 1 not reproduced, 2 inconclusive' for the paper's claims of a run
-    (``source=TARGET`` or ``LAB``: '2 met, 1 not met' for ours, counted apart)."""
+    (``source=TARGET`` or ``LAB``: '2 met, 1 not met' for ours, counted apart; ``READING``:
+    '3 shown')."""
     counts = frame[_sources(frame) == source].outcome.value_counts()
-    none = "no claims" if source == PAPER else f"no {source} checks"
+    none = {PAPER: "no claims", READING: "no readings"}.get(source, f"no {source} checks")
     return ", ".join(f"{int(counts[o])} {o}" for o in OUTCOMES if o in counts) or none
 
 
 def summaries(frame: pd.DataFrame) -> str:
     """The paper's claims' counts, then ours apart: '3 reproduced, 1 inconclusive; targets:
-    2 met; lab checks: 1 met'."""
+    2 met; lab checks: 1 met; readings: 3 shown'."""
     parts = [summary(frame)]
-    for source, name in ((TARGET, "targets"), (LAB, "lab checks")):
+    for source, name in ((TARGET, "targets"), (LAB, "lab checks"), (READING, "readings")):
         if (_sources(frame) == source).any():
             parts.append(f"{name}: {summary(frame, source)}")
     return "; ".join(parts)
@@ -391,6 +438,12 @@ def invalid_note(frame: pd.DataFrame) -> str:
             "first point (every point: the `invalid` column of claims.csv):\n\n" + "\n".join(lines))
 
 
+#: the titles of the sections that show rows which are not the paper's claims, in order
+OURS_TITLES = ((TARGET, "Our engineering targets (not claims of the paper: met or not met):"),
+               (LAB, "Checks of the lab (not claims of the paper: met or not met):"),
+               (READING, "Readings outside the paper's regime (not claims of the paper, no region: "
+                         "shown with their intervals, judged against nothing):"))
+
 #: a report lists each invalid point up to this many; beyond, one line per kind of point
 LISTED_POINTS = 20
 
@@ -439,10 +492,16 @@ def gates_note(frame: pd.DataFrame) -> str:
             + "\n".join(f"* {claim}: {gates}" for claim, gates in rows))
 
 
-def display(frame: pd.DataFrame, profile: str = "") -> None:
-    """A notebook's claims section: the paper's claims, invalid points, then ours apart."""
+def display(frame: pd.DataFrame, profile: str = "", registration=None) -> None:
+    """A notebook's claims section: the paper's claims, invalid points, then ours apart.
+
+    ``registration`` (the study's :class:`~harness.verdicts.registration.Registration`): under the
+    paper's claims, the claims decided under a rule its changes marked ``after_outcomes = true``
+    (:mod:`harness.verdicts.disclosure`)."""
     from IPython.display import Markdown
     from IPython.display import display as show_in_notebook
+
+    from .disclosure import note
 
     lines = [f"**Verdicts on the paper's claims:** {summary(frame)}."]
     if profile == "quick":
@@ -454,11 +513,14 @@ def display(frame: pd.DataFrame, profile: str = "") -> None:
     lines.append(runs_note(frame))
     show_in_notebook(Markdown("\n\n".join(lines)))
     show_in_notebook(show(frame, PAPER))
+    late = note(registration, zip(frame.claim_id, frame.claim)) if registration is not None else ""
+    if late:
+        show_in_notebook(Markdown(late))
     show_in_notebook(Markdown(invalid_note(frame)))
-    for source, title in ((TARGET, "Our engineering targets"), (LAB, "Checks of the lab")):
+    for source, title in OURS_TITLES:
         ours = show(frame, source)
         if not ours.empty:
-            show_in_notebook(Markdown(f"**{title}** (not claims of the paper: met or not met):"))
+            show_in_notebook(Markdown(f"**{title}**"))
             show_in_notebook(ours.drop(columns=["seed:line"], errors="ignore"))
     if "quote" in frame:
         paper = frame[_sources(frame) == PAPER].drop_duplicates("claim")

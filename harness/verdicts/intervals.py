@@ -83,6 +83,14 @@ def t975(df: int) -> float:
     return t_quantile((1 + CONFIDENCE) / 2, df)
 
 
+def t_half_width(sd: float, n: int) -> float:
+    """The half-width of the Student t interval of a mean of ``n`` samples of standard deviation
+    ``sd``: one formula for one run's repetitions (:func:`mean_estimate`), run means
+    (:func:`run_estimate`, :func:`harness.verdicts.run_pooling.pooled_estimate`) and all the
+    repetitions of several runs (:func:`harness.verdicts.run_pooling.all_units_estimate`)."""
+    return float(t975(n - 1) * sd / math.sqrt(n))
+
+
 def _t_cdf(x: float, df: int) -> float:
     """P(T <= x) for x >= 0: 1 - I_{df / (df + x^2)}(df / 2, 1 / 2) / 2."""
     return 1 - 0.5 * _incomplete_beta(df / 2, 0.5, df / (df + x * x))
@@ -220,7 +228,7 @@ def _interval(a: np.ndarray, unit: str, units: str, log: bool) -> Estimate:
         return Estimate(value, value, value, n, unit, units,
                         f"{scale} of {n} {units}, all equal", on)
     if n < T_BELOW:
-        half = float(t975(n - 1) * a.std(ddof=1) / math.sqrt(n))
+        half = t_half_width(a.std(ddof=1), n)
         lo, hi = a.mean() - half, a.mean() + half
         method = f"{scale}, {CONFIDENCE:.0%} Student t interval over {n} {units}"
     else:
@@ -270,7 +278,7 @@ def run_estimate(values: Sequence[float], runs: Sequence[Hashable], unit: str = 
     if np.ptp(run_means) == 0:
         return Estimate(value, value, value, k, unit, "runs", f"{head}, all equal", on)
     if k < T_BELOW:
-        half = float(t975(k - 1) * run_means.std(ddof=1) / math.sqrt(k))
+        half = t_half_width(run_means.std(ddof=1), k)
         lo, hi = run_means.mean() - half, run_means.mean() + half
         method = f"{head}, {CONFIDENCE:.0%} Student t interval over {k} runs"
     else:

@@ -13,7 +13,7 @@ outcome beside the pooled ones.
 
 The pooled folder (``$HARNESS_DATA/pooled/<study>/<id>/``, or ``--out``) holds
 ``claims.csv``/``.parquet``, ``run.json`` (its members with their registration digests),
-``registration.json`` (the members' one registration) and ``report.md``; it is created
+``registration.json`` (the members' one registration) and ``report.md`` (:mod:`.pool_report`); it is created
 exclusively and made read-only. A pooled *reference* (``--reference``: the repository's
 ``data/reference/<study>/<id>/``) also keeps a copy of each member under ``members/<run id>/``,
 named in run.json by that relative path, so that the committed reference can be pooled again
@@ -38,9 +38,11 @@ import pandas as pd
 
 from ..archive.archive import COMPLETE, RUN_FILE, data_root
 from ..errors import ArchiveError, SpecError
-from .claims import COLUMNS, invalid_note, runs_note, summaries, table
+from .claims import REGIONS, region_from_bounds, table
+from .lab_kind import differences
+from .pool_report import ALL_UNITS, ALL_UNITS_HOW, report
 from .registration import read_archived
-from .run_pooling import pooled_verdict
+from .run_pooling import all_units_estimate, pooled_verdict
 
 #: parameters that may differ between the runs of one pooled reference: each run has fewer
 #: repetitions than one long run would, and its own random order
@@ -144,11 +146,12 @@ def _same(first: Member, member: Member) -> None:
         raise SpecError(f"runs {first.run_id} and {member.run_id} differ in parameters "
                         + ", ".join(f"{k} ({pa.get(k)!r} vs {pb.get(k)!r})" for k in moved),
                         f"pool runs of one design (only {', '.join(MAY_DIFFER)} may differ)")
-    if a.get("placement") != b.get("placement"):
-        raise SpecError(f"runs {first.run_id} and {member.run_id} were placed differently "
-                        f"({(a.get('placement') or {}).get('reason')!r} vs "
-                        f"{(b.get('placement') or {}).get('reason')!r}); the analysis reads it",
-                        "pool runs made in the same kind of lab")
+    placed = differences(a.get("placement"), b.get("placement"))
+    if placed:
+        raise SpecError(f"runs {first.run_id} and {member.run_id} were made in different kinds "
+                        f"of lab (run.json placement): {'; '.join(placed)}",
+                        "pool runs made in the same kind of lab (one boot's facts -- pids, ports, "
+                        "boot times, measured ceilings -- may differ)")
     if a.get("as_found") != b.get("as_found"):
         raise SpecError(f"runs {first.run_id} and {member.run_id} differ in what they could change "
                         "(run.json's as_found: a run on machines as found made fewer changes)",
@@ -182,12 +185,17 @@ def pooled_table(study, found: list[Member], own: list[pd.DataFrame]) -> pd.Data
             continue
         if any(str(t.loc[cid].get("units")) == "runs" for t in by_run):
             continue  # not the members' samples: another apparatus's runs
-        verdict, columns = pooled_verdict(registration.claim(cid), [t.loc[cid] for t in by_run],
-                                          run_ids)
+        claim, rows = registration.claim(cid), [t.loc[cid] for t in by_run]
+        verdict, columns = pooled_verdict(claim, rows, run_ids,
+                                          [region_from_bounds(t.attrs.get(REGIONS, {}).get(cid)) for t in own])
         verdicts.append(verdict)
+        together, why = (all_units_estimate(rows, run_ids, claim.unit) if verdict.estimate is not None
+                         else (None, "no pooled estimate"))
+        columns[ALL_UNITS] = together.text() if together else "-"
+        columns[ALL_UNITS_HOW] = together.method if together else why
         carried.append(columns)
     frame = table(verdicts)
-    for column in ("note", "gates", "invalid"):
+    for column in ("note", "gates", "invalid", ALL_UNITS, ALL_UNITS_HOW):
         frame[column] = [c[column] for c in carried]
     return frame
 
@@ -207,7 +215,7 @@ def pool(refs: list[str], out: str | None = None, reference: bool = False) -> Pa
     own = [study.claims(study.load(m.path)) for m in found]
     frame = beside(pooled_table(study, found, own), found, own)
     record = _record(target, study, found, kept=reference)
-    _write(target, frame, record, _report(study, found, frame, own), found[0].path / REGISTRATION)
+    _write(target, frame, record, report(study, found, frame, own, copies(found)), found[0].path / REGISTRATION)
     if reference:
         _keep_members(target, found)
     return target
@@ -279,70 +287,6 @@ def _record(target: Path, study, found: list[Member], kept: bool = False) -> dic
         "interval": "the run is the unit: each run's own estimate (its own record) one sample, Student t "
                     "over the runs below 30, a bootstrap of the runs from 30 (harness.verdicts.run_pooling)",
     }
-
-
-def _report(study, found: list[Member], frame: pd.DataFrame, own: list[pd.DataFrame]) -> str:
-    lines = [f"# {study.name}: {study.title} -- pooled from {len(found)} runs", "",
-             f"**Verdicts on the paper's claims:** {summaries(frame[COLUMNS])}.", "",
-             runs_note(frame), ""]
-    conditions = [study.run_conditions(m.meta) for m in found]
-    shown = any(conditions)  # a condition each run chose itself (S4's anchored limit)
-    lines += ["| run | started | commit | repetitions | registration |"
-              + (" measured under |" if shown else ""), "|---|---|---|---|---|" + ("---|" if shown else "")]
-    for m, condition in zip(found, conditions):
-        commit = ((m.meta.get("provenance") or {}).get("git") or {}).get("commit") or "-"
-        lines.append(f"| {m.run_id} | {m.meta.get('started') or '-'} | {commit[:12]} | "
-                     f"{(m.meta.get('parameters') or {}).get('repetitions')} | {m.digest[7:19]} |"
-                     + (f" {condition or '-'} |" if shown else ""))
-    if shown and len(set(conditions)) > 1:
-        lines += ["", "**The runs chose different conditions** (above): a pooled estimate of a "
-                  "claim measured under them averages runs whose condition differs; the claim's "
-                  "registered regime, not the condition itself, is what every run had to meet."]
-    for a, b in copies(found):
-        lines += ["", f"**Warning:** runs {a} and {b} archived the same results byte for byte: they "
-                  "are copies of one run, not independent runs, and the pool sees no variation "
-                  "between them."]
-    lines += ["", "Each run is analysed alone, with its own record (the facts it measured about "
-              "its lab); its estimate is one sample of the pooled one. A claim is pooled only "
-              "where every run judged it.", "", "## Claims: the pooled estimate beside each run's own", ""]
-    for _, row in frame.iterrows():
-        lines += [f"### {row['claim']} (`{row['claim_id']}`, {row['source']})", "",
-                  f"- paper: {row['paper']}; region: {row['region']}",
-                  f"- **pooled: {row['ours']} -- {row['outcome']}**: {row['reason']}"]
-        if isinstance(row["interval"], str) and row["interval"]:
-            lines.append(f"- interval: {row['interval']}")
-        for m in found:
-            ours, outcome = row[f"{m.run_id}: ours"], row[f"{m.run_id}: outcome"]
-            said = row.get(f"{m.run_id}: reason")
-            why = f": {said}" if outcome and outcome != row["outcome"] and isinstance(said, str) \
-                and said else ""  # a run that says other than the pool says why, in its own figures
-            lines.append(f"- run {m.run_id} alone: {ours or '-'} -- {outcome or '(no such claim)'}{why}")
-        lines.append("")
-    alone = sorted({cid for table in own for cid in table.claim_id} - set(frame.claim_id))
-    if alone:
-        lines += ["## Not pooled", "", "In each run's own table only: not one of the study's "
-                  "registered claims, or an estimate over the runs of an archived benchmark that "
-                  "every member carries the same. Each run's own outcome:", ""]
-        lines += [unpooled_line(cid, found, own) for cid in alone] + [""]
-    lines.append(invalid_note(frame))
-    return "\n".join(lines) + "\n"
-
-
-def unpooled_line(claim_id: str, found: list[Member], own: list[pd.DataFrame]) -> str:
-    """One claim no pool judges, with every run's own estimate and outcome (a 'not met' in every
-    run stays in sight: a headline over the pooled claims would leave it out)."""
-    said = []
-    for member, claims_table in zip(found, own):
-        rows = claims_table[claims_table.claim_id == claim_id]
-        if rows.empty:
-            continue
-        row = rows.iloc[0]
-        said.append(f"run {member.run_id}: {row.get('ours') or '-'} -- {row['outcome']}")
-    figures = {part.split(": ", 1)[1] for part in said}
-    if len(said) > 1 and len(figures) == 1:  # one archived benchmark every run carries: said once
-        return (f"- `{claim_id}`: {figures.pop()} (one measurement, the same in all {len(said)} "
-                "runs: not replicated by them)")
-    return f"- `{claim_id}`: " + "; ".join(said)
 
 
 def _write(target: Path, frame: pd.DataFrame, record: dict, report: str, registration: Path) -> None:

@@ -45,6 +45,12 @@ class DesignChange:
     why: str
     claims: tuple[str, ...] = ()  # the claim ids it touches (none: the whole design)
     renamed: Mapping[str, str] = field(default_factory=dict)  # old claim id -> new id
+    #: made after outcomes were read (True), before any data of it (False), or not stated (None):
+    #: a disclosure about the change, read from the registration file for reports
+    #: (:mod:`harness.verdicts.disclosure`). Not in :meth:`to_dict`, so not in the digest: marking
+    #: when a change was made changes nothing a run was made to test, and a correction of the mark
+    #: must not turn every run made under the registration into one "registered otherwise".
+    after_outcomes: bool | None = None
 
     def to_dict(self) -> dict:
         out = {"date": self.date, "what": self.what, "why": self.why,

@@ -3,9 +3,12 @@
 The file sits beside the study's module (``Study.registration_file`` names it relative to
 the module's folder) and reads like a preregistration: one ``[[claims]]`` table per claim
 (id, source, the paper's sentence and seed line, the quantity and unit, the regime, the
-validity checks its points must pass, and ``[claims.region]`` with its bounds and rule),
+validity checks its points must pass, and ``[claims.region]`` with its bounds and rule; a
+*reading*, ``source = "reading"``, has no region: it is shown, judged against nothing),
 then ``[design]`` and one ``[[changes]]`` table per change (a change that renames claims says
-so in ``renamed``, old id = new id, so that earlier changes may still name the old ids).
+so in ``renamed``, old id = new id, so that earlier changes may still name the old ids; a change
+says in ``after_outcomes`` whether it was made after outcomes were read, true or false, or
+leaves it out where its reason does not say).
 :func:`load` turns it into a
 :class:`~harness.verdicts.registration.Registration`; anything the schema does not allow (an
 unknown key, a missing field, a wrong type, a region whose low is above its high, a
@@ -22,7 +25,7 @@ import tomllib
 from pathlib import Path
 
 from ..errors import SpecError
-from .claims import PAPER, SOURCES, Claim, Region
+from .claims import PAPER, READING, SOURCES, Claim, Region
 from .gates import GATES, Gate
 from .margins import Margin, MarginError
 from .registration import DesignChange, Registration
@@ -34,19 +37,27 @@ TOP_REQUIRED = ("study", "claims", "design")
 CLAIM = {"id": str, "source": str, "claim": str, "paper": str, "unit": str, "quote": str,
          "seed_line": str, "quantity": str, "regime": str, "checks": list, "gates": list,
          "region": dict}
-CLAIM_REQUIRED = ("id", "source", "claim", "paper", "region")
+CLAIM_REQUIRED = ("id", "source", "claim", "paper")
 #: what a paper's claim must say besides (a target's or a lab check's need not)
 PAPER_REQUIRED = ("quote", "seed_line", "quantity", "regime")
+#: what a reading must say: what it measures and where, since no region says what it is for
+READING_REQUIRED = ("quantity", "regime")
+#: a reading's region, as shown and digested: none
+NO_REGION = "none: a reading is shown with its interval and judged against nothing"
 REGION = {"low": (int, float), "high": (int, float), "rule": str,
           "equivalent_to": (int, float, list), "differs_from": (int, float), "scale": str,
           "direction": str, "cap_low": (int, float), "cap_high": (int, float), "cap_why": str}
 #: a region made by the convention (harness.verdicts.margins) names its figure with one of these
 CONVENTION = ("equivalent_to", "differs_from")
 _MARGIN_ONLY = ("scale", "direction", "cap_low", "cap_high", "cap_why")
-CHANGE = {"date": str, "what": str, "why": str, "claims": list, "renamed": dict}
+CHANGE = {"date": str, "what": str, "why": str, "claims": list, "renamed": dict, "after_outcomes": bool}
 CHANGE_REQUIRED = ("date", "what", "why")
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2})?Z)?")  # a date, or a date and UTC time
-_TYPE_NAMES = {str: "a string", list: "an array", dict: "a table", int: "an integer",
+#: what a field's error adds to "write KEY as ..."
+_FIX = {"after_outcomes": ", unquoted: true where the change's reason says it was made after outcomes "
+                          "(or references) were read, false where it says before any data of it; leave "
+                          "it out where it says neither"}
+_TYPE_NAMES = {bool: "a boolean (true or false)", str: "a string", list: "an array", dict: "a table", int: "an integer",
                float: "a number", (int, float): "a number",
                (int, float, list): "a number or an array of two numbers"}
 
@@ -114,11 +125,11 @@ def _keys(table, schema: dict, required, where: str, what: str) -> None:
                                     f"add {key} = ... to it")
     for key, value in table.items():
         want = schema[key]
-        if isinstance(value, bool) or not isinstance(value, want):
+        if isinstance(value, bool) != (want is bool) or not isinstance(value, want):
             raise RegistrationError(
                 f"{where}: {what}: field {key}: must be {_TYPE_NAMES[want]}, not {_kind(value)}",
                 f"write {key} as {_TYPE_NAMES[want]}" + (" (in double quotes)" if want is str
-                                                          else ""))
+                                                          else _FIX.get(key, "")))
 
 
 def _kind(value) -> str:
@@ -146,6 +157,23 @@ def _claim(entry, index: int, where: str) -> Claim:
                     "seed_line, quantity and regime)",
                     f"add {key} = ...; or, if the claim is not the paper's, make its source "
                     "target or lab")
+    if entry["source"] == READING:
+        if "region" in entry:
+            raise RegistrationError(f"{where}: {what}: field region: a reading is judged against "
+                                    "nothing, so it has no region",
+                                    "remove its [claims.region] table, or make it a paper's claim, "
+                                    "a target or a lab check")
+        for key in READING_REQUIRED:
+            if not entry.get(key):
+                raise RegistrationError(
+                    f"{where}: {what}: field {key}: missing (a reading needs its quantity and the "
+                    "regime it is measured in, saying that it is not the paper's)",
+                    f"add {key} = ...")
+    elif "region" not in entry:
+        raise RegistrationError(f"{where}: {what}: field region: missing",
+                                "add a [claims.region] table (low/high and its rule, or the "
+                                "convention); a figure judged against nothing is source = "
+                                "\"reading\"")
     checks = entry.get("checks", [])
     for name in checks:
         if not isinstance(name, str) or name not in CHECKS:
@@ -153,7 +181,8 @@ def _claim(entry, index: int, where: str) -> Claim:
                 f"{where}: {what}: field checks: {name!r} is no validity check",
                 f"use the names of harness.verdicts.validity.CHECKS: {', '.join(sorted(CHECKS))}")
     gates = tuple(_gate(g, where, what) for g in entry.get("gates", []))
-    region = _region(entry["region"], where, what, entry.get("unit", ""))
+    region = (Region(why=NO_REGION) if entry["source"] == READING
+              else _region(entry["region"], where, what, entry.get("unit", "")))
     return Claim(entry["id"], entry["claim"], entry["paper"], region, entry.get("unit", ""),
                  entry["source"], entry.get("quote", ""), entry.get("seed_line", ""),
                  entry.get("quantity", ""), entry.get("regime", ""), gates=gates,
@@ -268,4 +297,4 @@ def _change(entry, index: int, where: str, ids: set[str]) -> DesignChange:
                                     "this registration",
                                     "name the ids of the claims the change touches")
     return DesignChange(entry["date"], entry["what"], entry["why"], tuple(entry.get("claims", ())),
-                        dict(entry.get("renamed", {})))
+                        dict(entry.get("renamed", {})), entry.get("after_outcomes"))

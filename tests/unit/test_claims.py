@@ -242,3 +242,27 @@ def test_many_invalid_points_are_said_as_kinds_with_counts_and_a_first_point():
     lines = [x for x in note.splitlines() if x.startswith("* ")]
     assert len(lines) == 2 and lines[0].startswith(f"* {len(fast)} x ") and lines[1].startswith("* 2 x ")
     assert fast[0].text() in lines[0] and failed[0].text() in lines[1]
+
+
+def test_a_reading_is_shown_with_its_interval_and_judged_against_nothing():
+    """A figure measured outside the paper's regime (S0's relays limiting on an unshaped host):
+    no region, outcome 'shown' whatever its value, counted apart from the paper's claims."""
+    from harness.verdicts.claims import READING, SHOWN, summaries
+
+    reading = Claim("t.unshaped", "two proxies / direct, unshaped", "-", Region(), "x", READING,
+                    quantity="iperf3 ratio", regime="NOT the paper's regime")
+    low = judge(reading, Estimate(0.49, 0.35, 0.68, 4, "x"), "iperf3 unshaped")
+    high = judge(reading, Estimate(3.0, 2.0, 4.5, 4, "x"))
+    assert (low.outcome, high.outcome) == (SHOWN, SHOWN)
+    assert "judged against nothing" in low.reason and low.more_needed is None
+    row = low.row()
+    assert (row["region"], row["value"], row["low"], row["high"]) == ("-", 0.49, 0.35, 0.68)
+    assert row["ours"] == "0.49x [0.35, 0.68] (n=4)" and row["source"] == READING
+    one = judge(reading, Estimate(0.5, None, None, 1, "x"))
+    assert one.outcome == SHOWN and "no interval" in one.reason
+    assert judge(reading, None).outcome == NOT_TESTABLE  # nothing measured is not shown
+    frame = table([low, judge(ABOUT_2_1, Estimate(2.1, 2.05, 2.15, 12, "x"))])
+    assert summaries(frame) == "1 reproduced; readings: 1 shown"
+    assert summary(frame) == "1 reproduced"  # the paper's claims alone
+    with pytest.raises(ValueError, match="a reading is judged against nothing: it takes no region"):
+        Claim("t.r", "r", "-", Region.below(1, "why"), "x", READING)

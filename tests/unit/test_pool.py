@@ -143,6 +143,24 @@ def _registration(run: Path, digest: str) -> None:
     (run / "registration.json").write_text(json.dumps(body))
 
 
+def _vm_placement(qemu_pid: int, ssh_port: int, boot_s: float, ceiling: float) -> dict:
+    """A VM study's placement as run.json archives it: one boot's facts beside the lab's kind."""
+    vm = {"accel": "tcg", "boot_image": "pvh", "cpus": 2, "kernel_version": "6.1.0-56-amd64",
+          "memory_mib": 2048, "name": "s3-lab", "qemu_pid": qemu_pid, "ssh_port": ssh_port,
+          "boot_s": boot_s, "guest_sshd_uptime_s": boot_s / 2, "prepare_s": 0.1, "silent_boots": 0}
+    return {"where": "vm", "machines": 2, "reason": "the host kernel lacks tipc", "vm": vm,
+            "vms": {"reducer": {**vm, "name": "s3-reducer", "qemu_pid": qemu_pid + 1}},
+            "wire_ceilings_mbit": {"reducer:eth0--switch:red": ceiling},
+            "scaling": {"factor": 0.4 * ceiling / 100, "ceiling_mbit": ceiling,
+                        "max_rate_mbit": 100.0, "note": f"measured {ceiling}"}}
+
+
+def _scaled(factor: float, ceiling: float) -> dict:
+    return {**_vm_placement(2998, 51041, 14.6, ceiling),
+            "scaling": {"factor": factor, "ceiling_mbit": ceiling, "max_rate_mbit": 100.0,
+                        "note": f"rates scaled by {factor}"}}
+
+
 REFUSALS = {
     "fewer than two runs": (lambda a, b, t: [a], "at least two runs"),
     "a run given twice": (lambda a, b, t: [a, a], "given twice"),
@@ -166,7 +184,10 @@ REFUSALS = {
                                      "archived no registration"),
     "different placements": (lambda a, b, t: [a, copy_run(b, t / "x", "vm", placement={"where": "vm",
                                                                                       "reason": "2 VMs"})],
-                             "were placed differently"),
+                             "were made in different kinds of lab"),
+    "differently scaled labs": (lambda a, b, t: [copy_run(a, t / "x", "s91", placement=_scaled(0.910, 227)),
+                                                 copy_run(b, t / "x", "s20", placement=_scaled(0.201, 50))],
+                                "a different regime"),
     "different privileges": (lambda a, b, t: [a, copy_run(b, t / "x", "found", as_found={"not_made": []})],
                              "differ in what they could change"),
 }
@@ -185,6 +206,21 @@ def test_runs_that_cannot_be_pooled_are_refused_with_one_error_and_nothing_writt
     err = capsys.readouterr().err
     assert err.startswith("harness: error:") and message in err
     assert not (data_root / "pooled").exists()
+
+
+def test_vm_runs_pool_though_each_boot_had_its_own_pid_port_times_and_ceilings(tmp_path, data_root):
+    """A VM study's members differ in what one boot measures (QEMU's pid and SSH port, boot
+    times, the wire's ceiling and the scaling made from it, within the rate tolerance): the
+    same kind of lab, pooled (the S3 reference was refused as 'placed differently' for them)."""
+    ref = reference("s4")
+    a = copy_run(ref, tmp_path, "run-a", placement={**_vm_placement(2998, 51041, 14.6, 227.5),
+                                                       "modules": ["sctp", "tipc"]})
+    # the S3 reference's first and fourth members: ceilings 227 and 209 Mbit/s on a quiet host,
+    # scaled x0.910 and x0.836 (within the equivalence margin), modules listed in another order
+    b = copy_run(ref, tmp_path, "run-b", placement={**_vm_placement(25168, 59579, 23.3, 209.0),
+                                                       "modules": ["tipc", "sctp"]})
+    folder = pool([str(a), str(b)])
+    assert (folder / "claims.csv").exists()
 
 
 def test_an_existing_out_folder_is_never_overwritten(tmp_path, data_root):

@@ -314,3 +314,87 @@ def test_a_claims_validity_checks_are_archived_and_digested():
     without = type(reg)(reg.study, tuple(c if c is not claim else type(c)(**{**c.__dict__, "checks": ()})
                                          for c in reg.claims), reg.design, reg.changes)
     assert without.digest != reg.digest
+
+
+READING_CLAIM = '''
+[[claims]]
+id = "s9.unshaped"
+source = "reading"
+claim = "relays limiting, unshaped"
+paper = "-"
+unit = "x"
+quantity = "iperf3 ratio per repetition"
+regime = "NOT the paper's regime: unshaped host"
+'''
+
+
+def test_a_reading_has_no_region_and_says_what_it_measures_and_where(tmp_path):
+    """source = "reading": a figure shown outside the paper's regime, judged against nothing."""
+    text = GOOD.replace("[design]", READING_CLAIM + "\n[design]")
+    reading = load(write(tmp_path, text)).claim("s9.unshaped")
+    assert reading.source == "reading" and reading.region.unbounded
+    assert reading.registration()["region"] == {
+        "low": None, "high": None, "text": "-",
+        "rule": "none: a reading is shown with its interval and judged against nothing"}
+    message = error(tmp_path, text.replace('regime = "NOT', 'region = { high = 1.0, rule = "r" }\nregime = "NOT'))
+    assert "claim s9.unshaped: field region: a reading is judged against nothing" in message
+    message = error(tmp_path, text.replace('regime = "NOT the paper\'s regime: unshaped host"\n', ""))
+    assert "claim s9.unshaped: field regime: missing (a reading needs" in message
+    # every other claim still needs its region, and the error names the reading as the way out
+    message = error(tmp_path, GOOD.replace('[claims.region]\nhigh = 1.0\nrule = "our target"\n', ""))
+    assert "claim s9.ours: field region: missing" in message and 'source = "reading"' in message
+
+
+def test_a_change_says_whether_it_was_made_after_outcomes_were_read_outside_the_digest(tmp_path):
+    """Issue 33 reviews (S4, S0 of 2026-11-29): a report flags verdicts decided under a rule
+    changed after outcomes were read, from ``after_outcomes``; marking a change changes nothing a
+    run was made to test, so the digest (and every reference registered under it) stays."""
+    plain = load(write(tmp_path, GOOD))
+    assert plain.changes[0].after_outcomes is None  # not stated
+    for mark, value in (("true", True), ("false", False)):
+        marked = load(write(tmp_path, GOOD + f"after_outcomes = {mark}\n"))
+        assert marked.changes[0].after_outcomes is value
+        assert marked.digest == plain.digest and marked.body() == plain.body()
+        assert "after_outcomes" not in json.dumps(marked.to_dict())
+    for bad, kind in (('"yes"', "a string"), ("1", "an integer (1)")):
+        message = error(tmp_path, GOOD + f"after_outcomes = {bad}\n")
+        assert (f"change #1 (2026-11-26): field after_outcomes: must be a boolean (true or false), "
+                f"not {kind}") in message
+        assert "unquoted: true where the change's reason says it was made after outcomes" in message
+    message = error(tmp_path, GOOD.replace('why = "too wide"', "why = true"))  # a boolean elsewhere
+    assert "field why: must be a string, not the boolean true" in message
+
+
+#: what a change's reason says that its ``after_outcomes`` must agree with (the studies' files)
+SAYS_AFTER = ("made after", "made after the outcomes were read", "made after those outcomes were read",
+              "made after the runs' outcomes were read", "had been read")
+SAYS_BEFORE = ("made before any run of the pooled reference started", "registered before any data of it",
+               "registered before any run measured it")
+
+
+@pytest.mark.parametrize("name", ["s0", "s1", "s2", "s3", "s4"])
+def test_each_studys_changes_are_marked_as_their_reasons_say(name):
+    """A change whose reason says it was made after outcomes (or references) were read is marked
+    ``after_outcomes = true``; one that says it was made before any data of it is not; and the
+    studies' files mark what they say (backfilled 2026-11-29 from each change's prose)."""
+    discover()
+    registration = get_study(name).registration()
+    for number, change in enumerate(registration.changes, 1):
+        prose = " ".join(f"{change.what} {change.why}".lower().split())
+        label = f"{name} change #{number} ({change.date})"
+        if any(p in prose for p in SAYS_AFTER):
+            assert change.after_outcomes is True, f"{label} says it was made after outcomes were read"
+        elif any(p in prose for p in SAYS_BEFORE):
+            assert change.after_outcomes is False, f"{label} says it was made before any data of it"
+    assert any(c.after_outcomes is True for c in registration.changes)
+
+
+def test_claims_show_says_when_each_change_was_made(capsys):
+    from harness.commands.claims import cmd_claims_show
+
+    discover()
+    assert cmd_claims_show(Namespace(study="s4", json=False)) == 0
+    out = capsys.readouterr().out
+    assert "changed 2026-11-29T08:27Z [made after outcomes were read]: (1) A peak is held" in out
+    assert "changed 2026-11-29T03:33Z [made before any data of it]: The verdict profile" in out
+    assert "changed 2026-11-26: Peaks judged at 10 streams" in out  # its reason does not say

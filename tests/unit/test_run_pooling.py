@@ -16,6 +16,7 @@ from harness.verdicts.claims import (
     Claim,
     Region,
     judge,
+    region_from_bounds,
     table,
 )
 from harness.verdicts.intervals import mean_estimate, t975
@@ -59,13 +60,31 @@ def test_a_claim_invalid_in_one_run_is_invalid_pooled():
     assert verdict.outcome == INVALID and "run b: rests on invalid points" in verdict.reason
 
 
-def test_a_region_the_runs_design_set_is_not_pooled():
-    """A region other than the registered one (S3's "most of the run's k points") is not pooled."""
-    wider = Claim(CLAIM.id, CLAIM.text, CLAIM.paper, Region(1.5, 2.5, "k = 12"), "x", PAPER)
+def test_a_region_every_runs_design_set_alike_is_pooled_and_different_ones_are_not():
+    """A region the registered rule makes from each run's design (S3's "most": at least
+    k // 2 + 1 of the run's k points) is judged where every run's design made the same one:
+    the S3 reference of 2026-11-29 was 'not testable' for want of it (its referee: 'wrong';
+    six repetitions at 5-6 of 12 against at least 7 of 12)."""
+    wider = Claim(CLAIM.id, CLAIM.text, CLAIM.paper, Region(1.2, 2.5, "at least 7 of 12"), "x", PAPER)
     rows = [own_row([1.55, 1.6, 1.65], wider), own_row([1.6, 1.62, 1.64], wider)]
-    verdict, _ = pooled_verdict(CLAIM, rows, ["a", "b"])
-    assert verdict.outcome == NOT_TESTABLE and "not pooled" in verdict.reason
-    assert verdict.estimate is not None  # shown beside, deciding nothing
+    verdict, carried = pooled_verdict(CLAIM, rows, ["a", "b"], [wider.region, wider.region])
+    assert verdict.outcome == REPRODUCED and verdict.claim.region == wider.region
+    assert "every run's design set alike by the registered rule (at least 7 of 12)" in carried["note"]
+    # without the runs' regions, or with regions their designs set differently: not pooled
+    other = Region(1.4, 2.6, "at least 5 of 8")
+    for regions in (None, [wider.region, other], [wider.region, None]):
+        verdict, _ = pooled_verdict(CLAIM, rows, ["a", "b"], regions)
+        assert verdict.outcome == NOT_TESTABLE and "not pooled" in verdict.reason
+        assert verdict.estimate is not None  # shown beside, deciding nothing
+
+
+def test_a_claims_table_keeps_each_claims_region_exactly_for_a_pool():
+    region = Region(7 / 12, math.inf, "at least 7 of 12")
+    claim = Claim("c.share", "most", "most", region, "", PAPER)
+    frame = table([judge(claim, mean_estimate([0.5, 0.42], units="repetitions"))])
+    bounds = frame.attrs["regions"]["c.share"]
+    assert bounds == {"low": 7 / 12, "high": None, "why": "at least 7 of 12"}
+    assert region_from_bounds(bounds) == region
 
 
 def test_a_gain_is_pooled_on_the_log_of_one_plus_it():

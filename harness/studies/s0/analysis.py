@@ -22,7 +22,7 @@ import pandas as pd
 from ...verdicts.claims import Verdict, judge, not_testable, table
 from ...verdicts.intervals import mean_estimate
 from ...verdicts.validity import payload_rate_mbit
-from .common import BENCH_PATHS, KB, LABELS, MB, METHODS, join_notes, size_label  # noqa: F401 (s0_figures)
+from .common import BENCH_PATHS, KB, LABELS, MB, METHODS, join_notes, relay_counts, size_label  # noqa: F401 (s0_figures)
 from .distance_verdict import far_latency_verdict, far_ratios  # noqa: F401 (the notebook reads far_ratios here)
 from .estimates import geomean_per_repetition, per_repetition
 from .registration import (
@@ -69,7 +69,7 @@ PAPER_TABLE1 = pd.DataFrame([
 def load(run_path: str | Path) -> tuple[dict[str, pd.DataFrame], dict]:
     run_path = Path(run_path)
     tables = {name: pd.read_parquet(run_path / f"{name}.parquet")
-              for name in ("results", "connections", "bench", "nat")
+              for name in ("results", "connections", "bench", "nat", "switches")
               if (run_path / f"{name}.parquet").exists()}
     meta = json.loads((run_path / "run.json").read_text())
     return tables, meta
@@ -203,6 +203,73 @@ def bench_targets(bench: pd.DataFrame) -> list[Verdict]:
     return out
 
 
+#: the relay-limited readings of the unshaped benchmark (registration source "reading": NOT the
+#: paper's 100 Mbit/s regime, judged against nothing): (claim id, numerator path, denominator
+#: path, as a gain in %); the two proxies are srdmux, the sweep's own (one shared connection)
+BENCH_READINGS = (
+    ("s0.reading.unshaped.two_proxies_vs_direct", "proxies_srdmux", "direct", False),
+    ("s0.reading.unshaped.nat_srd_vs_direct", "nat_srd", "direct", False),
+    ("s0.reading.unshaped.nat_srd_vs_two_proxies_pct", "nat_srd", "proxies_srdmux", True),
+)
+
+
+def bench_readings(bench: pd.DataFrame | None) -> list[Verdict]:
+    """What the relays carry where they, not the links, limit: the unshaped benchmark's iperf3
+    throughputs as ratios paired per benchmark repetition, shown with their intervals and judged
+    against nothing (docs/reviews/s0-2026-11-29-third.md: "present these, labelled as not the
+    paper's regime")."""
+    bw = (bench[bench.repetition > 0].pivot_table(index="repetition", columns="path",
+                                                  values="iperf_mbit")
+          if bench is not None and not bench.empty else pd.DataFrame())
+    out = []
+    for key, num, den, gain in BENCH_READINGS:
+        if not {num, den} <= set(bw):
+            out.append(not_testable(claim(key), f"the run's relay benchmark measured no "
+                                    f"{' and no '.join(p for p in (num, den) if p not in bw)} path"))
+            continue
+        est = mean_estimate(bw[num] / bw[den], "" if gain else "x", log=True)
+        out.append(judge(claim(key), est.as_gain_pct() if gain and est else est,
+                         f"iperf3 unshaped: {num} {bw[num].median():.0f} Mbit/s, {den} "
+                         f"{bw[den].median():.0f} Mbit/s (medians of {len(bw)} repetitions)"))
+    return out
+
+
+#: the relays' context switches per round trip: the two claims on it (000:88 "one fewer", 000:27
+#: "halved"), NAT + SRD's relay over the two proxies', paired per repetition
+SWITCH_CLAIMS = ("s0.cost.switches_fewer", "s0.cost.switches_halved")
+
+
+def switch_summary(switches: pd.DataFrame | None) -> pd.DataFrame:
+    """Per relayed method: its relays, and the median over repetitions of their round trips,
+    context switches and switches per round trip (the notebook's table beside Table 1)."""
+    if switches is None or switches.empty:
+        return pd.DataFrame(columns=["method", "relays", "round_trips", "context_switches",
+                                     "per_round_trip", "repetitions"])
+    out = switches.groupby("method").agg(
+        relays=("relays", "first"), round_trips=("round_trips", "median"),
+        context_switches=("context_switches", "median"), per_round_trip=("per_round_trip", "median"),
+        repetitions=("repetition", "nunique")).reset_index()
+    out.insert(1, "label", out.method.map(LABELS))
+    return out
+
+
+def switch_verdicts(switches: pd.DataFrame | None) -> list[Verdict]:
+    """The paper's context-switch claims on the run's measured switches (measure.context_switch_point)."""
+    if switches is None or switches.empty:
+        return [not_testable(claim(k), "the run measured no context switches of its relays "
+                             "(runs before the change of 2026-11-29T10:16Z did not)")
+                for k in SWITCH_CLAIMS]
+    per = switches.pivot_table(index="repetition", columns="method", values="per_round_trip")
+    if not {"proxies", "nat_srd"} <= set(per) or not (per.proxies > 0).all():
+        return [not_testable(claim(k), "the two proxies' relays recorded no context switch in a "
+                             "repetition: the ratio has no denominator") for k in SWITCH_CLAIMS]
+    ratio = per.nat_srd / per.proxies
+    note = (f"relays' context switches per 1 B round trip (medians of {len(per)} repetitions): "
+            f"two proxies {per.proxies.median():.2f} (srdmux on fa and fb), NAT + SRD "
+            f"{per.nat_srd.median():.2f} (srd on fb)")
+    return [judge(claim(k), mean_estimate(ratio, "x", log=True), note) for k in SWITCH_CLAIMS]
+
+
 # -- claims -----------------------------------------------------------------------------------
 
 def _regime(frame: pd.DataFrame, meta: dict) -> tuple[str, str]:
@@ -224,7 +291,8 @@ def _regime(frame: pd.DataFrame, meta: dict) -> tuple[str, str]:
 
 
 def claims(frame: pd.DataFrame, bench: pd.DataFrame | None = None,
-           meta: dict | None = None, far: pd.DataFrame | None = None) -> pd.DataFrame:
+           meta: dict | None = None, far: pd.DataFrame | None = None,
+           switches: pd.DataFrame | None = None) -> pd.DataFrame:
     """The paper's claims, then our targets, each judged on its interval over repetitions.
 
     Each claim's quantity is computed per repetition (a ratio paired per size, averaged
@@ -253,8 +321,10 @@ def claims(frame: pd.DataFrame, bench: pd.DataFrame | None = None,
     for metric in METRICS:
         out += _bandwidth_verdicts(frame, metric, bw_regime, invalid, meta)
     out.append(far_latency_verdict(far, meta, mtu))
+    out += switch_verdicts(switches)
     if bench is not None and not bench.empty:
         out += bench_targets(bench)
+    out += bench_readings(bench)
     return table(out)
 
 
@@ -337,6 +407,12 @@ def invalid_table(frame: pd.DataFrame, meta: dict) -> pd.DataFrame:
 
 # -- Table 1 ----------------------------------------------------------------------------------
 
+#: Table 1's columns for :func:`.measure.relay_counts`
+TABLE1_RELAYS = {"user_space_relays_per_flow": "user-space relays a flow crosses",
+                 "relay_connection_ends_per_flow": "TCP connections ended in a user-space relay, "
+                                                   "per flow"}
+
+
 def table1(connections: pd.DataFrame) -> pd.DataFrame:
     """What our three methods actually did with ``flows`` open flows, measured (ss, conntrack)."""
     where = {"direct": "kernel (IP forwarding on fa and fb)",
@@ -356,7 +432,9 @@ def table1(connections: pd.DataFrame) -> pd.DataFrame:
             "method": LABELS[c.method], "front-to-front connections": f2f,
             "intra-cluster transport": "TCP", "implemented in": where[c.method],
             "TCP connections per flow": c.tcp_connections_per_flow,
-            "user-space relays per flow": c.user_space_relays_per_flow,
+            # from the counts, so that a run archived before the columns' fix reads right too
+            **{TABLE1_RELAYS[k]: v for k, v in relay_counts(int(c.terminated_at_fa),
+                                                            int(c.terminated_at_fb), n).items()},
             "connections translated by fa (conntrack)": int(c.snat_entries_fa),
         })
     return pd.DataFrame(rows)

@@ -239,6 +239,9 @@ class Measurement:
     nat_records: list = field(default_factory=list)
     order: MeasuringOrder = field(default_factory=MeasuringOrder)
     relays_seen: dict = field(default_factory=dict)  # the last repetition's relays, as seen
+    #: the relays' context switches per round trip, per relayed method and repetition
+    #: (measure.context_switch_point; archived as the table "switches")
+    switch_rows: list[dict] = field(default_factory=list)
 
     @property
     def journal(self) -> Journal:

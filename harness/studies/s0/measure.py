@@ -29,8 +29,10 @@ from ...progress import progress
 from ...relay.process import Relay, relay, srd_clients
 from ...relay.trunk import TrunkKey
 from ...tools import pingpong
+from ...tools.cpu import group_context_switches
 from ...tools.iperf3 import settle
 from ...tools.sockets import ss_established
+from .common import relay_counts
 from .design import (
     LABELS,
     METHODS,
@@ -45,6 +47,11 @@ from .design import (
 from .validity import CAPACITY_SIZE
 
 CAPACITY_TRANSFERS = 3  # bulk transfers per path; its capacity is the fastest
+#: the relays each relayed method's messages cross (keys of :func:`main_relays`)
+METHOD_RELAYS = {"proxies": ("fa_proxy", "fb_proxy"), "nat_srd": ("fb_srd",)}
+#: the context-switch point: 1 B ping-pongs for this long per relayed method, after this many
+#: unrecorded round trips (the relays' switches are read before and after the whole client run)
+SWITCH_SIZE, SWITCH_BUDGET_S, SWITCH_WARMUP = 1, 0.2, 200
 
 
 @contextmanager
@@ -167,7 +174,7 @@ def sweep(meas: Measurement, params: Params) -> list[dict]:
     with progress(params.repetitions, "s0 sizes x methods", unit="repetition") as bar:
         for rep in range(1, params.repetitions + 1):
             with main_relays(meas) as relays:
-                rows += sweep_repetition(meas, params, a1, rep)
+                rows += sweep_repetition(meas, params, a1, rep, relays)
                 dead = [name for name, r in relays.items() if not r.running()]
                 if rep == params.repetitions:
                     meas.relays_seen = {"records": [r.record() for r in relays.values()],
@@ -179,8 +186,11 @@ def sweep(meas: Measurement, params: Params) -> list[dict]:
     return rows
 
 
-def sweep_repetition(meas: Measurement, params: Params, a1, rep: int) -> list[dict]:
-    """One repetition of :func:`sweep`: every size, the three methods in a shuffled order."""
+def sweep_repetition(meas: Measurement, params: Params, a1, rep: int,
+                     relays: dict[str, Relay] | None = None) -> list[dict]:
+    """One repetition of :func:`sweep`: every size, the three methods in a shuffled order; with
+    ``relays`` (:func:`main_relays`), then the relays' context switches per round trip
+    (:func:`context_switch_point`, into ``meas.switch_rows``)."""
     rows = []
     started = time.monotonic()
     ways: dict[str, Way] = {}
@@ -200,6 +210,8 @@ def sweep_repetition(meas: Measurement, params: Params, a1, rep: int) -> list[di
         meas.nat_rows[-1]["direct_translated"] = any(
             e.source_translated for e in nat.conntrack_entries(meas.node("fa"))
             if f"{e.original.src}:{e.original.sport}" == direct_local)
+        if relays is not None:
+            meas.switch_rows += context_switch_point(meas, a1, ways, relays, rep)
     wall = time.monotonic() - started
     meas.session.raw(f"pingpong-r{rep}.json", json.dumps(result, indent=1))
     for method, target in result["targets"].items():
@@ -218,6 +230,33 @@ def sweep_repetition(meas: Measurement, params: Params, a1, rep: int) -> list[di
                 "wall_s": wall,
             })
     settle(0.1)
+    return rows
+
+
+def context_switch_point(meas: Measurement, a1, ways: dict[str, Way], relays: dict[str, Relay],
+                         rep: int) -> list[dict]:
+    """The relays' context switches per round trip of each relayed method (000:27, 000:88).
+
+    One ping-pong client run of 1 B messages over the two relayed methods (interleaved, as
+    the sweep), the context switches of each method's relays (:data:`METHOD_RELAYS`, their
+    process groups, :func:`harness.tools.cpu.group_context_switches`) read before and after
+    it; each relay serves one method only, so its switches are that method's. Round trips:
+    the recorded ones plus the warm-up; the few messages of connecting and of the batches'
+    headers are counted in the switches but not as round trips (a few in thousands)."""
+    groups = {m: [relays[name] for name in names] for m, names in METHOD_RELAYS.items()}
+    before = {m: sum(group_context_switches(r.node, r.pgid) for r in rs) for m, rs in groups.items()}
+    result = pingpong.client(meas.journal, a1, {m: (ways[m].host, ways[m].port) for m in groups},
+                             [SWITCH_SIZE], SWITCH_BUDGET_S, 0, stream=False, warmup=SWITCH_WARMUP,
+                             seed=meas.order.draw_seed())
+    after = {m: sum(group_context_switches(r.node, r.pgid) for r in rs) for m, rs in groups.items()}
+    meas.session.raw(f"switches-r{rep}.json", json.dumps(result, indent=1))
+    rows = []
+    for method, rs in groups.items():
+        round_trips = result["targets"][method]["points"][0]["latency"]["n"] + SWITCH_WARMUP
+        switches = after[method] - before[method]
+        rows.append({"method": method, "label": LABELS[method], "repetition": rep,
+                     "relays": len(rs), "size": SWITCH_SIZE, "round_trips": round_trips,
+                     "context_switches": switches, "per_round_trip": switches / round_trips})
     return rows
 
 
@@ -265,6 +304,7 @@ def count_connections(meas: Measurement, params: Params) -> list[dict]:
             "b1_peers_in_cluster_a": b1_from_a, "fb_peers_fa_public": fb_from_public,
             "fb_peers_in_cluster_a": fb_from_private_a, "snat_entries_fa": snat,
             "tcp_connections_per_flow": total / params.flows,
-            "user_space_relays_per_flow": (fa_in + len(fb_in)) / params.flows,
+            **relay_counts(fa_in, len(fb_in), params.flows),
         })
     return rows
+

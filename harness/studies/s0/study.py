@@ -125,6 +125,9 @@ __all__ = [
 ]
 
 STUDY = "s0"
+#: a run's placement (run.json placement.where) in words
+_PLACES = {"host": "namespaces on this host", "vm": "namespaces in a VM",
+           "inventory": "the inventory's machines"}
 
 
 # -- checks before anything changes -----------------------------------------------------------
@@ -244,6 +247,7 @@ class S0(Study):
         loadavg["after_sweep"] = machine_load(bed.node("a1"))
         session.results(pd.DataFrame(rows))
         session.results(pd.DataFrame(connections), "connections")
+        session.results(pd.DataFrame(meas.switch_rows), "switches")
         bench_where = nptcp_us = None
         if params.bench:
             t = time.monotonic()
@@ -288,9 +292,22 @@ class S0(Study):
         from . import analysis as s0_analysis
 
         frame = s0_analysis.claims(data.results, data.tables.get("bench"), data.meta,
-                                   data.tables.get("far"))
+                                   data.tables.get("far"), data.tables.get("switches"))
         relay = relay_targets.table_of_run(data.path)  # issue 27's targets, archived benchmark
         return frame if relay is None else pd.concat([frame, relay], ignore_index=True)
+
+    def run_conditions(self, meta: dict) -> str:
+        """Where each part of the run ran, for a pooled report's table of runs: the sweep on the
+        host's namespaces or in a VM, the relay benchmark's lab, the distance sweep's (a TCG VM
+        where the host has no netem). The third review read "each its own lab build and VM
+        boot" as if the whole run were in a VM: only the distance sweep was."""
+        where = (meta.get("placement") or {}).get("where") or ""
+        s0 = meta.get("s0") or {}
+        parts = [f"sweep: {_PLACES.get(where, where or 'unrecorded')}"] if where or s0 else []
+        for name, key in (("relay benchmark", "bench_where"), ("distance sweep", "far_where")):
+            if s0.get(key):
+                parts.append(f"{name}: {s0[key]}")
+        return "; ".join(parts)
 
     def figures(self, data: RunData) -> dict:
         from . import figures as s0_figures

@@ -61,14 +61,20 @@ def test_s0_small_run_has_three_methods_translation_and_leaves_nothing(tmp_path,
     # change recorded with the state it found, in the main lab and the distance sweep's
     offloads = [c for c in meta["configuration"] if c["kind"] == "offload"]
     assert len(offloads) == 2 * 18 and {c["after"] for c in offloads} == {"off"}
-    # the run's own wire probe (issue 33 item 4): every size over the direct path's three links;
-    # 1 B and 1 KB cross this lab faster than three 100 Mbit/s links allow (the shaper's bucket)
+    # the run's own wire probe (issue 33 item 4): every size over the direct path's three links,
+    # each judged by its fastest round trip against the path's bound. On a quiet machine 1 B
+    # and 1 KB cross this lab faster than three 100 Mbit/s links allow (the shaper's bucket);
+    # on a loaded one even the fastest 1 B round trip can exceed the 16 us bound (CI
+    # 2026-11-29), so the test holds the probe to its rule, not to the machine's load
     probe = meta["wire_probe"]
     assert probe["links"] == 3 and probe["rate_mbit"] == 100.0
     by_size = {p["size"]: p for p in probe["sizes"]}
     assert sorted(by_size) == [1, 1024, 65536]
-    assert not by_size[1]["serialises"] and not by_size[1024]["serialises"]
-    assert by_size[1024]["pingpong_mbit"] > by_size[1024]["wire_mbit"] * 1.02
+    for point in by_size.values():
+        assert point["pingpong_mbit"] == pytest.approx(point["size"] * 8 / point["half_rtt_us"])
+        assert point["serialises"] == (point["pingpong_mbit"] <= point["wire_mbit"] * 1.02)
+    print("wire probe:", {s: (round(p["pingpong_mbit"], 1), round(p["wire_mbit"], 1))
+                          for s, p in by_size.items()})
     # each path's capacity, a bulk transfer of its own (issue 33 item 5): at most the wire's
     capacity = meta["path_capacity"]["paths"]
     assert sorted(capacity) == ["direct", "nat_srd", "proxies"]
@@ -128,6 +134,18 @@ def test_s0_small_run_has_three_methods_translation_and_leaves_nothing(tmp_path,
     assert conns.loc["nat_srd", "snat_entries_fa"] == 3
     assert conns.loc["nat_srd", "fb_peers_fa_public"] == 3  # NAT: one per flow
     assert list(conns.public_segment_connections) == [3, 1, 3]
+    # each flow crosses both srdmux halves, or fb's srd; the shared connection ends once for all
+    assert conns.user_space_relays_per_flow.to_dict() == {"direct": 0, "proxies": 2, "nat_srd": 1}
+    assert conns.loc["proxies", "relay_connection_ends_per_flow"] == pytest.approx(4 / 3)
+
+    # the relays' context switches around a 1 B ping-pong, per repetition and relayed method
+    switches = pd.read_parquet(run_dir / "switches.parquet")
+    assert sorted(switches.method.unique()) == ["nat_srd", "proxies"]
+    assert sorted(switches.repetition.unique()) == sorted(frame.repetition.unique())
+    assert (switches.round_trips > 200).all() and (switches.context_switches > 0).all()
+    assert switches.set_index("method").relays.to_dict() == {"proxies": 2, "nat_srd": 1}
+    shown = claims.set_index("claim_id")
+    assert set(shown.loc[shown.source == "reading", "outcome"]) == {"shown"}
 
     bench = pd.read_parquet(run_dir / "bench.parquet")
     assert set(bench.path) == set(s0_bench.BENCH_PATHS)

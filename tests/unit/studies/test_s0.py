@@ -27,6 +27,7 @@ from harness.verdicts.claims import (
     NOT_TESTABLE,
     PAPER,
     REPRODUCED,
+    summaries,
 )
 
 REPO = Path(__file__).resolve().parents[3]
@@ -329,21 +330,106 @@ def test_bench_targets_are_judged_on_paired_repetitions_and_labelled_ours():
 def test_table1_from_measured_connections():
     conns = pd.DataFrame([
         {"method": "direct", "flows": 4, "public_segment_connections": 4,
-         "fb_peers_fa_public": 0, "tcp_connections_per_flow": 1.0,
-         "user_space_relays_per_flow": 0.0, "snat_entries_fa": 0},
+         "fb_peers_fa_public": 0, "tcp_connections_per_flow": 1.0, "terminated_at_fa": 0,
+         "terminated_at_fb": 0, "snat_entries_fa": 0},
         {"method": "nat_srd", "flows": 4, "public_segment_connections": 4,
-         "fb_peers_fa_public": 4, "tcp_connections_per_flow": 2.0,
-         "user_space_relays_per_flow": 1.0, "snat_entries_fa": 4},
+         "fb_peers_fa_public": 4, "tcp_connections_per_flow": 2.0, "terminated_at_fa": 0,
+         "terminated_at_fb": 4, "snat_entries_fa": 4},
     ])
     conns = pd.concat([conns, pd.DataFrame([
         {"method": "proxies", "flows": 4, "public_segment_connections": 1,
-         "fb_peers_fa_public": 1, "tcp_connections_per_flow": 2.25,
-         "user_space_relays_per_flow": 1.25, "snat_entries_fa": 0}])], ignore_index=True)
+         "fb_peers_fa_public": 1, "tcp_connections_per_flow": 2.25, "terminated_at_fa": 4,
+         "terminated_at_fb": 1, "snat_entries_fa": 0,
+         "user_space_relays_per_flow": 1.25}])], ignore_index=True)  # as archived before the fix
     t = analysis.table1(conns)
     assert list(t["TCP connections per flow"]) == [1.0, 2.0, 2.25]
     assert t["front-to-front connections"][2].startswith("1 for 4 flows (shared)")
     assert "one per flow" in t["front-to-front connections"][1]
     assert "0 terminate at the fronts" in t["front-to-front connections"][0]
+    # each flow crosses fa's and fb's srdmux (2), or fb's srd (1): never 1.25 relays
+    assert list(t["user-space relays a flow crosses"]) == [0, 1, 2]
+    assert list(t["TCP connections ended in a user-space relay, per flow"]) == [0.0, 1.0, 1.25]
+    assert "user-space relays per flow" not in t
+
+
+def test_relay_counts_per_flow_from_the_connections_the_relays_ended():
+    from harness.studies.s0.common import relay_counts
+
+    assert relay_counts(4, 1, 4) == {"user_space_relays_per_flow": 2,
+                                     "relay_connection_ends_per_flow": 1.25}
+    assert relay_counts(0, 4, 4)["user_space_relays_per_flow"] == 1
+    assert relay_counts(0, 0, 4)["user_space_relays_per_flow"] == 0
+
+
+def with_srdmux(bench: pd.DataFrame, srdmux: float) -> pd.DataFrame:
+    """``bench`` with the sweep's two proxies (srdmux) carrying ``srdmux`` Mbit/s (and 10 % less
+    in repetition 2, as bench_frame's other paths)."""
+    rows = bench[bench.path == "proxies_srd"].assign(
+        path="proxies_srdmux", relay="srdmux",
+        iperf_mbit=lambda f: srdmux * f.repetition.map({1: 1.0, 2: 0.9}))
+    return pd.concat([bench, rows], ignore_index=True)
+
+
+def test_the_relay_limited_readings_are_shown_and_judged_against_nothing():
+    """The unshaped benchmark's ratios (referee, third review: "present these, labelled as not the
+    paper's regime"): shown whatever their value, the two proxies being srdmux, the sweep's."""
+    from harness.verdicts.claims import READING, SHOWN
+
+    bench = with_srdmux(bench_frame(srd=10000, socat=9000, direct=20000, hop_us=20), 7000)
+    shown = {v.claim.id: v for v in analysis.bench_readings(bench)}
+    assert set(shown) == {k for k, *_ in analysis.BENCH_READINGS}
+    assert {v.outcome for v in shown.values()} == {SHOWN}
+    assert {v.claim.source for v in shown.values()} == {READING}
+    assert shown["s0.reading.unshaped.two_proxies_vs_direct"].estimate.value == pytest.approx(0.35)
+    assert shown["s0.reading.unshaped.nat_srd_vs_direct"].estimate.value == pytest.approx(0.5)
+    gain = shown["s0.reading.unshaped.nat_srd_vs_two_proxies_pct"].estimate
+    assert gain.value == pytest.approx(100 * (10000 / 7000 - 1)) and gain.unit == "%"
+    for claim_id in shown:
+        assert "NOT the paper's regime" in analysis.claim(claim_id).regime
+    # an older benchmark without srdmux: the two readings that need it say so
+    old = {v.claim.id: v for v in analysis.bench_readings(bench_frame(1e4, 9e3, 2e4, 20))}
+    assert old["s0.reading.unshaped.two_proxies_vs_direct"].outcome == NOT_TESTABLE
+    assert "no proxies_srdmux path" in old["s0.reading.unshaped.two_proxies_vs_direct"].reason
+    assert old["s0.reading.unshaped.nat_srd_vs_direct"].outcome == SHOWN
+    # and the run's claims table carries them, counted apart from the paper's
+    frame = synthetic({m: 1.0 for m in s0.METHODS}, {m: 1.0 for m in s0.METHODS})
+    table = analysis.claims(frame, bench=bench)
+    assert set(table[table.source == READING].outcome) == {SHOWN}
+    assert "readings: 3 shown" in summaries(table)
+
+
+def switches_frame(proxies: float, nat_srd: float, reps: int = 4) -> pd.DataFrame:
+    """The relays' context switches per round trip (measure.context_switch_point's rows)."""
+    rows = []
+    for rep in range(1, reps + 1):
+        wobble = 1 + 0.02 * (rep % 2)
+        for method, per, relays in (("proxies", proxies, 2), ("nat_srd", nat_srd, 1)):
+            trips = 3000
+            rows.append({"method": method, "repetition": rep, "relays": relays, "size": 1,
+                         "round_trips": trips, "context_switches": round(per * wobble * trips),
+                         "per_round_trip": round(per * wobble * trips) / trips})
+    return pd.DataFrame(rows)
+
+
+def test_context_switches_one_fewer_and_halved_are_judged_on_the_measured_switches():
+    """000:88 'one context switch fewer' and 000:28 'halved': NAT + SRD's one relay against the
+    two proxies' two, per round trip, paired per repetition."""
+    halved = {v.claim.id: v for v in analysis.switch_verdicts(switches_frame(4.0, 2.0))}
+    assert halved["s0.cost.switches_fewer"].outcome == REPRODUCED
+    assert halved["s0.cost.switches_halved"].outcome == REPRODUCED
+    assert halved["s0.cost.switches_halved"].estimate.value == pytest.approx(0.5, rel=0.02)
+    assert "two proxies 4.0" in halved["s0.cost.switches_fewer"].note
+    same = {v.claim.id: v.outcome for v in analysis.switch_verdicts(switches_frame(2.0, 2.0))}
+    assert same == {"s0.cost.switches_fewer": NOT_REPRODUCED, "s0.cost.switches_halved": NOT_REPRODUCED}
+    fewer = {v.claim.id: v.outcome for v in analysis.switch_verdicts(switches_frame(3.0, 2.0))}
+    assert fewer == {"s0.cost.switches_fewer": REPRODUCED, "s0.cost.switches_halved": NOT_REPRODUCED}
+    none = analysis.switch_verdicts(None)
+    assert [v.outcome for v in none] == [NOT_TESTABLE] * 2
+    assert "measured no context switches" in none[0].reason
+    frame = synthetic({m: 1.0 for m in s0.METHODS}, {m: 1.0 for m in s0.METHODS})
+    out = analysis.claims(frame, switches=switches_frame(4.0, 2.0)).set_index("claim_id")
+    assert out.loc["s0.cost.switches_halved", "outcome"] == REPRODUCED
+    assert out.loc["s0.cost.switches_fewer", "source"] == "paper"
 
 
 # -- physical validity, regime, the registration -------------------------------------------------
@@ -670,9 +756,14 @@ def test_registration_fixes_repetitions_and_records_the_changes():
     assert "s0.bandwidth.stream.proxies_below_half" in relays.claims  # bandwidth claim
     far_vm = next(c for c in reg.changes if "far_placement" in c.what)  # the distance claim's
     assert "s0.latency.far_nat_vs_proxies_x" in far_vm.claims  # own VM, gated as S1's latency
-    mux = reg.changes[-1]  # the two proxies' gate reads the sweep's own srdmux pair
+    mux = next(c for c in reg.changes if "in place of" in c.what)  # the two proxies' gate
     assert "proxies_srdmux" in mux.what and "s0.bandwidth.stream.gain_1k_32k" in mux.claims
-    assert len({c.id for c in reg.claims}) == len(reg.claims) == 23  # 4 peer targets (issue 39)
+    # 4 peer targets (issue 39), 2 context-switch claims and 3 readings (third review)
+    assert len({c.id for c in reg.claims}) == len(reg.claims) == 28
+    shown = reg.changes[-1]  # the readings and the switches, dated, after the review was read
+    assert "AFTER the reference 20261129T073227Z-pool-53ae69" in shown.what
+    assert {c.id for c in reg.claims if c.source == "reading"} <= set(shown.claims)
+    assert "s0.cost.switches_halved" in shown.claims
 
 
 def test_the_design_states_the_numbers_the_code_uses():
@@ -694,3 +785,59 @@ def test_the_design_states_the_numbers_the_code_uses():
     checks = design["regime checks"]
     assert f">= {s0_claims.DIRECT_LINK_FLOOR:.0%} of the payload rate" in checks
     assert f">= {s0_claims.FAR_REACHED:.0%} of the largest delay" in checks
+    from harness.studies.s0 import measure
+
+    point = design["context-switch point"]
+    assert (point["size"], point["budget s"], point["warmup"]) == (
+        measure.SWITCH_SIZE, measure.SWITCH_BUDGET_S, measure.SWITCH_WARMUP)
+
+
+def test_a_pooled_report_says_where_each_part_of_a_run_ran():
+    """The third review read "each its own lab build and VM boot" as the whole run in a VM: the
+    table of runs says the sweep ran on the host's namespaces and only the distance sweep in a VM."""
+    meta = {"placement": {"where": "host", "reason": "the host kernel has every feature needed"},
+            "s0": {"bench_where": "second namespace lab, unshaped",
+                   "far_where": "namespace lab in a VM (the host kernel lacks netem)"}}
+    said = get_study("s0").run_conditions(meta)
+    assert said == ("sweep: namespaces on this host; relay benchmark: second namespace lab, "
+                    "unshaped; distance sweep: namespace lab in a VM (the host kernel lacks netem)")
+    assert get_study("s0").run_conditions({"placement": {"where": "vm"}}) == "sweep: namespaces in a VM"
+    assert get_study("s0").run_conditions({}) == ""
+
+
+def test_the_context_switch_point_reads_each_methods_relays_around_one_pingpong(monkeypatch):
+    """measure.context_switch_point: the switches of the proxies' two relays and of the SRD, read
+    before and after one 1 B ping-pong client run over both relayed methods, per round trip
+    (recorded + warm-up), archived raw; the direct path is not asked for."""
+    from types import SimpleNamespace
+
+    from harness.studies.s0 import measure
+
+    counts = {101: 1000, 102: 2000, 103: 500}  # pgid -> switches so far
+    asked = {}
+
+    def client(journal, node, targets, sizes, latency_budget, stream_budget, **kw):
+        asked.update(targets=targets, sizes=sizes, kw=kw)
+        counts[101] += 2 * 1800  # each proxy half wakes twice per round trip
+        counts[102] += 2 * 1800
+        counts[103] += 2 * 2800  # the SRD too, over more round trips (it is faster)
+        return {"targets": {"proxies": {"points": [{"size": 1, "latency": {"n": 1600}}]},
+                            "nat_srd": {"points": [{"size": 1, "latency": {"n": 2600}}]}}}
+
+    monkeypatch.setattr(measure.pingpong, "client", client)
+    monkeypatch.setattr(measure, "group_context_switches", lambda node, pgid: counts[pgid])
+    raw = {}
+    meas = SimpleNamespace(journal=None, order=SimpleNamespace(draw_seed=lambda: 7),
+                           session=SimpleNamespace(raw=lambda name, text: raw.update({name: text})))
+    relay = {name: SimpleNamespace(node=None, pgid=pgid)
+             for name, pgid in (("fa_proxy", 101), ("fb_proxy", 102), ("fb_srd", 103))}
+    ways = {"direct": measure.Way("b1", 1), "proxies": measure.Way("fa", 2),
+            "nat_srd": measure.Way("fb", 3)}
+    rows = {r["method"]: r for r in measure.context_switch_point(meas, None, ways, relay, 4)}
+    assert asked["targets"] == {"proxies": ("fa", 2), "nat_srd": ("fb", 3)} and asked["sizes"] == [1]
+    assert asked["kw"]["warmup"] == measure.SWITCH_WARMUP and asked["kw"]["stream"] is False
+    assert rows["proxies"]["round_trips"] == 1600 + measure.SWITCH_WARMUP
+    assert rows["proxies"]["context_switches"] == 4 * 1800 and rows["proxies"]["relays"] == 2
+    assert rows["proxies"]["per_round_trip"] == pytest.approx(4.0)
+    assert rows["nat_srd"]["per_round_trip"] == pytest.approx(2.0) and rows["nat_srd"]["relays"] == 1
+    assert rows["nat_srd"]["repetition"] == 4 and "switches-r4.json" in raw

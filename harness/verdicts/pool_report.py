@@ -1,0 +1,170 @@
+"""A pooled verdict table's ``report.md`` (``harness claims pool``, :mod:`harness.verdicts.pool`).
+
+What a referee reading only this file must be able to see (the S4 and S0 reviews of
+2026-11-29): the pooled headline, and right under it each run's own tally over the same claims
+and every claim some run judged in its regime although the pool, needing every run, calls it
+not testable (a run's verdict that no headline counts stays in sight); which claims are decided
+under a rule changed after outcomes were read (:mod:`harness.verdicts.disclosure`); then per
+claim the pooled estimate, the figure one run's estimator gives over every run's repetitions
+together (a sensitivity reading, not the verdict's basis: :func:`harness.verdicts.run_pooling.
+all_units_estimate`), and each run's own estimate and outcome.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from . import disclosure
+from .claims import COLUMNS, NOT_TESTABLE, PAPER, invalid_note, runs_note, summaries
+from .registration import Registration
+from .run_pooling import SENSITIVITY
+
+#: a change made after outcomes were read names up to this many claims by id in the headline block
+LISTED = 4
+#: the pooled table's columns after :data:`~harness.verdicts.claims.COLUMNS` and before each
+#: run's: one run's estimator over every run's repetitions together, a sensitivity reading
+#: (harness.verdicts.pool writes them)
+ALL_UNITS, ALL_UNITS_HOW = "all repetitions", "all repetitions: how"
+
+
+def report(study, found: list, frame: pd.DataFrame, own: list[pd.DataFrame],
+           copies: list[tuple[str, str]] = ()) -> str:
+    """The report of the pool of ``found`` (members with ``run_id``, ``meta`` and ``digest``,
+    in time order), ``frame`` its pooled table beside each run's columns, ``own`` each member's
+    own table, ``copies`` the pairs of members that are byte-for-byte copies."""
+    registration = study.registration()
+    lines = [f"# {study.name}: {study.title} -- pooled from {len(found)} runs", "",
+             f"**Verdicts on the paper's claims:** {summaries(frame[COLUMNS])}.", ""]
+    lines += per_run_tallies(found, frame, own) + [""]
+    regime = judged_by_some_runs(found, frame)
+    if regime:
+        lines += regime + [""]
+    lines += changed_after_outcomes(registration, frame) + [runs_note(frame), ""]
+    conditions = [study.run_conditions(m.meta) for m in found]
+    shown = any(conditions)  # a condition each run chose itself (S4's anchored limit)
+    lines += ["| run | started | commit | repetitions | registration |"
+              + (" measured under |" if shown else ""), "|---|---|---|---|---|" + ("---|" if shown else "")]
+    for m, condition in zip(found, conditions):
+        commit = ((m.meta.get("provenance") or {}).get("git") or {}).get("commit") or "-"
+        lines.append(f"| {m.run_id} | {m.meta.get('started') or '-'} | {commit[:12]} | "
+                     f"{(m.meta.get('parameters') or {}).get('repetitions')} | {m.digest[7:19]} |"
+                     + (f" {condition or '-'} |" if shown else ""))
+    if shown and len(set(conditions)) > 1:
+        lines += ["", "**The runs chose different conditions** (above): a pooled estimate of a "
+                  "claim measured under them averages runs whose condition differs; the claim's "
+                  "registered regime, not the condition itself, is what every run had to meet."]
+    for a, b in copies:
+        lines += ["", f"**Warning:** runs {a} and {b} archived the same results byte for byte: they "
+                  "are copies of one run, not independent runs, and the pool sees no variation "
+                  "between them."]
+    lines += ["", "Each run is analysed alone, with its own record (the facts it measured about "
+              "its lab); its estimate is one sample of the pooled one. A claim is pooled only "
+              "where every run judged it.", "", "## Claims: the pooled estimate beside each run's own", ""]
+    for _, row in frame.iterrows():
+        late = [disclosure.label(registration, c)
+                for c in disclosure.after_outcomes(registration, row["claim_id"])]
+        lines += claim_section(row, found, late) + [""]
+    alone = sorted({cid for table in own for cid in table.claim_id} - set(frame.claim_id))
+    if alone:
+        lines += ["## Not pooled", "", "In each run's own table only: not one of the study's "
+                  "registered claims, or an estimate over the runs of an archived benchmark that "
+                  "every member carries the same. Each run's own outcome:", ""]
+        lines += [unpooled_line(cid, found, own) for cid in alone] + [""]
+    lines.append(invalid_note(frame))
+    return "\n".join(lines) + "\n"
+
+
+def per_run_tallies(found: list, frame: pd.DataFrame, own: list[pd.DataFrame]) -> list[str]:
+    """Each member's own verdict counts over the claims the pool judges, one line a run."""
+    pooled = set(frame.claim_id)
+    lines = ["**Each run alone**, over the same claims (its own verdicts; the pool judges a claim "
+             "only where every run judged it, so a run's verdict may count here and not above):", ""]
+    for member, table in zip(found, own):
+        mine = table[table.claim_id.isin(pooled)].drop_duplicates("claim_id")
+        lines.append(f"- run {member.run_id}: {summaries(mine)}")
+    return lines
+
+
+def judged_by_some_runs(found: list, frame: pd.DataFrame) -> list[str]:
+    """The claims the pool calls not testable that some run judged in its regime, with what each
+    such run said; [] when there are none."""
+    out = []
+    for _, row in frame[frame.outcome == NOT_TESTABLE].iterrows():
+        said = [(m.run_id, row[f"{m.run_id}: outcome"], row[f"{m.run_id}: ours"]) for m in found]
+        judged = [(rid, outcome, ours) for rid, outcome, ours in said
+                  if outcome and outcome != NOT_TESTABLE]
+        if judged:
+            out.append(f"- `{row['claim_id']}`: in its regime in {len(judged)} of {len(found)} runs: "
+                       + "; ".join(f"run {rid}: {outcome}, {ours}" for rid, outcome, ours in judged))
+    if not out:
+        return []
+    return ["**Judged in its regime by some runs, not testable in the pool** (a pooled verdict needs "
+            "the claim in its regime in every run; these runs' own verdicts, counted in their tallies "
+            "above):", "", *out]
+
+
+def changed_after_outcomes(registration: Registration, frame: pd.DataFrame) -> list[str]:
+    """The block on verdicts decided under a rule changed after outcomes were read: how many of
+    the paper's claims, and each such change once, with date, one line and the claims it names
+    (each claim's section names them again by number)."""
+    changes = disclosure.listed(registration, frame.claim_id)
+    design = disclosure.whole_design_after_outcomes(registration)
+    if not changes and not design:
+        return []
+    late = disclosure.by_claim(registration, frame.claim_id)
+    paper = list(frame[frame.source == PAPER].claim_id) if "source" in frame else list(frame.claim_id)
+    lines = [f"**Changed after outcomes were read:** {sum(cid in late for cid in paper)} of "
+             f"{len(paper)} paper claims are decided under a rule that the registration changed after "
+             "outcomes of earlier runs were read (its changes marked `after_outcomes = true`; each "
+             "claim's section below names them by number):", ""]
+    lines += [f"- {disclosure.label(registration, c)}: {disclosure.one_line(c).split(': ', 1)[1]} "
+              f"({_claims(named)})" for c, named in changes]
+    lines += [f"- {disclosure.label(registration, c)}: {disclosure.one_line(c).split(': ', 1)[1]} "
+              "(the whole design: every claim)" for c in design]
+    return lines + ["", disclosure.counts(registration), ""]
+
+
+def _claims(ids: list[str]) -> str:
+    if len(ids) <= LISTED:
+        return ", ".join(f"`{cid}`" for cid in ids)
+    return f"{len(ids)} claims, each naming it in its section"
+
+
+def claim_section(row: pd.Series, found: list, late: list[str]) -> list[str]:
+    """One claim: the pooled verdict, the all-repetitions figure, the changes made after
+    outcomes were read that name it (``late``: their labels), each run's own."""
+    lines = [f"### {row['claim']} (`{row['claim_id']}`, {row['source']})", "",
+             f"- paper: {row['paper']}; region: {row['region']}",
+             f"- **pooled: {row['ours']} -- {row['outcome']}**: {row['reason']}"]
+    if isinstance(row["interval"], str) and row["interval"]:
+        lines.append(f"- interval: {row['interval']}")
+    together = row.get(ALL_UNITS)
+    if isinstance(together, str) and together and together != "-":
+        lines.append(f"- all repetitions together: {together} -- {row[ALL_UNITS_HOW]}; {SENSITIVITY}")
+    if late:
+        lines.append("- **decided under a rule changed after outcomes were read:** changes "
+                     + ", ".join(late) + " (listed above)")
+    for m in found:
+        ours, outcome = row[f"{m.run_id}: ours"], row[f"{m.run_id}: outcome"]
+        said = row.get(f"{m.run_id}: reason")
+        why = f": {said}" if outcome and outcome != row["outcome"] and isinstance(said, str) \
+            and said else ""  # a run that says other than the pool says why, in its own figures
+        lines.append(f"- run {m.run_id} alone: {ours or '-'} -- {outcome or '(no such claim)'}{why}")
+    return lines
+
+
+def unpooled_line(claim_id: str, found: list, own: list[pd.DataFrame]) -> str:
+    """One claim no pool judges, with every run's own estimate and outcome (a 'not met' in every
+    run stays in sight: a headline over the pooled claims would leave it out)."""
+    said = []
+    for member, claims_table in zip(found, own):
+        rows = claims_table[claims_table.claim_id == claim_id]
+        if rows.empty:
+            continue
+        row = rows.iloc[0]
+        said.append(f"run {member.run_id}: {row.get('ours') or '-'} -- {row['outcome']}")
+    figures = {part.split(": ", 1)[1] for part in said}
+    if len(said) > 1 and len(figures) == 1:  # one archived benchmark every run carries: said once
+        return (f"- `{claim_id}`: {figures.pop()} (one measurement, the same in all {len(said)} "
+                "runs: not replicated by them)")
+    return f"- `{claim_id}`: " + "; ".join(said)

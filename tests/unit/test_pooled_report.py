@@ -1,0 +1,203 @@
+"""What a pooled report.md shows a referee beyond the pooled verdicts (the S4 and S0 reviews of
+2026-11-29): each run's own tally and its in-regime verdicts the pool does not count, the claims
+decided under a rule changed after outcomes were read, and the all-repetitions figure beside the
+pooled one as a sensitivity reading."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import stat
+import sys
+import types
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from harness.archive.reference import reference_root
+from harness.studies.registry import discover, get_study
+from harness.verdicts.claims import NOT_TESTABLE, Claim, Region, display, summaries
+from harness.verdicts.intervals import mean_estimate
+from harness.verdicts.pool import member_paths, pool
+from harness.verdicts.registration import DesignChange, Registration
+
+SENSITIVITY = "a sensitivity reading, not the verdict's basis: the verdict rests on the interval over the run means"
+
+
+def all_units_estimate(rows, run_ids, unit):
+    from harness.verdicts.run_pooling import all_units_estimate
+
+    return all_units_estimate(rows, run_ids, unit)
+
+#: committed pooled references the referees reviewed (docs/reviews/s4-2026-11-29-second.md,
+#: s0-2026-11-29-third.md); superseded, kept, and their members read here
+S4_REVIEWED = "s4/20261129T082034Z-pool-53e6aa"
+S0_REVIEWED = "s0/20261129T073227Z-pool-53ae69"
+
+
+def members_as_today(pooled: str, parent: Path) -> list[Path]:
+    """Writable copies of a pooled reference's members, registered as today (as test_pool.py's
+    copy_run: the committed references predate today's registration)."""
+    discover()
+    out = []
+    for member in member_paths(reference_root() / pooled):
+        dest = parent / member.name
+        shutil.copytree(member, dest)
+        for path in [dest, *dest.rglob("*")]:
+            path.chmod(path.stat().st_mode | stat.S_IWUSR)
+        study = json.loads((member / "run.json").read_text())["study"]
+        (dest / "registration.json").write_text(json.dumps(get_study(study).registration().to_dict()))
+        out.append(dest)
+    return out
+
+
+def row(values, unit: str, log: bool, gain: bool = False) -> pd.Series:
+    """A run's claims row as one run's analysis makes it (mean_estimate over its repetitions)."""
+    est = mean_estimate(values, unit, log=log)
+    if gain:
+        est = est.as_gain_pct()
+    return pd.Series({"value": est.value, "low": est.low, "high": est.high, "n": est.n,
+                      "units": est.units, "interval": est.method, "unit": est.unit})
+
+
+@pytest.mark.parametrize("kind", ["linear", "ratio", "gain"])
+def test_all_repetitions_is_one_runs_estimator_over_every_runs_repetitions(kind):
+    """From each run's row alone (its mean, interval and count) the figure equals what one run's
+    estimator gives over all the runs' repetitions joined, unequal runs and a one-repetition run
+    included."""
+    rng = np.random.default_rng(7)
+    groups = [rng.lognormal(0.2, 0.3, n) for n in (4, 6, 1, 5)]
+    log, unit = {"linear": (False, "Mbit/s"), "ratio": (True, "x"), "gain": (True, "%")}[kind]
+    rows = [row(g, unit, log, gain=kind == "gain") for g in groups]
+    got, why = all_units_estimate(rows, ["a", "b", "c", "d"], unit)
+    want = mean_estimate(np.concatenate(groups), unit, log=log)
+    if kind == "gain":
+        want = want.as_gain_pct()
+    assert why == "" and got.n == 16 and got.units == "repetitions"
+    assert (got.value, got.low, got.high) == pytest.approx((want.value, want.low, want.high), rel=1e-12)
+    assert "Student t interval over 16 repetitions" in got.method and "of the 4 runs together" in got.method
+
+
+def test_all_repetitions_from_thirty_on_says_it_stands_for_a_bootstrap_and_refuses_what_it_cannot_recover():
+    rows = [row(np.arange(1.0, 11.0) + i, "Mbit/s", False) for i in range(3)]
+    got, _ = all_units_estimate(rows, ["a", "b", "c"], "Mbit/s")
+    assert got.n == 30 and "would take a percentile bootstrap" in got.method
+    boot = row(np.arange(1.0, 41.0), "Mbit/s", False)  # a run of 40: its own interval is a bootstrap
+    got, why = all_units_estimate([rows[0], boot], ["a", "b"], "Mbit/s")
+    assert got is None and why.startswith("run b: its interval is mean, 95% percentile bootstrap")
+
+
+def test_the_s0_referees_all_repetitions_figure_is_what_the_reference_rows_give():
+    """S0's third review: the distance claim 0.982 [0.944, 1.022] over 3 run means, against
+    0.982 [0.903, 1.068] over all 12 repetitions, recomputed by the referee from results.csv."""
+    rows = [pd.read_csv(m / "claims.csv").set_index("claim_id").loc["s0.latency.far_nat_vs_proxies_x"]
+            for m in member_paths(reference_root() / S0_REVIEWED)]
+    got, _ = all_units_estimate(rows, ["1", "2", "3"], "x")
+    assert (round(got.value, 3), round(got.low, 3), round(got.high, 3), got.n) == (0.982, 0.903, 1.068, 12)
+
+
+@pytest.fixture(scope="module")
+def s4_pool(tmp_path_factory):
+    parent = tmp_path_factory.mktemp("s4")
+    runs = members_as_today(S4_REVIEWED, parent / "runs")
+    out = pool([str(r) for r in runs], str(parent / "pooled"))
+    study = get_study("s4")
+    own = {r.name: study.claims(study.load(r)) for r in runs}
+    return out, (out / "report.md").read_text(), pd.read_csv(out / "claims.csv"), own
+
+
+def test_the_pooled_summary_has_each_runs_own_tally_and_its_in_regime_verdicts(s4_pool):
+    """S4's second review: 'Not every member verdict reaches report.md ... Their verdicts are not
+    counted anywhere': run c6f085 judged the anchored MPTCP peak 'not reproduced' (366) while
+    the pool, needing every run in regime, says not testable."""
+    _, report, frame, own = s4_pool
+    head = report.split("## Claims")[0]
+    pooled = set(frame.claim_id)
+    for run_id, table in own.items():
+        tally = summaries(table[table.claim_id.isin(pooled)].drop_duplicates("claim_id"))
+        assert f"- run {run_id}: {tally}\n" in head
+    assert "- run 20261129T072814Z-c6f085: 2 not reproduced, 6 not testable here; lab checks: 2 met" in head
+    untestable = frame[frame.outcome == NOT_TESTABLE].set_index("claim_id")
+    assert "s4.mptcp_peak@anchored" in untestable.index
+    line = next(x for x in head.splitlines() if x.startswith("- `s4.mptcp_peak@anchored`"))
+    assert line == ("- `s4.mptcp_peak@anchored`: in its regime in 1 of 3 runs: run 20261129T072814Z-c6f085: "
+                    "not reproduced, 366 Mbit/s [267, 464] (n=4)")
+    assert "`s4.tcp_gain_1_10@nolimit`" not in head.split("**Judged in its regime")[1].split("**Changed")[0]
+
+
+def test_the_pooled_report_names_the_changes_made_after_outcomes_were_read_per_claim(s4_pool):
+    """S4's second review: 'Flag verdicts decided by a post-hoc gate in report.md itself' (the
+    peaks' rule of 00:45Z, the claim-point gate of 05:04Z)."""
+    _, report, _, _ = s4_pool
+    head = report.split("## Claims")[0]
+    assert "**Changed after outcomes were read:** 8 of 8 paper claims" in head
+    assert "- #10 (2026-11-29T05:04Z): A claim at the anchored limit counts only where" in head
+    assert "- #9 (" not in head  # marked false: made before any run of the pooled reference
+    section = report.split("(`s4.mptcp_peak@anchored`, paper)")[1].split("###")[0]
+    assert ("- **decided under a rule changed after outcomes were read:** changes #1 (2026-11-26), "
+            "#5 (2026-11-29T00:36Z), #6 (2026-11-29T00:45Z), #7 (2026-11-29T00:45Z), #10 (2026-11-29T05:04Z), "
+            "#11 (2026-11-29T08:27Z) (listed above)") in section  # #1 named it by its old id @cpu0.01
+    lab = report.split("(`s4.mptcp_both_paths`, lab)")[1].split("###")[0]
+    assert "changed after outcomes" not in lab  # no change marked true names it
+
+
+def test_the_all_repetitions_figure_stands_beside_each_pooled_estimate_the_verdict_unchanged(s4_pool):
+    out, report, frame, own = s4_pool
+    by_id = frame.set_index("claim_id")
+    measured = by_id[by_id.n > 0]
+    assert (measured["all repetitions"].str.endswith("(n=12)")).all()
+    assert measured["all repetitions: how"].str.contains("of all 12 repetitions of the 3 runs together").all()
+    assert (measured.interval.str.contains("Student t interval over 3 runs")).all()  # the verdict's basis
+    section = report.split("(`s4.tcp_peak@anchored`, paper)")[1].split("###")[0]
+    assert (f"- all repetitions together: 456 Mbit/s [449, 463] (n=12) -- mean of all 12 repetitions of the "
+            f"3 runs together, 95% Student t interval over 12 repetitions; {SENSITIVITY}") in section
+    assert "- **pooled: 456 Mbit/s [439, 473] (n=3)" in section
+    assert list(frame.columns[frame.columns.get_loc("all repetitions") + 2:][:1]) == [
+        f"{next(iter(own))}: ours"]  # the runs' columns follow
+
+
+def _shown(monkeypatch) -> list[str]:
+    """What display() shows, as text (IPython's display captured)."""
+    shown: list[str] = []
+    fake = types.ModuleType("IPython.display")
+    fake.Markdown = lambda text: text
+    fake.display = lambda obj: shown.append(obj if isinstance(obj, str) else obj.to_string())
+    monkeypatch.setitem(sys.modules, "IPython.display", fake)
+    return shown
+
+
+def test_a_single_runs_claims_section_names_the_changes_made_after_outcomes_were_read(monkeypatch):
+    discover()
+    study = get_study("s4")
+    frame = study.claims(study.load(member_paths(reference_root() / S4_REVIEWED)[0]))
+    shown = _shown(monkeypatch)
+    display(frame, "verdict", study.registration())
+    block = next(s for s in shown if s.startswith("**Changed after outcomes were read**"))
+    assert shown.index(block) == 2  # right under the paper's claims table
+    assert "* TCP peak at 10 streams (no sender CPU limit): changes #1, #5, #7, #11\n" in block
+    assert "* #11 (2026-11-29T08:27Z): (1) A peak is held to the gains' regime" in block
+    assert "2026-11-29T03:33Z" not in block and "#9" not in block  # marked false
+    shown.clear()
+    display(frame, "verdict")  # no registration given: as before
+    assert not any(s.startswith("**Changed after outcomes") for s in shown)
+
+
+def test_a_change_names_a_claim_under_its_former_id_and_the_whole_design_touches_every_claim():
+    from harness.verdicts import disclosure
+
+    claim = Claim("s9.gain@fast", "gain", "+10%", Region(1, 2, "r"))
+    changes = (DesignChange("2026-11-26", "First sentence. Second", "why", ("s9.gain",), {}, after_outcomes=True),
+               DesignChange("2026-11-27", "renamed", "why", ("s9.gain@fast",), {"s9.gain": "s9.gain@fast"}),
+               DesignChange("2026-11-28", "reps " + "x" * 300, "why", (), {}, after_outcomes=True),
+               DesignChange("2026-11-29", "before data", "why", ("s9.gain@fast",), {}, after_outcomes=False))
+    registration = Registration("s9", (claim,), {}, changes)
+    assert disclosure.after_outcomes(registration, "s9.gain@fast") == [changes[0]]
+    assert disclosure.one_line(changes[0]) == "2026-11-26: First sentence"
+    assert disclosure.one_line(changes[2]).endswith(" ...") and len(disclosure.one_line(changes[2])) < 180
+    note = disclosure.note(registration, [("s9.gain@fast", "gain")])
+    assert "* gain: changes #1\n" in note and "* #1 (2026-11-26): First sentence\n" in note
+    assert "* #3 (2026-11-28): reps ... (the whole design" in note and note.count("(the whole design: every claim)") == 1
+    assert ("Of the registration's 4 changes, 2 made after outcomes were read, 1 before any data "
+            "of theirs, 1 does not say which") in note
