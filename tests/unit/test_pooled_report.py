@@ -118,7 +118,8 @@ def test_the_pooled_summary_has_each_runs_own_tally_and_its_in_regime_verdicts(s
     for run_id, table in own.items():
         tally = summaries(table[table.claim_id.isin(pooled)].drop_duplicates("claim_id"))
         assert f"- run {run_id}: {tally}\n" in head
-    assert "- run 20261129T072814Z-c6f085: 2 not reproduced, 6 not testable here; lab checks: 2 met" in head
+    # its MPTCP gain, 'not reproduced' until the controller gate of 2026-11-29T10:25Z, is not testable
+    assert "- run 20261129T072814Z-c6f085: 1 not reproduced, 9 not testable here; lab checks: 2 met" in head
     untestable = frame[frame.outcome == NOT_TESTABLE].set_index("claim_id")
     assert "s4.mptcp_peak@anchored" in untestable.index
     line = next(x for x in head.splitlines() if x.startswith("- `s4.mptcp_peak@anchored`"))
@@ -132,13 +133,13 @@ def test_the_pooled_report_names_the_changes_made_after_outcomes_were_read_per_c
     peaks' rule of 00:45Z, the claim-point gate of 05:04Z)."""
     _, report, _, _ = s4_pool
     head = report.split("## Claims")[0]
-    assert "**Changed after outcomes were read:** 8 of 8 paper claims" in head
+    assert "**Changed after outcomes were read:** 10 of 10 paper claims" in head
     assert "- #10 (2026-11-29T05:04Z): A claim at the anchored limit counts only where" in head
     assert "- #9 (" not in head  # marked false: made before any run of the pooled reference
     section = report.split("(`s4.mptcp_peak@anchored`, paper)")[1].split("###")[0]
     assert ("- **decided under a rule changed after outcomes were read:** changes #1 (2026-11-26), "
             "#5 (2026-11-29T00:36Z), #6 (2026-11-29T00:45Z), #7 (2026-11-29T00:45Z), #10 (2026-11-29T05:04Z), "
-            "#11 (2026-11-29T08:27Z) (listed above)") in section  # #1 named it by its old id @cpu0.01
+            "#11 (2026-11-29T08:27Z), #12 (2026-11-29T10:25Z) (listed above)") in section  # #1: its old id
     lab = report.split("(`s4.mptcp_both_paths`, lab)")[1].split("###")[0]
     assert "changed after outcomes" not in lab  # no change marked true names it
 
@@ -176,7 +177,7 @@ def test_a_single_runs_claims_section_names_the_changes_made_after_outcomes_were
     display(frame, "verdict", study.registration())
     block = next(s for s in shown if s.startswith("**Changed after outcomes were read**"))
     assert shown.index(block) == 2  # right under the paper's claims table
-    assert "* TCP peak at 10 streams (no sender CPU limit): changes #1, #5, #7, #11\n" in block
+    assert "* TCP peak at 10 streams (no sender CPU limit): changes #1, #5, #7, #11, #12\n" in block
     assert "* #11 (2026-11-29T08:27Z): (1) A peak is held to the gains' regime" in block
     assert "2026-11-29T03:33Z" not in block and "#9" not in block  # marked false
     shown.clear()
