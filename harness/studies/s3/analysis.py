@@ -403,14 +403,19 @@ def _tick_text(use: pd.DataFrame, ref: str, cpus: int | None) -> str:
         return ""
     counted = "system_ticks" in use and use.system_ticks.notna().all()
     source = ("the ticks each interval counted" if counted else
-              f"{use.cpu_interval_s.min():.2g}-{use.cpu_interval_s.max():.2g} s x {USER_HZ} Hz x "
-              f"{cpus} CPUs")
+              f"{_span(use.cpu_interval_s)} s x {USER_HZ} Hz x {cpus} CPUs")
     tcp = float(use[use.protocol == ref].system_busy_pct.median())
     smallest = min(PAPER["tipc_cpu_saving_pct"]) / 100 * tcp
     return (f"; resolution: one /proc/stat tick is {'' if counted else 'about '}"
-            f"{step.min():.2g}-{step.max():.2g} points of a busy share ({source}), against "
+            f"{_span(step)} points of a busy share ({source}), against "
             f"{smallest:.2g} points for the paper's smallest "
             f"saving ({min(PAPER['tipc_cpu_saving_pct']):g} % of {ref}'s median {tcp:.3g} %)")
+
+
+def _span(values: pd.Series) -> str:
+    """``low-high`` to two significant digits, one figure when they print alike."""
+    low, high = f"{values.min():.2g}", f"{values.max():.2g}"
+    return low if low == high else f"{low}-{high}"
 
 
 def _cpu_verdict(frame: pd.DataFrame, cpus: int | None = None) -> Verdict:
