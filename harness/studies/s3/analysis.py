@@ -452,9 +452,11 @@ def _cpu_verdict(frame: pd.DataFrame, cpus: int | None = None) -> Verdict:
     invalid = [bad for row in use.itertuples() if (bad := check_share(
         f"{row.protocol} CPU {int(row.size_kb)} KB, repetition {int(row.repetition)}",
         float(row.system_busy_pct), quantity="machine CPU share")) is not None]
-    note = (f"reducer machine's CPU share (sar's) at {period:g} ms, the paper's "
-            f"{PAPER['period_ms']} ms carried over to our port, sizes "
-            f"{', '.join(f'{s} KB' for s in sizes)}; TIPC over {ref} paired per CPU "
+    periods = rows.groupby("size_kb").period_ms.first()
+    note = (f"reducer machine's CPU share (sar's) at the paper's {PAPER['period_ms']} ms, here "
+            + ", ".join(f"{periods[s]:g} ms at {s} KB" for s in sizes)
+            + " (the period the run derived at each point); TIPC over "
+            f"{ref} paired per CPU "
             f"repetition (fresh fleets, shuffled order): {len(counted)} of {len(reps)} "
             "repetitions counted")
     note += _tick_text(use, ref, cpus)
