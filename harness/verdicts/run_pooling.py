@@ -101,6 +101,18 @@ def _labelled(rows: list[pd.Series], run_ids: list[str], column: str) -> str:
     return "; ".join(f"run {rid}: {t}" for rid, t in zip(run_ids, texts) if t)
 
 
+#: how much of one run's reason a pooled row repeats (each run's own report has all of it)
+BRIEF = 360
+
+
+def _brief(reason: str) -> str:
+    """A run's reason cut at a word within :data:`BRIEF` characters: a pooled row of S0 repeated
+    three runs' lists of impossible points and gate figures, 3000 characters and more."""
+    if len(reason) <= BRIEF:
+        return reason
+    return reason[:BRIEF].rsplit(" ", 1)[0] + " ... (the run's own report has the rest)"
+
+
 def pooled_verdict(claim: Claim, rows: list[pd.Series], run_ids: list[str],
                    regions: list[Region | None] | None = None) -> tuple[Verdict, dict]:
     """``claim`` judged on its member rows (one per run, in ``run_ids`` order); the verdict
@@ -113,8 +125,8 @@ def pooled_verdict(claim: Claim, rows: list[pd.Series], run_ids: list[str],
     carried = {c: _labelled(rows, run_ids, c) for c in ("note", "gates", "invalid")}
     invalid = [(rid, r) for rid, r in zip(run_ids, rows) if r["outcome"] == INVALID]
     if invalid:
-        return Verdict(claim, None, INVALID, "invalid in "
-                       + "; ".join(f"run {rid}: {r['reason']}" for rid, r in invalid)), carried
+        return Verdict(claim, None, INVALID, f"invalid in {len(invalid)} of {len(rows)} runs: "
+                       + "; ".join(f"run {rid}: {_brief(str(r['reason']))}" for rid, r in invalid)), carried
     values = [float(r["value"]) for r in rows]
     measured = all(math.isfinite(v) for v in values) and all(int(r["n"]) > 0 for r in rows)
     # a gated claim keeps its estimate beside its outcome, deciding nothing (gates.apply)

@@ -66,6 +66,12 @@ SUPERSEDED: dict[str, str] = {
         "the peaks held to the gains' one-stream regime and each transport's anchored claims "
         "gated on its own stream (s4/registration.toml, change of 2026-11-29T08:27Z); new "
         "reference pending"),
+    "s3/20261129T111447Z-pool-8951d5": (
+        "the first pooled S3 reference (three runs, 2026-11-29); a referee's review of it "
+        "(docs/reviews/s3-2026-11-29.md) led to the rate claims' gates (accelerated_virtualisation "
+        "on the gains, links_verified on the reducer port), a claim at 1:48 x 8 KB and the CPU "
+        "note's tick resolution (s3/registration.toml, change of 2026-11-29T11:16Z); new "
+        "reference pending"),
     "s4/20261129T045749Z-pool-fbf94a": (
         "the first pooled S4 reference (three runs, 2026-11-29); a referee's review of it led to "
         "the anchored claims' regime on the claims' own 1-stream points (s4/registration.toml, "

@@ -58,6 +58,22 @@ def test_a_claim_invalid_in_one_run_is_invalid_pooled():
     bad["outcome"], bad["reason"] = INVALID, "rests on invalid points: 3000 Mbit/s on a 1000 wire"
     verdict, _ = pooled_verdict(CLAIM, [own_row([2.0, 2.1, 2.2]), bad], ["a", "b"])
     assert verdict.outcome == INVALID and "run b: rests on invalid points" in verdict.reason
+    assert verdict.reason.startswith("invalid in 1 of 2 runs: ")
+
+
+def test_a_pooled_invalid_row_repeats_each_runs_reason_briefly():
+    """S0's first pooled reference of 2026-11-29T11:34Z said three runs' whole lists of
+    impossible points and gate figures in one row (over 3000 characters each)."""
+    long = "rests on invalid points: " + "; ".join(f"repetition {i}, direct, 1024 B: 190 Mbit/s > 98"
+                                                 for i in range(60))
+    rows = []
+    for _ in range(3):
+        row = own_row([1.9, 2.0, 2.1]).copy()
+        row["outcome"], row["reason"] = INVALID, long
+        rows.append(row)
+    verdict, _ = pooled_verdict(CLAIM, rows, ["a", "b", "c"])
+    assert verdict.reason.startswith("invalid in 3 of 3 runs: run a: rests on invalid points")
+    assert len(verdict.reason) < 3 * 460 and verdict.reason.count("the run's own report has the rest") == 3
 
 
 def test_a_region_every_runs_design_set_alike_is_pooled_and_different_ones_are_not():

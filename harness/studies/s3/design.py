@@ -92,3 +92,9 @@ PROFILES = {
                   cpu_periods_paper_ms=(PAPER_PERIOD_MS, 50, 100),
                   cpu_sizes_kb=(1, 2, 4, 8, 16, 32, 64), cpu_rounds=200, cpu_repetitions=3),
 }
+
+
+#: /proc/stat counts in USER_HZ, 100 per second and CPU on Linux whatever the kernel's HZ (its
+#: ABI): a busy share over an interval of t seconds on c CPUs moves in steps of 100 / (100 t c)
+#: points, fewer ticks where a TCG guest's clock falls behind
+USER_HZ = 100

@@ -90,7 +90,8 @@ def system_cpu(samples: list[dict]) -> dict:
     marked = {s.get("mark"): s for s in samples if s.get("mark")}
     a, b = (marked["begin"], marked["end"]) if {"begin", "end"} <= marked.keys() else \
         ((samples[0], samples[-1]) if len(samples) >= 2 else (None, None))
-    none = {"system_busy_pct": None, "system_softirq_pct": None, "cpu_interval_s": None}
+    none = {"system_busy_pct": None, "system_softirq_pct": None, "cpu_interval_s": None,
+            "system_ticks": None}
     if a is None or len(a["stat"]) < TOTAL_FIELDS or len(b["stat"]) < TOTAL_FIELDS:
         return none
     delta = [y - x for x, y in zip(a["stat"][:TOTAL_FIELDS], b["stat"][:TOTAL_FIELDS])]
@@ -99,7 +100,8 @@ def system_cpu(samples: list[dict]) -> dict:
         return none
     return {"system_busy_pct": 100.0 * sum(delta[i] for i in BUSY_FIELDS) / total,
             "system_softirq_pct": 100.0 * delta[6] / total,
-            "cpu_interval_s": (b["t_ns"] - a["t_ns"]) / 1e9}
+            "cpu_interval_s": (b["t_ns"] - a["t_ns"]) / 1e9,
+            "system_ticks": total}  # all CPUs' ticks in the interval: the share's resolution
 
 
 def measure_point(session: Session, bed, fleet: fanin.MapperFleet, binary: str, variant: str,

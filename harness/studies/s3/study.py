@@ -408,7 +408,8 @@ class S3(Study):
             data.results, wire_mbit=port_rate_of_run(meta),
             shaper=(meta.get("s3") or {}).get("port_shaper") or "htb",
             port=s3_verdicts.PortCheck.from_meta(meta, "reducer:eth0--switch:red",
-                                                 "switch->reducer"))
+                                                 "switch->reducer"),
+            cpus=reducer_cpus(meta))
 
     def figures(self, data: RunData) -> dict:
         from . import figures as s3_figures
@@ -425,6 +426,15 @@ def port_rate_mbit(bed) -> float | None:
     port = bed.lab.topology.interface("switch", "red")
     link = next((ln for ln in bed.lab.topology.links if port in (ln.a, ln.b)), None)
     return link.rate_mbit if link else None
+
+
+def reducer_cpus(meta: dict) -> int | None:
+    """The CPUs the reducer's machine had: its VM's vCPUs, else (nodes on the host's kernel)
+    the controller's CPUs; None when the run recorded neither."""
+    vm = (meta.get("placement") or {}).get("vm") or {}
+    cpus = vm.get("cpus") if vm else ((meta.get("provenance") or {}).get("controller") or {}).get(
+        "cpus") or (meta.get("machine_activity") or {}).get("cpus")
+    return int(cpus) if cpus else None
 
 
 def port_rate_of_run(meta: dict) -> float | None:

@@ -256,6 +256,7 @@ def test_system_cpu_is_sars_share_over_the_marked_interval():
     # busy +300, idle +900, iowait and steal unchanged; guest (inside user) not counted twice
     assert out["system_busy_pct"] == pytest.approx(25.0)
     assert out["cpu_interval_s"] == pytest.approx(6.0)
+    assert out["system_ticks"] == 1200  # the share's resolution: one tick is 1/1200 of it
     unmarked = s3_points.system_cpu([{k: v for k, v in x.items() if k != "mark"}
                                      for x in samples])
     assert unmarked["system_busy_pct"] == pytest.approx(100 * 1300 / (1300 + 1000))
