@@ -64,8 +64,9 @@ SUPERSEDED: dict[str, str] = {
     "s4/20261129T082034Z-pool-53e6aa": (
         "the second pooled S4 reference (three runs, 2026-11-29); a referee's review of it led to "
         "the peaks held to the gains' one-stream regime and each transport's anchored claims "
-        "gated on its own stream (s4/registration.toml, change of 2026-11-29T08:27Z); new "
-        "reference pending"),
+        "gated on its own stream (s4/registration.toml, change of 2026-11-29T08:27Z), then to "
+        "the paper's contrast as a claim and the MPTCP gains gated on the coupled controller "
+        "(change of 2026-11-29T10:25Z); new reference pending"),
     "s3/20261129T111447Z-pool-8951d5": (
         "the first pooled S3 reference (three runs, 2026-11-29); a referee's review of it "
         "(docs/reviews/s3-2026-11-29.md) led to the rate claims' gates (accelerated_virtualisation "
