@@ -91,8 +91,9 @@ def describe_check(r: dict, status: bool = True) -> str:
                      f"({_num(r.get('rate_ratio'), '.2f')} of the rate"
                      + (f" over {_num(r.get('steady_rtts'), '.0f')} RTTs after {r['omitted_s']} s "
                         "of slow start omitted" if r.get("omitted_s") else "")
-                     + (f"; attempts {', '.join(_num(a, '.2f') for a in r['attempts'])})"
-                        if r.get("attempts") else ")"))
+                     + (f"; attempts {', '.join(_num(a, '.2f') for a in r['attempts'])}"
+                        if r.get("attempts") else "")
+                     + (f"; {r['note']})" if r.get("note") else ")"))
     elif r.get("goodput_mbit") is not None:  # a user's machines: measured, not judged
         parts.append(f"unshaped: TCP goodput {_num(r['goodput_mbit'])} Mbit/s "
                      f"(iperf3, {r.get('seconds') or '?'} s)")

@@ -47,6 +47,12 @@ STEADY_RTTS = 20
 #: of the rate while iperf3's sender counted 0.98-1.00 of the line; 5 s, about ten samples,
 #: narrows the slope's spread about threefold (it falls as the span to the power 1.5)
 MIN_STEADY_S = 5
+#: round trips the counter's busy stretch must span for a long link's rate to be read from it:
+#: a stall of the emulated sender (a loaded machine) breaks the stretch, and the longest piece
+#: left is its busiest few intervals, which read high -- 1.06 of the rate over a few round trips
+#: of S2's 139 ms WAN in CI on 2026-11-29, where the same test's other try read 0.31. Half of
+#: :data:`STEADY_RTTS`: a test that ran as planned spans 20-80 (S2: 29.7, 72.1 and 78.7).
+MIN_FIT_RTTS = 10
 #: a ramp shorter than this share of the test is left inside it (the counter's busy-stretch
 #: rule already drops the first busy interval): the links of a namespace lab
 RAMP_SHARE = 0.1
@@ -70,6 +76,14 @@ class RatePlan:
     @property
     def total_s(self) -> int:
         return self.seconds + self.omit_s
+
+    def short_fit(self, span_s: float) -> str:
+        """Why a busy stretch of ``span_s`` seconds cannot give this test's rate, or "": a
+        short link's test (nothing omitted: its stretch is its test), or a long span."""
+        if not self.omit_s or not self.rtt_s or span_s / self.rtt_s >= MIN_FIT_RTTS:
+            return ""
+        return (f"the counter's busy stretch spans {span_s / self.rtt_s:.1f} RTTs, fewer than the "
+                f"{MIN_FIT_RTTS} a long link's rate is read over (a stall broke it)")
 
     @property
     def counted_rtts(self) -> float | None:

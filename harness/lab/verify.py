@@ -16,8 +16,9 @@ A long fat link is measured past TCP's slow start (:mod:`harness.lab.rate_plan`)
 the ramp to the bandwidth-delay product takes more than a tenth of the test, iperf3 omits
 it (``-O``), counts at least 20 round trips after it, and the counter's rate is fitted over
 that counted part only; each check records what it covered (``seconds``, ``omitted_s``,
-``ramp_rtts``, ``steady_s``, ``steady_rtts``, ``bdp_bytes``, ``window_bdps``). Short links
-keep the test they had.
+``ramp_rtts``, ``steady_s``, ``steady_rtts``, ``bdp_bytes``, ``window_bdps``). A stretch
+spanning fewer than ``MIN_FIT_RTTS`` round trips fails the check, its ``note`` saying so:
+its rate is the busiest few intervals of a broken test. Short links keep the test they had.
 
 The whole verification is one round trip per machine, through
 :func:`harness.nodes.group.run_group` (machines one after another): over SSH
@@ -279,6 +280,7 @@ def check_direction(d: Direction, out: ScriptOutput, seconds: int) -> LinkCheck:
     link = d.link
     link_mbit = goodput = ratio = None
     samples = None
+    short = ""
     plan = plan_rate_test(link, seconds) if link.shaped else None
     steady: dict = {}
     if link.shaped:
@@ -299,6 +301,7 @@ def check_direction(d: Direction, out: ScriptOutput, seconds: int) -> LinkCheck:
         goodput = result.received_bps / 1e6
         ratio = link_mbit / link.rate_mbit
         steady = steady_record(plan, stretch, result.raw)
+        short = plan.short_fit(steady["steady_s"])
     ping_text = out.pings.get(d.index, "")
     times = parse_ping_ms(ping_text)
     rtt = statistics.median(times) if times else None
@@ -313,9 +316,10 @@ def check_direction(d: Direction, out: ScriptOutput, seconds: int) -> LinkCheck:
         configured_one_way_delay_ms=link.delay_ms,
         expected_rtt_ms=expected,
         rtt_ms=rtt,
-        rate_ok=None if ratio is None else ratio >= RATE_TOLERANCE,
+        rate_ok=None if ratio is None else ratio >= RATE_TOLERANCE and not short,
         rtt_ok=rtt_ok(rtt, expected),
         samples=samples,
+        note=short,
         outputs=[_output_text(d, out, ping_text)],
         **steady,
     )
@@ -381,18 +385,25 @@ def verify_lab(journal: Journal, lab: Lab, seconds: int = 2,
     directions = lab_directions(lab, both_directions)
     checks = _measure(journal, lab, directions, seconds)
     # A shaped direction below target is measured once more (a busy shared machine can
-    # starve one test); the better reading stands and both are kept in `attempts`.
+    # starve one test); the better reading stands and both are kept in `attempts`: a passing
+    # one over one that failed, a reading over enough round trips over one too short to count.
     retry = [d for d, c in zip(directions, checks) if c.rate_ok is False]
     if retry:
         again = dict(zip((d.index for d in retry), _measure(journal, lab, retry, seconds)))
         for i, d in enumerate(directions):
             if d.index in again:
                 first, second = checks[i], again[d.index]
-                best = second if (second.rate_ratio or 0) > (first.rate_ratio or 0) else first
+                best = max((first, second), key=_reading_rank)
                 best.attempts = [first.rate_ratio, second.rate_ratio]
                 best.outputs = first.outputs + second.outputs
                 checks[i] = best
     return checks
+
+
+def _reading_rank(check: LinkCheck) -> tuple:
+    """Which of two tries of a direction stands: passing, then read over enough round trips
+    (no ``note``), then the higher rate; the first on a tie."""
+    return (check.rate_ok is True, not check.note, check.rate_ratio or 0)
 
 
 def _measure(journal: Journal, lab: Lab, directions: list[Direction],
@@ -420,6 +431,8 @@ def summarise(checks: list[LinkCheck]) -> str:
                 if c.configured_mbit else "unshaped")
         if c.omitted_s:
             rate += f" over {c.steady_rtts or 0:.0f} RTTs after {c.omitted_s} s of slow start"
+        if c.note:
+            rate += f" ({c.note})"
         rtt = f"RTT {c.rtt_ms:.3f} ms" if c.rtt_ms is not None else "RTT n/a"
         if c.expected_rtt_ms:
             rtt += f" (expected {c.expected_rtt_ms:g})"

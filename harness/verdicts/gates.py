@@ -268,6 +268,9 @@ def _serialising_wire(_facts: RunFacts, _tables, params, meta: Mapping) -> GateR
     return GateResult(name, bool(yes), figures)
 
 
+_BELOW_TOLERANCE = "below the verification's tolerance"
+
+
 def _link_failure(record: Mapping) -> str:
     """One failed link direction in words: what was measured against what it had to be."""
     parts = []
@@ -278,7 +281,8 @@ def _link_failure(record: Mapping) -> str:
                      f"{_two_decimals(record.get('configured_mbit'))} Mbit/s configured"
                      + (f" ({ratio:.3f}" if ratio is not None else " (")
                      + (f"; tries {', '.join(f'{t:.3f}' for t in tries)}" if tries else "")
-                     + _past_slow_start(record) + "; below the verification's tolerance)")
+                     + _past_slow_start(record)
+                     + f"; {record.get('note') or _BELOW_TOLERANCE})")
     if record.get("rtt_ok") is False:
         parts.append(f"RTT {_two_decimals(record.get('rtt_ms'))} ms against "
                      f"{_two_decimals(record.get('expected_rtt_ms'))} ms expected")

@@ -399,6 +399,12 @@ def test_the_link_gate_says_what_a_long_links_check_covered_past_slow_start():
     failed = evaluate(gate, RunFacts.from_meta({"link_verification": [record("b->a", 0.9)]}), {})
     assert not failed.passed and "(0.900 over 19 RTTs after 2 s of slow start; below" \
         in failed.figures
+    short = {**record("b->a", 1.06), "rate_ok": False, "ok": False, "steady_rtts": 6.2,
+             "note": "the counter's busy stretch spans 6.2 RTTs, fewer than the 10 a long link's "
+                     "rate is read over (a stall broke it)"}
+    failed = evaluate(gate, RunFacts.from_meta({"link_verification": [short]}), {})
+    assert not failed.passed and ("(1.060 over 6 RTTs after 2 s of slow start; the counter's "
+                                  "busy stretch spans 6.2 RTTs, fewer than the 10") in failed.figures
 
 
 def test_at_least_reads_the_rows_a_claim_rests_on():

@@ -90,7 +90,15 @@ def test_s2_small_run_in_two_vms(tmp_path, monkeypatch):
     # read over the steady part (harness.lab.rate_plan), what it covered recorded
     wan = [c for c in meta["link_verification"] if c["link"] == "client:wan--server:wan"]
     assert len(wan) == 2 and all(c["omitted_s"] >= 1 and c["ramp_rtts"] == 8 for c in wan), wan
-    assert all(c["steady_rtts"] >= 10 and c["window_bdps"] is not None for c in wan), wan
+    assert all(c["window_bdps"] is not None for c in wan), wan
+    # each direction read over at least 10 round trips, or failed saying so: on a machine
+    # running other VM tests a stalled sender can break the counter's stretch (CI 2026-11-29:
+    # 1.06 of the rate over a few RTTs had passed), and the claims on the WAN then say it
+    for c in wan:
+        assert c["steady_rtts"] >= 10 or (c["rate_ok"] is False and "fewer than the 10" in c["note"]), c
+    if not all(c["ok"] for c in wan):
+        gated = claims.set_index("claim_id").loc["window_over_rtt"]
+        assert gated.outcome == "not testable here" and "verification failed" in gated.reason, gated
     short = claims.set_index("claim_id").loc["window_line_rate"]
     assert short.outcome == "not testable here" and "shorter than the regime" in short.reason
     on_path = claims.set_index("claim_id").loc["fs_on_path"]
