@@ -128,6 +128,30 @@ def past_ramp(samples: list[tuple[int, float]], omit_s: float) -> list[tuple[int
     return [(b, t) for b, t in samples if t >= start + omit_s]
 
 
+def counted_sender_streams(iperf3: dict) -> list[list[dict]]:
+    """The sender's per-stream reports of each counted (not omitted) interval of an iperf3 JSON."""
+    out = []
+    for interval in iperf3.get("intervals") or []:
+        streams = interval.get("streams") or []
+        if streams and not any(s.get("omitted") or not s.get("sender") for s in streams):
+            out.append(streams)
+    return out
+
+
+def standing_queue_ms(iperf3: dict, rtt_s: float | None) -> float | None:
+    """The smallest standing queue the counted part of a test held, in ms: per interval and
+    stream, TCP's smoothed RTT (iperf3's ``rtt``) less the link's configured RTT. Positive
+    throughout: the bottleneck never drained at a report, so TCP kept the link busy and a rate
+    short of the shaper's is the link's. The far end's ACK delay is in it too. None: no
+    configured RTT, or iperf3 reported no RTT (a receiving client, an older iperf3)."""
+    if not rtt_s:
+        return None
+    srtts = [s.get("rtt") for streams in counted_sender_streams(iperf3) for s in streams]
+    if not srtts or None in srtts:
+        return None
+    return min(srtts) / 1e3 - rtt_s * 1e3
+
+
 def window_bdps(iperf3: dict, bdp_bytes: float | None) -> float | None:
     """The smallest window the counted part of a test held, in BDPs: per interval the smaller
     of the congestion window and the peer's advertised window (``snd_cwnd``, ``snd_wnd``,
@@ -136,10 +160,7 @@ def window_bdps(iperf3: dict, bdp_bytes: float | None) -> float | None:
     if not bdp_bytes:
         return None
     windows = []
-    for interval in iperf3.get("intervals") or []:
-        streams = interval.get("streams") or []
-        if not streams or any(s.get("omitted") or not s.get("sender") for s in streams):
-            continue
+    for streams in counted_sender_streams(iperf3):
         cwnd = [s.get("snd_cwnd") for s in streams]
         if None in cwnd:
             continue

@@ -16,7 +16,8 @@ A long fat link is measured past TCP's slow start (:mod:`harness.lab.rate_plan`)
 the ramp to the bandwidth-delay product takes more than a tenth of the test, iperf3 omits
 it (``-O``), counts at least 20 round trips after it, and the counter's rate is fitted over
 that counted part only; each check records what it covered (``seconds``, ``omitted_s``,
-``ramp_rtts``, ``steady_s``, ``steady_rtts``, ``bdp_bytes``, ``window_bdps``). A stretch
+``ramp_rtts``, ``steady_s``, ``steady_rtts``, ``bdp_bytes``, ``window_bdps``, ``queue_ms``:
+the smallest standing queue TCP's RTT showed, so a shortfall reads as the link's or TCP's). A stretch
 spanning fewer than ``MIN_FIT_RTTS`` round trips fails the check, its ``note`` saying so:
 its rate is the busiest few intervals of a broken test. Short links keep the test they had.
 
@@ -46,7 +47,7 @@ from ..tools.iperf3 import parse_iperf3_json
 from ..tools.ping import PING_COUNT, parse_ping_ms, ping_argv
 from ..topology.topology import Link, LinkEnd
 from .counter_rate import busy_stretch, parse_samples, slope_bps
-from .rate_plan import RatePlan, past_ramp, plan_rate_test, window_bdps
+from .rate_plan import RatePlan, past_ramp, plan_rate_test, standing_queue_ms, window_bdps
 
 if TYPE_CHECKING:
     from .lab import Lab
@@ -55,6 +56,8 @@ RATE_TOLERANCE = 0.97  # achieved link-layer rate / configured rate
 RTT_TOLERANCE = 0.05  # relative
 RTT_SLACK_MS = 0.3  # absolute: veth + scheduling on an idle link
 VERIFY_PORT = 5299
+#: whose byte counter a rate test reads, by the link's shaper (:func:`counter_command`)
+COUNTERS = {"htb": "htb class 1:1", "serialise": "tbf root", "netem": "netem root"}
 SAMPLE_INTERVAL = 0.1
 UNTIMED_PING_COUNT = 3  # links without a delay: their RTT is recorded, not judged
 PARALLEL_PINGS = 16  # links without delay are pinged this many at a time
@@ -84,6 +87,9 @@ class LinkCheck:
     steady_rtts: float | None = None  # that span in the link's configured round trips
     bdp_bytes: float | None = None  # configured rate x configured RTT
     window_bdps: float | None = None  # smallest window of the counted part (iperf3's reports)
+    # smallest standing queue of the counted part, ms (iperf3's srtt - configured RTT): > 0
+    # throughout, TCP kept the link busy and a shortfall is the link's (rate_plan.standing_queue_ms)
+    queue_ms: float | None = None
     # each try's tool output (iperf3's JSON, the counter samples, ping), archived as raw files
     outputs: list[str] = field(default_factory=list, repr=False)
 
@@ -178,13 +184,20 @@ def rate_call(d: Direction, seconds: int, port: int, interval: float,
     ready = d.dst_node.command_on_machine(listening_argv(port))
     client = command_text(["iperf3", "-c", d.dst.ip, "-B", d.src.ip, "-p", str(port),
                            "-t", str(seconds), *(["-O", str(omit_s)] if omit_s else []), "-J"])
-    # htb's class 1:1 prints its counter first; a tbf root (a serialising link, see
-    # harness.topology.shaping) has no class statistics, so its root qdisc's counter is read instead
-    counter = (command_text(["tc", "-s", "class", "show", "dev", d.src.ifname, "classid", "1:1"])
-               + "; " + command_text(["tc", "-s", "qdisc", "show", "dev", d.src.ifname, "root"]))
+    counter = counter_command(d.link, d.src.ifname)
     return Call(d.src_node, ["bash", "--norc", "--noprofile", "-c", RATE_TEST, "rate-test",
                              server, ready, client, counter, str(interval)],
                 timeout=seconds + omit_s + 20, exclusive=True)
+
+
+def counter_command(link: Link, ifname: str) -> str:
+    """The command that prints the counter of ``link``'s shaper on ``ifname`` first: htb's class
+    1:1; a tbf root (a serialising link, see harness.topology.shaping) has no class statistics,
+    so its root qdisc's counter follows; a netem shaper is the root qdisc itself."""
+    root = command_text(["tc", "-s", "qdisc", "show", "dev", ifname, "root"])
+    if link.shaper == "netem":
+        return root
+    return command_text(["tc", "-s", "class", "show", "dev", ifname, "classid", "1:1"]) + "; " + root
 
 
 def ping_call(d: Direction, count: int, alone: bool) -> Call:
@@ -341,7 +354,8 @@ def steady_record(plan: RatePlan, stretch: list[tuple[int, float]], iperf3: dict
     return {"seconds": plan.seconds, "omitted_s": plan.omit_s, "ramp_rtts": plan.ramp_rtts,
             "steady_s": round(span, 3),
             "steady_rtts": round(span / plan.rtt_s, 1) if plan.rtt_s else None,
-            "bdp_bytes": plan.bdp_bytes, "window_bdps": window_bdps(iperf3, plan.bdp_bytes)}
+            "bdp_bytes": plan.bdp_bytes, "window_bdps": window_bdps(iperf3, plan.bdp_bytes),
+            "queue_ms": standing_queue_ms(iperf3, plan.rtt_s)}
 
 
 def _output_text(d: Direction, out: ScriptOutput, ping_text: str) -> str:
@@ -349,7 +363,8 @@ def _output_text(d: Direction, out: ScriptOutput, ping_text: str) -> str:
     if d.index in out.client:
         parts += [f"# iperf3 client (exit status {out.status.get(d.index)})",
                   out.client[d.index].rstrip(),
-                  "# htb class 1:1 counter: SAMPLE time (midpoint of its clock bracket) bytes sent",
+                  f"# {COUNTERS.get(d.link.shaper, COUNTERS['htb'])} counter: SAMPLE time (midpoint "
+                  "of its clock bracket) bytes sent",
                   *(f"SAMPLE {t:.6f} {b}" for b, t in out.samples.get(d.index, []))]
     if ping_text:
         parts += ["# ping", ping_text.rstrip()]

@@ -10,6 +10,19 @@ the same thing:
 
 A link with ``shaper="serialise"`` gets tbf root 1: instead of htb (children
 the same, under 1:1): see :data:`PEAK_EXCESS` for why.
+
+A link with ``shaper="netem"`` gets one netem root 10: carrying the rate, the delay and
+the loss, its limit the queue (packets, the delay line included). netem schedules each
+frame's departure at ``max(arrival + delay, the previous frame's departure) + size / rate``
+on the kernel's clock: a FIFO wire with its propagation delay, exactly. A token bucket
+(htb, tbf) meters the rate by timers instead and banks at most its bucket while a timer
+is late; in a TCG VM, whose vCPUs and QEMU threads share the host's cores with the
+other VM's, a backlogged htb with a 32 KB bucket (3.2 ms at S2's 82 Mbit/s) carried
+0.93-0.955 of its rate while TCP held 2-4 BDPs in flight and a standing queue of
+70-240 ms (S2's WAN, 2026-11-29; docs/studies/s2.md). netem's scheduled departures
+come due during such a stall and leave when the machine runs again: the link loses
+no time, and since no bucket fills while the link is idle, nothing leaves faster
+than the rate after idle either.
 """
 
 from __future__ import annotations
@@ -58,7 +71,7 @@ class EgressPlan:
     # Subtracted from the netem delay: the host's own latency on the link, measured
     # when the lab is built (see Lab.calibrate_delays), so the link's RTT is as asked.
     delay_trim_us: int = 0
-    kind: str = "htb"  # root shaper: "htb", or "tbf" for a serialising link
+    kind: str = "htb"  # root shaper: "htb", "tbf" for a serialising link, "netem" (its own rate)
     peak_bit: int | None = None  # tbf: peak rate (bit/s)
     minburst_bytes: int | None = None  # tbf: the peak bucket (PEAK_FRAMES frames)
     limit_bytes: int | None = None  # tbf: its queue
@@ -73,7 +86,7 @@ class EgressPlan:
 
     @property
     def netem(self) -> bool:
-        return bool(self.delay_us or self.loss_pct)
+        return bool(self.delay_us or self.loss_pct) or self.kind == "netem"
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -82,6 +95,8 @@ class EgressPlan:
         """The same plan as `tc` argument lists (for hosts reached by commands)."""
         cmds: list[list[str]] = []
         parent = ["root"]
+        if self.kind == "netem":
+            return [self._netem_command("add", dev, ["root"])]
         if self.rate_bit is not None and self.kind == "tbf":
             cmds.append(["qdisc", "add", "dev", dev, "root", "handle", "1:", "tbf",
                          "rate", f"{self.rate_bit}bit", "burst", f"{self.burst_bytes}b",
@@ -104,7 +119,7 @@ class EgressPlan:
 
     def netem_change_command(self, dev: str) -> list[str]:
         """`tc` arguments that set this plan's netem (e.g. after a delay trim) in place."""
-        parent = ["parent", "1:1"] if self.rate_bit is not None else ["root"]
+        parent = ["parent", "1:1"] if self.rate_bit is not None and self.kind != "netem" else ["root"]
         return self._netem_command("change", dev, parent)
 
     def _netem_command(self, verb: str, dev: str, parent: list[str]) -> list[str]:
@@ -113,13 +128,16 @@ class EgressPlan:
             netem += ["delay", f"{self.netem_delay_us}us"]
         if self.loss_pct:
             netem += ["loss", f"{self.loss_pct}%"]
+        if self.kind == "netem" and self.rate_bit is not None:
+            netem += ["rate", f"{self.rate_bit}bit"]
         return netem + ["limit", str(self.netem_limit)]
 
 
 def plan_egress(link: Link) -> EgressPlan:
     rate_bit = int(link.rate_mbit * 1e6) if link.rate_mbit is not None else None
+    wire = rate_bit is not None and link.shaper == "netem"
     burst = None
-    if rate_bit is not None:
+    if rate_bit is not None and not wire:
         burst = max(MIN_BURST_BYTES, int(rate_bit / 8 * BURST_SECONDS))
     fifo, fifo_limit = None, None
     if link.queue_packets is not None:
@@ -127,8 +145,12 @@ def plan_egress(link: Link) -> EgressPlan:
     elif link.queue_bytes is not None:
         fifo, fifo_limit = "bfifo", link.queue_bytes
     netem_limit = None
-    if link.delay_ms or link.loss_pct:
-        if link.queue_packets is not None:
+    if link.delay_ms or link.loss_pct or wire:
+        if link.queue_packets is not None and wire:
+            # netem's limit holds the frames on the delay line too: the queue comes on top
+            netem_limit = link.queue_packets + math.ceil(
+                rate_bit / 8 * link.delay_ms / 1000 / (link.mtu + ETHERNET_HEADER))
+        elif link.queue_packets is not None:
             netem_limit = link.queue_packets
         else:
             # The delay line must hold a bandwidth-delay product of packets, twice over.
@@ -139,7 +161,8 @@ def plan_egress(link: Link) -> EgressPlan:
     serialise = rate_bit is not None and link.shaper == "serialise"
     frame = link.mtu + ETHERNET_HEADER
     return EgressPlan(rate_bit, burst, int(round(link.delay_ms * 1000)), link.loss_pct,
-                      fifo, fifo_limit, netem_limit, kind="tbf" if serialise else "htb",
+                      None if wire else fifo, None if wire else fifo_limit, netem_limit,
+                      kind="netem" if wire else "tbf" if serialise else "htb",
                       peak_bit=int(rate_bit * (1 + PEAK_EXCESS)) if serialise else None,
                       minburst_bytes=PEAK_FRAMES * frame if serialise else None,
                       limit_bytes=QUEUE_FRAMES * frame if serialise else None)

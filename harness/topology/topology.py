@@ -18,7 +18,7 @@ from ..errors import SpecError
 
 IFNAME = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]{0,14}\Z")
 NODENAME = re.compile(r"^[a-z][a-z0-9]{0,11}\Z")
-SHAPERS = ("htb", "serialise")  # how a link's rate is enforced: see harness.topology.shaping
+SHAPERS = ("htb", "serialise", "netem")  # how a link's rate is enforced: harness.topology.shaping
 
 
 @dataclass(frozen=True)
@@ -51,7 +51,11 @@ class Link:
         token bucket with a burst of >= 2 ms at the rate, the default) or
         "serialise" (tbf with a peak rate just above the rate and a one-frame
         peak bucket: every frame leaves at the wire's pace, as on a real
-        Ethernet, and no burst builds up while the link is idle).
+        Ethernet, and no burst builds up while the link is idle) or "netem"
+        (netem's own rate, the delay line and the queue in one qdisc: each frame's
+        departure is scheduled on the kernel's clock after the frame before it, so
+        a stall of an emulating machine delays frames without losing link time,
+        and nothing bursts after idle; its queue limit counts packets).
     """
 
     a: LinkEnd
@@ -74,7 +78,7 @@ class Link:
 
     @property
     def needs_netem(self) -> bool:
-        return self.delay_ms > 0 or self.loss_pct > 0
+        return self.delay_ms > 0 or self.loss_pct > 0 or (self.shaped and self.shaper == "netem")
 
 
 @dataclass(frozen=True)
@@ -243,7 +247,7 @@ class Topology:
         """Kernel features a namespace lab of this topology needs."""
         needed = {"netns", "veth"}
         for link in self.links:
-            if link.shaped:
+            if link.shaped and link.shaper != "netem":
                 needed.add("tbf" if link.shaper == "serialise" else "htb")
         if any(link.needs_netem for link in self.links):
             needed.add("netem")
@@ -340,6 +344,10 @@ class Topology:
             if link.shaper not in SHAPERS:
                 raise SpecError(f"link {link.name}: shaper {link.shaper!r} is unknown",
                                 f"use one of {', '.join(SHAPERS)}")
+            if link.shaper == "netem" and link.queue_bytes is not None:
+                raise SpecError(f"link {link.name}: the netem shaper's queue limit counts packets, "
+                                f"not bytes (queue_bytes={link.queue_bytes})",
+                                "give queue_packets, or use shaper htb for a byte limit")
             if not (68 <= link.mtu <= 65535):
                 raise SpecError(f"link {link.name}: MTU {link.mtu} is out of range", "use 68..65535")
         for route in self.routes:
