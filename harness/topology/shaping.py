@@ -91,6 +91,23 @@ class EgressPlan:
     def to_dict(self) -> dict:
         return asdict(self)
 
+    def queue_record(self) -> dict | None:
+        """The bottleneck queue of a shaped, delayed egress in full frames (MTU 1500), the
+        smallest a bulk flow sends: netem's limit holds the one-way delay line and the queue
+        behind the shaper, so the queue is the limit less the frames on the line; in BDPs of
+        the link's round trip (twice this delay). The classic rule for one TCP flow to keep a
+        link busy through a loss is a queue of at least one BDP. None: no rate or no delay."""
+        if self.rate_bit is None or not self.delay_us or self.netem_limit is None:
+            return None
+        frame = 1500 + ETHERNET_HEADER
+        rate = self.rate_bit / 8
+        on_line = rate * self.delay_us / 1e6 / frame
+        queue = self.netem_limit - on_line  # a fifo is not realised beside netem (tc_commands)
+        bdp = rate * 2 * self.delay_us / 1e6
+        return {"limit_packets": self.netem_limit, "delay_line_frames": round(on_line, 1),
+                "queue_bytes": round(queue * frame), "bdp_bytes": round(bdp),
+                "queue_bdps": round(queue * frame / bdp, 2), "rule": "at least one BDP"}
+
     def tc_commands(self, dev: str) -> list[list[str]]:
         """The same plan as `tc` argument lists (for hosts reached by commands)."""
         cmds: list[list[str]] = []

@@ -26,7 +26,7 @@ def test_a_netem_shaped_link_is_one_netem_root_with_the_rate_the_delay_and_the_q
         ["qdisc", "add", "dev", "e", "root", "handle", "10:", "netem", "delay", "29390us",
          "rate", "81661239bit", "limit", "1000"]]
     # the queue behind the delay line holds more than a BDP of full frames (600 KB): 1000
-    # frames less the ~199 on the one-way delay line, 1.2 MB
+    # frames less the ~198 on the one-way delay line, 1.2 MB
     on_line = RATE * 1e6 / 8 * DELAY / 1e3 / 1514
     assert (plan.netem_limit - on_line) * 1514 > RATE * 1e6 / 8 * 2 * DELAY / 1e3
 
@@ -81,3 +81,19 @@ def test_s2s_wan_is_netem_shaped_by_default_and_htb_on_request():
     assert plan_egress(wan(s2.Params.resolve())).kind == "netem"
     old = plan_egress(wan(s2.Params.resolve(wan_shaper="htb")))
     assert old.kind == "htb" and old.burst_bytes == 250_000  # 2 ms of 1 Gbit/s, the paper's scale
+
+
+def test_the_queue_behind_s2s_delay_line_holds_two_bdps_of_full_frames():
+    """netem's 1000 packets hold the one-way delay line (198 frames of 1514 B at 81.7 Mbit/s
+    and 29.4 ms) and the queue behind it: 802 frames, 1.21 MB, 2.02 BDPs -- at least the one
+    BDP one flow needs to keep the link busy through a loss (recorded as run.json wan_queue)."""
+    record = plan_egress(link(rate_mbit=RATE, delay_ms=DELAY, shaper="netem")).queue_record()
+    assert record["limit_packets"] == 1000 and record["delay_line_frames"] == pytest.approx(
+        198.2, abs=0.1)
+    assert record["bdp_bytes"] == pytest.approx(600_000, abs=10)  # delay in whole microseconds
+    assert record["queue_bdps"] == pytest.approx(2.02, abs=0.01)
+    assert plan_egress(link(rate_mbit=RATE, shaper="netem")).queue_record() is None  # no delay
+    small = plan_egress(link(rate_mbit=RATE, delay_ms=DELAY, queue_packets=300)).queue_record()
+    # htb's netem child with a 300-packet limit: the delay line leaves 0.26 BDP of queue
+    assert small["queue_bdps"] == pytest.approx((300 - 198.2) * 1514 / 600_000, abs=0.01)
+    assert small["queue_bdps"] < 1

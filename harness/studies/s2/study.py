@@ -248,6 +248,20 @@ def scale_timers(session: Session, bed, params: Params) -> int:
     return rto_min
 
 
+def note_wan_queue(session: Session, bed) -> dict | None:
+    """The WAN's shaper and the queue behind its delay line as the lab realised it (the
+    client's egress; both ends get the same plan), for run.json (``wan_queue``): in full
+    frames and in BDPs, beside the rule that one flow needs at least one BDP of it
+    (:meth:`~harness.topology.shaping.EgressPlan.queue_record`). None: not a lab."""
+    lab = getattr(bed, "lab", None)
+    plan = lab.egress_plan("client", WAN) if lab is not None else None
+    if plan is None or session.dry_run:
+        return None
+    record = {"shaper": plan.kind, **(plan.queue_record() or {})}
+    session.note(wan_queue=record)
+    return record
+
+
 class S2(Study):
     name = STUDY
     registration_file = REGISTRATION_FILE
@@ -294,6 +308,7 @@ class S2(Study):
         if params.existing:
             return s2_fs.existing(session, bed.node("server"), params)
         rto_min = scale_timers(session, bed, params)
+        note_wan_queue(session, bed)
         configured = s2_fs.serve(session, bed, params.file_systems, ADDRESSES)
         for conf in configured.values():
             conf["rto_min_ms"] = rto_min

@@ -752,3 +752,21 @@ def test_the_papers_missing_figures_are_registered():
     write = s2_analysis.registered().claim("testbed2_write").region  # the margin: 80 x/÷ 1.1
     assert write.low * 1000 * 1448 / 1514 / 8 == pytest.approx(80 / 1.1, abs=0.01)
     assert write.high * 1000 * 1448 / 1514 / 8 == pytest.approx(80 * 1.1, abs=0.01)
+
+
+def test_the_wans_shaper_and_its_queue_in_bdps_go_to_run_json():
+    """run.json's wan_queue: the shaper the lab realised on the WAN and the queue behind its
+    delay line, in full frames and BDPs (S2's WAN at f = 0.082: 2.02 BDPs); none outside a lab."""
+    from harness.lab.placement import fit_to_ceiling
+    from harness.topology.shaping import plan_egress
+
+    notes = {}
+    session = SimpleNamespace(dry_run=False, note=lambda **fields: notes.update(fields))
+    scaled, _ = fit_to_ceiling(s2.topology(s2.Params.resolve()), None, wire_ceiling_mbit=204.15)
+    wan = next(lnk for lnk in scaled.links if lnk.name == "client:wan--server:wan")
+    lab = SimpleNamespace(egress_plan=lambda node, ifname: plan_egress(wan)
+                          if (node, ifname) == ("client", s2.WAN) else None)
+    record = s2.note_wan_queue(session, SimpleNamespace(lab=lab))
+    assert notes["wan_queue"] == record and record["shaper"] == "netem"
+    assert record["queue_bdps"] == pytest.approx(2.02, abs=0.02) and record["limit_packets"] == 1000
+    assert s2.note_wan_queue(session, SimpleNamespace()) is None  # machines of an inventory
