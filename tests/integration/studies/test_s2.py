@@ -91,6 +91,12 @@ def test_s2_small_run_in_two_vms(tmp_path, monkeypatch):
     wan = [c for c in meta["link_verification"] if c["link"] == "client:wan--server:wan"]
     assert len(wan) == 2 and all(c["omitted_s"] >= 1 and c["ramp_rtts"] == 8 for c in wan), wan
     assert all(c["window_bdps"] is not None for c in wan), wan
+    # shaped by netem's own rate (harness.topology.shaping), a queue of >= 1 BDP behind its
+    # delay line, and the standing queue TCP's RTT showed while the check counted
+    plans = meta["testbed"]["egress_plans"]
+    assert plans["client:wan"]["kind"] == plans["server:wan"]["kind"] == "netem", plans
+    assert meta["wan_queue"]["shaper"] == "netem" and meta["wan_queue"]["queue_bdps"] >= 1
+    assert all(c["queue_ms"] is not None for c in wan), wan
     # each direction read over at least 10 round trips, or failed saying so: on a machine
     # running other VM tests a stalled sender can break the counter's stretch (CI 2026-11-29:
     # 1.06 of the rate over a few RTTs had passed), and the claims on the WAN then say it
