@@ -91,6 +91,8 @@ def describe_check(r: dict, status: bool = True) -> str:
                      f"({_num(r.get('rate_ratio'), '.2f')} of the rate"
                      + (f" over {_num(r.get('steady_rtts'), '.0f')} RTTs after {r['omitted_s']} s "
                         "of slow start omitted" if r.get("omitted_s") else "")
+                     + (f"; TCP's queue stood >= {_num(r['queue_ms'], '.0f')} ms"
+                        if r.get("omitted_s") and r.get("queue_ms") is not None else "")
                      + (f"; attempts {', '.join(_num(a, '.2f') for a in r['attempts'])}"
                         if r.get("attempts") else "")
                      + (f"; {r['note']})" if r.get("note") else ")"))

@@ -339,6 +339,7 @@ def test_a_shortfall_with_the_queue_standing_throughout_is_the_links_not_tcps(na
     assert record["queue_ms"] == pytest.approx(queue, abs=1e-3) and record["queue_ms"] > 60
     wire_mbit = record["goodput_mbit"] * 1514 / 1448
     assert wire_mbit / record["link_layer_mbit"] == pytest.approx(1.0, abs=0.005)
+    assert f"slow start omitted; TCP's queue stood >= {queue:.0f} ms)" in describe_check(record)
 
 
 def test_the_standing_queue_is_read_from_the_counted_intervals_of_each_stream():
