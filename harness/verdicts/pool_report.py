@@ -15,7 +15,8 @@ from __future__ import annotations
 import pandas as pd
 
 from . import disclosure
-from .claims import COLUMNS, NOT_TESTABLE, PAPER, invalid_note, runs_note, summaries
+from .claims import COLUMNS, NOT_TESTABLE, PAPER, runs_note, summaries
+from .invalid_points import invalid_note
 from .registration import Registration
 from .run_pooling import SENSITIVITY
 

@@ -411,6 +411,11 @@ class S3(Study):
                                                  "switch->reducer"),
             cpus=reducer_cpus(meta))
 
+    def design_regions(self, data: RunData) -> dict:
+        from . import analysis as s3_verdicts
+
+        return s3_verdicts.design_regions(data.results)
+
     def figures(self, data: RunData) -> dict:
         from . import figures as s3_figures
 
