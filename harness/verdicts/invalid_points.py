@@ -127,3 +127,22 @@ def invalid_note(frame: pd.DataFrame) -> str:
              sorted(kinds.items(), key=lambda kv: -len(kv[1]))]
     return (f"{head}: {len(bad)} points of {len(kinds)} kinds, each kind with its count and its "
             "first point (every point: the `invalid` column of claims.csv):\n\n" + "\n".join(lines))
+
+
+def pooled_invalid_note(run_ids: list[str], own: list[pd.DataFrame]) -> str:
+    """A pooled report's words on its runs' invalid points, read from each run's own table
+    (``own``, in ``run_ids`` order): each kind with its count per run and one whole example
+    (:func:`by_kind`), also when there are none. The pooled table's ``invalid`` column names a
+    run only before its first point, so a count over it merged runs and left examples unnamed."""
+    points = [(rid, point) for rid, table in zip(run_ids, own) for point in invalid_points(table)]
+    if not points:
+        return (f"**Invalid points:** none: no claim of the {len(run_ids)} runs rests on a point that "
+                "failed its study's physical checks (`harness.verdicts.validity`).")
+    kinds = by_kind(points)
+    runs = len({rid for rid, _ in points})
+    return ("**Invalid points** (physically impossible or failed; they decide no claim, and each claim "
+            f"resting on one is *invalid*): {len(points)} points in {runs} of {len(run_ids)} runs, of "
+            f"{len(kinds)} kind{'s' if len(kinds) != 1 else ''}, each with its count per run and one "
+            "example (every point: the `invalid` column of each run's own claims.csv):\n\n"
+            + "\n".join(f"* {k.text()}" for k in kinds))
+
