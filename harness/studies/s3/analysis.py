@@ -17,17 +17,20 @@ import pandas as pd
 from ...fanin.spec import APPARATUS, PROTOCOL
 from ...lab.verify import RATE_TOLERANCE
 from ...topology.shaping import BURST_SECONDS, ETHERNET_HEADER, MIN_BURST_BYTES, PEAK_FRAMES
-from ...verdicts.claims import NOT_TESTABLE, Region, Verdict, judge, not_testable, table
+from ...verdicts.claims import NOT_TESTABLE, Verdict, judge, not_testable, table
 from ...verdicts.claims import PAPER as PAPER_SOURCE
 from ...verdicts.failures import floored_ratio
 from ...verdicts.intervals import mean_estimate
 from ...verdicts.validity import Invalid, check_apparatus, check_rate, check_share, payload_rate_mbit
 from .design import PAPER_CPU_FANIN, USER_HZ
 from .registration import (
+    BEST_CLAIM,
     CPU_MAPPERS,
     LOAD_SLACK,
     PAPER,
     WIRE_CLAIM,
+    best_protocols,
+    best_region,
     rate_rows,
     registered,
     tcp_reference,
@@ -136,8 +139,6 @@ PORT_LIMITED = 0.9
 #: the claim at the top of the paper's "TIPC better" band (003:208: better at <= 8 KB, very low
 #: from 16 KB): the boundary judged on its lower side, the collapse claims the upper
 BETTER_CLAIM = "s3.tipc_better_8kb"
-#: the claim that TIPC is best at most of the run's points: its region is set by the run's design
-BEST_CLAIM = "s3.tipc_best_most"
 RATE_CLAIMS = (BEST_CLAIM, "s3.tipc_gain_avg", "s3.tipc_gain_max", BETTER_CLAIM,
                *(f"s3.tipc_collapse_{s}kb" for s in PAPER["collapse_sizes_kb"]))
 
@@ -261,37 +262,9 @@ def _unpaired_note(unpaired: list[int]) -> str:
             "missing there") if unpaired else ""
 
 
-def _best_protocols(rate: pd.DataFrame) -> list[str] | None:
-    """TIPC, the TCP reference and SCTP, whose rates "best" compares; None when the sweep
-    lacks one of them."""
-    ref = tcp_reference(rate) if not rate.empty else None
-    protos = ["tipc", ref, "sctp"]
-    return protos if ref and set(protos) <= set(rate.protocol) else None
-
-
-def best_region(rate: pd.DataFrame) -> Region | None:
-    """The region the registered rule of "best at most points" makes from the run's design:
-    at least k // 2 + 1 of its k points (mappers x size, each with all three protocols); None
-    when the claim is not testable in the run."""
-    protos = _best_protocols(rate)
-    if protos is None:
-        return None
-    rows = rate[rate.protocol.isin(protos)]
-    k = len(set(zip(rows.mappers, rows.size_kb)))
-    claim = registered().claim(BEST_CLAIM)
-    return Region.above((k // 2 + 1) / k, claim.region.why + f": at least {k // 2 + 1} of {k}")
-
-
-def design_regions(frame: pd.DataFrame) -> dict[str, Region]:
-    """The regions a run's design set (:meth:`harness.studies.base.Study.design_regions`), by
-    claim id: "best at most points" (:func:`best_region`) where it is testable."""
-    region = best_region(rate_rows(frame))
-    return {BEST_CLAIM: region} if region is not None else {}
-
-
 def _best_verdict(rate: pd.DataFrame, bound: tuple) -> Verdict:
     claim = registered().claim(BEST_CLAIM)
-    protos = _best_protocols(rate)
+    protos = best_protocols(rate)
     if protos is None:
         return not_testable(claim, "needs TIPC, TCP and SCTP in the rate sweep (the run has "
                                    f"{', '.join(sorted(set(rate.protocol))) or 'none'})")

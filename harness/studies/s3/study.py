@@ -71,7 +71,7 @@ from .measure import (
     round_frame,
     round_times_ms,
 )
-from .registration import REGISTRATION_FILE
+from .registration import REGISTRATION_FILE, design_regions
 
 STUDY = "s3"
 MAX_MAPPERS = 48  # the paper's largest fan-in, and what one VM lab is built and verified with
@@ -412,9 +412,7 @@ class S3(Study):
             cpus=reducer_cpus(meta))
 
     def design_regions(self, data: RunData) -> dict:
-        from . import analysis as s3_verdicts
-
-        return s3_verdicts.design_regions(data.results)
+        return design_regions(data.results)
 
     def figures(self, data: RunData) -> dict:
         from . import figures as s3_figures

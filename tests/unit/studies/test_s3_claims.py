@@ -163,16 +163,16 @@ def test_the_region_a_runs_design_sets_is_handed_to_a_pool_explicitly():
     from harness.studies.base import RunData
     from harness.verdicts.pool import Member, pooled_table
 
-    best = s3_verdicts.BEST_CLAIM
+    best = s3_analysis.BEST_CLAIM
     for sizes, k in (((1, 4, 8, 16, 64), 10), ((1, 4, 8), 6)):
         frame = _frame(sizes=sizes, spread=0.2)
         region = s3.S3().design_regions(RunData(Path("/runs/a"), {}, {"results": frame}))[best]
         assert region.low == (k // 2 + 1) / k and region.text() == _claims(frame).loc[best, "region"]
-    assert s3_verdicts.design_regions(frame[frame.protocol != "tipc"]) == {}  # not testable: none
+    assert s3_analysis.design_regions(frame[frame.protocol != "tipc"]) == {}  # not testable: none
     runs = [_frame(spread=0.2), _frame(spread=0.3)]
     own = [s3_verdicts.claims(f, wire_mbit=PORT) for f in runs]
     members = [Member(Path(f"/runs/{i}"), {"run_id": f"run{i}"}, "sha256:x") for i in "ab"]
-    pooled = pooled_table(s3.S3(), members, own, [s3_verdicts.design_regions(f) for f in runs])
+    pooled = pooled_table(s3.S3(), members, own, [s3_analysis.design_regions(f) for f in runs])
     row = pooled.set_index("claim_id").loc[best]
     assert (row.outcome, row.region) == ("reproduced", ">= 0.6")
     assert "every run's design set alike" in row.note
