@@ -15,7 +15,8 @@ from __future__ import annotations
 import pandas as pd
 
 from . import disclosure
-from .claims import COLUMNS, NOT_TESTABLE, PAPER, invalid_note, runs_note, summaries
+from .claims import COLUMNS, NOT_TESTABLE, PAPER, runs_note, summaries
+from .invalid_points import pooled_invalid_note
 from .registration import Registration
 from .run_pooling import SENSITIVITY
 
@@ -70,7 +71,7 @@ def report(study, found: list, frame: pd.DataFrame, own: list[pd.DataFrame],
                   "registered claims, or an estimate over the runs of an archived benchmark that "
                   "every member carries the same. Each run's own outcome:", ""]
         lines += [unpooled_line(cid, found, own) for cid in alone] + [""]
-    lines.append(invalid_note(frame))
+    lines.append(pooled_invalid_note([m.run_id for m in found], own))
     return "\n".join(lines) + "\n"
 
 

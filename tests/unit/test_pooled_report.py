@@ -202,3 +202,35 @@ def test_a_change_names_a_claim_under_its_former_id_and_the_whole_design_touches
     assert "* #3 (2026-11-28): reps ... (the whole design" in note and note.count("(the whole design: every claim)") == 1
     assert ("Of the registration's 4 changes, 2 made after outcomes were read, 1 before any data "
             "of theirs, 1 does not say which") in note
+
+
+def test_the_pooled_reports_invalid_points_are_counted_per_run_by_kind_each_example_naming_its_run():
+    """The S0 pooled reference of 2026-11-29T11:35Z counted its invalid points over the pooled
+    table's invalid column, which names a run before its first point only: '688 points of 3
+    kinds', two of the three examples in no named run, and a point that two runs both read
+    (the same text) counted once."""
+    from harness.verdicts.claims import PAPER, judge, table
+    from harness.verdicts.pool import Member, beside, pooled_table
+    from harness.verdicts.pool_report import report
+    from harness.verdicts.validity import check_rate, check_share
+
+    claims = (Claim("s9.ratio", "about 2x", "2x", Region(1.8, 2.2, "r"), "x", PAPER),
+              Claim("s9.other", "about 2x too", "2x", Region(1.8, 2.2, "r"), "x", PAPER))
+    study = types.SimpleNamespace(name="s9", title="a test", run_conditions=lambda meta: "",
+                                  registration=lambda: Registration("s9", claims, {}, ()))
+    found = [Member(Path(f"/runs/{rid}"), {"run_id": rid}, "sha256:0123456789abcdef") for rid in "ab"]
+    est = mean_estimate([1.9, 2.0, 2.1], "x", log=True)
+    fast = [check_rate(f"repetition {r}, direct, 256 B", 190.0 + r, 100.0) for r in (1, 2, 3)]
+    busy = check_share("repetition 1, reducer", 130.0)
+    own = [table([judge(claims[0], est, invalid=fast), judge(claims[1], est, invalid=fast[:1])]),
+           table([judge(claims[0], est, invalid=[fast[0], busy]), judge(claims[1], est)])]
+    text = report(study, found, beside(pooled_table(study, found, own), found, own), own)
+    note = text[text.index("**Invalid points**"):]
+    assert "5 points in 2 of 2 runs, of 2 kinds" in note  # a's first point under two claims: once
+    lines = [x for x in note.splitlines() if x.startswith("* ")]
+    assert lines == [f"* goodput above its bound: 4 points in 2 runs (run a: 3, run b: 1), e.g. run a: "
+                     f"{fast[0].text()}",
+                     f"* CPU share above its bound: 1 point in 1 run (run b: 1), e.g. run b: {busy.text()}"]
+    clean = [table([judge(c, est) for c in claims]) for _ in found]
+    text = report(study, found, beside(pooled_table(study, found, clean), found, clean), clean)
+    assert "**Invalid points:** none: no claim of the 2 runs rests on a point" in text
