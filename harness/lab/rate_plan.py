@@ -3,7 +3,9 @@
 A TCP flow reaches a link's rate only once its window covers the bandwidth-delay product
 (BDP). Slow start doubles the window each round trip from the initial 10 segments (RFC 6928),
 so that takes ``log2(BDP / initial window)`` round trips, plus the round trip in which it
-ends (hystart, or a loss when the bottleneck's queue fills) -- :data:`RAMP_MARGIN_RTTS`.
+ends (hystart, or a loss when the bottleneck's queue fills) -- :data:`RAMP_MARGIN_RTTS`;
+where hystart does not end it, the window grows on until it fills the queue behind the
+BDP too (:func:`ramp_rtts`; S2's WAN queues 2 BDPs: one round trip more).
 On a namespace lab's links (RTTs of a few ms) that is a few hundredths of a second and the
 rate test's usual seconds hide it. On a long fat link it is not: the scaled S2 WAN (BDP
 0.6 MB, 414 segments; RTT 4.8 ms / f, 65-300 ms at the usual f) needs 8 round trips, 0.5-2.4 s,
@@ -28,6 +30,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from ..topology.shaping import plan_egress
 from ..topology.topology import Link
 
 #: Linux's initial congestion window (RFC 6928), segments
@@ -90,10 +93,13 @@ class RatePlan:
         return self.seconds / self.rtt_s if self.rtt_s else None
 
 
-def ramp_rtts(bdp_bytes: float) -> int:
-    """Round trips slow start takes from the initial window to ``bdp_bytes`` in flight, with
-    :data:`RAMP_MARGIN_RTTS`; 0 for a BDP within the initial window."""
-    doublings = math.log2(bdp_bytes / (INITIAL_WINDOW_SEGMENTS * SEGMENT_BYTES))
+def ramp_rtts(bdp_bytes: float, queue_bytes: float = 0.0) -> int:
+    """Round trips slow start takes from the initial window until it ends, with
+    :data:`RAMP_MARGIN_RTTS`: where hystart does not end it sooner, the loss that does comes
+    once the window fills the BDP and the bottleneck's queue behind it (``queue_bytes``; S2's
+    WAN, 2026-11-29: 248 retransmits in the first counted second when only the ramp to the
+    BDP was omitted); 0 for a window within the initial one."""
+    doublings = math.log2((bdp_bytes + queue_bytes) / (INITIAL_WINDOW_SEGMENTS * SEGMENT_BYTES))
     return math.ceil(doublings) + RAMP_MARGIN_RTTS if doublings > 0 else 0
 
 
@@ -105,7 +111,8 @@ def plan_rate_test(link: Link, seconds: int) -> RatePlan:
         return RatePlan(seconds, 0, None, None, 0)
     rtt = 2 * link.delay_ms / 1e3
     bdp = link.rate_mbit * 1e6 / 8 * rtt
-    rtts = ramp_rtts(bdp)
+    queue = (plan_egress(link).queue_record() or {}).get("queue_bytes", 0)
+    rtts = ramp_rtts(bdp, max(0, queue))
     ramp_s = rtts * rtt
     if ramp_s <= RAMP_SHARE * seconds:
         return RatePlan(seconds, 0, rtt, bdp, rtts)

@@ -101,17 +101,31 @@ def test_slow_start_takes_log2_of_the_bdp_in_initial_windows_plus_two_round_trip
     assert ramp_rtts(14_480 * 2) == 1 + 2
 
 
+def test_slow_start_ends_once_the_window_fills_the_bdp_and_the_queue_behind_it():
+    """Without hystart the loss that ends slow start comes when the window overflows the
+    bottleneck's queue: S2's WAN queues 2 BDPs behind its delay line (netem's 1000 packets
+    less the ~198 frames on the line), so its ramp takes one round trip more than the BDP's.
+    The integration run 20261129T135004Z-4bde60 omitted only the ramp to the BDP (1 s of a
+    118 ms RTT) and its server-to-client test retransmitted 248 segments in its first
+    counted second."""
+    assert ramp_rtts(600_000, 1_214_002) == math.ceil(math.log2(1_814_002 / 14_480)) + 2 == 9
+    plan = plan_rate_test(link(rate_mbit=40.603, delay_ms=59.108), 3)  # that run's WAN
+    assert plan.ramp_rtts == 9 and plan.omit_s == 2  # 9 x 118 ms: 1.06 s, was 8 and 1 s
+    assert plan_rate_test(link(rate_mbit=40.603, delay_ms=59.108, queue_packets=10,
+                               shaper="netem"), 3).ramp_rtts == 8  # 10 frames add none
+
+
 @pytest.mark.parametrize("factor, omit, counted", [
-    (0.023, 2, 5),    # RTT 209 ms: 8 RTTs 1.67 s omitted, 20 RTTs 4.2 s counted
-    (0.074, 1, 5),    # RTT 65 ms: 0.52 s omitted; 20 RTTs (1.3 s) and the 3 s asked within 5 s
-    (0.0021, 19, 46),  # the load-18 lab of 2026-11-29: RTT 2.29 s, 8 RTTs 18.3 s
+    (0.023, 2, 5),    # RTT 209 ms: 9 RTTs 1.88 s omitted, 20 RTTs 4.2 s counted
+    (0.074, 1, 5),    # RTT 65 ms: 0.58 s omitted; 20 RTTs (1.3 s) and the 3 s asked within 5 s
+    (0.0021, 21, 46),  # the load-18 lab of 2026-11-29: RTT 2.29 s, 9 RTTs 20.6 s
 ])
 def test_a_long_fat_link_omits_its_ramp_and_counts_at_least_twenty_round_trips(factor, omit,
                                                                              counted):
     """S2's WAN scaled by f keeps its BDP (0.6 MB) and stretches its RTT to 4.8 ms / f."""
     plan = plan_rate_test(link(rate_mbit=1000 * factor, delay_ms=2.4 / factor), 3)
     assert (plan.omit_s, plan.seconds) == (omit, counted)
-    assert plan.bdp_bytes == pytest.approx(600_000) and plan.ramp_rtts == 8
+    assert plan.bdp_bytes == pytest.approx(600_000) and plan.ramp_rtts == 9  # BDP + 2 BDPs queued
     assert plan.omit_s >= plan.ramp_rtts * plan.rtt_s  # the whole ramp omitted
     assert plan.counted_rtts >= STEADY_RTTS and plan.seconds >= 3
     assert plan.total_s == omit + counted
@@ -222,7 +236,7 @@ def test_a_check_past_slow_start_records_what_it_ran_and_covered():
     lnk = link(**S2_F077)
     check = check_direction(direction(lnk), measured(lnk, samples, client, ping), 3)
     record = check.to_dict()
-    assert (record["seconds"], record["omitted_s"], record["ramp_rtts"]) == (3, 1, 8)
+    assert (record["seconds"], record["omitted_s"], record["ramp_rtts"]) == (3, 1, 9)
     assert record["rate_ratio"] == pytest.approx(0.9655743135024298)  # run.json's
     assert record["steady_rtts"] == pytest.approx(29.7) and record["steady_s"] == 1.852
     assert record["window_bdps"] == pytest.approx(680560 / 600_000, rel=1e-6)
@@ -273,7 +287,7 @@ def test_s2s_wan_scaled_into_a_vm_lab_is_verified_past_its_slow_start():
     ends = {lnk.name: lnk for lnk in scaled.links}
     wan = ends["client:wan--server:wan"]
     plan = plan_rate_test(wan, params.verify_seconds)
-    assert (plan.omit_s, plan.seconds, plan.ramp_rtts) == (1, 5, 8)
+    assert (plan.omit_s, plan.seconds, plan.ramp_rtts) == (1, 5, 9)
     assert plan.bdp_bytes == pytest.approx(params.bdp_bytes)  # the BDP kept by the scaling
     kinds = verification_calls([direction(lnk, i) for i, lnk in enumerate(scaled.links)],
                                params.verify_seconds)
