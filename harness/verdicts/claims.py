@@ -18,7 +18,11 @@ rule written beside it. :func:`judge` compares our
 - **invalid**: the estimate rests on a point that is physically impossible
   (faster than its wire, a CPU share above 100 % per thread) or failed (a fan-in
   point with no completed round: :mod:`harness.verdicts.validity`); the point's numbers
-  are the reason, and no such point ever decides a claim.
+  are the reason, and no such point ever decides a claim. Impossible means impossible
+  in *this lab*: a point beyond the paper's regime that the lab's own apparatus makes
+  possible (S0's small ping-pongs faster than a serialising wire, on a wire the run's
+  probe shows not serialising them) makes the claim *not testable here*, its estimate
+  shown as measured anyway (:func:`judge`'s ``outside``).
 
 The tolerance never decides: a point estimate inside the region with an
 interval that leaves it is inconclusive, not reproduced.
@@ -273,19 +277,29 @@ def samples_to_decide(estimate: Estimate, region: Region) -> int | None:
 
 
 def judge(claim: Claim, estimate: Estimate | None, note: str = "",
-          invalid: Sequence[Invalid] = ()) -> Verdict:
+          invalid: Sequence[Invalid] = (), outside: Sequence[Invalid] = ()) -> Verdict:
     """The outcome decided by the interval (see the module's docstring).
 
     ``invalid``: the invalid points (impossible or failed) among those the estimate rests on;
     any one makes the outcome :data:`INVALID`, with their numbers as the reason.
+    ``outside``: points beyond a bound of the paper's regime that the lab itself can produce (S0:
+    a ping-pong faster than the paper's serialising wire at a size the run's wire probe shows
+    this lab's wire not serialising); checked per point by the study. Any one, with no invalid
+    point, makes the claim :data:`NOT_TESTABLE` -- a regime failure of the lab, not an
+    impossibility -- its estimate kept and shown as measured anyway.
     """
     invalid = tuple(p for p in invalid if p is not None)
     if invalid:
         return Verdict(claim, estimate, INVALID,
                        "rests on invalid points (physically impossible, or failed): "
-                       + "; ".join(p.text() for p in invalid[:3])
-                       + (f"; and {len(invalid) - 3} more" if len(invalid) > 3 else ""),
-                       None, note, invalid)
+                       + _some(invalid), None, note, invalid)
+    outside = tuple(p for p in outside if p is not None)
+    if outside:
+        shown = estimate.text() if estimate is not None and math.isfinite(estimate.value) else "-"
+        return Verdict(claim, estimate, NOT_TESTABLE,
+                       f"rests on {len(outside)} point{'s' if len(outside) != 1 else ''} outside the "
+                       "paper's regime, possible in this lab (not invalid): " + _some(outside)
+                       + f"; measured anyway: {shown}", None, note)
     if estimate is None or not math.isfinite(estimate.value):
         return Verdict(claim, None, NOT_TESTABLE, "no measurement of this quantity in the run",
                        note=note)
@@ -318,6 +332,12 @@ def judge(claim: Claim, estimate: Estimate | None, note: str = "",
         hint = f"about {more} {estimate.units} would decide it"
     return Verdict(claim, estimate, INCONCLUSIVE,
                    f"the interval straddles {region.text(claim.unit)}; {hint}", more, note)
+
+
+def _some(points: tuple[Invalid, ...], first: int = 3) -> str:
+    """The first points' texts and how many more."""
+    return ("; ".join(p.text() for p in points[:first])
+            + (f"; and {len(points) - first} more" if len(points) > first else ""))
 
 
 def not_testable(claim: Claim, reason: str, note: str = "") -> Verdict:

@@ -12,8 +12,12 @@ The pooled estimate is the mean of the run estimates on the scale each was made 
 geometric mean's log, a gain's log(1 + g/100)), with a Student t interval over the runs
 below :data:`~harness.verdicts.intervals.T_BELOW` runs and a percentile bootstrap of the
 runs from there. A claim pools only where every run judged it: invalid in one run is invalid
-(an apparatus failure is not averaged away), not testable in one run is not testable (the
-regime must hold in every run; saying less beats saying wrong). A claim whose runs were judged
+(an apparatus failure, or a point impossible in that run's own lab, is not averaged away; the
+pooled estimate is withheld and the reason says so), not testable in one run is not testable
+(the regime must hold in every run; saying less beats saying wrong), the pooled estimate beside
+it as measured anyway -- also where a run made the claim not testable per point, for points
+outside the paper's regime that its lab makes possible (:func:`harness.verdicts.claims.judge`'s
+``outside``). A claim whose runs were judged
 against a region other than the registered one (set by the run's design, S3's "most points"
 on its number of points) is not pooled.
 
@@ -124,8 +128,10 @@ def pooled_verdict(claim: Claim, rows: list[pd.Series], run_ids: list[str],
     one, exactly; runs whose designs made different regions are not pooled."""
     carried = {c: _labelled(rows, run_ids, c) for c in ("note", "gates", "invalid")}
     invalid = [(rid, r) for rid, r in zip(run_ids, rows) if r["outcome"] == INVALID]
-    if invalid:
-        return Verdict(claim, None, INVALID, f"invalid in {len(invalid)} of {len(rows)} runs: "
+    if invalid:  # impossible in a run's own lab: the pooled estimate is withheld, by rule
+        return Verdict(claim, None, INVALID, f"invalid in {len(invalid)} of {len(rows)} runs (a "
+                       "point impossible in that run's own lab: no pooled estimate is shown, by rule; "
+                       "each run's own estimate is listed with its outcome): "
                        + "; ".join(f"run {rid}: {_brief(str(r['reason']))}" for rid, r in invalid)), carried
     values = [float(r["value"]) for r in rows]
     measured = all(math.isfinite(v) for v in values) and all(int(r["n"]) > 0 for r in rows)
