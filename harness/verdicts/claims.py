@@ -49,7 +49,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from .intervals import POOLED_METHOD, T_BELOW, Estimate, t975
+from .intervals import BOUND_DIGITS, POOLED_METHOD, T_BELOW, Estimate, distinct, t975
 from .margins import Margin
 from .validity import Invalid
 
@@ -215,7 +215,7 @@ class Verdict:
         return {
             "claim_id": c.id, "source": c.source, "claim": c.text, "paper": c.paper,
             "region": c.region.text(c.unit), "region_why": c.region.why,
-            "ours": e.text() if e else "-",
+            "ours": e.text((c.region.low, c.region.high)) if e else "-",
             "value": e.value if e else math.nan,
             "low": e.low if e and e.low is not None else math.nan,
             "high": e.high if e and e.high is not None else math.nan,
@@ -316,12 +316,13 @@ def judge(claim: Claim, estimate: Estimate | None, note: str = "",
                        "(profile=verdict)", None, note)
     lo, hi = estimate.low, estimate.high
     held, missed = (REPRODUCED, NOT_REPRODUCED) if claim.is_paper else (MET, NOT_MET)
+    close = near_bounds(estimate, region)
     if region.holds_all(lo, hi):
         return Verdict(claim, estimate, held,
-                       f"the interval lies inside {region.text(claim.unit)}", None, note)
+                       f"the interval lies inside {region.text(claim.unit)}{close}", None, note)
     if region.misses_all(lo, hi):
         return Verdict(claim, estimate, missed,
-                       f"the interval lies outside {region.text(claim.unit)}", None, note)
+                       f"the interval lies outside {region.text(claim.unit)}{close}", None, note)
     more = samples_to_decide(estimate, region)
     if more is None:
         hint = "the estimate sits on the bound: no number of samples decides it"
@@ -331,7 +332,22 @@ def judge(claim: Claim, estimate: Estimate | None, note: str = "",
     else:
         hint = f"about {more} {estimate.units} would decide it"
     return Verdict(claim, estimate, INCONCLUSIVE,
-                   f"the interval straddles {region.text(claim.unit)}; {hint}", more, note)
+                   f"the interval straddles {region.text(claim.unit)}{close}; {hint}", more, note)
+
+
+def near_bounds(estimate: Estimate, region: Region) -> str:
+    """Each end of the interval that reads like a bound of the region at the region's printed
+    digits, with both to as many digits as tell them apart (" (its upper end 0.45438 against the
+    bound 0.45455)"); "" when none does. A near miss and a near hit stay visible."""
+    parts = []
+    for name, end in (("lower", estimate.low), ("upper", estimate.high)):
+        for bound in (region.low, region.high):
+            if end is None or not math.isfinite(bound) or end == bound:
+                continue
+            if f"{end:.{BOUND_DIGITS}g}" == f"{bound:.{BOUND_DIGITS}g}":
+                n = distinct(end, bound, BOUND_DIGITS + 1)
+                parts.append(f"its {name} end {end:.{n}g} against the bound {bound:.{n}g}")
+    return f" ({'; '.join(parts)})" if parts else ""
 
 
 def _some(points: tuple[Invalid, ...], first: int = 3) -> str:

@@ -129,9 +129,8 @@ def pooled_verdict(claim: Claim, rows: list[pd.Series], run_ids: list[str],
     carried = {c: _labelled(rows, run_ids, c) for c in ("note", "gates", "invalid")}
     invalid = [(rid, r) for rid, r in zip(run_ids, rows) if r["outcome"] == INVALID]
     if invalid:  # impossible in a run's own lab: the pooled estimate is withheld, by rule
-        return Verdict(claim, None, INVALID, f"invalid in {len(invalid)} of {len(rows)} runs (a "
-                       "point impossible in that run's own lab: no pooled estimate is shown, by rule; "
-                       "each run's own estimate is listed with its outcome): "
+        return Verdict(claim, None, INVALID, f"invalid in {len(invalid)} of {len(rows)} runs "
+                       "(the pooled estimate is withheld by rule; each run's own is listed): "
                        + "; ".join(f"run {rid}: {_brief(str(r['reason']))}" for rid, r in invalid)), carried
     values = [float(r["value"]) for r in rows]
     measured = all(math.isfinite(v) for v in values) and all(int(r["n"]) > 0 for r in rows)
