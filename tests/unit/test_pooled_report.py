@@ -202,3 +202,32 @@ def test_a_change_names_a_claim_under_its_former_id_and_the_whole_design_touches
     assert "* #3 (2026-11-28): reps ... (the whole design" in note and note.count("(the whole design: every claim)") == 1
     assert ("Of the registration's 4 changes, 2 made after outcomes were read, 1 before any data "
             "of theirs, 1 does not say which") in note
+
+
+S0_FOURTH = "s0/20261129T113502Z-pool-cfba0f"
+
+
+def test_the_fourth_s0_reference_pooled_today_shows_each_not_testable_claims_pooled_figure(tmp_path):
+    """The fourth S0 review: seven claims read *invalid* with their pooled estimates hidden ("-"),
+    while their 688 points were the lab's shaper's documented two-frame bypass, possible here and
+    impossible only on the paper's wire. Pooled today from the same members, each reads *not
+    testable here* with the pooled figure the referee computed beside it (2.82x [2.37, 3.36],
+    1.97x, -30.3 %, 0.55x, 0.69x, +12.9 %, +9.2 %), and no point of the runs is invalid."""
+    members = members_as_today(S0_FOURTH, tmp_path / "members")
+    out = pool([str(p) for p in members], str(tmp_path / "pooled"))
+    text = (out / "report.md").read_text()
+    frame = pd.read_parquet(out / "claims.parquet").set_index("claim_id")
+    expected = {"s0.latency.proxies_x": "2.82x [2.37, 3.36] (n=3)",
+                "s0.latency.nat_srd_x": "1.97x [1.78, 2.17] (n=3)",
+                "s0.latency.nat_vs_proxies_pct": "-30.3% [-42.0, -16.2] (n=3)",
+                "s0.bandwidth.pingpong.proxies_below_half": "0.55x [0.51, 0.60] (n=3)",
+                "s0.bandwidth.pingpong.nat_srd_below_half": "0.69x [0.65, 0.74] (n=3)",
+                "s0.bandwidth.pingpong.gain_1k_32k": "+12.9% [+7.6, +18.6] (n=3)",
+                "s0.bandwidth.pingpong.gain_appropriate": "+9.2% [+1.1, +18.0] (n=3)"}
+    for cid, ours in expected.items():
+        assert frame.loc[cid, "outcome"] == NOT_TESTABLE, cid
+        assert frame.loc[cid, "ours"] == ours, cid
+        assert f"**pooled: {ours} -- not testable here**" in text, cid
+        assert "possible in this lab (not invalid)" in frame.loc[cid, "reason"], cid
+    assert "invalid" not in set(frame.outcome)
+    assert "**Invalid points:** none" in text

@@ -137,7 +137,7 @@ def checked_points(frame: pd.DataFrame, rate_mbit: float | None, mtu: int = MTU,
         if beyond is not None:
             invalid.append(beyond)
             continue
-        within = (f"within the {free:.4g} Mbit/s its path carries unshaped" if free is not None
+        within = (f"within the {free:.0f} Mbit/s its path carries unshaped" if free is not None
                   else "no unshaped capacity of its path was measured to show it impossible")
         outside.append(replace(shaped, why=f"{shaped.why}; the wire probe shows this lab's wire not "
                                f"serialising {int(row.size)} B and the point is {within}: possible "
