@@ -172,10 +172,11 @@ class Estimate:
 
     def text(self, bounds: Sequence[float] = ()) -> str:
         """The estimate and its interval, each figure to its usual digits; ``bounds`` (a region's),
-        where a figure and a bound read alike at those digits or at a region's (:data:`BOUND_DIGITS`
-        significant), that figure to as many more as tell it apart (the S0 referee of 2026-11-29:
-        an upper end of 0.45438 against a bound of 0.45455 read "0.45" beside "0.4545")."""
-        value = _fmt(self.value, self.unit, near=bounds)
+        where an end of the interval -- what decides the verdict -- and a bound read alike at those
+        digits or at a region's (:data:`BOUND_DIGITS` significant), that end to as many more as
+        tell it apart (the S0 referee of 2026-11-29: an upper end of 0.45438 against a bound of
+        0.45455 read "0.45" beside "0.4545"). The point estimate keeps its usual digits."""
+        value = _fmt(self.value, self.unit)
         if not self.has_interval:
             return f"{value} (n={self.n} {self.units}, no interval)"
         return (f"{value} [{_fmt(self.low, self.unit, bare=True, near=bounds)}, "

@@ -117,6 +117,17 @@ def _brief(reason: str) -> str:
     return reason[:BRIEF].rsplit(" ", 1)[0] + " ... (the run's own report has the rest)"
 
 
+def _also_untestable(rows: list[pd.Series], run_ids: list[str]) -> str:
+    """Beside a pooled invalid verdict, the runs that found the claim not testable instead (a run
+    whose points its own lab makes possible, outside the paper's regime), each briefly; "" when
+    none did."""
+    others = [(rid, r) for rid, r in zip(run_ids, rows) if r["outcome"] == NOT_TESTABLE]
+    if not others:
+        return ""
+    return (f"; not testable in {len(others)} of {len(rows)} runs: "
+            + "; ".join(f"run {rid}: {_brief(str(r['reason']))}" for rid, r in others))
+
+
 def pooled_verdict(claim: Claim, rows: list[pd.Series], run_ids: list[str],
                    regions: list[Region | None] | None = None) -> tuple[Verdict, dict]:
     """``claim`` judged on its member rows (one per run, in ``run_ids`` order); the verdict
@@ -131,7 +142,8 @@ def pooled_verdict(claim: Claim, rows: list[pd.Series], run_ids: list[str],
     if invalid:  # impossible in a run's own lab: the pooled estimate is withheld, by rule
         return Verdict(claim, None, INVALID, f"invalid in {len(invalid)} of {len(rows)} runs "
                        "(the pooled estimate is withheld by rule; each run's own is listed): "
-                       + "; ".join(f"run {rid}: {_brief(str(r['reason']))}" for rid, r in invalid)), carried
+                       + "; ".join(f"run {rid}: {_brief(str(r['reason']))}" for rid, r in invalid)
+                       + _also_untestable(rows, run_ids)), carried
     values = [float(r["value"]) for r in rows]
     measured = all(math.isfinite(v) for v in values) and all(int(r["n"]) > 0 for r in rows)
     # a gated claim keeps its estimate beside its outcome, deciding nothing (gates.apply)

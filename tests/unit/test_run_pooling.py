@@ -63,6 +63,18 @@ def test_a_claim_invalid_in_one_run_is_invalid_pooled():
     assert verdict.estimate is None  # withheld, and the reason says so (the fourth S0 review)
 
 
+def test_a_pooled_invalid_row_names_the_runs_that_found_the_claim_not_testable_instead():
+    """Invalid in run a (a point impossible in its own lab), not testable in run b (its points
+    possible in its lab, outside the paper's regime): the pooled row is invalid and says both."""
+    bad = own_row([1.9, 2.0, 2.1]).copy()
+    bad["outcome"], bad["reason"] = INVALID, "rests on invalid points: 3000 Mbit/s on a 1000 wire"
+    other = own_row([2.0, 2.1, 2.2]).copy()
+    other["outcome"], other["reason"] = NOT_TESTABLE, "rests on 4 points outside the paper's regime"
+    verdict, _ = pooled_verdict(CLAIM, [bad, other], ["a", "b"])
+    assert verdict.outcome == INVALID and "run a: rests on invalid points" in verdict.reason
+    assert "; not testable in 1 of 2 runs: run b: rests on 4 points outside" in verdict.reason
+
+
 def test_a_claim_not_testable_per_point_in_every_run_shows_the_pooled_estimate_beside_it():
     """The fourth S0 review: a claim each run left not testable for points outside the paper's
     regime that its lab makes possible (judge's outside) is pooled as not testable here with the
