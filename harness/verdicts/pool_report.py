@@ -156,15 +156,22 @@ def claim_section(row: pd.Series, found: list, late: list[str]) -> list[str]:
 def unpooled_line(claim_id: str, found: list, own: list[pd.DataFrame]) -> str:
     """One claim no pool judges, with every run's own estimate and outcome (a 'not met' in every
     run stays in sight: a headline over the pooled claims would leave it out)."""
-    said = []
+    said, regions = [], []
     for member, claims_table in zip(found, own):
         rows = claims_table[claims_table.claim_id == claim_id]
         if rows.empty:
             continue
         row = rows.iloc[0]
         said.append(f"run {member.run_id}: {row.get('ours') or '-'} -- {row['outcome']}")
+        region = row.get("region")
+        if isinstance(region, str) and region and region != "-" and region not in regions:
+            regions.append(region)
+    # its region beside it: rows of near-identical names judged against different bounds
+    # (relay.target.srd_vs_forward >= 0.9x, s0.target.srd_vs_forward >= 0.7x: the S0 review of
+    # 2026-11-29 could not tell them apart in the pooled report)
+    head = f"- `{claim_id}`" + (f" (region {' / '.join(regions)})" if regions else "")
     figures = {part.split(": ", 1)[1] for part in said}
     if len(said) > 1 and len(figures) == 1:  # one archived benchmark every run carries: said once
-        return (f"- `{claim_id}`: {figures.pop()} (one measurement, the same in all {len(said)} "
+        return (f"{head}: {figures.pop()} (one measurement, the same in all {len(said)} "
                 "runs: not replicated by them)")
-    return f"- `{claim_id}`: " + "; ".join(said)
+    return f"{head}: " + "; ".join(said)

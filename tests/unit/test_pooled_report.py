@@ -231,3 +231,7 @@ def test_the_fourth_s0_reference_pooled_today_shows_each_not_testable_claims_poo
         assert "possible in this lab (not invalid)" in frame.loc[cid, "reason"], cid
     assert "invalid" not in set(frame.outcome)
     assert "**Invalid points:** none" in text
+    # a row no pool judges says its region: the relay benchmark's srd_vs_forward is >= 0.9x, S0's
+    # own target of a near-identical name >= 0.7x (the review could not tell them apart)
+    assert "- `relay.target.srd_vs_forward` (region >= 0.9x): 0.82x" in text
+    assert "region: >= 0.7x" in text.split("(`s0.target.srd_vs_forward`")[1].split("###")[0]

@@ -45,6 +45,7 @@ from .validity import (
     serialised_sizes,
     unserialised_note,
     unshaped_capacities,
+    wire_probe,
 )
 
 __all__ = ["claims", "explain", "invalid_table", "registered", "table1"]
@@ -277,8 +278,8 @@ def claims(frame: pd.DataFrame, bench: pd.DataFrame | None = None,
     s = summary(frame).set_index(["size", "method"])
     lat = per_repetition(frame, "half_rtt_us")
     direct_1b = s.loc[(1, "direct"), "half_rtt_us"] if (1, "direct") in s.index else None
-    why_lat = (f"direct is {direct_1b:.0f} us at 1 B (veth: no NIC, wire or interrupt "
-               "moderation)" if direct_1b else "")
+    why_lat = (f"direct is {direct_1b:.0f} us at 1 B (the sweep's median; veth: no NIC, wire or "
+               f"interrupt moderation{_probe_1b(meta)})" if direct_1b else "")
     out: list[Verdict] = []
     lat_claims = ("s0.latency.proxies_x", "s0.latency.nat_srd_x", "s0.latency.nat_vs_proxies_pct")
     if not set(METHODS) <= set(lat.columns):
@@ -295,6 +296,19 @@ def claims(frame: pd.DataFrame, bench: pd.DataFrame | None = None,
         out += bench_targets(bench)
     out += bench_readings(bench)
     return table(out)
+
+
+def _probe_1b(meta: dict) -> str:
+    """The wire probe's own 1 B half round trips on the direct path, for the latency note: the
+    probe's fastest and its median beside the sweep's median (the S0 review of 2026-11-29 read
+    "39 us" in the note and 8 us from the probe's rate of the same run, with nothing to say why)."""
+    probe = wire_probe(meta)
+    one = next((p for p in probe.sizes if p.size == 1), None) if probe else None
+    if one is None:
+        return ""
+    median = f", median {one.median_half_rtt_us:.0f} us" if one.median_half_rtt_us else ""
+    return (f"; the wire probe before the sweep, same path: fastest {one.half_rtt_us:.0f} us{median}, "
+            "the fastest setting its rate")
 
 
 def _latency_verdicts(frame: pd.DataFrame, lat: pd.DataFrame, meta: dict,

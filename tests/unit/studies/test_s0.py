@@ -590,6 +590,18 @@ def test_a_point_the_labs_own_wire_makes_possible_leaves_its_claims_not_testable
     assert row.outcome == NOT_TESTABLE and "no unshaped capacity of its path was measured" in row.reason
 
 
+def test_the_latency_note_gives_the_probes_own_1_b_round_trips_beside_the_sweeps():
+    """The fourth review: run 3a23e0's note said "direct is 39 us at 1 B" while its probe's rate
+    implied 8 us, with nothing to say why. The note gives the probe's fastest and median too."""
+    frame = synthetic({"direct": 1, "proxies": 2.1, "nat_srd": 1.5},
+                      {"direct": 1, "proxies": 0.4, "nat_srd": 0.49}, sizes=(1, 1024, 1 << 20))
+    note = analysis.claims(frame, meta=LARGE).set_index("claim_id").loc["s0.latency.proxies_x", "note"]
+    assert "direct is 20 us at 1 B (the sweep's median;" in note
+    assert "the wire probe before the sweep, same path: fastest 3 us, median 3 us" in note
+    assert "wire probe before" not in analysis.claims(frame, meta={}).set_index("claim_id").loc[
+        "s0.latency.proxies_x", "note"]
+
+
 def test_the_gates_keep_a_per_point_not_testable_claim_not_testable_with_its_estimate():
     """Through the study's claims (analysis, then the registered gates): a latency claim resting
     on a direct 512 B point at 287 Mbit/s (the fourth reference's kind) on a wire the probe shows
