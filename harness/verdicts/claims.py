@@ -298,7 +298,7 @@ def judge(claim: Claim, estimate: Estimate | None, note: str = "",
         shown = estimate.text() if estimate is not None and math.isfinite(estimate.value) else "-"
         return Verdict(claim, estimate, NOT_TESTABLE,
                        f"rests on {len(outside)} point{'s' if len(outside) != 1 else ''} outside the "
-                       "paper's regime, possible in this lab (not invalid): " + _some(outside)
+                       "paper's regime, possible in this lab (not invalid), e.g. " + _some(outside, 1)
                        + f"; measured anyway: {shown}", None, note)
     if estimate is None or not math.isfinite(estimate.value):
         return Verdict(claim, None, NOT_TESTABLE, "no measurement of this quantity in the run",
