@@ -27,7 +27,7 @@ Two facts the run measures decide what a point may say (issue 33 items 4 and 5):
     shaper at all (the run's relay benchmark, table ``bench``: iperf3 over the same kind of
     path unshaped, the fastest repetition, + the allowance), which no wire of this lab can;
     otherwise the claims resting on it are *not testable here*, their estimates shown as
-    measured anyway (the S0 referee of 2026-11-29: 688 points of the fourth reference were
+    measured anyway (the S0 referee of 2026-11-29: the 680 such points of the fourth reference were
     the shaper's documented two-frame bypass, "possible in this lab and impossible only on
     the paper's wire").
 
@@ -139,9 +139,9 @@ def checked_points(frame: pd.DataFrame, rate_mbit: float | None, mtu: int = MTU,
             continue
         within = (f"within the {free:.0f} Mbit/s its path carries unshaped" if free is not None
                   else "no unshaped capacity of its path was measured to show it impossible")
-        outside.append(replace(shaped, why=f"{shaped.why}; the wire probe shows this lab's wire not "
-                               f"serialising {int(row.size)} B and the point is {within}: possible "
-                               "here, outside the paper's regime"))
+        outside.append(replace(shaped, why=f"{shaped.why}; the wire probe does not show this lab's "
+                               f"wire serialising {int(row.size)} B and the point is {within}: "
+                               "possible here, outside the paper's regime"))
     return [p for p in invalid if p is not None], outside
 
 
