@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from ..run.session import Session
     from ..tools.registry import Tool
     from ..topology.topology import Topology
+    from ..verdicts.claims import Region
 
 
 @dataclass(frozen=True)
@@ -210,6 +211,14 @@ class Study(ABC):
     @abstractmethod
     def claims(self, data: RunData) -> pd.DataFrame:
         """The paper's claims beside ours, one row per claim with its verdict."""
+
+    def design_regions(self, data: RunData) -> dict[str, Region]:
+        """The regions a run's design set, by claim id, for the claims whose registered rule makes
+        the region from the design (S3's "most": at least k // 2 + 1 of the run's k points).
+        A pool judges such a claim against the region where every run's design set the same one
+        (:func:`harness.verdicts.run_pooling.pooled_verdict`). {}: every claim is judged against
+        its registered region."""
+        return {}
 
     @abstractmethod
     def figures(self, data: RunData) -> dict[str, Any]:

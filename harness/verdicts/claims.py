@@ -43,13 +43,13 @@ shows the estimate and interval and the outcome *shown*.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pandas as pd
 
 from .intervals import BOUND_DIGITS, POOLED_METHOD, T_BELOW, Estimate, distinct, t975
+from .invalid_points import invalid_note
 from .margins import Margin
 from .validity import Invalid
 
@@ -360,33 +360,11 @@ def not_testable(claim: Claim, reason: str, note: str = "") -> Verdict:
     return Verdict(claim, None, NOT_TESTABLE, reason, note=note)
 
 
-#: ``DataFrame.attrs`` key of a claims table's regions by claim id (:func:`table`)
-REGIONS = "regions"
-
-
 def table(verdicts: list[Verdict]) -> pd.DataFrame:
     """The archived form: one row per claim, :data:`COLUMNS` in order."""
     frame = pd.DataFrame([v.row() for v in verdicts], columns=COLUMNS)
     frame["more_needed"] = frame["more_needed"].astype("Int64")
-    # each claim's region as judged, exactly (the column holds its text), for a pool to judge
-    # a region every run's design set alike (harness.verdicts.run_pooling); JSON, as parquet
-    # keeps a frame's attrs in its metadata
-    frame.attrs[REGIONS] = {v.claim.id: region_bounds(v.claim.region) for v in verdicts}
     return frame
-
-
-def region_bounds(region: Region) -> dict:
-    """A region's bounds as JSON (an open side None) with its rule: :func:`region_from_bounds`."""
-    return {"low": region.low if math.isfinite(region.low) else None,
-            "high": region.high if math.isfinite(region.high) else None, "why": region.why}
-
-
-def region_from_bounds(bounds: dict | None) -> Region | None:
-    if not isinstance(bounds, dict):
-        return None
-    low, high = bounds.get("low"), bounds.get("high")
-    return Region(-math.inf if low is None else float(low), math.inf if high is None else float(high),
-                  str(bounds.get("why") or ""))
 
 
 def show(frame: pd.DataFrame, source: str | None = None) -> pd.DataFrame:
@@ -421,76 +399,11 @@ def summaries(frame: pd.DataFrame) -> str:
     return "; ".join(parts)
 
 
-def invalid_points(frame: pd.DataFrame) -> list[str]:
-    """Each invalid point (impossible or failed) named by any claim of a run, once."""
-    seen: list[str] = []
-    for text in frame.get("invalid", pd.Series(dtype=object)).dropna():
-        for point in split_points(str(text)):
-            if point and point not in seen:
-                seen.append(point)
-    return seen
-
-
-def split_points(text: str) -> list[str]:
-    """The points of a claim's ``invalid`` cell, which :meth:`Verdict.row` joins with "; ".
-
-    A point's own reason, in parentheses at its end, may hold "; " too (check_rate's "...
-    at MTU 1500; 2% slack for the clocks"), so only a "; " outside parentheses separates
-    two points; a plain split cut each such point in two.
-    """
-    out, depth, start = [], 0, 0
-    for i, ch in enumerate(text):
-        depth += (ch == "(") - (ch == ")")
-        if depth == 0 and text.startswith("; ", i):
-            out.append(text[start:i])
-            start = i + 2
-    out.append(text[start:])
-    return [p for p in out if p]
-
-
-def invalid_note(frame: pd.DataFrame) -> str:
-    """The notebook's words on the run's invalid points, also when there are none.
-
-    A reader must see that the points were checked even when none failed: a section that is
-    silent then reads the same as a study that checks nothing (S4's reference report said
-    nothing of its 400 iperf3 points, S0's "0 invalid points of 1890"). Invalid covers both
-    kinds :mod:`harness.verdicts.validity` names: physically impossible (faster than the wire, above
-    100 % of a CPU) and failed (a fan-in point with no completed round).
-    """
-    bad = invalid_points(frame)
-    if not bad:
-        return ("**Invalid points:** none: no claim of this run rests on a point that failed "
-                "its study's physical checks (`harness.verdicts.validity`).")
-    head = ("**Invalid points** (physically impossible or failed; they decide no claim, and "
-            "each claim resting on one is *invalid*)")
-    if len(bad) <= LISTED_POINTS:
-        return head + ":\n\n" + "\n".join(f"* {p}" for p in bad)
-    kinds: dict[str, list[str]] = {}
-    for point in bad:
-        kinds.setdefault(_kind(point), []).append(point)
-    lines = [f"* {len(points)} x {key}; e.g. {points[0]}" for key, points in
-             sorted(kinds.items(), key=lambda kv: -len(kv[1]))]
-    return (f"{head}: {len(bad)} points of {len(kinds)} kinds, each kind with its count and its "
-            "first point (every point: the `invalid` column of claims.csv):\n\n" + "\n".join(lines))
-
-
 #: the titles of the sections that show rows which are not the paper's claims, in order
 OURS_TITLES = ((TARGET, "Our engineering targets (not claims of the paper: met or not met):"),
                (LAB, "Checks of the lab (not claims of the paper: met or not met):"),
                (READING, "Readings outside the paper's regime (not claims of the paper, no region: "
                          "shown with their intervals, judged against nothing):"))
-
-#: a report lists each invalid point up to this many; beyond, one line per kind of point
-LISTED_POINTS = 20
-
-
-def _kind(point: str) -> str:
-    """What an invalid point broke, without where and by how much: the text after its label
-    (and after a pooled table's "run <id>: "), its figures replaced by '#'."""
-    text = re.sub(r"^run \S+: ", "", point)
-    text = text.split(": ", 1)[1] if ": " in text else text
-    return re.sub(r"[-+]?\d+(?:\.\d+)?(?:e[-+]?\d+)?", "#", text)
-
 
 def runs_note(frame: pd.DataFrame) -> str:
     """What the intervals of a claims table can show about runs, in words.

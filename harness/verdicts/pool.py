@@ -38,7 +38,7 @@ import pandas as pd
 
 from ..archive.archive import COMPLETE, RUN_FILE, data_root
 from ..errors import ArchiveError, SpecError
-from .claims import REGIONS, region_from_bounds, table
+from .claims import Region, table
 from .lab_kind import differences
 from .pool_report import ALL_UNITS, ALL_UNITS_HOW, report
 from .registration import read_archived
@@ -168,12 +168,15 @@ def _check_current(study, found: list[Member]) -> None:
                         "made under today's registration")
 
 
-def pooled_table(study, found: list[Member], own: list[pd.DataFrame]) -> pd.DataFrame:
+def pooled_table(study, found: list[Member], own: list[pd.DataFrame],
+                 regions: list[dict[str, Region]] | None = None) -> pd.DataFrame:
     """Each registered claim pooled from the members' own rows (:mod:`.run_pooling`), in the
-    order of the first member's table. Not pooled: rows that are not the study's registered
-    claims, and rows a run's table already counts in runs (S0's relay and peer targets: the
-    relay benchmark's runs, archived once and copied into every member, so the same samples in
-    each)."""
+    order of the first member's table. ``regions``: each member's regions its design set
+    (``Study.design_regions``; None: none did). Not pooled: rows that are not the study's
+    registered claims, and rows a run's table already counts in runs (S0's relay and peer
+    targets: the relay benchmark's runs, archived once and copied into every member, so the
+    same samples in each)."""
+    regions = regions if regions is not None else [{} for _ in own]
     registration = study.registration()
     ids = {c.id for c in registration.claims}
     by_run = [table.drop_duplicates("claim_id").set_index("claim_id", drop=False) for table in own]
@@ -186,8 +189,7 @@ def pooled_table(study, found: list[Member], own: list[pd.DataFrame]) -> pd.Data
         if any(str(t.loc[cid].get("units")) == "runs" for t in by_run):
             continue  # not the members' samples: another apparatus's runs
         claim, rows = registration.claim(cid), [t.loc[cid] for t in by_run]
-        verdict, columns = pooled_verdict(claim, rows, run_ids,
-                                          [region_from_bounds(t.attrs.get(REGIONS, {}).get(cid)) for t in own])
+        verdict, columns = pooled_verdict(claim, rows, run_ids, [r.get(cid) for r in regions])
         verdicts.append(verdict)
         together, why = (all_units_estimate(rows, run_ids, claim.unit) if verdict.estimate is not None
                          else (None, "no pooled estimate"))
@@ -212,8 +214,10 @@ def pool(refs: list[str], out: str | None = None, reference: bool = False) -> Pa
         raise SpecError("--reference and --out both name where the pool goes",
                         "give one: --reference writes data/reference/<study>/<id>/")
     target = _target(study.name, str(_reference_target(study.name)) if reference else out)
-    own = [study.claims(study.load(m.path)) for m in found]
-    frame = beside(pooled_table(study, found, own), found, own)
+    loaded = [study.load(m.path) for m in found]
+    own = [study.claims(data) for data in loaded]
+    frame = beside(pooled_table(study, found, own, [study.design_regions(data) for data in loaded]),
+                   found, own)
     record = _record(target, study, found, kept=reference)
     _write(target, frame, record, report(study, found, frame, own, copies(found)), found[0].path / REGISTRATION)
     if reference:

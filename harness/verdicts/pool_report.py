@@ -15,7 +15,8 @@ from __future__ import annotations
 import pandas as pd
 
 from . import disclosure
-from .claims import COLUMNS, NOT_TESTABLE, PAPER, invalid_note, runs_note, summaries
+from .claims import COLUMNS, INVALID, NOT_TESTABLE, PAPER, runs_note, summaries
+from .invalid_points import pooled_invalid_note
 from .registration import Registration
 from .run_pooling import SENSITIVITY
 
@@ -70,7 +71,7 @@ def report(study, found: list, frame: pd.DataFrame, own: list[pd.DataFrame],
                   "registered claims, or an estimate over the runs of an archived benchmark that "
                   "every member carries the same. Each run's own outcome:", ""]
         lines += [unpooled_line(cid, found, own) for cid in alone] + [""]
-    lines.append(invalid_note(frame))
+    lines.append(pooled_invalid_note([m.run_id for m in found], own))
     return "\n".join(lines) + "\n"
 
 
@@ -130,12 +131,21 @@ def _claims(ids: list[str]) -> str:
     return f"{len(ids)} claims, each naming it in its section"
 
 
+def _pooled_figure(row: pd.Series) -> str:
+    """The pooled estimate as the section shows it; for an invalid claim, that it is withheld by
+    rule (the fourth S0 review: a bare "-" beside each run's estimate did not say why)."""
+    if row["outcome"] == INVALID and row["ours"] in ("-", "", None):
+        return ("- (withheld by rule: a run rests on a point impossible in its own lab; each run's own "
+                "estimate is below)")
+    return str(row["ours"])
+
+
 def claim_section(row: pd.Series, found: list, late: list[str]) -> list[str]:
     """One claim: the pooled verdict, the all-repetitions figure, the changes made after
     outcomes were read that name it (``late``: their labels), each run's own."""
     lines = [f"### {row['claim']} (`{row['claim_id']}`, {row['source']})", "",
              f"- paper: {row['paper']}; region: {row['region']}",
-             f"- **pooled: {row['ours']} -- {row['outcome']}**: {row['reason']}"]
+             f"- **pooled: {_pooled_figure(row)} -- {row['outcome']}**: {row['reason']}"]
     if isinstance(row["interval"], str) and row["interval"]:
         lines.append(f"- interval: {row['interval']}")
     together = row.get(ALL_UNITS)

@@ -38,6 +38,7 @@ import pandas as pd
 
 from .claims import INVALID, NOT_TESTABLE, Claim, Region, Verdict, judge
 from .intervals import CONFIDENCE, POOLED_METHOD, RESAMPLES, SEED, T_BELOW, Estimate, t975, t_half_width
+from .invalid_points import by_kind, split_points
 
 #: what the all-units figure is to a reader of a pooled report
 SENSITIVITY = "a sensitivity reading, not the verdict's basis: the verdict rests on the interval over the run means"
@@ -105,16 +106,35 @@ def _labelled(rows: list[pd.Series], run_ids: list[str], column: str) -> str:
     return "; ".join(f"run {rid}: {t}" for rid, t in zip(run_ids, texts) if t)
 
 
-#: how much of one run's reason a pooled row repeats (each run's own report has all of it)
-BRIEF = 360
+#: how gates.apply words a failed regime gate in a claim's reason
+FAILED_GATES = "the lab is not in the paper's regime"
 
 
-def _brief(reason: str) -> str:
-    """A run's reason cut at a word within :data:`BRIEF` characters: a pooled row of S0 repeated
-    three runs' lists of impossible points and gate figures, 3000 characters and more."""
-    if len(reason) <= BRIEF:
-        return reason
-    return reason[:BRIEF].rsplit(" ", 1)[0] + " ... (the run's own report has the rest)"
+def invalid_reason(invalid: list[tuple[str, pd.Series]], runs: int) -> str:
+    """Why a pooled claim is invalid: its ``invalid`` runs' (run id, row) points counted by kind
+    with one whole example each (:func:`harness.verdicts.invalid_points.by_kind`), so nothing is
+    cut however many points the runs found; a run whose row lists no point, by its own reason
+    in full. Each run's every point stays in the claim's ``invalid`` column and its own report."""
+    listed = [(rid, point) for rid, row in invalid for point in _points(row)]
+    parts = []
+    if listed:
+        kinds = by_kind(listed)
+        parts.append(f"{len(listed)} invalid point{'s' if len(listed) != 1 else ''} (physically "
+                     f"impossible, or failed) of {len(kinds)} kind{'s' if len(kinds) != 1 else ''}, "
+                     "each with its count and one example (every point: the invalid column): "
+                     + "; ".join(k.text() for k in kinds))
+    parts += [f"run {rid}: {row['reason']}" for rid, row in invalid if not _points(row)]
+    gated = [rid for rid, row in invalid if _points(row) and FAILED_GATES in str(row["reason"])]
+    if gated:
+        where = (f"all {runs} runs" if len(gated) == runs > 1
+                 else f"run{'s' if len(gated) > 1 else ''} {', '.join(gated)}")
+        parts.append(f"and in {where} {FAILED_GATES} (the failed gates' figures: the gates column)")
+    return f"invalid in {len(invalid)} of {runs} runs: " + "; ".join(parts)
+
+
+def _points(row: pd.Series) -> list[str]:
+    cell = row.get("invalid")
+    return split_points(str(cell)) if isinstance(cell, str) else []
 
 
 def _also_untestable(rows: list[pd.Series], run_ids: list[str]) -> str:
@@ -128,21 +148,30 @@ def _also_untestable(rows: list[pd.Series], run_ids: list[str]) -> str:
             + "; ".join(f"run {rid}: {_brief(str(r['reason']))}" for rid, r in others))
 
 
+#: how much of a not-testable run's reason a pooled invalid row repeats (its own report has all)
+BRIEF = 360
+
+
+def _brief(reason: str) -> str:
+    """A run's reason cut at a word within :data:`BRIEF` characters."""
+    if len(reason) <= BRIEF:
+        return reason
+    return reason[:BRIEF].rsplit(" ", 1)[0] + " ... (the run's own report has the rest)"
+
+
 def pooled_verdict(claim: Claim, rows: list[pd.Series], run_ids: list[str],
                    regions: list[Region | None] | None = None) -> tuple[Verdict, dict]:
     """``claim`` judged on its member rows (one per run, in ``run_ids`` order); the verdict
     and the columns it carries from the runs (note, gates, invalid points).
 
-    ``regions``: each run's region as its analysis judged it (harness.verdicts.claims.table's
-    attrs). A region the registration's rule makes from the run's design (S3's "most": at
-    least k // 2 + 1 of the run's k points) is pooled where every run's design made the same
-    one, exactly; runs whose designs made different regions are not pooled."""
+    ``regions``: each run's region its design set for the claim (``Study.design_regions``;
+    None where it set none). A region the registration's rule makes from the run's design (S3's
+    "most": at least k // 2 + 1 of the run's k points) is pooled where every run's design made
+    the same one, exactly; runs whose designs made different regions are not pooled."""
     carried = {c: _labelled(rows, run_ids, c) for c in ("note", "gates", "invalid")}
     invalid = [(rid, r) for rid, r in zip(run_ids, rows) if r["outcome"] == INVALID]
     if invalid:  # impossible in a run's own lab: the pooled estimate is withheld, by rule
-        return Verdict(claim, None, INVALID, f"invalid in {len(invalid)} of {len(rows)} runs "
-                       "(the pooled estimate is withheld by rule; each run's own is listed): "
-                       + "; ".join(f"run {rid}: {_brief(str(r['reason']))}" for rid, r in invalid)
+        return Verdict(claim, None, INVALID, invalid_reason(invalid, len(rows))
                        + _also_untestable(rows, run_ids)), carried
     values = [float(r["value"]) for r in rows]
     measured = all(math.isfinite(v) for v in values) and all(int(r["n"]) > 0 for r in rows)

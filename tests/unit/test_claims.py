@@ -218,7 +218,8 @@ def test_a_gain_in_percent_keeps_its_ratios_log_scale():
 
 
 def test_the_notebooks_invalid_note_lists_each_point_once_and_says_so_when_there_is_none():
-    from harness.verdicts.claims import INVALID, invalid_note
+    from harness.verdicts.claims import INVALID
+    from harness.verdicts.invalid_points import invalid_note
     from harness.verdicts.validity import check_rate, check_rounds
 
     fast = check_rate("ping-pong 16 KB, repetition 2", 190.0, 100.0)
@@ -263,7 +264,7 @@ def test_many_invalid_points_are_said_as_kinds_with_counts_and_a_first_point():
     """Beyond LISTED_POINTS a report lists one line per kind of invalid point (what it broke,
     figures aside), with its count and its first point: S0's pooled reference had 639 points
     over 650 lines, 3 kinds."""
-    from harness.verdicts.claims import LISTED_POINTS, invalid_note
+    from harness.verdicts.invalid_points import LISTED_POINTS, invalid_note
     from harness.verdicts.validity import check_rate, check_rounds
 
     fast = [check_rate(f"ping-pong {k} KB, repetition {r}", 150.0 + k, 100.0)

@@ -209,7 +209,7 @@ S0_FOURTH = "s0/20261129T113502Z-pool-cfba0f"
 
 def test_the_fourth_s0_reference_pooled_today_shows_each_not_testable_claims_pooled_figure(tmp_path):
     """The fourth S0 review: seven claims read *invalid* with their pooled estimates hidden ("-"),
-    while their 688 points were the lab's shaper's documented two-frame bypass, possible here and
+    while their 680 points were the lab's shaper's documented two-frame bypass, possible here and
     impossible only on the paper's wire. Pooled today from the same members, each reads *not
     testable here* with the pooled figure the referee computed beside it (2.82x [2.37, 3.36],
     1.97x, -30.3 %, 0.55x, 0.69x, +12.9 %, +9.2 %), and no point of the runs is invalid."""
@@ -235,3 +235,52 @@ def test_the_fourth_s0_reference_pooled_today_shows_each_not_testable_claims_poo
     # own target of a near-identical name >= 0.7x (the review could not tell them apart)
     assert "- `relay.target.srd_vs_forward` (region >= 0.9x): 0.82x" in text
     assert "region: >= 0.7x" in text.split("(`s0.target.srd_vs_forward`")[1].split("###")[0]
+
+
+def test_the_pooled_reports_invalid_points_are_counted_per_run_by_kind_each_example_naming_its_run():
+    """The S0 pooled reference of 2026-11-29T11:35Z counted its invalid points over the pooled
+    table's invalid column, which names a run before its first point only: '688 points of 3
+    kinds', two of the three examples in no named run, and a point that two runs both read
+    (the same text) counted once."""
+    from harness.verdicts.claims import PAPER, judge, table
+    from harness.verdicts.pool import Member, beside, pooled_table
+    from harness.verdicts.pool_report import report
+    from harness.verdicts.validity import check_rate, check_share
+
+    claims = (Claim("s9.ratio", "about 2x", "2x", Region(1.8, 2.2, "r"), "x", PAPER),
+              Claim("s9.other", "about 2x too", "2x", Region(1.8, 2.2, "r"), "x", PAPER))
+    study = types.SimpleNamespace(name="s9", title="a test", run_conditions=lambda meta: "",
+                                  registration=lambda: Registration("s9", claims, {}, ()))
+    found = [Member(Path(f"/runs/{rid}"), {"run_id": rid}, "sha256:0123456789abcdef") for rid in "ab"]
+    est = mean_estimate([1.9, 2.0, 2.1], "x", log=True)
+    fast = [check_rate(f"repetition {r}, direct, 256 B", 190.0 + r, 100.0) for r in (1, 2, 3)]
+    busy = check_share("repetition 1, reducer", 130.0)
+    own = [table([judge(claims[0], est, invalid=fast), judge(claims[1], est, invalid=fast[:1])]),
+           table([judge(claims[0], est, invalid=[fast[0], busy]), judge(claims[1], est)])]
+    text = report(study, found, beside(pooled_table(study, found, own), found, own), own)
+    note = text[text.index("**Invalid points**"):]
+    assert "5 points in 2 of 2 runs, of 2 kinds" in note  # a's first point under two claims: once
+    lines = [x for x in note.splitlines() if x.startswith("* ")]
+    assert lines == [f"* goodput above its bound: 4 points in 2 runs (run a: 3, run b: 1), e.g. run a: "
+                     f"{fast[0].text()}",
+                     f"* CPU share above its bound: 1 point in 1 run (run b: 1), e.g. run b: {busy.text()}"]
+    clean = [table([judge(c, est) for c in claims]) for _ in found]
+    text = report(study, found, beside(pooled_table(study, found, clean), found, clean), clean)
+    assert "**Invalid points:** none: no claim of the 2 runs rests on a point" in text
+
+
+def test_a_pooled_invalid_claims_section_says_its_estimate_is_withheld_by_rule():
+    """The fourth S0 review: 'For invalid claims, the pooled line shows "-" while each run shows an
+    estimate. It is not stated that a pooled estimate exists but is withheld by rule.'"""
+    from harness.verdicts.pool import Member
+    from harness.verdicts.pool_report import claim_section
+
+    found = [Member(Path("/runs/a"), {"run_id": "a"}, "sha256:0")]
+    row = pd.Series({"claim": "c", "claim_id": "s9.c", "source": "paper", "paper": "2x", "region": "1.8..2.2x",
+                     "ours": "-", "outcome": "invalid", "reason": "invalid in 1 of 1 runs: ...", "interval": "",
+                     "a: ours": "2.00x [1.90, 2.10] (n=3)", "a: outcome": "invalid", "a: reason": "r"})
+    lines = claim_section(row, found, [])
+    assert lines[3].startswith("- **pooled: - (withheld by rule: a run rests on a point impossible in its "
+                               "own lab; each run's own estimate is below) -- invalid**")
+    row["outcome"], row["ours"] = "not testable here", "2.00x [1.90, 2.10] (n=1)"
+    assert claim_section(row, found, [])[3].startswith("- **pooled: 2.00x [1.90, 2.10] (n=1) -- not testable")

@@ -16,11 +16,11 @@ from harness.verdicts.claims import (
     Claim,
     Region,
     judge,
-    region_from_bounds,
     table,
 )
 from harness.verdicts.intervals import mean_estimate, t975
 from harness.verdicts.run_pooling import pooled_verdict
+from harness.verdicts.validity import check_rate, check_rounds, check_share
 
 CLAIM = Claim("c.ratio", "about 2x", "2x", Region(1.8, 2.2, "the margin"), "x", PAPER)
 
@@ -58,9 +58,8 @@ def test_a_claim_invalid_in_one_run_is_invalid_pooled():
     bad["outcome"], bad["reason"] = INVALID, "rests on invalid points: 3000 Mbit/s on a 1000 wire"
     verdict, _ = pooled_verdict(CLAIM, [own_row([2.0, 2.1, 2.2]), bad], ["a", "b"])
     assert verdict.outcome == INVALID and "run b: rests on invalid points" in verdict.reason
-    assert verdict.reason.startswith("invalid in 1 of 2 runs (the pooled estimate is withheld by "
-                                     "rule; each run's own is listed): ")
-    assert verdict.estimate is None  # withheld, and the reason says so (the fourth S0 review)
+    assert verdict.reason.startswith("invalid in 1 of 2 runs: ")
+    assert verdict.estimate is None  # withheld: the pooled report says so (the fourth S0 review)
 
 
 def test_a_pooled_invalid_row_names_the_runs_that_found_the_claim_not_testable_instead():
@@ -95,20 +94,44 @@ def test_a_claim_not_testable_per_point_in_every_run_shows_the_pooled_estimate_b
     assert "possible in this lab (not invalid)" in verdict.reason
 
 
-def test_a_pooled_invalid_row_repeats_each_runs_reason_briefly():
-    """S0's first pooled reference of 2026-11-29T11:34Z said three runs' whole lists of
-    impossible points and gate figures in one row (over 3000 characters each)."""
-    long = "rests on invalid points: " + "; ".join(f"repetition {i}, direct, 1024 B: 190 Mbit/s > 98"
-                                                 for i in range(60))
-    rows = []
-    for _ in range(3):
-        row = own_row([1.9, 2.0, 2.1]).copy()
-        row["outcome"], row["reason"] = INVALID, long
-        rows.append(row)
-    verdict, _ = pooled_verdict(CLAIM, rows, ["a", "b", "c"])
-    assert verdict.reason.startswith("invalid in 3 of 3 runs (the pooled estimate is withheld by rule; "
-                                     "each run's own is listed): run a: rests on invalid points")
-    assert len(verdict.reason) < 3 * 460 and verdict.reason.count("the run's own report has the rest") == 3
+def _invalid_row(points) -> pd.Series:
+    """One run's own row of a claim resting on ``points`` (harness.verdicts.validity.Invalid)."""
+    return table([judge(CLAIM, mean_estimate([1.9, 2.0, 2.1], CLAIM.unit, log=True),
+                        invalid=points)]).iloc[0]
+
+
+def test_a_pooled_invalid_row_counts_the_runs_points_by_kind_with_a_whole_example_each():
+    """S0's pooled reference of 2026-11-29T11:35Z cut each run's reason at 360 characters,
+    mid-point ("... 180.8 Mbit/s ... (the run's own report has the rest)"), and a kind of point
+    listed after the first three in a run never showed: here the CPU shares of run c."""
+    fast = [[check_rate(f"repetition {r}, direct, {s} B", 190.0 + r, 100.0) for r in (1, 2, 3)
+             for s in (256, 512, 1024, 2048)] for _ in range(3)]
+    busy = [check_share("repetition 2, reducer", 130.0), check_share("repetition 3, reducer", 121.5)]
+    rows = [_invalid_row(fast[0]), _invalid_row(fast[1][:5]), _invalid_row(fast[2] + busy)]
+    verdict, carried = pooled_verdict(CLAIM, rows, ["a", "b", "c"])
+    reason = verdict.reason
+    assert verdict.outcome == INVALID and reason.startswith("invalid in 3 of 3 runs: 31 invalid points")
+    assert ("goodput above its bound: 29 points in 3 runs (run a: 12, run b: 5, run c: 12), e.g. run a: "
+            + fast[0][0].text()) in reason
+    assert "CPU share above its bound: 2 points in 1 run (run c: 2), e.g. run c: " + busy[0].text() in reason
+    assert "..." not in reason and "has the rest" not in reason
+    assert reason.index("goodput above") < reason.index("CPU share above")  # the most points first
+    # every point of every run stays in the invalid column
+    assert all(p.text() in carried["invalid"] for p in fast[0] + fast[2] + busy)
+
+
+def test_a_pooled_invalid_row_whose_run_lists_no_point_says_that_runs_reason_whole():
+    listed = _invalid_row([check_rounds("tipc 1:48 x 64 KB, repetition 1", 0)])
+    bare = own_row([2.0, 2.1, 2.2]).copy()
+    bare["outcome"], bare["reason"] = INVALID, "rests on invalid points: " + "x" * 400
+    gated = listed.copy()
+    gated["reason"] += "; and the lab is not in the paper's regime: serialising_wire failed (1 of 3)"
+    verdict, _ = pooled_verdict(CLAIM, [listed, bare, gated], ["a", "b", "c"])
+    assert ("completed rounds below its bound: 2 points in 2 runs (run a: 1, run c: 1), e.g. run a: tipc 1:48 x "
+            "64 KB") in verdict.reason
+    assert "run b: rests on invalid points: " + "x" * 400 in verdict.reason
+    assert verdict.reason.endswith("and in run c the lab is not in the paper's regime (the failed gates' "
+                                   "figures: the gates column)")
 
 
 def test_a_region_every_runs_design_set_alike_is_pooled_and_different_ones_are_not():
@@ -129,13 +152,19 @@ def test_a_region_every_runs_design_set_alike_is_pooled_and_different_ones_are_n
         assert verdict.estimate is not None  # shown beside, deciding nothing
 
 
-def test_a_claims_table_keeps_each_claims_region_exactly_for_a_pool():
-    region = Region(7 / 12, math.inf, "at least 7 of 12")
-    claim = Claim("c.share", "most", "most", region, "", PAPER)
-    frame = table([judge(claim, mean_estimate([0.5, 0.42], units="repetitions"))])
-    bounds = frame.attrs["regions"]["c.share"]
-    assert bounds == {"low": 7 / 12, "high": None, "why": "at least 7 of 12"}
-    assert region_from_bounds(bounds) == region
+def test_archived_claims_tables_with_regions_in_their_metadata_still_load(tmp_path):
+    """Until 2026-11-29 a claims table carried its regions in DataFrame.attrs, which parquet
+    keeps in the file's metadata; the pool now takes them from Study.design_regions, and those
+    archived files load as before."""
+    from harness.studies.base import RunData
+
+    frame = table([judge(CLAIM, mean_estimate([1.9, 2.0, 2.1], "x", log=True))])
+    frame.attrs["regions"] = {CLAIM.id: {"low": 1.8, "high": 2.2, "why": "the margin"}}
+    frame.to_parquet(tmp_path / "claims.parquet", index=False)
+    (tmp_path / "run.json").write_text('{"run_id": "old"}')
+    loaded = RunData.load(tmp_path).tables["claims"]
+    pd.testing.assert_frame_equal(loaded, frame)
+    assert "regions" not in table([judge(CLAIM, None)]).attrs  # nothing travels there any more
 
 
 def test_a_gain_is_pooled_on_the_log_of_one_plus_it():

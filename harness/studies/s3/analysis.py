@@ -17,17 +17,20 @@ import pandas as pd
 from ...fanin.spec import APPARATUS, PROTOCOL
 from ...lab.verify import RATE_TOLERANCE
 from ...topology.shaping import BURST_SECONDS, ETHERNET_HEADER, MIN_BURST_BYTES, PEAK_FRAMES
-from ...verdicts.claims import NOT_TESTABLE, Region, Verdict, judge, not_testable, table
+from ...verdicts.claims import NOT_TESTABLE, Verdict, judge, not_testable, table
 from ...verdicts.claims import PAPER as PAPER_SOURCE
 from ...verdicts.failures import floored_ratio
 from ...verdicts.intervals import mean_estimate
 from ...verdicts.validity import Invalid, check_apparatus, check_rate, check_share, payload_rate_mbit
 from .design import PAPER_CPU_FANIN, USER_HZ
 from .registration import (
+    BEST_CLAIM,
     CPU_MAPPERS,
     LOAD_SLACK,
     PAPER,
     WIRE_CLAIM,
+    best_protocols,
+    best_region,
     rate_rows,
     registered,
     tcp_reference,
@@ -136,7 +139,7 @@ PORT_LIMITED = 0.9
 #: the claim at the top of the paper's "TIPC better" band (003:208: better at <= 8 KB, very low
 #: from 16 KB): the boundary judged on its lower side, the collapse claims the upper
 BETTER_CLAIM = "s3.tipc_better_8kb"
-RATE_CLAIMS = ("s3.tipc_best_most", "s3.tipc_gain_avg", "s3.tipc_gain_max", BETTER_CLAIM,
+RATE_CLAIMS = (BEST_CLAIM, "s3.tipc_gain_avg", "s3.tipc_gain_max", BETTER_CLAIM,
                *(f"s3.tipc_collapse_{s}kb" for s in PAPER["collapse_sizes_kb"]))
 
 
@@ -260,12 +263,12 @@ def _unpaired_note(unpaired: list[int]) -> str:
 
 
 def _best_verdict(rate: pd.DataFrame, bound: tuple) -> Verdict:
-    claim = registered().claim("s3.tipc_best_most")
-    ref = tcp_reference(rate) if not rate.empty else None
-    protos = ["tipc", ref, "sctp"]
-    if not ref or not set(protos) <= set(rate.protocol):
+    claim = registered().claim(BEST_CLAIM)
+    protos = best_protocols(rate)
+    if protos is None:
         return not_testable(claim, "needs TIPC, TCP and SCTP in the rate sweep (the run has "
                                    f"{', '.join(sorted(set(rate.protocol))) or 'none'})")
+    ref = protos[1]
     rows = rate[rate.protocol.isin(protos)]
     points = sorted(set(zip(rows.mappers, rows.size_kb)))
     counts = rows.groupby("repetition").size()
@@ -279,7 +282,7 @@ def _best_verdict(rate: pd.DataFrame, bound: tuple) -> Verdict:
     best = wide["tipc"] > wide[[ref, "sctp"]].max(axis=1)
     shares = best.groupby(level="repetition").mean() if reps else []
     k = len(points)
-    region = Region.above((k // 2 + 1) / k, claim.region.why + f": at least {k // 2 + 1} of {k}")
+    region = best_region(rate)
     est = mean_estimate(shares, units="repetitions")
     invalid = invalid_rate_points(rows[rows.repetition.isin(reps)], *bound)
     return judge(replace(claim, region=region), est,

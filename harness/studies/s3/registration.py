@@ -12,8 +12,8 @@ judged only in the paper's regime, else "not testable here" with the measured re
 
 The claims, the design and its changes are registered in ``s3/registration.toml`` (read by
 :func:`registered`, :mod:`harness.verdicts.registration_file`); this module tabulates
-(:func:`rate_summary`, :func:`cpu_summary`); the judging is in :mod:`.analysis`, the
-figures in :mod:`.figures`.
+(:func:`rate_summary`, :func:`cpu_summary`) and makes the region a run's design sets
+(:func:`design_regions`); the judging is in :mod:`.analysis`, the figures in :mod:`.figures`.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from ...fanin.spec import APPARATUS, PROTOCOL, failure_kind
-from ...verdicts.claims import Claim
+from ...verdicts.claims import Claim, Region
 from ...verdicts.failures import failed_round_share, zero_goodput
 from ...verdicts.registration import Registration
 from ...verdicts.registration_file import load
@@ -46,6 +46,8 @@ CPU_MAPPERS = 48  # the paper's 1:50 is the largest fan-in the lab holds
 #: the lab check that TIPC's data crossed the switch (its region's low is the threshold below
 #: which one kernel delivered it between namespaces directly)
 WIRE_CLAIM = "s3.lab_tipc_on_the_wire"
+#: the claim that TIPC is best at most of the run's points: its region is set by the run's design
+BEST_CLAIM = "s3.tipc_best_most"
 #: A CPU point is in the paper's regime while its offered load, N x size per round over the
 #: time its rounds took (the generator's marks), is within 10 % of the paper's: rounds that
 #: overran their period stretch that time. Loads 0.7-9.5 % low read 4 KB points of the first
@@ -128,6 +130,34 @@ def rate_rows(frame: pd.DataFrame) -> pd.DataFrame:
                            rate.loc[protocol, "rounds"], asked[protocol])]
     rate.loc[rate.failure == APPARATUS, "rate_mbit_mean"] = np.nan
     return rate
+
+
+def best_protocols(rate: pd.DataFrame) -> list[str] | None:
+    """TIPC, the TCP reference and SCTP, whose rates "best" compares; None when the sweep
+    lacks one of them."""
+    ref = tcp_reference(rate) if not rate.empty else None
+    protos = ["tipc", ref, "sctp"]
+    return protos if ref and set(protos) <= set(rate.protocol) else None
+
+
+def best_region(rate: pd.DataFrame) -> Region | None:
+    """The region the registered rule of "best at most points" makes from the run's design:
+    at least k // 2 + 1 of its k points (mappers x size, each with all three protocols); None
+    when the claim is not testable in the run."""
+    protos = best_protocols(rate)
+    if protos is None:
+        return None
+    rows = rate[rate.protocol.isin(protos)]
+    k = len(set(zip(rows.mappers, rows.size_kb)))
+    claim = registered().claim(BEST_CLAIM)
+    return Region.above((k // 2 + 1) / k, claim.region.why + f": at least {k // 2 + 1} of {k}")
+
+
+def design_regions(frame: pd.DataFrame) -> dict[str, Region]:
+    """The regions a run's design set (:meth:`harness.studies.base.Study.design_regions`), by
+    claim id: "best at most points" (:func:`best_region`) where it is testable."""
+    region = best_region(rate_rows(frame))
+    return {BEST_CLAIM: region} if region is not None else {}
 
 
 def rate_summary(frame: pd.DataFrame) -> pd.DataFrame:

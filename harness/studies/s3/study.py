@@ -71,7 +71,7 @@ from .measure import (
     round_frame,
     round_times_ms,
 )
-from .registration import REGISTRATION_FILE
+from .registration import REGISTRATION_FILE, design_regions
 
 STUDY = "s3"
 MAX_MAPPERS = 48  # the paper's largest fan-in, and what one VM lab is built and verified with
@@ -410,6 +410,9 @@ class S3(Study):
             port=s3_verdicts.PortCheck.from_meta(meta, "reducer:eth0--switch:red",
                                                  "switch->reducer"),
             cpus=reducer_cpus(meta))
+
+    def design_regions(self, data: RunData) -> dict:
+        return design_regions(data.results)
 
     def figures(self, data: RunData) -> dict:
         from . import figures as s3_figures

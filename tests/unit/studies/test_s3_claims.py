@@ -156,6 +156,30 @@ def test_claims_on_paper_like_repetitions():
     assert claims.loc["s3.tipc_best_most", "region"] == ">= 0.6"  # 6 of 10 is "most"
 
 
+def test_the_region_a_runs_design_sets_is_handed_to_a_pool_explicitly():
+    """'best at most points' is judged against at least k // 2 + 1 of the run's k points, a
+    region its design sets: Study.design_regions hands it to a pool (until 2026-11-29 it
+    travelled in the claims table's DataFrame.attrs, and so into every archived claims.parquet)."""
+    from harness.studies.base import RunData
+    from harness.verdicts.pool import Member, pooled_table
+
+    best = s3_analysis.BEST_CLAIM
+    for sizes, k in (((1, 4, 8, 16, 64), 10), ((1, 4, 8), 6)):
+        frame = _frame(sizes=sizes, spread=0.2)
+        region = s3.S3().design_regions(RunData(Path("/runs/a"), {}, {"results": frame}))[best]
+        assert region.low == (k // 2 + 1) / k and region.text() == _claims(frame).loc[best, "region"]
+    assert s3_analysis.design_regions(frame[frame.protocol != "tipc"]) == {}  # not testable: none
+    runs = [_frame(spread=0.2), _frame(spread=0.3)]
+    own = [s3_verdicts.claims(f, wire_mbit=PORT) for f in runs]
+    members = [Member(Path(f"/runs/{i}"), {"run_id": f"run{i}"}, "sha256:x") for i in "ab"]
+    pooled = pooled_table(s3.S3(), members, own, [s3_analysis.design_regions(f) for f in runs])
+    row = pooled.set_index("claim_id").loc[best]
+    assert (row.outcome, row.region) == ("reproduced", ">= 0.6")
+    assert "every run's design set alike" in row.note
+    bare = pooled_table(s3.S3(), members, own).set_index("claim_id").loc[best]  # no regions given
+    assert bare.outcome == NOT_TESTABLE and "not pooled" in bare.reason
+
+
 def test_one_repetition_has_no_interval_however_many_rounds():
     frame = _frame(reps=1)
     frame["rounds"] = 1000
