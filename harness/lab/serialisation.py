@@ -93,8 +93,12 @@ def size_text(size: int, pingpong_mbit: float, wire_mbit: float, slack: float,
     """One probed size against the bound the probe applied, said one way everywhere (the run's
     notes and the gate alike): "1024 B 187.9 Mbit/s > 95.8 (93.9 + 2 %)"."""
     verb = "<=" if serialises else ">"
-    return (f"{size} B {pingpong_mbit:.1f} Mbit/s {verb} {wire_mbit * (1 + slack):.1f} "
-            f"({wire_mbit:.1f} + {slack:.0%})").replace("%)", " %)")
+    bound = wire_mbit * (1 + slack)
+    places = 1  # one decimal, more where the rate and its bound would read alike (the S0 referee
+    while places < 6 and f"{pingpong_mbit:.{places}f}" == f"{bound:.{places}f}":  # of 2026-11-29:
+        places += 1  # "1 B 0.5 Mbit/s > 0.5 (0.5 + 2 %)" read as equality)
+    return (f"{size} B {pingpong_mbit:.{places}f} Mbit/s {verb} {bound:.{places}f} "
+            f"({wire_mbit:.{places}f} + {slack:.0%})").replace("%)", " %)")
 
 
 @dataclass(frozen=True)

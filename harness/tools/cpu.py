@@ -7,6 +7,8 @@ host's processes and load), so they are read through ``node.machine``.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from ..errors import HarnessError
 from ..nodes import Node
 from ..nodes.procfs import parse_stats
@@ -29,14 +31,40 @@ def group_cpu_seconds(node: Node, pgid: int) -> float:
     return ticks / hz
 
 
-def group_context_switches(node: Node, pgid: int) -> int:
-    """Context switches (voluntary + involuntary) of every live thread of process group ``pgid``.
+@dataclass(frozen=True)
+class ContextSwitches:
+    """A count of context switches, voluntary and involuntary apart.
+
+    *Voluntary*: the thread gave up the CPU itself, sleeping until something happened (a relay in
+    epoll_wait until a message arrives: what a relay's design causes, one per wake-up).
+    *Involuntary*: the scheduler took the CPU from a runnable thread (preemption: what the
+    machine's other load causes, e.g. a shared 2-core host). Read from /proc's
+    ``voluntary_ctxt_switches`` and ``nonvoluntary_ctxt_switches``."""
+
+    voluntary: int = 0
+    involuntary: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.voluntary + self.involuntary
+
+    def __add__(self, other: ContextSwitches) -> ContextSwitches:
+        return ContextSwitches(self.voluntary + other.voluntary, self.involuntary + other.involuntary)
+
+    def __sub__(self, other: ContextSwitches) -> ContextSwitches:
+        return ContextSwitches(self.voluntary - other.voluntary, self.involuntary - other.involuntary)
+
+
+def group_context_switches(node: Node, pgid: int) -> ContextSwitches:
+    """Context switches, voluntary and involuntary apart, of every live thread of process group
+    ``pgid``.
 
     Read from /proc/PID/task/TID/status (``voluntary_ctxt_switches`` and
     ``nonvoluntary_ctxt_switches``): a relay that sleeps in epoll_wait and wakes per message
-    switches out once per wake-up, so the difference of two readings around a ping-pong is
-    the relay's switches for its messages. A thread or child that ended between the readings
-    takes its count with it (the harness's relays are one process, one thread).
+    switches out voluntarily once per wake-up, so the difference of two readings around a
+    ping-pong is the relay's switches for its messages; the involuntary ones are the machine's
+    preemptions of it. A thread or child that ended between the readings takes its count with
+    it (the harness's relays are one process, one thread).
     """
     pids = [st.pid for st in parse_stats(node.machine.run(
         "cat /proc/[0-9]*/stat 2>/dev/null", check=False, timeout=20).stdout) if st.pgid == pgid]
@@ -48,14 +76,17 @@ def group_context_switches(node: Node, pgid: int) -> int:
                                              timeout=20).stdout)
 
 
-def context_switches(status_text: str) -> int:
-    """The sum of the voluntary and involuntary context switches in /proc status files' text."""
-    total = 0
+def context_switches(status_text: str) -> ContextSwitches:
+    """The voluntary and the involuntary context switches in /proc status files' text, each
+    summed over the files."""
+    voluntary = involuntary = 0
     for line in status_text.splitlines():
         key, _, value = line.partition(":")
-        if key in ("voluntary_ctxt_switches", "nonvoluntary_ctxt_switches"):
-            total += int(value.strip())
-    return total
+        if key == "voluntary_ctxt_switches":
+            voluntary += int(value.strip())
+        elif key == "nonvoluntary_ctxt_switches":
+            involuntary += int(value.strip())
+    return ContextSwitches(voluntary, involuntary)
 
 
 def machine_load(node: Node) -> float:

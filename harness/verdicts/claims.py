@@ -18,7 +18,11 @@ rule written beside it. :func:`judge` compares our
 - **invalid**: the estimate rests on a point that is physically impossible
   (faster than its wire, a CPU share above 100 % per thread) or failed (a fan-in
   point with no completed round: :mod:`harness.verdicts.validity`); the point's numbers
-  are the reason, and no such point ever decides a claim.
+  are the reason, and no such point ever decides a claim. Impossible means impossible
+  in *this lab*: a point beyond the paper's regime that the lab's own apparatus makes
+  possible (S0's small ping-pongs faster than a serialising wire, on a wire the run's
+  probe shows not serialising them) makes the claim *not testable here*, its estimate
+  shown as measured anyway (:func:`judge`'s ``outside``).
 
 The tolerance never decides: a point estimate inside the region with an
 interval that leaves it is inconclusive, not reproduced.
@@ -44,7 +48,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from .intervals import POOLED_METHOD, T_BELOW, Estimate, t975
+from .intervals import BOUND_DIGITS, POOLED_METHOD, T_BELOW, Estimate, distinct, t975
 from .invalid_points import invalid_note
 from .margins import Margin
 from .validity import Invalid
@@ -211,7 +215,7 @@ class Verdict:
         return {
             "claim_id": c.id, "source": c.source, "claim": c.text, "paper": c.paper,
             "region": c.region.text(c.unit), "region_why": c.region.why,
-            "ours": e.text() if e else "-",
+            "ours": e.text((c.region.low, c.region.high)) if e else "-",
             "value": e.value if e else math.nan,
             "low": e.low if e and e.low is not None else math.nan,
             "high": e.high if e and e.high is not None else math.nan,
@@ -273,19 +277,29 @@ def samples_to_decide(estimate: Estimate, region: Region) -> int | None:
 
 
 def judge(claim: Claim, estimate: Estimate | None, note: str = "",
-          invalid: Sequence[Invalid] = ()) -> Verdict:
+          invalid: Sequence[Invalid] = (), outside: Sequence[Invalid] = ()) -> Verdict:
     """The outcome decided by the interval (see the module's docstring).
 
     ``invalid``: the invalid points (impossible or failed) among those the estimate rests on;
     any one makes the outcome :data:`INVALID`, with their numbers as the reason.
+    ``outside``: points beyond a bound of the paper's regime that the lab itself can produce (S0:
+    a ping-pong faster than the paper's serialising wire at a size the run's wire probe shows
+    this lab's wire not serialising); checked per point by the study. Any one, with no invalid
+    point, makes the claim :data:`NOT_TESTABLE` -- a regime failure of the lab, not an
+    impossibility -- its estimate kept and shown as measured anyway.
     """
     invalid = tuple(p for p in invalid if p is not None)
     if invalid:
         return Verdict(claim, estimate, INVALID,
                        "rests on invalid points (physically impossible, or failed): "
-                       + "; ".join(p.text() for p in invalid[:3])
-                       + (f"; and {len(invalid) - 3} more" if len(invalid) > 3 else ""),
-                       None, note, invalid)
+                       + _some(invalid), None, note, invalid)
+    outside = tuple(p for p in outside if p is not None)
+    if outside:
+        shown = estimate.text() if estimate is not None and math.isfinite(estimate.value) else "-"
+        return Verdict(claim, estimate, NOT_TESTABLE,
+                       f"rests on {len(outside)} point{'s' if len(outside) != 1 else ''} outside the "
+                       "paper's regime, possible in this lab (not invalid), e.g. " + _some(outside, 1)
+                       + f"; measured anyway: {shown}", None, note)
     if estimate is None or not math.isfinite(estimate.value):
         return Verdict(claim, None, NOT_TESTABLE, "no measurement of this quantity in the run",
                        note=note)
@@ -302,12 +316,13 @@ def judge(claim: Claim, estimate: Estimate | None, note: str = "",
                        "(profile=verdict)", None, note)
     lo, hi = estimate.low, estimate.high
     held, missed = (REPRODUCED, NOT_REPRODUCED) if claim.is_paper else (MET, NOT_MET)
+    close = near_bounds(estimate, region)
     if region.holds_all(lo, hi):
         return Verdict(claim, estimate, held,
-                       f"the interval lies inside {region.text(claim.unit)}", None, note)
+                       f"the interval lies inside {region.text(claim.unit)}{close}", None, note)
     if region.misses_all(lo, hi):
         return Verdict(claim, estimate, missed,
-                       f"the interval lies outside {region.text(claim.unit)}", None, note)
+                       f"the interval lies outside {region.text(claim.unit)}{close}", None, note)
     more = samples_to_decide(estimate, region)
     if more is None:
         hint = "the estimate sits on the bound: no number of samples decides it"
@@ -317,7 +332,28 @@ def judge(claim: Claim, estimate: Estimate | None, note: str = "",
     else:
         hint = f"about {more} {estimate.units} would decide it"
     return Verdict(claim, estimate, INCONCLUSIVE,
-                   f"the interval straddles {region.text(claim.unit)}; {hint}", more, note)
+                   f"the interval straddles {region.text(claim.unit)}{close}; {hint}", more, note)
+
+
+def near_bounds(estimate: Estimate, region: Region) -> str:
+    """Each end of the interval that reads like a bound of the region at the region's printed
+    digits, with both to as many digits as tell them apart (" (its upper end 0.45438 against the
+    bound 0.45455)"); "" when none does. A near miss and a near hit stay visible."""
+    parts = []
+    for name, end in (("lower", estimate.low), ("upper", estimate.high)):
+        for bound in (region.low, region.high):
+            if end is None or not math.isfinite(bound) or end == bound:
+                continue
+            if f"{end:.{BOUND_DIGITS}g}" == f"{bound:.{BOUND_DIGITS}g}":
+                n = distinct(end, bound, BOUND_DIGITS + 1)
+                parts.append(f"its {name} end {end:.{n}g} against the bound {bound:.{n}g}")
+    return f" ({'; '.join(parts)})" if parts else ""
+
+
+def _some(points: tuple[Invalid, ...], first: int = 3) -> str:
+    """The first points' texts and how many more."""
+    return ("; ".join(p.text() for p in points[:first])
+            + (f"; and {len(points) - first} more" if len(points) > first else ""))
 
 
 def not_testable(claim: Claim, reason: str, note: str = "") -> Verdict:

@@ -504,10 +504,14 @@ def apply(frame: pd.DataFrame, meta: Mapping, tables: Mapping[str, pd.DataFrame]
           regions: Mapping[str, tuple[float, float]] | None = None) -> pd.DataFrame:
     """``frame`` (a claims table) with a ``gates`` column (each gate of each claim with its
     figures) and each claim with a failed gate *not testable here*, the failed gates' figures
-    its reason. A claim already not testable keeps its reason, the gates added to it; a claim
-    already invalid (it rests on a physically impossible point) stays invalid, the failed gates
-    added to its reason: invalid takes precedence, so no estimate over impossible points is
-    shown as "measured anyway"."""
+    its reason. A claim already not testable keeps its reason, the gates added to it (also one
+    its analysis made not testable per point: it rests on points beyond the paper's regime that
+    this lab's own apparatus makes possible, :func:`harness.verdicts.claims.judge`'s ``outside``,
+    its estimate shown as measured anyway); a claim already invalid (it rests on a point
+    impossible *in this lab*, not merely outside the paper's regime) stays invalid, the failed
+    gates added to its reason: invalid takes precedence, so no estimate over impossible points
+    is shown as "measured anyway". Which points are which is decided per point by the study
+    (S0: :func:`harness.studies.s0.validity.checked_points`), never here."""
     frame = frame.copy()
     facts = RunFacts.from_meta(meta)
     texts: list[str] = []
@@ -521,8 +525,9 @@ def apply(frame: pd.DataFrame, meta: Mapping, tables: Mapping[str, pd.DataFrame]
         why = "the lab is not in the paper's regime: " + "; ".join(
             f"{r.gate} failed ({r.figures})" for r in failed)
         if frame.at[i, "outcome"] in (NOT_TESTABLE, INVALID):  # invalid stays invalid: a claim
-            # resting on a physically impossible point is never shown as a measurement, also
-            # when the regime fails too (the lab's wire, not serialising, gives both)
+            # resting on a point impossible in this lab is never shown as a measurement, also
+            # when the regime fails too; a point the lab makes possible outside the paper's
+            # regime is not invalid (the study's analysis made it not testable, per point)
             frame.at[i, "reason"] = f"{frame.at[i, 'reason']}; and {why}"
         else:
             ours = frame.at[i, "ours"] if "ours" in frame else ""

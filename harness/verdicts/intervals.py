@@ -170,15 +170,41 @@ class Estimate:
             return math.log1p(x / 100) if x > -100 else -math.inf
         return x
 
-    def text(self) -> str:
+    def text(self, bounds: Sequence[float] = ()) -> str:
+        """The estimate and its interval, each figure to its usual digits; ``bounds`` (a region's),
+        where an end of the interval -- what decides the verdict -- and a bound read alike at those
+        digits or at a region's (:data:`BOUND_DIGITS` significant), that end to as many more as
+        tell it apart (the S0 referee of 2026-11-29: an upper end of 0.45438 against a bound of
+        0.45455 read "0.45" beside "0.4545"). The point estimate keeps its usual digits."""
         value = _fmt(self.value, self.unit)
         if not self.has_interval:
             return f"{value} (n={self.n} {self.units}, no interval)"
-        return (f"{value} [{_fmt(self.low, self.unit, bare=True)}, "
-                f"{_fmt(self.high, self.unit, bare=True)}] (n={self.n})")
+        return (f"{value} [{_fmt(self.low, self.unit, bare=True, near=bounds)}, "
+                f"{_fmt(self.high, self.unit, bare=True, near=bounds)}] (n={self.n})")
 
 
-def _fmt(x: float, unit: str, bare: bool = False) -> str:
+#: the significant digits a region's bound is printed to (harness.verdicts.claims.Region.text)
+BOUND_DIGITS = 4
+
+
+def distinct(x: float, bound: float, digits: int = BOUND_DIGITS) -> int:
+    """The fewest significant digits, at least ``digits``, at which ``x`` and ``bound`` print apart
+    (12 at most: beyond, they are the same figure)."""
+    for n in range(digits, 13):
+        if f"{x:.{n}g}" != f"{bound:.{n}g}":
+            return n
+    return 12
+
+
+def _alike(x: float, bound: float, body: str, unit: str) -> bool:
+    """``x`` (printed ``body``) and ``bound`` read alike: at ``x``'s usual digits, or at a region's."""
+    if not math.isfinite(bound) or x == bound:
+        return False
+    return (_fmt(bound, unit, bare=True) == body
+            or f"{x:.{BOUND_DIGITS}g}" == f"{bound:.{BOUND_DIGITS}g}")
+
+
+def _fmt(x: float, unit: str, bare: bool = False, near: Sequence[float] = ()) -> str:
     if unit == "%":
         body = f"{x:+.1f}"
     elif abs(x) >= 100:
@@ -187,6 +213,10 @@ def _fmt(x: float, unit: str, bare: bool = False) -> str:
         body = f"{x:.1f}"
     else:
         body = f"{x:.2f}"
+    close = [b for b in near if _alike(x, b, body, unit)]
+    if close:  # as many significant digits as tell it from every bound it reads alike
+        n = max(distinct(x, b) for b in close)
+        body = f"{x:+.{n}g}" if unit == "%" else f"{x:.{n}g}"
     if bare:
         return body
     return f"{body}{unit}" if unit in ("x", "%") else f"{body} {unit}".rstrip()

@@ -15,7 +15,7 @@ from __future__ import annotations
 import pandas as pd
 
 from . import disclosure
-from .claims import COLUMNS, NOT_TESTABLE, PAPER, runs_note, summaries
+from .claims import COLUMNS, INVALID, NOT_TESTABLE, PAPER, runs_note, summaries
 from .invalid_points import pooled_invalid_note
 from .registration import Registration
 from .run_pooling import SENSITIVITY
@@ -131,12 +131,21 @@ def _claims(ids: list[str]) -> str:
     return f"{len(ids)} claims, each naming it in its section"
 
 
+def _pooled_figure(row: pd.Series) -> str:
+    """The pooled estimate as the section shows it; for an invalid claim, that it is withheld by
+    rule (the fourth S0 review: a bare "-" beside each run's estimate did not say why)."""
+    if row["outcome"] == INVALID and row["ours"] in ("-", "", None):
+        return ("- (withheld by rule: a run rests on a point impossible in its own lab; each run's own "
+                "estimate is below)")
+    return str(row["ours"])
+
+
 def claim_section(row: pd.Series, found: list, late: list[str]) -> list[str]:
     """One claim: the pooled verdict, the all-repetitions figure, the changes made after
     outcomes were read that name it (``late``: their labels), each run's own."""
     lines = [f"### {row['claim']} (`{row['claim_id']}`, {row['source']})", "",
              f"- paper: {row['paper']}; region: {row['region']}",
-             f"- **pooled: {row['ours']} -- {row['outcome']}**: {row['reason']}"]
+             f"- **pooled: {_pooled_figure(row)} -- {row['outcome']}**: {row['reason']}"]
     if isinstance(row["interval"], str) and row["interval"]:
         lines.append(f"- interval: {row['interval']}")
     together = row.get(ALL_UNITS)
@@ -157,15 +166,22 @@ def claim_section(row: pd.Series, found: list, late: list[str]) -> list[str]:
 def unpooled_line(claim_id: str, found: list, own: list[pd.DataFrame]) -> str:
     """One claim no pool judges, with every run's own estimate and outcome (a 'not met' in every
     run stays in sight: a headline over the pooled claims would leave it out)."""
-    said = []
+    said, regions = [], []
     for member, claims_table in zip(found, own):
         rows = claims_table[claims_table.claim_id == claim_id]
         if rows.empty:
             continue
         row = rows.iloc[0]
         said.append(f"run {member.run_id}: {row.get('ours') or '-'} -- {row['outcome']}")
+        region = row.get("region")
+        if isinstance(region, str) and region and region != "-" and region not in regions:
+            regions.append(region)
+    # its region beside it: rows of near-identical names judged against different bounds
+    # (relay.target.srd_vs_forward >= 0.9x, s0.target.srd_vs_forward >= 0.7x: the S0 review of
+    # 2026-11-29 could not tell them apart in the pooled report)
+    head = f"- `{claim_id}`" + (f" (region {' / '.join(regions)})" if regions else "")
     figures = {part.split(": ", 1)[1] for part in said}
     if len(said) > 1 and len(figures) == 1:  # one archived benchmark every run carries: said once
-        return (f"- `{claim_id}`: {figures.pop()} (one measurement, the same in all {len(said)} "
+        return (f"{head}: {figures.pop()} (one measurement, the same in all {len(said)} "
                 "runs: not replicated by them)")
-    return f"- `{claim_id}`: " + "; ".join(said)
+    return f"{head}: " + "; ".join(said)

@@ -45,10 +45,11 @@ READING_REQUIRED = ("quantity", "regime")
 #: a reading's region, as shown and digested: none
 NO_REGION = "none: a reading is shown with its interval and judged against nothing"
 REGION = {"low": (int, float), "high": (int, float), "rule": str,
-          "equivalent_to": (int, float, list), "differs_from": (int, float), "scale": str,
+          "equivalent_to": (int, float, list), "differs_from": (int, float),
+          "at_most": (int, float), "at_least": (int, float), "scale": str,
           "direction": str, "cap_low": (int, float), "cap_high": (int, float), "cap_why": str}
 #: a region made by the convention (harness.verdicts.margins) names its figure with one of these
-CONVENTION = ("equivalent_to", "differs_from")
+CONVENTION = ("equivalent_to", "differs_from", "at_most", "at_least")
 _MARGIN_ONLY = ("scale", "direction", "cap_low", "cap_high", "cap_why")
 CHANGE = {"date": str, "what": str, "why": str, "claims": list, "renamed": dict, "after_outcomes": bool}
 CHANGE_REQUIRED = ("date", "what", "why")
@@ -241,7 +242,7 @@ def _margin_region(table: dict, given: list[str], where: str, what: str, unit: s
                                     f"remove {key}, or remove {given[0]} and write the region out "
                                     "with low/high and its rule")
     if len(given) > 1:
-        raise RegistrationError(f"{where}: {what}: field region: both equivalent_to and differs_from",
+        raise RegistrationError(f"{where}: {what}: field region: both {given[0]} and {given[1]}",
                                 "keep the one the paper's sentence states")
     figure = table[given[0]]
     if isinstance(figure, list):
@@ -256,6 +257,7 @@ def _margin_region(table: dict, given: list[str], where: str, what: str, unit: s
     try:
         margin = Margin(pair, table.get("scale", "ratio"), table.get("direction", "either"),
                         differs=given[0] == "differs_from",
+                        limit=given[0] if given[0] in ("at_most", "at_least") else "",
                         cap_low=table.get("cap_low", -math.inf), cap_high=table.get("cap_high", math.inf),
                         cap_why=table.get("cap_why", ""))
         return Region.by_margin(margin, unit)

@@ -12,8 +12,12 @@ The pooled estimate is the mean of the run estimates on the scale each was made 
 geometric mean's log, a gain's log(1 + g/100)), with a Student t interval over the runs
 below :data:`~harness.verdicts.intervals.T_BELOW` runs and a percentile bootstrap of the
 runs from there. A claim pools only where every run judged it: invalid in one run is invalid
-(an apparatus failure is not averaged away), not testable in one run is not testable (the
-regime must hold in every run; saying less beats saying wrong). A claim whose runs were judged
+(an apparatus failure, or a point impossible in that run's own lab, is not averaged away; the
+pooled estimate is withheld and the reason says so), not testable in one run is not testable
+(the regime must hold in every run; saying less beats saying wrong), the pooled estimate beside
+it as measured anyway -- also where a run made the claim not testable per point, for points
+outside the paper's regime that its lab makes possible (:func:`harness.verdicts.claims.judge`'s
+``outside``). A claim whose runs were judged
 against a region other than the registered one (set by the run's design, S3's "most points"
 on its number of points) is not pooled.
 
@@ -133,6 +137,28 @@ def _points(row: pd.Series) -> list[str]:
     return split_points(str(cell)) if isinstance(cell, str) else []
 
 
+def _also_untestable(rows: list[pd.Series], run_ids: list[str]) -> str:
+    """Beside a pooled invalid verdict, the runs that found the claim not testable instead (a run
+    whose points its own lab makes possible, outside the paper's regime), each briefly; "" when
+    none did."""
+    others = [(rid, r) for rid, r in zip(run_ids, rows) if r["outcome"] == NOT_TESTABLE]
+    if not others:
+        return ""
+    return (f"; not testable in {len(others)} of {len(rows)} runs: "
+            + "; ".join(f"run {rid}: {_brief(str(r['reason']))}" for rid, r in others))
+
+
+#: how much of a not-testable run's reason a pooled invalid row repeats (its own report has all)
+BRIEF = 360
+
+
+def _brief(reason: str) -> str:
+    """A run's reason cut at a word within :data:`BRIEF` characters."""
+    if len(reason) <= BRIEF:
+        return reason
+    return reason[:BRIEF].rsplit(" ", 1)[0] + " ... (the run's own report has the rest)"
+
+
 def pooled_verdict(claim: Claim, rows: list[pd.Series], run_ids: list[str],
                    regions: list[Region | None] | None = None) -> tuple[Verdict, dict]:
     """``claim`` judged on its member rows (one per run, in ``run_ids`` order); the verdict
@@ -144,8 +170,9 @@ def pooled_verdict(claim: Claim, rows: list[pd.Series], run_ids: list[str],
     the same one, exactly; runs whose designs made different regions are not pooled."""
     carried = {c: _labelled(rows, run_ids, c) for c in ("note", "gates", "invalid")}
     invalid = [(rid, r) for rid, r in zip(run_ids, rows) if r["outcome"] == INVALID]
-    if invalid:
-        return Verdict(claim, None, INVALID, invalid_reason(invalid, len(rows))), carried
+    if invalid:  # impossible in a run's own lab: the pooled estimate is withheld, by rule
+        return Verdict(claim, None, INVALID, invalid_reason(invalid, len(rows))
+                       + _also_untestable(rows, run_ids)), carried
     values = [float(r["value"]) for r in rows]
     measured = all(math.isfinite(v) for v in values) and all(int(r["n"]) > 0 for r in rows)
     # a gated claim keeps its estimate beside its outcome, deciding nothing (gates.apply)

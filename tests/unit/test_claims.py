@@ -144,6 +144,40 @@ def test_a_claim_resting_on_an_impossible_point_is_invalid_never_decided():
     assert judge(ABOUT_2_1, inside, invalid=[None]).outcome == REPRODUCED
 
 
+def test_a_point_outside_the_papers_regime_but_possible_here_is_not_testable_with_the_estimate():
+    """The fourth S0 review: a point the lab's own apparatus makes possible but the paper's wire
+    could not is a regime failure, not an impossibility: not testable here, measured anyway, and
+    listed as no invalid point; an impossible point beside it still makes the claim invalid."""
+    from harness.verdicts.claims import INVALID
+    from harness.verdicts.validity import check_capacity, check_rate
+
+    faster = check_capacity("repetition 1, direct, 256 B", 287.1, 95.74, "direct")
+    inside = Estimate(2.1, 2.05, 2.15, 12, "x")
+    v = judge(ABOUT_2_1, inside, outside=[faster, None])
+    assert v.outcome == NOT_TESTABLE and v.estimate is inside and v.invalid == ()
+    assert "rests on 1 point outside the paper's regime, possible in this lab (not invalid)" in v.reason
+    assert "287.1 Mbit/s" in v.reason and v.reason.endswith(f"measured anyway: {inside.text()}")
+    assert table([v]).loc[0, "invalid"] == ""
+    bad = check_rate("ping-pong 16 KB, repetition 2", 190.0, 100.0)
+    assert judge(ABOUT_2_1, inside, invalid=[bad], outside=[faster]).outcome == INVALID
+    assert judge(ABOUT_2_1, inside, outside=[None]).outcome == REPRODUCED
+
+
+def test_an_interval_end_that_reads_like_a_bound_is_printed_to_tell_them_apart():
+    """The fourth S0 review: 0.45438 against 0.45455 both read "0.45". The row's estimate gets the
+    digits that tell each figure from the region's bounds, and an end that reads like a bound even
+    at the region's four digits is named in the reason with both to five."""
+    halved = Claim("t.halved", "halved", "0.5x", Region(0.45454545, 0.55, "the margin"), "x")
+    v = judge(halved, Estimate(0.44768, 0.44108, 0.45438, 3, "x", "runs"))
+    assert v.outcome == NOT_REPRODUCED
+    assert table([v]).loc[0, "ours"] == "0.45x [0.44, 0.4544] (n=3)"  # beside "0.4545..0.55x"
+    near = judge(halved, Estimate(0.45, 0.4460, 0.454521, 3, "x", "runs"))
+    assert "(its upper end 0.45452 against the bound 0.45455)" in near.reason
+    assert table([near]).loc[0, "ours"].endswith("0.45452] (n=3)")
+    clear = judge(halved, Estimate(0.40, 0.38, 0.42, 3, "x", "runs"))
+    assert "against the bound" not in clear.reason and table([clear]).loc[0, "ours"] == "0.40x [0.38, 0.42] (n=3)"
+
+
 def test_targets_and_lab_checks_are_met_or_not_met_never_reproduced():
     from harness.verdicts.claims import LAB, MET, NOT_MET, summaries
 

@@ -511,3 +511,12 @@ def test_a_claim_the_controller_can_move_is_not_testable_with_the_estimate_besid
     assert "congestion_control failed (the paper's coupled controller (BALIA) is not available" in row.reason
     assert "measured anyway: 1.40x [1.35, 1.45]" in row.reason
     assert frame.loc["s4.tcp_gain", "outcome"] == REPRODUCED
+
+
+def test_a_probed_rate_and_its_bound_never_read_as_equal():
+    """The fourth S0 review: "1 B 0.5 Mbit/s > 0.5 (0.5 + 2 %)" read as equality; the rate and its
+    bound get the decimals that tell them apart, all three figures alike."""
+    from harness.lab.serialisation import size_text
+
+    assert size_text(1, 0.5263, 0.4975, 0.02, False) == "1 B 0.53 Mbit/s > 0.51 (0.50 + 2 %)"
+    assert size_text(1024, 187.9, 93.94, 0.02, False) == "1024 B 187.9 Mbit/s > 95.8 (93.9 + 2 %)"

@@ -9,6 +9,7 @@ from harness.verdicts.intervals import (
     T_BELOW,
     Estimate,
     bootstrap_groups,
+    distinct,
     mean_estimate,
     run_estimate,
     t975,
@@ -187,3 +188,21 @@ def test_thirty_runs_and_more_resample_runs_then_units_within_them():
     # the standard error of a mean of 30 run means with sd sqrt(4 + 1/4): 0.38; naive: ~0.19
     assert 0.5 < (pooled.high - pooled.low) / 2 < 1.0
     assert pooled.high - pooled.low > 1.5 * (naive.high - naive.low)
+
+
+def test_a_figure_that_reads_like_a_region_bound_is_printed_to_tell_them_apart():
+    """The fourth S0 review: the pooled 'halved' interval [0.44108, 0.45438] against the region
+    0.4545..0.55 printed "0.45x [0.44, 0.45]", hiding a 0.04 % miss; with the region's bounds the
+    upper end and the estimate get as many digits as tell them from the bound."""
+    est = Estimate(0.44768, 0.44108, 0.45438, 3, "x", "runs")
+    assert est.text() == "0.45x [0.44, 0.45] (n=3)"  # no bounds: the usual digits
+    assert est.text((0.45454545, 0.55)) == "0.45x [0.44, 0.4544] (n=3)"  # the ends decide
+    near = Estimate(0.5, 0.45, 0.54549, 3, "x", "runs")  # .4g alike: 0.5455 both
+    assert near.text((0.45454545, 0.54545454)).endswith("0.54549] (n=3)")
+    gain = Estimate(10.0, 8.6, 12.0, 3, "%", "runs")
+    assert gain.text((8.6363636, 39.7)) == "+10.0% [+8.6, +12.0] (n=3)"  # apart at a region's digits
+    assert gain.text((8.62, 39.7)) == "+10.0% [+8.6, +12.0] (n=3)"
+    assert gain.text((8.64, 39.7)) == "+10.0% [+8.6, +12.0] (n=3)"  # 8.6 vs 8.64: .4g apart
+    close = Estimate(10.0, 8.6001, 12.0, 3, "%", "runs")
+    assert close.text((8.6, 39.7)) == "+10.0% [+8.6001, +12.0] (n=3)"
+    assert distinct(0.45438, 0.45454545) == 4 and distinct(0.454521, 0.4545454) == 5

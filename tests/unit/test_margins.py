@@ -89,3 +89,26 @@ def test_a_region_the_schema_does_not_allow_is_one_error_naming_the_field(region
     with pytest.raises(RegistrationError, match="s9.c") as info:
         _region(region)
     assert words in str(info.value)
+
+
+def test_a_benefit_the_paper_states_as_a_bound_is_one_sided():
+    """000:28 'can reduce the cost of context switching to half' (the fourth S0 review): at most
+    0.5 within the margin, <= 0.55; doing better (0.45) is not a miss. 'At least 2x' likewise."""
+    half = Margin((0.5, 0.5), limit="at_most")
+    assert half.bounds() == (-math.inf, pytest.approx(0.55))
+    assert "at most 0.5x, within a factor 1.1" in half.rule("x") and "<= 0.55x" in half.rule("x")
+    assert half.registration()["at_most"] == 0.5 and "equivalent_to" not in half.registration()
+    twice = Margin((2.0, 2.0), limit="at_least")
+    assert twice.bounds() == (pytest.approx(2 / FACTOR), math.inf)
+    gain = Margin((25.0, 25.0), scale="gain", limit="at_least")  # at least +25 %: >= +13.6 %
+    assert gain.bounds()[0] == pytest.approx((1.25 / FACTOR - 1) * 100)
+    with pytest.raises(MarginError, match="one value and no direction"):
+        Margin((0.5, 0.5), direction="below", limit="at_most")
+    with pytest.raises(MarginError, match="limit 'most'"):
+        Margin((0.5, 0.5), limit="most")
+    region = _region({"at_most": 0.5}, "x")
+    assert (region.low, region.high) == (-math.inf, pytest.approx(0.55)) and region.margin.limit == "at_most"
+    with pytest.raises(RegistrationError, match="both equivalent_to and at_most"):
+        _region({"at_most": 0.5, "equivalent_to": 0.5})
+    reg = parse({"study": "s9", "design": {}, "claims": [_claim({"at_most": 0.5}, "x")]}, "w")
+    assert reg.claims[0].registration()["region"]["margin"]["at_most"] == 0.5

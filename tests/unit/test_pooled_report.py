@@ -204,6 +204,39 @@ def test_a_change_names_a_claim_under_its_former_id_and_the_whole_design_touches
             "of theirs, 1 does not say which") in note
 
 
+S0_FOURTH = "s0/20261129T113502Z-pool-cfba0f"
+
+
+def test_the_fourth_s0_reference_pooled_today_shows_each_not_testable_claims_pooled_figure(tmp_path):
+    """The fourth S0 review: seven claims read *invalid* with their pooled estimates hidden ("-"),
+    while their 680 points were the lab's shaper's documented two-frame bypass, possible here and
+    impossible only on the paper's wire. Pooled today from the same members, each reads *not
+    testable here* with the pooled figure the referee computed beside it (2.82x [2.37, 3.36],
+    1.97x, -30.3 %, 0.55x, 0.69x, +12.9 %, +9.2 %), and no point of the runs is invalid."""
+    members = members_as_today(S0_FOURTH, tmp_path / "members")
+    out = pool([str(p) for p in members], str(tmp_path / "pooled"))
+    text = (out / "report.md").read_text()
+    frame = pd.read_parquet(out / "claims.parquet").set_index("claim_id")
+    expected = {"s0.latency.proxies_x": "2.82x [2.37, 3.36] (n=3)",
+                "s0.latency.nat_srd_x": "1.97x [1.78, 2.17] (n=3)",
+                "s0.latency.nat_vs_proxies_pct": "-30.3% [-42.0, -16.2] (n=3)",
+                "s0.bandwidth.pingpong.proxies_below_half": "0.55x [0.51, 0.60] (n=3)",
+                "s0.bandwidth.pingpong.nat_srd_below_half": "0.69x [0.65, 0.74] (n=3)",
+                "s0.bandwidth.pingpong.gain_1k_32k": "+12.9% [+7.6, +18.6] (n=3)",
+                "s0.bandwidth.pingpong.gain_appropriate": "+9.2% [+1.1, +18.0] (n=3)"}
+    for cid, ours in expected.items():
+        assert frame.loc[cid, "outcome"] == NOT_TESTABLE, cid
+        assert frame.loc[cid, "ours"] == ours, cid
+        assert f"**pooled: {ours} -- not testable here**" in text, cid
+        assert "possible in this lab (not invalid)" in frame.loc[cid, "reason"], cid
+    assert "invalid" not in set(frame.outcome)
+    assert "**Invalid points:** none" in text
+    # a row no pool judges says its region: the relay benchmark's srd_vs_forward is >= 0.9x, S0's
+    # own target of a near-identical name >= 0.7x (the review could not tell them apart)
+    assert "- `relay.target.srd_vs_forward` (region >= 0.9x): 0.82x" in text
+    assert "region: >= 0.7x" in text.split("(`s0.target.srd_vs_forward`")[1].split("###")[0]
+
+
 def test_the_pooled_reports_invalid_points_are_counted_per_run_by_kind_each_example_naming_its_run():
     """The S0 pooled reference of 2026-11-29T11:35Z counted its invalid points over the pooled
     table's invalid column, which names a run before its first point only: '688 points of 3
@@ -234,3 +267,20 @@ def test_the_pooled_reports_invalid_points_are_counted_per_run_by_kind_each_exam
     clean = [table([judge(c, est) for c in claims]) for _ in found]
     text = report(study, found, beside(pooled_table(study, found, clean), found, clean), clean)
     assert "**Invalid points:** none: no claim of the 2 runs rests on a point" in text
+
+
+def test_a_pooled_invalid_claims_section_says_its_estimate_is_withheld_by_rule():
+    """The fourth S0 review: 'For invalid claims, the pooled line shows "-" while each run shows an
+    estimate. It is not stated that a pooled estimate exists but is withheld by rule.'"""
+    from harness.verdicts.pool import Member
+    from harness.verdicts.pool_report import claim_section
+
+    found = [Member(Path("/runs/a"), {"run_id": "a"}, "sha256:0")]
+    row = pd.Series({"claim": "c", "claim_id": "s9.c", "source": "paper", "paper": "2x", "region": "1.8..2.2x",
+                     "ours": "-", "outcome": "invalid", "reason": "invalid in 1 of 1 runs: ...", "interval": "",
+                     "a: ours": "2.00x [1.90, 2.10] (n=3)", "a: outcome": "invalid", "a: reason": "r"})
+    lines = claim_section(row, found, [])
+    assert lines[3].startswith("- **pooled: - (withheld by rule: a run rests on a point impossible in its "
+                               "own lab; each run's own estimate is below) -- invalid**")
+    row["outcome"], row["ours"] = "not testable here", "2.00x [1.90, 2.10] (n=1)"
+    assert claim_section(row, found, [])[3].startswith("- **pooled: 2.00x [1.90, 2.10] (n=1) -- not testable")

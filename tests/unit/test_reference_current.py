@@ -77,6 +77,11 @@ SUPERSEDED: dict[str, str] = {
         "the first pooled S4 reference (three runs, 2026-11-29); a referee's review of it led to "
         "the anchored claims' regime on the claims' own 1-stream points (s4/registration.toml, "
         "change of 2026-11-29); replaced by the pooled reference made under it"),
+    "s0/20261129T113502Z-pool-cfba0f": (
+        "the fourth pooled S0 reference (three runs, 2026-11-29); its referee review "
+        "(docs/reviews/s0-2026-11-29-fourth.md) led to not testable rather than invalid for points "
+        "the lab's own shaper lets through, a one-sided 'halved' and voluntary context switches "
+        "counted apart (s0/registration.toml, change of 2026-11-29T13:14Z); new reference pending"),
 }
 
 

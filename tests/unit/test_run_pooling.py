@@ -59,6 +59,39 @@ def test_a_claim_invalid_in_one_run_is_invalid_pooled():
     verdict, _ = pooled_verdict(CLAIM, [own_row([2.0, 2.1, 2.2]), bad], ["a", "b"])
     assert verdict.outcome == INVALID and "run b: rests on invalid points" in verdict.reason
     assert verdict.reason.startswith("invalid in 1 of 2 runs: ")
+    assert verdict.estimate is None  # withheld: the pooled report says so (the fourth S0 review)
+
+
+def test_a_pooled_invalid_row_names_the_runs_that_found_the_claim_not_testable_instead():
+    """Invalid in run a (a point impossible in its own lab), not testable in run b (its points
+    possible in its lab, outside the paper's regime): the pooled row is invalid and says both."""
+    bad = own_row([1.9, 2.0, 2.1]).copy()
+    bad["outcome"], bad["reason"] = INVALID, "rests on invalid points: 3000 Mbit/s on a 1000 wire"
+    other = own_row([2.0, 2.1, 2.2]).copy()
+    other["outcome"], other["reason"] = NOT_TESTABLE, "rests on 4 points outside the paper's regime"
+    verdict, _ = pooled_verdict(CLAIM, [bad, other], ["a", "b"])
+    assert verdict.outcome == INVALID and "run a: rests on invalid points" in verdict.reason
+    assert "; not testable in 1 of 2 runs: run b: rests on 4 points outside" in verdict.reason
+
+
+def test_a_claim_not_testable_per_point_in_every_run_shows_the_pooled_estimate_beside_it():
+    """The fourth S0 review: a claim each run left not testable for points outside the paper's
+    regime that its lab makes possible (judge's outside) is pooled as not testable here with the
+    pooled figure, as the referee computed it, not hidden as an invalid one was."""
+    from harness.verdicts.validity import Invalid
+
+    point = Invalid("repetition 1, direct, 256 B", "ping-pong rate", 287.1, 98.61, "Mbit/s",
+                    "a bulk transfer carried 95.74 Mbit/s; the wire probe shows this lab's wire not "
+                    "serialising 256 B")
+    rows = [table([judge(CLAIM, mean_estimate(v, "x", log=True), outside=[point])]).iloc[0]
+            for v in ([2.9, 3.0, 3.1], [2.8, 2.9, 2.85], [2.6, 2.65, 2.62])]
+    assert all(r["outcome"] == NOT_TESTABLE and "measured anyway: " in r["reason"] for r in rows)
+    assert all(r["invalid"] == "" for r in rows)  # not an invalid point: none listed as one
+    verdict, _ = pooled_verdict(CLAIM, rows, ["a", "b", "c"])
+    assert verdict.outcome == NOT_TESTABLE and verdict.estimate is not None
+    pooled = table([verdict]).iloc[0]
+    assert pooled["ours"].startswith(f"{verdict.estimate.value:.2f}x [") and "(n=3)" in pooled["ours"]
+    assert "possible in this lab (not invalid)" in verdict.reason
 
 
 def _invalid_row(points) -> pd.Series:

@@ -36,12 +36,16 @@ from .registration import (
     claim,
     registered,
 )
+from .switches import switch_summary, switch_verdicts  # noqa: F401 (the notebook reads switch_summary here)
 from .validity import (
     among,
     capacities,
-    invalid_points,
+    checked_points,
     run_mtu,
+    serialised_sizes,
     unserialised_note,
+    unshaped_capacities,
+    wire_probe,
 )
 
 __all__ = ["claims", "explain", "invalid_table", "registered", "table1"]
@@ -234,42 +238,6 @@ def bench_readings(bench: pd.DataFrame | None) -> list[Verdict]:
     return out
 
 
-#: the relays' context switches per round trip: the two claims on it (000:88 "one fewer", 000:27
-#: "halved"), NAT + SRD's relay over the two proxies', paired per repetition
-SWITCH_CLAIMS = ("s0.cost.switches_fewer", "s0.cost.switches_halved")
-
-
-def switch_summary(switches: pd.DataFrame | None) -> pd.DataFrame:
-    """Per relayed method: its relays, and the median over repetitions of their round trips,
-    context switches and switches per round trip (the notebook's table beside Table 1)."""
-    if switches is None or switches.empty:
-        return pd.DataFrame(columns=["method", "relays", "round_trips", "context_switches",
-                                     "per_round_trip", "repetitions"])
-    out = switches.groupby("method").agg(
-        relays=("relays", "first"), round_trips=("round_trips", "median"),
-        context_switches=("context_switches", "median"), per_round_trip=("per_round_trip", "median"),
-        repetitions=("repetition", "nunique")).reset_index()
-    out.insert(1, "label", out.method.map(LABELS))
-    return out
-
-
-def switch_verdicts(switches: pd.DataFrame | None) -> list[Verdict]:
-    """The paper's context-switch claims on the run's measured switches (measure.context_switch_point)."""
-    if switches is None or switches.empty:
-        return [not_testable(claim(k), "the run measured no context switches of its relays "
-                             "(runs before the change of 2026-11-29T10:16Z did not)")
-                for k in SWITCH_CLAIMS]
-    per = switches.pivot_table(index="repetition", columns="method", values="per_round_trip")
-    if not {"proxies", "nat_srd"} <= set(per) or not (per.proxies > 0).all():
-        return [not_testable(claim(k), "the two proxies' relays recorded no context switch in a "
-                             "repetition: the ratio has no denominator") for k in SWITCH_CLAIMS]
-    ratio = per.nat_srd / per.proxies
-    note = (f"relays' context switches per 1 B round trip (medians of {len(per)} repetitions): "
-            f"two proxies {per.proxies.median():.2f} (srdmux on fa and fb), NAT + SRD "
-            f"{per.nat_srd.median():.2f} (srd on fb)")
-    return [judge(claim(k), mean_estimate(ratio, "x", log=True), note) for k in SWITCH_CLAIMS]
-
-
 # -- claims -----------------------------------------------------------------------------------
 
 def _regime(frame: pd.DataFrame, meta: dict) -> tuple[str, str]:
@@ -297,19 +265,21 @@ def claims(frame: pd.DataFrame, bench: pd.DataFrame | None = None,
 
     Each claim's quantity is computed per repetition (a ratio paired per size, averaged
     over the claim's sizes on a log scale) and the repetitions are its samples. A claim
-    outside the paper's regime is "not testable here" with the measured reason; one that
-    rests on a physically impossible point is "invalid" (:mod:`.validity`).
+    outside the paper's regime is "not testable here" with the measured reason, also one resting
+    on a point the lab's own wire makes possible but the paper's could not; one that rests on a
+    point impossible in this lab is "invalid" (:mod:`.validity`, per point).
     """
     meta = meta or {}
     rate = (meta.get("parameters") or {}).get("rate_mbit", 100.0)
     mtu = run_mtu(meta)
-    invalid = invalid_points(frame, rate, mtu, capacities(meta))
+    invalid = checked_points(frame, rate, mtu, capacities(meta), serialised_sizes(meta),
+                             unshaped_capacities(bench))  # (impossible here, outside the regime)
     lat_regime, bw_regime = _regime(frame, meta)
     s = summary(frame).set_index(["size", "method"])
     lat = per_repetition(frame, "half_rtt_us")
     direct_1b = s.loc[(1, "direct"), "half_rtt_us"] if (1, "direct") in s.index else None
-    why_lat = (f"direct is {direct_1b:.0f} us at 1 B (veth: no NIC, wire or interrupt "
-               "moderation)" if direct_1b else "")
+    why_lat = (f"direct is {direct_1b:.0f} us at 1 B (the sweep's median; veth: no NIC, wire or "
+               f"interrupt moderation{_probe_1b(meta)})" if direct_1b else "")
     out: list[Verdict] = []
     lat_claims = ("s0.latency.proxies_x", "s0.latency.nat_srd_x", "s0.latency.nat_vs_proxies_pct")
     if not set(METHODS) <= set(lat.columns):
@@ -328,8 +298,21 @@ def claims(frame: pd.DataFrame, bench: pd.DataFrame | None = None,
     return table(out)
 
 
+def _probe_1b(meta: dict) -> str:
+    """The wire probe's own 1 B half round trips on the direct path, for the latency note: the
+    probe's fastest and its median beside the sweep's median (the S0 review of 2026-11-29 read
+    "39 us" in the note and 8 us from the probe's rate of the same run, with nothing to say why)."""
+    probe = wire_probe(meta)
+    one = next((p for p in probe.sizes if p.size == 1), None) if probe else None
+    if one is None:
+        return ""
+    median = f", median {one.median_half_rtt_us:.0f} us" if one.median_half_rtt_us else ""
+    return (f"; the wire probe before the sweep, same path: fastest {one.half_rtt_us:.0f} us{median}, "
+            "the fastest setting its rate")
+
+
 def _latency_verdicts(frame: pd.DataFrame, lat: pd.DataFrame, meta: dict,
-                      why_lat: str, invalid: list) -> list[Verdict]:
+                      why_lat: str, invalid: tuple) -> list[Verdict]:
     """The three latency claims, on every size of 1 B-1 KB (one set in every run, fixed before
     data); whether the wire serialised them is the gate serialising_wire's to say (every size
     must), never a filter on the sizes the estimate counts. A half round trip is the ping-pong
@@ -343,19 +326,19 @@ def _latency_verdicts(frame: pd.DataFrame, lat: pd.DataFrame, meta: dict,
         out.append(judge(claim(key), mean_estimate(
             geomean_per_repetition(lat[method] / lat.direct, *LATENCY_SIZES), "x", log=True),
             join_notes(why_lat, unserialised_note(frame, meta, keys[key], LATENCY_SIZES)),
-            invalid=among(invalid, keys[key], LATENCY_SIZES, "ping-pong")))
+            **_resting(invalid, keys[key], LATENCY_SIZES, "ping-pong")))
     est = mean_estimate(geomean_per_repetition(lat.nat_srd / lat.proxies, *LATENCY_SIZES),
                         log=True)
     out.append(judge(claim("s0.latency.nat_vs_proxies_pct"), est and est.as_gain_pct(), join_notes(
         "NAT on fa replaces a user-space hop (two socket terminations, a process wake-up, "
         "framing onto the shared connection) with kernel forwarding",
         unserialised_note(frame, meta, keys["s0.latency.nat_vs_proxies_pct"], LATENCY_SIZES)),
-        invalid=among(invalid, keys["s0.latency.nat_vs_proxies_pct"], LATENCY_SIZES, "ping-pong")))
+        **_resting(invalid, keys["s0.latency.nat_vs_proxies_pct"], LATENCY_SIZES, "ping-pong")))
     return out
 
 
 def _bandwidth_verdicts(frame: pd.DataFrame, metric: str, regime: str,
-                        invalid: list, meta: dict) -> list[Verdict]:
+                        invalid: tuple, meta: dict) -> list[Verdict]:
     """A metric's bandwidth claims, each on every size of its registered range (one set in every
     run); whether the wire serialised a ping-pong's sizes is the gate serialising_wire's to say,
     never a filter on the sizes counted (a filter on the probe's noise gave each run its own set,
@@ -380,7 +363,7 @@ def _bandwidth_verdicts(frame: pd.DataFrame, metric: str, regime: str,
         est = mean_estimate(geomean_per_repetition(bw[method] / bw.direct, *ALL_SIZES), "x",
                             log=True)
         out.append(judge(half, est, left_out(methods, ALL_SIZES),
-                         invalid=among(invalid, methods, ALL_SIZES, quantity)))
+                         **_resting(invalid, methods, ALL_SIZES, quantity)))
     gain, pair = bw.nat_srd / bw.proxies, ("proxies", "nat_srd")
     at_size = (APPROPRIATE_SIZE, APPROPRIATE_SIZE)
     for key, sizes in (("gain_1k_32k", SMALL_SIZES), ("gain_128k_1m", LARGE_SIZES),
@@ -393,15 +376,25 @@ def _bandwidth_verdicts(frame: pd.DataFrame, metric: str, regime: str,
             continue
         est = mean_estimate(geomean_per_repetition(gain, *sizes), log=True)
         out.append(judge(gain_claim, est and est.as_gain_pct(), left_out(pair, sizes),
-                         invalid=among(invalid, pair, sizes, quantity)))
+                         **_resting(invalid, pair, sizes, quantity)))
     return out
 
 
-def invalid_table(frame: pd.DataFrame, meta: dict) -> pd.DataFrame:
-    """Every physically impossible point of the run, with its numbers (for the report)."""
+def _resting(points: tuple[list, list], methods, sizes: tuple[int, int], quantity: str) -> dict:
+    """:func:`judge`'s ``invalid`` and ``outside``: the points of each kind a claim rests on."""
+    invalid, outside = points
+    return {"invalid": among(invalid, methods, sizes, quantity),
+            "outside": among(outside, methods, sizes, quantity)}
+
+
+def invalid_table(frame: pd.DataFrame, meta: dict, bench: pd.DataFrame | None = None,
+                  outside: bool = False) -> pd.DataFrame:
+    """Every point of the run impossible in this lab, with its numbers (for the report); with
+    ``outside`` the points outside the paper's regime that this lab makes possible instead."""
     rate = (meta.get("parameters") or {}).get("rate_mbit", 100.0)
-    return pd.DataFrame([vars(p) for p in invalid_points(frame, rate, run_mtu(meta),
-                                                         capacities(meta))],
+    points = checked_points(frame, rate, run_mtu(meta), capacities(meta), serialised_sizes(meta),
+                            unshaped_capacities(bench))[1 if outside else 0]
+    return pd.DataFrame([vars(p) for p in points],
                         columns=["point", "quantity", "value", "bound", "unit", "why", "breaks"])
 
 

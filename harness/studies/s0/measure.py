@@ -29,7 +29,7 @@ from ...progress import progress
 from ...relay.process import Relay, relay, srd_clients
 from ...relay.trunk import TrunkKey
 from ...tools import pingpong
-from ...tools.cpu import group_context_switches
+from ...tools.cpu import ContextSwitches, group_context_switches
 from ...tools.iperf3 import settle
 from ...tools.sockets import ss_established
 from .common import relay_counts
@@ -239,16 +239,23 @@ def context_switch_point(meas: Measurement, a1, ways: dict[str, Way], relays: di
 
     One ping-pong client run of 1 B messages over the two relayed methods (interleaved, as
     the sweep), the context switches of each method's relays (:data:`METHOD_RELAYS`, their
-    process groups, :func:`harness.tools.cpu.group_context_switches`) read before and after
-    it; each relay serves one method only, so its switches are that method's. Round trips:
+    process groups, :func:`harness.tools.cpu.group_context_switches`, voluntary and involuntary
+    apart) read before and after it; each relay serves one method only, so its switches are
+    that method's. The claims read the voluntary ones (a relay sleeping until its message:
+    the design's); the involuntary ones (the shared machine preempting it) are kept beside them
+    (:mod:`.switches`). Round trips:
     the recorded ones plus the warm-up; the few messages of connecting and of the batches'
     headers are counted in the switches but not as round trips (a few in thousands)."""
     groups = {m: [relays[name] for name in names] for m, names in METHOD_RELAYS.items()}
-    before = {m: sum(group_context_switches(r.node, r.pgid) for r in rs) for m, rs in groups.items()}
+
+    def read(rs) -> ContextSwitches:
+        return sum((group_context_switches(r.node, r.pgid) for r in rs), ContextSwitches())
+
+    before = {m: read(rs) for m, rs in groups.items()}
     result = pingpong.client(meas.journal, a1, {m: (ways[m].host, ways[m].port) for m in groups},
                              [SWITCH_SIZE], SWITCH_BUDGET_S, 0, stream=False, warmup=SWITCH_WARMUP,
                              seed=meas.order.draw_seed())
-    after = {m: sum(group_context_switches(r.node, r.pgid) for r in rs) for m, rs in groups.items()}
+    after = {m: read(rs) for m, rs in groups.items()}
     meas.session.raw(f"switches-r{rep}.json", json.dumps(result, indent=1))
     rows = []
     for method, rs in groups.items():
@@ -256,7 +263,11 @@ def context_switch_point(meas: Measurement, a1, ways: dict[str, Way], relays: di
         switches = after[method] - before[method]
         rows.append({"method": method, "label": LABELS[method], "repetition": rep,
                      "relays": len(rs), "size": SWITCH_SIZE, "round_trips": round_trips,
-                     "context_switches": switches, "per_round_trip": switches / round_trips})
+                     "context_switches": switches.total, "voluntary": switches.voluntary,
+                     "involuntary": switches.involuntary,
+                     "per_round_trip": switches.total / round_trips,
+                     "voluntary_per_round_trip": switches.voluntary / round_trips,
+                     "involuntary_per_round_trip": switches.involuntary / round_trips})
     return rows
 
 

@@ -112,12 +112,18 @@ def test_s0_small_run_has_three_methods_translation_and_leaves_nothing(tmp_path,
     assert (run_dir / "raw" / "relay-benchmark.json").exists()
     assert "invalid" in claims and len(claims) == (len(s0.S0().registration().claims)
                                                     + len(relay_targets.claims()))
-    # a point above its path's capacity is invalid, and so is every claim resting on it; the
-    # shaper bounds a bulk transfer at every size, so only latency and ping-pong claims may
-    # rest on one, and only where the wire probe shows their sizes not serialised (both said)
+    # a point above its path's capacity is invalid where this lab's wire serialises its size or
+    # above its path's unshaped rate, and so is every claim resting on it; at a size the probe
+    # shows not serialised and within the unshaped rate it is outside the paper's regime, and
+    # its claims are not testable here, measured anyway (the fourth review, change of 13:14Z);
+    # the shaper bounds a bulk transfer at every size, so only latency and ping-pong claims may
+    # rest on either
     invalid = claims[claims.outcome == "invalid"]
     assert invalid.claim_id.str.match(r"s0\.(latency|bandwidth\.pingpong)\.").all(), invalid.claim_id
-    assert invalid.reason.str.contains("serialising_wire failed").all(), invalid.reason
+    outside = claims[claims.reason.fillna("").str.contains("possible in this lab")]
+    assert (outside.outcome == "not testable here").all(), outside.outcome
+    assert outside.claim_id.str.match(r"s0\.(latency|bandwidth\.pingpong)\.").all(), outside.claim_id
+    assert outside.reason.str.contains("measured anyway: ").all(), outside.reason
 
     far = pd.read_parquet(run_dir / "far.parquet")
     assert sorted(far.one_way_delay_ms.unique()) == [0.0, 2.0, 10.0]
@@ -143,6 +149,10 @@ def test_s0_small_run_has_three_methods_translation_and_leaves_nothing(tmp_path,
     assert sorted(switches.method.unique()) == ["nat_srd", "proxies"]
     assert sorted(switches.repetition.unique()) == sorted(frame.repetition.unique())
     assert (switches.round_trips > 200).all() and (switches.context_switches > 0).all()
+    # voluntary (a relay sleeping until its message, what the claims count) and involuntary
+    # (the machine preempting it) apart, summing to the whole
+    assert (switches.voluntary > 0).all() and (switches.involuntary >= 0).all()
+    assert (switches.voluntary + switches.involuntary == switches.context_switches).all()
     assert switches.set_index("method").relays.to_dict() == {"proxies": 2, "nat_srd": 1}
     shown = claims.set_index("claim_id")
     assert set(shown.loc[shown.source == "reading", "outcome"]) == {"shown"}

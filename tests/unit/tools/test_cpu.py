@@ -11,7 +11,7 @@ import pytest
 
 from harness.errors import HarnessError
 from harness.nodes.local import LocalNode
-from harness.tools.cpu import context_switches, group_context_switches
+from harness.tools.cpu import ContextSwitches, context_switches, group_context_switches
 
 STATUS = """\
 Name:\tsrd
@@ -24,9 +24,13 @@ nonvoluntary_ctxt_switches:\t1
 """
 
 
-def test_the_switches_of_every_status_text_are_summed_voluntary_and_involuntary():
-    assert context_switches(STATUS) == 4100 + 7 + 12 + 1
-    assert context_switches("Name:\tx\nState:\tR\n") == 0
+def test_the_switches_of_every_status_text_are_summed_voluntary_and_involuntary_apart():
+    counted = context_switches(STATUS)
+    assert (counted.voluntary, counted.involuntary) == (4100 + 12, 7 + 1)
+    assert counted.total == 4100 + 7 + 12 + 1
+    assert context_switches("Name:\tx\nState:\tR\n") == ContextSwitches(0, 0)
+    assert counted - ContextSwitches(100, 1) == ContextSwitches(4012, 7)
+    assert ContextSwitches(1, 2) + ContextSwitches(3, 4) == ContextSwitches(4, 6)
 
 
 def test_a_process_group_that_sleeps_per_message_switches_once_per_wake_up():
@@ -43,7 +47,7 @@ def test_a_process_group_that_sleeps_per_message_switches_once_per_wake_up():
         child.stdin.flush()
         time.sleep(0.5)
         after = group_context_switches(node, child.pid)
-        assert after - before >= 50, (before, after)
+        assert (after - before).voluntary >= 50, (before, after)  # it slept: voluntary
     finally:
         child.stdin.write("end\n")
         child.stdin.flush()
