@@ -169,9 +169,12 @@ def pooled_verdict(claim: Claim, rows: list[pd.Series], run_ids: list[str],
     "most": at least k // 2 + 1 of the run's k points) is pooled where every run's design made
     the same one, exactly; runs whose designs made different regions are not pooled."""
     carried = {c: _labelled(rows, run_ids, c) for c in ("note", "gates", "invalid")}
+    # the region shown is the one judged: a design-set region also where nothing is judged
+    region, differ = _design_region(claim, rows, regions)
+    shown = replace(claim, region=region)
     invalid = [(rid, r) for rid, r in zip(run_ids, rows) if r["outcome"] == INVALID]
     if invalid:  # impossible in a run's own lab: the pooled estimate is withheld, by rule
-        return Verdict(claim, None, INVALID, invalid_reason(invalid, len(rows))
+        return Verdict(shown, None, INVALID, invalid_reason(invalid, len(rows))
                        + _also_untestable(rows, run_ids)), carried
     values = [float(r["value"]) for r in rows]
     measured = all(math.isfinite(v) for v in values) and all(int(r["n"]) > 0 for r in rows)
@@ -192,21 +195,30 @@ def pooled_verdict(claim: Claim, rows: list[pd.Series], run_ids: list[str],
         where = "" if len(untestable) == len(rows) else (
             f"not testable in {len(untestable)} of {len(rows)} runs (a pooled verdict needs the "
             "claim in its regime in every run): ")
-        return Verdict(claim, estimate, NOT_TESTABLE, where + said), carried
-    texts = {str(r["region"]) for r in rows}
-    region = claim.region
-    if texts != {claim.region.text(claim.unit)}:  # a region the run's design set, not the registration
-        made = {(r.low, r.high) for r in regions or [] if r is not None}
-        if len(made) != 1 or len(regions) != len(rows) or None in regions:
-            return Verdict(claim, estimate, NOT_TESTABLE, "the runs judged it against "
-                           + ", ".join(sorted(texts)) + f", the registration against "
-                           f"{claim.region.text(claim.unit)}: regions the runs' designs set "
-                           "differently are not pooled"), carried
-        region = regions[0]
+        return Verdict(shown, estimate, NOT_TESTABLE, where + said), carried
+    if differ:
+        return Verdict(claim, estimate, NOT_TESTABLE, differ), carried
+    if region is not claim.region:
         carried["note"] = "; ".join(t for t in (
             f"judged against the region every run's design set alike by the registered rule "
             f"({region.why})", carried["note"]) if t)
-    return judge(replace(claim, region=region), estimate, carried["note"]), carried
+    return judge(shown, estimate, carried["note"]), carried
+
+
+def _design_region(claim: Claim, rows: list[pd.Series],
+                   regions: list[Region | None] | None) -> tuple[Region, str]:
+    """The region the pool judges and shows ``claim`` against: the registration's, or the one
+    every run's design set alike by the registered rule; with why not, when the runs judged it
+    against regions their designs set differently (then the registration's is shown)."""
+    texts = {str(r["region"]) for r in rows}
+    if texts == {claim.region.text(claim.unit)}:
+        return claim.region, ""
+    made = {(r.low, r.high) for r in regions or [] if r is not None}
+    if len(made) != 1 or len(regions) != len(rows) or None in regions:
+        return claim.region, ("the runs judged it against " + ", ".join(sorted(texts))
+                              + f", the registration against {claim.region.text(claim.unit)}: "
+                              "regions the runs' designs set differently are not pooled")
+    return regions[0], ""
 
 
 def _moments(row: pd.Series, scale: str) -> tuple[float, float, int] | str:

@@ -152,6 +152,26 @@ def test_a_region_every_runs_design_set_alike_is_pooled_and_different_ones_are_n
         assert verdict.estimate is not None  # shown beside, deciding nothing
 
 
+def test_a_claim_not_testable_in_every_run_shows_the_region_its_runs_designs_set():
+    """S3's pooled reference of 2026-11-29T14:22Z printed "s3.tipc_best_most" against the
+    registration's placeholder (>= 0.5) because every run found it not testable, while each run
+    and the registered rule said at least 7 of 12 (>= 0.5833); its referee: under the printed
+    region the interval straddles, under the true one it lies below."""
+    wider = Claim(CLAIM.id, CLAIM.text, CLAIM.paper, Region(1.2, 2.5, "at least 7 of 12"), "x", PAPER)
+    rows = []
+    for values in ([1.55, 1.6, 1.65], [1.6, 1.62, 1.64]):
+        row = own_row(values, wider).copy()
+        row["outcome"], row["reason"] = NOT_TESTABLE, "the lab is not in the paper's regime: a gate failed"
+        rows.append(row)
+    verdict, _ = pooled_verdict(CLAIM, rows, ["a", "b"], [wider.region, wider.region])
+    assert verdict.outcome == NOT_TESTABLE and verdict.claim.region == wider.region
+    assert table([verdict]).iloc[0]["region"] == wider.region.text("x")
+    # designs that set different regions: the registration's is shown, and why not pooled is moot
+    other = Region(1.4, 2.6, "at least 5 of 8")
+    verdict, _ = pooled_verdict(CLAIM, rows, ["a", "b"], [wider.region, other])
+    assert verdict.outcome == NOT_TESTABLE and verdict.claim.region == CLAIM.region
+
+
 def test_archived_claims_tables_with_regions_in_their_metadata_still_load(tmp_path):
     """Until 2026-11-29 a claims table carried its regions in DataFrame.attrs, which parquet
     keeps in the file's metadata; the pool now takes them from Study.design_regions, and those
