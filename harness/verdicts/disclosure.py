@@ -64,6 +64,12 @@ def one_line(change: DesignChange) -> str:
     return f"{change.date}: {first}"
 
 
+def whole(change: DesignChange) -> str:
+    """``what`` whole, on one line: a pooled report is what a referee holds, and two referees of
+    S0's references asked for the changes cut to one line ("... ") to be printed whole."""
+    return " ".join(change.what.split())
+
+
 def by_claim(registration: Registration, claim_ids: Iterable[str]) -> dict[str, list[str]]:
     """Each of ``claim_ids`` with the one lines of its changes made after outcomes were read
     (claims with none left out)."""

@@ -106,7 +106,7 @@ def judged_by_some_runs(found: list, frame: pd.DataFrame) -> list[str]:
 
 def changed_after_outcomes(registration: Registration, frame: pd.DataFrame) -> list[str]:
     """The block on verdicts decided under a rule changed after outcomes were read: how many of
-    the paper's claims, and each such change once, with date, one line and the claims it names
+    the paper's claims, and each such change once, with date, its whole text and the claims it names
     (each claim's section names them again by number)."""
     changes = disclosure.listed(registration, frame.claim_id)
     design = disclosure.whole_design_after_outcomes(registration)
@@ -118,10 +118,10 @@ def changed_after_outcomes(registration: Registration, frame: pd.DataFrame) -> l
              f"{len(paper)} paper claims are decided under a rule that the registration changed after "
              "outcomes of earlier runs were read (its changes marked `after_outcomes = true`; each "
              "claim's section below names them by number):", ""]
-    lines += [f"- {disclosure.label(registration, c)}: {disclosure.one_line(c).split(': ', 1)[1]} "
-              f"({_claims(named)})" for c, named in changes]
-    lines += [f"- {disclosure.label(registration, c)}: {disclosure.one_line(c).split(': ', 1)[1]} "
-              "(the whole design: every claim)" for c in design]
+    lines += [f"- {disclosure.label(registration, c)}: {disclosure.whole(c)} ({_claims(named)})"
+              for c, named in changes]
+    lines += [f"- {disclosure.label(registration, c)}: {disclosure.whole(c)} (the whole design: every claim)"
+              for c in design]
     return lines + ["", disclosure.counts(registration), ""]
 
 

@@ -136,6 +136,11 @@ def test_the_pooled_report_names_the_changes_made_after_outcomes_were_read_per_c
     assert "**Changed after outcomes were read:** 10 of 10 paper claims" in head
     assert "- #10 (2026-11-29T05:04Z): A claim at the anchored limit counts only where" in head
     assert "- #9 (" not in head  # marked false: made before any run of the pooled reference
+    # each change whole, as a referee holding only the report needs it (the S0 reviews of
+    # 2026-11-29: "the summary truncates them with '...'")
+    from harness.studies.registry import get_study
+    tenth = get_study("s4").registration().changes[9]
+    assert f"- #10 (2026-11-29T05:04Z): {' '.join(tenth.what.split())} (" in head
     section = report.split("(`s4.mptcp_peak@anchored`, paper)")[1].split("###")[0]
     assert ("- **decided under a rule changed after outcomes were read:** changes #1 (2026-11-26), "
             "#5 (2026-11-29T00:36Z), #6 (2026-11-29T00:45Z), #7 (2026-11-29T00:45Z), #10 (2026-11-29T05:04Z), "
