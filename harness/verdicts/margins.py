@@ -60,6 +60,12 @@ BASIS = ("the project's equivalence margin (harness.verdicts.margins, docs/expla
          "relative bounds of performance-regression references (e.g. ReFrame's reference tuples) "
          "made symmetric in log")
 
+#: the same margin where it is applied to a stated change itself (``scale = "change"``)
+BASIS_CHANGE = ("the project's equivalence margin (harness.verdicts.margins, docs/explanation/verdicts.md) "
+                f"on the stated change itself: its size times or divided by {FACTOR:g}, the -10 %/+10 % "
+                "relative bounds of performance-regression references (e.g. ReFrame's reference tuples) "
+                "of the figure the paper printed")
+
 #: how a figure is put on the ratio scale: a ratio or magnitude as itself, a gain in % as 1 + g/100;
 #: ``change``: a gain or loss in % widened on its own scale (its size times or divided by FACTOR)
 SCALES = ("ratio", "gain", "change")
@@ -206,7 +212,8 @@ class Margin:
             words += f", capped by what the physics allows ({self.cap_why})"
         span = (f"<= {_num(hi)}" if lo == -math.inf else f">= {_num(lo)}" if hi == math.inf
                 else f"{_num(lo)}..{_num(hi)}")
-        return f"{words}: {span}{u}; {BASIS}"
+        basis = BASIS if self.scale != "change" else BASIS_CHANGE
+        return f"{words}: {span}{u}; {basis}"
 
     def registration(self) -> dict:
         out = {"convention": f"equivalence x/÷ {FACTOR:g}", "scale": self.scale,
