@@ -12,7 +12,8 @@ import pytest
 
 from harness.archive.reference import reference_root
 from harness.verdicts.claims import NOT_TESTABLE, REPRODUCED, Claim, Region, judge, table
-from harness.verdicts.gates import GATES, Gate, RunFacts, apply, evaluate
+from harness.verdicts.gates.facts import RunFacts
+from harness.verdicts.gates.registry import GATES, Gate, apply, evaluate
 from harness.verdicts.intervals import Estimate
 
 
