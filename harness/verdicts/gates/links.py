@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from ...lab.rate_plan import recorded_fit_note
 from .facts import GateResult, RunFacts
 
 _BELOW_TOLERANCE = "below the verification's tolerance"
@@ -22,7 +23,7 @@ def _link_failure(record: Mapping) -> str:
                      + (f" ({ratio:.3f}" if ratio is not None else " (")
                      + (f"; tries {', '.join(f'{t:.3f}' for t in tries)}" if tries else "")
                      + _past_slow_start(record)
-                     + f"; {record.get('note') or _BELOW_TOLERANCE})")
+                     + f"; {recorded_fit_note(record) or _BELOW_TOLERANCE})")
     if record.get("rtt_ok") is False:
         parts.append(f"RTT {_two_decimals(record.get('rtt_ms'))} ms against "
                      f"{_two_decimals(record.get('expected_rtt_ms'))} ms expected")
