@@ -180,3 +180,15 @@ def test_the_fifth_s0_reference_today_misses_the_gains_the_ratio_scale_admitted(
     for cid in ("s0.bandwidth.pingpong.gain_1k_32k", "s0.bandwidth.pingpong.gain_128k_1m"):
         high = frame.loc[cid, "high"]
         assert high < float(frame.loc[cid, "region"].split("..")[0]), cid
+
+
+def test_claims_show_prints_what_each_change_replaced(capsys):
+    from argparse import Namespace
+
+    from harness.commands.claims import cmd_claims_show
+
+    assert cmd_claims_show(Namespace(study="s0", json=False)) == 0
+    out = capsys.readouterr().out
+    assert "    replaced of s0.cost.switches_halved: region 0.4545..0.55x\n" in out  # before 13:14Z
+    assert "    replaced of s0.bandwidth.stream.gain_1k_32k: gates none\n" in out  # before 04:54Z
+    assert "    replaced of s0.bandwidth.stream.gain_1k_32k: region 8.628..39.7%\n" in out  # before 16:36Z
