@@ -39,6 +39,8 @@ The gates (:data:`GATES`):
   (e.g. ``wan``) passed the link verification before measuring (``run.json``'s
   ``link_verification``: rate and RTT against the topology), for claims that rest on that
   link being what the topology declares; a failed direction is named with its figures;
+  ``direction`` (optional, e.g. ``switch->reducer``): only the direction the claim's data
+  crosses counts;
 - ``at_least``: a measured quantity at least a registered level on every row the claim
   rests on (``table``, ``column``, ``min``; ``rows`` as for ``cpu_bound``; ``what`` names
   the quantity in the figures; ``per`` a column to divide it by, row by row), e.g. the
@@ -302,9 +304,14 @@ def _two_decimals(value) -> str:
 def _links_verified(facts: RunFacts, _tables, params) -> GateResult:
     name = "links_verified"
     part = str(params["link"])
-    mine = [r for r in facts.links if part in str(r.get("link", ""))]
+    # ``direction`` (optional): only that direction counts, the one the claim's data crosses
+    # (S3: switch->reducer; the other carries only requests and acks)
+    way = str(params.get("direction") or "")
+    mine = [r for r in facts.links if part in str(r.get("link", ""))
+            and (not way or r.get("direction") == way)]
     if not mine:
-        return GateResult(name, False, f"no verification of a link named *{part}* was recorded")
+        return GateResult(name, False, f"no verification of a link named *{part}*"
+                          + (f" in direction {way}" if way else "") + " was recorded")
     failed = [r for r in mine if r.get("ok") is False
               or r.get("rate_ok") is False or r.get("rtt_ok") is False]
     if failed:
@@ -475,7 +482,8 @@ GATES: dict[str, GateSpec] = {
                           "the most the lab lets a gain be (its ceiling, measured) reaches the "
                           "claim's region", ("by",), region=True),
     "links_verified": GateSpec(_links_verified, ("link",),
-                               "the link verification passed on every direction of the link"),
+                               "the link verification passed on every direction of the link "
+                               "(with direction: on that one)", ("direction",)),
     "at_least": GateSpec(_bounded("at_least", below=False), ("table", "column", "min"),
                          "a measured quantity at least a registered level on every row",
                          ("rows", "what", "per")),
