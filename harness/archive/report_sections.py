@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..lab.rate_plan import recorded_fit_note
 from .reference import compare_claims, find_reference
 from .report_slurm import slurm_rows
 
@@ -87,6 +88,7 @@ def describe_check(r: dict, status: bool = True) -> str:
     parts = [("ok" if r.get("ok") else "FAILED" if r.get("ok") is False else "not judged")
              ] if status else []
     if r.get("configured_mbit"):
+        fit = recorded_fit_note(r)
         parts.append(f"{_num(r.get('link_layer_mbit'))} of {_num(r['configured_mbit'])} Mbit/s "
                      f"({_num(r.get('rate_ratio'), '.2f')} of the rate"
                      + (f" over {_num(r.get('steady_rtts'), '.0f')} RTTs after {r['omitted_s']} s "
@@ -95,7 +97,7 @@ def describe_check(r: dict, status: bool = True) -> str:
                         if r.get("omitted_s") and r.get("queue_ms") is not None else "")
                      + (f"; attempts {', '.join(_num(a, '.2f') for a in r['attempts'])}"
                         if r.get("attempts") else "")
-                     + (f"; {r['note']})" if r.get("note") else ")"))
+                     + (f"; {fit})" if fit else ")"))
     elif r.get("goodput_mbit") is not None:  # a user's machines: measured, not judged
         parts.append(f"unshaped: TCP goodput {_num(r['goodput_mbit'])} Mbit/s "
                      f"(iperf3, {r.get('seconds') or '?'} s)")

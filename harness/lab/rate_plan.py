@@ -28,6 +28,7 @@ smaller segment needs more round trips, so the ramp is never underestimated.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ..topology.shaping import plan_egress
@@ -91,6 +92,18 @@ class RatePlan:
     @property
     def counted_rtts(self) -> float | None:
         return self.seconds / self.rtt_s if self.rtt_s else None
+
+
+def recorded_fit_note(record: Mapping) -> str:
+    """Why a link check's reading was too short to count (:meth:`RatePlan.short_fit`), from its
+    run.json record (:class:`harness.lab.verify.LinkCheck`), or "": its ``fit_note``. A record
+    archived before that field had one ``note`` for two things, read here as it was written: a
+    failed rate's note (``rate_ok`` False) is a short fit, the only note a lab's check wrote;
+    a note beside no rate verdict (``rate_ok`` None) says why a user's machine's rate was not
+    measured, and is no fit note."""
+    if "fit_note" in record:
+        return str(record.get("fit_note") or "")
+    return str(record.get("note") or "") if record.get("rate_ok") is False else ""
 
 
 def ramp_rtts(bdp_bytes: float, queue_bytes: float = 0.0) -> int:

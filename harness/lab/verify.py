@@ -18,7 +18,7 @@ it (``-O``), counts at least 20 round trips after it, and the counter's rate is 
 that counted part only; each check records what it covered (``seconds``, ``omitted_s``,
 ``ramp_rtts``, ``steady_s``, ``steady_rtts``, ``bdp_bytes``, ``window_bdps``, ``queue_ms``:
 the smallest standing queue TCP's RTT showed, so a shortfall reads as the link's or TCP's). A stretch
-spanning fewer than ``MIN_FIT_RTTS`` round trips fails the check, its ``note`` saying so:
+spanning fewer than ``MIN_FIT_RTTS`` round trips fails the check, its ``fit_note`` saying so:
 its rate is the busiest few intervals of a broken test. Short links keep the test they had.
 
 The whole verification is one round trip per machine, through
@@ -79,6 +79,9 @@ class LinkCheck:
     samples: int | None = None  # byte-counter samples behind the rate
     attempts: list | None = None  # rate ratios of each try, when the first missed the target
     note: str = ""  # why a rate was not measured (a user's machines: harness.machines.verify_paths)
+    # why a long link's reading was too short to count (rate_plan.short_fit; rate_ok False). A
+    # run.json from before this field kept it in ``note``: rate_plan.recorded_fit_note reads both
+    fit_note: str = ""
     seconds: int | None = None  # length of the rate test (its counted part: iperf3 -t)
     # -- a lab's rate test past slow start (harness.lab.rate_plan) --
     omitted_s: int | None = None  # the ramp iperf3 omitted (-O) before counting; 0: none
@@ -332,7 +335,7 @@ def check_direction(d: Direction, out: ScriptOutput, seconds: int) -> LinkCheck:
         rate_ok=None if ratio is None else ratio >= RATE_TOLERANCE and not short,
         rtt_ok=rtt_ok(rtt, expected),
         samples=samples,
-        note=short,
+        fit_note=short,
         outputs=[_output_text(d, out, ping_text)],
         **steady,
     )
@@ -417,8 +420,8 @@ def verify_lab(journal: Journal, lab: Lab, seconds: int = 2,
 
 def _reading_rank(check: LinkCheck) -> tuple:
     """Which of two tries of a direction stands: passing, then read over enough round trips
-    (no ``note``), then the higher rate; the first on a tie."""
-    return (check.rate_ok is True, not check.note, check.rate_ratio or 0)
+    (no ``fit_note``), then the higher rate; the first on a tie."""
+    return (check.rate_ok is True, not check.fit_note, check.rate_ratio or 0)
 
 
 def _measure(journal: Journal, lab: Lab, directions: list[Direction],
@@ -446,8 +449,9 @@ def summarise(checks: list[LinkCheck]) -> str:
                 if c.configured_mbit else "unshaped")
         if c.omitted_s:
             rate += f" over {c.steady_rtts or 0:.0f} RTTs after {c.omitted_s} s of slow start"
-        if c.note:
-            rate += f" ({c.note})"
+        for note in (c.fit_note, c.note):
+            if note:
+                rate += f" ({note})"
         rtt = f"RTT {c.rtt_ms:.3f} ms" if c.rtt_ms is not None else "RTT n/a"
         if c.expected_rtt_ms:
             rtt += f" (expected {c.expected_rtt_ms:g})"

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import pandas as pd
 
 from ..errors import SpecError
-from ..verdicts.gates import apply as apply_gates
+from ..verdicts.gates.registry import apply as apply_gates
 from ..verdicts.registration import Registration, registration_module_name
 from ..verdicts.registration_file import RegistrationError, load
 from .parameters import Parameters
@@ -120,7 +120,7 @@ def register(cls: type[Study]) -> None:
 def _outside_regime_not_testable(claims):
     """A study's ``claims`` whose table has the claims that rest on a change a run as found
     did not make marked "not testable here" (:func:`harness.machines.as_found.mark_claims`), and each
-    claim's registered regime gates applied to the run's facts (:func:`harness.verdicts.gates.apply`):
+    claim's registered regime gates applied to the run's facts (:func:`harness.verdicts.gates.registry.apply`):
     one place, so neither the archived table nor a notebook's own call can judge a claim
     outside its regime, and no study can leave the gates out."""
     @functools.wraps(claims)

@@ -167,7 +167,7 @@ class Claim:
     seed_line: str = ""  # "SEED:LINE" (e.g. "004:66"); several as "003:120,121"
     quantity: str = ""
     regime: str = ""
-    #: the regime gates (harness.verdicts.gates.Gate) the lab must pass for the claim to be judged
+    #: the regime gates (harness.verdicts.gates.registry.Gate) the lab must pass for the claim to be judged
     gates: tuple = ()
     #: the validity checks its points must pass, by name (harness.verdicts.validity.CHECKS): read from
     #: the registration file, archived and digested with it
@@ -224,7 +224,7 @@ class Verdict:
             "more_needed": self.more_needed, "note": self.note,
             "quote": c.quote, "seed_line": c.seed_line, "quantity": c.quantity,
             "regime": c.regime, "invalid": "; ".join(p.text() for p in self.invalid),
-            "gates": "",  # filled from the run's facts by harness.verdicts.gates.apply
+            "gates": "",  # filled from the run's facts by harness.verdicts.gates.registry.apply
         }
 
 

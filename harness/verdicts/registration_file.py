@@ -26,7 +26,7 @@ from pathlib import Path
 
 from ..errors import SpecError
 from .claims import PAPER, READING, SOURCES, Claim, Region
-from .gates import GATES, Gate
+from .gates.registry import GATES, Gate
 from .margins import Margin, MarginError
 from .registration import DesignChange, Registration
 from .validity import CHECKS

@@ -117,7 +117,7 @@ def _labelled(rows: list[pd.Series], run_ids: list[str], column: str) -> str:
     return "; ".join(f"run {rid}: {t}" for rid, t in zip(run_ids, texts) if t)
 
 
-#: how gates.apply words a failed regime gate in a claim's reason
+#: how gates.registry.apply words a failed regime gate in a claim's reason
 FAILED_GATES = "the lab is not in the paper's regime"
 
 
@@ -189,7 +189,7 @@ def pooled_verdict(claim: Claim, rows: list[pd.Series], run_ids: list[str],
                        + _also_untestable(rows, run_ids)), carried
     values = [float(r["value"]) for r in rows]
     measured = all(math.isfinite(v) for v in values) and all(int(r["n"]) > 0 for r in rows)
-    # a gated claim keeps its estimate beside its outcome, deciding nothing (gates.apply)
+    # a gated claim keeps its estimate beside its outcome, deciding nothing (gates.registry.apply)
     estimate = (pooled_estimate(values, run_scale(rows[0]), claim.unit, _per_run(rows))
                 if measured else None)
     bounds = range_of(str(rows[0].get("interval") or ""))

@@ -11,8 +11,10 @@ import pandas as pd
 import pytest
 
 from harness.archive.reference import reference_root
+from harness.archive.report_sections import describe_check, verification_summary
 from harness.verdicts.claims import NOT_TESTABLE, REPRODUCED, Claim, Region, judge, table
-from harness.verdicts.gates import GATES, Gate, RunFacts, apply, evaluate
+from harness.verdicts.gates.facts import RunFacts
+from harness.verdicts.gates.registry import GATES, Gate, apply, evaluate
 from harness.verdicts.intervals import Estimate
 
 
@@ -410,6 +412,50 @@ def test_the_link_gate_says_what_a_long_links_check_covered_past_slow_start():
     failed = evaluate(gate, RunFacts.from_meta({"link_verification": [short]}), {})
     assert not failed.passed and ("(1.060 over 6 RTTs after 2 s of slow start; the counter's "
                                   "busy stretch spans 6.2 RTTs, fewer than the 10") in failed.figures
+
+
+#: a run.json link check archived before ``fit_note`` (a lab's short fit in ``note``):
+#: S2's WAN, the stalled try of 2026-11-29 (tests/unit/test_rate_plan.py), as it was recorded
+SHORT_FIT = ("the counter's busy stretch spans 8.0 RTTs, fewer than the 10 a long link's rate is "
+             "read over (a stall broke it)")
+ARCHIVED_SHORT_FIT = {
+    "link": "client:wan--server:wan", "direction": "server->client", "configured_mbit": 81.66,
+    "link_layer_mbit": 86.6, "goodput_mbit": 78.0, "rate_ratio": 1.06, "rate_ok": False,
+    "rtt_ok": True, "ok": False, "omitted_s": 1, "steady_rtts": 8.0, "attempts": [0.31, 1.06],
+    "rtt_ms": 58.9, "expected_rtt_ms": 58.8, "note": SHORT_FIT}
+
+
+def test_an_archived_check_with_its_short_fit_in_note_is_judged_and_shown_as_before():
+    """A lab's check kept why its reading was too short to count in ``note`` until it had
+    ``fit_note`` (``note``: why a user's machine's rate was not measured). An archived run that
+    has only ``note`` renders and is judged as it was: the gate's text and the report's line are
+    those the code gave it then (pinned from that code, 2026-11-29), and the same as a record
+    written today with ``fit_note``."""
+    gate = Gate("links_verified", {"link": "wan"})
+
+    def judged(record):
+        return evaluate(gate, RunFacts.from_meta({"link_verification": [record]}), {})
+
+    old = judged(ARCHIVED_SHORT_FIT)
+    assert not old.passed
+    assert old.text() == (
+        "links_verified: FAILED (verification failed: client:wan--server:wan server->client: rate "
+        "86.60 of 81.66 Mbit/s configured (1.060; tries 0.310, 1.060 over 8 RTTs after 1 s of slow "
+        f"start; {SHORT_FIT}) (the run measured on past it))")
+    assert describe_check(ARCHIVED_SHORT_FIT) == (
+        "FAILED, 86.6 of 81.7 Mbit/s (1.06 of the rate over 8 RTTs after 1 s of slow start "
+        f"omitted; attempts 0.31, 1.06; {SHORT_FIT}), RTT 58.9 ms (expected 58.8)")
+    assert verification_summary([ARCHIVED_SHORT_FIT]) == (
+        "0 of 1 link directions passed; FAILED: client:wan--server:wan server->client, "
+        + describe_check(ARCHIVED_SHORT_FIT, status=False))
+    today = {**{k: v for k, v in ARCHIVED_SHORT_FIT.items() if k != "note"}, "note": "",
+             "fit_note": SHORT_FIT}
+    assert judged(today) == old and describe_check(today) == describe_check(ARCHIVED_SHORT_FIT)
+    # a rate below the tolerance with no fit note says so, in either form of the record
+    plain = {**ARCHIVED_SHORT_FIT, "note": ""}
+    assert "1.060 over 8 RTTs after 1 s of slow start; below the verification's tolerance)" \
+        in judged(plain).figures
+    assert judged({**plain, "fit_note": ""}) == judged(plain)
 
 
 def test_at_least_reads_the_rows_a_claim_rests_on():

@@ -19,7 +19,7 @@ from crate_validation import assert_exports_valid
 from harness.journal.journal import Journal
 from harness.studies.s1 import analysis as s1_analysis
 from harness.studies.s1.validity import impossible_shares
-from harness.verdicts.gates import RunFacts
+from harness.verdicts.gates.facts import RunFacts
 
 pytestmark = [pytest.mark.integration, pytest.mark.vm, needs_root]
 

@@ -12,7 +12,8 @@ from harness.studies.s1 import analysis as s1_analysis
 from harness.studies.s1 import cpus as s1_cpus
 from harness.studies.s1 import study as s1
 from harness.verdicts.claims import NOT_TESTABLE
-from harness.verdicts.gates import Gate, RunFacts, apply, evaluate
+from harness.verdicts.gates.facts import RunFacts
+from harness.verdicts.gates.registry import Gate, apply, evaluate
 
 from .test_s1 import synthetic
 from .test_s1_smp import with_levels

@@ -1,0 +1,140 @@
+"""The gate registry: :class:`Gate` as a claim registers it, :data:`GATES` (which gates exist and
+what each takes), :func:`evaluate` one gate on a run and :func:`apply` every claim's gates to a
+claims table (see :mod:`harness.verdicts.gates` for what each gate is for)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+from ..claims import INVALID, NOT_TESTABLE
+from .congestion import congestion_control
+from .facts import GateResult, RunFacts
+from .levels import bounded, cpu_bound
+from .links import links_verified
+from .machines import accelerated_virtualisation, no_oversubscription, uniprocessor
+from .reachable import reachable
+from .serialisation import serialising_wire
+
+
+@dataclass(frozen=True)
+class Gate:
+    """A gate as a claim registers it: its name and its parameters (registered levels)."""
+
+    name: str
+    params: Mapping[str, float | str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.name not in GATES:
+            raise ValueError(f"gate {self.name!r} is not one of {sorted(GATES)}: name a gate "
+                             "harness.verdicts.gates defines")
+        spec = GATES[self.name]
+        unknown = set(self.params) - set(spec.params) - set(spec.optional)
+        missing = set(spec.params) - set(self.params)
+        if unknown or missing:
+            raise ValueError(f"gate {self.name}: parameters {sorted(self.params)} do not match "
+                             f"what it takes {sorted(spec.params)} (optional "
+                             f"{sorted(spec.optional)}; unknown {sorted(unknown)}, "
+                             f"missing {sorted(missing)})")
+
+    def registration(self) -> dict:
+        return {"name": self.name, **{k: self.params[k] for k in sorted(self.params)}}
+
+
+
+GateCheck = Callable[..., GateResult]  # (facts, tables, params[, meta])
+
+
+@dataclass(frozen=True)
+class GateSpec:
+    check: GateCheck
+    params: tuple[str, ...] = ()  # required
+    what: str = ""
+    optional: tuple[str, ...] = ()
+    meta: bool = False  # the check reads run.json itself (a probe's record), not only RunFacts
+    region: bool = False  # the check compares a measured figure with the claim's region
+
+
+
+GATES: dict[str, GateSpec] = {
+    "no_oversubscription": GateSpec(no_oversubscription, (), "all VMs' vCPUs within the host's cores",
+                                    ("vcpus_per_vm",)),
+    "accelerated_virtualisation": GateSpec(accelerated_virtualisation, (), "VMs under a hardware accelerator",
+                                           ("placement",), meta=True),
+    "uniprocessor": GateSpec(uniprocessor, (), "one vCPU per VM (the paper's UP kernel)"),
+    "cpu_bound": GateSpec(cpu_bound, ("table", "column", "min_pct"),
+                          "a measured CPU busy share at least a registered level", ("rows",)),
+    "serialising_wire": GateSpec(serialising_wire, ("min_size", "max_size"),
+                                 "the run's wire probe shows the wire serialising a size the "
+                                 "claim counts (with every = true: every size it counts)",
+                                 ("every",), meta=True),
+    "reachable": GateSpec(reachable, ("table", "column", "ceiling", "over", "min_size", "max_size"),
+                          "the most the lab lets a gain be (its ceiling, measured) reaches the "
+                          "claim's region", ("by",), region=True),
+    "links_verified": GateSpec(links_verified, ("link",),
+                               "the link verification passed on every direction of the link "
+                               "(with direction: on that one)", ("direction",)),
+    "at_least": GateSpec(bounded("at_least", below=False), ("table", "column", "min"),
+                         "a measured quantity at least a registered level on every row",
+                         ("rows", "what", "per")),
+    "at_most": GateSpec(bounded("at_most", below=True), ("table", "column", "max"),
+                        "a measured quantity at most a registered level on every row",
+                        ("rows", "what", "per")),
+    "congestion_control": GateSpec(congestion_control, ("transport", "controller"),
+                                   "the transport's points ran the paper's congestion control, "
+                                   "as recorded", ("what",), meta=True),
+}
+
+
+def evaluate(gate: Gate, facts: RunFacts, tables: Mapping[str, pd.DataFrame],
+             meta: Mapping | None = None,
+             region: tuple[float, float] = (-math.inf, math.inf)) -> GateResult:
+    spec = GATES[gate.name]
+    if spec.region:
+        return spec.check(facts, tables, gate.params, region)
+    if spec.meta:
+        return spec.check(facts, tables, gate.params, meta or {})
+    return spec.check(facts, tables, gate.params)
+
+
+def apply(frame: pd.DataFrame, meta: Mapping, tables: Mapping[str, pd.DataFrame],
+          gates: Mapping[str, tuple[Gate, ...]],
+          regions: Mapping[str, tuple[float, float]] | None = None) -> pd.DataFrame:
+    """``frame`` (a claims table) with a ``gates`` column (each gate of each claim with its
+    figures) and each claim with a failed gate *not testable here*, the failed gates' figures
+    its reason. A claim already not testable keeps its reason, the gates added to it (also one
+    its analysis made not testable per point: it rests on points beyond the paper's regime that
+    this lab's own apparatus makes possible, :func:`harness.verdicts.claims.judge`'s ``outside``,
+    its estimate shown as measured anyway); a claim already invalid (it rests on a point
+    impossible *in this lab*, not merely outside the paper's regime) stays invalid, the failed
+    gates added to its reason: invalid takes precedence, so no estimate over impossible points
+    is shown as "measured anyway". Which points are which is decided per point by the study
+    (S0: :func:`harness.studies.s0.validity.checked_points`), never here."""
+    frame = frame.copy()
+    facts = RunFacts.from_meta(meta)
+    texts: list[str] = []
+    for i, claim_id in frame["claim_id"].items():
+        region = (regions or {}).get(claim_id, (-math.inf, math.inf))  # the registered one
+        results = [evaluate(g, facts, tables, meta, region) for g in gates.get(claim_id, ())]
+        texts.append("; ".join(r.text() for r in results))
+        failed = [r for r in results if not r.passed]
+        if not failed:
+            continue
+        why = "the lab is not in the paper's regime: " + "; ".join(
+            f"{r.gate} failed ({r.figures})" for r in failed)
+        if frame.at[i, "outcome"] in (NOT_TESTABLE, INVALID):  # invalid stays invalid: a claim
+            # resting on a point impossible in this lab is never shown as a measurement, also
+            # when the regime fails too; a point the lab makes possible outside the paper's
+            # regime is not invalid (the study's analysis made it not testable, per point)
+            frame.at[i, "reason"] = f"{frame.at[i, 'reason']}; and {why}"
+        else:
+            ours = frame.at[i, "ours"] if "ours" in frame else ""
+            frame.at[i, "outcome"] = NOT_TESTABLE
+            frame.at[i, "reason"] = f"{why}; measured anyway: {ours}" if ours else why
+        if "more_needed" in frame:
+            frame.at[i, "more_needed"] = pd.NA
+    frame["gates"] = texts
+    return frame
