@@ -562,7 +562,7 @@ def test_the_rate_claims_say_which_points_the_ports_bucket_and_a_slow_port_shape
 def _gated(frame: pd.DataFrame, meta: dict) -> pd.DataFrame:
     """S3's claims on ``frame`` with the registered gates applied to ``meta``, as the study's
     ``claims`` applies them (harness.studies.base)."""
-    from harness.verdicts.gates import apply
+    from harness.verdicts.gates.registry import apply
 
     claims_ = s3_analysis.registered().claims
     return apply(s3_verdicts.claims(frame, wire_mbit=PORT), meta, {},
