@@ -69,6 +69,11 @@ def cmd_claims_show(args) -> int:
     when = {True: " [made after outcomes were read]", False: " [made before any data of it]", None: ""}
     for change in reg.changes:
         print(f"changed {change.date}{when[change.after_outcomes]}: {change.what} -- why: {change.why}")
+        for cid, was in change.replaced.items():  # what it replaced, as recorded (before_outcomes)
+            unit = reg.claim(cid).unit
+            parts = ([f"region {was.region.text(unit)}"] if was.region is not None else []) + (
+                [f"gates {', '.join(g.name for g in was.gates) or 'none'}"] if was.gates is not None else [])
+            print(f"    replaced of {cid}: {'; '.join(parts)}")
     return 0
 
 

@@ -29,6 +29,7 @@ import functools
 import importlib
 import json
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -45,7 +46,7 @@ if TYPE_CHECKING:
     from ..run.session import Session
     from ..tools.registry import Tool
     from ..topology.topology import Topology
-    from ..verdicts.claims import Region
+    from ..verdicts.claims import Claim, Region
 
 
 @dataclass(frozen=True)
@@ -211,6 +212,22 @@ class Study(ABC):
     @abstractmethod
     def claims(self, data: RunData) -> pd.DataFrame:
         """The paper's claims beside ours, one row per claim with its verdict."""
+
+    def claims_as_registered(self, data: RunData, claims: Mapping[str, Claim]) -> pd.DataFrame:
+        """The rows of ``claims`` (ids of this study's, each as an earlier registration had it: other
+        regions or gates) in the run's claims table judged as registered then: the study's analysis
+        over the run's archived data, each such claim judged again against its earlier region from
+        its own estimate (:func:`harness.verdicts.before_outcomes.rejudged`), then the as-found
+        marks and its earlier gates applied to the run's facts, as :meth:`claims` applies today's."""
+        from ..machines.as_found import mark_claims
+        from ..verdicts.before_outcomes import rejudged
+
+        analyse = type(self).claims.__wrapped__  # the study's own analysis, before its gates
+        frame = analyse(self, data)
+        frame = rejudged(frame[frame.claim_id.isin(list(claims))], dict(claims))
+        frame = mark_claims(frame, data.meta, type(self).as_found)
+        return apply_gates(frame, data.meta, data.tables, {c.id: tuple(c.gates) for c in claims.values()},
+                           {c.id: (c.region.low, c.region.high) for c in claims.values()})
 
     def design_regions(self, data: RunData) -> dict[str, Region]:
         """The regions a run's design set, by claim id, for the claims whose registered rule makes

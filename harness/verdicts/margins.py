@@ -21,6 +21,17 @@ registered before data and the same for every study:
   would be "reproduced" by a flat curve (1.05 / 1.1 is below 1). This part is a rule of
   ours, not borrowed: an effect a paper reports is reproduced only if ours is of the same
   sign and at least half as large.
+- **a stated change read on its own scale** (``scale = "change"``): a gain or loss in % whose
+  margin is applied to the change itself, its size times or divided by :data:`FACTOR` with its
+  sign kept ("18-27 % higher": 16.36..29.7 %; "28 % lower": -30.8..-25.45 %). The ratio scale's
+  region for a small change reaches far below the paper's figure: 1.18 / 1.1 is +7.3 % and the
+  half-the-gain floor +8.6 % for "18-27 %", +2.96 % for "6-16 %", so a gain below the paper's
+  whole range read as reproducing it (the fifth S0 review of 2026-11-29: ping-pong's +13.3 % and
+  +4.4 %). On the change scale the same relative margin is the -10 %/+10 % of the figure the
+  paper printed, so the region never admits a change of under 1/1.1 of the smallest stated one,
+  and never no change; a range crossing zero or a change of 0 has no size to widen (use
+  ``gain``). It takes no ``direction`` (the sign of the figure is its direction) and no
+  one-sided bound.
 - **a difference the paper names without a number** (``differs_from`` with a
   ``direction``: "falls", "scales", "larger"): beyond the same margin, since a difference
   inside it counts as no difference.
@@ -49,8 +60,15 @@ BASIS = ("the project's equivalence margin (harness.verdicts.margins, docs/expla
          "relative bounds of performance-regression references (e.g. ReFrame's reference tuples) "
          "made symmetric in log")
 
-#: how a figure is put on the ratio scale: a ratio or magnitude as itself, a gain in % as 1 + g/100
-SCALES = ("ratio", "gain")
+#: the same margin where it is applied to a stated change itself (``scale = "change"``)
+BASIS_CHANGE = ("the project's equivalence margin (harness.verdicts.margins, docs/explanation/verdicts.md) "
+                f"on the stated change itself: its size times or divided by {FACTOR:g}, the -10 %/+10 % "
+                "relative bounds of performance-regression references (e.g. ReFrame's reference tuples) "
+                "of the figure the paper printed")
+
+#: how a figure is put on the ratio scale: a ratio or magnitude as itself, a gain in % as 1 + g/100;
+#: ``change``: a gain or loss in % widened on its own scale (its size times or divided by FACTOR)
+SCALES = ("ratio", "gain", "change")
 #: the paper's direction: a gain (ratio above 1), a loss (below 1), or either
 DIRECTIONS = ("either", "above", "below")
 #: a one-sided bound the paper states as a benefit: none, at most, at least
@@ -88,7 +106,9 @@ class Margin:
             raise MarginError(f"direction {self.direction!r} is not one of {', '.join(DIRECTIONS)}")
         if low > high:
             raise MarginError(f"the range {low:g}..{high:g} runs backwards")
-        if self._ratio(low) <= 0:
+        if self.scale == "change":
+            self._check_change()
+        elif self._ratio(low) <= 0:
             raise MarginError(f"{low:g} is not on a ratio scale (a ratio or magnitude must be above 0, "
                               "a gain above -100 %)")
         if self.differs and (self.direction == "either" or low != high):
@@ -102,6 +122,17 @@ class Margin:
         if (self.cap_low > -math.inf or self.cap_high < math.inf) and not self.cap_why:
             raise MarginError("a cap needs cap_why: what the wire or disk allows, and why")
 
+    def _check_change(self) -> None:
+        low, high = self.figure
+        if low <= 0 <= high:
+            raise MarginError(f"a change of {low:g}..{high:g} % includes no change: the change scale "
+                              "widens a stated gain or loss by its size; use scale gain")
+        if self.direction != "either" or self.limit or self.differs:
+            raise MarginError("a change read on its own scale (scale change) takes no direction (its "
+                              "sign is its direction), no at_most/at_least and no differs_from")
+        if low <= -100:
+            raise MarginError(f"a loss of {low:g} % is more than the whole")
+
     # -- the arithmetic --------------------------------------------------------------------
     def _ratio(self, x: float) -> float:
         return 1 + x / 100 if self.scale == "gain" else x
@@ -114,9 +145,19 @@ class Margin:
         """A ratio of 1 on the claim's scale: no change."""
         return self._back(1.0)
 
+    def _change_bounds(self) -> tuple[float, float]:
+        """The change scale: each end's size times or divided by FACTOR, its sign kept; a loss never
+        below -100 %."""
+        low, high = self.figure
+        if low > 0:
+            return low / FACTOR, high * FACTOR
+        return max(low * FACTOR, -100.0), high / FACTOR
+
     def bounds(self) -> tuple[float, float]:
         low, high = (self._ratio(x) for x in self.figure)
-        if self.limit:
+        if self.scale == "change":
+            lo, hi = self._change_bounds()
+        elif self.limit:
             lo, hi = (-math.inf, high * FACTOR) if self.limit == "at_most" else (low / FACTOR, math.inf)
         elif self.differs:
             lo, hi = (low * FACTOR, math.inf) if self.direction == "above" else (-math.inf, low / FACTOR)
@@ -126,8 +167,9 @@ class Margin:
                 lo = max(lo, math.sqrt(low) if low > 1 else 1.0)
             elif self.direction == "below":  # at least half the stated loss
                 hi = min(hi, math.sqrt(high) if high < 1 else 1.0)
-        lo = self._back(lo) if math.isfinite(lo) else lo
-        hi = self._back(hi) if math.isfinite(hi) else hi
+        if self.scale != "change":
+            lo = self._back(lo) if math.isfinite(lo) else lo
+            hi = self._back(hi) if math.isfinite(hi) else hi
         lo, hi = max(lo, self.cap_low), min(hi, self.cap_high)
         lo, hi = _tidy(lo), _tidy(hi)
         if lo > hi:
@@ -150,7 +192,11 @@ class Margin:
         low, high = self.figure
         figure = f"{low:g}{u}" if low == high else f"{low:g}..{high:g}{u}"
         lo, hi = self.bounds()
-        if self.limit:
+        if self.scale == "change":
+            words = (f"a change of {figure} read on its own scale: its size times or divided by "
+                     f"{FACTOR:g}, its sign kept (the margin on the change itself, not on the ratio "
+                     "1 + g/100, whose region for a small change reaches far below the stated one)")
+        elif self.limit:
             words = (f"{self.limit.replace('_', ' ')} {figure}, within a factor {FACTOR:g} (a "
                      "benefit the paper states: doing better is not a miss)")
         elif self.differs:
@@ -166,7 +212,8 @@ class Margin:
             words += f", capped by what the physics allows ({self.cap_why})"
         span = (f"<= {_num(hi)}" if lo == -math.inf else f">= {_num(lo)}" if hi == math.inf
                 else f"{_num(lo)}..{_num(hi)}")
-        return f"{words}: {span}{u}; {BASIS}"
+        basis = BASIS if self.scale != "change" else BASIS_CHANGE
+        return f"{words}: {span}{u}; {basis}"
 
     def registration(self) -> dict:
         out = {"convention": f"equivalence x/÷ {FACTOR:g}", "scale": self.scale,

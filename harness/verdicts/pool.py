@@ -38,11 +38,14 @@ import pandas as pd
 
 from ..archive.archive import COMPLETE, RUN_FILE, data_root
 from ..errors import ArchiveError, SpecError
-from .claims import Region, table
+from .before_outcomes import COLUMN as BEFORE
+from .before_outcomes import HOW as BEFORE_HOW
+from .before_outcomes import brief, earlier_claims
+from .claims import INVALID, NOT_TESTABLE, Region, table
 from .lab_kind import differences
 from .pool_report import ALL_UNITS, ALL_UNITS_HOW, report
 from .registration import read_archived
-from .run_pooling import all_units_estimate, pooled_verdict
+from .run_pooling import _brief, all_units_estimate, pooled_verdict
 
 #: parameters that may differ between the runs of one pooled reference: each run has fewer
 #: repetitions than one long run would, and its own random order
@@ -202,6 +205,33 @@ def pooled_table(study, found: list[Member], own: list[pd.DataFrame],
     return frame
 
 
+def before_outcomes(study, found: list[Member], loaded: list, frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with each claim's pooled verdict under its region and gates as registered before
+    the changes made after outcomes that replaced them (:mod:`.before_outcomes`), recomputed from
+    each member's archived data (``loaded``) and pooled as today's are, in the columns
+    ``before outcomes`` and ``before outcomes: how``; "" for a claim no such change recorded."""
+    registration = study.registration()
+    frame = frame.copy()
+    frame[BEFORE], frame[BEFORE_HOW] = "", ""
+    earlier = {cid: b for cid, b in earlier_claims(registration).items() if cid in set(frame.claim_id)}
+    if not earlier:
+        return frame
+    claims = {cid: b.claim for cid, b in earlier.items()}
+    by_run = [study.claims_as_registered(data, claims).drop_duplicates("claim_id").set_index(
+        "claim_id", drop=False) for data in loaded]
+    run_ids = [m.run_id for m in found]
+    for i, cid in frame.claim_id.items():
+        if cid not in claims or not all(cid in t.index for t in by_run):
+            continue
+        verdict, _ = pooled_verdict(claims[cid], [t.loc[cid] for t in by_run], run_ids)
+        row = verdict.row()
+        frame.at[i, BEFORE] = brief(row["outcome"], row["ours"], row["region"])
+        why = (f"why {row['outcome']}: {_brief(row['reason'])}; " if row["outcome"] in (INVALID, NOT_TESTABLE)
+               else "")  # a verdict that decides nothing says why, as registered then
+        frame.at[i, BEFORE_HOW] = why + earlier[cid].how(registration)
+    return frame
+
+
 def pool(refs: list[str], out: str | None = None, reference: bool = False) -> Path:
     """Pool the runs ``refs`` name into a new folder (see the module's docstring); with
     ``reference`` into the repository's references, the members copied in beside it."""
@@ -218,6 +248,7 @@ def pool(refs: list[str], out: str | None = None, reference: bool = False) -> Pa
     own = [study.claims(data) for data in loaded]
     frame = beside(pooled_table(study, found, own, [study.design_regions(data) for data in loaded]),
                    found, own)
+    frame = before_outcomes(study, found, loaded, frame)
     record = _record(target, study, found, kept=reference)
     _write(target, frame, record, report(study, found, frame, own, copies(found)), found[0].path / REGISTRATION)
     if reference:

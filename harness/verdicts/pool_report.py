@@ -15,6 +15,8 @@ from __future__ import annotations
 import pandas as pd
 
 from . import disclosure
+from .before_outcomes import COLUMN as BEFORE
+from .before_outcomes import HOW as BEFORE_HOW
 from .claims import COLUMNS, INVALID, NOT_TESTABLE, PAPER, runs_note, summaries
 from .invalid_points import pooled_invalid_note
 from .registration import Registration
@@ -40,7 +42,8 @@ def report(study, found: list, frame: pd.DataFrame, own: list[pd.DataFrame],
     regime = judged_by_some_runs(found, frame)
     if regime:
         lines += regime + [""]
-    lines += changed_after_outcomes(registration, frame) + [runs_note(frame), ""]
+    lines += changed_after_outcomes(registration, frame) + before_outcomes_block(frame)
+    lines += [runs_note(frame), ""]
     conditions = [study.run_conditions(m.meta) for m in found]
     shown = any(conditions)  # a condition each run chose itself (S4's anchored limit)
     lines += ["| run | started | commit | repetitions | registration |"
@@ -125,6 +128,28 @@ def changed_after_outcomes(registration: Registration, frame: pd.DataFrame) -> l
     return lines + ["", disclosure.counts(registration), ""]
 
 
+def before_outcomes_block(frame: pd.DataFrame) -> list[str]:
+    """Each claim whose region or gates a change made after outcomes replaced, with today's pooled
+    verdict beside the one it gets as registered before those changes (recomputed from the members'
+    archived data: :mod:`harness.verdicts.before_outcomes`); [] when no change recorded any."""
+    if BEFORE not in frame:
+        return []
+    rows = frame[frame[BEFORE].fillna("").astype(str) != ""]
+    if rows.empty:
+        return []
+    lines = ["**Today's verdict beside the one registered before outcomes were read:** each claim whose "
+             "region or gates a change made after outcomes replaced, judged again from the same runs' "
+             "archived data under its region and gates as they stood before the first such change (its "
+             "record of what it replaced); a change recording nothing it replaced (a quantity, the "
+             "sizes counted, a validity rule, the analysis's code) stands as today, each claim's section "
+             "says which:", "", "| claim | today | as registered before outcomes |", "|---|---|---|"]
+    for _, row in rows.iterrows():
+        today = f"{row['outcome']}: {row['ours']} against {row['region']}"
+        lines.append(f"| `{row['claim_id']}` | {today} | {row[BEFORE]} |")
+    changed = sum(str(r[BEFORE]).split(":")[0].split(" (")[0] != r["outcome"] for _, r in rows.iterrows())
+    return lines + ["", f"{changed} of {len(rows)} read otherwise as registered before outcomes.", ""]
+
+
 def _claims(ids: list[str]) -> str:
     if len(ids) <= LISTED:
         return ", ".join(f"`{cid}`" for cid in ids)
@@ -154,6 +179,9 @@ def claim_section(row: pd.Series, found: list, late: list[str]) -> list[str]:
     if late:
         lines.append("- **decided under a rule changed after outcomes were read:** changes "
                      + ", ".join(late) + " (listed above)")
+    before = row.get(BEFORE)
+    if isinstance(before, str) and before:
+        lines.append(f"- **as registered before outcomes were read:** {before} -- {row[BEFORE_HOW]}")
     for m in found:
         ours, outcome = row[f"{m.run_id}: ours"], row[f"{m.run_id}: outcome"]
         said = row.get(f"{m.run_id}: reason")

@@ -27,13 +27,35 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .claims import Claim
+from .claims import Claim, Region
 
 FILE = "registration.json"
+
+
+@dataclass(frozen=True)
+class Replaced:
+    """What a change replaced of one claim, as the claim registered it before the change: its
+    region and/or its gates (None: the change left that part as it was). Recorded so that the
+    claim can be judged again as it stood before a change made after outcomes were read
+    (:mod:`harness.verdicts.before_outcomes`)."""
+
+    region: Region | None = None
+    gates: tuple | None = None  # harness.verdicts.gates.Gate s; () where the claim had none
+
+    def to_dict(self) -> dict:
+        out = {}
+        if self.region is not None:
+            r = self.region
+            out["region"] = {"low": None if math.isinf(r.low) else r.low,
+                             "high": None if math.isinf(r.high) else r.high, "rule": r.why}
+        if self.gates is not None:
+            out["gates"] = [g.registration() for g in self.gates]
+        return out
 
 
 @dataclass(frozen=True)
@@ -51,12 +73,16 @@ class DesignChange:
     #: when a change was made changes nothing a run was made to test, and a correction of the mark
     #: must not turn every run made under the registration into one "registered otherwise".
     after_outcomes: bool | None = None
+    #: claim id -> its region and/or gates as they stood before the change (only where recorded)
+    replaced: Mapping[str, Replaced] = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         out = {"date": self.date, "what": self.what, "why": self.why,
                "claims": list(self.claims)}
         if self.renamed:  # only where a change renames: every other digest stays as it was
             out["renamed"] = dict(self.renamed)
+        if self.replaced:  # likewise: only where a change records what it replaced
+            out["replaced"] = {cid: r.to_dict() for cid, r in self.replaced.items()}
         return out
 
 

@@ -22,13 +22,14 @@ import functools
 import math
 import re
 import tomllib
+from dataclasses import replace
 from pathlib import Path
 
 from ..errors import SpecError
 from .claims import PAPER, READING, SOURCES, Claim, Region
 from .gates.registry import GATES, Gate
 from .margins import Margin, MarginError
-from .registration import DesignChange, Registration
+from .registration import DesignChange, Registration, Replaced
 from .validity import CHECKS
 
 TOP = {"study": str, "claims": list, "design": dict, "changes": list}
@@ -47,11 +48,16 @@ NO_REGION = "none: a reading is shown with its interval and judged against nothi
 REGION = {"low": (int, float), "high": (int, float), "rule": str,
           "equivalent_to": (int, float, list), "differs_from": (int, float),
           "at_most": (int, float), "at_least": (int, float), "scale": str,
-          "direction": str, "cap_low": (int, float), "cap_high": (int, float), "cap_why": str}
+          "direction": str, "cap_low": (int, float), "cap_high": (int, float), "cap_why": str,
+          "why": str}
 #: a region made by the convention (harness.verdicts.margins) names its figure with one of these
 CONVENTION = ("equivalent_to", "differs_from", "at_most", "at_least")
-_MARGIN_ONLY = ("scale", "direction", "cap_low", "cap_high", "cap_why")
-CHANGE = {"date": str, "what": str, "why": str, "claims": list, "renamed": dict, "after_outcomes": bool}
+_MARGIN_ONLY = ("scale", "direction", "cap_low", "cap_high", "cap_why", "why")
+CHANGE = {"date": str, "what": str, "why": str, "claims": list, "renamed": dict, "after_outcomes": bool,
+          "replaced": dict}
+#: what a change's ``replaced`` table records per claim: the claim's region and gates as they stood
+#: before the change (harness.verdicts.before_outcomes judges the claim under them again)
+REPLACED = {"region": dict, "gates": list}
 CHANGE_REQUIRED = ("date", "what", "why")
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2})?Z)?")  # a date, or a date and UTC time
 #: what a field's error adds to "write KEY as ..."
@@ -105,7 +111,8 @@ def parse(data: dict, where: str) -> Registration:
         claims.append(claim)
     entries = data.get("changes", [])
     former = _renamed_ids(entries, seen, where)
-    changes = tuple(_change(entry, index, where, seen | former)
+    units = {c.id: c.unit for c in claims}
+    changes = tuple(_change(entry, index, where, seen | former, units)
                     for index, entry in enumerate(entries))
     return Registration(data["study"], tuple(claims), data["design"], changes)
 
@@ -260,10 +267,13 @@ def _margin_region(table: dict, given: list[str], where: str, what: str, unit: s
                         limit=given[0] if given[0] in ("at_most", "at_least") else "",
                         cap_low=table.get("cap_low", -math.inf), cap_high=table.get("cap_high", math.inf),
                         cap_why=table.get("cap_why", ""))
-        return Region.by_margin(margin, unit)
+        region = Region.by_margin(margin, unit)
     except MarginError as exc:
         raise RegistrationError(f"{where}: {what}: field region: {exc}",
                                 "see harness.verdicts.margins for what the convention takes") from None
+    if "why" in table:  # why the claim's sentence is read with this figure and scale: in its rule
+        region = replace(region, why=f"{region.why}; why this reading: {' '.join(table['why'].split())}")
+    return region
 
 
 def _renamed_ids(entries, ids: set[str], where: str) -> set[str]:
@@ -284,7 +294,7 @@ def _renamed_ids(entries, ids: set[str], where: str) -> set[str]:
     return former
 
 
-def _change(entry, index: int, where: str, ids: set[str]) -> DesignChange:
+def _change(entry, index: int, where: str, ids: set[str], units: dict[str, str]) -> DesignChange:
     what = f"change #{index + 1}"
     if isinstance(entry, dict) and isinstance(entry.get("date"), str):
         what += f" ({entry['date']})"
@@ -298,5 +308,24 @@ def _change(entry, index: int, where: str, ids: set[str]) -> DesignChange:
             raise RegistrationError(f"{where}: {what}: field claims: {cid!r} is no claim of "
                                     "this registration",
                                     "name the ids of the claims the change touches")
+    replaced = {cid: _replaced(cid, table, entry, where, what, units)
+                for cid, table in entry.get("replaced", {}).items()}
     return DesignChange(entry["date"], entry["what"], entry["why"], tuple(entry.get("claims", ())),
-                        dict(entry.get("renamed", {})), entry.get("after_outcomes"))
+                        dict(entry.get("renamed", {})), entry.get("after_outcomes"), replaced)
+
+
+def _replaced(cid: str, table, entry: dict, where: str, what: str, units: dict[str, str]) -> Replaced:
+    """What a change replaced of claim ``cid``: its region and/or gates as they stood before it,
+    in the form a claim registers them (so that the claim can be judged under them again)."""
+    if cid not in units or cid not in entry.get("claims", ()):
+        raise RegistrationError(f"{where}: {what}: field replaced: {cid!r} is not a claim of this "
+                                "registration that the change names in claims",
+                                "key replaced by the ids (of today) of claims the change lists in claims")
+    _keys(table, REPLACED, (), where, f"{what}: replaced.{cid}")
+    if not table:
+        raise RegistrationError(f"{where}: {what}: field replaced.{cid}: empty",
+                                "give region = {...} and/or gates = [...] as they stood before the change")
+    return Replaced(_region(table["region"], where, f"{what}: replaced.{cid}", units[cid])
+                    if "region" in table else None,
+                    tuple(_gate(g, where, f"{what}: replaced.{cid}") for g in table["gates"])
+                    if "gates" in table else None)

@@ -82,6 +82,11 @@ SUPERSEDED: dict[str, str] = {
         "(docs/reviews/s0-2026-11-29-fourth.md) led to not testable rather than invalid for points "
         "the lab's own shaper lets through, a one-sided 'halved' and voluntary context switches "
         "counted apart (s0/registration.toml, change of 2026-11-29T13:14Z); new reference pending"),
+    "s0/20261129T144606Z-pool-46300f": (
+        "the fifth pooled S0 reference (three runs, 2026-11-29); its referee review "
+        "(docs/reviews/s0-2026-11-29-fifth.md) led to gain regions on the gain scale, a two-sided "
+        "'halved' and each change's record of what it replaced (s0/registration.toml, change #21 "
+        "of 2026-11-29T16:36Z); new reference pending"),
 }
 
 

@@ -1,0 +1,194 @@
+"""Each claim judged again as registered before the changes made after outcomes were read
+(harness.verdicts.before_outcomes), the records of what a change replaced in a registration file,
+and the gain-scale margin ('change') the fifth S0 review asked for."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+
+from harness.verdicts.before_outcomes import as_before, earlier_claims, rejudged
+from harness.verdicts.claims import INCONCLUSIVE, NOT_REPRODUCED, NOT_TESTABLE, REPRODUCED, Claim, Region, judge, table
+from harness.verdicts.intervals import mean_estimate
+from harness.verdicts.margins import Margin, MarginError
+from harness.verdicts.registration_file import RegistrationError, parse
+from tests.unit.test_pooled_report import members_as_today
+
+CLAIM = {"id": "s9.gain", "source": "paper", "claim": "gain", "paper": "+18..27%", "unit": "%",
+         "quote": "q", "seed_line": "009:1", "quantity": "q", "regime": "r",
+         "region": {"equivalent_to": [18, 27], "scale": "change"},
+         "gates": [{"name": "uniprocessor"}]}
+
+
+def change(date: str, after: bool | None, replaced: dict | None = None, claims=("s9.gain",)) -> dict:
+    out = {"date": date, "what": f"w {date}", "why": "y", "claims": list(claims)}
+    if after is not None:
+        out["after_outcomes"] = after
+    if replaced is not None:  # what it replaced of s9.gain
+        out["replaced"] = {"s9.gain": replaced}
+    return out
+
+
+def registration(*changes: dict):
+    return parse({"study": "s9", "design": {}, "claims": [CLAIM], "changes": list(changes)}, "s9.toml")
+
+
+# -- the gain scale (item 1 of the fifth S0 review) -----------------------------------------------
+
+@pytest.mark.parametrize("figure, bounds", [
+    ((18.0, 27.0), (18 / 1.1, 27 * 1.1)),  # was 8.63..39.7 % on the ratio scale
+    ((6.0, 16.0), (6 / 1.1, 16 * 1.1)),  # was 2.956..27.6 %
+    ((25.0, 25.0), (25 / 1.1, 27.5)),
+    ((-28.0, -28.0), (-30.8, -28 / 1.1)),  # a loss: its size widened, its sign kept
+    ((-95.0, -95.0), (-100.0, -95 / 1.1)),  # never beyond the whole
+])
+def test_a_stated_change_is_widened_on_its_own_scale(figure, bounds):
+    margin = Margin(figure, "change")
+    assert margin.bounds() == pytest.approx(bounds)
+    assert "read on its own scale" in margin.rule("%")
+    assert Margin(figure, "gain").bounds() != pytest.approx(bounds)  # not the ratio scale's
+
+
+@pytest.mark.parametrize("kwargs, words", [
+    ({"figure": (-5.0, 5.0), "scale": "change"}, "includes no change"),
+    ({"figure": (0.0, 0.0), "scale": "change"}, "includes no change"),
+    ({"figure": (18.0, 27.0), "scale": "change", "direction": "above"}, "takes no direction"),
+    ({"figure": (50.0, 50.0), "scale": "change", "limit": "at_most"}, "takes no direction"),
+    ({"figure": (-120.0, -120.0), "scale": "change"}, "more than the whole"),
+])
+def test_a_change_scale_margin_it_cannot_widen_is_refused(kwargs, words):
+    with pytest.raises(MarginError, match=words):
+        Margin(**kwargs)
+
+
+def test_a_convention_regions_why_is_in_its_rule_and_a_written_out_region_takes_none():
+    claim = {**CLAIM, "region": {"equivalent_to": 0.5, "why": "the design gives one relay of two"}}
+    region = parse({"study": "s9", "design": {}, "claims": [claim]}, "s9.toml").claims[0].region
+    assert region.why.endswith("; why this reading: the design gives one relay of two")
+    with pytest.raises(RegistrationError, match="only a region made by the convention takes it"):
+        parse({"study": "s9", "design": {}, "claims": [
+            {**CLAIM, "region": {"low": 1, "high": 2, "rule": "r", "why": "w"}}]}, "s9.toml")
+
+
+# -- what a change replaced, and the claim as it stood before -------------------------------------
+
+def test_the_earliest_change_after_outcomes_that_recorded_a_part_gives_it_and_the_rest_is_named():
+    reg = registration(
+        change("2026-11-01", False, {"region": {"low": 1, "high": 2, "rule": "before any data"}}),
+        change("2026-11-02", True),  # after outcomes, recording nothing: a limit, named
+        change("2026-11-03", True, {"region": {"low": 17, "high": 28, "rule": "printed digits"}}),
+        change("2026-11-04", True, {"gates": []}),
+        change("2026-11-05", True, {"region": {"equivalent_to": [18, 27], "scale": "gain",
+                                               "direction": "above"}}),
+    )
+    before = as_before(reg, "s9.gain")
+    assert (before.claim.region.low, before.claim.region.high) == (17, 28)  # not #1's: before data
+    assert before.claim.gates == () and reg.claim("s9.gain").gates != ()
+    assert before.region_from is reg.changes[2] and before.gates_from is reg.changes[3]
+    assert before.unrecorded == (reg.changes[1],)
+    how = before.how(reg)
+    assert "region as registered before change #3 (2026-11-03) (17..28%)" in how
+    assert "gates as registered before change #4 (2026-11-04) (none)" in how
+    assert "whatever changes #2 (made after outcomes" in how
+    assert as_before(registration(change("2026-11-02", True)), "s9.gain") is None
+    assert earlier_claims(registration()) == {}
+
+
+def test_a_replaced_record_is_part_of_the_digest_and_is_refused_where_it_names_no_claim_of_the_change():
+    plain = registration(change("2026-11-03", True))
+    recorded = registration(change("2026-11-03", True, {"region": {"low": 17, "high": 28, "rule": "r"}}))
+    assert plain.digest != recorded.digest
+    assert recorded.to_dict()["changes"][0]["replaced"]["s9.gain"]["region"] == {
+        "low": 17, "high": 28, "rule": "r"}
+    assert "replaced" not in plain.to_dict()["changes"][0]  # every other digest stays as it was
+    bad = change("2026-11-03", True, claims=())
+    bad["replaced"] = {"s9.gain": {"gates": []}}
+    with pytest.raises(RegistrationError, match="field replaced: 's9.gain' is not a claim"):
+        registration(bad)
+    with pytest.raises(RegistrationError, match="field gates"):
+        registration(change("2026-11-03", True, {"gates": [{"name": "no_such_gate"}]}))
+    with pytest.raises(RegistrationError, match="unknown key"):
+        registration(change("2026-11-03", True, {"quantity": "q"}))
+    with pytest.raises(RegistrationError, match="empty"):
+        registration(change("2026-11-03", True, {}))
+
+
+def test_a_runs_row_is_judged_again_against_the_earlier_region_from_its_own_estimate():
+    today = registration().claim("s9.gain")
+    estimate = mean_estimate([1.12, 1.14, 1.13, 1.15], "%", log=True).as_gain_pct()  # about +13.5 %
+    old = Claim("s9.gain", "gain", "p", Region.by_margin(Margin((18.0, 27.0), "gain", "above"), "%"), "%")
+    frame = table([judge(today, estimate), judge(today, None)])
+    assert list(frame.outcome) == [NOT_REPRODUCED, NOT_TESTABLE]  # 16.36..29.7 %
+    again = rejudged(frame, {"s9.gain": old})
+    assert list(again.outcome) == [REPRODUCED, NOT_TESTABLE]  # 8.63..39.7 % admitted it
+    assert again.region.iloc[0] == "8.628..39.7%" and again.region.iloc[1] == "8.628..39.7%"
+    assert again.ours.iloc[0] == frame.ours.iloc[0] and math.isclose(again.value.iloc[0], frame.value.iloc[0])
+
+
+# -- the fifth S0 reference pooled today, each claim beside its verdict as registered before ------
+
+S0_FIFTH = "s0/20261129T144606Z-pool-46300f"
+
+
+@pytest.fixture(scope="module")
+def fifth(tmp_path_factory):
+    from harness.verdicts.pool import pool
+
+    parent = tmp_path_factory.mktemp("fifth")
+    members = members_as_today(S0_FIFTH, parent / "members")
+    out = pool([str(p) for p in members], str(parent / "pooled"))
+    return (out / "report.md").read_text(), pd.read_parquet(out / "claims.parquet").set_index("claim_id")
+
+
+def test_the_fifth_s0_reference_shows_each_claims_verdict_as_registered_before_outcomes(fifth):
+    """The fifth review: 16 of 16 paper verdicts rest on rules changed after outcomes were read. Each
+    claim whose region or gates such a change replaced gets, recomputed from the members' data, its
+    verdict under the region and gates it had before: the streaming bandwidth claims, not testable
+    today for the relays-limit gate added after outcomes (change #16), were not reproduced before it
+    (1.05x against <= 0.5x; +2.4 % against the printed-digit 17..28 %)."""
+    text, frame = fifth
+    before = frame["before outcomes"]
+    assert frame.loc["s0.bandwidth.stream.proxies_below_half", "outcome"] == NOT_TESTABLE
+    assert before["s0.bandwidth.stream.proxies_below_half"] == \
+        "not reproduced: 1.05x [0.95, 1.17] (n=3) against <= 0.5x"
+    assert before["s0.bandwidth.stream.gain_1k_32k"] == \
+        "not reproduced: +2.4% [+1.5, +3.3] (n=3) against 17..28%"
+    assert before["s0.latency.far_nat_vs_proxies_x"].startswith(f"{INCONCLUSIVE}: 0.97x")
+    assert before["s0.latency.far_nat_vs_proxies_x"].endswith("against 0.95..1.05x")
+    # 'halved' as registered before the one-sided change of 13:14Z, two-sided as today: inconclusive
+    assert frame.loc["s0.cost.switches_halved", "outcome"] == INCONCLUSIVE
+    assert before["s0.cost.switches_halved"].startswith(f"{INCONCLUSIVE}: 0.44x")
+    assert before["s0.cost.switches_fewer"] == ""  # no change after outcomes replaced its region
+    how = frame.loc["s0.bandwidth.stream.gain_1k_32k", "before outcomes: how"]
+    assert "before change #11 (2026-11-29T00:36Z) (17..28%)" in how and "before change #15" in how
+    assert "**Today's verdict beside the one registered before outcomes were read:**" in text
+    assert ("| `s0.bandwidth.stream.gain_1k_32k` | not testable here: +2.4% [+1.5, +3.3] (n=3) against "
+            "16.36..29.7% | not reproduced: +2.4% [+1.5, +3.3] (n=3) against 17..28% |") in text
+    section = text.split("(`s0.latency.proxies_x`")[1].split("###")[0]
+    assert "- **as registered before outcomes were read:** not testable here" in section
+    assert "why not testable here:" in section  # a verdict that decides nothing says why
+
+
+def test_the_fifth_s0_reference_today_misses_the_gains_the_ratio_scale_admitted(fifth):
+    """Ping-pong's +13.3 % [+11.2, +15.4] and +4.4 % [+3.8, +4.9] lie below the paper's 18-27 % and
+    6-16 %; the ratio scale's regions (8.63..39.7 %, 2.956..27.6 %) held them, today's do not."""
+    _, frame = fifth
+    assert frame.loc["s0.bandwidth.pingpong.gain_1k_32k", "region"] == "16.36..29.7%"
+    assert frame.loc["s0.bandwidth.pingpong.gain_128k_1m", "region"] == "5.455..17.6%"
+    for cid in ("s0.bandwidth.pingpong.gain_1k_32k", "s0.bandwidth.pingpong.gain_128k_1m"):
+        high = frame.loc[cid, "high"]
+        assert high < float(frame.loc[cid, "region"].split("..")[0]), cid
+
+
+def test_claims_show_prints_what_each_change_replaced(capsys):
+    from argparse import Namespace
+
+    from harness.commands.claims import cmd_claims_show
+
+    assert cmd_claims_show(Namespace(study="s0", json=False)) == 0
+    out = capsys.readouterr().out
+    assert "    replaced of s0.cost.switches_halved: region 0.4545..0.55x\n" in out  # before 13:14Z
+    assert "    replaced of s0.bandwidth.stream.gain_1k_32k: gates none\n" in out  # before 04:54Z
+    assert "    replaced of s0.bandwidth.stream.gain_1k_32k: region 8.628..39.7%\n" in out  # before 16:36Z
