@@ -21,6 +21,16 @@ class CapabilityMissing(HarnessError):
     """A node lacks a kernel feature or tool that the study needs."""
 
 
+class CeilingTooLow(CapabilityMissing):
+    """A VM lab measured a ceiling below the rates its topology registers as fixed
+    (:attr:`harness.topology.topology.Topology.fixed_rates`): refused before any point is
+    measured. ``record``: what was measured and needed, for run.json's placement."""
+
+    def __init__(self, message: str, hint: str | None = None, record: dict | None = None):
+        super().__init__(message, hint)
+        self.record = dict(record or {})
+
+
 class NodeError(HarnessError):
     """A node could not be reached or a transport failed."""
 

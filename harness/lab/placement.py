@@ -9,7 +9,11 @@ what is missing where.
 A VM lab is slower than the host (software emulation under TCG), so it
 measures its own ceiling -- the unshaped rate between two of its namespaces --
 and a study asking for more is scaled down keeping the bandwidth-delay product
-(rates x f, delays / f), recorded and said beside every affected figure.
+(rates x f, delays / f), recorded and said beside every affected figure. A
+topology whose rates are registered by design (``Topology.fixed_rates``, S3's
+verdict profile) is never scaled: a lab that cannot carry them is refused
+(:class:`~harness.errors.CeilingTooLow`), so every run of that design measures
+in one regime, whatever the machine's load when its ceiling was probed.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ import glob
 import os
 from dataclasses import asdict, dataclass, field, replace
 
-from ..errors import CapabilityMissing, HarnessError
+from ..errors import CapabilityMissing, CeilingTooLow, HarnessError
 from ..journal.journal import Journal
 from ..nodes import Node
 from ..topology.topology import Topology
@@ -157,6 +161,8 @@ class Scaling:
     ceiling_mbit: float | None  # None: not measured (no link of the lab is shaped)
     max_rate_mbit: float | None
     note: str
+    #: where the rates are registered ("": scaled to the ceiling; Topology.fixed_rates)
+    fixed_rates: str = ""
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -175,24 +181,39 @@ def fit_to_ceiling(topology: Topology, ceiling_mbit: float | None,
         raise ValueError("fit_to_ceiling needs the namespace ceiling, the wires' or both")
     rates = [link.rate_mbit for link in topology.links if link.rate_mbit is not None]
     top = max(rates) if rates else None
-    limits, whats, carries = [], [], []
+    limits, whats, carries, needs = [], [], [], []
     if ceiling_mbit is not None:
         limits.append(ceiling_mbit * headroom)
         whats.append(f"{headroom:.0%} of the lab's ceiling ({ceiling_mbit:.0f} Mbit/s)")
         carries.append(f"{ceiling_mbit:.0f} Mbit/s between namespaces")
+        needs.append(f"{(top or 0) / headroom:.0f} Mbit/s between namespaces")
     if wire_ceiling_mbit is not None:
         limits.append(wire_ceiling_mbit * WIRE_HEADROOM)
         whats.append(f"{WIRE_HEADROOM:.0%} of its wires' ceiling ({wire_ceiling_mbit:.0f} "
                      "Mbit/s)")
         carries.append(f"{wire_ceiling_mbit:.0f} Mbit/s over a wire between its VMs")
+        needs.append(f"{(top or 0) / WIRE_HEADROOM:.0f} Mbit/s over a wire")
     limit = min(limits)
     what = "within " + " and ".join(whats)
     carries = "this lab carries at most " + " and ".join(carries)
     floor = min(c for c in (ceiling_mbit, wire_ceiling_mbit) if c is not None)
+    fixed = topology.fixed_rates
+    if fixed and top is not None and top > limit:
+        raise CeilingTooLow(
+            f"this lab cannot carry its registered rates ({fixed}): the fastest link is "
+            f"{top:g} Mbit/s, but {carries} (measured at the start of this run), and a lab "
+            f"emulates rates {what}: at most {limit:.0f} Mbit/s here; it needs "
+            f"{' and '.join(needs)}. No benchmark point was measured",
+            "run it on a quieter machine (the ceiling is measured at each run's start: other "
+            "runs, builds or tests on the machine lower it; `uptime` shows the load), or use "
+            "the quick profile, which scales the lab's rates to what the machine carries",
+            record={"scaling": Scaling(1.0, floor, top, f"refused: {limit:.0f} Mbit/s "
+                                       f"carried, {top:g} registered", fixed).to_dict()})
     if top is None or top <= limit:
         return topology, Scaling(1.0, floor, top,
                                  f"no scaling: the fastest link ({top or 'unshaped'} Mbit/s) is "
-                                 f"{what}")
+                                 f"{what}" + (f"; its rates are registered ({fixed})"
+                                              if fixed else ""), fixed)
     factor = limit / top
     links = tuple(replace(link,
                           rate_mbit=None if link.rate_mbit is None else link.rate_mbit * factor,

@@ -36,7 +36,7 @@ from ..archive import provenance
 from ..archive.archive import COMPLETE, INCOMPLETE, Run, project_root
 from ..config.operation import Operation, apply, describe, plan
 from ..config.record import ChangeRecord
-from ..errors import Interrupted, SpecError
+from ..errors import CeilingTooLow, Interrupted, SpecError
 from ..journal.journal import Journal
 from ..journal.tracked import journalled
 from ..lab.placement import Scaling
@@ -207,7 +207,12 @@ class Session:
                        node_features: dict[str, set[str]] | None) -> LabTestbed:
         """A namespace lab on this host, or inside VMs (:func:`.testbed_build.build_lab`)."""
         placing = self._placing(topology, features, tools, node_features)
-        built = build_lab(placing, topology, self.study, self.journal, self.stack)
+        try:
+            built = build_lab(placing, topology, self.study, self.journal, self.stack)
+        except CeilingTooLow as exc:  # refused before any point: run.json keeps what it measured
+            self._placement.update(exc.record)
+            self.run.update(placement=self.placement())
+            raise
         self.capabilities.update(built.capabilities)
         self._placement.update(built.placement)
         if built.ceiling_s is not None:

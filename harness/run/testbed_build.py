@@ -15,6 +15,7 @@ from contextlib import ExitStack
 from dataclasses import dataclass, field
 
 from ..config.record import ChangeRecord
+from ..errors import CeilingTooLow
 from ..journal.journal import Journal
 from ..lab.lab import Lab
 from ..lab.placement import (
@@ -167,7 +168,12 @@ def fit_vm_lab(journal: Journal, topology: Topology, vms: dict, nics: dict, lab_
         wire_ceilings[link.name] = measure_wire_ceiling(
             journal, vms[la], vms[lb], nics[(link.a.node, link.a.ifname)],
             nics[(link.b.node, link.b.ifname)], caps)
-    topology, scaling = fit_to_ceiling(
-        topology, ceiling,
-        wire_ceiling_mbit=min(wire_ceilings.values()) if wire_ceilings else None)
+    try:
+        topology, scaling = fit_to_ceiling(
+            topology, ceiling,
+            wire_ceiling_mbit=min(wire_ceilings.values()) if wire_ceilings else None)
+    except CeilingTooLow as exc:  # registered rates the lab cannot carry: run.json says so
+        if wire_ceilings:
+            exc.record["wire_ceilings_mbit"] = wire_ceilings
+        raise
     return topology, scaling, wire_ceilings

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import functools
 import math
+import re
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
@@ -268,6 +269,39 @@ def _interval(a: np.ndarray, unit: str, units: str, log: bool) -> Estimate:
         method = (f"{scale}, {CONFIDENCE:.0%} percentile bootstrap over {n} {units} "
                   f"({RESAMPLES} resamples)")
     return Estimate(value, float(back(lo)), float(back(hi)), n, unit, units, method, on)
+
+
+#: said in an estimate's method when its interval is held within the quantity's range
+WITHIN = "held within the quantity's range"
+_WITHIN_RANGE = re.compile(re.escape(WITHIN) + r" \[([^,\]]+), ([^\]]+)\]")
+
+
+def within(estimate: Estimate | None, low: float, high: float) -> Estimate | None:
+    """``estimate`` with its interval intersected with [``low``, ``high``], the range the quantity
+    cannot leave (a share of points: [0, 1]), said in its method.
+
+    Why this and not another interval: the quantity lies in its range by definition, so the
+    event "the interval covers the true value" is the same before and after the intersection:
+    the coverage is the underlying interval's (95 %) exactly, and no end reads a value the
+    quantity cannot take (S3's "TIPC best in most", a mean of per-repetition shares, read
+    [-0.24, 0.82] in a run of 2 repetitions). Wilson's score interval would count a run's k
+    points as independent Bernoulli trials, which the points of one mapper fleet are not (the
+    repetition is the unit); an interval on the logit scale estimates the mean of logits, not
+    the mean share, and needs a continuity correction at 0 or k of k points."""
+    if estimate is None:
+        return None
+    method = f"{estimate.method}; {WITHIN} [{low:g}, {high:g}]"
+    if not estimate.has_interval:
+        return replace(estimate, method=method)
+    return replace(estimate, low=min(max(estimate.low, low), high),
+                   high=max(min(estimate.high, high), low), method=method)
+
+
+def range_of(method: str) -> tuple[float, float] | None:
+    """The range an estimate's interval was held within (:func:`within`), read from its method;
+    None when it was not."""
+    found = _WITHIN_RANGE.search(method or "")
+    return (float(found.group(1)), float(found.group(2))) if found else None
 
 
 def run_estimate(values: Sequence[float], runs: Sequence[Hashable], unit: str = "",

@@ -37,7 +37,18 @@ import numpy as np
 import pandas as pd
 
 from .claims import INVALID, NOT_TESTABLE, Claim, Region, Verdict, judge
-from .intervals import CONFIDENCE, POOLED_METHOD, RESAMPLES, SEED, T_BELOW, Estimate, t975, t_half_width
+from .intervals import (
+    CONFIDENCE,
+    POOLED_METHOD,
+    RESAMPLES,
+    SEED,
+    T_BELOW,
+    Estimate,
+    range_of,
+    t975,
+    t_half_width,
+    within,
+)
 from .invalid_points import by_kind, split_points
 
 #: what the all-units figure is to a reader of a pooled report
@@ -181,6 +192,9 @@ def pooled_verdict(claim: Claim, rows: list[pd.Series], run_ids: list[str],
     # a gated claim keeps its estimate beside its outcome, deciding nothing (gates.registry.apply)
     estimate = (pooled_estimate(values, run_scale(rows[0]), claim.unit, _per_run(rows))
                 if measured else None)
+    bounds = range_of(str(rows[0].get("interval") or ""))
+    if bounds:  # a quantity with a range (a share): the pooled interval held within it too
+        estimate = within(estimate, *bounds)
     untestable = [(rid, r) for rid, r in zip(run_ids, rows)
                   if r["outcome"] == NOT_TESTABLE or not math.isfinite(float(r["value"]))]
     if untestable:
@@ -237,6 +251,13 @@ def _moments(row: pd.Series, scale: str) -> tuple[float, float, int] | str:
     if "Student t interval over" not in method:
         return f"its interval is {method or 'not named'}: its spread is not in its table"
     low, high = _to(float(row["low"]), scale), _to(float(row["high"]), scale)
+    bounds = range_of(method)
+    if bounds:  # held within a range (intervals.within): an end not cut keeps the half-width
+        uncut = [half for end, half in ((low, mean - low), (high, high - mean))
+                 if end not in bounds]
+        if not uncut:
+            return f"its interval was cut at both ends of its range {list(bounds)}"
+        return mean, max(uncut) * math.sqrt(n) / t975(n - 1), n
     if not math.isclose(high - mean, mean - low, rel_tol=1e-6, abs_tol=1e-12):
         return "its interval is not symmetric about its estimate on its scale"
     return mean, (high - low) / 2 * math.sqrt(n) / t975(n - 1), n
@@ -274,5 +295,7 @@ def all_units_estimate(rows: list[pd.Series], run_ids: list[str], unit: str) -> 
     if total >= T_BELOW:
         method += (f" (one run of {total} {units} would take a percentile bootstrap, which needs the raw "
                    f"{units}: this is its Student t counterpart)")
-    return Estimate(value, _back(mean - half, scale), _back(mean + half, scale), total, unit, units,
-                    method, on), ""
+    estimate = Estimate(value, _back(mean - half, scale), _back(mean + half, scale), total, unit,
+                        units, method, on)
+    bounds = range_of(str(rows[0].get("interval") or ""))
+    return (within(estimate, *bounds) if bounds else estimate), ""

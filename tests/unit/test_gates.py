@@ -571,3 +571,25 @@ def test_a_probed_rate_and_its_bound_never_read_as_equal():
 
     assert size_text(1, 0.5263, 0.4975, 0.02, False) == "1 B 0.53 Mbit/s > 0.51 (0.50 + 2 %)"
     assert size_text(1024, 187.9, 93.94, 0.02, False) == "1024 B 187.9 Mbit/s > 95.8 (93.9 + 2 %)"
+
+
+def test_the_link_gate_with_a_direction_reads_that_direction_only():
+    """S3's rate claims rest on the partitions, switch->reducer; the other direction of the
+    reducer port carries requests and acks (run 8d8a94: reducer->switch 0.964, failed;
+    switch->reducer 0.972, passed). With ``direction`` only the named one decides."""
+    def check(direction, ratio):
+        return {"link": "reducer:eth0--switch:red", "direction": direction, "ok": ratio >= 0.97,
+                "rate_ok": ratio >= 0.97, "rtt_ok": None, "rate_ratio": ratio,
+                "configured_mbit": 85.0, "link_layer_mbit": 85.0 * ratio}
+    acks_slow = RunFacts.from_meta({"link_verification": [check("reducer->switch", 0.964),
+                                                          check("switch->reducer", 0.972)]})
+    data = Gate("links_verified", {"link": "reducer", "direction": "switch->reducer"})
+    assert evaluate(data, acks_slow, {}).passed
+    assert not evaluate(Gate("links_verified", {"link": "reducer"}), acks_slow, {}).passed
+    data_slow = RunFacts.from_meta({"link_verification": [check("reducer->switch", 0.99),
+                                                          check("switch->reducer", 0.944)]})
+    failed = evaluate(data, data_slow, {})
+    assert not failed.passed and "switch->reducer: rate 80.24 of 85.00" in failed.figures
+    other = Gate("links_verified", {"link": "reducer", "direction": "reducer->mapper"})
+    missing = evaluate(other, acks_slow, {})
+    assert not missing.passed and "in direction reducer->mapper was recorded" in missing.figures

@@ -206,3 +206,19 @@ def test_a_figure_that_reads_like_a_region_bound_is_printed_to_tell_them_apart()
     close = Estimate(10.0, 8.6001, 12.0, 3, "%", "runs")
     assert close.text((8.6, 39.7)) == "+10.0% [+8.6001, +12.0] (n=3)"
     assert distinct(0.45438, 0.45454545) == 4 and distinct(0.454521, 0.4545454) == 5
+
+
+def test_a_quantity_with_a_range_keeps_its_interval_inside_it():
+    """A share of points cannot leave [0, 1]: S3's "TIPC best in most" read [-0.24, 0.82] over
+    two repetitions. ``within`` intersects the interval with the range (coverage unchanged:
+    the true share is always inside) and says so in the method, where a pool reads it back."""
+    from harness.verdicts.intervals import range_of, within
+
+    est = mean_estimate([0.2, 0.5], units="repetitions")
+    assert est.low < 0 and est.high > 1
+    held = within(est, 0.0, 1.0)
+    assert (held.low, held.value, held.high) == (0.0, est.value, 1.0)
+    assert range_of(held.method) == (0.0, 1.0) and range_of(est.method) is None
+    inside = within(mean_estimate([0.40, 0.42, 0.41, 0.43]), 0.0, 1.0)
+    assert 0 < inside.low < inside.high < 1  # an interval inside the range is left as it is
+    assert within(None, 0.0, 1.0) is None

@@ -108,3 +108,90 @@ def test_a_vm_lab_measures_ceilings_only_when_a_link_is_shaped(monkeypatch):
     topo, scaling, ceilings = fit(None, s2.topology(s2.Params()), vms, nics, None, None)
     assert len(measured) == 2 and set(ceilings.values()) == {40.0}
     assert scaling.factor < 1.0 and scaling.ceiling_mbit == 40.0
+
+
+# -- rates registered by design (S3's verdict profile, 2026-11-29T16:35Z) --------------------
+
+def _s3(profile: str):
+    from harness.studies.s3 import study as s3
+
+    return s3.topology(s3.Params.resolve(profile=profile))
+
+
+def test_registered_rates_are_never_scaled_and_a_lab_too_slow_for_them_is_refused():
+    """Under load the wire's ceiling read 93 Mbit/s and S3's verdict run was scaled to x0.37,
+    on a quiet machine 209-233 and x0.84-0.93: one registration, two regimes. The verdict
+    profile registers its port (75 Mbit/s): a lab that carries it measures at exactly that
+    rate, one that cannot (0.4 x 93 = 37 Mbit/s) is refused with what was measured, what the
+    registration needs and how to fix it. The quick profile still scales."""
+    from harness.errors import CeilingTooLow
+
+    verdict = _s3("verdict")
+    assert "registered for profile verdict" in verdict.fixed_rates
+    port = max(link.rate_mbit for link in verdict.links if link.rate_mbit)
+    assert port == 75.0
+    topo, scaling = fit_to_ceiling(verdict, ceiling_mbit=987, wire_ceiling_mbit=227)
+    assert topo == verdict and scaling.factor == 1.0 and scaling.fixed_rates == verdict.fixed_rates
+    assert scaling.max_rate_mbit == 75.0 and scaling.ceiling_mbit == 227
+    with pytest.raises(CeilingTooLow) as caught:
+        fit_to_ceiling(verdict, ceiling_mbit=987, wire_ceiling_mbit=93.3)
+    text = str(caught.value)
+    assert "cannot carry its registered rates" in text and "fastest link is 75 Mbit/s" in text
+    assert "93 Mbit/s over a wire between its VMs (measured" in text
+    assert "at most 37 Mbit/s" in text and "it needs 94 Mbit/s between namespaces and 188 " \
+        "Mbit/s over a wire" in text and "No benchmark point was measured" in text
+    assert "quieter machine" in caught.value.hint and "quick profile" in caught.value.hint
+    record = caught.value.record["scaling"]
+    assert record["ceiling_mbit"] == 93.3 and record["max_rate_mbit"] == 75.0
+    assert record["fixed_rates"] == verdict.fixed_rates
+    quick = _s3("quick")
+    assert quick.fixed_rates == ""
+    topo, scaling = fit_to_ceiling(quick, ceiling_mbit=987, wire_ceiling_mbit=93.3)
+    assert scaling.factor == pytest.approx(93.3 * WIRE_HEADROOM / 100)
+
+
+def test_a_verdict_run_its_lab_cannot_carry_stops_before_any_point_incomplete_and_recorded(
+        tmp_path, monkeypatch):
+    """The refusal inside a run: the ceilings measured (fakes here), one error, nothing
+    measured after it, the run left incomplete (its journal undone as always) and run.json's
+    placement holding the registered rate and the measured ceilings."""
+    import json
+
+    from harness.archive.archive import INCOMPLETE
+    from harness.errors import CeilingTooLow
+    from harness.lab.placement import Decision
+    from harness.run import session as session_module
+    from harness.run import testbed_build
+    from harness.run.session import open_session
+
+    verdict = _s3("verdict")
+    monkeypatch.setenv("HARNESS_LOCK_DIR", str(tmp_path / "locks"))  # not the machine's
+    monkeypatch.setattr(testbed_build, "measure_ceiling", lambda *args: 987.0)
+    monkeypatch.setattr(testbed_build, "measure_wire_ceiling", lambda *args: 93.3)
+    placing = testbed_build.Placing(None, HOST, set(), set(), "study s3",
+                                    Decision("vm", "TIPC needs a VM", ("tipc",), ("tipc",), 2))
+    monkeypatch.setattr(session_module, "place", lambda *args: placing)
+    built = []
+
+    def build_lab(placing, topology, study, journal, stack):  # the VMs "booted", then fitted
+        nics = {(e.node, e.ifname): "52:54:00:00:00:01" for link in topology.wires()
+                for e in (link.a, link.b)}
+        testbed_build.fit_vm_lab(journal, topology, {"": "vm", "reducer": "vm-reducer"}, nics,
+                                 None, None)
+        built.append(topology)
+
+    monkeypatch.setattr(session_module, "build_lab", build_lab)
+    measured = []
+    with pytest.raises(CeilingTooLow, match="cannot carry its registered rates"):
+        with open_session("s3", {"profile": "verdict"}, root=tmp_path) as session:
+            session.testbed(verdict)
+            measured.append("a benchmark point")
+    assert not built and not measured
+    (run_json,) = tmp_path.rglob("run.json")
+    meta = json.loads(run_json.read_text())
+    assert meta["status"] == INCOMPLETE
+    assert "cannot carry its registered rates" in meta["measurement_error"]
+    scaling = meta["placement"]["scaling"]
+    assert scaling["max_rate_mbit"] == 75.0 and scaling["ceiling_mbit"] == 93.3
+    assert "registered for profile verdict" in scaling["fixed_rates"]
+    assert meta["placement"]["wire_ceilings_mbit"] == {"reducer:eth0--switch:red": 93.3}

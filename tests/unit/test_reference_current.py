@@ -87,6 +87,12 @@ SUPERSEDED: dict[str, str] = {
         "(docs/reviews/s0-2026-11-29-fifth.md) led to gain regions on the gain scale, a two-sided "
         "'halved' and each change's record of what it replaced (s0/registration.toml, change #21 "
         "of 2026-11-29T16:36Z); new reference pending"),
+    "s3/20261129T142644Z-pool-9b3512": (
+        "the second pooled S3 reference (three runs, 2026-11-29); its referee review "
+        "(docs/reviews/s3-2026-11-29-second.md) led to the verdict port at a registered 75 Mbit/s "
+        "on netem's rate, the port gate on the data direction, 003:208 under one gate set and a "
+        "share's interval within [0, 1] (s3/registration.toml, changes of 2026-11-29T16:35Z); "
+        "new reference pending"),
 }
 
 

@@ -20,7 +20,7 @@ from ...topology.shaping import BURST_SECONDS, ETHERNET_HEADER, MIN_BURST_BYTES,
 from ...verdicts.claims import NOT_TESTABLE, Verdict, judge, not_testable, table
 from ...verdicts.claims import PAPER as PAPER_SOURCE
 from ...verdicts.failures import floored_ratio
-from ...verdicts.intervals import mean_estimate
+from ...verdicts.intervals import mean_estimate, within
 from ...verdicts.validity import Invalid, check_apparatus, check_rate, check_share, payload_rate_mbit
 from .design import PAPER_CPU_FANIN, USER_HZ
 from .registration import (
@@ -153,7 +153,10 @@ def port_limited_points(rate: pd.DataFrame, port: PortCheck) -> list[str]:
 
 
 def port_bucket_bytes(wire_mbit: float, shaper: str = "htb") -> float:
-    """What the reducer port's shaper lets leave at once after an idle gap (bytes)."""
+    """What the reducer port's shaper lets leave at once after an idle gap (bytes): netem's
+    rate (the default since 2026-11-29) schedules every frame at the rate, so nothing."""
+    if shaper == "netem":
+        return 0.0
     if shaper == "serialise":
         return PEAK_FRAMES * (1500 + ETHERNET_HEADER)
     return max(MIN_BURST_BYTES, wire_mbit * 1e6 / 8 * BURST_SECONDS)
@@ -283,7 +286,8 @@ def _best_verdict(rate: pd.DataFrame, bound: tuple) -> Verdict:
     shares = best.groupby(level="repetition").mean() if reps else []
     k = len(points)
     region = best_region(rate)
-    est = mean_estimate(shares, units="repetitions")
+    # a share cannot leave [0, 1]: its interval held within it (intervals.within says why)
+    est = within(mean_estimate(shares, units="repetitions"), 0.0, 1.0)
     invalid = invalid_rate_points(rows[rows.repetition.isin(reps)], *bound)
     return judge(replace(claim, region=region), est,
                  f"share of {k} points per repetition, TIPC against "

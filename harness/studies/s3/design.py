@@ -66,6 +66,18 @@ def cpu_bound_period_ms(round_ms: float, paper_ms: float) -> float:
     return float(max(1, round(round_ms * CPU_PERIOD_FACTOR * paper_ms / PAPER_PERIOD_MS)))
 
 
+#: How the reducer port's rate meets the machine (the parameter ``port_scaling``): "ceiling"
+#: scales it to what the lab's VMs carry (:func:`harness.lab.placement.fit_to_ceiling`),
+#: "registered" keeps it as given and refuses a lab that cannot carry it.
+PORT_SCALINGS = ("ceiling", "registered")
+#: The verdict profile's reducer port, registered (s3/registration.toml [design], 2026-11-29):
+#: what a quiet 2-core TCG machine carries, with margin. The port is a wire between the
+#: reducer's VM and the switch's, and a lab emulates at most 0.4 of a wire's measured ceiling
+#: (harness.lab.placement.WIRE_HEADROOM); the six quiet-start verdict runs of 2026-11-29 read
+#: 209-233 Mbit/s (84-93 Mbit/s carried), the loaded ones 50-93 (20-37). 75 Mbit/s needs a
+#: ceiling of 188 Mbit/s: 10 % below the lowest quiet reading (209), refused under load.
+VERDICT_PORT_MBIT = 75.0
+
 PROFILES = {
     # quick: a first look within ~5 minutes in two TCG VMs at low load; the claims' points
     # 1:48 at 1, 4 KB (the gains) and 16 KB (the collapse, the size the paper names), no
@@ -82,9 +94,12 @@ PROFILES = {
     # ~45 min here under a host load of 7-9 (a quick run's fleets then took 43-54 s at 6
     # points x 5 rounds, a CPU fleet 38-46 s at the 871 ms its 28 Mbit/s port gave)
     # one run of three for a pooled reference (issue 33 item 3): a third of the repetitions
+    # the port at its registered rate, never scaled to the machine: every run of a pooled
+    # reference in one regime (a lab that cannot carry it is refused before measuring)
     "verdict": dict(mappers=(8, 48), sizes_kb=(1, 4, 8, 16, 32, 64), rounds=10, warmup=2,
                     repetitions=2, cpu_periods_paper_ms=(PAPER_PERIOD_MS,),
-                    cpu_sizes_kb=(1, 4), cpu_rounds=6, cpu_repetitions=4),
+                    cpu_sizes_kb=(1, 4), cpu_rounds=6, cpu_repetitions=4,
+                    port_rate_mbit=VERDICT_PORT_MBIT, port_scaling="registered"),
     # paper: the paper's 7 x 7 grid of Fig. 7 (fan-in 1..48, 1..64 KB, 1000 rounds a point)
     # and Fig. 8's sizes at three periods; hours here (see docs/measurements.md, S3)
     "paper": dict(mappers=(1, 8, 16, 24, 32, 40, 48), sizes_kb=(1, 2, 4, 8, 16, 32, 64),

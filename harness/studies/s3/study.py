@@ -18,11 +18,13 @@ measured rounds (what ``sar`` reports, as the paper measured it), at the paper's
 carried over to our port's rate (:func:`.design.cpu_period_ms`).
 
 Here: one reducer and N mapper namespaces joined by a "switch" namespace
-that routes; the switch's port toward the reducer is the bottleneck (htb at
-``port_rate_mbit``) with a small FIFO (``queue_packets``, the switch-port
-buffer; a packet-limited pfifo, because the namespace backend cannot yet put
-a byte-limited bfifo under htb; its drops are read from the qdisc per point). Without it
-a veth has no buffer to overflow and incast cannot happen. Traffic: our C
+that routes; the switch's port toward the reducer is the bottleneck (netem's own rate
+at ``port_rate_mbit`` since 2026-11-29, ``port_shaper``; htb before) with a small FIFO
+(``queue_packets``, the switch-port buffer, in packets: netem's limit, or a pfifo under
+htb; its drops are read from the qdisc per point). Without it a veth has no buffer to
+overflow and incast cannot happen. The verdict profile's port rate is registered
+(``port_scaling="registered"``): a lab whose measured ceiling cannot carry it is refused
+before any point; other profiles scale it to the ceiling. Traffic: our C
 generator (harness.fanin), same code for every protocol; TIPC on its Ethernet
 bearer as the paper ran it (the switch then bridges its ports: harness.config.bridge;
 ``tipc_media="udp"``: UDP bearers the switch routes), configured on every node by
@@ -56,6 +58,7 @@ from .design import (
     CPU_LOADS,
     CPU_PERIOD_FACTOR,
     PAPER_PERIOD_MS,
+    PORT_SCALINGS,
     PROFILES,
     VARIANTS,
 )
@@ -145,11 +148,17 @@ class Params(Parameters):
                           "slowest CPU protocol's back-to-back round time: the receiver's CPU "
                           "loaded as the paper's shuffle loaded it) or wire (the paper's load "
                           "per unit of port rate)", choices=CPU_LOADS)
-    port_shaper: str = param("htb", "how the reducer's port enforces its rate: htb (a bucket "
-                             "of max(32 KB, 2 ms) that lets a small round leave at once; the "
-                             "claims say which points it shapes) or serialise (each frame at "
-                             "the wire's pace; in a TCG VM under load its timers fell to "
-                             "0.28-0.47 of the rate)", choices=SHAPERS)
+    port_shaper: str = param("netem", "how the reducer's port enforces its rate: netem (each "
+                             "frame's departure scheduled at the rate: no bucket, and a TCG "
+                             "stall loses the link no time), htb (a bucket of max(32 KB, 2 ms) "
+                             "that lets a small round leave at once; under TCG it carried "
+                             "0.944-0.964 of its rate) or serialise (tbf, each frame at the "
+                             "wire's pace; in a TCG VM under load its timers fell to 0.28-0.47 "
+                             "of the rate)", choices=SHAPERS)
+    port_scaling: str = param("ceiling", "how the port's rate meets the machine: ceiling (scaled "
+                              "to what the lab's VMs carry, measured at the run's start) or "
+                              "registered (as given; a lab that cannot carry it is refused "
+                              "before any point is measured)", choices=PORT_SCALINGS)
 
     def check(self) -> None:
         """The CPU phase measures protocols the lab is configured for: some of ``protocols``."""
@@ -210,8 +219,12 @@ def topology(params: Params, mappers: int | None = None) -> Topology:
         b.route(name, LAB_PREFIX, via=f"198.18.{i + 1}.1", dev="eth0")
     where = ("; the reducer in a kernel of its own, wired to the switch"
              if params.split_kernels else "")
+    fixed = (f"s3's reducer port at {params.port_rate_mbit:g} Mbit/s, registered for profile "
+             f"{params.profile} (s3/registration.toml [design] port_scaling)"
+             if params.port_scaling == "registered" else "")
     return b.build(notes=f"S3: 1:{n} fan-in; reducer port {params.port_rate_mbit:g} Mbit/s with "
-                         f"a {params.queue_packets}-packet FIFO (switch-port buffer){where}")
+                         f"a {params.queue_packets}-packet FIFO (switch-port buffer){where}",
+                   fixed_rates=fixed)
 
 
 # -- configuration ------------------------------------------------------------
@@ -308,7 +321,12 @@ class S3(Study):
                        "port_rate_mbit_effective": port_mbit,
                        "scaling": session.scaling.to_dict() if session.scaling else None,
                        "kernel": kernel_record(reducer), "lab_mappers": n_lab,
-                       "cpu_load": params.cpu_load, "port_shaper": params.port_shaper}
+                       "cpu_load": params.cpu_load, "port_shaper": params.port_shaper,
+                       "port_scaling": params.port_scaling,
+                       "port_rate_registered_mbit": params.port_rate_mbit
+                       if params.port_scaling == "registered" else None,
+                       "port_ceiling_mbit": session.scaling.ceiling_mbit
+                       if session.scaling else None}
         if params.cpu_load == "wire":
             notes["cpu_periods_ms"] = {str(p.period_paper_ms): p.period_ms for p in cpu}
         if tipc_notes is not None:

@@ -40,6 +40,8 @@ The gates (:data:`~harness.verdicts.gates.registry.GATES`):
   (e.g. ``wan``) passed the link verification before measuring (``run.json``'s
   ``link_verification``: rate and RTT against the topology), for claims that rest on that
   link being what the topology declares; a failed direction is named with its figures;
+  ``direction`` (optional, e.g. ``switch->reducer``): only the direction the claim's data
+  crosses counts;
 - ``at_least``: a measured quantity at least a registered level on every row the claim
   rests on (``table``, ``column``, ``min``; ``rows`` as for ``cpu_bound``; ``what`` names
   the quantity in the figures; ``per`` a column to divide it by, row by row), e.g. the

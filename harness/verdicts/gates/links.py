@@ -43,9 +43,14 @@ def _two_decimals(value) -> str:
 def links_verified(facts: RunFacts, _tables, params) -> GateResult:
     name = "links_verified"
     part = str(params["link"])
-    mine = [r for r in facts.links if part in str(r.get("link", ""))]
+    # ``direction`` (optional): only that direction counts, the one the claim's data crosses
+    # (S3: switch->reducer; the other carries only requests and acks)
+    way = str(params.get("direction") or "")
+    mine = [r for r in facts.links if part in str(r.get("link", ""))
+            and (not way or r.get("direction") == way)]
     if not mine:
-        return GateResult(name, False, f"no verification of a link named *{part}* was recorded")
+        return GateResult(name, False, f"no verification of a link named *{part}*"
+                          + (f" in direction {way}" if way else "") + " was recorded")
     failed = [r for r in mine if r.get("ok") is False
               or r.get("rate_ok") is False or r.get("rtt_ok") is False]
     if failed:

@@ -75,7 +75,8 @@ GATES: dict[str, GateSpec] = {
                           "the most the lab lets a gain be (its ceiling, measured) reaches the "
                           "claim's region", ("by",), region=True),
     "links_verified": GateSpec(links_verified, ("link",),
-                               "the link verification passed on every direction of the link"),
+                               "the link verification passed on every direction of the link "
+                               "(with direction: on that one)", ("direction",)),
     "at_least": GateSpec(bounded("at_least", below=False), ("table", "column", "min"),
                          "a measured quantity at least a registered level on every row",
                          ("rows", "what", "per")),

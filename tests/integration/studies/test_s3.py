@@ -52,7 +52,8 @@ def test_s3_small_run_in_vm_lab(tmp_path, monkeypatch):
     assert "eth:eth0" in meta["s3"]["tipc"]["reducer"]["bearers"][0]
     kinds = {c["kind"] for c in meta["configuration"]}
     assert {"tipc", "l2-switch"} <= kinds  # one TIPC operation per node, and the bridge
-    assert meta["s3"]["port_shaper"] == "htb"
+    assert meta["s3"]["port_shaper"] == "netem"  # the default since 2026-11-29 (htb missed 0.97)
+    assert meta["s3"]["port_scaling"] == "ceiling" and meta["s3"]["port_rate_registered_mbit"] is None
     frame = pd.read_parquet(run_dir / "results.parquet")
     assert set(frame.protocol) == {"tcp-cubic", "sctp", "tipc"}
     # 4 KB at 1:4 is not in the rate sweep: one calibration fleet per CPU protocol set the period

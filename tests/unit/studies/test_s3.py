@@ -454,3 +454,26 @@ def test_no_cpu_phase_without_cpu_rounds(fake_fanin):
     assert set(session.tables["results"].experiment) == {"rate"}
     assert session.notes["s3"]["order"]["cpu"] == []
     assert len(fake_fanin) == 3 * params.repetitions == 6  # the quick profile: 2 repetitions
+
+
+def test_the_reducer_port_is_netems_rate_with_the_fifo_as_its_limit_and_its_counters_read():
+    """2026-11-29T16:35Z: the port on netem's own rate (htb under TCG carried 0.944-0.964 of
+    its rate). One netem root, handle 10:, its limit the 85-packet FIFO, no bucket; the drops
+    and packets the study reads per point are that qdisc's."""
+    from harness.studies.s3.measure import parse_qdisc
+    from harness.topology.shaping import plan_egress
+
+    for profile in ("quick", "verdict"):
+        params = s3.Params.resolve(profile=profile)
+        assert params.port_shaper == "netem"
+        (port,) = [link for link in s3.topology(params).links if link.rate_mbit]
+        plan = plan_egress(port)
+        assert (plan.kind, plan.netem_limit, plan.fifo, plan.burst_bytes) == ("netem", 85, None,
+                                                                              None)
+        assert plan.tc_commands("red") == [["qdisc", "add", "dev", "red", "root", "handle", "10:",
+                                            "netem", "rate", f"{int(port.rate_mbit * 1e6)}bit",
+                                            "limit", "85"]]
+    shown = ("qdisc netem 10: root refcnt 2 limit 85 rate 75Mbit\n"
+             " Sent 1234567 bytes 900 pkt (dropped 17, overlimits 0 requeues 0)\n"
+             " backlog 0b 0p requeues 0\n")
+    assert parse_qdisc(shown) == {"fifo_dropped": 17, "fifo_sent_pkts": 900, "htb_overlimits": 0}

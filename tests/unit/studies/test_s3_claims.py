@@ -17,6 +17,10 @@ from harness.studies.s3.design import PROFILES
 from harness.verdicts.claims import INVALID, NOT_TESTABLE, PAPER
 
 SEED = Path(__file__).resolve().parents[4] / "shared" / "seeds" / "003_4846a53aaad56b29.txt"
+SECOND_REFERENCE = Path(__file__).resolve().parents[3] / "data" / "reference" / "s3" / \
+    "20261129T142644Z-pool-9b3512" / "members"
+BEST = "s3.tipc_best_most"
+BETTER = "s3.tipc_better_8kb"
 #: each repetition's relative deviation from a point's true rate, per protocol (known pattern)
 WOBBLE = {"tipc": (0.004, -0.003, 0.001, -0.002, 0.0), "tcp-cubic": (-0.002, 0.003, 0.0,
                                                                      -0.001, 0.002),
@@ -477,27 +481,26 @@ def test_rate_claims_rest_on_a_verified_port_and_the_small_sizes_on_an_accelerat
     """The referee of 2026-11-29: run 61d361's reducer port verified at 0.95 of its rate against
     the lab's 0.97 tolerance, yet every rate claim was judged on it ('Invalid points: none').
     A lab fact that fails is a regime gate's (links_verified, as S2's WAN): every rate claim
-    of that run is not testable, with the check's figures; the CPU claim and the wire check do
-    not rest on the port's rate. In a run whose port verified (031f7c), the collapse claims
-    are judged (a buffer behaviour of the port) while the <= 8 KB comparisons, per-message
-    costs inside TCG guests, are not testable, their estimate shown."""
+    of that run is not testable, with the figures of the direction its data crosses
+    (switch->reducer, 0.947; since 2026-11-29T16:35Z the other, 0.952, decides nothing); the
+    CPU claim and the wire check do not rest on the port's rate. In a run whose port verified
+    (031f7c), every rate claim -- 003:208 one pattern under one set of gates -- is not
+    testable under TCG, its estimate shown, the port's gate passed."""
     study = s3.S3()
     failed = study.claims(study.load(REFERENCE / "20261129T104119Z-61d361")).set_index("claim_id")
     for cid in s3_verdicts.RATE_CLAIMS:
         assert failed.loc[cid, "outcome"] == NOT_TESTABLE, cid
         assert "links_verified failed (verification failed: reducer:eth0--switch:red " \
-               "reducer->switch: rate 86.61 of 90.97 Mbit/s configured (0.952" in failed.loc[cid, "reason"]
+               "switch->reducer: rate 86.17 of 90.97 Mbit/s configured (0.947" in failed.loc[cid, "reason"]
+        assert "reducer->switch" not in failed.loc[cid, "reason"], cid
     for cid in ("s3.tipc_cpu_saving", "s3.lab_tipc_on_the_wire"):
         assert "links_verified" not in str(failed.loc[cid, "reason"]), cid
     verified = study.claims(study.load(REFERENCE / "20261129T101054Z-031f7c")).set_index("claim_id")
-    for size in (16, 32, 64):
-        row = verified.loc[f"s3.tipc_collapse_{size}kb"]
-        assert row.outcome != NOT_TESTABLE and "links_verified: passed" in row.gates
-    for cid in ("s3.tipc_best_most", "s3.tipc_gain_avg", "s3.tipc_gain_max", "s3.tipc_better_8kb"):
-        reason = verified.loc[cid, "reason"]
-        assert verified.loc[cid, "outcome"] == NOT_TESTABLE, cid
-        assert "accelerated_virtualisation failed (VMs under TCG" in reason and "measured anyway" in reason
-        assert "links_verified" not in reason, cid
+    for cid in s3_verdicts.RATE_CLAIMS:
+        row = verified.loc[cid]
+        assert row.outcome == NOT_TESTABLE, cid
+        assert "accelerated_virtualisation failed (VMs under TCG" in row.reason, cid
+        assert "measured anyway" in row.reason and "links_verified: passed" in row.gates, cid
 
 
 # -- figures --------------------------------------------------------------------------------------
@@ -551,3 +554,117 @@ def test_the_rate_claims_say_which_points_the_ports_bucket_and_a_slow_port_shape
         {"link": "reducer:eth0--switch:red", "direction": "switch->reducer",
          "configured_mbit": 18.9, "link_layer_mbit": 15.9, "goodput_mbit": 14.07}]},
         "reducer:eth0--switch:red", "switch->reducer") == port
+
+
+# -- the registration of 2026-11-29T16:35Z: the port's data direction, 003:208 as one pattern,
+# -- a share's interval within [0, 1] (docs/reviews/s3-2026-11-29-second.md) -------------------
+
+def _gated(frame: pd.DataFrame, meta: dict) -> pd.DataFrame:
+    """S3's claims on ``frame`` with the registered gates applied to ``meta``, as the study's
+    ``claims`` applies them (harness.studies.base)."""
+    from harness.verdicts.gates.registry import apply
+
+    claims_ = s3_analysis.registered().claims
+    return apply(s3_verdicts.claims(frame, wire_mbit=PORT), meta, {},
+                 {c.id: tuple(c.gates) for c in claims_},
+                 {c.id: (c.region.low, c.region.high) for c in claims_}).set_index("claim_id")
+
+
+def _port_meta(to_switch: float, to_reducer: float, accel: str = "kvm") -> dict:
+    """A run of two VMs under ``accel`` whose reducer port checked ``to_switch`` of its rate
+    reducer->switch (requests, acks) and ``to_reducer`` switch->reducer (the partitions)."""
+    def check(direction, ratio):
+        return {"link": "reducer:eth0--switch:red", "direction": direction,
+                "ok": ratio >= 0.97, "rate_ok": ratio >= 0.97, "rtt_ok": None,
+                "rate_ratio": ratio, "configured_mbit": 75.0, "link_layer_mbit": 75.0 * ratio}
+    return {"placement": {"machines": 2, "vm": {"cpus": 2, "accel": accel}},
+            "provenance": {"controller": {"cpus": 2}},
+            "link_verification": [check("reducer->switch", to_switch),
+                                  check("switch->reducer", to_reducer)]}
+
+
+def test_the_port_gate_reads_the_direction_the_partitions_cross():
+    """Second review, problem 1: in runs d156b0 and 8d8a94 the reducer port failed its check
+    only toward the switch (requests and acks), yet every rate claim read not testable. Only
+    switch->reducer, where the partitions flow, decides now; a failing data direction still
+    does, with its figures."""
+    frame = _frame(tipc_small=1.10, reps=3, spread=0.2, sizes=(1, 4, 8, 16, 32, 64))
+    acks_slow = _gated(frame, _port_meta(0.956, 0.985))
+    for cid in s3_verdicts.RATE_CLAIMS:
+        assert acks_slow.loc[cid, "outcome"] != NOT_TESTABLE, (cid, acks_slow.loc[cid, "reason"])
+        assert "links_verified: passed (1 direction of *reducer* verified: switch->reducer " \
+               "0.985 of its rate)" in acks_slow.loc[cid, "gates"], cid
+    data_slow = _gated(frame, _port_meta(0.985, 0.944))
+    for cid in s3_verdicts.RATE_CLAIMS:
+        reason = data_slow.loc[cid, "reason"]
+        assert data_slow.loc[cid, "outcome"] == NOT_TESTABLE, cid
+        assert "links_verified failed (verification failed: reducer:eth0--switch:red " \
+               "switch->reducer: rate 70.80 of 75.00 Mbit/s configured (0.944" in reason, cid
+        assert "reducer->switch" not in reason, cid
+
+
+@pytest.mark.skipif(not SECOND_REFERENCE.exists(), reason="the second S3 reference is not here")
+def test_the_second_references_runs_gate_on_their_data_direction():
+    """8d8a94's port failed toward the switch (0.964) and passed toward the reducer (0.972): its
+    port gate passes; 0e7b37's data direction read 0.944: its gate fails, naming it."""
+    study = s3.S3()
+    passed = study.claims(study.load(SECOND_REFERENCE / "20261129T141118Z-8d8a94"))
+    failed = study.claims(study.load(SECOND_REFERENCE / "20261129T113730Z-0e7b37"))
+    for table_, text in ((passed, "links_verified: passed (1 direction of *reducer* verified: "
+                                  "switch->reducer 0.972 of its rate)"),
+                         (failed, "links_verified: FAILED (verification failed: "
+                                  "reducer:eth0--switch:red switch->reducer: rate 85.25 of 90.30 "
+                                  "Mbit/s configured (0.944")):
+        rows = table_.set_index("claim_id")
+        for cid in s3_verdicts.RATE_CLAIMS:
+            assert text in rows.loc[cid, "gates"], cid
+
+
+def test_003_208_is_judged_as_one_pattern_under_one_set_of_gates():
+    """Second review, problem 2: TIPC's 8 KB loss was gated as a TCG per-message cost while the
+    collapse at 16/32/64 KB, the same sentence and the same drop mechanism, was not. Every
+    claim of 003:208 registers the same gates; under TCG with a verified port all of them read
+    not testable for the same reason, under KVM none is held back."""
+    claims_ = {c.id: c for c in s3_analysis.registered().claims}
+    pattern = [cid for cid, c in claims_.items() if c.seed_line == "003:208"]
+    assert sorted(pattern) == sorted(["s3.tipc_gain_avg", "s3.tipc_gain_max", BETTER,
+                                      *(f"s3.tipc_collapse_{s}kb" for s in (16, 32, 64))])
+    gate_sets = {tuple(tuple(sorted(g.registration().items())) for g in claims_[cid].gates)
+                 for cid in pattern}
+    assert len(gate_sets) == 1, gate_sets
+    (gates,) = gate_sets
+    assert {dict(g)["name"] for g in gates} == {"accelerated_virtualisation", "links_verified"}
+    frame = _frame(tipc_small=1.10, reps=3, spread=0.2, sizes=(1, 4, 8, 16, 32, 64))
+    frame.loc[_at(frame, "tipc", 48, 8), "rate_mbit_mean"] *= 0.2  # lost at 8 KB, as in the lab
+    tcg = _gated(frame, _port_meta(0.99, 0.99, accel="tcg"))
+    reasons = {tcg.loc[cid, "reason"].split("; measured anyway")[0] for cid in pattern}
+    assert len(reasons) == 1 and all(tcg.loc[cid, "outcome"] == NOT_TESTABLE for cid in pattern)
+    assert "accelerated_virtualisation failed (VMs under TCG" in reasons.pop()
+    kvm = _gated(frame, _port_meta(0.99, 0.99))
+    assert kvm.loc[BETTER, "outcome"] == "not reproduced"
+    assert all(kvm.loc[f"s3.tipc_collapse_{s}kb", "outcome"] == "reproduced" for s in (16, 64))
+
+
+def test_the_share_of_points_tipc_is_best_at_has_an_interval_within_0_and_1():
+    """Second review, problem 3: a Student t interval over two repetitions of a share read
+    [-0.24, 0.82]. The share's interval is held within [0, 1], its method says so, and a pool
+    of runs keeps it there."""
+    frame = _frame(tipc_small=1.10, reps=2, spread=0.2)
+    slow = _at(frame, "tipc", 48, 1) | _at(frame, "tipc", 8, 1) | _at(frame, "tipc", 8, 4)
+    frame.loc[slow & (frame.repetition == 1), "rate_mbit_mean"] = 1.0  # 5 of 10 best in rep 1
+    best = _claims(frame).loc["s3.tipc_best_most"]
+    assert best.value == pytest.approx((5 / 10 + 8 / 10) / 2)
+    # t at 1 degree of freedom: 0.65 -/+ 1.91, [-1.26, 2.56] before; held within [0, 1]
+    assert (best.low, best.high) == (0.0, 1.0)
+    assert "held within the quantity's range [0, 1]" in best.interval
+    from harness.verdicts.run_pooling import pooled_verdict
+
+    claim = s3_analysis.registered().claim(BEST)
+    # three runs' rows as their claims tables hold them, their shares 0.05, 0.1, 0.6: t at 2
+    # degrees of freedom over the run means reads [-0.51, 1.01] before
+    rows = [best.copy() for _ in range(3)]
+    for row, v in zip(rows, (0.05, 0.1, 0.6)):
+        row["value"], row["low"], row["high"] = v, 0.0, min(1.0, 2 * v)
+    verdict, _ = pooled_verdict(claim, rows, ["a", "b", "c"])
+    assert verdict.estimate.low == 0.0 and verdict.estimate.high <= 1.0
+    assert "held within the quantity's range [0, 1]" in verdict.estimate.method
