@@ -34,6 +34,9 @@ from .registration import DesignChange, Registration
 
 #: the pooled table's columns for it (harness.verdicts.pool writes them, pool_report shows them)
 COLUMN, HOW = "before outcomes", "before outcomes: how"
+#: the column's value for a claim whose earlier verdict cannot be recomputed, and for one no
+#: change made after outcomes touched (a referee of S4 asked why the column was empty)
+NOT_RECORDED, AS_TODAY = "not recorded", "as today"
 
 
 @dataclass(frozen=True)
@@ -143,3 +146,24 @@ def rejudged(frame: pd.DataFrame, claims: dict[str, Claim]) -> pd.DataFrame:
 def brief(outcome: str, ours: str, region: str) -> str:
     """The earlier verdict in one cell: outcome, estimate, the region it was judged against."""
     return f"{outcome}: {ours} against {region}" if ours and ours != "-" else f"{outcome} (region {region})"
+
+
+def without_record(registration: Registration, claim_id: str) -> tuple[str, str]:
+    """The ``before outcomes`` cell and its ``how`` for a claim :func:`as_before` cannot rebuild:
+    :data:`NOT_RECORDED` when changes made after outcomes touched it (naming it, or the whole
+    design) and recorded nothing of what they replaced; :data:`AS_TODAY` when none did."""
+    named = disclosure.after_outcomes(registration, claim_id)
+    design = disclosure.whole_design_after_outcomes(registration)
+    if not named and not design:
+        return AS_TODAY, ("no change made after outcomes were read names this claim or the whole "
+                          "design: it is judged as registered before any outcome")
+    parts = []
+    if named:
+        parts.append("changes " + ", ".join(disclosure.label(registration, c) for c in named)
+                     + " name this claim")
+    if design:
+        parts.append("changes " + ", ".join(disclosure.label(registration, c) for c in design)
+                     + " changed the whole design")
+    return NOT_RECORDED, (" and ".join(parts) + "; made after outcomes were read, they record no "
+                          "region or gates they replaced, so its verdict as registered before them "
+                          "cannot be recomputed (each change is printed whole above)")

@@ -40,7 +40,7 @@ from ..archive.archive import COMPLETE, RUN_FILE, data_root
 from ..errors import ArchiveError, SpecError
 from .before_outcomes import COLUMN as BEFORE
 from .before_outcomes import HOW as BEFORE_HOW
-from .before_outcomes import brief, earlier_claims
+from .before_outcomes import brief, earlier_claims, without_record
 from .claims import INVALID, NOT_TESTABLE, Region, table
 from .lab_kind import differences
 from .pool_report import ALL_UNITS, ALL_UNITS_HOW, report
@@ -214,6 +214,10 @@ def before_outcomes(study, found: list[Member], loaded: list, frame: pd.DataFram
     frame = frame.copy()
     frame[BEFORE], frame[BEFORE_HOW] = "", ""
     earlier = {cid: b for cid, b in earlier_claims(registration).items() if cid in set(frame.claim_id)}
+    registered = {c.id for c in registration.claims}
+    for i, cid in frame.claim_id.items():
+        if cid not in earlier and cid in registered:
+            frame.at[i, BEFORE], frame.at[i, BEFORE_HOW] = without_record(registration, cid)
     if not earlier:
         return frame
     claims = {cid: b.claim for cid, b in earlier.items()}

@@ -15,6 +15,7 @@ from __future__ import annotations
 import pandas as pd
 
 from . import disclosure
+from .before_outcomes import AS_TODAY, NOT_RECORDED
 from .before_outcomes import COLUMN as BEFORE
 from .before_outcomes import HOW as BEFORE_HOW
 from .claims import COLUMNS, INVALID, NOT_TESTABLE, PAPER, runs_note, summaries
@@ -131,7 +132,8 @@ def changed_after_outcomes(registration: Registration, frame: pd.DataFrame) -> l
 def before_outcomes_block(frame: pd.DataFrame) -> list[str]:
     """Each claim whose region or gates a change made after outcomes replaced, with today's pooled
     verdict beside the one it gets as registered before those changes (recomputed from the members'
-    archived data: :mod:`harness.verdicts.before_outcomes`); [] when no change recorded any."""
+    archived data: :mod:`harness.verdicts.before_outcomes`), or why it cannot be recomputed; []
+    when the table has no such column (a pool from before it) or every cell is empty."""
     if BEFORE not in frame:
         return []
     rows = frame[frame[BEFORE].fillna("").astype(str) != ""]
@@ -142,12 +144,18 @@ def before_outcomes_block(frame: pd.DataFrame) -> list[str]:
              "archived data under its region and gates as they stood before the first such change (its "
              "record of what it replaced); a change recording nothing it replaced (a quantity, the "
              "sizes counted, a validity rule, the analysis's code) stands as today, each claim's section "
-             "says which:", "", "| claim | today | as registered before outcomes |", "|---|---|---|"]
+             "says which; \"not recorded\" where the changes made after outcomes that touched a claim "
+             "record nothing they replaced, \"as today\" where none touched it:", "",
+             "| claim | today | as registered before outcomes |", "|---|---|---|"]
     for _, row in rows.iterrows():
         today = f"{row['outcome']}: {row['ours']} against {row['region']}"
         lines.append(f"| `{row['claim_id']}` | {today} | {row[BEFORE]} |")
-    changed = sum(str(r[BEFORE]).split(":")[0].split(" (")[0] != r["outcome"] for _, r in rows.iterrows())
-    return lines + ["", f"{changed} of {len(rows)} read otherwise as registered before outcomes.", ""]
+    recomputed = rows[~rows[BEFORE].isin([NOT_RECORDED, AS_TODAY])]
+    changed = sum(str(r[BEFORE]).split(":")[0].split(" (")[0] != r["outcome"] for _, r in recomputed.iterrows())
+    unrecorded = int((rows[BEFORE] == NOT_RECORDED).sum())
+    return lines + ["", f"{changed} of {len(recomputed)} recomputed read otherwise as registered before "
+                    f"outcomes; {unrecorded} cannot be recomputed (changes made after outcomes that record "
+                    f"nothing they replaced); {int((rows[BEFORE] == AS_TODAY).sum())} no such change touched.", ""]
 
 
 def _claims(ids: list[str]) -> str:

@@ -9,7 +9,7 @@ import math
 import pandas as pd
 import pytest
 
-from harness.verdicts.before_outcomes import as_before, earlier_claims, rejudged
+from harness.verdicts.before_outcomes import AS_TODAY, NOT_RECORDED, as_before, earlier_claims, rejudged, without_record
 from harness.verdicts.claims import INCONCLUSIVE, NOT_REPRODUCED, NOT_TESTABLE, REPRODUCED, Claim, Region, judge, table
 from harness.verdicts.intervals import mean_estimate
 from harness.verdicts.margins import Margin, MarginError
@@ -96,6 +96,20 @@ def test_the_earliest_change_after_outcomes_that_recorded_a_part_gives_it_and_th
     assert earlier_claims(registration()) == {}
 
 
+def test_a_claim_no_record_can_rebuild_says_why_rather_than_a_blank_cell():
+    """The third S4 review: the "before outcomes" columns were empty for every claim, with no word
+    why (S4's changes made after outcomes record nothing they replaced)."""
+    unrecorded = registration(change("2026-11-01", False), change("2026-11-02", True))
+    cell, how = without_record(unrecorded, "s9.gain")
+    assert cell == NOT_RECORDED
+    assert "changes #2 (2026-11-02) name this claim" in how and "cannot be recomputed" in how
+    design_wide = registration(change("2026-11-02", True, claims=()))
+    cell, how = without_record(design_wide, "s9.gain")
+    assert cell == NOT_RECORDED and "#1 (2026-11-02) changed the whole design" in how
+    cell, how = without_record(registration(change("2026-11-02", False)), "s9.gain")
+    assert cell == AS_TODAY and "as registered before any outcome" in how
+
+
 def test_a_replaced_record_is_part_of_the_digest_and_is_refused_where_it_names_no_claim_of_the_change():
     plain = registration(change("2026-11-03", True))
     recorded = registration(change("2026-11-03", True, {"region": {"low": 17, "high": 28, "rule": "r"}}))
@@ -160,7 +174,9 @@ def test_the_fifth_s0_reference_shows_each_claims_verdict_as_registered_before_o
     # 'halved' as registered before the one-sided change of 13:14Z, two-sided as today: inconclusive
     assert frame.loc["s0.cost.switches_halved", "outcome"] == INCONCLUSIVE
     assert before["s0.cost.switches_halved"].startswith(f"{INCONCLUSIVE}: 0.44x")
-    assert before["s0.cost.switches_fewer"] == ""  # no change after outcomes replaced its region
+    # changes made after outcomes touched it and recorded nothing of it: said, not left blank
+    assert before["s0.cost.switches_fewer"] == NOT_RECORDED
+    assert "cannot be recomputed" in frame.loc["s0.cost.switches_fewer", "before outcomes: how"]
     how = frame.loc["s0.bandwidth.stream.gain_1k_32k", "before outcomes: how"]
     assert "before change #11 (2026-11-29T00:36Z) (17..28%)" in how and "before change #15" in how
     assert "**Today's verdict beside the one registered before outcomes were read:**" in text
