@@ -39,7 +39,7 @@ def report(study, found: list, frame: pd.DataFrame, own: list[pd.DataFrame],
     registration = study.registration()
     lines = [f"# {study.name}: {study.title} -- pooled from {len(found)} runs", "",
              f"**Verdicts on the paper's claims:** {summaries(frame[COLUMNS])}.", ""]
-    lines += per_run_tallies(found, frame, own) + [""]
+    lines += measured_anyway(found, frame) + per_run_tallies(found, frame, own) + [""]
     regime = judged_by_some_runs(found, frame)
     if regime:
         lines += regime + [""]
@@ -127,6 +127,24 @@ def changed_after_outcomes(registration: Registration, frame: pd.DataFrame) -> l
     lines += [f"- {disclosure.label(registration, c)}: {disclosure.whole(c)} (the whole design: every claim)"
               for c in design]
     return lines + ["", disclosure.counts(registration), ""]
+
+
+def measured_anyway(found: list, frame: pd.DataFrame) -> list[str]:
+    """The paper's claims not testable or invalid in the pool, each with its pooled estimate and
+    each run's, in one table before any reason: a referee of S4 found what every run measured
+    (10 MPTCP streams delivering half of one) only inside the long reasons; [] when none."""
+    rows = frame[(frame["source"] == PAPER) & frame["outcome"].isin([NOT_TESTABLE, INVALID])]
+    if rows.empty:
+        return []
+    ids = [m.run_id for m in found]
+    lines = ["**Measured anyway** (the paper's claims this lab cannot decide: each estimate is a "
+             "measurement, not a verdict; why, in each claim's section):", "",
+             "| claim | verdict | pooled | " + " | ".join(f"run {i[-6:]}" for i in ids) + " | region |",
+             "|---|---|---|" + "---|" * len(ids) + "---|"]
+    for _, row in rows.iterrows():
+        each = " | ".join(str(row.get(f"{i}: ours", "-") or "-") for i in ids)
+        lines.append(f"| `{row['claim_id']}` | {row['outcome']} | {row['ours']} | {each} | {row['region']} |")
+    return lines + [""]
 
 
 def before_outcomes_block(frame: pd.DataFrame) -> list[str]:

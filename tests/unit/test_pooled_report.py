@@ -289,3 +289,26 @@ def test_a_pooled_invalid_claims_section_says_its_estimate_is_withheld_by_rule()
                                "own lab; each run's own estimate is below) -- invalid**")
     row["outcome"], row["ours"] = "not testable here", "2.00x [1.90, 2.10] (n=1)"
     assert claim_section(row, found, [])[3].startswith("- **pooled: 2.00x [1.90, 2.10] (n=1) -- not testable")
+
+
+def test_what_a_pool_cannot_decide_is_tabled_with_each_runs_estimate_before_any_reason():
+    """The third S4 review: every run measured 10 MPTCP streams at about half of one, and the
+    report said so only inside its long reasons. Claims not testable (or invalid) in the pool get
+    one table, pooled and per-run estimates side by side; judged claims and lab rows stay out."""
+    from harness.verdicts.pool_report import measured_anyway
+
+    found = [types.SimpleNamespace(run_id=r) for r in ("20261129T163155Z-119dae", "20261129T164843Z-e8f01c")]
+    frame = pd.DataFrame([
+        {"claim_id": "s4.gain@anchored", "source": "paper", "outcome": "not testable here",
+         "ours": "-50.2% [-70.9, -14.8] (n=2)", "region": "7.703..27.6%",
+         "20261129T163155Z-119dae: ours": "-37.7% [-45.8, -28.3] (n=4)",
+         "20261129T164843Z-e8f01c: ours": "-59.5% [-65.6, -52.4] (n=4)"},
+        {"claim_id": "s4.peak", "source": "paper", "outcome": "inconclusive", "ours": "1", "region": "r"},
+        {"claim_id": "s4.lab", "source": "lab", "outcome": "not testable here", "ours": "2", "region": "r"},
+    ])
+    lines = measured_anyway(found, frame)
+    table = [line for line in lines if line.startswith("| `")]
+    assert table == ["| `s4.gain@anchored` | not testable here | -50.2% [-70.9, -14.8] (n=2) | "
+                     "-37.7% [-45.8, -28.3] (n=4) | -59.5% [-65.6, -52.4] (n=4) | 7.703..27.6% |"]
+    assert "| claim | verdict | pooled | run 119dae | run e8f01c | region |" in lines
+    assert measured_anyway(found, frame[frame.claim_id != "s4.gain@anchored"]) == []
