@@ -21,6 +21,7 @@ from harness.studies.registry import discover, get_study
 from harness.verdicts.claims import NOT_TESTABLE, Claim, Region, display, summaries
 from harness.verdicts.intervals import mean_estimate
 from harness.verdicts.pool import member_paths, pool
+from harness.verdicts.pool_report import measured_anyway
 from harness.verdicts.registration import DesignChange, Registration
 
 SENSITIVITY = "a sensitivity reading, not the verdict's basis: the verdict rests on the interval over the run means"
@@ -295,8 +296,6 @@ def test_what_a_pool_cannot_decide_is_tabled_with_each_runs_estimate_before_any_
     """The third S4 review: every run measured 10 MPTCP streams at about half of one, and the
     report said so only inside its long reasons. Claims not testable (or invalid) in the pool get
     one table, pooled and per-run estimates side by side; judged claims and lab rows stay out."""
-    from harness.verdicts.pool_report import measured_anyway
-
     found = [types.SimpleNamespace(run_id=r) for r in ("20261129T163155Z-119dae", "20261129T164843Z-e8f01c")]
     frame = pd.DataFrame([
         {"claim_id": "s4.gain@anchored", "source": "paper", "outcome": "not testable here",
