@@ -213,6 +213,7 @@ def evidence_note(frame: pd.DataFrame) -> str:
             + (f"-{int(done.rounds.max())}" if done.rounds.max() > done.rounds.min() else "")
             + " measured rounds (the paper: 1000 rounds a point)")
     if reps.min() < 3:
-        text += ("; with fewer than 3 repetitions a Student t interval is too wide to decide "
-                 "most claims -- use profile=verdict")
+        text += ("; with fewer than 3 repetitions one run's Student t interval is too wide to "
+                 "decide most claims: a verdict pools the three runs of profile=verdict with the "
+                 "run as the unit (harness claims pool)")
     return text

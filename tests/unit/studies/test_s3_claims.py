@@ -350,7 +350,7 @@ def test_tipc_bypassing_the_switch_makes_the_papers_claims_not_testable():
 def test_evidence_note_says_repetitions_and_rounds():
     note = s3_analysis.evidence_note(_frame(reps=2))
     assert note.startswith("the rate claims rest on 2 repetitions per point")
-    assert "5 measured rounds" in note and "profile=verdict" in note
+    assert "5 measured rounds" in note and "pools the three runs of profile=verdict" in note
     assert "profile=verdict" not in s3_analysis.evidence_note(_frame(reps=3))
 
 
