@@ -14,7 +14,8 @@ from harness.verdicts.claims import INCONCLUSIVE, NOT_REPRODUCED, NOT_TESTABLE, 
 from harness.verdicts.intervals import mean_estimate
 from harness.verdicts.margins import Margin, MarginError
 from harness.verdicts.registration_file import RegistrationError, parse
-from tests.unit.test_pooled_report import members_as_today
+
+from .test_pooled_report import members_as_today
 
 CLAIM = {"id": "s9.gain", "source": "paper", "claim": "gain", "paper": "+18..27%", "unit": "%",
          "quote": "q", "seed_line": "009:1", "quantity": "q", "regime": "r",

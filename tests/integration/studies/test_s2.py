@@ -101,7 +101,9 @@ def test_s2_small_run_in_two_vms(tmp_path, monkeypatch):
     # running other VM tests a stalled sender can break the counter's stretch (CI 2026-11-29:
     # 1.06 of the rate over a few RTTs had passed), and the claims on the WAN then say it
     for c in wan:
-        assert c["steady_rtts"] >= 10 or (c["rate_ok"] is False and "fewer than the 10" in c["note"]), c
+        # (a reading below the tolerance fails whatever its length: CI 2026-11-29, 0.34 over 4.4 RTTs)
+        short_said = "fewer than the 10" in c.get("fit_note", "") or c["rate_ratio"] < 0.97
+        assert c["steady_rtts"] >= 10 or (c["rate_ok"] is False and short_said), c
     if not all(c["ok"] for c in wan):
         gated = claims.set_index("claim_id").loc["window_over_rtt"]
         assert gated.outcome == "not testable here" and "verification failed" in gated.reason, gated

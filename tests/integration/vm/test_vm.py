@@ -166,8 +166,10 @@ def test_netem_lab_rate_and_rtt(vm_env, lab):
         attempts.append(checks_)
         for c in checks_:
             # the shaper really limits (unshaped, this VM carries ~400 Mbit/s); the reading
-            # itself is +-5 % when the host starves the emulated guest of CPU
-            assert c.rate_ratio <= 1.10, c
+            # itself is +-5 % when the host starves the emulated guest of CPU, and up to 1.113
+            # when a late guest timer lets netem's backlog leave together inside a short counted
+            # stretch (CI of 2026-11-29, two VM tests at once: 0.53 s over 26 RTTs)
+            assert c.rate_ratio <= 1.15, c
             # the delay line is there, once: a late guest timer only adds to it
             assert 0.95 * 2 * DELAY_MS <= c.rtt_ms <= 1.5 * 2 * DELAY_MS, c
         if on_target(checks_):
