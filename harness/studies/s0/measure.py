@@ -241,9 +241,10 @@ def context_switch_point(meas: Measurement, a1, ways: dict[str, Way], relays: di
     the sweep), the context switches of each method's relays (:data:`METHOD_RELAYS`, their
     process groups, :func:`harness.tools.cpu.group_context_switches`, voluntary and involuntary
     apart) read before and after it; each relay serves one method only, so its switches are
-    that method's. The claims read the voluntary ones (a relay sleeping until its message:
-    the design's); the involuntary ones (the shared machine preempting it) are kept beside them
-    (:mod:`.switches`). Round trips:
+    that method's. The claims read both together (a relay's switch counts as involuntary when the
+    shared machine preempts it before it sleeps, voluntary otherwise: preemption moves a switch
+    between the columns, not out of their sum); both are kept apart beside it (:mod:`.switches`).
+    Round trips:
     the recorded ones plus the warm-up; the few messages of connecting and of the batches'
     headers are counted in the switches but not as round trips (a few in thousands)."""
     groups = {m: [relays[name] for name in names] for m, names in METHOD_RELAYS.items()}
