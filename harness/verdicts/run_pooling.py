@@ -216,7 +216,20 @@ def pooled_verdict(claim: Claim, rows: list[pd.Series], run_ids: list[str],
         carried["note"] = "; ".join(t for t in (
             f"judged against the region every run's design set alike by the registered rule "
             f"({region.why})", carried["note"]) if t)
-    return judge(shown, estimate, carried["note"]), carried
+    return stated_first(judge(shown, estimate, carried["note"]), rows, run_ids), carried
+
+
+def stated_first(verdict: Verdict, rows: list[pd.Series], run_ids: list[str]) -> Verdict:
+    """``verdict`` with its claim's stated conditions (gates registered with ``unmet`` words,
+    :data:`harness.verdicts.gates.registry.UNMET`) that its runs found unmet said before its reason,
+    naming the runs (each run's figures: the gates column), as each run's own verdict says them."""
+    said = []
+    for words in dict.fromkeys(g.condition for g in verdict.claim.gates if g.condition):
+        unmet = [rid for rid, r in zip(run_ids, rows) if words in " ".join(str(r.get("reason") or "").split())]
+        if unmet:
+            where = f"all {len(rows)} runs" if len(unmet) == len(rows) else "runs " + ", ".join(unmet)
+            said.append(f"{words} (in {where}; the figures: the gates column)")
+    return replace(verdict, reason="; ".join([*said, verdict.reason])) if said else verdict
 
 
 def _design_region(claim: Claim, rows: list[pd.Series],

@@ -593,3 +593,37 @@ def test_the_link_gate_with_a_direction_reads_that_direction_only():
     other = Gate("links_verified", {"link": "reducer", "direction": "reducer->mapper"})
     missing = evaluate(other, acks_slow, {})
     assert not missing.passed and "in direction reducer->mapper was recorded" in missing.figures
+
+
+RELAYS_LIMIT = "judged under the paper's stated testbed only: the relays could not be made to limit here"
+
+
+def relays_gate(unmet: str | None = RELAYS_LIMIT) -> Gate:
+    params = {"table": "bench", "column": "iperf_mbit", "max": 100.0, "rows": "path=nat_srd"}
+    return Gate("at_most", {**params, "unmet": unmet} if unmet is not None else params)
+
+
+def test_a_failed_stated_condition_leaves_the_claim_judged_and_says_so_first():
+    """The sixth S0 review: a gate the lab can never pass (relays carrying 4.3-11.8 Gbit/s against a
+    100 Mbit/s ceiling) left five claims bare 'not testable'. A gate registered with ``unmet`` words
+    is a stated condition: the claim is judged all the same, its reason opening with the words and
+    the figures; passed, the verdict is as without it; a deciding gate beside it still decides."""
+    bench = {"bench": pd.DataFrame({"path": ["nat_srd", "nat_srd"], "iperf_mbit": [6852.0, 4309.0]})}
+    stated = claim("s0.stated", relays_gate())
+    out = apply(claims_table(stated), NAMESPACES, bench, {"s0.stated": stated.gates}).iloc[0]
+    assert out.outcome == REPRODUCED
+    assert out.reason.startswith(f"{RELAYS_LIMIT} (at_most failed: ")
+    assert "4309..6852 against at most 100 registered" in out.reason
+    assert out.reason.endswith("the interval lies inside 1.3..1.5x")
+    assert "at_most: FAILED" in out.gates and "measured anyway" not in out.reason
+    slow = {"bench": pd.DataFrame({"path": ["nat_srd"], "iperf_mbit": [62.0]})}
+    met = apply(claims_table(stated), NAMESPACES, slow, {"s0.stated": stated.gates}).iloc[0]
+    assert met.outcome == REPRODUCED and met.reason == "the interval lies inside 1.3..1.5x"
+    both = claim("s0.both", relays_gate(), Gate("uniprocessor"))
+    gated = apply(claims_table(both), vm_meta(), bench, {"s0.both": both.gates}).iloc[0]
+    assert gated.outcome == NOT_TESTABLE
+    assert "uniprocessor failed" in gated.reason and f"and {RELAYS_LIMIT}" in gated.reason
+    plain = claim("s0.gate", relays_gate(None))
+    assert apply(claims_table(plain), NAMESPACES, bench, {"s0.gate": plain.gates}).outcome[0] == NOT_TESTABLE
+    with pytest.raises(ValueError, match="is not words"):
+        relays_gate("  ")

@@ -199,3 +199,29 @@ def test_a_gain_is_pooled_on_the_log_of_one_plus_it():
                 - 1) * 100
     assert verdict.estimate.value == pytest.approx(expected)
     assert verdict.estimate.scale == "log-gain"
+
+
+def test_a_pooled_verdict_says_first_the_stated_condition_its_runs_found_unmet():
+    """A claim judged under a stated condition its runs could not meet (a gate with ``unmet`` words,
+    harness.verdicts.gates.registry.apply) keeps saying so when pooled: the pooled reason opens with
+    the words and the runs that failed it; a run that met it is not named."""
+    from dataclasses import replace
+
+    from harness.verdicts.gates.registry import Gate, apply
+
+    words = "judged under the paper's stated testbed only: the relays could not be made to limit here"
+    gate = Gate("at_most", {"table": "bench", "column": "iperf_mbit", "max": 100.0, "unmet": words})
+    stated = replace(CLAIM, gates=(gate,))
+    fast = {"bench": pd.DataFrame({"iperf_mbit": [5000.0]})}
+    slow = {"bench": pd.DataFrame({"iperf_mbit": [60.0]})}
+    rows = [apply(table([judge(stated, mean_estimate(v, "x", log=True))]), {}, bench,
+                  {stated.id: stated.gates}).iloc[0]
+            for v, bench in (([1.9, 2.0, 2.1], fast), ([2.0, 2.1, 2.2], fast), ([1.95, 2.05, 2.0], slow))]
+    verdict, carried = pooled_verdict(stated, rows, ["a", "b", "c"])
+    assert verdict.outcome == REPRODUCED
+    assert verdict.reason.startswith(f"{words} (in runs a, b; the figures: the gates column); the interval")
+    assert "at_most: FAILED" in carried["gates"]
+    everywhere, _ = pooled_verdict(stated, rows[:2], ["a", "b"])
+    assert f"{words} (in all 2 runs" in everywhere.reason
+    plain, _ = pooled_verdict(CLAIM, rows, ["a", "b", "c"])
+    assert not plain.reason.startswith(words)

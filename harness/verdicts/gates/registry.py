@@ -20,6 +20,14 @@ from .reachable import reachable
 from .serialisation import serialising_wire
 
 
+#: the optional parameter every gate takes: the words its claim's verdict says when the gate fails,
+#: which makes it a *stated condition*: evaluated and shown like a gate, but the claim is judged all
+#: the same, its reason opening with these words and the figures (for a regime the paper explains
+#: its result by without stating it, so that a lab unable to create it reads "not reproduced under
+#: the paper's stated testbed" rather than a bare "not testable"; S0's relays, the sixth review)
+UNMET = "unmet"
+
+
 @dataclass(frozen=True)
 class Gate:
     """A gate as a claim registers it: its name and its parameters (registered levels)."""
@@ -31,8 +39,12 @@ class Gate:
         if self.name not in GATES:
             raise ValueError(f"gate {self.name!r} is not one of {sorted(GATES)}: name a gate "
                              "harness.verdicts.gates defines")
+        if UNMET in self.params and not (isinstance(self.params[UNMET], str) and self.params[UNMET].strip()):
+            raise ValueError(f"gate {self.name}: {UNMET} = {self.params[UNMET]!r} is not words: give the "
+                             "sentence its claim's verdict says when the condition fails, or leave "
+                             f"{UNMET} out to make the gate decide whether the claim is judged")
         spec = GATES[self.name]
-        unknown = set(self.params) - set(spec.params) - set(spec.optional)
+        unknown = set(self.params) - set(spec.params) - set(spec.optional) - {UNMET}
         missing = set(spec.params) - set(self.params)
         if unknown or missing:
             raise ValueError(f"gate {self.name}: parameters {sorted(self.params)} do not match "
@@ -42,6 +54,11 @@ class Gate:
 
     def registration(self) -> dict:
         return {"name": self.name, **{k: self.params[k] for k in sorted(self.params)}}
+
+    @property
+    def condition(self) -> str:
+        """The words of a stated condition (:data:`UNMET`); "" for a gate that decides."""
+        return " ".join(str(self.params.get(UNMET) or "").split())
 
 
 
@@ -105,7 +122,8 @@ def apply(frame: pd.DataFrame, meta: Mapping, tables: Mapping[str, pd.DataFrame]
           regions: Mapping[str, tuple[float, float]] | None = None) -> pd.DataFrame:
     """``frame`` (a claims table) with a ``gates`` column (each gate of each claim with its
     figures) and each claim with a failed gate *not testable here*, the failed gates' figures
-    its reason. A claim already not testable keeps its reason, the gates added to it (also one
+    its reason. A failed stated condition (a gate registered with :data:`UNMET` words) leaves the
+    claim judged, its reason opening with those words and the figures. A claim already not testable keeps its reason, the gates added to it (also one
     its analysis made not testable per point: it rests on points beyond the paper's regime that
     this lab's own apparatus makes possible, :func:`harness.verdicts.claims.judge`'s ``outside``,
     its estimate shown as measured anyway); a claim already invalid (it rests on a point
@@ -118,13 +136,21 @@ def apply(frame: pd.DataFrame, meta: Mapping, tables: Mapping[str, pd.DataFrame]
     texts: list[str] = []
     for i, claim_id in frame["claim_id"].items():
         region = (regions or {}).get(claim_id, (-math.inf, math.inf))  # the registered one
-        results = [evaluate(g, facts, tables, meta, region) for g in gates.get(claim_id, ())]
+        claim_gates = gates.get(claim_id, ())
+        results = [evaluate(g, facts, tables, meta, region) for g in claim_gates]
         texts.append("; ".join(r.text() for r in results))
-        failed = [r for r in results if not r.passed]
+        unmet: dict[str, list[str]] = {}  # a condition's words -> its failed gates' figures
+        for g, r in zip(claim_gates, results):
+            if not r.passed and g.condition:
+                unmet.setdefault(g.condition, []).append(f"{r.gate} failed: {r.figures}")
+        stated = "; ".join(f"{words} ({'; '.join(figures)})" for words, figures in unmet.items())
+        failed = [r for g, r in zip(claim_gates, results) if not r.passed and not g.condition]
         if not failed:
+            if stated:  # judged all the same: the unmet condition said first, with its figures
+                frame.at[i, "reason"] = f"{stated}; {frame.at[i, 'reason']}"
             continue
         why = "the lab is not in the paper's regime: " + "; ".join(
-            f"{r.gate} failed ({r.figures})" for r in failed)
+            f"{r.gate} failed ({r.figures})" for r in failed) + (f"; and {stated}" if stated else "")
         if frame.at[i, "outcome"] in (NOT_TESTABLE, INVALID):  # invalid stays invalid: a claim
             # resting on a point impossible in this lab is never shown as a measurement, also
             # when the regime fails too; a point the lab makes possible outside the paper's
