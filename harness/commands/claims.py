@@ -72,7 +72,8 @@ def cmd_claims_show(args) -> int:
         for cid, was in change.replaced.items():  # what it replaced, as recorded (before_outcomes)
             unit = reg.claim(cid).unit
             parts = ([f"region {was.region.text(unit)}"] if was.region is not None else []) + (
-                [f"gates {', '.join(g.name for g in was.gates) or 'none'}"] if was.gates is not None else [])
+                [f"gates {', '.join(g.name for g in was.gates) or 'none'}"] if was.gates is not None else []) + (
+                [f"also (not restorable, kept as today): {was.also}"] if was.also else [])
             print(f"    replaced of {cid}: {'; '.join(parts)}")
     return 0
 

@@ -14,10 +14,11 @@ earlier gates to the run's facts (``Study.claims_as_registered``), and a pool po
 it pools today's (:func:`harness.verdicts.run_pooling.pooled_verdict`).
 
 What it does not undo, said beside every such verdict (:attr:`Before.limits`): a change made after
-outcomes that records nothing it replaced (a quantity, the sizes counted, a validity rule, the
-analysis's code) stands as today, and a change that left no record of a region or gates it
-replaced cannot be undone; the earlier verdict is the claim's region and gates as registered
-before, over today's estimates.
+outcomes that records nothing it replaced, or records in words (``also``) what else it replaced
+that no record can restore (a quantity, the sizes counted, a validity rule, the analysis's code),
+stands as today in that part, named with those words; a change that left no record of a region or
+gates it replaced cannot be undone; the earlier verdict is the claim's region and gates as
+registered before, over today's estimates.
 """
 
 from __future__ import annotations
@@ -46,7 +47,9 @@ class Before:
     claim: Claim  # today's claim with the earlier region and gates
     region_from: DesignChange | None  # the change whose record gave the earlier region (None: today's)
     gates_from: DesignChange | None  # likewise for the gates
-    unrecorded: tuple[DesignChange, ...]  # changes made after outcomes naming it that record nothing of it
+    #: changes made after outcomes naming it that record nothing of it, or record in words (also)
+    #: what else they replaced that no record restores: that part of them stands as today
+    unrecorded: tuple[DesignChange, ...]
 
     def how(self, registration: Registration) -> str:
         """Which registration the earlier verdict is under, and what it leaves as today, in words."""
@@ -65,11 +68,20 @@ class Before:
     def limits(self, registration: Registration) -> str:
         if not self.unrecorded:
             return "every other part of the claim (its quantity, the analysis) as today"
-        return ("as today: whatever changes " + ", ".join(f"#{registration.changes.index(c) + 1}"
-                                                           for c in self.unrecorded)
-                + " (made after outcomes, naming it, recording no region or gates of it) changed "
-                "beyond its region and gates -- quantities, sizes counted, validity rules, the "
-                "analysis's code -- and every other part of the claim")
+        silent = [c for c in self.unrecorded if c.replaced.get(self.claim.id) is None]
+        said = [c for c in self.unrecorded if c.replaced.get(self.claim.id) is not None]
+        parts = []
+        if said:
+            parts.append("what these changes made after outcomes replaced that no record restores, in "
+                         "their words: " + "; ".join(f"#{registration.changes.index(c) + 1}: "
+                                                     f"{c.replaced[self.claim.id].also}" for c in said))
+        if silent:
+            parts.append("whatever changes " + ", ".join(f"#{registration.changes.index(c) + 1}"
+                                                         for c in silent)
+                         + " (made after outcomes, naming it, recording nothing of it) changed beyond "
+                         "its region and gates -- quantities, sizes counted, validity rules, the "
+                         "analysis's code")
+        return "as today: " + "; and ".join(parts) + "; and every other part of the claim"
 
 
 def as_before(registration: Registration, claim_id: str) -> Before | None:
@@ -91,7 +103,7 @@ def as_before(registration: Registration, claim_id: str) -> Before | None:
         return None
     earlier = replace(claim, region=region if region is not None else claim.region,
                       gates=gates if gates is not None else claim.gates)
-    unrecorded = tuple(c for c in late if claim_id not in c.replaced)
+    unrecorded = tuple(c for c in late if claim_id not in c.replaced or c.replaced[claim_id].also)
     return Before(earlier, region_from, gates_from, unrecorded)
 
 
@@ -164,6 +176,9 @@ def without_record(registration: Registration, claim_id: str) -> tuple[str, str]
     if design:
         parts.append("changes " + ", ".join(disclosure.label(registration, c) for c in design)
                      + " changed the whole design")
+    said = [c for c in named if c.replaced.get(claim_id) is not None and c.replaced[claim_id].also]
+    words = ("; what they replaced, in their words: " + "; ".join(
+        f"#{registration.changes.index(c) + 1}: {c.replaced[claim_id].also}" for c in said)) if said else ""
     return NOT_RECORDED, (" and ".join(parts) + "; made after outcomes were read, they record no "
                           "region or gates they replaced, so its verdict as registered before them "
-                          "cannot be recomputed (each change is printed whole above)")
+                          "cannot be recomputed (each change is printed whole above)" + words)

@@ -46,6 +46,11 @@ class Replaced:
 
     region: Region | None = None
     gates: tuple | None = None  # harness.verdicts.gates.Gate s; () where the claim had none
+    #: what else the change replaced of the claim that no record can restore (a quantity, the
+    #: sizes counted, a validity rule of the analysis's code), in words; "" where it replaced
+    #: nothing beyond the region and gates recorded. A verdict "as registered before outcomes"
+    #: keeps that part as today and says so with these words.
+    also: str = ""
 
     def to_dict(self) -> dict:
         out = {}
@@ -55,6 +60,8 @@ class Replaced:
                              "high": None if math.isinf(r.high) else r.high, "rule": r.why}
         if self.gates is not None:
             out["gates"] = [g.registration() for g in self.gates]
+        if self.also:  # only where recorded: every other digest stays as it was
+            out["also"] = self.also
         return out
 
 

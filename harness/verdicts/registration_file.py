@@ -56,8 +56,9 @@ _MARGIN_ONLY = ("scale", "direction", "cap_low", "cap_high", "cap_why", "why")
 CHANGE = {"date": str, "what": str, "why": str, "claims": list, "renamed": dict, "after_outcomes": bool,
           "replaced": dict}
 #: what a change's ``replaced`` table records per claim: the claim's region and gates as they stood
-#: before the change (harness.verdicts.before_outcomes judges the claim under them again)
-REPLACED = {"region": dict, "gates": list}
+#: before the change (harness.verdicts.before_outcomes judges the claim under them again), and
+#: ``also``: in words, what else it replaced that no record can restore (kept as today, said so)
+REPLACED = {"region": dict, "gates": list, "also": str}
 CHANGE_REQUIRED = ("date", "what", "why")
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2})?Z)?")  # a date, or a date and UTC time
 #: what a field's error adds to "write KEY as ..."
@@ -316,7 +317,8 @@ def _change(entry, index: int, where: str, ids: set[str], units: dict[str, str])
 
 def _replaced(cid: str, table, entry: dict, where: str, what: str, units: dict[str, str]) -> Replaced:
     """What a change replaced of claim ``cid``: its region and/or gates as they stood before it,
-    in the form a claim registers them (so that the claim can be judged under them again)."""
+    in the form a claim registers them (so that the claim can be judged under them again), and in
+    words (``also``) what else it replaced that no record can restore."""
     if cid not in units or cid not in entry.get("claims", ()):
         raise RegistrationError(f"{where}: {what}: field replaced: {cid!r} is not a claim of this "
                                 "registration that the change names in claims",
@@ -324,8 +326,14 @@ def _replaced(cid: str, table, entry: dict, where: str, what: str, units: dict[s
     _keys(table, REPLACED, (), where, f"{what}: replaced.{cid}")
     if not table:
         raise RegistrationError(f"{where}: {what}: field replaced.{cid}: empty",
-                                "give region = {...} and/or gates = [...] as they stood before the change")
+                                "give region = {...} and/or gates = [...] as they stood before the change, "
+                                "and/or also = \"...\": what else it replaced, in words")
+    if "also" in table and not table["also"].strip():
+        raise RegistrationError(f"{where}: {what}: field replaced.{cid}.also: empty",
+                                "say in words what else the change replaced of the claim (a quantity, the "
+                                "sizes counted, a validity rule), or leave also out")
     return Replaced(_region(table["region"], where, f"{what}: replaced.{cid}", units[cid])
                     if "region" in table else None,
                     tuple(_gate(g, where, f"{what}: replaced.{cid}") for g in table["gates"])
-                    if "gates" in table else None)
+                    if "gates" in table else None,
+                    " ".join(table.get("also", "").split()))

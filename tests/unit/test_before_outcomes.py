@@ -97,6 +97,35 @@ def test_the_earliest_change_after_outcomes_that_recorded_a_part_gives_it_and_th
     assert earlier_claims(registration()) == {}
 
 
+def test_a_change_that_also_replaced_what_no_record_restores_is_named_with_its_words():
+    """The sixth S0 review: the column "as registered before outcomes" kept the sizes and validity
+    rules of changes that recorded a region or gates but had changed more (#20: the region of
+    'halved' recorded, its voluntary-only count not), and said nothing of it. A record's ``also``
+    says in words what else the change replaced; the verdict keeps that part as today and names it,
+    and a change recording only ``also`` is named with its words, not as one recording nothing."""
+    also = "the sizes counted (was 1 B-1 MB, then only the paced ones), in the analysis's code"
+    reg = registration(
+        change("2026-11-02", True, {"also": also}),
+        change("2026-11-03", True, {"region": {"low": 17, "high": 28, "rule": "printed digits"},
+                                    "also": "its count: voluntary switches only (was all)"}),
+        change("2026-11-04", True, {"gates": []}),
+        change("2026-11-05", True),
+    )
+    before = as_before(reg, "s9.gain")
+    assert (before.claim.region.low, before.claim.region.high) == (17, 28)
+    assert before.unrecorded == (reg.changes[0], reg.changes[1], reg.changes[3])
+    how = before.how(reg)
+    assert f"#1: {also}" in how and "#2: its count: voluntary switches only (was all)" in how
+    assert "whatever changes #4 (made after outcomes, naming it, recording nothing of it)" in how
+    assert "#3" not in how.split("as today:")[1]  # a gates record with no also: wholly undone
+    assert reg.changes[1].replaced["s9.gain"].to_dict()["also"].startswith("its count")
+    assert "also" not in reg.changes[2].replaced["s9.gain"].to_dict()  # digests stay as they were
+    cell, said = without_record(registration(change("2026-11-02", True, {"also": also})), "s9.gain")
+    assert cell == NOT_RECORDED and f"in their words: #1: {also}" in said
+    with pytest.raises(RegistrationError, match="also: empty"):
+        registration(change("2026-11-02", True, {"also": "  "}))
+
+
 def test_a_claim_no_record_can_rebuild_says_why_rather_than_a_blank_cell():
     """The third S4 review: the "before outcomes" columns were empty for every claim, with no word
     why (S4's changes made after outcomes record nothing they replaced)."""
@@ -165,7 +194,13 @@ def test_the_fifth_s0_reference_shows_each_claims_verdict_as_registered_before_o
     (1.05x against <= 0.5x; +2.4 % against the printed-digit 17..28 %)."""
     text, frame = fifth
     before = frame["before outcomes"]
-    assert frame.loc["s0.bandwidth.stream.proxies_below_half", "outcome"] == NOT_TESTABLE
+    # today (change of 20:01Z): the relays' limit a stated condition, judged under the stated testbed
+    assert frame.loc["s0.bandwidth.stream.proxies_below_half", "outcome"] == NOT_REPRODUCED
+    assert frame.loc["s0.bandwidth.stream.proxies_below_half", "reason"].startswith(
+        "under the paper's stated testbed (000:97) only: the relay-limited condition the paper gives "
+        "as the cause (000:105")
+    assert "(in all 3 runs; the figures: the gates column)" in \
+        frame.loc["s0.bandwidth.stream.proxies_below_half", "reason"]
     assert before["s0.bandwidth.stream.proxies_below_half"] == \
         "not reproduced: 1.05x [0.95, 1.17] (n=3) against <= 0.5x"
     assert before["s0.bandwidth.stream.gain_1k_32k"] == \
@@ -182,7 +217,7 @@ def test_the_fifth_s0_reference_shows_each_claims_verdict_as_registered_before_o
     how = frame.loc["s0.bandwidth.stream.gain_1k_32k", "before outcomes: how"]
     assert "before change #11 (2026-11-29T00:36Z) (17..28%)" in how and "before change #15" in how
     assert "**Today's verdict beside the one registered before outcomes were read:**" in text
-    assert ("| `s0.bandwidth.stream.gain_1k_32k` | not testable here: +2.4% [+1.5, +3.3] (n=3) against "
+    assert ("| `s0.bandwidth.stream.gain_1k_32k` | not reproduced: +2.4% [+1.5, +3.3] (n=3) against "
             "16.36..29.7% | not reproduced: +2.4% [+1.5, +3.3] (n=3) against 17..28% |") in text
     section = text.split("(`s0.latency.proxies_x`")[1].split("###")[0]
     assert "- **as registered before outcomes were read:** not testable here" in section
