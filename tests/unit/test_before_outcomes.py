@@ -211,9 +211,15 @@ def test_the_fifth_s0_reference_shows_each_claims_verdict_as_registered_before_o
     # (on all switches, voluntary + involuntary, since the change of 19:57Z: 0.45x [0.44, 0.47])
     assert frame.loc["s0.cost.switches_halved", "outcome"] == INCONCLUSIVE
     assert before["s0.cost.switches_halved"].startswith(f"{INCONCLUSIVE}: 0.45x")
-    # changes made after outcomes touched it and recorded nothing of it: said, not left blank
-    assert before["s0.cost.switches_fewer"] == NOT_RECORDED
-    assert "cannot be recomputed" in frame.loc["s0.cost.switches_fewer", "before outcomes: how"]
+    # its region as it stood before #20 recorded (the sixth review: the column kept #20's count
+    # unsaid); the count today is the one before #20 again, and what no record restores is named
+    assert before["s0.cost.switches_fewer"] == "reproduced: 0.45x [0.44, 0.47] (n=3) against <= 0.9091x"
+    how = frame.loc["s0.cost.switches_fewer", "before outcomes: how"]
+    assert "#19: the claim itself: registered by this change" in how
+    assert "#20: its count: the relays' voluntary context switches only" in how
+    latency = frame.loc["s0.latency.proxies_x", "before outcomes: how"]
+    assert "#8: the sizes counted: only those this lab's shaper paces" in latency
+    assert "#20: validity per point" in latency and "whatever changes" not in latency
     how = frame.loc["s0.bandwidth.stream.gain_1k_32k", "before outcomes: how"]
     assert "before change #11 (2026-11-29T00:36Z) (17..28%)" in how and "before change #15" in how
     assert "**Today's verdict beside the one registered before outcomes were read:**" in text
@@ -242,6 +248,7 @@ def test_claims_show_prints_what_each_change_replaced(capsys):
 
     assert cmd_claims_show(Namespace(study="s0", json=False)) == 0
     out = capsys.readouterr().out
-    assert "    replaced of s0.cost.switches_halved: region 0.4545..0.55x\n" in out  # before 13:14Z
+    assert "    replaced of s0.cost.switches_halved: region 0.4545..0.55x; also (not restorable, kept as today): " \
+        "its count: the relays' voluntary context switches only" in out  # before 13:14Z
     assert "    replaced of s0.bandwidth.stream.gain_1k_32k: gates none\n" in out  # before 04:54Z
     assert "    replaced of s0.bandwidth.stream.gain_1k_32k: region 8.628..39.7%\n" in out  # before 16:36Z

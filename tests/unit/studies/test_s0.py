@@ -778,28 +778,39 @@ def relay_bench(proxies_mbit: float, nat_srd_mbit: float) -> pd.DataFrame:
     return bench
 
 
-def test_bandwidth_claims_need_relays_that_limit_as_the_papers_did():
-    """The paper's relayed paths carried half of direct because of the relays (000:105): a lab
-    whose relays carry 3.7 Gbit/s unshaped over 100 Mbit/s links cannot show that, so every
-    bandwidth claim (at most half, and the gains over two proxies alike) is not testable here,
-    with the benchmark's figures; relays slower than the wire leave them judged."""
+def test_bandwidth_claims_are_judged_under_the_stated_testbed_where_the_relays_do_not_limit():
+    """The paper explains its relayed paths' loss by the relays (000:105) but states nothing that
+    limited them (000:97: 100 Mbit/s NICs only), so no cap can be sized from it (the sixth review;
+    change of 20:01Z). The relays' limit is a stated condition: relays carrying 3.7 Gbit/s unshaped
+    over 100 Mbit/s links leave every bandwidth claim judged all the same, its verdict opening
+    'under the paper's stated testbed (000:97) only' with the benchmark's figures (was: not testable
+    here); a deciding gate beside it (the ping-pong claims' serialising_wire) still decides; relays
+    slower than the wire leave the verdict as it is, without the words."""
     frame = synthetic({"direct": 1, "proxies": 2.1, "nat_srd": 1.5},
                       {"direct": 1, "proxies": 0.4, "nat_srd": 0.4 * 1.22})
     meta = {"parameters": {"rate_mbit": 100.0}}
     fast = s0.S0().claims(RunData(Path("."), meta, {"results": frame,
                                                     "bench": relay_bench(3712.6, 5468.1)}))
     fast = fast.set_index("claim_id")
-    for cid in ("s0.bandwidth.stream.proxies_below_half", "s0.bandwidth.stream.gain_1k_32k",
-                "s0.bandwidth.stream.gain_appropriate", "s0.bandwidth.pingpong.gain_128k_1m"):
-        assert fast.loc[cid, "outcome"] == NOT_TESTABLE, cid
+    stated = "under the paper's stated testbed (000:97) only: the relay-limited condition"
+    for cid, outcome in (("s0.bandwidth.stream.proxies_below_half", REPRODUCED),
+                         ("s0.bandwidth.stream.gain_1k_32k", REPRODUCED),
+                         ("s0.bandwidth.stream.gain_appropriate", NOT_REPRODUCED)):  # +22 %
+        assert fast.loc[cid, "outcome"] == outcome, cid
+        assert fast.loc[cid, "reason"].startswith(stated), cid
         assert "two proxies (srdmux, as the sweep's) unshaped" in fast.loc[cid, "reason"], cid
         assert "3713..3713 against at most 100 registered" in fast.loc[cid, "reason"], cid
-    assert "NAT + SRD unshaped" in fast.loc["s0.bandwidth.stream.nat_srd_below_half", "reason"]
-    assert "two proxies" not in fast.loc["s0.bandwidth.stream.nat_srd_below_half", "gates"]
+        assert "at_most: FAILED" in fast.loc[cid, "gates"], cid
+    nat = fast.loc["s0.bandwidth.stream.nat_srd_below_half"]
+    assert nat.outcome == REPRODUCED and nat.reason.startswith(stated)
+    assert "NAT + SRD unshaped" in nat.reason and "two proxies" not in nat.gates
+    pingpong = fast.loc["s0.bandwidth.pingpong.gain_128k_1m"]  # no wire probe: its gate decides
+    assert pingpong.outcome == NOT_TESTABLE
+    assert "serialising_wire failed" in pingpong.reason and f"; and {stated}" in pingpong.reason
     slow = s0.S0().claims(RunData(Path("."), meta, {"results": frame,
                                                     "bench": relay_bench(40.0, 49.0)}))
-    assert slow.set_index("claim_id").loc["s0.bandwidth.stream.gain_1k_32k", "outcome"] == \
-        REPRODUCED
+    slow = slow.set_index("claim_id").loc["s0.bandwidth.stream.gain_1k_32k"]
+    assert slow.outcome == REPRODUCED and not slow.reason.startswith("under the paper's")
 
 
 def test_latency_and_pingpong_claims_count_every_size_of_their_range():
