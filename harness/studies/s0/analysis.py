@@ -343,8 +343,9 @@ def _bandwidth_verdicts(frame: pd.DataFrame, metric: str, regime: str,
     run); whether the wire serialised a ping-pong's sizes is the gate serialising_wire's to say,
     never a filter on the sizes counted (a filter on the probe's noise gave each run its own set,
     and a pool of them mixed three quantities: docs/reviews/s0-2026-11-29-second.md).
-    'About 25 %' is judged at the one size registered before data
-    (:data:`.registration.APPROPRIATE_SIZE`)."""
+    'About 25 %' is judged at the one size the registration fixes
+    (:data:`.registration.APPROPRIATE_SIZE`; change #13, made after two references had been read,
+    by a rule that reads no measured gain)."""
     keys = [c.id for c in registered().claims if c.id.startswith(f"s0.bandwidth.{metric}.")]
     bw = per_repetition(frame, f"{metric}_mbit")
     if not set(METHODS) <= set(bw.columns):

@@ -4,8 +4,9 @@ Every claim's quantity is computed per repetition, and the repetitions are its s
 (s0/registration.toml, design "sample"): a ratio of two methods paired per repetition and size
 (:func:`per_repetition`), then the geometric mean over the claim's sizes
 (:func:`geomean_per_repetition`; "about 25 % with an appropriately sized message", 000:111,
-has one size, registered before data: design "appropriate size"; never the per-repetition
-best of several noisy sizes). :mod:`.analysis` judges the claims on these, on every size of a
+has one size, design "appropriate size", fixed by a rule that reads no measured gain after the
+references f2ea50 and efd65a had been read (change #13); never the per-repetition best of
+several noisy sizes). :mod:`.analysis` judges the claims on these, on every size of a
 claim's registered range; whether the wire serialised them is the gate serialising_wire's.
 """
 

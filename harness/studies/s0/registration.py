@@ -22,9 +22,11 @@ LARGE_SIZES = (128 * KB, MB)  # '128KB~1MB의 큰 메시지'
 ALL_SIZES = (1, MB)
 # "적절한 크기의 메시지" (a message of appropriate size, 000:111): the paper names no size. The
 # only range of its results whose stated gain reaches "about 25 %" is 1-32 KB ("18~27%";
-# 128 KB-1 MB: "6~16%"), and of that range the one size fixed here, before data, is its
-# largest, 32 KB: the one whose ping-pong a serialising lab comes nearest to a wire's
-# (registration.toml's design "appropriate size"). Never the best of several noisy sizes.
+# 128 KB-1 MB: "6~16%"), and of that range the one size fixed here is its largest, 32 KB: the
+# one whose ping-pong a serialising lab comes nearest to a wire's (registration.toml's design
+# "appropriate size"). Fixed by change #13 (2026-11-29T00:39Z), AFTER the single-run references
+# f2ea50 and efd65a had been read, before any pooled reference, by a rule that reads no measured
+# gain: not "before data". Never the best of several noisy sizes.
 APPROPRIATE_SIZE = 32 * KB
 DIRECT_LINK_FLOOR = 0.9  # of the payload rate: the links, not the CPU, limit direct streaming
 FAR_DELAYS_MS = (0.0, 2.0, 10.0)  # the swept front-to-front one-way delays; the claim at the last

@@ -49,6 +49,11 @@ The gates (:data:`~harness.verdicts.gates.registry.GATES`):
 - ``at_most``: the same with ``max``, a registered ceiling, e.g. S0's relayed path carrying
   no more unshaped than the wire (the paper's relays were its bottleneck) or S4's sender
   throttled in fewer than a registered share of its CFS periods (limited, not starved).
+
+Any gate may be registered with ``unmet`` words (:data:`~harness.verdicts.gates.registry.UNMET`):
+it is then a *stated condition*, read and shown like a gate, but its claim is judged all the
+same, the verdict's reason opening with the words and the figures where it fails (S0's relays:
+the paper explains its bandwidth results by them, 000:105, and states nothing that limited them).
 - ``congestion_control``: a transport's points ran the paper's congestion control
   (``transport``, ``controller``; ``what`` names it in the figures, e.g. "coupled
   controller"), read from run.json's ``controllers``: what the measuring tool reported for

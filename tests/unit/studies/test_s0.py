@@ -558,7 +558,7 @@ def test_appropriate_size_gain_is_judged_at_the_registered_32_kb():
 
 def test_appropriate_gain_is_never_the_best_of_several_sizes():
     """Issue 33 item 7: each repetition's best size differs and gains +20-30 %, while 32 KB
-    gains +5 % in every repetition: the estimate is +5 % (the size fixed before data), not the
+    gains +5 % in every repetition: the estimate is +5 % (the one size registered), not the
     mean of the per-repetition maxima, +25 % (what the old code read)."""
     sizes = (1024, 4096, 8192, 16384, 32 * 1024, 128 * 1024, 1 << 20)
     frame = synthetic({"direct": 1, "proxies": 2.1, "nat_srd": 1.5},
@@ -903,6 +903,46 @@ def test_every_paper_claim_quotes_its_seed_line_verbatim():
         assert " ".join(claim.quote.split()) in " ".join(lines[int(line) - 1].split()), claim.id
 
 
+def test_every_change_made_after_outcomes_records_what_it_replaced_of_each_claim_it_names():
+    """The sixth review: the verdicts 'as registered before outcomes' kept the sizes and validity
+    rules of changes #8, #15, #17 and #20 without a word. Every change made after outcomes now
+    records, for each claim it names, its region or gates as they stood before it (from git: #15's
+    serialising_wire without every, #18's per-stream srd pair, switches_fewer's region before #20),
+    or in words what it replaced that no record restores; the latency claims' earlier verdict names
+    #8's paced sizes and #17's and #20's validity rules as kept today."""
+    from harness.verdicts.before_outcomes import as_before
+
+    reg = s0.S0().registration()
+    for number, change in enumerate(reg.changes, 1):
+        if change.after_outcomes:
+            assert set(change.claims) <= set(change.replaced), (number, set(change.claims) - set(change.replaced))
+    assert [g.registration() for g in reg.changes[14].replaced["s0.latency.proxies_x"].gates] == [
+        {"name": "serialising_wire", "min_size": 1, "max_size": 1024}]  # before #15: no 'every'
+    assert "rows" in reg.changes[17].replaced["s0.bandwidth.stream.gain_1k_32k"].gates[0].params
+    assert reg.changes[17].replaced["s0.bandwidth.stream.gain_1k_32k"].gates[0].params["rows"] == \
+        "path=proxies_srd"  # before #18
+    assert reg.changes[19].replaced["s0.cost.switches_fewer"].region == reg.claim("s0.cost.switches_fewer").region
+    how = as_before(reg, "s0.latency.proxies_x").how(reg)
+    assert "#8: the sizes counted: only those this lab's shaper paces" in how
+    assert "#17: validity" in how and "#20: validity per point" in how
+    assert "whatever changes" not in how  # none named it recording nothing
+
+
+def test_the_32_kb_size_is_not_called_registered_before_data():
+    """The sixth review: the quantity said 'the one size registered before data' and the notebook
+    'the registration fixes one before data', while change #13 fixed 32 KB after two references had
+    been read. The texts say when the rule was made."""
+    reg = s0.S0().registration()
+    for cid in ("s0.bandwidth.stream.gain_appropriate", "s0.bandwidth.pingpong.gain_appropriate"):
+        quantity = reg.claim(cid).quantity
+        assert "before data" not in quantity.replace("not before data", ""), cid
+        assert "change #13" in quantity and "f2ea50" in quantity, cid
+    assert "not before data" in reg.design["appropriate size rule"]
+    notebook = (REPO / "notebooks" / "s0_relay.ipynb").read_text()
+    assert "fixes one before data" not in notebook and "registration change #13" in notebook
+    assert "before data, 32 KB" not in (REPO / "docs" / "studies" / "s0.md").read_text()
+
+
 def test_registration_fixes_repetitions_and_records_the_changes():
     reg = s0.S0().registration()
     assert reg.design["repetitions"]["verdict"] == s0.PROFILES["verdict"]["repetitions"]
@@ -942,6 +982,12 @@ def test_registration_fixes_repetitions_and_records_the_changes():
     assert fifth.after_outcomes is True and "20261129T144606Z-pool-46300f" in fifth.what
     assert "s0-2026-11-29-fifth.md" in fifth.why and "s0.cost.switches_halved" in fifth.claims
     assert set(fifth.replaced) == set(fifth.claims)  # each claim's region before it, recorded
+    sixth = reg.changes[21:]  # the sixth review's: the total count, the relays a stated condition,
+    assert len(sixth) == 4  # the older changes' records, the 32 KB wording
+    assert all(c.after_outcomes is True and "s0-2026-11-29-sixth.md" in c.why for c in sixth)
+    assert all("20261129T175330Z-pool-854254" in c.what or "sixth review" in c.what for c in sixth)
+    assert sixth[0].claims == ("s0.cost.switches_fewer", "s0.cost.switches_halved")
+    assert "000:97" in sixth[1].why and set(sixth[1].replaced) == set(sixth[1].claims)
 
 
 def test_the_design_states_the_numbers_the_code_uses():
