@@ -985,7 +985,6 @@ def test_registration_fixes_repetitions_and_records_the_changes():
     sixth = reg.changes[21:]  # the sixth review's: the total count, the relays a stated condition,
     assert len(sixth) == 4  # the older changes' records, the 32 KB wording
     assert all(c.after_outcomes is True and "s0-2026-11-29-sixth.md" in c.why for c in sixth)
-    assert all("20261129T175330Z-pool-854254" in c.what or "sixth review" in c.what for c in sixth)
     assert sixth[0].claims == ("s0.cost.switches_fewer", "s0.cost.switches_halved")
     assert "000:97" in sixth[1].why and set(sixth[1].replaced) == set(sixth[1].claims)
 
