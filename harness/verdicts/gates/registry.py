@@ -19,7 +19,6 @@ from .machines import accelerated_virtualisation, no_oversubscription, uniproces
 from .reachable import reachable
 from .serialisation import serialising_wire
 
-
 #: the optional parameter every gate takes: the words its claim's verdict says when the gate fails,
 #: which makes it a *stated condition*: evaluated and shown like a gate, but the claim is judged all
 #: the same, its reason opening with these words and the figures (for a regime the paper explains
@@ -123,7 +122,8 @@ def apply(frame: pd.DataFrame, meta: Mapping, tables: Mapping[str, pd.DataFrame]
     """``frame`` (a claims table) with a ``gates`` column (each gate of each claim with its
     figures) and each claim with a failed gate *not testable here*, the failed gates' figures
     its reason. A failed stated condition (a gate registered with :data:`UNMET` words) leaves the
-    claim judged, its reason opening with those words and the figures. A claim already not testable keeps its reason, the gates added to it (also one
+    claim judged, its reason opening with those words and the figures. A claim already not
+    testable keeps its reason, the gates added to it (also one
     its analysis made not testable per point: it rests on points beyond the paper's regime that
     this lab's own apparatus makes possible, :func:`harness.verdicts.claims.judge`'s ``outside``,
     its estimate shown as measured anyway); a claim already invalid (it rests on a point
