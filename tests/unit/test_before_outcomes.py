@@ -15,7 +15,7 @@ from harness.verdicts.intervals import mean_estimate
 from harness.verdicts.margins import Margin, MarginError
 from harness.verdicts.registration_file import RegistrationError, parse
 
-from .test_pooled_report import members_as_today
+from .reference_members import members_as_today
 
 CLAIM = {"id": "s9.gain", "source": "paper", "claim": "gain", "paper": "+18..27%", "unit": "%",
          "quote": "q", "seed_line": "009:1", "quantity": "q", "regime": "r",

@@ -5,9 +5,6 @@ pooled one as a sensitivity reading."""
 
 from __future__ import annotations
 
-import json
-import shutil
-import stat
 import sys
 import types
 from pathlib import Path
@@ -24,6 +21,8 @@ from harness.verdicts.pool import member_paths, pool
 from harness.verdicts.pool_report import measured_anyway
 from harness.verdicts.registration import DesignChange, Registration
 
+from .reference_members import members_as_today
+
 SENSITIVITY = "a sensitivity reading, not the verdict's basis: the verdict rests on the interval over the run means"
 
 
@@ -36,22 +35,6 @@ def all_units_estimate(rows, run_ids, unit):
 #: s0-2026-11-29-third.md); superseded, kept, and their members read here
 S4_REVIEWED = "s4/20261129T082034Z-pool-53e6aa"
 S0_REVIEWED = "s0/20261129T073227Z-pool-53ae69"
-
-
-def members_as_today(pooled: str, parent: Path) -> list[Path]:
-    """Writable copies of a pooled reference's members, registered as today (as test_pool.py's
-    copy_run: the committed references predate today's registration)."""
-    discover()
-    out = []
-    for member in member_paths(reference_root() / pooled):
-        dest = parent / member.name
-        shutil.copytree(member, dest)
-        for path in [dest, *dest.rglob("*")]:
-            path.chmod(path.stat().st_mode | stat.S_IWUSR)
-        study = json.loads((member / "run.json").read_text())["study"]
-        (dest / "registration.json").write_text(json.dumps(get_study(study).registration().to_dict()))
-        out.append(dest)
-    return out
 
 
 def row(values, unit: str, log: bool, gain: bool = False) -> pd.Series:
