@@ -133,6 +133,16 @@ def test_the_pooled_report_names_the_changes_made_after_outcomes_were_read_per_c
     assert "changed after outcomes" not in lab  # no change marked true names it
 
 
+def test_the_s4_pool_today_says_in_words_that_no_verdict_is_recomputed_as_registered_before_outcomes(s4_pool):
+    """S4's changes made after outcomes record nothing they replaced: its pooled report read "0 of 0
+    recomputed read otherwise as registered before outcomes" (the diff review of 2026-11-29)."""
+    _, report, frame, _ = s4_pool
+    assert (frame["before outcomes"] == "not recorded").sum() == 11
+    assert ("\nNo verdict here is recomputed as registered before outcomes: 11 cannot be recomputed (changes "
+            "made after outcomes that record nothing they replaced); 1 no such change touched.\n") in report
+    assert "0 of 0" not in report
+
+
 def test_the_all_repetitions_figure_stands_beside_each_pooled_estimate_the_verdict_unchanged(s4_pool):
     out, report, frame, own = s4_pool
     by_id = frame.set_index("claim_id")
