@@ -214,18 +214,18 @@ def before_outcomes(study, found: list[Member], loaded: list, frame: pd.DataFram
     frame = frame.copy()
     frame[BEFORE], frame[BEFORE_HOW] = "", ""
     earlier = {cid: b for cid, b in earlier_claims(registration).items() if cid in set(frame.claim_id)}
-    registered = {c.id for c in registration.claims}
-    for i, cid in frame.claim_id.items():
-        if cid not in earlier and cid in registered:
-            frame.at[i, BEFORE], frame.at[i, BEFORE_HOW] = without_record(registration, cid)
-    if not earlier:
-        return frame
     claims = {cid: b.claim for cid, b in earlier.items()}
+    # each member judged once against every earlier claim, before the one pass over the rows
     by_run = [study.claims_as_registered(data, claims).drop_duplicates("claim_id").set_index(
-        "claim_id", drop=False) for data in loaded]
+        "claim_id", drop=False) for data in loaded] if claims else []
+    registered = {c.id for c in registration.claims}
     run_ids = [m.run_id for m in found]
     for i, cid in frame.claim_id.items():
-        if cid not in claims or not all(cid in t.index for t in by_run):
+        if cid not in earlier:
+            if cid in registered:
+                frame.at[i, BEFORE], frame.at[i, BEFORE_HOW] = without_record(registration, cid)
+            continue
+        if not all(cid in t.index for t in by_run):
             continue
         verdict, _ = pooled_verdict(claims[cid], [t.loc[cid] for t in by_run], run_ids)
         row = verdict.row()

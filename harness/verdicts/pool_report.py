@@ -168,12 +168,22 @@ def before_outcomes_block(frame: pd.DataFrame) -> list[str]:
     for _, row in rows.iterrows():
         today = f"{row['outcome']}: {row['ours']} against {row['region']}"
         lines.append(f"| `{row['claim_id']}` | {today} | {row[BEFORE]} |")
+    return lines + ["", before_outcomes_tally(rows), ""]
+
+
+def before_outcomes_tally(rows: pd.DataFrame) -> str:
+    """The sentence under the before-outcomes table: how many recomputed verdicts read otherwise,
+    how many cannot be recomputed, how many no change made after outcomes touched; a part whose
+    count is zero is left out, and none recomputed is said in words (not "0 of 0 recomputed")."""
     recomputed = rows[~rows[BEFORE].isin([NOT_RECORDED, AS_TODAY])]
     changed = sum(str(r[BEFORE]).split(":")[0].split(" (")[0] != r["outcome"] for _, r in recomputed.iterrows())
-    unrecorded = int((rows[BEFORE] == NOT_RECORDED).sum())
-    return lines + ["", f"{changed} of {len(recomputed)} recomputed read otherwise as registered before "
-                    f"outcomes; {unrecorded} cannot be recomputed (changes made after outcomes that record "
-                    f"nothing they replaced); {int((rows[BEFORE] == AS_TODAY).sum())} no such change touched.", ""]
+    unrecorded, untouched = int((rows[BEFORE] == NOT_RECORDED).sum()), int((rows[BEFORE] == AS_TODAY).sum())
+    rest = ([f"{unrecorded} cannot be recomputed (changes made after outcomes that record nothing they "
+             "replaced)"] if unrecorded else []) + ([f"{untouched} no such change touched"] if untouched else [])
+    if recomputed.empty:
+        return "No verdict here is recomputed as registered before outcomes: " + "; ".join(rest) + "."
+    return "; ".join([f"{changed} of {len(recomputed)} recomputed read otherwise as registered before outcomes",
+                      *rest]) + "."
 
 
 def _claims(ids: list[str]) -> str:

@@ -13,9 +13,10 @@ from harness.verdicts.before_outcomes import AS_TODAY, NOT_RECORDED, as_before, 
 from harness.verdicts.claims import INCONCLUSIVE, NOT_REPRODUCED, NOT_TESTABLE, REPRODUCED, Claim, Region, judge, table
 from harness.verdicts.intervals import mean_estimate
 from harness.verdicts.margins import Margin, MarginError
+from harness.verdicts.pool_report import before_outcomes_block
 from harness.verdicts.registration_file import RegistrationError, parse
 
-from .test_pooled_report import members_as_today
+from .reference_members import members_as_today
 
 CLAIM = {"id": "s9.gain", "source": "paper", "claim": "gain", "paper": "+18..27%", "unit": "%",
          "quote": "q", "seed_line": "009:1", "quantity": "q", "regime": "r",
@@ -138,6 +139,37 @@ def test_a_claim_no_record_can_rebuild_says_why_rather_than_a_blank_cell():
     assert cell == NOT_RECORDED and "#1 (2026-11-02) changed the whole design" in how
     cell, how = without_record(registration(change("2026-11-02", False)), "s9.gain")
     assert cell == AS_TODAY and "as registered before any outcome" in how
+
+
+def tallied(*cells: str) -> str:
+    """The sentence under a pooled report's before-outcomes table, for claims whose ``before
+    outcomes`` cells are ``cells`` (today's verdict reproduced, a recomputed one not reproduced)."""
+    frame = pd.DataFrame({"claim_id": [f"s9.c{i}" for i in range(len(cells))], "outcome": REPRODUCED,
+                          "ours": "1.0x", "region": "0.9..1.1x", "before outcomes": list(cells)})
+    lines = before_outcomes_block(frame)
+    assert lines[-1] == "" and lines[-3] == ""
+    return lines[-2]
+
+
+def test_a_pooled_report_with_no_verdict_recomputed_says_so_in_words():
+    """A pool where no change made after outcomes recorded what it replaced (S4's today) read
+    "0 of 0 recomputed read otherwise"; it says none was recomputed, and why each was not."""
+    sentence = tallied(NOT_RECORDED, NOT_RECORDED, AS_TODAY)
+    assert sentence == ("No verdict here is recomputed as registered before outcomes: 2 cannot be recomputed "
+                        "(changes made after outcomes that record nothing they replaced); 1 no such change touched.")
+    assert tallied(AS_TODAY) == "No verdict here is recomputed as registered before outcomes: 1 no such change touched."
+
+
+def test_a_pooled_reports_before_outcomes_tally_leaves_out_what_counts_none():
+    not_reproduced = f"{NOT_REPRODUCED}: 1.3x [1.2, 1.4] (n=3) against 0.95..1.05x"
+    assert tallied(not_reproduced, NOT_RECORDED) == (
+        "1 of 1 recomputed read otherwise as registered before outcomes; 1 cannot be recomputed (changes made "
+        "after outcomes that record nothing they replaced).")
+    assert tallied(not_reproduced, AS_TODAY) == \
+        "1 of 1 recomputed read otherwise as registered before outcomes; 1 no such change touched."
+    # a recomputed verdict that reads the same is counted, not dropped: "0 of 1" is a finding
+    assert tallied(f"{REPRODUCED}: 1.0x [0.9, 1.1] (n=3) against 0.8..1.2x") == \
+        "0 of 1 recomputed read otherwise as registered before outcomes."
 
 
 def test_a_replaced_record_is_part_of_the_digest_and_is_refused_where_it_names_no_claim_of_the_change():

@@ -5,9 +5,6 @@ pooled one as a sensitivity reading."""
 
 from __future__ import annotations
 
-import json
-import shutil
-import stat
 import sys
 import types
 from pathlib import Path
@@ -24,6 +21,8 @@ from harness.verdicts.pool import member_paths, pool
 from harness.verdicts.pool_report import measured_anyway
 from harness.verdicts.registration import DesignChange, Registration
 
+from .reference_members import members_as_today
+
 SENSITIVITY = "a sensitivity reading, not the verdict's basis: the verdict rests on the interval over the run means"
 
 
@@ -36,22 +35,6 @@ def all_units_estimate(rows, run_ids, unit):
 #: s0-2026-11-29-third.md); superseded, kept, and their members read here
 S4_REVIEWED = "s4/20261129T082034Z-pool-53e6aa"
 S0_REVIEWED = "s0/20261129T073227Z-pool-53ae69"
-
-
-def members_as_today(pooled: str, parent: Path) -> list[Path]:
-    """Writable copies of a pooled reference's members, registered as today (as test_pool.py's
-    copy_run: the committed references predate today's registration)."""
-    discover()
-    out = []
-    for member in member_paths(reference_root() / pooled):
-        dest = parent / member.name
-        shutil.copytree(member, dest)
-        for path in [dest, *dest.rglob("*")]:
-            path.chmod(path.stat().st_mode | stat.S_IWUSR)
-        study = json.loads((member / "run.json").read_text())["study"]
-        (dest / "registration.json").write_text(json.dumps(get_study(study).registration().to_dict()))
-        out.append(dest)
-    return out
 
 
 def row(values, unit: str, log: bool, gain: bool = False) -> pd.Series:
@@ -148,6 +131,16 @@ def test_the_pooled_report_names_the_changes_made_after_outcomes_were_read_per_c
             "#11 (2026-11-29T08:27Z), #12 (2026-11-29T10:25Z) (listed above)") in section  # #1: its old id
     lab = report.split("(`s4.mptcp_both_paths`, lab)")[1].split("###")[0]
     assert "changed after outcomes" not in lab  # no change marked true names it
+
+
+def test_the_s4_pool_today_says_in_words_that_no_verdict_is_recomputed_as_registered_before_outcomes(s4_pool):
+    """S4's changes made after outcomes record nothing they replaced: its pooled report read "0 of 0
+    recomputed read otherwise as registered before outcomes" (the diff review of 2026-11-29)."""
+    _, report, frame, _ = s4_pool
+    assert (frame["before outcomes"] == "not recorded").sum() == 11
+    assert ("\nNo verdict here is recomputed as registered before outcomes: 11 cannot be recomputed (changes "
+            "made after outcomes that record nothing they replaced); 1 no such change touched.\n") in report
+    assert "0 of 0" not in report
 
 
 def test_the_all_repetitions_figure_stands_beside_each_pooled_estimate_the_verdict_unchanged(s4_pool):
