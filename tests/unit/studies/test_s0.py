@@ -507,7 +507,7 @@ def test_switch_claims_count_all_switches_and_show_voluntary_and_involuntary_apa
     """The sixth review: srd's voluntary + involuntary switches are 2.00 per round trip in all 30
     repetitions while the two columns trade places (correlation -1.0), so the voluntary count
     alone is the noisy one. The claims read the total (change of 19:57Z): 2.00 / 4.50 = 0.444x
-    with a tight interval, where the voluntary count read a wider one around another value; the
+    with a tight interval, where the voluntary count reads 0.400x (the old code's figure); the
     note gives both columns apart. A run that recorded only the total is judged on it."""
     from harness.studies.s0 import switches
 
@@ -516,7 +516,7 @@ def test_switch_claims_count_all_switches_and_show_voluntary_and_involuntary_apa
     halved = verdict["s0.cost.switches_halved"]
     assert halved.estimate.value == pytest.approx(2.0 / 4.5, rel=1e-3)
     assert halved.estimate.high - halved.estimate.low < 1e-3  # the total does not move
-    assert halved.outcome == NOT_REPRODUCED  # 0.444x: below 0.4545, as the review computed
+    assert halved.outcome == NOT_REPRODUCED  # exactly 2.00 / 4.50 = 0.444x: below 0.4545
     assert verdict["s0.cost.switches_fewer"].outcome == REPRODUCED
     note = verdict["s0.cost.switches_fewer"].note
     assert "voluntary + involuntary" in note and "two proxies 4.50" in note and "NAT + SRD 2.00" in note
