@@ -87,6 +87,13 @@ SUPERSEDED: dict[str, str] = {
         "(docs/reviews/s0-2026-11-29-fifth.md) led to gain regions on the gain scale, a two-sided "
         "'halved' and each change's record of what it replaced (s0/registration.toml, change #21 "
         "of 2026-11-29T16:36Z); new reference pending"),
+    "s0/20261129T175330Z-pool-854254": (
+        "the sixth pooled S0 reference (three runs, 2026-11-29); its referee review "
+        "(docs/reviews/s0-2026-11-29-sixth.md) led to context switches counted in total, the "
+        "relays' limit a stated condition the bandwidth claims are judged under, each older "
+        "change's record of what it replaced and the 32 KB size no longer called registered "
+        "before data (s0/registration.toml, changes #22-#25 of 2026-11-29T19:57Z-20:09Z); new "
+        "reference pending"),
     "s3/20261129T142644Z-pool-9b3512": (
         "the second pooled S3 reference (three runs, 2026-11-29); its referee review "
         "(docs/reviews/s3-2026-11-29-second.md) led to the verdict port at a registered 75 Mbit/s "
