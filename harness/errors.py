@@ -35,6 +35,24 @@ class NodeError(HarnessError):
     """A node could not be reached or a transport failed."""
 
 
+class WireStalled(NodeError):
+    """A VM lab's wire stopped carrying frames: QEMU's virtio-net TX queue stalled
+    (:mod:`harness.vm.txstall`), not the system under test. ``record``: the stall, for
+    run.json's ``wire_stall``."""
+
+    def __init__(self, vm: str, stall, cause: BaseException | None = None):
+        self.record = {"vm": vm, **stall.to_dict(),
+                       "cause": None if cause is None else f"{type(cause).__name__}: {cause}"}
+        super().__init__(
+            f"VM {vm}: the transmit queue of its wire {stall.ifname!r} stalled at guest uptime "
+            f"{stall.began_uptime_s:.0f}s and was still stuck {stall.lasted_s:.0f}s later "
+            f"({stall.reports} NETDEV WATCHDOG / TX timeout lines on its console): this is "
+            "QEMU's virtio-net TX stall on the dgram wire (qemu-project/qemu#1365), not the "
+            "system under test; the measurement that failed measured nothing of it",
+            "this run is incomplete and every change it made is undone (run.json's `wire_stall` "
+            "keeps the stall): run it again")
+
+
 class CommandFailed(HarnessError):
     """A command exited non-zero where success was required."""
 

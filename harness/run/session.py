@@ -36,7 +36,7 @@ from ..archive import provenance
 from ..archive.archive import COMPLETE, INCOMPLETE, Run, project_root
 from ..config.operation import Operation, apply, describe, plan
 from ..config.record import ChangeRecord
-from ..errors import CeilingTooLow, Interrupted, SpecError
+from ..errors import CeilingTooLow, Interrupted, SpecError, WireStalled
 from ..journal.journal import Journal
 from ..journal.tracked import journalled
 from ..lab.placement import Scaling
@@ -78,6 +78,8 @@ class Session:
     _watch: MachineWatch | None = None
     #: set when a login is not root and may not sudo: nothing is changed (:mod:`harness.machines.as_found`)
     as_found: AsFound | None = None
+    #: a VM lab's consoles and wire interfaces, read when a measurement fails (:mod:`harness.vm.txstall`)
+    wired_consoles: list = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if not self.study:
@@ -215,6 +217,7 @@ class Session:
             raise
         self.capabilities.update(built.capabilities)
         self._placement.update(built.placement)
+        self.wired_consoles = list(built.wired_consoles)
         if built.ceiling_s is not None:
             self.timings["ceiling_s"] = built.ceiling_s
         if built.scaling is not None:
@@ -299,6 +302,22 @@ class Session:
     def note(self, **fields) -> None:
         self._refuse_in_dry_run("writing run.json (session.note)")
         self.run.update(**fields)
+
+    def wire_stall(self, error: BaseException) -> WireStalled | None:
+        """When ``error`` ended a run in a VM lab whose wire's TX queue stalled (QEMU's
+        virtio-net bug, :mod:`harness.vm.txstall`): the stall, recorded in run.json's
+        ``wire_stall``, and the one error that names it. Read before the VMs stop (their
+        consoles go with them); None when no wire stalled."""
+        from ..vm.txstall import stalled_wire
+
+        if self.dry_run or not self.wired_consoles or isinstance(error, WireStalled):
+            return None
+        found = stalled_wire(self.wired_consoles)
+        if found is None:
+            return None
+        stalled = WireStalled(*found, cause=error)
+        self.run.update(wire_stall=stalled.record)
+        return stalled
 
     def close(self, error: BaseException | None) -> None:
         if self.dry_run:
@@ -389,6 +408,10 @@ def open_session(study: str, parameters: dict, run_dir: str = "", inventory: str
                 yield session
         except BaseException as exc:
             error = exc
+            stalled = session.wire_stall(exc)
+            if stalled is not None and isinstance(exc, Exception):  # Ctrl-C stays Ctrl-C
+                error = stalled
+                raise stalled from exc
             raise
         finally:
             # Every step runs whatever the others did; the first failure decides the outcome,

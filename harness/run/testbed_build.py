@@ -57,6 +57,7 @@ class BuiltLab:
     placement: dict = field(default_factory=dict)  # the VMs' boots, ceilings, scaling, disks
     scaling: Scaling | None = None  # None: on this host, nothing scaled
     ceiling_s: float | None = None  # time spent measuring the VMs' ceilings
+    wired_consoles: list = field(default_factory=list)  # vm.txstall.WiredConsole per wired VM
 
 
 def place(study: str, topology: Topology, features: set[str], tools: set,
@@ -114,9 +115,10 @@ def build_lab(placing: Placing, topology: Topology, study: str, journal: Journal
     if placing.decision.where == "host":
         lab_host: Node = placing.host
     else:
-        from ..vm.fleet import boot_lab_vms, cap_disks, pin_lab_vcpus
+        from ..vm.fleet import boot_lab_vms, cap_disks, pin_lab_vcpus, wired_consoles
 
         vms, nics = boot_lab_vms(topology, study, journal, stack)
+        built.wired_consoles = wired_consoles(topology, vms, nics)
         lab_host = vms[""]
         built.placement["vm"] = lab_host.boot.to_dict()
         if topology.vms.pin:

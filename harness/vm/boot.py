@@ -89,6 +89,7 @@ class VMNode(SSHNode):
     boot: BootRecord
     qmp_socket: str = ""  # QEMU's QMP socket ("" when the VM has no disks)
     disks: dict[str, str]  # DataDisk name -> QEMU device id, set by boot_vm
+    console_log: str = ""  # the guest serial console's file (removed with the VM)
 
     @property
     def sees_host_root(self) -> bool:
@@ -379,6 +380,7 @@ def boot_vm(spec: VM, journal: Journal, *, refresh_accel: bool = False) -> Itera
                 if os.path.exists(files.console_log):
                     os.remove(files.console_log)
         node.qmp_socket = qmp_socket
+        node.console_log = files.console_log
         node.disks = {disk.name: f"vdisk{i}" for i, (disk, _path) in enumerate(disks)}
         node.boot = BootRecord(
             name=spec.name, accel=accel.accel, accel_reason=accel.reason,

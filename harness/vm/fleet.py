@@ -19,6 +19,7 @@ from ..topology.topology import Topology
 from .boot import VMNode, boot_vm
 from .machine import VM, Wire
 from .qemu import free_udp_ports
+from .txstall import WiredConsole
 
 
 def boot_lab_vms(topology: Topology, study: str, journal: Journal,
@@ -82,6 +83,19 @@ def boot_together(specs: dict[str, VM], journal: Journal, stack: ExitStack) -> d
     if interrupted:
         raise KeyboardInterrupt
     return {label: booted[label][1] for label in specs}
+
+
+def wired_consoles(topology: Topology, vms: dict[str, VMNode],
+                   nics: dict[tuple[str, str], str]) -> list[WiredConsole]:
+    """Each lab VM's console log and the names its wires have in the guest (the kernel
+    names a NIC by its current name in its TX watchdog lines), for :mod:`.txstall`."""
+    out = []
+    for label, vm in vms.items():
+        ifnames = tuple(sorted({ifname for node, ifname in nics
+                                if topology.machine_of(node) == label}))
+        if ifnames and vm.console_log:
+            out.append(WiredConsole(vm.name, vm.console_log, ifnames))
+    return out
 
 
 def pin_lab_vcpus(vms: dict[str, VMNode]) -> dict:

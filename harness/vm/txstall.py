@@ -1,0 +1,113 @@
+"""A VM wire's stalled transmit queue, read from the guest's console log.
+
+QEMU's virtio-net can stop taking a guest's transmitted frames for good (a known QEMU
+bug: gitlab.com/qemu-project/qemu/-/issues/1365; coreos/fedora-coreos-tracker#1463). The
+guest kernel's watchdog then prints, every ~5 s, on the serial console the harness keeps
+(``console.log`` in the boot directory, :mod:`harness.vm.guest`)::
+
+    [ 1334.841534] virtio_net virtio4 wire: NETDEV WATCHDOG: CPU: 0: transmit queue 0 timed out 5004 ms
+    [ 1334.845200] virtio_net virtio4 wire: TX timeout on queue: 0, sq: output.0, ...
+
+Seen in an S1 verdict run (2026-11-29): from uptime 1334 s to the end, the lab VM's wire
+carried nothing, and the perftest client retried until its deadline (~19 min). Such a run
+measures QEMU, not the system under test. :func:`find_tx_stall` reads when the stall began
+and how long it lasted; the session (:mod:`harness.run.session`) looks when a measurement
+fails, and names the stall in its one error and in run.json.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass
+
+_WATCHDOG_RE = re.compile(r"^\[\s*(?P<uptime>[0-9]+\.[0-9]+)\]\s+\S+\s+\S+\s+(?P<ifname>\S+):\s+"
+                          r"NETDEV WATCHDOG:.*transmit queue (?P<queue>\d+) timed out "
+                          r"(?P<ms>\d+) ms")
+_TX_TIMEOUT_RE = re.compile(r"^\[\s*(?P<uptime>[0-9]+\.[0-9]+)\]\s+\S+\s+\S+\s+(?P<ifname>\S+):\s+"
+                            r"TX timeout on queue: (?P<queue>\d+),.*?(?P<us>\d+) usecs ago")
+
+
+@dataclass(frozen=True)
+class TxStall:
+    """One stall of a guest interface's transmit queue, as its console tells it.
+
+    ``began_uptime_s``: guest uptime when the queue stopped (the first report's uptime less
+    the time it says the queue had been stuck); ``last_report_uptime_s``: the last report's
+    uptime; ``lasted_s``: how long the queue had been stuck at that last report (a lower
+    bound when the stall never ended); ``reports``: watchdog / TX timeout lines read."""
+
+    ifname: str
+    queue: int
+    began_uptime_s: float
+    first_report_uptime_s: float
+    last_report_uptime_s: float
+    lasted_s: float
+    reports: int
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _reports(text: str, ifname: str) -> list[tuple[float, int, float]]:
+    """(uptime, queue, seconds stuck) of every watchdog or TX timeout line of ``ifname``."""
+    out = []
+    for line in text.replace("\r", "").splitlines():
+        match = _WATCHDOG_RE.match(line) or _TX_TIMEOUT_RE.match(line)
+        if match is None or match["ifname"] != ifname:
+            continue
+        stuck = int(match["ms"]) / 1e3 if "ms" in match.groupdict() else int(match["us"]) / 1e6
+        out.append((float(match["uptime"]), int(match["queue"]), stuck))
+    return out
+
+
+def find_tx_stalls(text: str, ifname: str) -> list[TxStall]:
+    """Every TX stall of ``ifname`` in a console's ``text``, in order; a queue whose stuck
+    time falls back (the watchdog's count restarts) starts a new stall."""
+    stalls: list[list[tuple[float, int, float]]] = []
+    for report in _reports(text, ifname):
+        current = stalls[-1] if stalls else None
+        if current and current[-1][1] == report[1] and report[2] >= current[-1][2] - 1.0:
+            current.append(report)
+        else:
+            stalls.append([report])
+    return [TxStall(ifname=ifname, queue=group[0][1],
+                    began_uptime_s=round(group[0][0] - group[0][2], 3),
+                    first_report_uptime_s=group[0][0], last_report_uptime_s=group[-1][0],
+                    lasted_s=round(max(stuck for _u, _q, stuck in group), 3),
+                    reports=len(group))
+            for group in stalls]
+
+
+def find_tx_stall(text: str, ifname: str) -> TxStall | None:
+    """The last TX stall of ``ifname`` in a console's ``text``, or None when it has none."""
+    stalls = find_tx_stalls(text, ifname)
+    return stalls[-1] if stalls else None
+
+
+def read_tx_stall(console_log: str, ifname: str) -> TxStall | None:
+    """:func:`find_tx_stall` of a console log file; None when the file is not there (the VM
+    is gone, its boot directory removed)."""
+    try:
+        with open(console_log, encoding="utf-8", errors="replace") as fh:
+            return find_tx_stall(fh.read(), ifname)
+    except FileNotFoundError:
+        return None
+
+
+@dataclass(frozen=True)
+class WiredConsole:
+    """A lab VM's console log and the names of its wire interfaces in the guest."""
+
+    vm: str
+    console_log: str
+    ifnames: tuple[str, ...]
+
+
+def stalled_wire(consoles: list[WiredConsole]) -> tuple[str, TxStall] | None:
+    """(VM name, stall) of the first wire of ``consoles`` whose TX queue stalled, or None."""
+    for console in consoles:
+        for ifname in console.ifnames:
+            stall = read_tx_stall(console.console_log, ifname)
+            if stall is not None:
+                return console.vm, stall
+    return None

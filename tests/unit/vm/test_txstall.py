@@ -1,0 +1,142 @@
+"""A wire's stalled TX queue read from a VM console (harness.vm.txstall), and the run it ends.
+
+The console excerpts in data/ are the two VMs of S1 verdict run a416eb (2026-11-29), whose
+lab VM's wire stopped transmitting at uptime ~1330 s for good (QEMU's virtio-net TX stall)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from harness.errors import HarnessError, WireStalled
+from harness.lab.placement import Decision
+from harness.lab.probe import Capabilities
+from harness.archive.archive import INCOMPLETE
+from harness.studies.s1 import design as s1
+from harness.vm.fleet import wired_consoles
+from harness.vm.txstall import WiredConsole, find_tx_stall, find_tx_stalls, read_tx_stall, stalled_wire
+
+DATA = Path(__file__).parent / "data"
+LAB = DATA / "s1-a416eb-lab-console.txt"
+B = DATA / "s1-a416eb-b-console.txt"
+
+
+def test_the_lab_console_of_run_a416eb_shows_when_its_wire_stalled_and_for_how_long():
+    stall = read_tx_stall(str(LAB), "wire")
+    assert stall is not None
+    assert stall.ifname == "wire" and stall.queue == 0
+    # first report at 1334.84 s says "timed out 5004 ms": the queue stopped at ~1329.84 s
+    assert stall.began_uptime_s == pytest.approx(1329.838, abs=1e-3)
+    assert stall.first_report_uptime_s == pytest.approx(1334.841534)
+    assert stall.last_report_uptime_s == pytest.approx(2708.909141)
+    assert stall.lasted_s == pytest.approx(1379.072)
+    assert stall.reports == 10  # five watchdog lines and five TX timeout lines
+    assert stall.to_dict()["began_uptime_s"] == stall.began_uptime_s
+
+
+def test_a_console_without_watchdog_lines_has_no_stall():
+    assert read_tx_stall(str(B), "wire") is None
+    assert find_tx_stall("", "wire") is None
+
+
+def test_only_the_named_interface_counts():
+    assert find_tx_stall(LAB.read_text(), "eth0") is None
+    assert find_tx_stall(LAB.read_text(), "wir") is None
+
+
+def test_a_console_that_is_gone_has_no_stall(tmp_path):
+    assert read_tx_stall(str(tmp_path / "console.log"), "wire") is None
+
+
+def test_a_queue_that_recovers_and_stalls_again_is_two_stalls():
+    lines = LAB.read_text().splitlines()
+    watchdog = [ln for ln in lines if "NETDEV WATCHDOG" in ln]
+    # the first stall's three reports, then (the count restarted) the last two as a new stall
+    text = "\n".join(watchdog[:3] + [ln.replace("[ 27", "[ 37") for ln in watchdog[:2]])
+    first, second = find_tx_stalls(text, "wire")
+    assert first.reports == 3 and first.lasted_s == pytest.approx(15.104)
+    assert second.began_uptime_s == pytest.approx(1334.841534 - 5.004)
+    assert find_tx_stall(text, "wire") == second
+
+
+def test_stalled_wire_names_the_vm_whose_wire_stalled():
+    consoles = [WiredConsole("s1-b", str(B), ("wire",)), WiredConsole("s1-lab", str(LAB), ("wire",))]
+    vm, stall = stalled_wire(consoles)
+    assert vm == "s1-lab" and stall.began_uptime_s == pytest.approx(1329.838, abs=1e-3)
+    assert stalled_wire(consoles[:1]) is None
+
+
+def test_the_lab_reads_each_vm_console_for_the_wires_it_holds():
+    topology = s1.topology(s1.Params.resolve(profile="verdict"))
+    labels = topology.machines()
+    vms = {label: SimpleNamespace(name=f"s1-{label or 'lab'}", console_log=f"/boot/{label}/console.log")
+           for label in labels}
+    nics = {(end.node, end.ifname): "52:54:00:5e:00:01" for link in topology.wires()
+            for end in (link.a, link.b)}
+    consoles = wired_consoles(topology, vms, nics)
+    assert {c.vm for c in consoles} == {vm.name for vm in vms.values()}
+    assert all(c.ifnames == (s1.WIRE,) for c in consoles)
+    assert {c.console_log for c in consoles} == {vm.console_log for vm in vms.values()}
+
+
+# -- the run it ends ------------------------------------------------------------------
+
+
+class _Bed:
+    def record(self) -> dict:
+        return {"kind": "fake VM lab"}
+
+
+def _run_that_fails(monkeypatch, tmp_path, lab_console: Path, error: BaseException):
+    """An S1 session whose VM lab is a fake with ``lab_console``; its point raises ``error``
+    (what perftest_sweep.sweep raised after retrying until its deadline)."""
+    from harness.run import session as session_module
+    from harness.run import testbed_build
+    from harness.run.session import open_session
+
+    monkeypatch.setenv("HARNESS_LOCK_DIR", str(tmp_path / "locks"))  # not the machine's
+    host = Capabilities("local", "6.18", {"netns": True})
+    placing = testbed_build.Placing(None, host, set(), set(), "study s1",
+                                    Decision("vm", "S1 needs two machines", (), (), 2))
+    monkeypatch.setattr(session_module, "place", lambda *args: placing)
+    consoles = [WiredConsole("s1-lab", str(lab_console), ("wire",)),
+                WiredConsole("s1-b", str(B), ("wire",))]
+    monkeypatch.setattr(session_module, "build_lab", lambda *args: testbed_build.BuiltLab(
+        bed=_Bed(), wired_consoles=consoles))
+    with open_session("s1", {"profile": "verdict"}, root=tmp_path) as session:
+        session.testbed(s1.topology(s1.Params.resolve(profile="verdict")))
+        raise error
+
+
+def test_a_failed_point_on_a_stalled_wire_ends_the_run_with_one_error_naming_the_stall(
+        monkeypatch, tmp_path):
+    failed = HarnessError("ib_send_lat sweep client on b failed (exit 1): Couldn't connect")
+    with pytest.raises(WireStalled) as caught:
+        _run_that_fails(monkeypatch, tmp_path, LAB, failed)
+    message = str(caught.value)
+    for words in ("VM s1-lab", "'wire'", "uptime 1330s", "QEMU's virtio-net TX stall",
+                  "dgram wire", "not the system under test", "incomplete", "run it again"):
+        assert words in message
+    assert caught.value.__cause__ is failed
+    (run_json,) = tmp_path.rglob("run.json")
+    meta = json.loads(run_json.read_text())
+    assert meta["status"] == INCOMPLETE
+    assert "WireStalled" in meta["measurement_error"]
+    stall = meta["wire_stall"]
+    assert stall["vm"] == "s1-lab" and stall["ifname"] == "wire"
+    assert stall["began_uptime_s"] == pytest.approx(1329.838, abs=1e-3)
+    assert stall["lasted_s"] == pytest.approx(1379.072)
+    assert "Couldn't connect" in stall["cause"]
+
+
+def test_a_failed_point_on_a_healthy_wire_keeps_its_own_error(monkeypatch, tmp_path):
+    failed = HarnessError("ib_send_lat sweep client on b failed (exit 1): Couldn't connect")
+    with pytest.raises(HarnessError) as caught:
+        _run_that_fails(monkeypatch, tmp_path, B, failed)
+    assert caught.value is failed
+    (run_json,) = tmp_path.rglob("run.json")
+    meta = json.loads(run_json.read_text())
+    assert meta["status"] == INCOMPLETE and "wire_stall" not in meta
