@@ -11,10 +11,10 @@ from types import SimpleNamespace
 
 import pytest
 
+from harness.archive.archive import INCOMPLETE
 from harness.errors import HarnessError, WireStalled
 from harness.lab.placement import Decision
 from harness.lab.probe import Capabilities
-from harness.archive.archive import INCOMPLETE
 from harness.studies.s1 import design as s1
 from harness.vm.fleet import wired_consoles
 from harness.vm.txstall import WiredConsole, find_tx_stall, find_tx_stalls, read_tx_stall, stalled_wire
