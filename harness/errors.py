@@ -45,10 +45,10 @@ class WireStalled(NodeError):
                        "cause": None if cause is None else f"{type(cause).__name__}: {cause}"}
         super().__init__(
             f"VM {vm}: the transmit queue of its wire {stall.ifname!r} stalled at guest uptime "
-            f"{stall.began_uptime_s:.0f}s and was still stuck {stall.lasted_s:.0f}s later "
+            f"{stall.began_uptime_s:.0f}s and stayed stuck at least {stall.lasted_s:.0f}s "
             f"({stall.reports} NETDEV WATCHDOG / TX timeout lines on its console): this is "
             "QEMU's virtio-net TX stall on the dgram wire (qemu-project/qemu#1365), not the "
-            "system under test; the measurement that failed measured nothing of it",
+            "system under test; a measurement over that wire measures nothing of it",
             "this run is incomplete and every change it made is undone (run.json's `wire_stall` "
             "keeps the stall): run it again")
 

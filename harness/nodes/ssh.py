@@ -63,6 +63,8 @@ _CHUNK = 1 << 16
 #: send without end. The harness's largest outputs (a tool's log, a JSON result) are far
 #: below it; a file is copied with :meth:`SSHNode.get`.
 OUTPUT_CAP = 64 << 20
+#: Seconds between two calls of :meth:`SSHNode._while_waiting` while a command runs.
+WATCH_EVERY_S = 5.0
 
 # Run by the remote login shell as: sh -c _WRAPPER harness CMD LIMIT.
 # $$ is the process group of everything below: `timeout` makes itself a group
@@ -262,7 +264,7 @@ class SSHNode(Node):
             thread.start()
         deadline = time.monotonic() + timeout
         try:
-            finished = _join(threads[:2], deadline, over) and (
+            finished = _join(threads[:2], deadline, over, self._while_waiting) and (
                 over.stream is not None
                 or chan.status_event.wait(max(0.0, deadline - time.monotonic())))
         except BaseException:  # Ctrl-C while waiting: take the remote command down too
@@ -302,6 +304,11 @@ class SSHNode(Node):
             b"".join(out).decode(errors="replace"),
             stderr.decode(errors="replace"),
         )
+
+    def _while_waiting(self) -> None:
+        """Called about every :data:`WATCH_EVERY_S` while a command runs: a subclass raises
+        here to stop the command at once (it is killed, as on Ctrl-C) when it knows the wait
+        is in vain (:meth:`harness.vm.boot.VMNode._while_waiting`)."""
 
     def _kill_remote(self, chan: paramiko.Channel, err: list[bytes]) -> None:
         """SIGKILL the process group of a command that outlived its deadline."""
@@ -410,15 +417,22 @@ def _feed(chan: paramiko.Channel, data: bytes | None) -> None:
         pass  # the command ended without reading all of it, like a closed pipe
 
 
-def _join(threads: list[threading.Thread], deadline: float, over: _Overflow) -> bool:
+def _join(threads: list[threading.Thread], deadline: float, over: _Overflow,
+          watch=None) -> bool:
     """Wait for the readers until ``deadline`` (False if it passed first); a stream past the
-    cap ends the wait at once (the other one may never end while the command is blocked)."""
+    cap ends the wait at once (the other one may never end while the command is blocked).
+    ``watch``: called every :data:`WATCH_EVERY_S` meanwhile; what it raises ends the wait."""
+    watched = time.monotonic()
     for thread in threads:
         while thread.is_alive():
             if over.event.is_set():
                 return True
-            left = deadline - time.monotonic()
+            now = time.monotonic()
+            left = deadline - now
             if left <= 0:
                 return False
+            if watch is not None and now - watched >= WATCH_EVERY_S:
+                watched = now
+                watch()
             thread.join(min(left, 0.1))
     return True

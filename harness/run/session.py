@@ -310,7 +310,12 @@ class Session:
         consoles go with them); None when no wire stalled."""
         from ..vm.txstall import stalled_wire
 
-        if self.dry_run or not self.wired_consoles or isinstance(error, WireStalled):
+        if self.dry_run:
+            return None
+        if isinstance(error, WireStalled):  # a VM node stopped the command waiting on it
+            self.run.update(wire_stall=error.record)
+            return None
+        if not self.wired_consoles:
             return None
         found = stalled_wire(self.wired_consoles)
         if found is None:

@@ -116,9 +116,13 @@ def build_lab(placing: Placing, topology: Topology, study: str, journal: Journal
         lab_host: Node = placing.host
     else:
         from ..vm.fleet import boot_lab_vms, cap_disks, pin_lab_vcpus, wired_consoles
+        from ..vm.txstall import WireWatch
 
         vms, nics = boot_lab_vms(topology, study, journal, stack)
         built.wired_consoles = wired_consoles(topology, vms, nics)
+        watch = WireWatch(tuple(built.wired_consoles))
+        for vm in vms.values():  # a command on any of them stops when a wire stalls
+            vm.wire_watch = watch
         lab_host = vms[""]
         built.placement["vm"] = lab_host.boot.to_dict()
         if topology.vms.pin:

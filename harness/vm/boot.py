@@ -37,7 +37,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 
-from ..errors import CapabilityMissing, CommandTimeout, HarnessError, NodeError
+from ..errors import CapabilityMissing, CommandTimeout, HarnessError, NodeError, WireStalled
 from ..journal.journal import Journal, signals_deferred
 from ..nodes import LocalNode, described_within
 from ..nodes.base import Process
@@ -90,6 +90,7 @@ class VMNode(SSHNode):
     qmp_socket: str = ""  # QEMU's QMP socket ("" when the VM has no disks)
     disks: dict[str, str]  # DataDisk name -> QEMU device id, set by boot_vm
     console_log: str = ""  # the guest serial console's file (removed with the VM)
+    wire_watch = None  # the lab's txstall.WireWatch, shared by its VMs (set by the lab)
 
     @property
     def sees_host_root(self) -> bool:
@@ -97,6 +98,14 @@ class VMNode(SSHNode):
 
     def __repr__(self) -> str:
         return f"<VMNode {self.name} {self.boot.accel} 127.0.0.1:{self.port}>"
+
+    def _while_waiting(self) -> None:
+        """A command waits in vain when a wire of the lab stopped transmitting (QEMU's
+        virtio-net TX stall, :mod:`.txstall`): stopped at once with :class:`WireStalled`,
+        not after its timeout (19 minutes of an S1 verdict run, 2026-11-29)."""
+        found = self.wire_watch.fired() if self.wire_watch is not None else None
+        if found is not None:
+            raise WireStalled(*found)
 
     def _execute(self, cmd: str, timeout: float, stdin: bytes | None) -> tuple[int, str, str]:
         try:

@@ -20,6 +20,11 @@ from __future__ import annotations
 import re
 from dataclasses import asdict, dataclass
 
+#: A wire whose TX queue has been stuck this long is lost: a command waiting on it is stopped
+#: at once (:meth:`harness.vm.boot.VMNode._while_waiting`). The guest's watchdog reports at
+#: 5 s; a healthy TCG wire, even at host load 7, never held a frame that long.
+WIRE_STALL_FATAL_S = 30.0
+
 _WATCHDOG_RE = re.compile(r"^\[\s*(?P<uptime>[0-9]+\.[0-9]+)\]\s+\S+\s+\S+\s+(?P<ifname>\S+):\s+"
                           r"NETDEV WATCHDOG:.*transmit queue (?P<queue>\d+) timed out "
                           r"(?P<ms>\d+) ms")
@@ -103,11 +108,31 @@ class WiredConsole:
     ifnames: tuple[str, ...]
 
 
-def stalled_wire(consoles: list[WiredConsole]) -> tuple[str, TxStall] | None:
-    """(VM name, stall) of the first wire of ``consoles`` whose TX queue stalled, or None."""
+def stalled_wire(consoles: list[WiredConsole],
+                 at_least_s: float = 0.0) -> tuple[str, TxStall] | None:
+    """(VM name, stall) of the first wire of ``consoles`` whose TX queue stalled (its last
+    stall stuck ``at_least_s`` or longer), or None."""
     for console in consoles:
         for ifname in console.ifnames:
             stall = read_tx_stall(console.console_log, ifname)
-            if stall is not None:
+            if stall is not None and stall.lasted_s >= at_least_s:
                 return console.vm, stall
     return None
+
+
+@dataclass
+class WireWatch:
+    """The wires of one lab, shared by its VM nodes: :meth:`fired` tells the first of them
+    to wait on a command while a wire is lost, once; the run then unwinds (its teardown's
+    commands run on undisturbed)."""
+
+    consoles: tuple[WiredConsole, ...]
+    at_least_s: float = WIRE_STALL_FATAL_S
+    found: tuple[str, TxStall] | None = None
+
+    def fired(self) -> tuple[str, TxStall] | None:
+        """(VM name, stall) the first time a wire has stalled ``at_least_s``; else None."""
+        if self.found is not None:
+            return None
+        self.found = stalled_wire(list(self.consoles), self.at_least_s)
+        return self.found

@@ -6,18 +6,20 @@ lab VM's wire stopped transmitting at uptime ~1330 s for good (QEMU's virtio-net
 from __future__ import annotations
 
 import json
+import threading
+import time
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
 from harness.archive.archive import INCOMPLETE
-from harness.errors import HarnessError, WireStalled
+from harness.errors import CommandTimeout, HarnessError, WireStalled
 from harness.lab.placement import Decision
 from harness.lab.probe import Capabilities
 from harness.studies.s1 import design as s1
 from harness.vm.fleet import wired_consoles
-from harness.vm.txstall import WiredConsole, find_tx_stall, find_tx_stalls, read_tx_stall, stalled_wire
+from harness.vm.txstall import WiredConsole, WireWatch, find_tx_stall, find_tx_stalls, read_tx_stall, stalled_wire
 
 DATA = Path(__file__).parent / "data"
 LAB = DATA / "s1-a416eb-lab-console.txt"
@@ -140,3 +142,87 @@ def test_a_failed_point_on_a_healthy_wire_keeps_its_own_error(monkeypatch, tmp_p
     (run_json,) = tmp_path.rglob("run.json")
     meta = json.loads(run_json.read_text())
     assert meta["status"] == INCOMPLETE and "wire_stall" not in meta
+
+
+# -- a command waiting on a lost wire -------------------------------------------------
+
+
+class _Hung:
+    """An SSH channel whose command never ends (perftest's client retrying over a dead wire)."""
+
+    def __init__(self):
+        self.closed = False
+        self.status_event = threading.Event()
+        self.exit_status = -1
+        self.marker_sent = False
+
+    def exec_command(self, command):
+        pass
+
+    def recv(self, _size):
+        while not self.closed:
+            time.sleep(0.01)
+        return b""
+
+    def recv_stderr(self, size):
+        if not self.marker_sent:
+            self.marker_sent = True
+            return b"__harness_pgid__=4242\n"
+        return self.recv(size)
+
+    def sendall(self, _data):
+        pass
+
+    def shutdown_write(self):
+        pass
+
+    def close(self):
+        self.closed = True
+
+
+def _vm_node(monkeypatch, watch: WireWatch | None):
+    from harness.nodes import ssh
+    from harness.vm.boot import VMNode
+
+    monkeypatch.setattr(ssh, "WATCH_EVERY_S", 0.2)
+    node = VMNode("s1-b", "127.0.0.1", port=2222)
+    node.wire_watch = watch
+    killed: list = []
+    monkeypatch.setattr(node, "_open_channel", _Hung)
+    monkeypatch.setattr(node, "_kill_remote", lambda chan, err: killed.append(
+        ssh.split_marker(b"".join(err))[0]))
+    return node, killed
+
+
+def test_a_command_on_a_vm_stops_at_once_when_a_wire_of_its_lab_stalled(monkeypatch):
+    watch = WireWatch((WiredConsole("s1-lab", str(LAB), ("wire",)),))
+    node, killed = _vm_node(monkeypatch, watch)
+    started = time.monotonic()
+    with pytest.raises(WireStalled, match="VM s1-lab: the transmit queue of its wire 'wire' "
+                                          "stalled at guest uptime 1330s"):
+        node.run("ib_send_lat -s 65536", timeout=600)
+    assert time.monotonic() - started < 5 and killed == [4242]
+    assert watch.found[0] == "s1-lab"
+    # once: the run's teardown commands are not stopped again
+    with pytest.raises(CommandTimeout):
+        node.run("ip link show", timeout=1)
+
+
+def test_a_command_on_a_vm_whose_wires_are_sound_runs_to_its_timeout(monkeypatch):
+    node, killed = _vm_node(monkeypatch, WireWatch((WiredConsole("s1-b", str(B), ("wire",)),)))
+    with pytest.raises(CommandTimeout):
+        node.run("ib_send_lat -s 65536", timeout=1)
+
+
+def test_a_stall_shorter_than_the_fatal_one_lets_a_command_wait(monkeypatch, tmp_path):
+    """One watchdog report (stuck 5 s) is not a lost wire while a command waits."""
+    console = tmp_path / "console.log"
+    lines = LAB.read_text().replace("\r", "").splitlines()
+    first = [i for i, line in enumerate(lines) if "TX timeout" in line][0]
+    console.write_text("\n".join(lines[:first + 1]) + "\n")  # its first two reports
+    watch = WireWatch((WiredConsole("s1-lab", str(console), ("wire",)),))
+    assert read_tx_stall(str(console), "wire").lasted_s == pytest.approx(5.008)
+    node, _killed = _vm_node(monkeypatch, watch)
+    with pytest.raises(CommandTimeout):
+        node.run("ib_send_lat -s 65536", timeout=1)
+    assert watch.found is None
