@@ -149,8 +149,8 @@ def test_s0_small_run_has_three_methods_translation_and_leaves_nothing(tmp_path,
     assert sorted(switches.method.unique()) == ["nat_srd", "proxies"]
     assert sorted(switches.repetition.unique()) == sorted(frame.repetition.unique())
     assert (switches.round_trips > 200).all() and (switches.context_switches > 0).all()
-    # voluntary (a relay sleeping until its message, what the claims count) and involuntary
-    # (the machine preempting it) apart, summing to the whole
+    # voluntary (a relay sleeping until its message) and involuntary (the machine preempting it)
+    # apart, summing to the whole the claims count (change #22)
     assert (switches.voluntary > 0).all() and (switches.involuntary >= 0).all()
     assert (switches.voluntary + switches.involuntary == switches.context_switches).all()
     assert switches.set_index("method").relays.to_dict() == {"proxies": 2, "nat_srd": 1}
