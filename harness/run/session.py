@@ -413,7 +413,11 @@ def open_session(study: str, parameters: dict, run_dir: str = "", inventory: str
                 yield session
         except BaseException as exc:
             error = exc
-            stalled = session.wire_stall(exc)
+            try:
+                stalled = session.wire_stall(exc)
+            except Exception as problem:  # noqa: BLE001 -- the run's own error stays the one raised
+                exc.add_note(f"and then, reading the VMs' consoles: {format_error(problem)}")
+                stalled = None
             if stalled is not None and isinstance(exc, Exception):  # Ctrl-C stays Ctrl-C
                 error = stalled
                 raise stalled from exc
