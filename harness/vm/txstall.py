@@ -113,8 +113,13 @@ def stalled_wire(consoles: list[WiredConsole],
     """(VM name, stall) of the first wire of ``consoles`` whose TX queue stalled (its last
     stall stuck ``at_least_s`` or longer), or None."""
     for console in consoles:
+        try:  # read once for all of its wires
+            with open(console.console_log, encoding="utf-8", errors="replace") as fh:
+                text = fh.read()
+        except FileNotFoundError:  # the VM is gone, its boot directory removed
+            continue
         for ifname in console.ifnames:
-            stall = read_tx_stall(console.console_log, ifname)
+            stall = find_tx_stall(text, ifname)
             if stall is not None and stall.lasted_s >= at_least_s:
                 return console.vm, stall
     return None
