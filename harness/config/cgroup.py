@@ -15,7 +15,6 @@ change of its own, recorded and disabled again afterwards.
 
 from __future__ import annotations
 
-import math
 import re
 import secrets
 import shlex
