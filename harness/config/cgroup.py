@@ -2,7 +2,9 @@
 
 cgroup v2 (``cpu.max`` = quota/period) where the unified hierarchy has the
 cpu controller, else cgroup v1's cpu hierarchy (``cpu.cfs_quota_us`` /
-``cpu.cfs_period_us``). 0.5 CPUs is 50 ms every 100 ms. Processes join at
+``cpu.cfs_period_us``). 0.5 CPUs is 50 ms every 100 ms; a limit below 0.01 CPUs keeps the
+kernel's smallest quota, 1 ms, over a longer period (0.005 CPUs: 1 ms every 200 ms,
+:func:`cfs_period_us`). Processes join at
 start (see :meth:`Node.spawn`'s ``cgroup``: both versions take a pid written
 to ``cgroup.procs``). cgroups belong to the machine, not to a network
 namespace, so the directory is made on the machine under any namespace node.
@@ -28,6 +30,24 @@ from ..nodes import Node, Result
 from .operation import UNKNOWN, Change, Fact, Operation
 
 PERIOD_US = 100_000
+#: the kernel's smallest CFS quota (1 ms) and largest period (1 s): the smallest limit expressible
+MIN_QUOTA_US, MAX_PERIOD_US = 1_000, 1_000_000
+MIN_CPUS = MIN_QUOTA_US / MAX_PERIOD_US
+
+
+def cfs_period_us(cpus: float) -> int:
+    """The CFS period a limit of ``cpus`` is written with: :data:`PERIOD_US` (100 ms), or where
+    that would make the quota smaller than the kernel accepts (1 ms: below 0.01 CPUs) the
+    period over which 1 ms is ``cpus`` (0.005 CPUs: 200 ms; 0.0075: 133.3 ms). The sender then
+    runs in bursts of 1 ms, as at 0.01 CPUs, with longer waits between them."""
+    if cpus * PERIOD_US >= MIN_QUOTA_US:
+        return PERIOD_US
+    return min(MAX_PERIOD_US, int(round(MIN_QUOTA_US / cpus)))
+
+
+def cfs_quota_us(cpus: float) -> int:
+    """The CFS quota of a limit of ``cpus`` over its period (:func:`cfs_period_us`)."""
+    return max(MIN_QUOTA_US, int(round(cpus * cfs_period_us(cpus))))
 # One command: the mounts, then for each cgroup2 mount its controllers and subtree_control.
 _HIERARCHY = ("cat /proc/self/mounts; for p in $(awk '$3 == \"cgroup2\" {print $2}' "
               "/proc/self/mounts); do echo \"@controllers $p $(cat $p/cgroup.controllers)\"; "
@@ -79,9 +99,9 @@ class CpuLimit(Operation):
     token: str = field(default_factory=lambda: secrets.token_hex(4))
 
     def check(self) -> None:
-        if not 0.01 <= self.cpus <= 1024:
+        if not MIN_CPUS <= self.cpus <= 1024:
             raise SpecError(f"CPU limit {self.cpus} is out of range",
-                            "give the number of CPUs the process may use, e.g. 0.5 (0.01..1024)")
+                            f"give the number of CPUs the process may use, e.g. 0.5 ({MIN_CPUS:g}..1024)")
 
     def facts(self) -> dict[str, Fact]:
         return {"hierarchy": hierarchy_fact(self.node.machine)}
@@ -100,14 +120,14 @@ class CpuLimit(Operation):
                                   command=f"echo +cpu > {shlex.quote(control)}",
                                   undo={"root": root, "controller": "cpu"}))
         self.path = f"{root}/harness-{self.label}-{self.token}"
-        quota = int(round(self.cpus * PERIOD_US))
+        quota, period = cfs_quota_us(self.cpus), cfs_period_us(self.cpus)
         path = shlex.quote(self.path)
         if version == 2:
-            setting = f"cpu.max {quota} {PERIOD_US}"
-            write = f"echo '{quota} {PERIOD_US}' > {path}/cpu.max"
+            setting = f"cpu.max {quota} {period}"
+            write = f"echo '{quota} {period}' > {path}/cpu.max"
         else:
-            setting = f"cpu.cfs_quota_us {quota} / cpu.cfs_period_us {PERIOD_US}"
-            write = (f"echo {PERIOD_US} > {path}/cpu.cfs_period_us && "
+            setting = f"cpu.cfs_quota_us {quota} / cpu.cfs_period_us {period}"
+            write = (f"echo {period} > {path}/cpu.cfs_period_us && "
                      f"echo {quota} > {path}/cpu.cfs_quota_us")
         changes.append(Change(machine, f"cgroup-v{version}", self.path, None,
                               f"{setting} ({self.cpus:g} CPUs)",

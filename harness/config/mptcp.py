@@ -22,10 +22,12 @@ from .sysctl import Sysctl
 MAX_SUBFLOWS = 8  # kernel limit (MPTCP_PM_ADDR_MAX)
 ENDPOINT_FLAGS = ("subflow", "signal", "backup", "fullmesh")
 #: The kernel's MPTCP facts a run records (each read where the kernel has it: the scheduler
-#: sysctls came with 6.6, path_manager with 6.15) and its TCP congestion controls.
-KERNEL_KEYS = ("net.mptcp.enabled", "net.mptcp.scheduler", "net.mptcp.available_schedulers",
-               "net.mptcp.path_manager", "net.mptcp.available_path_managers",
-               "net.ipv4.tcp_available_congestion_control")
+#: sysctls came with 6.6, path_manager with 6.15; net.mptcp.mptcp_enabled is the out-of-tree
+#: v0.9x's switch, 004:66, which upstream lacks: the stack gate reads it) and its TCP
+#: congestion controls.
+KERNEL_KEYS = ("net.mptcp.enabled", "net.mptcp.mptcp_enabled", "net.mptcp.scheduler",
+               "net.mptcp.available_schedulers", "net.mptcp.path_manager",
+               "net.mptcp.available_path_managers", "net.ipv4.tcp_available_congestion_control")
 #: The coupled controllers of the out-of-tree MPTCP (v0.9x): LIA, OLIA, BALIA, wVegas. The
 #: upstream kernel has none of them; each subflow runs the socket's own, uncoupled.
 COUPLED_CONTROLLERS = ("lia", "olia", "balia", "wvegas")

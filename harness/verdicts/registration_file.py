@@ -112,8 +112,9 @@ def parse(data: dict, where: str) -> Registration:
         claims.append(claim)
     entries = data.get("changes", [])
     former = _renamed_ids(entries, seen, where)
+    todays = _todays_ids(entries)
     units = {c.id: c.unit for c in claims}
-    changes = tuple(_change(entry, index, where, seen | former, units)
+    changes = tuple(_change(entry, index, where, seen | former, units, todays)
                     for index, entry in enumerate(entries))
     return Registration(data["study"], tuple(claims), data["design"], changes)
 
@@ -295,7 +296,25 @@ def _renamed_ids(entries, ids: set[str], where: str) -> set[str]:
     return former
 
 
-def _change(entry, index: int, where: str, ids: set[str], units: dict[str, str]) -> DesignChange:
+def _todays_ids(entries) -> dict[str, str]:
+    """Each former id the changes' ``renamed`` tables retire -> the claim's id today (renamed
+    again later: followed), so that a change naming a claim under its id of then may record what
+    it replaced of it under its id of today (S4's change #5 names the @cpu0.01 claims)."""
+    renamed = {old: new for entry in (entries if isinstance(entries, list) else [])
+               if isinstance(entry, dict) and isinstance(entry.get("renamed"), dict)
+               for old, new in entry["renamed"].items()}
+    out = {}
+    for old, new in renamed.items():
+        seen = {old}
+        while new in renamed and new not in seen:
+            seen.add(new)
+            new = renamed[new]
+        out[old] = new
+    return out
+
+
+def _change(entry, index: int, where: str, ids: set[str], units: dict[str, str],
+            todays: dict[str, str] | None = None) -> DesignChange:
     what = f"change #{index + 1}"
     if isinstance(entry, dict) and isinstance(entry.get("date"), str):
         what += f" ({entry['date']})"
@@ -309,20 +328,22 @@ def _change(entry, index: int, where: str, ids: set[str], units: dict[str, str])
             raise RegistrationError(f"{where}: {what}: field claims: {cid!r} is no claim of "
                                     "this registration",
                                     "name the ids of the claims the change touches")
-    replaced = {cid: _replaced(cid, table, entry, where, what, units)
+    replaced = {cid: _replaced(cid, table, entry, where, what, units, todays or {})
                 for cid, table in entry.get("replaced", {}).items()}
     return DesignChange(entry["date"], entry["what"], entry["why"], tuple(entry.get("claims", ())),
                         dict(entry.get("renamed", {})), entry.get("after_outcomes"), replaced)
 
 
-def _replaced(cid: str, table, entry: dict, where: str, what: str, units: dict[str, str]) -> Replaced:
+def _replaced(cid: str, table, entry: dict, where: str, what: str, units: dict[str, str],
+              todays: dict[str, str]) -> Replaced:
     """What a change replaced of claim ``cid``: its region and/or gates as they stood before it,
     in the form a claim registers them (so that the claim can be judged under them again), and in
     words (``also``) what else it replaced that no record can restore."""
-    if cid not in units or cid not in entry.get("claims", ()):
+    if cid not in units or cid not in {todays.get(c, c) for c in entry.get("claims", ())}:
         raise RegistrationError(f"{where}: {what}: field replaced: {cid!r} is not a claim of this "
                                 "registration that the change names in claims",
-                                "key replaced by the ids (of today) of claims the change lists in claims")
+                                "key replaced by the ids (of today) of claims the change lists in claims "
+                                "(under the id they had then or any later one)")
     _keys(table, REPLACED, (), where, f"{what}: replaced.{cid}")
     if not table:
         raise RegistrationError(f"{where}: {what}: field replaced.{cid}: empty",

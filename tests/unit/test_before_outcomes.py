@@ -284,3 +284,22 @@ def test_claims_show_prints_what_each_change_replaced(capsys):
         "its count: the relays' voluntary context switches only" in out  # before 13:14Z
     assert "    replaced of s0.bandwidth.stream.gain_1k_32k: gates none\n" in out  # before 04:54Z
     assert "    replaced of s0.bandwidth.stream.gain_1k_32k: region 8.628..39.7%\n" in out  # before 16:36Z
+
+
+def test_a_change_naming_a_claim_by_its_former_id_records_what_it_replaced_under_todays_id():
+    """S4's change #5 (regions by the margin) names the CPU-limited claims as @cpu0.01, which #6
+    renamed to @anchored: the third S4 review found no record of the regions #5 replaced. A record
+    keyed by the claim's id of today is taken where the change names it by an earlier id, and the
+    claim is rebuilt with the region the change recorded."""
+    old = {"low": 17, "high": 28, "rule": "the paper's range to 1 % either way"}
+    named_then = change("2026-11-02", True, claims=("s9.first",))
+    named_then["replaced"] = {"s9.gain": {"region": old}}
+    renames = [{**change("2026-11-03", True, claims=("s9.gain",)), "renamed": {"s9.first": "s9.gain"}}]
+    reg = registration(named_then, *renames)
+    before = as_before(reg, "s9.gain")
+    assert (before.claim.region.low, before.claim.region.high) == (17, 28)
+    assert before.region_from is reg.changes[0]
+    stray = change("2026-11-02", True, claims=("s9.first",))
+    stray["replaced"] = {"s9.other": {"region": old}}
+    with pytest.raises(RegistrationError, match="field replaced: 's9.other' is not a claim"):
+        registration(stray, *renames)

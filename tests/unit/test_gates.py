@@ -627,3 +627,94 @@ def test_a_failed_stated_condition_leaves_the_claim_judged_and_says_so_first():
     assert apply(claims_table(plain), NAMESPACES, bench, {"s0.gate": plain.gates}).outcome[0] == NOT_TESTABLE
     with pytest.raises(ValueError, match="is not words"):
         relays_gate("  ")
+
+
+def cfs_points(shares: dict[tuple[str, int], float], periods: float = 40.0) -> pd.DataFrame:
+    """Anchored iperf3 points, each (transport, streams) throttled in ``shares`` of its periods
+    (two repetitions), beside unlimited points that count no period and a GridFTP point."""
+    rows = [{"tool": "iperf3", "limit": "anchored", "transport": t, "streams": n, "repetition": r,
+             "goodput_mbit": 450.0, "cpu_periods": periods, "cpu_throttled_periods": periods * share}
+            for (t, n), share in shares.items() for r in (1, 2)]
+    rows.append({"tool": "iperf3", "limit": "nolimit", "transport": "tcp", "streams": 1, "repetition": 1,
+                 "goodput_mbit": 478.0, "cpu_periods": None, "cpu_throttled_periods": None})
+    rows.append({"tool": "gridftp", "limit": "anchored", "transport": "tcp", "streams": 1, "repetition": 1,
+                 "goodput_mbit": 400.0, "cpu_periods": 40.0, "cpu_throttled_periods": 40.0})
+    return pd.DataFrame(rows)
+
+
+def throttled(transports: str) -> Gate:
+    groups = ";".join(f"transport={t},streams={n}" for t in transports.split(",") for n in (1, 10))
+    return Gate("cpu_throttled", {"table": "results", "rows": "tool=iperf3,limit=anchored",
+                                  "groups": groups, "more_than": 0.5})
+
+
+#: the third S4 reference's first run (e1142e's 119dae), per group: TCP barely throttled at one stream
+THIRD_REFERENCE = {("tcp", 1): 0.15, ("tcp", 10): 0.54, ("mptcp", 1): 0.73, ("mptcp", 10): 1.0}
+
+
+def test_cpu_throttled_needs_more_than_half_of_the_periods_in_every_group_the_claim_compares():
+    """The third S4 review: 'Gate directly on measured CPU-boundness. cpu_throttled_periods /
+    cpu_periods is recorded in results.csv but used nowhere.' TCP's one stream, throttled in 15 % of
+    its periods, is bound by its path: the TCP claims fail, naming each group's share; MPTCP's pass;
+    a share of exactly half is not more than half; unlimited and GridFTP points are not read."""
+    tables = {"results": cfs_points(THIRD_REFERENCE)}
+    tcp = evaluate(throttled("tcp"), RunFacts.from_meta(NAMESPACES), tables)
+    assert not tcp.passed
+    assert tcp.figures.startswith("the sender throttled in TCP 1 stream 15 % (12 of 80 periods, 2 points, "
+                                  "15-15 % per point); TCP 10 streams 54 % (")
+    assert "against more than 50 % registered" in tcp.figures and tcp.figures.endswith("; not more at TCP 1 stream")
+    mptcp = evaluate(throttled("mptcp"), RunFacts.from_meta(NAMESPACES), tables)
+    assert mptcp.passed and "MPTCP 10 streams 100 % (80 of 80 periods" in mptcp.figures
+    both = evaluate(throttled("tcp,mptcp"), RunFacts.from_meta(NAMESPACES), tables)
+    assert not both.passed and both.figures.count("%") >= 8
+    half = {"results": cfs_points({**THIRD_REFERENCE, ("mptcp", 1): 0.5})}
+    assert not evaluate(throttled("mptcp"), RunFacts.from_meta(NAMESPACES), half).passed
+    uncounted = evaluate(throttled("tcp"), RunFacts.from_meta(NAMESPACES),
+                         {"results": cfs_points(THIRD_REFERENCE).drop(columns=["cpu_periods"])})
+    assert not uncounted.passed and "were not counted in this run" in uncounted.figures
+    none = evaluate(throttled("tcp"), RunFacts.from_meta(NAMESPACES),
+                    {"results": cfs_points({("mptcp", 1): 0.9, ("mptcp", 10): 1.0})})
+    assert not none.passed and "TCP 1 stream: no period counted" in none.figures
+    assert "cpu_throttled" in GATES
+
+
+#: run.json as S4 records it on this machine's upstream kernel (controllers and the capability probe)
+UPSTREAM_RUN = {"controllers": {**UPSTREAM, "client_kernel": {
+    **UPSTREAM["client_kernel"], "net.mptcp.enabled": "1", "net.mptcp.mptcp_enabled": None}},
+    "capabilities": {"local": {"kernel": "6.18.44-fc-v657", "tools": {"iperf3": "iperf 3.12 (cJSON 1.7.15)"}}}}
+PAPER_STACK = ("MPTCP v0.95 (004:60), the out-of-tree kernel switched by net.mptcp.mptcp_enabled (004:66); "
+               "iperf -P (004:66; the seed gives no iperf version)")
+
+
+def stack_gate() -> Gate:
+    return Gate("stack", {"transport": "mptcp", "sysctl": "net.mptcp.mptcp_enabled", "tool": "iperf",
+                          "table": "results", "rows": "tool=iperf3,limit=anchored", "paper": PAPER_STACK})
+
+
+def test_the_stack_gate_names_the_papers_stack_and_what_the_runs_own_measured():
+    """The third S4 review: 'Add an explicit implementation/tool regime gate for CPU-bound claims:
+    MPTCP v1 against v0.95, iperf3 single-thread against the paper's iperf.' The gate reads the run's
+    record: upstream's kernel has no net.mptcp.mptcp_enabled and the points ran iperf3, so it fails,
+    naming both stacks and what this one measured (10 MPTCP streams at about half of one)."""
+    points = cfs_points(THIRD_REFERENCE)
+    points.loc[(points.transport == "mptcp") & (points.streams == 1), "goodput_mbit"] = 817.0
+    points.loc[(points.transport == "mptcp") & (points.streams == 10), "goodput_mbit"] = 509.0
+    result = evaluate(stack_gate(), RunFacts.from_meta(UPSTREAM_RUN), {"results": points}, UPSTREAM_RUN)
+    assert not result.passed
+    assert result.figures.startswith(f"the paper's stack: {PAPER_STACK}; this run's MPTCP points: upstream "
+                                     "Linux MPTCP v1")
+    assert "(its kernel has no net.mptcp.mptcp_enabled), kernel 6.18.44-fc-v657" in result.figures
+    assert "measured with iperf3 (iperf 3.12 (cJSON 1.7.15))" in result.figures
+    assert ("what this stack measured here: MPTCP 1 stream 817 Mbit/s (mean of 2), 10 streams 509 Mbit/s "
+            "(mean of 2) (differs in its implementation and tool)") in result.figures
+    assert "iperf 2" not in result.figures
+    # the paper's stack as a run would record it passes: its kernel's switch, its tool
+    paper_run = {"controllers": {"mptcp": "out-of-tree MPTCP v0.95", "client_kernel": {
+        "net.mptcp.mptcp_enabled": "1"}}}
+    iperf = points.assign(tool=points.tool.replace({"iperf3": "iperf"}))
+    gate = Gate("stack", {**stack_gate().params, "rows": "tool=iperf,limit=anchored"})
+    assert evaluate(gate, RunFacts.from_meta(paper_run), {"results": iperf}, paper_run).passed
+    only_tool = evaluate(gate, RunFacts.from_meta(UPSTREAM_RUN), {"results": iperf}, UPSTREAM_RUN)
+    assert not only_tool.passed and only_tool.figures.endswith("(differs in its implementation)")
+    unknown = evaluate(stack_gate(), RunFacts.from_meta({}), {"results": points}, {})
+    assert not unknown.passed and "not recorded (run.json controllers.client_kernel)" in unknown.figures

@@ -95,26 +95,39 @@ def s4_pool(tmp_path_factory):
 def test_the_pooled_summary_has_each_runs_own_tally_and_its_in_regime_verdicts(s4_pool):
     """S4's second review: 'Not every member verdict reaches report.md ... Their verdicts are not
     counted anywhere': run c6f085 judged the anchored MPTCP peak 'not reproduced' (366) while
-    the pool, needing every run in regime, says not testable."""
+    the pool, needing every run in regime, said not testable. Since the third review's stack gate
+    (change #14: MPTCP v0.95 and iperf in the paper, upstream v1 and iperf3 here) no run judges
+    it, and the block of claims judged by some runs is left out; its lines, from a table."""
+    from harness.verdicts.pool_report import judged_by_some_runs
+
     _, report, frame, own = s4_pool
     head = report.split("## Claims")[0]
     pooled = set(frame.claim_id)
     for run_id, table in own.items():
         tally = summaries(table[table.claim_id.isin(pooled)].drop_duplicates("claim_id"))
         assert f"- run {run_id}: {tally}\n" in head
-    # its MPTCP gain, 'not reproduced' until the controller gate of 2026-11-29T10:25Z, is not testable
-    assert "- run 20261129T072814Z-c6f085: 1 not reproduced, 9 not testable here; lab checks: 2 met" in head
-    untestable = frame[frame.outcome == NOT_TESTABLE].set_index("claim_id")
-    assert "s4.mptcp_peak@anchored" in untestable.index
-    line = next(x for x in head.splitlines() if x.startswith("- `s4.mptcp_peak@anchored`"))
-    assert line == ("- `s4.mptcp_peak@anchored`: in its regime in 1 of 3 runs: run 20261129T072814Z-c6f085: "
-                    "not reproduced, 366 Mbit/s [267, 464] (n=4)")
-    assert "`s4.tcp_gain_1_10@nolimit`" not in head.split("**Judged in its regime")[1].split("**Changed")[0]
+    # its MPTCP gain, 'not reproduced' until the controller gate of 2026-11-29T10:25Z, and its MPTCP
+    # peak, 'not reproduced' until the stack gate of the third review, are not testable
+    assert "- run 20261129T072814Z-c6f085: 10 not testable here; lab checks: 2 met" in head
+    assert "stack failed (the paper's stack: MPTCP v0.95" in own["20261129T072814Z-c6f085"].set_index(
+        "claim_id").loc["s4.mptcp_peak@anchored", "reason"]
+    assert "**Judged in its regime" not in head
+    found = [types.SimpleNamespace(run_id=r) for r in ("20261129T072814Z-c6f085", "20261129T074512Z-73cbb9")]
+    table = pd.DataFrame([{"claim_id": "s4.mptcp_peak@anchored", "outcome": NOT_TESTABLE,
+                           "20261129T072814Z-c6f085: outcome": "not reproduced",
+                           "20261129T072814Z-c6f085: ours": "366 Mbit/s [267, 464] (n=4)",
+                           "20261129T074512Z-73cbb9: outcome": NOT_TESTABLE,
+                           "20261129T074512Z-73cbb9: ours": "484 Mbit/s [350, 618] (n=4)"}])
+    lines = judged_by_some_runs(found, table)
+    assert lines[0].startswith("**Judged in its regime by some runs, not testable in the pool**")
+    assert lines[-1] == ("- `s4.mptcp_peak@anchored`: in its regime in 1 of 2 runs: run 20261129T072814Z-c6f085: "
+                         "not reproduced, 366 Mbit/s [267, 464] (n=4)")
+    assert judged_by_some_runs(found, table.assign(**{"20261129T072814Z-c6f085: outcome": NOT_TESTABLE})) == []
 
 
 def test_the_pooled_report_names_the_changes_made_after_outcomes_were_read_per_claim(s4_pool):
     """S4's second review: 'Flag verdicts decided by a post-hoc gate in report.md itself' (the
-    peaks' rule of 00:45Z, the claim-point gate of 05:04Z)."""
+    peaks' rule of 00:45Z, the claim-point gate of 05:04Z); and the third review's changes."""
     _, report, _, _ = s4_pool
     head = report.split("## Claims")[0]
     assert "**Changed after outcomes were read:** 10 of 10 paper claims" in head
@@ -128,19 +141,27 @@ def test_the_pooled_report_names_the_changes_made_after_outcomes_were_read_per_c
     section = report.split("(`s4.mptcp_peak@anchored`, paper)")[1].split("###")[0]
     assert ("- **decided under a rule changed after outcomes were read:** changes #1 (2026-11-26), "
             "#5 (2026-11-29T00:36Z), #6 (2026-11-29T00:45Z), #7 (2026-11-29T00:45Z), #10 (2026-11-29T05:04Z), "
-            "#11 (2026-11-29T08:27Z), #12 (2026-11-29T10:25Z) (listed above)") in section  # #1: its old id
+            "#11 (2026-11-29T08:27Z), #12 (2026-11-29T10:25Z), #13 (2026-11-29T23:33Z), #14 (2026-11-29T23:33Z), "
+            "#15 (2026-11-29T23:33Z), #16 (2026-11-29T23:33Z) (listed above)") in section  # #1: its old id
     lab = report.split("(`s4.mptcp_both_paths`, lab)")[1].split("###")[0]
     assert "changed after outcomes" not in lab  # no change marked true names it
 
 
-def test_the_s4_pool_today_says_in_words_that_no_verdict_is_recomputed_as_registered_before_outcomes(s4_pool):
-    """S4's changes made after outcomes record nothing they replaced: its pooled report read "0 of 0
-    recomputed read otherwise as registered before outcomes" (the diff review of 2026-11-29)."""
+def test_the_s4_pool_recomputes_the_verdicts_whose_replaced_regions_and_gates_are_recorded(s4_pool):
+    """The third S4 review: 'The before outcomes / before outcomes: how columns are empty for every
+    row.' With change #5's regions and #12's and #13's gates recorded (change #16), the eight peak
+    and gain claims and the anchored contrast are judged again under them; two claims whose late
+    changes record words only say 'not recorded', the lab check no late change names 'as today'."""
     _, report, frame, _ = s4_pool
-    assert (frame["before outcomes"] == "not recorded").sum() == 11
-    assert ("\nNo verdict here is recomputed as registered before outcomes: 11 cannot be recomputed (changes "
+    cells = frame.set_index("claim_id")["before outcomes"]
+    assert list(cells[cells == "not recorded"].index) == ["s4.gain_contrast_1_10@nolimit", "s4.mptcp_over_tcp"]
+    assert cells["s4.tcp_gain_1_10@anchored"] == "not testable here: -1.4% [-3.6, +0.9] (n=3) against 4..6%"
+    assert cells["s4.mptcp_peak@nolimit"].endswith("against 911.6..975.5 Mbit/s")
+    assert ("\n0 of 9 recomputed read otherwise as registered before outcomes; 2 cannot be recomputed (changes "
             "made after outcomes that record nothing they replaced); 1 no such change touched.\n") in report
-    assert "0 of 0" not in report
+    section = report.split("(`s4.mptcp_peak@anchored`, paper)")[1].split("###")[0]
+    assert ("under its region as registered before change #5 (2026-11-29T00:36Z) (911.6..975.5 Mbit/s) and its "
+            "gates as registered before change #13 (2026-11-29T23:33Z) (none)") in section
 
 
 def test_the_all_repetitions_figure_stands_beside_each_pooled_estimate_the_verdict_unchanged(s4_pool):
@@ -176,7 +197,7 @@ def test_a_single_runs_claims_section_names_the_changes_made_after_outcomes_were
     display(frame, "verdict", study.registration())
     block = next(s for s in shown if s.startswith("**Changed after outcomes were read**"))
     assert shown.index(block) == 2  # right under the paper's claims table
-    assert "* TCP peak at 10 streams (no sender CPU limit): changes #1, #5, #7, #11, #12\n" in block
+    assert "* TCP peak at 10 streams (no sender CPU limit): changes #1, #5, #7, #11, #12, #16\n" in block
     assert "* #11 (2026-11-29T08:27Z): (1) A peak is held to the gains' regime" in block
     assert "2026-11-29T03:33Z" not in block and "#9" not in block  # marked false
     shown.clear()

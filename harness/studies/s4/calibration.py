@@ -6,7 +6,9 @@ derived, the paper prints no one-stream figure; :data:`~.design.PAPER_ONE_STREAM
 limit makes *this* machine's sender do the same cannot be known before measuring it, and it
 moves with the machine (one MPTCP stream at 0.01 CPUs: 378 Mbit/s in one reference, 456-491 on
 another day). So each run calibrates
-first: one stream of each transport at every candidate limit (:mod:`.measure`), then
+first: one stream of each transport at every candidate limit (:mod:`.measure`; seven from 0.005
+to 0.02 CPUs, each 5 times in the verdict profile, since the change of 2026-11-29T23:33Z: :mod:`.design`
+says why), then
 :func:`choose_limit` picks the limit by the rule registered before data
 (registration.toml, ``[design.calibration]``):
 

@@ -12,7 +12,13 @@ by the run's calibration, :mod:`.calibration`), each in its regime:
   paper's sender is CPU-limited, 004:66, and climbed from one stream: +5 % / +16 % from 1 to
   10); where one stream already gets there the claim is *not testable here* with the 1-stream
   numbers, never "not reproduced" nor "reproduced" (a peak an unlimited sender reaches with
-  one stream says only what the wire carries: change of 2026-11-29T08:27Z, after a referee).
+  one stream says only what the wire carries: change of 2026-11-29T08:27Z, after a referee);
+- beyond these rules of the analysis, registered gates (registration.toml, applied to every
+  claims table by :class:`~harness.studies.base.Study`): the MPTCP gains and the contrast need
+  the paper's coupled controller (``congestion_control``); every claim at the anchored limit a
+  sender throttled in more than half of its CFS periods at the stream counts it compares
+  (``cpu_throttled``), and its MPTCP claims the paper's stack, MPTCP v0.95 and iperf
+  (``stack``; both since the change of 2026-11-29T23:33Z, after the third referee).
 
 The paper's contrast (004:66: TCP gains about 5 % from 1 to 10 streams *whereas* MPTCP gains
 about 16 %) is a claim of its own (:func:`_judge_contrast`): per repetition, at one limit, MPTCP's

@@ -60,6 +60,18 @@ the paper explains its bandwidth results by them, 000:105, and states nothing th
   that transport's points, and what the kernel offers
   (``net.ipv4.tcp_available_congestion_control``), for claims a different controller can
   move (S4: the paper's MPTCP ran the coupled BALIA, upstream Linux has no coupled one).
+- ``cpu_throttled``: a CPU-limited sender was held at its limit: throttled in more than a
+  registered share (``more_than``, 0..1) of its CFS periods (the cgroup's ``cpu.stat`` counters,
+  ``cpu_throttled_periods`` / ``cpu_periods`` per point), summed over each group of points the
+  claim compares (``groups``: selections separated by ``;``, within ``rows``), for claims about a
+  CPU-bound sender (S4's anchored claims: the paper limited its sender's CPU, 004:66);
+- ``stack``: a transport's points ran the paper's protocol implementation and measuring tool
+  (``transport``; ``sysctl`` the paper's implementation is switched by, read from run.json's
+  ``controllers.client_kernel``; ``tool`` the results' ``tool`` of the claim's rows; ``paper``
+  what the paper ran, in words with its seed lines), its figures naming the run's own stack
+  (kernel release and tool version as probed) and what it measured, for claims where the cost
+  of each byte decides the figure (S4's anchored MPTCP claims: v0.95 and iperf in the paper,
+  upstream v1 and iperf3 here).
 
 A run on namespaces of the host kernel, or on a user's machines, has no VMs: the two VM
 gates pass there (the kernel is a real one), ``uniprocessor`` needs the machines' CPU
@@ -77,5 +89,7 @@ The modules, one concern each, imported one way (``registry`` -> the gates -> ``
 - :mod:`.reachable`: ``reachable`` (the lab's measured ceiling against the claim's region);
 - :mod:`.serialisation`: ``serialising_wire`` and the wire probe's figures in words;
 - :mod:`.links`: ``links_verified`` and a failed link direction in words;
-- :mod:`.congestion`: ``congestion_control``.
+- :mod:`.congestion`: ``congestion_control``;
+- :mod:`.cfs`: ``cpu_throttled`` (a CPU limit measured to bind);
+- :mod:`.stack`: ``stack`` (the protocol implementation and tool, as recorded).
 """

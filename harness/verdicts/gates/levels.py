@@ -32,7 +32,7 @@ def cpu_bound(_facts: RunFacts, tables: Mapping[str, pd.DataFrame], params) -> G
                       f"against at least {level:g} % registered ({len(shares)} points)")
 
 
-def _rows(frame: pd.DataFrame, params) -> pd.DataFrame | str:
+def select_rows(frame: pd.DataFrame, params) -> pd.DataFrame | str:
     """The rows ``params['rows']`` ("column=value[,column=value]") selects, or why not."""
     for clause in filter(None, str(params.get("rows") or "").split(",")):
         key, _, value = clause.partition("=")
@@ -69,7 +69,7 @@ def bounded(name: str, below: bool):
         if frame is None or column not in frame or (per and per not in frame):
             return GateResult(name, False, f"{what} was not measured in this run "
                               f"({table}.{column}{' / ' + str(per) if per else ''})")
-        frame = _rows(frame, params)
+        frame = select_rows(frame, params)
         if isinstance(frame, str):
             return GateResult(name, False, frame)
         values = pd.to_numeric(frame[column], errors="coerce")

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from ..claims import INVALID, NOT_TESTABLE
+from .cfs import cpu_throttled
 from .congestion import congestion_control
 from .facts import GateResult, RunFacts
 from .levels import bounded, cpu_bound
@@ -18,6 +19,7 @@ from .links import links_verified
 from .machines import accelerated_virtualisation, no_oversubscription, uniprocessor
 from .reachable import reachable
 from .serialisation import serialising_wire
+from .stack import stack
 
 #: the optional parameter every gate takes: the words its claim's verdict says when the gate fails,
 #: which makes it a *stated condition*: evaluated and shown like a gate, but the claim is judged all
@@ -102,6 +104,13 @@ GATES: dict[str, GateSpec] = {
     "congestion_control": GateSpec(congestion_control, ("transport", "controller"),
                                    "the transport's points ran the paper's congestion control, "
                                    "as recorded", ("what",), meta=True),
+    "cpu_throttled": GateSpec(cpu_throttled, ("table", "groups", "more_than"),
+                              "the CPU-limited sender throttled in more than a registered share "
+                              "of its CFS periods in each group of points the claim compares",
+                              ("rows",)),
+    "stack": GateSpec(stack, ("transport", "sysctl", "tool", "paper"),
+                      "the transport's points ran the paper's protocol implementation and "
+                      "measuring tool, as recorded", ("table", "rows"), meta=True),
 }
 
 
