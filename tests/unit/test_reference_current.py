@@ -92,8 +92,15 @@ SUPERSEDED: dict[str, str] = {
         "(docs/reviews/s0-2026-11-29-sixth.md) led to context switches counted in total, the "
         "relays' limit a stated condition the bandwidth claims are judged under, each older "
         "change's record of what it replaced and the 32 KB size no longer called registered "
-        "before data (s0/registration.toml, changes #22-#25 of 2026-11-29T19:57Z-20:09Z); new "
-        "reference pending"),
+        "before data (s0/registration.toml, changes #22-#25 of 2026-11-29T19:57Z-20:09Z); replaced "
+        "by the pooled reference made under them"),
+    "s4/20261129T172410Z-pool-e1142e": (
+        "the third pooled S4 reference (three runs, 2026-11-29); its referee review "
+        "(docs/reviews/s4-2026-11-29-third.md) led to the anchored claims gated on a sender "
+        "measured to be throttled (cpu_throttled) and the MPTCP ones on the paper's stack "
+        "(stack), a calibration of 7 limits from 0.005 CPUs with 5 repetitions each and records "
+        "of what older changes replaced (s4/registration.toml, changes #13-#17 of "
+        "2026-11-29T23:33Z); new reference pending"),
     "s3/20261129T142644Z-pool-9b3512": (
         "the second pooled S3 reference (three runs, 2026-11-29); its referee review "
         "(docs/reviews/s3-2026-11-29-second.md) led to the verdict port at a registered 75 Mbit/s "
