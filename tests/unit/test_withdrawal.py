@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from harness.verdicts import before_outcomes, withdrawal
-from harness.verdicts.claims import MET, NOT_TESTABLE, WITHDRAWN, Verdict, summaries
+from harness.verdicts.claims import MET, NOT_TESTABLE, WITHDRAWN, Verdict, summaries, table
 from harness.verdicts.intervals import Estimate
 from harness.verdicts.registration import claim_differences
 from harness.verdicts.registration_file import RegistrationError, load
@@ -106,9 +106,13 @@ def test_a_withdrawal_names_a_claim_the_file_keeps_once(tmp_path, edit, said):
     assert said in str(caught.value) and "how to fix:" in str(caught.value)
 
 
-def _row(claim, outcome=MET, value=0.5) -> dict:
+def _verdict(claim, outcome=MET, value=0.5) -> Verdict:
     estimate = Estimate(value, value - 0.1, value + 0.1, 3, "", "repetitions", "Student t", "linear")
-    return Verdict(claim, estimate, outcome, "the interval lies inside").row()
+    return Verdict(claim, estimate, outcome, "the interval lies inside")
+
+
+def _row(claim, outcome=MET, value=0.5) -> dict:
+    return _verdict(claim, outcome, value).row()
 
 
 def test_a_withdrawn_claim_is_shown_withdrawn_never_judged(tmp_path):
@@ -116,7 +120,7 @@ def test_a_withdrawn_claim_is_shown_withdrawn_never_judged(tmp_path):
     judges gets its row in its registered place; other tables are left as they are."""
     reg = load(write(tmp_path, BASE + DROP))
     first, over, last = reg.claims
-    judged = pd.DataFrame([_row(first), _row(over, value=1.5), _row(last)]).assign(extra="x")
+    judged = table([_verdict(first), _verdict(over, value=1.5), _verdict(last)]).assign(extra="x")
     out = withdrawal.mark(judged, reg)
     assert list(out.claim_id) == ["s9.first", "s9.over_read", "s9.last"]
     row = out.set_index("claim_id").loc["s9.over_read"]
