@@ -569,6 +569,35 @@ def test_the_third_references_tipc_collapses_below_the_papers_boundary():
         assert "the reducer process busy at 1-4 KB: tipc" in rows.loc["s3.tipc_gain_avg", "note"]
 
 
+def test_a_verdict_run_measures_three_rate_and_six_cpu_repetitions():
+    """Third review, problem 1: two rate repetitions a run gave t intervals on 1 degree of freedom
+    ('+27.2 % [-73.9, +520.6]'). A verdict run measures 3 rate and 6 CPU repetitions, a registered
+    change made after outcomes, naming the machine time it costs."""
+    reg = s3.S3().registration()
+    verdict = reg.design["profiles"]["verdict"]
+    assert (verdict["repetitions"], verdict["cpu_repetitions"]) == (3, 6) == (
+        PROFILES["verdict"]["repetitions"], PROFILES["verdict"]["cpu_repetitions"])
+    change = next(c for c in reg.changes if "the rate sweep 2 -> 3, the CPU phase 4 -> 6" in c.what)
+    assert change.after_outcomes is True and "838-843 s a run" in " ".join(change.why.split())
+
+
+@pytest.mark.skipif(not THIRD_REFERENCE.exists(), reason="the third S3 reference is not here")
+def test_the_registered_verdict_run_time_is_the_third_references_timings_scaled():
+    """The estimate in the change: each run of the third reference (2 rate and 4 CPU repetitions)
+    with one more rate repetition and two more CPU repetitions at its own phase timings (run.json
+    s3.protocol_seconds, cpu_protocol_seconds: fleet starts included)."""
+    from datetime import datetime
+
+    estimates = []
+    for run in sorted(THIRD_REFERENCE.iterdir()):
+        meta = json.loads((run / "run.json").read_text())
+        took = (datetime.fromisoformat(meta["ended"]) - datetime.fromisoformat(meta["started"])).total_seconds()
+        rate, cpu = (sum(meta["s3"][k].values()) for k in ("protocol_seconds", "cpu_protocol_seconds"))
+        reps, cpu_reps = meta["parameters"]["repetitions"], meta["parameters"]["cpu_repetitions"]
+        estimates.append(took + rate / reps * (3 - reps) + cpu / cpu_reps * (6 - cpu_reps))
+    assert f"{min(estimates):.0f}-{max(estimates):.0f} s" == "838-843 s"
+
+
 def test_no_run_figures_in_the_registered_texts():
     """Third review, problem 3: the regime text quoted a reference's '438-862 TIPC drops at 8 KB
     against TCP's 0-17' while the next read 1066-1310 against 0-38. The texts of the claims judged
@@ -743,7 +772,7 @@ def test_003_208_is_judged_as_one_pattern_under_one_set_of_gates():
     port all of them read not testable for the same reason, under KVM none is held back."""
     reg = s3_analysis.registered()
     claims_ = {c.id: c for c in reg.claims}
-    pattern = [cid for cid, c in claims_.items() if "208" in c.seed_line.split(":")[1].split(",")
+    pattern = [cid for cid, c in claims_.items() if "208" in c.seed_line.partition(":")[2].split(",")
                and reg.withdrawn(cid) is None and cid != BEST]
     assert sorted(pattern) == sorted(["s3.tipc_gain_avg", "s3.tipc_gain_max",
                                       *(f"s3.tipc_collapse_{s}kb" for s in (16, 32, 64))])
