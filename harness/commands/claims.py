@@ -51,7 +51,9 @@ def cmd_claims_show(args) -> int:
         return 0
     print(f"{heading}\nregistration {reg.digest}\n")
     for claim in reg.claims:
-        print(f"[{claim.source}] {claim.id}: {claim.text}")
+        withdrawn = reg.withdrawn(claim.id)  # kept with its record, never judged
+        print(f"[{claim.source}] {claim.id}: {claim.text}"
+              + (f"  [WITHDRAWN by the change of {withdrawn.date}: never judged]" if withdrawn else ""))
         if claim.quote:
             print(f"    paper ({claim.seed_line}): \u201c{claim.quote}\u201d")
         print(f"    the paper's value: {claim.paper}")
@@ -75,6 +77,8 @@ def cmd_claims_show(args) -> int:
                 [f"gates {', '.join(g.name for g in was.gates) or 'none'}"] if was.gates is not None else []) + (
                 [f"also (not restorable, kept as today): {was.also}"] if was.also else [])
             print(f"    replaced of {cid}: {'; '.join(parts)}")
+        if change.dropped:
+            print(f"    withdrew (kept, never judged): {', '.join(change.dropped)}")
     return 0
 
 
@@ -115,6 +119,8 @@ def cmd_claims_history(args) -> int:
             print(f"    note: {row['note']}")
     for change in study.registration().changes:
         print(f"recorded change {change.date}: {change.what} -- why: {change.why}")
+        if change.dropped:
+            print(f"    withdrew (kept, never judged): {', '.join(change.dropped)}")
     return 0
 
 

@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import pandas as pd
 
 from ..errors import SpecError
+from ..verdicts import withdrawal
 from ..verdicts.gates.registry import apply as apply_gates
 from ..verdicts.registration import Registration, registration_module_name
 from ..verdicts.registration_file import RegistrationError, load
@@ -123,7 +124,8 @@ def _outside_regime_not_testable(claims):
     did not make marked "not testable here" (:func:`harness.machines.as_found.mark_claims`), and each
     claim's registered regime gates applied to the run's facts (:func:`harness.verdicts.gates.registry.apply`):
     one place, so neither the archived table nor a notebook's own call can judge a claim
-    outside its regime, and no study can leave the gates out."""
+    outside its regime, and no study can leave the gates out; and a claim a registered change
+    withdrew shown as withdrawn, never judged (:func:`harness.verdicts.withdrawal.mark`)."""
     @functools.wraps(claims)
     def wrapper(self, data: RunData) -> pd.DataFrame:
         from ..machines.as_found import mark_claims
@@ -132,7 +134,8 @@ def _outside_regime_not_testable(claims):
         claims_ = self.registration().claims
         registered = {c.id: tuple(c.gates) for c in claims_}
         regions = {c.id: (c.region.low, c.region.high) for c in claims_}
-        return apply_gates(frame, data.meta, data.tables, registered, regions)
+        frame = apply_gates(frame, data.meta, data.tables, registered, regions)
+        return withdrawal.mark(frame, self.registration())  # a withdrawn claim is never judged
 
     return wrapper
 

@@ -29,7 +29,7 @@ from dataclasses import dataclass, replace
 import pandas as pd
 
 from . import disclosure
-from .claims import INVALID, NOT_TESTABLE, Claim, judge
+from .claims import INVALID, NOT_TESTABLE, WITHDRAWN, Claim, judge
 from .intervals import Estimate
 from .registration import DesignChange, Registration
 
@@ -86,8 +86,11 @@ class Before:
 
 def as_before(registration: Registration, claim_id: str) -> Before | None:
     """``claim_id`` with the region and gates it had before the first change made after outcomes
-    that replaced each (as that change recorded); None when no such change recorded either."""
+    that replaced each (as that change recorded); None when no such change recorded either, and for a
+    claim a change withdrew (never judged, so not as registered before either)."""
     claim = registration.claim(claim_id)
+    if registration.withdrawn(claim_id) is not None:
+        return None
     region = gates = None
     region_from = gates_from = None
     late = disclosure.after_outcomes(registration, claim_id)
@@ -163,7 +166,12 @@ def brief(outcome: str, ours: str, region: str) -> str:
 def without_record(registration: Registration, claim_id: str) -> tuple[str, str]:
     """The ``before outcomes`` cell and its ``how`` for a claim :func:`as_before` cannot rebuild:
     :data:`NOT_RECORDED` when changes made after outcomes touched it (naming it, or the whole
-    design) and recorded nothing of what they replaced; :data:`AS_TODAY` when none did."""
+    design) and recorded nothing of what they replaced; :data:`AS_TODAY` when none did;
+    :data:`~harness.verdicts.claims.WITHDRAWN` when a change withdrew it (never judged)."""
+    withdrawn_by = registration.withdrawn(claim_id)
+    if withdrawn_by is not None:
+        return WITHDRAWN, (f"withdrawn by change {disclosure.label(registration, withdrawn_by)}: never "
+                           "judged, so not as registered before outcomes either")
     named = disclosure.after_outcomes(registration, claim_id)
     design = disclosure.whole_design_after_outcomes(registration)
     if not named and not design:

@@ -23,6 +23,9 @@ rule written beside it. :func:`judge` compares our
   possible (S0's small ping-pongs faster than a serialising wire, on a wire the run's
   probe shows not serialising them) makes the claim *not testable here*, its estimate
   shown as measured anyway (:func:`judge`'s ``outside``).
+- **withdrawn**: a registered change withdrew the claim (``dropped``, e.g. for reading more
+  into the paper than its sentence says): kept in the registration, never judged
+  (:mod:`harness.verdicts.withdrawal`).
 
 The tolerance never decides: a point estimate inside the region with an
 interval that leaves it is inconclusive, not reproduced.
@@ -63,7 +66,9 @@ INVALID = "invalid"  # rests on a physically impossible point (harness.verdicts.
 MET = "met"  # a target's or a lab check's "reproduced"
 NOT_MET = "not met"
 SHOWN = "shown"  # a reading's outcome: measured and presented, judged against nothing
-OUTCOMES = (REPRODUCED, NOT_REPRODUCED, MET, NOT_MET, SHOWN, INCONCLUSIVE, NOT_TESTABLE, INVALID)
+#: a claim a registered change withdrew (``dropped``): its record kept, never judged (.withdrawal)
+WITHDRAWN = "withdrawn"
+OUTCOMES = (REPRODUCED, NOT_REPRODUCED, MET, NOT_MET, SHOWN, INCONCLUSIVE, NOT_TESTABLE, INVALID, WITHDRAWN)
 
 PAPER = "paper"
 TARGET = "target"  # an engineering target of ours, not a claim of the paper

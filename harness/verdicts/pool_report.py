@@ -18,7 +18,7 @@ from . import disclosure
 from .before_outcomes import AS_TODAY, NOT_RECORDED
 from .before_outcomes import COLUMN as BEFORE
 from .before_outcomes import HOW as BEFORE_HOW
-from .claims import COLUMNS, INVALID, NOT_TESTABLE, PAPER, runs_note, summaries
+from .claims import COLUMNS, INVALID, NOT_TESTABLE, PAPER, WITHDRAWN, runs_note, summaries
 from .invalid_points import pooled_invalid_note
 from .registration import Registration
 from .run_pooling import SENSITIVITY
@@ -39,6 +39,7 @@ def report(study, found: list, frame: pd.DataFrame, own: list[pd.DataFrame],
     registration = study.registration()
     lines = [f"# {study.name}: {study.title} -- pooled from {len(found)} runs", "",
              f"**Verdicts on the paper's claims:** {summaries(frame[COLUMNS])}.", ""]
+    lines += withdrawn_block(registration, frame)
     lines += measured_anyway(found, frame) + per_run_tallies(found, frame, own) + [""]
     regime = judged_by_some_runs(found, frame)
     if regime:
@@ -175,11 +176,13 @@ def before_outcomes_tally(rows: pd.DataFrame) -> str:
     """The sentence under the before-outcomes table: how many recomputed verdicts read otherwise,
     how many cannot be recomputed, how many no change made after outcomes touched; a part whose
     count is zero is left out, and none recomputed is said in words (not "0 of 0 recomputed")."""
-    recomputed = rows[~rows[BEFORE].isin([NOT_RECORDED, AS_TODAY])]
+    recomputed = rows[~rows[BEFORE].isin([NOT_RECORDED, AS_TODAY, WITHDRAWN])]
     changed = sum(str(r[BEFORE]).split(":")[0].split(" (")[0] != r["outcome"] for _, r in recomputed.iterrows())
     unrecorded, untouched = int((rows[BEFORE] == NOT_RECORDED).sum()), int((rows[BEFORE] == AS_TODAY).sum())
+    withdrawn = int((rows[BEFORE] == WITHDRAWN).sum())
     rest = ([f"{unrecorded} cannot be recomputed (changes made after outcomes that record nothing they "
-             "replaced)"] if unrecorded else []) + ([f"{untouched} no such change touched"] if untouched else [])
+             "replaced)"] if unrecorded else []) + ([f"{untouched} no such change touched"] if untouched else []) + (
+        [f"{withdrawn} withdrawn (never judged)"] if withdrawn else [])
     if recomputed.empty:
         return "No verdict here is recomputed as registered before outcomes: " + "; ".join(rest) + "."
     return "; ".join([f"{changed} of {len(recomputed)} recomputed read otherwise as registered before outcomes",
@@ -249,3 +252,15 @@ def unpooled_line(claim_id: str, found: list, own: list[pd.DataFrame]) -> str:
         return (f"{head}: {figures.pop()} (one measurement, the same in all {len(said)} "
                 "runs: not replicated by them)")
     return f"{head}: " + "; ".join(said)
+
+
+def withdrawn_block(registration: Registration, frame: pd.DataFrame) -> list[str]:
+    """The claims a registered change withdrew, each with that change: kept in the registration,
+    never judged (:mod:`harness.verdicts.withdrawal`); [] when none."""
+    ids = [cid for cid in frame[frame.outcome == WITHDRAWN].claim_id if registration.withdrawn(cid)]
+    if not ids:
+        return []
+    return ["**Withdrawn** (kept in the registration with the change that withdrew it, never judged; "
+            "`harness claims show` prints its record):", "",
+            *(f"- `{cid}`: by change {disclosure.label(registration, registration.withdrawn(cid))}"
+              for cid in ids), ""]

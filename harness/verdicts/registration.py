@@ -11,7 +11,8 @@ read by :mod:`harness.verdicts.registration_file`):
 - its design: what the claims rest on that must not move after data
   (repetitions per profile, the factors and their order rule, the metric);
 - its changes: every :class:`DesignChange` made after archived runs existed, with
-  its reason, so the report can show it.
+  its reason, so the report can show it; a change may withdraw claims (``dropped``): a
+  withdrawn claim keeps its record and is never judged again (:mod:`.withdrawal`).
 
 A study registers only through its file (TOML, no code): a study that names none is refused
 with that fix (``Study.registration``).
@@ -82,6 +83,9 @@ class DesignChange:
     after_outcomes: bool | None = None
     #: claim id -> its region and/or gates as they stood before the change (only where recorded)
     replaced: Mapping[str, Replaced] = field(default_factory=dict)
+    #: the claims it withdrew (``dropped``): each keeps its record in the registration, and this change
+    #: as the one that withdrew it, and is never judged again (:mod:`harness.verdicts.withdrawal`)
+    dropped: tuple[str, ...] = ()
 
     def to_dict(self) -> dict:
         out = {"date": self.date, "what": self.what, "why": self.why,
@@ -90,6 +94,8 @@ class DesignChange:
             out["renamed"] = dict(self.renamed)
         if self.replaced:  # likewise: only where a change records what it replaced
             out["replaced"] = {cid: r.to_dict() for cid, r in self.replaced.items()}
+        if self.dropped:  # likewise: only where a change withdraws claims
+            out["dropped"] = list(self.dropped)
         return out
 
 
@@ -107,6 +113,11 @@ class Registration:
                 return claim
         raise KeyError(f"{self.study} registers no claim {claim_id!r} (its claims: "
                        f"{', '.join(c.id for c in self.claims)})")
+
+    def withdrawn(self, claim_id: str) -> DesignChange | None:
+        """The change that withdrew ``claim_id`` (its ``dropped``), or None: a withdrawn claim keeps
+        its record here and is never judged (:mod:`harness.verdicts.withdrawal`)."""
+        return next((c for c in self.changes if claim_id in c.dropped), None)
 
     def body(self) -> dict:
         return {"study": self.study,
@@ -208,6 +219,11 @@ def claim_differences(before: dict | None, after: dict | None) -> list[str]:
         out.append(f"{cid}: added ({new[cid]['region']['text']})")
     for cid in old.keys() - new.keys():
         out.append(f"{cid}: removed (was {old[cid]['region']['text']})")
+    was_dropped = _dropped(before)
+    for cid, change in _dropped(after).items():
+        if cid not in was_dropped:
+            out.append(f"{cid}: withdrawn by the change of {change.get('date')} (its record kept, never "
+                       "judged)")
     for cid in sorted(old.keys() & new.keys()):
         for key in ("region", "quantity", "regime", "source", "quote", "paper"):
             a, b = old[cid].get(key), new[cid].get(key)
@@ -221,6 +237,11 @@ def claim_differences(before: dict | None, after: dict | None) -> list[str]:
                  != (after.get("design") or {}).get(k)]
         out.append("design: " + ", ".join(moved) + " changed")
     return sorted(out)
+
+
+def _dropped(body: dict) -> dict[str, dict]:
+    """Each claim an archived registration's changes withdrew (``dropped``) -> that change."""
+    return {cid: change for change in body.get("changes") or [] for cid in change.get("dropped") or []}
 
 
 def history(current: Registration, runs: Iterable[Path]) -> list[dict]:

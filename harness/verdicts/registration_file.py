@@ -8,7 +8,8 @@ validity checks its points must pass, and ``[claims.region]`` with its bounds an
 then ``[design]`` and one ``[[changes]]`` table per change (a change that renames claims says
 so in ``renamed``, old id = new id, so that earlier changes may still name the old ids; a change
 says in ``after_outcomes`` whether it was made after outcomes were read, true or false, or
-leaves it out where its reason does not say).
+leaves it out where its reason does not say; a change that withdraws claims lists them in
+``dropped``: each keeps its ``[[claims]]`` table, and is never judged again).
 :func:`load` turns it into a
 :class:`~harness.verdicts.registration.Registration`; anything the schema does not allow (an
 unknown key, a missing field, a wrong type, a region whose low is above its high, a
@@ -54,7 +55,7 @@ REGION = {"low": (int, float), "high": (int, float), "rule": str,
 CONVENTION = ("equivalent_to", "differs_from", "at_most", "at_least")
 _MARGIN_ONLY = ("scale", "direction", "cap_low", "cap_high", "cap_why", "why")
 CHANGE = {"date": str, "what": str, "why": str, "claims": list, "renamed": dict, "after_outcomes": bool,
-          "replaced": dict}
+          "replaced": dict, "dropped": list}
 #: what a change's ``replaced`` table records per claim: the claim's region and gates as they stood
 #: before the change (harness.verdicts.before_outcomes judges the claim under them again), and
 #: ``also``: in words, what else it replaced that no record can restore (kept as today, said so)
@@ -116,6 +117,7 @@ def parse(data: dict, where: str) -> Registration:
     units = {c.id: c.unit for c in claims}
     changes = tuple(_change(entry, index, where, seen | former, units, todays)
                     for index, entry in enumerate(entries))
+    _check_dropped(changes, seen, where)
     return Registration(data["study"], tuple(claims), data["design"], changes)
 
 
@@ -331,7 +333,28 @@ def _change(entry, index: int, where: str, ids: set[str], units: dict[str, str],
     replaced = {cid: _replaced(cid, table, entry, where, what, units, todays or {})
                 for cid, table in entry.get("replaced", {}).items()}
     return DesignChange(entry["date"], entry["what"], entry["why"], tuple(entry.get("claims", ())),
-                        dict(entry.get("renamed", {})), entry.get("after_outcomes"), replaced)
+                        dict(entry.get("renamed", {})), entry.get("after_outcomes"), replaced,
+                        tuple(entry.get("dropped", ())))
+
+
+def _check_dropped(changes: tuple[DesignChange, ...], ids: set[str], where: str) -> None:
+    """Each change's ``dropped``: ids (of today) of claims the file still registers and the change
+    names in ``claims``, each withdrawn by one change only (its record stays; nothing judges it)."""
+    withdrawn: dict[str, int] = {}
+    for index, change in enumerate(changes):
+        what = f"change #{index + 1} ({change.date})"
+        for cid in change.dropped:
+            if not isinstance(cid, str) or cid not in ids or cid not in change.claims:
+                raise RegistrationError(
+                    f"{where}: {what}: field dropped: {cid!r} is not a claim of this registration "
+                    "that the change names in claims",
+                    "keep the withdrawn claim's [[claims]] table in the file (its record stays) and "
+                    "name its id in the change's claims and dropped")
+            if cid in withdrawn:
+                raise RegistrationError(
+                    f"{where}: {what}: field dropped: {cid} was withdrawn already by change "
+                    f"#{withdrawn[cid] + 1}", "withdraw a claim once; remove it from this dropped")
+            withdrawn[cid] = index
 
 
 def _replaced(cid: str, table, entry: dict, where: str, what: str, units: dict[str, str],

@@ -36,7 +36,7 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
-from .claims import INVALID, NOT_TESTABLE, Claim, Region, Verdict, judge
+from .claims import INVALID, NOT_TESTABLE, WITHDRAWN, Claim, Region, Verdict, judge
 from .intervals import (
     CONFIDENCE,
     POOLED_METHOD,
@@ -180,6 +180,9 @@ def pooled_verdict(claim: Claim, rows: list[pd.Series], run_ids: list[str],
     "most": at least k // 2 + 1 of the run's k points) is pooled where every run's design made
     the same one, exactly; runs whose designs made different regions are not pooled."""
     carried = {c: _labelled(rows, run_ids, c) for c in ("note", "gates", "invalid")}
+    withdrawn = [r for r in rows if r["outcome"] == WITHDRAWN]
+    if withdrawn:  # a claim a registered change withdrew: nothing pooled, nothing judged
+        return Verdict(claim, None, WITHDRAWN, str(withdrawn[0]["reason"])), carried
     # the region shown is the one judged: a design-set region also where nothing is judged
     region, differ = _design_region(claim, rows, regions)
     shown = replace(claim, region=region)

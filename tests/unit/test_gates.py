@@ -718,3 +718,19 @@ def test_the_stack_gate_names_the_papers_stack_and_what_the_runs_own_measured():
     assert not only_tool.passed and only_tool.figures.endswith("(differs in its implementation)")
     unknown = evaluate(stack_gate(), RunFacts.from_meta({}), {"results": points}, {})
     assert not unknown.passed and "not recorded (run.json controllers.client_kernel)" in unknown.figures
+
+
+def test_a_gates_rows_may_name_alternatives_of_one_column():
+    """S3's collapse rests on TIPC's and CUBIC-TCP's rows at its point, not SCTP's (the third S3
+    review): ``protocol=tipc|tcp-cubic`` selects the rows of either, numbers too (``size_kb=16|32``);
+    a busy SCTP reducer decides nothing of it."""
+    frame = pd.DataFrame({"protocol": ["tipc", "tcp-cubic", "sctp", "tipc"], "size_kb": [16, 16, 16, 32],
+                          "reducer_cpu_pct": [5.0, 40.0, 99.0, 95.0]})
+    both = Gate("at_most", {"table": "results", "column": "reducer_cpu_pct", "max": 90,
+                            "rows": "protocol=tipc|tcp-cubic,size_kb=16", "what": "busy"})
+    passed = evaluate(both, RunFacts.from_meta(NAMESPACES), {"results": frame})
+    assert passed.passed and "busy 5..40 against at most 90 registered (2 points, 0 above)" in passed.figures
+    sizes = Gate("at_most", {"table": "results", "column": "reducer_cpu_pct", "max": 90,
+                             "rows": "protocol=tipc,size_kb=16|32", "what": "busy"})
+    failed = evaluate(sizes, RunFacts.from_meta(NAMESPACES), {"results": frame})
+    assert not failed.passed and "busy 5..95 against at most 90 registered (2 points, 1 above)" in failed.figures

@@ -106,7 +106,13 @@ SUPERSEDED: dict[str, str] = {
         "(docs/reviews/s3-2026-11-29-second.md) led to the verdict port at a registered 75 Mbit/s "
         "on netem's rate, the port gate on the data direction, 003:208 under one gate set and a "
         "share's interval within [0, 1] (s3/registration.toml, changes of 2026-11-29T16:35Z); "
-        "new reference pending"),
+        "replaced by the pooled reference made under them"),
+    "s3/20261129T182345Z-pool-f4ef70": (
+        "the third pooled S3 reference (three runs, 2026-11-29); its referee review "
+        "(docs/reviews/s3-2026-11-29-third.md) led to tipc_better_8kb withdrawn (003:208 gives "
+        "only an average and a maximum), tipc_best_most cited at 003:203,208, the collapse "
+        "claims gated on their measured regime and 3 rate + 6 CPU repetitions "
+        "(s3/registration.toml, changes of 2026-11-29T23:19Z); new reference pending"),
 }
 
 

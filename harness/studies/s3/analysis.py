@@ -23,6 +23,7 @@ from ...verdicts.failures import floored_ratio
 from ...verdicts.intervals import mean_estimate, within
 from ...verdicts.validity import Invalid, check_apparatus, check_rate, check_share, payload_rate_mbit
 from .design import PAPER_CPU_FANIN, USER_HZ
+from .regime_figures import regime_note
 from .registration import (
     BEST_CLAIM,
     CPU_MAPPERS,
@@ -136,11 +137,10 @@ class PortCheck:
 #: a point whose completed rounds read at least this share of the port's measured goodput is
 #: limited by the port as the lab delivered it, when that port measured below its tolerance
 PORT_LIMITED = 0.9
-#: the claim at the top of the paper's "TIPC better" band (003:208: better at <= 8 KB, very low
-#: from 16 KB): the boundary judged on its lower side, the collapse claims the upper
-BETTER_CLAIM = "s3.tipc_better_8kb"
-RATE_CLAIMS = (BEST_CLAIM, "s3.tipc_gain_avg", "s3.tipc_gain_max", BETTER_CLAIM,
-               *(f"s3.tipc_collapse_{s}kb" for s in PAPER["collapse_sizes_kb"]))
+GAIN_CLAIMS = ("s3.tipc_gain_avg", "s3.tipc_gain_max")
+COLLAPSE_CLAIMS = {f"s3.tipc_collapse_{s}kb": s for s in PAPER["collapse_sizes_kb"]}
+#: s3.tipc_better_8kb, once TIPC ahead at 1:48 x 8 KB, is withdrawn (registration, changes): never judged
+RATE_CLAIMS = (BEST_CLAIM, *GAIN_CLAIMS, *COLLAPSE_CLAIMS)
 
 
 def port_limited_points(rate: pd.DataFrame, port: PortCheck) -> list[str]:
@@ -185,6 +185,18 @@ def _bucket_note(verdict: Verdict, rate: pd.DataFrame, wire_mbit: float, shaper:
     return replace(verdict, note=f"{verdict.note}; {text}" if verdict.note else text)
 
 
+def _regime_note(verdict: Verdict, rate: pd.DataFrame) -> Verdict:
+    """A claim of 003:208 with this run's own regime figures in its note (:mod:`.regime_figures`):
+    a gain claim the reducer's busy share at 1-4 KB and the drops at 8 KB, a collapse claim the
+    drops at 8 KB and at its own size; others unchanged."""
+    cid = verdict.claim.id
+    if cid not in GAIN_CLAIMS and cid not in COLLAPSE_CLAIMS:
+        return verdict
+    sizes = (PAPER["gain_size_max_kb"], *((COLLAPSE_CLAIMS[cid],) if cid in COLLAPSE_CLAIMS else ()))
+    text = regime_note(rate, sizes, small=cid in GAIN_CLAIMS, fanin=PAPER["fanin"])
+    return replace(verdict, note=f"{verdict.note}; {text}" if verdict.note and text else verdict.note or text)
+
+
 def _port_note(verdict: Verdict, rate: pd.DataFrame, port: PortCheck) -> Verdict:
     """A rate claim's note says which points the port limited when it measured below its
     tolerance (issue 35 item 8); others unchanged."""
@@ -214,12 +226,10 @@ def claims(frame: pd.DataFrame, wire_mbit: float | None = None, shaper: str = "h
     rate = rate_rows(frame)
     bound = (wire_mbit, shaper)
     verdicts = [_best_verdict(rate, bound), *_gain_verdicts(rate, bound),
-                _point_verdict(rate, bound, BETTER_CLAIM, PAPER["gain_size_max_kb"],
-                               "better = above TCP's rate by more than the margin"),
-                *(_point_verdict(rate, bound, f"s3.tipc_collapse_{s}kb", s,
-                                 "collapse = below half of TCP's rate")
-                  for s in PAPER["collapse_sizes_kb"]),
+                *(_point_verdict(rate, bound, cid, s, "collapse = below half of TCP's rate")
+                  for cid, s in COLLAPSE_CLAIMS.items()),
                 _cpu_verdict(frame, cpus), _wire_verdict(rate)]
+    verdicts = [_regime_note(v, rate) for v in verdicts]
     if port is not None:
         verdicts = [_port_note(v, rate, port) for v in verdicts]
     if wire_mbit and not rate.empty:
@@ -329,8 +339,8 @@ def _gain_verdicts(rate: pd.DataFrame, bound: tuple) -> list[Verdict]:
 
 def _point_verdict(rate: pd.DataFrame, bound: tuple, claim_id: str, size: int, reading: str
                    ) -> Verdict:
-    """A claim about TIPC/TCP at one point, 1:48 x ``size`` KB (a collapse, or TIPC better at
-    the top of its band), paired per repetition; ``reading`` says what the region means."""
+    """A claim about TIPC/TCP at one point, 1:48 x ``size`` KB (a collapse), paired per
+    repetition; ``reading`` says what the region means."""
     claim = registered().claim(claim_id)
     ref = tcp_reference(rate) if not rate.empty else None
     n = PAPER["fanin"]

@@ -93,12 +93,14 @@ PROFILES = {
     # 32 added 2026-11-27: s3/registration.toml, changes), 1:8 beside them (TIPC best?);
     # ~45 min here under a host load of 7-9 (a quick run's fleets then took 43-54 s at 6
     # points x 5 rounds, a CPU fleet 38-46 s at the 871 ms its 28 Mbit/s port gave)
-    # one run of three for a pooled reference (issue 33 item 3): a third of the repetitions
+    # one run of three for a pooled reference (issue 33 item 3); 3 rate and 6 CPU repetitions a
+    # run since the third S3 review (2 and 4 before: a t interval on 1 degree of freedom),
+    # about 840 s a run here (838-843 s from the timings of 20261129T182345Z-pool-f4ef70)
     # the port at its registered rate, never scaled to the machine: every run of a pooled
     # reference in one regime (a lab that cannot carry it is refused before measuring)
     "verdict": dict(mappers=(8, 48), sizes_kb=(1, 4, 8, 16, 32, 64), rounds=10, warmup=2,
-                    repetitions=2, cpu_periods_paper_ms=(PAPER_PERIOD_MS,),
-                    cpu_sizes_kb=(1, 4), cpu_rounds=6, cpu_repetitions=4,
+                    repetitions=3, cpu_periods_paper_ms=(PAPER_PERIOD_MS,),
+                    cpu_sizes_kb=(1, 4), cpu_rounds=6, cpu_repetitions=6,
                     port_rate_mbit=VERDICT_PORT_MBIT, port_scaling="registered"),
     # paper: the paper's 7 x 7 grid of Fig. 7 (fan-in 1..48, 1..64 KB, 1000 rounds a point)
     # and Fig. 8's sizes at three periods; hours here (see docs/measurements.md, S3)

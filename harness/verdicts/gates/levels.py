@@ -33,19 +33,21 @@ def cpu_bound(_facts: RunFacts, tables: Mapping[str, pd.DataFrame], params) -> G
 
 
 def select_rows(frame: pd.DataFrame, params) -> pd.DataFrame | str:
-    """The rows ``params['rows']`` ("column=value[,column=value]") selects, or why not."""
+    """The rows ``params['rows']`` ("column=value[,column=value]") selects, or why not; a value may
+    name alternatives, ``protocol=tipc|tcp-cubic`` (the rows of either: S3's collapse rests on both
+    protocols' rows at its point, not on SCTP's)."""
     for clause in filter(None, str(params.get("rows") or "").split(",")):
         key, _, value = clause.partition("=")
         if key not in frame:
             return f"no column {key} to select {params['rows']}"
-        column = frame[key]
+        column, values = frame[key], value.split("|")
         if pd.api.types.is_numeric_dtype(column):  # 1024 selects 1024.0 of a column with gaps
             try:
-                frame = frame[column == float(value)]
+                frame = frame[column.isin([float(v) for v in values])]
                 continue
             except ValueError:
                 pass
-        frame = frame[column.astype(str) == value]
+        frame = frame[column.astype(str).isin(values)]
     return frame
 
 

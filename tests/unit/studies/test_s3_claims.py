@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -49,9 +50,12 @@ def _frame(tipc_small=1.10, tipc_big=0.3, cpu_tipc=0.9, reps=3, sizes=(1, 4, 8, 
                     rate = _rate(proto, n, size, tipc_small, tipc_big) * w
                     rows.append(dict(experiment="rate", protocol=proto, mappers=n,
                                      size_kb=size, period_ms=0.0, period_paper_ms=0,
-                                     rate_mbit_mean=rate, round_ms_mean=1.0, queue_drops=0,
-                                     ok=True, repetition=rep, rounds=5, rounds_asked=5,
-                                     overruns=0, wire_share=1.3))
+                                     rate_mbit_mean=rate, round_ms_mean=1.0,
+                                     # the paper's regime: the port congested from 16 KB (every
+                                     # protocol 5 % of its packets dropped), none below
+                                     queue_drops=50 if size >= 16 else 0, queue_pkts=1000,
+                                     reducer_cpu_pct=30.0, ok=True, repetition=rep, rounds=5,
+                                     rounds_asked=5, overruns=0, wire_share=1.3))
             if proto == "sctp":
                 continue
             for size in (4, 16, 64):
@@ -81,8 +85,25 @@ def test_every_paper_claim_quotes_its_seed_line_verbatim():
     for claim in s3_analysis.registered().claims:
         if claim.source != PAPER:
             continue
-        seed, line = claim.seed_line.split(":")
-        assert seed == "003" and norm(claim.quote) in norm(lines[int(line) - 1]), claim.id
+        seed, numbers = claim.seed_line.split(":")  # "003:203,208": a sentence over two lines
+        text = " ".join(lines[int(n) - 1] for n in numbers.split(","))
+        assert seed == "003" and norm(claim.quote) in norm(text), claim.id
+
+
+@pytest.mark.skipif(not SEED.exists(), reason="the seed papers are not beside the repository")
+def test_most_points_quotes_the_sentence_its_most_comes_from():
+    """Third review, problem 2: the claim quoted 003:219 ('the best', no 'most'); its 'most' is
+    003:203's '대부분의 경우에서', the sentence going on at 003:208 after the figure's caption."""
+    lines = SEED.read_text().split("\n")
+    best = s3_analysis.registered().claim(BEST)
+    assert best.seed_line == "003:203,208"
+    assert lines[202].rstrip().endswith("실험 결과 대부분의 경우에서")
+    assert lines[207].startswith("TCP, SCTP와 비교해 TIPC가 우수한 성능을 보였으나")
+    assert "대부분의 경우에서" in best.quote and "가장 우수" not in best.quote
+    assert "Fig. 7's" in best.regime and "12 points" in best.regime  # the grid's relation, registered
+    change = next(c for c in s3_analysis.registered().changes if BEST in c.replaced
+                  and "003:219" in c.replaced[BEST].also)
+    assert change.after_outcomes is True and "003:203,208" in change.what
 
 
 def test_registration_declares_every_claim_its_design_and_its_changes():
@@ -147,8 +168,6 @@ def test_claims_on_paper_like_repetitions():
         "s3.tipc_gain_avg": "reproduced",
         # +10 % everywhere: 'up to +16 %' within the equivalence margin (1.16 / 1.10 < 1.1)
         "s3.tipc_gain_max": "reproduced",
-        # +10 % at 8 KB sits on the named difference's edge (>= 1.1x): the interval straddles it
-        "s3.tipc_better_8kb": "inconclusive",
         "s3.tipc_collapse_16kb": "reproduced", "s3.tipc_collapse_32kb": NOT_TESTABLE,
         "s3.tipc_collapse_64kb": "reproduced", "s3.tipc_cpu_saving": "reproduced",
         "s3.lab_tipc_on_the_wire": "met"}
@@ -454,22 +473,147 @@ def test_the_cpu_claims_note_states_one_ticks_resolution():
 
 # -- the paper's boundary at 8 / 16 KB, the regime gates ---------------------------------------
 
-def test_the_8kb_claim_judges_the_papers_boundary_from_below():
-    """003:208: TIPC better at <= 8 KB, very low from 16 KB. The 8 KB point, the top of the
-    band, is a claim of its own (TIPC/TCP there, a named difference above 1: >= 1.1x), so a
-    TIPC that collapses already at 8 KB reads 'not reproduced', not an average hiding it."""
-    ahead = _claims(_frame(tipc_small=1.3, spread=0.2)).loc["s3.tipc_better_8kb"]
-    assert ahead.outcome == "reproduced" and ahead.region == ">= 1.1x"
-    assert ahead.value == pytest.approx(1.3, rel=0.01) and ahead.n == 3
-    assert "TIPC over tcp-cubic at 1:48 x 8 KB, paired per repetition; better = above TCP's " \
-           "rate by more than the margin" in ahead.note
+def test_the_8kb_claim_is_withdrawn_kept_and_never_judged():
+    """Third review, problem 2: '>= 1.1x at 1:48 x 8 KB' over-reads 003:208 (an average and a
+    maximum over <= 8 KB). The claim is withdrawn by a registered change (dropped): its record
+    stays in the registration, the analysis judges it no more, and the study's table shows it as
+    withdrawn with that change, never judged, whatever TIPC did at 8 KB."""
+    from harness.studies.base import RunData
+    from harness.verdicts.claims import WITHDRAWN
+
+    reg = s3_analysis.registered()
+    change = reg.withdrawn(BETTER)
+    assert reg.claim(BETTER).seed_line == "003:208"  # the record kept
+    assert change is not None and change.after_outcomes is True and BETTER in change.claims
+    assert "average" in change.why and "20261129T182345Z-pool-f4ef70" in change.why
+    assert [c.id for c in reg.claims if reg.withdrawn(c.id)] == [BETTER]
     frame = _frame(tipc_small=1.3, spread=0.2)
-    frame.loc[_at(frame, "tipc", 48, 8), "rate_mbit_mean"] *= 0.2  # collapsed at 8 KB
-    claims = _claims(frame)
-    assert claims.loc["s3.tipc_better_8kb", "outcome"] == "not reproduced"
-    assert claims.loc["s3.tipc_collapse_16kb", "outcome"] == "reproduced"
-    missing = _claims(_frame(sizes=(1, 4, 16, 64))).loc["s3.tipc_better_8kb"]
-    assert missing.outcome == NOT_TESTABLE and "not in this run's grid" in missing.reason
+    assert BETTER not in set(s3_verdicts.claims(frame).claim_id)  # the analysis judges it no more
+    table_ = s3.S3().claims(RunData(Path("/runs/a"), _port_meta(0.99, 0.99), {"results": frame}))
+    row = table_.set_index("claim_id").loc[BETTER]
+    assert row.outcome == WITHDRAWN and row.ours == "-" and row.gates == ""
+    assert row.reason.startswith(f"withdrawn by change #{reg.changes.index(change) + 1} ({change.date}): ")
+    ids = list(table_.claim_id)  # in its registered place, after the gains
+    assert ids.index(BETTER) == ids.index("s3.tipc_gain_max") + 1
+
+
+def _regime_frame(cubic_drops=0.05, tipc_drops_8kb=0.0, reducer_busy=30.0) -> pd.DataFrame:
+    """A paper-like run (TIPC ahead to 8 KB, collapsed from 16 KB) whose port drops
+    ``cubic_drops`` of CUBIC's packets from 16 KB, ``tipc_drops_8kb`` of TIPC's at 1:48 x 8 KB,
+    its reducer ``reducer_busy`` % busy."""
+    frame = _frame(tipc_small=1.10, reps=3, spread=0.2, sizes=(1, 4, 8, 16, 32, 64))
+    big = (frame.experiment == "rate") & (frame.size_kb >= 16)
+    frame.loc[big, "queue_drops"] = cubic_drops * 1000
+    frame.loc[_at(frame, "tipc", 48, 8), "queue_drops"] = tipc_drops_8kb * 1000
+    frame.loc[frame.experiment == "rate", "reducer_cpu_pct"] = reducer_busy
+    return frame
+
+
+def test_the_collapse_is_judged_only_in_its_measured_regime():
+    """Third review, claims 5-7 and problem 3: the collapse's 'not testable' cited only TCG while
+    the runs show a regime of their own. Under KVM with a verified port the collapse claims are
+    judged only where the port is congested (CUBIC's drops per packet >= 0.02), the reducer is not
+    CPU-bound (<= 90 %) and TIPC keeps the paper's boundary at 8 KB (<= 0.02 drops per packet);
+    each failed gate names the run's figures, and the gain claims keep their own gates."""
+    meta = _port_meta(0.99, 0.99)
+    collapse = [f"s3.tipc_collapse_{s}kb" for s in (16, 32, 64)]
+    ok = _gated(_regime_frame(), meta)
+    assert all(ok.loc[cid, "outcome"] == "reproduced" for cid in collapse)
+    assert "at_least: passed (the reducer port congested: CUBIC-TCP's drops per packet sent " \
+           "through its FIFO at 1:48 x 16 KB 0.05..0.05 against at least 0.02 registered (3 " \
+           "points, 0 below)" in ok.loc[collapse[0], "gates"]
+    cases = {
+        "TIPC's boundary at 8 KB: TIPC's drops per packet sent through the port's FIFO at 1:48 x 8 "
+        "KB 0.2..0.2 against at most 0.02 registered (3 points, 3 above)": _regime_frame(tipc_drops_8kb=0.2),
+        "the reducer port congested: CUBIC-TCP's drops per packet sent through its FIFO at 1:48 x "
+        "32 KB 0.01..0.01 against at least 0.02 registered (3 points, 3 below)": _regime_frame(cubic_drops=0.01),
+        "the reducer not CPU-bound: the reducer process's CPU % over its rounds, TIPC and "
+        "CUBIC-TCP at 1:48 x 64 KB 95..95 against at most 90 registered (6 points, 6 above)":
+            _regime_frame(reducer_busy=95.0),
+    }
+    for figures, frame in cases.items():
+        gated = _gated(frame, meta)
+        for cid in collapse:
+            assert gated.loc[cid, "outcome"] == NOT_TESTABLE, (cid, figures)
+            assert "measured anyway" in gated.loc[cid, "reason"]
+        size = re.search(r"1:48 x (\d+) KB \d", figures).group(1)
+        shown = gated.loc["s3.tipc_collapse_16kb" if size == "8" else f"s3.tipc_collapse_{size}kb", "reason"]
+        assert figures in shown, shown
+        for cid in ("s3.tipc_gain_avg", "s3.tipc_gain_max"):  # not the collapse's regime gates
+            assert gated.loc[cid, "outcome"] != NOT_TESTABLE, cid
+
+
+THIRD_REFERENCE = Path(__file__).resolve().parents[3] / "data" / "reference" / "s3" / \
+    "20261129T182345Z-pool-f4ef70" / "members"
+
+
+@pytest.mark.skipif(not THIRD_REFERENCE.exists(), reason="the third S3 reference is not here")
+def test_the_third_references_tipc_collapses_below_the_papers_boundary():
+    """The third reference's runs: the port congested (CUBIC 0.029-0.074 drops per packet at
+    16-64 KB) and the reducer far from CPU-bound there, but TIPC loses 0.20-0.25 of its packets at
+    1:48 x 8 KB: the boundary gate fails in every run, with that run's figures, and each collapse
+    claim's note gives the run's own drops instead of a registered reference's."""
+    study = s3.S3()
+    for run, figures in (("20261129T175255Z-856045", "0.2..0.213"), ("20261129T180257Z-ad2dbb", "0.22..0.227"),
+                         ("20261129T181247Z-bbe396", "0.218..0.252")):
+        rows = study.claims(study.load(THIRD_REFERENCE / run)).set_index("claim_id")
+        for s in (16, 32, 64):
+            row = rows.loc[f"s3.tipc_collapse_{s}kb"]
+            assert row.outcome == NOT_TESTABLE
+            assert f"at_most failed (TIPC's boundary at 8 KB: TIPC's drops per packet sent through the " \
+                   f"port's FIFO at 1:48 x 8 KB {figures} against at most 0.02 registered (2 points, 2 " \
+                   "above)" in row.reason, (run, row.reason)
+            assert "at_least: passed" in row.gates and "at_most: passed (the reducer not CPU-bound" in row.gates
+            assert "this run's regime at 1:48: 8 KB: drops per repetition tipc " in row.note
+            assert f"{s} KB: drops per repetition tipc" in row.note
+        assert "the reducer process busy at 1-4 KB: tipc" in rows.loc["s3.tipc_gain_avg", "note"]
+
+
+def test_a_verdict_run_measures_three_rate_and_six_cpu_repetitions():
+    """Third review, problem 1: two rate repetitions a run gave t intervals on 1 degree of freedom
+    ('+27.2 % [-73.9, +520.6]'). A verdict run measures 3 rate and 6 CPU repetitions, a registered
+    change made after outcomes, naming the machine time it costs."""
+    reg = s3.S3().registration()
+    verdict = reg.design["profiles"]["verdict"]
+    assert (verdict["repetitions"], verdict["cpu_repetitions"]) == (3, 6) == (
+        PROFILES["verdict"]["repetitions"], PROFILES["verdict"]["cpu_repetitions"])
+    change = next(c for c in reg.changes if "the rate sweep 2 -> 3, the CPU phase 4 -> 6" in c.what)
+    assert change.after_outcomes is True and "838-843 s a run" in " ".join(change.why.split())
+
+
+@pytest.mark.skipif(not THIRD_REFERENCE.exists(), reason="the third S3 reference is not here")
+def test_the_registered_verdict_run_time_is_the_third_references_timings_scaled():
+    """The estimate in the change: each run of the third reference (2 rate and 4 CPU repetitions)
+    with one more rate repetition and two more CPU repetitions at its own phase timings (run.json
+    s3.protocol_seconds, cpu_protocol_seconds: fleet starts included)."""
+    from datetime import datetime
+
+    estimates = []
+    for run in sorted(THIRD_REFERENCE.iterdir()):
+        meta = json.loads((run / "run.json").read_text())
+        took = (datetime.fromisoformat(meta["ended"]) - datetime.fromisoformat(meta["started"])).total_seconds()
+        rate, cpu = (sum(meta["s3"][k].values()) for k in ("protocol_seconds", "cpu_protocol_seconds"))
+        reps, cpu_reps = meta["parameters"]["repetitions"], meta["parameters"]["cpu_repetitions"]
+        estimates.append(took + rate / reps * (3 - reps) + cpu / cpu_reps * (6 - cpu_reps))
+    assert f"{min(estimates):.0f}-{max(estimates):.0f} s" == "838-843 s"
+
+
+def test_no_run_figures_in_the_registered_texts():
+    """Third review, problem 3: the regime text quoted a reference's '438-862 TIPC drops at 8 KB
+    against TCP's 0-17' while the next read 1066-1310 against 0-38. The texts of the claims judged
+    and the design name no run's figures (each run's own are in its notes); the withdrawn claim
+    keeps its record as registered."""
+    reg = s3_analysis.registered()
+    stale = ("438-862", "58-92", "0-17", "4-10 %", "84-93", "209-233", "0.944-0.964", "-0.24")
+    design = json.dumps(reg.design, ensure_ascii=False)
+    assert not [f for f in stale if f in design]
+    for claim in reg.claims:
+        if reg.withdrawn(claim.id):
+            continue
+        text = " ".join((claim.quantity, claim.regime, claim.region.why))
+        assert not [f for f in stale if f in text], claim.id
+        assert not re.search(r"reference of 20\d\d|runs of 20\d\d", text), claim.id
+    assert "438-862" in reg.claim(BETTER).regime  # its record, as it was withdrawn
 
 
 REFERENCE = Path(__file__).resolve().parents[3] / "data" / "reference" / "s3" / \
@@ -565,7 +709,7 @@ def _gated(frame: pd.DataFrame, meta: dict) -> pd.DataFrame:
     from harness.verdicts.gates.registry import apply
 
     claims_ = s3_analysis.registered().claims
-    return apply(s3_verdicts.claims(frame, wire_mbit=PORT), meta, {},
+    return apply(s3_verdicts.claims(frame, wire_mbit=PORT), meta, {"results": frame},
                  {c.id: tuple(c.gates) for c in claims_},
                  {c.id: (c.region.low, c.region.high) for c in claims_}).set_index("claim_id")
 
@@ -623,17 +767,24 @@ def test_the_second_references_runs_gate_on_their_data_direction():
 def test_003_208_is_judged_as_one_pattern_under_one_set_of_gates():
     """Second review, problem 2: TIPC's 8 KB loss was gated as a TCG per-message cost while the
     collapse at 16/32/64 KB, the same sentence and the same drop mechanism, was not. Every
-    claim of 003:208 registers the same gates; under TCG with a verified port all of them read
-    not testable for the same reason, under KVM none is held back."""
-    claims_ = {c.id: c for c in s3_analysis.registered().claims}
-    pattern = [cid for cid, c in claims_.items() if c.seed_line == "003:208"]
-    assert sorted(pattern) == sorted(["s3.tipc_gain_avg", "s3.tipc_gain_max", BETTER,
+    judged claim of 003:208 registers the same accelerator and port gates (the collapse claims
+    add the gates of their measured regime since the third review); under TCG with a verified
+    port all of them read not testable for the same reason, under KVM none is held back."""
+    reg = s3_analysis.registered()
+    claims_ = {c.id: c for c in reg.claims}
+    pattern = [cid for cid, c in claims_.items() if "208" in c.seed_line.partition(":")[2].split(",")
+               and reg.withdrawn(cid) is None and cid != BEST]
+    assert sorted(pattern) == sorted(["s3.tipc_gain_avg", "s3.tipc_gain_max",
                                       *(f"s3.tipc_collapse_{s}kb" for s in (16, 32, 64))])
-    gate_sets = {tuple(tuple(sorted(g.registration().items())) for g in claims_[cid].gates)
-                 for cid in pattern}
+    shared = {"accelerated_virtualisation", "links_verified"}
+    gate_sets = {tuple(tuple(sorted(g.registration().items())) for g in claims_[cid].gates
+                       if g.name in shared) for cid in pattern}
     assert len(gate_sets) == 1, gate_sets
     (gates,) = gate_sets
-    assert {dict(g)["name"] for g in gates} == {"accelerated_virtualisation", "links_verified"}
+    assert {dict(g)["name"] for g in gates} == shared
+    for cid in pattern:
+        extra = {g.name for g in claims_[cid].gates} - shared
+        assert extra == (set() if "gain" in cid else {"at_least", "at_most"}), cid
     frame = _frame(tipc_small=1.10, reps=3, spread=0.2, sizes=(1, 4, 8, 16, 32, 64))
     frame.loc[_at(frame, "tipc", 48, 8), "rate_mbit_mean"] *= 0.2  # lost at 8 KB, as in the lab
     tcg = _gated(frame, _port_meta(0.99, 0.99, accel="tcg"))
@@ -641,8 +792,7 @@ def test_003_208_is_judged_as_one_pattern_under_one_set_of_gates():
     assert len(reasons) == 1 and all(tcg.loc[cid, "outcome"] == NOT_TESTABLE for cid in pattern)
     assert "accelerated_virtualisation failed (VMs under TCG" in reasons.pop()
     kvm = _gated(frame, _port_meta(0.99, 0.99))
-    assert kvm.loc[BETTER, "outcome"] == "not reproduced"
-    assert all(kvm.loc[f"s3.tipc_collapse_{s}kb", "outcome"] == "reproduced" for s in (16, 64))
+    assert all(kvm.loc[f"s3.tipc_collapse_{s}kb", "outcome"] == "reproduced" for s in (16, 32, 64))
 
 
 def test_the_share_of_points_tipc_is_best_at_has_an_interval_within_0_and_1():
