@@ -19,6 +19,7 @@ from .before_outcomes import AS_TODAY, NOT_RECORDED
 from .before_outcomes import COLUMN as BEFORE
 from .before_outcomes import HOW as BEFORE_HOW
 from .claims import COLUMNS, INVALID, NOT_TESTABLE, PAPER, runs_note, summaries
+from .gates.registry import stated_only_outcome
 from .invalid_points import pooled_invalid_note
 from .registration import Registration
 from .run_pooling import SENSITIVITY
@@ -143,7 +144,9 @@ def measured_anyway(found: list, frame: pd.DataFrame) -> list[str]:
              "|---|---|---|" + "---|" * len(ids) + "---|"]
     for _, row in rows.iterrows():
         each = " | ".join(str(row.get(f"{i}: ours", "-") or "-") for i in ids)
-        lines.append(f"| `{row['claim_id']}` | {row['outcome']} | {row['ours']} | {each} | {row['region']} |")
+        reads = stated_only_outcome(row.get("reason", ""))  # a negative result is not hidden
+        verdict = f"{row['outcome']} (under the paper's stated testbed only: {reads})" if reads else row["outcome"]
+        lines.append(f"| `{row['claim_id']}` | {verdict} | {row['ours']} | {each} | {row['region']} |")
     return lines + [""]
 
 
