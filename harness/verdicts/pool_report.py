@@ -133,7 +133,9 @@ def changed_after_outcomes(registration: Registration, frame: pd.DataFrame) -> l
 def measured_anyway(found: list, frame: pd.DataFrame) -> list[str]:
     """The paper's claims not testable or invalid in the pool, each with its pooled estimate and
     each run's, in one table before any reason: a referee of S4 found what every run measured
-    (10 MPTCP streams delivering half of one) only inside the long reasons; [] when none."""
+    (10 MPTCP streams delivering half of one) only inside the long reasons; a claim gated only by
+    causes its paper does not state (``unstated`` gates) shows beside its verdict what it reads under
+    the paper's stated testbed only (the sixth and seventh S0 reviews); [] when none."""
     rows = frame[(frame["source"] == PAPER) & frame["outcome"].isin([NOT_TESTABLE, INVALID])]
     if rows.empty:
         return []
