@@ -19,6 +19,7 @@ from .before_outcomes import AS_TODAY, NOT_RECORDED
 from .before_outcomes import COLUMN as BEFORE
 from .before_outcomes import HOW as BEFORE_HOW
 from .claims import COLUMNS, INVALID, NOT_TESTABLE, PAPER, WITHDRAWN, runs_note, summaries
+from .gates.registry import stated_only_outcome
 from .invalid_points import pooled_invalid_note
 from .registration import Registration
 from .run_pooling import SENSITIVITY
@@ -133,7 +134,9 @@ def changed_after_outcomes(registration: Registration, frame: pd.DataFrame) -> l
 def measured_anyway(found: list, frame: pd.DataFrame) -> list[str]:
     """The paper's claims not testable or invalid in the pool, each with its pooled estimate and
     each run's, in one table before any reason: a referee of S4 found what every run measured
-    (10 MPTCP streams delivering half of one) only inside the long reasons; [] when none."""
+    (10 MPTCP streams delivering half of one) only inside the long reasons; a claim gated only by
+    causes its paper does not state (``unstated`` gates) shows beside its verdict what it reads under
+    the paper's stated testbed only (the sixth and seventh S0 reviews); [] when none."""
     rows = frame[(frame["source"] == PAPER) & frame["outcome"].isin([NOT_TESTABLE, INVALID])]
     if rows.empty:
         return []
@@ -144,7 +147,9 @@ def measured_anyway(found: list, frame: pd.DataFrame) -> list[str]:
              "|---|---|---|" + "---|" * len(ids) + "---|"]
     for _, row in rows.iterrows():
         each = " | ".join(str(row.get(f"{i}: ours", "-") or "-") for i in ids)
-        lines.append(f"| `{row['claim_id']}` | {row['outcome']} | {row['ours']} | {each} | {row['region']} |")
+        reads = stated_only_outcome(row.get("reason", ""))  # a negative result is not hidden
+        verdict = f"{row['outcome']} (under the paper's stated testbed only: {reads})" if reads else row["outcome"]
+        lines.append(f"| `{row['claim_id']}` | {verdict} | {row['ours']} | {each} | {row['region']} |")
     return lines + [""]
 
 

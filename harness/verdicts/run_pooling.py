@@ -37,6 +37,7 @@ import numpy as np
 import pandas as pd
 
 from .claims import INVALID, NOT_TESTABLE, WITHDRAWN, Claim, Region, Verdict, judge
+from .gates.registry import STATED_ONLY, stated_only
 from .intervals import (
     CONFIDENCE,
     POOLED_METHOD,
@@ -212,7 +213,8 @@ def pooled_verdict(claim: Claim, rows: list[pd.Series], run_ids: list[str],
         where = "" if len(untestable) == len(rows) else (
             f"not testable in {len(untestable)} of {len(rows)} runs (a pooled verdict needs the "
             "claim in its regime in every run): ")
-        return Verdict(shown, estimate, NOT_TESTABLE, where + said), carried
+        return Verdict(shown, estimate, NOT_TESTABLE, where + said + _pooled_stated_only(
+            shown, estimate, rows)), carried
     if differ:
         return Verdict(claim, estimate, NOT_TESTABLE, differ), carried
     if region is not claim.region:
@@ -220,6 +222,19 @@ def pooled_verdict(claim: Claim, rows: list[pd.Series], run_ids: list[str],
             f"judged against the region every run's design set alike by the registered rule "
             f"({region.why})", carried["note"]) if t)
     return stated_first(judge(shown, estimate, carried["note"]), rows, run_ids), carried
+
+
+def _pooled_stated_only(claim: Claim, estimate: Estimate | None, rows: list[pd.Series]) -> str:
+    """Where every run found the claim not testable only for causes its paper does not state of its
+    testbed (gates registered with ``unstated`` words: each run's reason says what it reads under
+    the paper's stated testbed only), what the pooled estimate reads there; "" otherwise."""
+    causes = dict.fromkeys(g.unstated for g in claim.gates if g.unstated)
+    if not causes or estimate is None or not all(
+            STATED_ONLY in " ".join(str(r.get("reason") or "").split()) for r in rows):
+        return ""
+    reading = judge(claim, estimate)
+    return "; pooled, " + stated_only(causes, reading.outcome, estimate.text(
+        (claim.region.low, claim.region.high)), claim.region.text(claim.unit))
 
 
 def stated_first(verdict: Verdict, rows: list[pd.Series], run_ids: list[str]) -> Verdict:

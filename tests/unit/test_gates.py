@@ -14,7 +14,7 @@ from harness.archive.reference import reference_root
 from harness.archive.report_sections import describe_check, verification_summary
 from harness.verdicts.claims import NOT_TESTABLE, REPRODUCED, Claim, Region, judge, table
 from harness.verdicts.gates.facts import RunFacts
-from harness.verdicts.gates.registry import GATES, Gate, apply, evaluate
+from harness.verdicts.gates.registry import GATES, STATED_ONLY, Gate, apply, evaluate, stated_only_outcome
 from harness.verdicts.intervals import Estimate
 
 
@@ -734,3 +734,35 @@ def test_a_gates_rows_may_name_alternatives_of_one_column():
                              "rows": "protocol=tipc,size_kb=16|32", "what": "busy"})
     failed = evaluate(sizes, RunFacts.from_meta(NAMESPACES), {"results": frame})
     assert not failed.passed and "busy 5..95 against at most 90 registered (2 points, 1 above)" in failed.figures
+
+
+UNSTATED_CAUSE = "the relays could not be made to limit here, and the paper states nothing that limited them"
+
+
+def test_a_gate_naming_an_unstated_cause_decides_and_says_what_the_stated_testbed_alone_reads():
+    """The seventh S0 review: judging 'not reproduced' on a region the lab cannot reach is wrong, so
+    the relays' limit decides again; the sixth review's demand (no negative result hidden) stays
+    met: a gate registered with ``unstated`` words decides, and where such gates are the only ones
+    to fail, the reason says what the claim reads under the paper's stated testbed only; with a
+    deciding gate of the paper's own testbed failing too, it says nothing of the kind."""
+    bench = {"bench": pd.DataFrame({"path": ["nat_srd", "nat_srd"], "iperf_mbit": [6852.0, 4309.0]})}
+    params = {"table": "bench", "column": "iperf_mbit", "max": 100.0, "rows": "path=nat_srd"}
+    relays = Gate("at_most", {**params, "unstated": UNSTATED_CAUSE})
+    assert relays.unstated == UNSTATED_CAUSE and relays.condition == ""
+    gated = claim("s0.relays", relays)
+    out = apply(claims_table(gated), NAMESPACES, bench, {"s0.relays": gated.gates}).iloc[0]
+    assert out.outcome == NOT_TESTABLE and out.reason.startswith("the lab is not in the paper's regime: at_most failed")
+    assert out.reason.endswith(f"; measured anyway: {out.ours}; {UNSTATED_CAUSE}: under the paper's stated testbed "
+                               f"only it reads {REPRODUCED}: {out.ours} against 1.3..1.5x")
+    assert STATED_ONLY in out.reason and stated_only_outcome(out.reason) == REPRODUCED
+    slow = {"bench": pd.DataFrame({"path": ["nat_srd"], "iperf_mbit": [62.0]})}
+    met = apply(claims_table(gated), NAMESPACES, slow, {"s0.relays": gated.gates}).iloc[0]
+    assert met.outcome == REPRODUCED and met.reason == "the interval lies inside 1.3..1.5x"
+    both = claim("s0.both", relays, Gate("uniprocessor"))
+    two = apply(claims_table(both), vm_meta(), bench, {"s0.both": both.gates}).iloc[0]
+    assert two.outcome == NOT_TESTABLE and "uniprocessor failed" in two.reason and STATED_ONLY not in two.reason
+    assert stated_only_outcome(two.reason) == ""
+    with pytest.raises(ValueError, match="is not words"):
+        Gate("at_most", {**params, "unstated": " "})
+    with pytest.raises(ValueError, match="contradict"):
+        Gate("at_most", {**params, "unstated": UNSTATED_CAUSE, "unmet": "judged all the same"})

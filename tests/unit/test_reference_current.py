@@ -94,6 +94,12 @@ SUPERSEDED: dict[str, str] = {
         "change's record of what it replaced and the 32 KB size no longer called registered "
         "before data (s0/registration.toml, changes #22-#25 of 2026-11-29T19:57Z-20:09Z); replaced "
         "by the pooled reference made under them"),
+    "s0/20261129T233942Z-pool-e445ec": (
+        "the seventh pooled S0 reference (three runs, 2026-11-29); its referee review "
+        "(docs/reviews/s0-2026-11-29-seventh.md) led to the relays' limit deciding again on the "
+        "bandwidth claims, with the stated testbed's reading shown beside it, and each gain's "
+        "measured ceiling in its note (s0/registration.toml, change #26 of 2026-11-29T23:47Z); "
+        "new reference pending"),
     "s4/20261129T172410Z-pool-e1142e": (
         "the third pooled S4 reference (three runs, 2026-11-29); its referee review "
         "(docs/reviews/s4-2026-11-29-third.md) led to the anchored claims gated on a sender "

@@ -24,7 +24,7 @@ from ...verdicts.intervals import mean_estimate
 from ...verdicts.validity import payload_rate_mbit
 from .common import BENCH_PATHS, KB, LABELS, MB, METHODS, join_notes, relay_counts, size_label  # noqa: F401 (s0_figures)
 from .distance_verdict import far_latency_verdict, far_ratios  # noqa: F401 (the notebook reads far_ratios here)
-from .estimates import geomean_per_repetition, per_repetition
+from .estimates import ceiling_note, geomean_per_repetition, per_repetition
 from .registration import (
     ALL_SIZES,
     APPROPRIATE_SIZE,
@@ -290,7 +290,7 @@ def claims(frame: pd.DataFrame, bench: pd.DataFrame | None = None,
         out += _latency_verdicts(frame, lat, meta, why_lat, invalid)
     for metric in METRICS:
         out += _bandwidth_verdicts(frame, metric, bw_regime, invalid, meta)
-    out.append(far_latency_verdict(far, meta, mtu))
+    out.append(far_latency_verdict(far, meta, mtu, hop_costs(bench) if bench is not None and len(bench) else None))
     out += switch_verdicts(switches)
     if bench is not None and not bench.empty:
         out += bench_targets(bench)
@@ -376,8 +376,8 @@ def _bandwidth_verdicts(frame: pd.DataFrame, metric: str, regime: str,
                                     "registered for 'about 25 %'"))
             continue
         est = mean_estimate(geomean_per_repetition(gain, *sizes), log=True)
-        out.append(judge(gain_claim, est and est.as_gain_pct(), left_out(pair, sizes),
-                         **_resting(invalid, pair, sizes, quantity)))
+        out.append(judge(gain_claim, est and est.as_gain_pct(), join_notes(
+            left_out(pair, sizes), ceiling_note(frame, metric, sizes)), **_resting(invalid, pair, sizes, quantity)))
     return out
 
 

@@ -33,12 +33,15 @@ def far_ratios(far: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame({"nat_vs_proxies_x": ratio, "direct_1b_half_rtt_us": direct_1b})
 
 
-def far_latency_verdict(far: pd.DataFrame | None, meta: dict, mtu: int = MTU) -> Verdict:
+def far_latency_verdict(far: pd.DataFrame | None, meta: dict, mtu: int = MTU,
+                        native: dict | None = None) -> Verdict:
     """The distance claim at the largest swept delay, if the sweep reached it. Every swept size
     counts: at 10 ms one way a message's serialisation over three 100 Mbit/s links (at most
     :func:`far_serialisation_us`: 0.26 ms at 1 KB) is at most 2.6 % of the delay and falls on
     both relayed methods alike, so a lab that does not serialise 1 B-1 KB cannot move the
-    ratio the claim reads by more than that (registration: the claim's regime)."""
+    ratio the claim reads by more than that (registration: the claim's regime). ``native``: the
+    run's relay benchmark's hop costs on the host (``analysis.hop_costs``), for the note on which
+    way an emulator biases the claim (:func:`_tcg_bias`)."""
     far_claim = claim("s0.latency.far_nat_vs_proxies_x")
     if far is None or far.empty:
         caps = meta.get("capabilities") or {}
@@ -69,6 +72,7 @@ def far_latency_verdict(far: pd.DataFrame | None, meta: dict, mtu: int = MTU) ->
         f"direct rose {added_ms:.2f} ms at {top:g} ms; at 0 ms the ratio read "
         f"{float(np.exp(np.log(base).mean())):.2f}x; {where}",
         relay,
+        _tcg_bias(far, meta, top, native or {}),
         f"a serialising wire would add at most {wire_ms:.2f} ms at {size_label(largest)} "
         f"({wire_ms / top:.1%} of the delay) to both methods alike" if rate else ""))
 
@@ -89,3 +93,27 @@ def _relay_cost(far: pd.DataFrame, top: float) -> str:
     return (f"relay cost over direct at {top:g} ms (median half round trip): two proxies "
             f"{(med.proxies - med.direct) / 1000:+.2f} ms, NAT + SRD "
             f"{(med.nat_srd - med.direct) / 1000:+.2f} ms")
+
+
+def _tcg_bias(far: pd.DataFrame, meta: dict, top: float, native: dict) -> str:
+    """Under TCG (the distance sweep's VM, run.json s0.far_placement), which way the emulator
+    biases the claim, with the run's own figures: each relay's cost over direct at ``top`` ms in
+    the emulated sweep against the host's native cost per hop (the run's relay benchmark, 1 B);
+    an emulator multiplies the relays' costs and with them any difference between the two relayed
+    methods, so it works against a negligible difference, not for it (the seventh review)."""
+    vm = ((meta.get("s0") or {}).get("far_placement") or {}).get("vm") or {}
+    med = far[far.one_way_delay_ms == top].groupby("method").half_rtt_us.median()
+    if str(vm.get("accel") or "").lower() != "tcg" or not {"direct", "proxies", "nat_srd"} <= set(med.index):
+        return ""
+    px, nat = (med.proxies - med.direct) / 1000, (med.nat_srd - med.direct) / 1000
+    hops = [(name, native.get(key)) for name, key in (("NAT + SRD", "nat_srd_hop_us"),
+                                                       ("two proxies (srd)", "proxies_srd_per_hop_us"))]
+    here = ", ".join(f"{name} {us:.1f} us" for name, us in hops if us is not None)
+    inverted = (f"; TCG noise even inverts the relays' order here (NAT + SRD {nat:+.2f} ms, two proxies "
+                f"{px:+.2f} ms)" if nat > px else "")
+    return (f"which way TCG biases it: against the claim -- under TCG the relays cost {min(px, nat):+.2f} to "
+            f"{max(px, nat):+.2f} ms over direct at {top:g} ms, against "
+            + (f"{here} per hop natively on this host (the run's relay benchmark, 1 B)" if here else
+               "a few us per hop natively (this run has no relay benchmark)")
+            + "; an emulator multiplies each relay's cost, and with it any difference between the two "
+            "relayed methods, which works against a negligible difference" + inverted)

@@ -15,6 +15,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ...verdicts.gates.reachable import ceiling
+from .common import size_label
+
 
 def per_repetition(frame: pd.DataFrame, value: str) -> pd.DataFrame:
     """One column per method, one row per (repetition, size): the paired samples."""
@@ -26,3 +29,19 @@ def geomean_per_repetition(series: pd.Series, lo: int, hi: int) -> pd.Series:
     sizes = series.index.get_level_values("size")
     part = series[(sizes >= lo) & (sizes <= hi)]
     return np.exp(np.log(part).groupby(level="repetition").mean())
+
+
+def ceiling_note(frame: pd.DataFrame, metric: str, sizes: tuple[int, int]) -> str:
+    """A NAT + SRD over two proxies gain's ceiling in this run, for its note: direct over two
+    proxies over the claim's sizes, the gain NAT + SRD would show were it as fast as direct -- "at
+    most +X % here" where the links, not the relays, set every path's rate (the seventh review:
+    +2.5 to +3.6 % streaming against regions from +5.5 %); computed as the gate ``reachable``
+    computes it (:func:`harness.verdicts.gates.reachable.ceiling`), from the run's own points."""
+    lo, hi = sizes
+    where = size_label(lo) if lo == hi else f"{size_label(lo)}-{size_label(hi)}"
+    est = ceiling(frame, f"{metric}_mbit", "direct", "proxies", lo, hi)
+    if isinstance(est, str):
+        return f"the ceiling here (direct over two proxies at {where}) is unknown: {est}"
+    return (f"at most {est.value:+.1f} % here: the gain if NAT + SRD were as fast as direct "
+            f"(direct over two proxies, {'streaming' if metric == 'stream' else 'ping-pong'} at {where}: "
+            f"{est.text()})")

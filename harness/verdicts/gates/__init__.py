@@ -53,7 +53,12 @@ The gates (:data:`~harness.verdicts.gates.registry.GATES`):
 Any gate may be registered with ``unmet`` words (:data:`~harness.verdicts.gates.registry.UNMET`):
 it is then a *stated condition*, read and shown like a gate, but its claim is judged all the
 same, the verdict's reason opening with the words and the figures where it fails (S0's relays:
-the paper explains its bandwidth results by them, 000:105, and states nothing that limited them).
+the paper explains its bandwidth results by them, 000:105, and states nothing that limited them,
+until its change #26). A gate registered with ``unstated`` words
+(:data:`~harness.verdicts.gates.registry.UNSTATED`) names a cause the paper gives without stating
+it of its testbed and decides; where such gates are the only ones to fail, the reason ends with
+what the claim reads under the paper's stated testbed only (S0's relays since change #26: a region
+the lab cannot reach is not judged, and no negative result is hidden).
 - ``congestion_control``: a transport's points ran the paper's congestion control
   (``transport``, ``controller``; ``what`` names it in the figures, e.g. "coupled
   controller"), read from run.json's ``controllers``: what the measuring tool reported for

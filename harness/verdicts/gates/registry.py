@@ -28,6 +28,16 @@ from .stack import stack
 #: the paper's stated testbed" rather than a bare "not testable"; S0's relays, the sixth review)
 UNMET = "unmet"
 
+#: the optional parameter naming, in words, a cause the paper gives for its result but does not state
+#: of its testbed: the gate decides (its failure makes the claim not testable here), and where such
+#: gates are the only ones that fail, the reason also says what the claim reads under the paper's
+#: stated testbed only (:data:`STATED_ONLY`), so that no negative result is hidden (S0's relays: the
+#: sixth review asked for that reading, the seventh for the gate: a region the lab cannot reach is
+#: not judged)
+UNSTATED = "unstated"
+#: the words before the verdict a claim gets under the paper's stated testbed only (in its reason)
+STATED_ONLY = "under the paper's stated testbed only it reads"
+
 
 @dataclass(frozen=True)
 class Gate:
@@ -44,8 +54,15 @@ class Gate:
             raise ValueError(f"gate {self.name}: {UNMET} = {self.params[UNMET]!r} is not words: give the "
                              "sentence its claim's verdict says when the condition fails, or leave "
                              f"{UNMET} out to make the gate decide whether the claim is judged")
+        if UNSTATED in self.params and not (isinstance(self.params[UNSTATED], str)
+                                            and self.params[UNSTATED].strip()):
+            raise ValueError(f"gate {self.name}: {UNSTATED} = {self.params[UNSTATED]!r} is not words: "
+                             "name the cause the paper gives but does not state of its testbed")
+        if UNMET in self.params and UNSTATED in self.params:
+            raise ValueError(f"gate {self.name}: {UNMET} (judged all the same) and {UNSTATED} (the "
+                             "gate decides) contradict each other: give one")
         spec = GATES[self.name]
-        unknown = set(self.params) - set(spec.params) - set(spec.optional) - {UNMET}
+        unknown = set(self.params) - set(spec.params) - set(spec.optional) - {UNMET, UNSTATED}
         missing = set(spec.params) - set(self.params)
         if unknown or missing:
             raise ValueError(f"gate {self.name}: parameters {sorted(self.params)} do not match "
@@ -60,6 +77,11 @@ class Gate:
     def condition(self) -> str:
         """The words of a stated condition (:data:`UNMET`); "" for a gate that decides."""
         return " ".join(str(self.params.get(UNMET) or "").split())
+
+    @property
+    def unstated(self) -> str:
+        """The words of a cause the paper does not state of its testbed (:data:`UNSTATED`); ""."""
+        return " ".join(str(self.params.get(UNSTATED) or "").split())
 
 
 
@@ -160,7 +182,14 @@ def apply(frame: pd.DataFrame, meta: Mapping, tables: Mapping[str, pd.DataFrame]
             continue
         why = "the lab is not in the paper's regime: " + "; ".join(
             f"{r.gate} failed ({r.figures})" for r in failed) + (f"; and {stated}" if stated else "")
-        if frame.at[i, "outcome"] in (NOT_TESTABLE, INVALID):  # invalid stays invalid: a claim
+        judged = frame.at[i, "outcome"] not in (NOT_TESTABLE, INVALID)
+        unstated = [g.unstated for g, r in zip(claim_gates, results) if not r.passed and not g.condition]
+        reading = ""
+        if judged and all(unstated):  # only causes the paper does not state failed: what it reads
+            reading = "; " + stated_only(dict.fromkeys(unstated), frame.at[i, "outcome"],
+                                      str(frame.at[i, "ours"] if "ours" in frame else ""),
+                                      str(frame.at[i, "region"] if "region" in frame else ""))
+        if not judged:  # invalid stays invalid: a claim
             # resting on a point impossible in this lab is never shown as a measurement, also
             # when the regime fails too; a point the lab makes possible outside the paper's
             # regime is not invalid (the study's analysis made it not testable, per point)
@@ -168,8 +197,24 @@ def apply(frame: pd.DataFrame, meta: Mapping, tables: Mapping[str, pd.DataFrame]
         else:
             ours = frame.at[i, "ours"] if "ours" in frame else ""
             frame.at[i, "outcome"] = NOT_TESTABLE
-            frame.at[i, "reason"] = f"{why}; measured anyway: {ours}" if ours else why
+            frame.at[i, "reason"] = (f"{why}; measured anyway: {ours}" if ours else why) + reading
         if "more_needed" in frame:
             frame.at[i, "more_needed"] = pd.NA
     frame["gates"] = texts
     return frame
+
+
+def stated_only(causes, outcome: str, ours: str, region: str) -> str:
+    """What a claim gated only by causes its paper does not state of its testbed (gates registered
+    with :data:`UNSTATED` words) reads under the paper's stated testbed only: its verdict, estimate
+    and region, after the causes' words."""
+    against = f" against {region}" if region else ""
+    return f"{'; '.join(causes)}: {STATED_ONLY} {outcome}: {ours}{against}"
+
+
+def stated_only_outcome(reason: str) -> str:
+    """The verdict a reason last says its claim reads under the paper's stated testbed only
+    (:func:`stated_only`; a pool's own reading comes after its runs'); "" when it says none."""
+    text = " ".join(str(reason or "").split())
+    at = text.rfind(STATED_ONLY)
+    return text[at + len(STATED_ONLY):].split(":", 1)[0].strip() if at >= 0 else ""
