@@ -47,6 +47,7 @@ from .accel import AccelVerdict, probe_accel
 from .kimage import bootable_kernel
 from .machine import VM, require_memory, require_programs, resolve_kernel
 from .qemu import HOSTFWD_FAILED, QemuLaunch, free_loopback_port, qemu_command
+from .wirekind import servers_not_listening
 
 log = logging.getLogger(__name__)
 
@@ -78,6 +79,7 @@ class BootRecord:
     qemu_pid: int
     silent_boots: int = 0  # QEMU processes stopped before this one: their guest printed nothing
     kernel_args: tuple[str, ...] = ()  # what the study appended to the command line
+    wire: str = ""  # the kind of its wires (wirekind.py: "dgram", ...); "" without wires
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -234,6 +236,18 @@ def _start_on_a_free_port(journal: Journal, name: str, launch) -> tuple[Process,
     raise AssertionError("unreachable")
 
 
+def _await_wire_servers(spec: VM, poll_s: float = 0.2) -> None:
+    """A VM whose ``stream`` wires connect to a peer's QEMU starts once those listen: QEMU
+    7.2 connects once, at start, and never again (:mod:`.wirekind`)."""
+    deadline = time.monotonic() + spec.boot_timeout_s
+    while missing := servers_not_listening(spec.wires):
+        if time.monotonic() >= deadline:
+            raise VMBootError(f"VM {spec.name}: no QEMU listens on 127.0.0.1:{missing[0]} for "
+                              f"its stream wire after {spec.boot_timeout_s:g}s",
+                              "the peer VM did not start; see its error")
+        time.sleep(poll_s)
+
+
 def _wait_for_ssh(
     node: VMNode, proc: Process, files: guest.GuestFiles, version: str, deadline: float,
     spec: VM, accel: AccelVerdict,
@@ -354,7 +368,8 @@ def boot_vm(spec: VM, journal: Journal, *, refresh_accel: bool = False) -> Itera
         for _disk, path in disks:  # sparse: blocks are allocated as the guest writes them
             with open(path, "xb") as backing:
                 backing.truncate(_disk.size_mib << 20)
-        qmp_socket = os.path.join(boot_dir, "qmp.sock") if disks else ""
+        qmp_socket = os.path.join(boot_dir, "qmp.sock") if disks or spec.qmp else ""
+        _await_wire_servers(spec)
         for silent in range(SILENT_BOOTS):
             started = time.monotonic()
 
@@ -398,6 +413,7 @@ def boot_vm(spec: VM, journal: Journal, *, refresh_accel: bool = False) -> Itera
             kernel=kernel, kernel_version=version, boot_image=image_kind, cpus=spec.cpus,
             memory_mib=spec.memory_mib, ssh_port=port, qemu_pid=proc.pid,
             silent_boots=silent, kernel_args=tuple(spec.kernel_args),
+            wire=spec.wires[0].kind.describe() if spec.wires else "",
         )
         _note_boot(journal, proc, node.boot)
         log.info("VM %s ready for SSH on 127.0.0.1:%d after %.1fs (%s: %s)", spec.name, port,

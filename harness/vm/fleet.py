@@ -18,8 +18,9 @@ from ..lab.placement import EXTRA_VM_MEMORY_MIB, vm_cpus, vm_memory_mib
 from ..topology.topology import Topology
 from .boot import VMNode, boot_vm
 from .machine import VM, Wire
-from .qemu import free_udp_ports
+from .qemu import free_loopback_port, free_udp_ports
 from .txstall import WiredConsole
+from .wirekind import wire_kind_from_env
 
 
 def boot_lab_vms(topology: Topology, study: str, journal: Journal,
@@ -32,12 +33,19 @@ def boot_lab_vms(topology: Topology, study: str, journal: Journal,
     machines = topology.machines()
     wires: dict[str, list[Wire]] = {label: [] for label in machines}
     nics: dict[tuple[str, str], str] = {}
+    kind = wire_kind_from_env()  # HARNESS_VM_WIRE; the default: dgram
     for k, link in enumerate(topology.wires()):
-        ports = free_udp_ports(2)
+        # dgram: a UDP port each, each side sends to the other's. stream: one TCP port, on
+        # which the VM of the smaller machine label listens (the main VM, ""), so a VM only
+        # ever waits for VMs before it (boot._await_wire_servers) and never in a circle
+        ports = free_udp_ports(2) if kind.backend == "dgram" else [free_loopback_port()] * 2
+        first = min(topology.machine_of(link.a.node), topology.machine_of(link.b.node))
         for side, (end, port, peer_port) in enumerate(((link.a, *ports),
                                                        (link.b, *reversed(ports)))):
             mac = f"52:54:00:5e:{k:02x}:{side + 1:02x}"
-            wires[topology.machine_of(end.node)].append(Wire(mac, port, peer_port))
+            machine = topology.machine_of(end.node)
+            wires[machine].append(Wire(mac, port, peer_port, kind=kind, listen=(
+                kind.backend == "stream" and machine == first)))
             nics[(end.node, end.ifname)] = mac
     extra = len(machines) - 1
     specs = {}

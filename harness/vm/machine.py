@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from ..errors import CapabilityMissing, SpecError
 from ..topology.topology import DataDisk
+from .wirekind import WireKind
 
 #: Memory QEMU itself needs beyond the guest RAM: the process (~100 MiB) plus
 #: the TCG translation cache, which we bound with ``tb-size`` (see qemu.py).
@@ -33,13 +34,20 @@ class Wire:
     ``127.0.0.1:local_port`` to ``127.0.0.1:remote_port``, where the peer VM's
     NIC listens: loopback only, no tap device, no bridge, no host route. The
     guest finds the NIC by ``mac``; a lab moves it into a namespace.
+
+    ``kind`` (:mod:`.wirekind`) may carry the frames over TCP instead (``stream``): the
+    side with ``listen`` listens on ``127.0.0.1:local_port``, the other connects to
+    ``127.0.0.1:remote_port`` (the same port).
     """
 
     mac: str
     local_port: int
     remote_port: int
+    kind: WireKind = WireKind()
+    listen: bool = False  # stream only: this side's QEMU is the server
 
     def validate(self, vm: str) -> None:
+        self.kind.validate()
         if not re.fullmatch(r"([0-9a-f]{2}:){5}[0-9a-f]{2}", self.mac) \
                 or int(self.mac[:2], 16) & 1:
             raise SpecError(f"VM {vm}: wire MAC {self.mac!r} is not a unicast MAC address",
@@ -72,6 +80,7 @@ class VM:
     wires: tuple[Wire, ...] = ()
     disks: tuple[DataDisk, ...] = ()  # emulated disks, rates capped by QEMU (see qemu.py)
     kernel_args: tuple[str, ...] = ()  # appended to the guest's command line (maxcpus=1)
+    qmp: bool = False  # a QMP socket even without disks (benchmarks/wire_stall.py reads queues)
 
     def validate(self) -> None:
         if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,62}", self.name):

@@ -22,7 +22,8 @@ Devices:
   127.0.0.1 to guest port 22. No tap device, no bridge, no host routes.
 * optional lab NICs ("wires", see machine.Wire): virtio-net devices on QEMU's
   ``dgram`` netdev, each sending its frames as UDP datagrams between two
-  loopback ports -- straight to the NIC of a peer VM.
+  loopback ports -- straight to the NIC of a peer VM (or, by choice, over one
+  loopback TCP connection: wirekind.py).
 * the serial console goes to a file in the per-boot directory (boot
   diagnostics for error messages).
 """
@@ -32,6 +33,8 @@ from __future__ import annotations
 import shlex
 import socket
 from dataclasses import dataclass
+
+from .wirekind import device_arg, netdev_arg
 
 #: Address slirp gives the guest; the guest init configures it statically
 #: (no DHCP client needed) and the hostfwd rule targets it.
@@ -122,12 +125,10 @@ def qemu_argv(launch: QemuLaunch) -> list[str]:
 
 
 def wire_args(wires) -> list[str]:
+    """A netdev and a virtio NIC per wire, as its kind says (:mod:`.wirekind`)."""
     args: list[str] = []
     for i, wire in enumerate(wires):
-        args += ["-netdev", f"dgram,id=wire{i},local.type=inet,local.host=127.0.0.1,"
-                            f"local.port={wire.local_port},remote.type=inet,"
-                            f"remote.host=127.0.0.1,remote.port={wire.remote_port}",
-                 "-device", f"virtio-net-pci,netdev=wire{i},mac={wire.mac},romfile="]
+        args += ["-netdev", netdev_arg(i, wire), "-device", device_arg(i, wire)]
     return args
 
 
