@@ -24,6 +24,7 @@ give the plan (see :mod:`harness.run.dryrun`).
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import time
@@ -55,6 +56,8 @@ from .machinelock import LocalLock, held_for, remote_lock, sharing_requested, th
 from .machinewatch import MachineWatch
 from .testbed import InventoryTestbed, LabTestbed
 from .testbed_build import Placing, build_lab, place, planned_lab
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -314,6 +317,7 @@ class Session:
             return None
         if isinstance(error, WireStalled):  # a VM node stopped the command waiting on it
             self.run.update(wire_stall=error.record)
+            self._keep_stall_evidence(error.record.get("vm", ""))
             return None
         if not self.wired_consoles:
             return None
@@ -322,7 +326,20 @@ class Session:
             return None
         stalled = WireStalled(*found, cause=error)
         self.run.update(wire_stall=stalled.record)
+        self._keep_stall_evidence(found[0])
         return stalled
+
+    def _keep_stall_evidence(self, vm: str) -> None:
+        """The stalled VM's console and its QEMU's output, as raw files (they go with the VM);
+        never in the way of the error that ends the run."""
+        from ..vm.txstall import stall_evidence
+
+        try:
+            for name, text in stall_evidence(vm, self.wired_consoles,
+                                             self.journal.pending()).items():
+                self.run.add_raw(name, text)
+        except Exception as exc:  # noqa: BLE001 -- evidence is a bonus, the stall is recorded
+            log.warning("could not keep the wire stall's console and QEMU output: %s", exc)
 
     def close(self, error: BaseException | None) -> None:
         if self.dry_run:

@@ -125,6 +125,35 @@ def stalled_wire(consoles: list[WiredConsole],
     return None
 
 
+def _tail(path: str, limit: int = 256 << 10) -> str | None:
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(0, 2)
+            fh.seek(max(0, fh.tell() - limit))
+            return fh.read().decode("utf-8", errors="replace")
+    except FileNotFoundError:
+        return None
+
+
+def stall_evidence(vm: str, consoles, entries) -> dict[str, str]:
+    """Raw files for a run whose wire stalled in ``vm``: its console, and what its QEMU wrote
+    (found by the journal ``entries`` of its process). Both go with the VM; QEMU's output
+    tells a device QEMU declared broken (``virtio_error``: its reason, then no queue of the
+    NIC is served again) from a lost notification (QEMU silent) -- /work/wirefix.md."""
+    out = {}
+    for console in consoles:
+        text = _tail(console.console_log) if console.vm == vm else None
+        if text:
+            out[f"wire-stall-{vm}-console.txt"] = text
+    for entry in entries:
+        data = entry.data or {}
+        if f"harness-{vm}," in str(data.get("command", "")) and data.get("log"):
+            text = _tail(data["log"])
+            if text is not None:
+                out[f"wire-stall-{vm}-qemu.txt"] = text or "(QEMU wrote nothing)\n"
+    return out
+
+
 @dataclass
 class WireWatch:
     """The wires of one lab, shared by its VM nodes: :meth:`fired` tells the first of them

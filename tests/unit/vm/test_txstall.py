@@ -19,7 +19,15 @@ from harness.lab.placement import Decision
 from harness.lab.probe import Capabilities
 from harness.studies.s1 import design as s1
 from harness.vm.fleet import wired_consoles
-from harness.vm.txstall import WiredConsole, WireWatch, find_tx_stall, find_tx_stalls, read_tx_stall, stalled_wire
+from harness.vm.txstall import (
+    WiredConsole,
+    WireWatch,
+    find_tx_stall,
+    find_tx_stalls,
+    read_tx_stall,
+    stall_evidence,
+    stalled_wire,
+)
 
 DATA = Path(__file__).parent / "data"
 LAB = DATA / "s1-a416eb-lab-console.txt"
@@ -132,6 +140,11 @@ def test_a_failed_point_on_a_stalled_wire_ends_the_run_with_one_error_naming_the
     assert stall["began_uptime_s"] == pytest.approx(1329.838, abs=1e-3)
     assert stall["lasted_s"] == pytest.approx(1379.072)
     assert "Couldn't connect" in stall["cause"]
+    # the stalled VM's console is kept beside run.json (it goes with the VM); the healthy
+    # VM's is not, and no QEMU output without a journalled QEMU (a fake lab here)
+    raw = {p.name: p for p in run_json.parent.rglob("wire-stall-*")}
+    assert set(raw) == {"wire-stall-s1-lab-console.txt"}
+    assert "NETDEV WATCHDOG" in raw["wire-stall-s1-lab-console.txt"].read_text()
 
 
 def test_a_failed_point_on_a_healthy_wire_keeps_its_own_error(monkeypatch, tmp_path):
@@ -226,3 +239,24 @@ def test_a_stall_shorter_than_the_fatal_one_lets_a_command_wait(monkeypatch, tmp
     with pytest.raises(CommandTimeout):
         node.run("ib_send_lat -s 65536", timeout=1)
     assert watch.found is None
+
+
+def test_the_evidence_of_a_stall_is_the_vms_console_and_what_its_qemu_wrote(tmp_path):
+    qemu_log = tmp_path / "qemu.log"
+    qemu_log.write_text("qemu-system-x86_64: Guest says index 300 is available\n")
+    silent_log = tmp_path / "silent.log"
+    silent_log.write_text("")
+    consoles = [WiredConsole("s1-lab", str(LAB), ("wire",)), WiredConsole("s1-b", str(B), ("wire",))]
+    entries = [SimpleNamespace(data={"command": "exec qemu -name harness-s1-lab,process=x",
+                                     "log": str(qemu_log)}),
+               SimpleNamespace(data={"command": "exec qemu -name harness-s1-b,process=y",
+                                     "log": str(silent_log)}),
+               SimpleNamespace(data={"command": "python3 pingpong.py"})]
+    lab = stall_evidence("s1-lab", consoles, entries)
+    assert set(lab) == {"wire-stall-s1-lab-console.txt", "wire-stall-s1-lab-qemu.txt"}
+    assert "NETDEV WATCHDOG" in lab["wire-stall-s1-lab-console.txt"]
+    assert "Guest says index" in lab["wire-stall-s1-lab-qemu.txt"]
+    assert stall_evidence("s1-b", consoles, entries)["wire-stall-s1-b-qemu.txt"] == \
+        "(QEMU wrote nothing)\n"
+    qemu_log.unlink()  # the VM is gone: nothing to keep, no error
+    assert "wire-stall-s1-lab-qemu.txt" not in stall_evidence("s1-lab", consoles, entries)
