@@ -34,6 +34,9 @@ Why this route (docs/explanation/placement.md):
   written from the generated key, never learned from the network). Network:
   QEMU user mode with ``restrict=on`` and one forward from a free 127.0.0.1
   port to guest :22. Nothing leaves the VM; no tap devices, no host routes.
+  A lab's wires between VMs are QEMU ``dgram`` netdevs (UDP on 127.0.0.1);
+  ``HARNESS_VM_WIRE=stream`` or ``...,event_idx=off`` builds them otherwise,
+  to study their TX stall (wirekind.py, benchmarks/wire_stall.py).
 
 The guest is a kernel-feature provider, not a security boundary: it can read
 the host's files (read-only), as any process of the harness could.
