@@ -125,36 +125,40 @@ def rdma(journal, server, client, server_ip: str, iters: int, events: bool, atte
             "out": "" if rows else (res.stdout + res.stderr)[-400:]}
 
 
-def qemu_view(vm, mac: str) -> dict:
-    """QEMU's state of the virtio-net device with ``mac``: status and both queues of pair 0."""
-    out: dict = {}
-    try:
-        (devices,) = qmp_commands(vm.qmp_socket, [("x-query-virtio", {})])
-        for device in devices:
-            if device.get("name") != "virtio-net":
-                continue
-            path = device["path"]
-            try:
-                (found,) = qmp_commands(vm.qmp_socket, [("qom-get", {"path": path,
-                                                                     "property": "mac"})])
-            except QmpError:
-                found = None
-            if found not in (mac, None):
-                continue
-            out = {"path": path, "mac": found}
-            for key, command, args in (("status", "x-query-virtio-status", {}),
-                                       ("rx", "x-query-virtio-queue-status", {"queue": 0}),
-                                       ("tx", "x-query-virtio-queue-status", {"queue": 1}),
-                                       ("tx_head", "x-query-virtio-queue-element", {"queue": 1})):
-                try:
-                    (out[key],) = qmp_commands(vm.qmp_socket, [(command, {"path": path, **args})])
-                except QmpError as exc:
-                    out[key] = {"error": exc.message}
-            break
-    except QmpError as exc:
-        out["error"] = exc.message
+def _device_view(vm, path: str) -> dict:
+    out: dict = {"path": path}
+    for key, command, args in (("status", "x-query-virtio-status", {}),
+                               ("rx", "x-query-virtio-queue-status", {"queue": 0}),
+                               ("tx", "x-query-virtio-queue-status", {"queue": 1}),
+                               ("tx_head", "x-query-virtio-queue-element", {"queue": 1})):
+        try:
+            (out[key],) = qmp_commands(vm.qmp_socket, [(command, {"path": path, **args})])
+        except QmpError as exc:
+            out[key] = {"error": exc.message}
     out["reading"] = reading(out)
     return out
+
+
+def qemu_view(vm, mac: str) -> dict:
+    """QEMU's state of the virtio-net device with ``mac`` (status, both queues of pair 0);
+    every virtio-net device's when QOM does not say which has that MAC."""
+    try:
+        (devices,) = qmp_commands(vm.qmp_socket, [("x-query-virtio", {})])
+        nets = [d["path"] for d in devices if d.get("name") == "virtio-net"]
+        macs = {}
+        for path in nets:
+            try:
+                (macs[path],) = qmp_commands(vm.qmp_socket, [("qom-get", {"path": path,
+                                                                          "property": "mac"})])
+            except QmpError:
+                macs[path] = None
+        mine = [path for path in nets if macs[path] == mac]
+        if mine:
+            return {"mac": mac, **_device_view(vm, mine[0])}
+        return {"mac": None, "reading": "the wire NIC not found by its MAC: see candidates",
+                "candidates": [{"mac": macs[p], **_device_view(vm, p)} for p in nets]}
+    except QmpError as exc:
+        return {"error": exc.message, "reading": "unknown (QMP failed)"}
 
 
 def reading(view: dict) -> str:
@@ -195,13 +199,23 @@ def on_stall(found, vms, ips, journal_path: str, recover: bool, stall_s: float) 
         record["guests"][s] = vm.run(["sh", "-c", GUEST_FACTS], timeout=60, check=False).stdout
     if recover:
         vm = vms[side]
+        before = guest_uptime(vm)
         res = vm.run(["sh", "-c", f"ip link set {IFNAME} down; sleep 1; ip link set {IFNAME} up; "
                                   f"sleep 2; ping -c 5 -W 2 -I {IFNAME} {peer}"],
                      timeout=60, check=False)
         time.sleep(stall_s / 2)
+        # still stuck: the watchdog kept reporting after the link came back
+        text = Path(vm.console_log).read_text(errors="replace")
+        still = any(s.last_report_uptime_s > before + 6 for s in find_tx_stalls(text, IFNAME))
         record["recovery"] = {"ping_ok": res.ok, "ping": res.stdout[-300:],
+                              "watchdog_after": still, "recovered": res.ok and not still,
+                              "uptime_before": before,
                               "qemu_after": qemu_view(vm, SIDES[side][0])}
     return record
+
+
+def guest_uptime(vm) -> float:
+    return float(vm.run("cat /proc/uptime", timeout=30).stdout.split()[0])
 
 
 def benchmark(args: argparse.Namespace) -> dict:
@@ -246,16 +260,14 @@ def benchmark(args: argparse.Namespace) -> dict:
                     record["at_s"] = round(time.monotonic() - t0, 1)
                     record["during"] = entry
                     out["stalls"].append(record)
-                    recovered = record.get("recovery", {}).get("ping_ok")
-                    if not recovered:
+                    recovery = record.get("recovery", {})
+                    if not recovery.get("recovered"):
                         break
-                    vm = next(v for v in vms.values() if v.name == found[0])
-                    watch.since[vm.name] = float(vm.run("cut -d' ' -f1 /proc/uptime",
-                                                        timeout=30).stdout)
+                    watch.since[found[0]] = recovery["uptime_before"]  # later stalls only
                     watch.found = None
                 if time.monotonic() - t0 >= args.minutes * 60:
                     break
-            if out["stalls"] and not out["stalls"][-1].get("recovery", {}).get("ping_ok"):
+            if out["stalls"] and not out["stalls"][-1].get("recovery", {}).get("recovered"):
                 break
         out["rounds"] = rounds
     out["elapsed_s"] = round(time.monotonic() - t0, 1)
