@@ -2,7 +2,8 @@
 
     sudo /work/main/.nox/tests/bin/python benchmarks/wire_stall.py --wire dgram --minutes 40 \
         --json /tmp/wire-stall-dgram.json
-    (then --wire stream, --wire dgram,event_idx=off: harness/vm/wirekind.py)
+    (then --wire stream, --wire dgram,event_idx=off: harness/vm/wirekind.py;
+     --kernel-arg virtio_net.napi_tx=0: the guest driver's other TX completion path)
 
 S1's two VMs (1 vCPU each, the accelerator the probe picks -- TCG here; 2048 and 768 MiB)
 joined by one wire of the kind asked, Soft-RoCE (rdma_rxe) on it in both, then round after
@@ -88,7 +89,7 @@ class StallWatch:
         return None
 
 
-def lab_specs(kind: WireKind, cpus: int) -> dict[str, VM]:
+def lab_specs(kind: WireKind, cpus: int, kernel_args: tuple[str, ...] = ()) -> dict[str, VM]:
     if kind.backend == "stream":
         port = free_loopback_port()
         ports = {"a": (port, port), "b": (port, port)}
@@ -96,6 +97,7 @@ def lab_specs(kind: WireKind, cpus: int) -> dict[str, VM]:
         pa, pb = free_udp_ports(2)
         ports = {"a": (pa, pb), "b": (pb, pa)}
     return {side: VM(name=f"wirestall-{side}", cpus=cpus, memory_mib=memory, qmp=True,
+                     kernel_args=kernel_args,
                      wires=(Wire(mac, *ports[side], kind=kind,
                                  listen=kind.backend == "stream" and side == "a"),))
             for side, (mac, _ip, memory) in SIDES.items()}
@@ -227,7 +229,7 @@ def benchmark(args: argparse.Namespace) -> dict:
     ips = {side: ip for side, (_mac, ip, _mem) in SIDES.items()}
     t0 = time.monotonic()
     with ExitStack() as stack:
-        vms = boot_together(lab_specs(kind, args.cpus), journal, stack)
+        vms = boot_together(lab_specs(kind, args.cpus, tuple(args.kernel_arg)), journal, stack)
         out["boots"] = {side: vm.boot.to_dict() for side, vm in vms.items()}
         for side, vm in vms.items():
             mac, ip, _mem = SIDES[side]
@@ -283,6 +285,9 @@ def main() -> int:
                    "dgram,event_idx=off, stream,event_idx=off (harness/vm/wirekind.py)")
     p.add_argument("--minutes", type=float, default=40.0, help="stop after this long")
     p.add_argument("--cpus", type=int, default=1, help="vCPUs per VM (S1: 1)")
+    p.add_argument("--kernel-arg", action="append", default=[],
+                   help="appended to both guests' command line, e.g. virtio_net.napi_tx=0 "
+                   "(TX completions reaped in start_xmit, not by TX NAPI: case 3)")
     p.add_argument("--tcp-s", type=int, default=20, help="seconds of each iperf3 run")
     p.add_argument("--iters", type=int, default=10000, help="ib_send_bw messages per run (S1: 1e4)")
     p.add_argument("--attempt-s", type=int, default=300, help="bound on one ib_send_bw run")
