@@ -42,7 +42,7 @@ from harness.journal.journal import Journal  # noqa: E402
 from harness.vm.fleet import boot_together  # noqa: E402
 from harness.vm.machine import VM, Wire  # noqa: E402
 from harness.vm.qemu import free_loopback_port, free_udp_ports  # noqa: E402
-from harness.vm.qmp import QmpError, qmp_commands  # noqa: E402
+from harness.vm.queues import nic_view  # noqa: E402
 from harness.vm.txstall import find_tx_stalls  # noqa: E402
 from harness.vm.wirekind import WireKind  # noqa: E402
 
@@ -127,57 +127,8 @@ def rdma(journal, server, client, server_ip: str, iters: int, events: bool, atte
             "out": "" if rows else (res.stdout + res.stderr)[-400:]}
 
 
-def _device_view(vm, path: str) -> dict:
-    out: dict = {"path": path}
-    for key, command, args in (("status", "x-query-virtio-status", {}),
-                               ("rx", "x-query-virtio-queue-status", {"queue": 0}),
-                               ("tx", "x-query-virtio-queue-status", {"queue": 1}),
-                               ("tx_head", "x-query-virtio-queue-element", {"queue": 1})):
-        try:
-            (out[key],) = qmp_commands(vm.qmp_socket, [(command, {"path": path, **args})])
-        except QmpError as exc:
-            out[key] = {"error": exc.message}
-    out["reading"] = reading(out)
-    return out
-
-
 def qemu_view(vm, mac: str) -> dict:
-    """QEMU's state of the virtio-net device with ``mac`` (status, both queues of pair 0);
-    every virtio-net device's when QOM does not say which has that MAC."""
-    try:
-        (devices,) = qmp_commands(vm.qmp_socket, [("x-query-virtio", {})])
-        nets = [d["path"] for d in devices if d.get("name") == "virtio-net"]
-        macs = {}
-        for path in nets:
-            try:
-                (macs[path],) = qmp_commands(vm.qmp_socket, [("qom-get", {"path": path,
-                                                                          "property": "mac"})])
-            except QmpError:
-                macs[path] = None
-        mine = [path for path in nets if macs[path] == mac]
-        if mine:
-            return {"mac": mac, **_device_view(vm, mine[0])}
-        return {"mac": None, "reading": "the wire NIC not found by its MAC: see candidates",
-                "candidates": [{"mac": macs[p], **_device_view(vm, p)} for p in nets]}
-    except QmpError as exc:
-        return {"error": exc.message, "reading": "unknown (QMP failed)"}
-
-
-def reading(view: dict) -> str:
-    """Which side lost track of the stalled TX queue, from :func:`qemu_view`."""
-    status, tx, head = view.get("status", {}), view.get("tx", {}), view.get("tx_head", {})
-    if status.get("broken"):
-        return "device broken (virtio_error; reason on QEMU's stderr): only a device reset helps"
-    last, used = tx.get("last-avail-idx"), tx.get("used-idx")
-    avail = (head.get("avail") or {}).get("idx") if isinstance(head, dict) else None
-    if last is None:
-        return "unknown (no queue status)"
-    if avail is not None and (avail - last) % 65536:
-        return (f"QEMU has not taken {(avail - last) % 65536} buffers the guest made available "
-                "(device side stopped: a lost kick, or a send parked for good)")
-    if used == last and not tx.get("inuse"):
-        return "QEMU took and returned every buffer: the guest missed the completion"
-    return "QEMU holds buffers in flight (inuse > 0): a send parked in the net queue"
+    return nic_view(vm.qmp_socket, mac)
 
 
 def qemu_stderr(journal_path: str, vm_name: str) -> str:

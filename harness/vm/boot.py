@@ -89,7 +89,7 @@ class VMNode(SSHNode):
     """An SSH node that is a VM booted by :func:`boot_vm`; ``boot`` says how."""
 
     boot: BootRecord
-    qmp_socket: str = ""  # QEMU's QMP socket ("" when the VM has no disks)
+    qmp_socket: str = ""  # QEMU's QMP socket ("" unless the VM has disks or VM.qmp)
     disks: dict[str, str]  # DataDisk name -> QEMU device id, set by boot_vm
     console_log: str = ""  # the guest serial console's file (removed with the VM)
     wire_watch = None  # the lab's txstall.WireWatch, shared by its VMs (set by the lab)

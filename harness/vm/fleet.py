@@ -53,9 +53,10 @@ def boot_lab_vms(topology: Topology, study: str, journal: Journal,
         name = f"{study}-lab" if not label else f"{study}-{label}"
         memory = vm_memory_mib(extra_vms=extra) if not label else EXTRA_VM_MEMORY_MIB
         disks = tuple(d for n in topology.nodes if n.machine == label for d in n.disks)
+        # qmp: QEMU's view of a wire's queues if one stalls (txstall.stall_evidence)
         specs[label] = VM(name=name, cpus=topology.vms.cpus or vm_cpus(), memory_mib=memory,
                           wires=tuple(wires[label]), disks=disks,
-                          kernel_args=topology.vms.kernel_args)
+                          kernel_args=topology.vms.kernel_args, qmp=bool(wires[label]))
     return boot_together(specs, journal, stack), nics
 
 
@@ -102,7 +103,10 @@ def wired_consoles(topology: Topology, vms: dict[str, VMNode],
         ifnames = tuple(sorted({ifname for node, ifname in nics
                                 if topology.machine_of(node) == label}))
         if ifnames and vm.console_log:
-            out.append(WiredConsole(vm.name, vm.console_log, ifnames))
+            macs = tuple(sorted(mac for (node, _ifname), mac in nics.items()
+                                if topology.machine_of(node) == label))
+            out.append(WiredConsole(vm.name, vm.console_log, ifnames,
+                                    qmp_socket=vm.qmp_socket, macs=macs))
     return out
 
 

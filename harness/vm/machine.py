@@ -80,7 +80,7 @@ class VM:
     wires: tuple[Wire, ...] = ()
     disks: tuple[DataDisk, ...] = ()  # emulated disks, rates capped by QEMU (see qemu.py)
     kernel_args: tuple[str, ...] = ()  # appended to the guest's command line (maxcpus=1)
-    qmp: bool = False  # a QMP socket even without disks (benchmarks/wire_stall.py reads queues)
+    qmp: bool = False  # a QMP socket even without disks: a stalled wire's queues (queues.py)
 
     def validate(self) -> None:
         if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,62}", self.name):

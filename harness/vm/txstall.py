@@ -17,6 +17,7 @@ fails, and names the stall in its one error and in run.json.
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import asdict, dataclass
 
@@ -101,11 +102,14 @@ def read_tx_stall(console_log: str, ifname: str) -> TxStall | None:
 
 @dataclass(frozen=True)
 class WiredConsole:
-    """A lab VM's console log and the names of its wire interfaces in the guest."""
+    """A lab VM's console log and the names of its wire interfaces in the guest; its QMP
+    socket and its wire NICs' MACs, for QEMU's view of a stalled queue (:mod:`.queues`)."""
 
     vm: str
     console_log: str
     ifnames: tuple[str, ...]
+    qmp_socket: str = ""
+    macs: tuple[str, ...] = ()
 
 
 def stalled_wire(consoles: list[WiredConsole],
@@ -136,15 +140,23 @@ def _tail(path: str, limit: int = 256 << 10) -> str | None:
 
 
 def stall_evidence(vm: str, consoles, entries) -> dict[str, str]:
-    """Raw files for a run whose wire stalled in ``vm``: its console, and what its QEMU wrote
-    (found by the journal ``entries`` of its process). Both go with the VM; QEMU's output
-    tells a device QEMU declared broken (``virtio_error``: its reason, then no queue of the
-    NIC is served again) from a lost notification (QEMU silent) -- /work/wirefix.md."""
+    """Raw files for a run whose wire stalled in ``vm``: its console, what its QEMU wrote
+    (found by the journal ``entries`` of its process) and QEMU's view of its wire NICs'
+    queues (:mod:`.queues`). All go with the VM; together they tell a device QEMU declared
+    broken (``virtio_error``: its reason, then no queue of the NIC is served again), buffers
+    QEMU never took, and completions the guest missed -- /work/wirefix.md."""
+    from .queues import nic_view
+
     out = {}
     for console in consoles:
-        text = _tail(console.console_log) if console.vm == vm else None
+        if console.vm != vm:
+            continue
+        text = _tail(console.console_log)
         if text:
             out[f"wire-stall-{vm}-console.txt"] = text
+        if console.qmp_socket and console.macs:
+            views = {mac: nic_view(console.qmp_socket, mac) for mac in console.macs}
+            out[f"wire-stall-{vm}-queues.json"] = json.dumps(views, indent=1, sort_keys=True)
     for entry in entries:
         data = entry.data or {}
         if f"harness-{vm}," in str(data.get("command", "")) and data.get("log"):

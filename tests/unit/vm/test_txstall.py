@@ -82,14 +82,21 @@ def test_stalled_wire_names_the_vm_whose_wire_stalled():
 def test_the_lab_reads_each_vm_console_for_the_wires_it_holds():
     topology = s1.topology(s1.Params.resolve(profile="verdict"))
     labels = topology.machines()
-    vms = {label: SimpleNamespace(name=f"s1-{label or 'lab'}", console_log=f"/boot/{label}/console.log")
+    vms = {label: SimpleNamespace(name=f"s1-{label or 'lab'}", console_log=f"/boot/{label}/console.log",
+                                  qmp_socket=f"/boot/{label}/qmp.sock")
            for label in labels}
-    nics = {(end.node, end.ifname): "52:54:00:5e:00:01" for link in topology.wires()
-            for end in (link.a, link.b)}
+    nics = {(end.node, end.ifname): f"52:54:00:5e:00:0{side}" for link in topology.wires()
+            for side, end in enumerate((link.a, link.b), 1)}
     consoles = wired_consoles(topology, vms, nics)
     assert {c.vm for c in consoles} == {vm.name for vm in vms.values()}
     assert all(c.ifnames == (s1.WIRE,) for c in consoles)
     assert {c.console_log for c in consoles} == {vm.console_log for vm in vms.values()}
+    # and where to ask QEMU about the stalled NIC: the VM's QMP socket, its wire NICs' MACs
+    by_vm = {c.vm: c for c in consoles}
+    for label, vm in vms.items():
+        (mac,) = by_vm[vm.name].macs
+        assert by_vm[vm.name].qmp_socket == vm.qmp_socket
+        assert {topology.machine_of(node) for (node, _i), m in nics.items() if m == mac} == {label}
 
 
 # -- the run it ends ------------------------------------------------------------------

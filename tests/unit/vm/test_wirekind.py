@@ -126,6 +126,7 @@ def test_the_lab_builds_its_wires_of_the_kind_asked(monkeypatch, env, backend, l
     for label, spec in booted.items():
         (wire,) = spec.wires
         assert wire.kind.backend == backend and wire.listen == listens[label]
+        assert spec.qmp  # a wired VM answers QMP: QEMU's view of a stalled queue
     if backend == "dgram":
         assert {(w.local_port, w.remote_port) for s in booted.values() for w in s.wires} == {
             (40000, 40001), (40001, 40000)}
