@@ -1,4 +1,4 @@
-"""Writable copies of a committed pooled reference's members, for tests that pool them again."""
+"""Writable copies of committed reference runs, for tests that pool them again."""
 
 from __future__ import annotations
 
@@ -12,17 +12,20 @@ from harness.studies.registry import discover, get_study
 from harness.verdicts.pool import member_paths
 
 
-def members_as_today(pooled: str, parent: Path) -> list[Path]:
-    """Writable copies of a pooled reference's members, registered as today (as test_pool.py's
-    copy_run: the committed references predate today's registration)."""
-    discover()
-    out = []
-    for member in member_paths(reference_root() / pooled):
-        dest = parent / member.name
-        shutil.copytree(member, dest)
-        for path in [dest, *dest.rglob("*")]:
-            path.chmod(path.stat().st_mode | stat.S_IWUSR)
-        study = json.loads((member / "run.json").read_text())["study"]
+def writable_copy(src: Path, dest: Path, as_today: bool = True) -> Path:
+    """A writable copy at ``dest`` of the archived run ``src``. ``as_today``: its
+    registration.json says today's registration of its study (the committed references
+    predate today's registration, so a plain copy is refused by the pool)."""
+    shutil.copytree(src, dest)
+    for path in [dest, *dest.rglob("*")]:
+        path.chmod(path.stat().st_mode | stat.S_IWUSR)
+    if as_today:
+        discover()
+        study = json.loads((src / "run.json").read_text())["study"]
         (dest / "registration.json").write_text(json.dumps(get_study(study).registration().to_dict()))
-        out.append(dest)
-    return out
+    return dest
+
+
+def members_as_today(pooled: str, parent: Path) -> list[Path]:
+    """Writable copies of a pooled reference's members, registered as today."""
+    return [writable_copy(member, parent / member.name) for member in member_paths(reference_root() / pooled)]

@@ -6,7 +6,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import shutil
 import stat
 from pathlib import Path
 
@@ -17,10 +16,11 @@ import pytest
 from harness.archive.reference import reference_root
 from harness.cli import main
 from harness.errors import SpecError
-from harness.studies.registry import discover, get_study
 from harness.verdicts.claims import COLUMNS
 from harness.verdicts.intervals import mean_estimate, run_estimate
 from harness.verdicts.pool import pool
+
+from .reference_members import writable_copy
 
 STUDIES = ("s0", "s1", "s2", "s3", "s4")
 
@@ -43,15 +43,7 @@ def copy_run(src: Path, parent: Path, run_id: str, as_today: bool = True, **meta
     SUPERSEDED), so a plain copy is refused; a copy registered as today exercises pooling on
     real results (the refusal itself is the case "another registration than today's").
     """
-    dest = parent / run_id
-    shutil.copytree(src, dest)
-    for path in [dest, *dest.rglob("*")]:
-        path.chmod(path.stat().st_mode | stat.S_IWUSR)
-    if as_today:
-        discover()
-        study = json.loads((src / "run.json").read_text())["study"]
-        today = get_study(study).registration().to_dict()
-        (dest / "registration.json").write_text(json.dumps(today))
+    dest = writable_copy(src, parent / run_id, as_today)
     meta = json.loads((dest / "run.json").read_text())
     meta.update(run_id=run_id, **meta_changes)
     (dest / "run.json").write_text(json.dumps(meta))
