@@ -49,13 +49,13 @@ def report(study, found: list, frame: pd.DataFrame, own: list[pd.DataFrame],
     lines += [runs_note(frame), ""]
     conditions = [study.run_conditions(m.meta) for m in found]
     shown = any(conditions)  # a condition each run chose itself (S4's anchored limit)
-    lines += ["| run | started | commit | repetitions | registration |"
-              + (" measured under |" if shown else ""), "|---|---|---|---|---|" + ("---|" if shown else "")]
+    lines += ["| run | started | commit | repetitions | registration | machine while it ran |"
+              + (" measured under |" if shown else ""), "|---|---|---|---|---|---|" + ("---|" if shown else "")]
     for m, condition in zip(found, conditions):
         commit = ((m.meta.get("provenance") or {}).get("git") or {}).get("commit") or "-"
         lines.append(f"| {m.run_id} | {m.meta.get('started') or '-'} | {commit[:12]} | "
-                     f"{(m.meta.get('parameters') or {}).get('repetitions')} | {m.digest[7:19]} |"
-                     + (f" {condition or '-'} |" if shown else ""))
+                     f"{(m.meta.get('parameters') or {}).get('repetitions')} | {m.digest[7:19]} | "
+                     f"{machine_activity(m.meta)} |" + (f" {condition or '-'} |" if shown else ""))
     if shown and len(set(conditions)) > 1:
         lines += ["", "**The runs chose different conditions** (above): a pooled estimate of a "
                   "claim measured under them averages runs whose condition differs; the claim's "
@@ -79,6 +79,30 @@ def report(study, found: list, frame: pd.DataFrame, own: list[pd.DataFrame],
         lines += [unpooled_line(cid, found, own) for cid in alone] + [""]
     lines.append(pooled_invalid_note([m.run_id for m in found], own))
     return "\n".join(lines) + "\n"
+
+
+def machine_activity(meta: dict) -> str:
+    """A member's machine while it ran, as its run.json recorded it (``machine_activity``,
+    :mod:`harness.run.machinewatch`): other harness runs on the machine, and the 1-minute load
+    while it measured, before (set-up) and after (archiving), on the host's CPUs. The first S1
+    review (2026-11-30) found a member measured beside two other studies' runs at load 4.0 on 2
+    cores, which only that member's own report said; shown, never judged here."""
+    activity = meta.get("machine_activity") or {}
+    phases = activity.get("phases") or {}
+    if not activity or not phases:
+        return "not recorded"
+    others = activity.get("other_runs") or []
+    parts = [("SHARED with " + ", ".join(f"{o.get('run_id')} ({o.get('study')})" for o in others))
+             if others else "no other run"]
+    measure = phases.get("measure")
+    if measure:
+        parts.append(f"load {measure.get('load1_mean')} mean, {measure.get('load1_max')} max while "
+                     f"measuring on {activity.get('cpus')} CPUs")
+    around = [f"{word} {phases[name].get('load1_mean')}" for word, name in
+              (("before", "setup"), ("after", "archive")) if phases.get(name)]
+    if around:
+        parts.append("mean load " + ", ".join(around))
+    return "; ".join(parts)
 
 
 def per_run_tallies(found: list, frame: pd.DataFrame, own: list[pd.DataFrame]) -> list[str]:

@@ -325,3 +325,30 @@ def test_what_a_pool_cannot_decide_is_tabled_with_each_runs_estimate_before_any_
                      "-37.7% [-45.8, -28.3] (n=4) | -59.5% [-65.6, -52.4] (n=4) | 7.703..27.6% |"]
     assert "| claim | verdict | pooled | run 119dae | run e8f01c | region |" in lines
     assert measured_anyway(found, frame[frame.claim_id != "s4.gain@anchored"]) == []
+
+
+def test_the_run_table_shows_each_members_machine_activity_as_recorded(s4_pool):
+    """The first S1 review (problem 2): 'daec3f's own HTML records "lock: SHARED" ... The 1-minute
+    load while it measured was mean 4.0, max 6.26, on 2 CPUs ... report.md never says this.' Each
+    member's line in the pooled run table says what its run.json's machine_activity recorded:
+    other runs on the machine, the load while it measured, before and after; the verdicts as they
+    were."""
+    import json
+
+    from harness.verdicts.pool_report import machine_activity
+
+    shared = next(m for m in member_paths(reference_root() / "s1/20261130T003640Z-pool-268dbf")
+                  if m.name.endswith("daec3f"))
+    meta = json.loads((shared / "run.json").read_text())
+    assert machine_activity(meta) == (
+        "SHARED with 20261129T234112Z-d16cd1 (s4), 20261129T234322Z-67d939 (s3); load 4.0 mean, 6.26 "
+        "max while measuring on 2 CPUs; mean load before 1.43, after 2.86")
+    alone = {"machine_activity": {"cpus": 2, "other_runs": [], "phases": {
+        "measure": {"load1_mean": 2.2, "load1_max": 2.93}}}}
+    assert machine_activity(alone) == "no other run; load 2.2 mean, 2.93 max while measuring on 2 CPUs"
+    assert machine_activity({}) == "not recorded"
+    out, report, _, _ = s4_pool
+    assert "| run | started | commit | repetitions | registration | machine while it ran |" in report
+    for member in sorted((out.parent / "runs").iterdir()):
+        text = machine_activity(json.loads((member / "run.json").read_text()))
+        assert f"| {member.name} | " in report and f" | {text} |" in report, member.name
