@@ -206,6 +206,10 @@ def _json(path: Path) -> dict | None:
     return data if isinstance(data, dict) else None
 
 
+def _gate_names(gates: list[dict]) -> str:
+    return "[" + ", ".join(str(g.get("name")) for g in gates) + "]"
+
+
 def claim_differences(before: dict | None, after: dict | None) -> list[str]:
     """What changed between two registrations, claim by claim, in words."""
     if before is None:
@@ -231,6 +235,11 @@ def claim_differences(before: dict | None, after: dict | None) -> list[str]:
                 a, b = (a or {}).get("text"), (b or {}).get("text")
             if a != b:
                 out.append(f"{cid}: {key} {a!r} -> {b!r}")
+        gates_before, gates_after = old[cid].get("gates") or [], new[cid].get("gates") or []
+        if _plain(gates_before) != _plain(gates_after):
+            out.append(f"{cid}: gates {_gate_names(gates_before)} -> {_gate_names(gates_after)}"
+                       + (" (their parameters changed)" if _gate_names(gates_before)
+                          == _gate_names(gates_after) else ""))
     if _plain(before.get("design")) != _plain(after.get("design")):
         keys = sorted(set(before.get("design") or {}) | set(after.get("design") or {}))
         moved = [k for k in keys if (before.get("design") or {}).get(k)

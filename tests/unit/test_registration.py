@@ -234,3 +234,23 @@ def test_claims_history_command_lists_a_refused_run_with_a_note_not_a_change(dat
     listed = [line.split()[0] for line in out.splitlines() if line[:1].isdigit()]
     assert sorted(listed) == sorted(r.path.name for r in runs)  # each once (same-second ids)
     assert "changed:" not in out and out.count("note: incomplete: stopped before") == 1
+
+
+def test_a_change_of_gates_alone_is_a_difference_a_report_shows():
+    """S1's first review's change added the TCG gate to three claims and nothing else: a
+    registration that differs only in a claim's gates differs in words, claim by claim."""
+    from dataclasses import replace
+
+    from harness.verdicts.gates.registry import Gate
+
+    plain = claim("a")
+    gated = replace(plain, gates=(Gate("no_oversubscription"), Gate("accelerated_virtualisation")))
+    tuned = replace(plain, gates=(Gate("no_oversubscription", {"vcpus_per_vm": 1}),
+                                  Gate("accelerated_virtualisation")))
+    old, new = (Registration("s9", (c,), {}).to_dict() for c in (plain, gated))
+    assert claim_differences(old, new) == [
+        "a: gates [] -> [no_oversubscription, accelerated_virtualisation]"]
+    assert claim_differences(new, Registration("s9", (tuned,), {}).to_dict()) == [
+        "a: gates [no_oversubscription, accelerated_virtualisation] -> [no_oversubscription, "
+        "accelerated_virtualisation] (their parameters changed)"]
+    assert claim_differences(new, new) == []
