@@ -99,7 +99,7 @@ SUPERSEDED: dict[str, str] = {
         "(docs/reviews/s0-2026-11-29-seventh.md) led to the relays' limit deciding again on the "
         "bandwidth claims, with the stated testbed's reading shown beside it, and each gain's "
         "measured ceiling in its note (s0/registration.toml, change #26 of 2026-11-29T23:47Z); "
-        "new reference pending"),
+        "replaced by the pooled reference made under it"),
     "s1/20261130T003640Z-pool-268dbf": (
         "the first pooled S1 reference under the protocol (three runs, 2026-11-29/30); its "
         "referee review (docs/reviews/s1-2026-11-30.md) led to the TCG gate on the small-message "
