@@ -9,7 +9,7 @@ from pathlib import Path
 
 from harness.archive.reference import reference_root
 from harness.studies.registry import discover, get_study
-from harness.verdicts.pool import member_paths
+from harness.verdicts.pool import member_paths, pool
 
 
 def writable_copy(src: Path, dest: Path, as_today: bool = True) -> Path:
@@ -29,3 +29,10 @@ def writable_copy(src: Path, dest: Path, as_today: bool = True) -> Path:
 def members_as_today(pooled: str, parent: Path) -> list[Path]:
     """Writable copies of a pooled reference's members, registered as today."""
     return [writable_copy(member, parent / member.name) for member in member_paths(reference_root() / pooled)]
+
+
+def pooled_as_today(pooled: str, parent: Path) -> tuple[list[Path], Path]:
+    """A pooled reference's members registered as today (under ``parent/runs``) and today's
+    pool of them (``parent/pooled``)."""
+    runs = members_as_today(pooled, parent / "runs")
+    return runs, pool([str(r) for r in runs], str(parent / "pooled"))

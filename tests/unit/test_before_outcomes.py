@@ -16,7 +16,7 @@ from harness.verdicts.margins import Margin, MarginError
 from harness.verdicts.pool_report import before_outcomes_block
 from harness.verdicts.registration_file import RegistrationError, parse
 
-from .reference_members import members_as_today
+from .reference_members import pooled_as_today
 
 CLAIM = {"id": "s9.gain", "source": "paper", "claim": "gain", "paper": "+18..27%", "unit": "%",
          "quote": "q", "seed_line": "009:1", "quantity": "q", "regime": "r",
@@ -210,11 +210,7 @@ S0_FIFTH = "s0/20261129T144606Z-pool-46300f"
 
 @pytest.fixture(scope="module")
 def fifth(tmp_path_factory):
-    from harness.verdicts.pool import pool
-
-    parent = tmp_path_factory.mktemp("fifth")
-    members = members_as_today(S0_FIFTH, parent / "members")
-    out = pool([str(p) for p in members], str(parent / "pooled"))
+    _, out = pooled_as_today(S0_FIFTH, tmp_path_factory.mktemp("fifth"))
     return (out / "report.md").read_text(), pd.read_parquet(out / "claims.parquet").set_index("claim_id")
 
 

@@ -17,11 +17,11 @@ from harness.archive.reference import reference_root
 from harness.studies.registry import discover, get_study
 from harness.verdicts.claims import NOT_TESTABLE, Claim, Region, display, summaries
 from harness.verdicts.intervals import mean_estimate
-from harness.verdicts.pool import member_paths, pool
+from harness.verdicts.pool import member_paths
 from harness.verdicts.pool_report import measured_anyway
 from harness.verdicts.registration import DesignChange, Registration
 
-from .reference_members import members_as_today
+from .reference_members import pooled_as_today
 
 SENSITIVITY = "a sensitivity reading, not the verdict's basis: the verdict rests on the interval over the run means"
 
@@ -85,8 +85,7 @@ def test_the_s0_referees_all_repetitions_figure_is_what_the_reference_rows_give(
 @pytest.fixture(scope="module")
 def s4_pool(tmp_path_factory):
     parent = tmp_path_factory.mktemp("s4")
-    runs = members_as_today(S4_REVIEWED, parent / "runs")
-    out = pool([str(r) for r in runs], str(parent / "pooled"))
+    runs, out = pooled_as_today(S4_REVIEWED, parent)
     study = get_study("s4")
     own = {r.name: study.claims(study.load(r)) for r in runs}
     return out, (out / "report.md").read_text(), pd.read_csv(out / "claims.csv"), own
@@ -233,8 +232,7 @@ def test_the_fourth_s0_reference_pooled_today_shows_each_not_testable_claims_poo
     impossible only on the paper's wire. Pooled today from the same members, each reads *not
     testable here* with the pooled figure the referee computed beside it (2.82x [2.37, 3.36],
     1.97x, -30.3 %, 0.55x, 0.69x, +12.9 %, +9.2 %), and no point of the runs is invalid."""
-    members = members_as_today(S0_FOURTH, tmp_path / "members")
-    out = pool([str(p) for p in members], str(tmp_path / "pooled"))
+    _, out = pooled_as_today(S0_FOURTH, tmp_path)
     text = (out / "report.md").read_text()
     frame = pd.read_parquet(out / "claims.parquet").set_index("claim_id")
     expected = {"s0.latency.proxies_x": "2.82x [2.37, 3.36] (n=3)",

@@ -10,9 +10,9 @@ import pytest
 from harness.archive.reference import reference_root
 from harness.studies.registry import discover, get_study
 from harness.verdicts.claims import NOT_TESTABLE
-from harness.verdicts.pool import member_paths, pool
+from harness.verdicts.pool import member_paths
 
-from ..reference_members import members_as_today
+from ..reference_members import pooled_as_today
 
 REVIEWED = "s1/20261130T003640Z-pool-268dbf"
 #: the claims the review found judged on emulated per-message work without the TCG gate
@@ -60,8 +60,7 @@ def test_every_change_made_after_outcomes_records_what_it_replaced_of_each_claim
 @pytest.fixture(scope="module")
 def pooled(tmp_path_factory):
     parent = tmp_path_factory.mktemp("s1")
-    runs = members_as_today(REVIEWED, parent / "runs")
-    out = pool([str(r) for r in runs], str(parent / "pooled"))
+    _, out = pooled_as_today(REVIEWED, parent)
     return (out / "report.md").read_text(), pd.read_csv(out / "claims.csv").set_index("claim_id")
 
 
