@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 import math
+import re
 import stat
 from pathlib import Path
 
