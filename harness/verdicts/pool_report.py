@@ -40,6 +40,7 @@ def report(study, found: list, frame: pd.DataFrame, own: list[pd.DataFrame],
     registration = study.registration()
     lines = [f"# {study.name}: {study.title} -- pooled from {len(found)} runs", "",
              f"**Verdicts on the paper's claims:** {summaries(frame[COLUMNS])}.", ""]
+    lines += stated_only_tally(frame)
     lines += withdrawn_block(registration, frame)
     lines += measured_anyway(found, frame) + per_run_tallies(found, frame, own) + [""]
     regime = judged_by_some_runs(found, frame)
@@ -175,6 +176,20 @@ def measured_anyway(found: list, frame: pd.DataFrame) -> list[str]:
         verdict = f"{row['outcome']} (under the paper's stated testbed only: {reads})" if reads else row["outcome"]
         lines.append(f"| `{row['claim_id']}` | {verdict} | {row['ours']} | {each} | {row['region']} |")
     return lines + [""]
+
+
+def stated_only_tally(frame: pd.DataFrame) -> list[str]:
+    """The paper claims not testable here only by a cause the paper does not state of its testbed,
+    counted by what they read under the stated testbed alone, for the headline (the eighth S0
+    review: five such 'not reproduced' sat only in a parenthesis); [] when there are none."""
+    paper = frame[(frame.source == PAPER) & (frame.outcome == NOT_TESTABLE)]
+    reads = [r for r in (stated_only_outcome(x) for x in paper.get("reason", [])) if r]
+    if not reads:
+        return []
+    counts = ", ".join(f"{reads.count(r)} {r}" for r in dict.fromkeys(reads))
+    return [f"**Under the paper's stated testbed only:** {counts} -- of the claims above not testable "
+            "here by a cause the paper does not state of its testbed, read as if that gate were met "
+            "(each claim's section says which gate and why).", ""]
 
 
 def before_outcomes_block(frame: pd.DataFrame) -> list[str]:

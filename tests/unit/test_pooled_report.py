@@ -350,3 +350,22 @@ def test_the_run_table_shows_each_members_machine_activity_as_recorded(s4_pool):
     for member in sorted((out.parent / "runs").iterdir()):
         text = machine_activity(json.loads((member / "run.json").read_text()))
         assert f"| {member.name} | " in report and f" | {text} |" in report, member.name
+
+
+def test_the_headline_counts_what_claims_read_under_the_stated_testbed_only():
+    """The eighth S0 review: the five streaming claims' 'not reproduced' under the paper's stated
+    testbed sat only in a parenthesis of the measured-anyway table; the headline counts them, and
+    only paper claims that are not testable for such a cause."""
+    from harness.verdicts.claims import LAB, PAPER, REPRODUCED
+    from harness.verdicts.gates.registry import stated_only
+    from harness.verdicts.pool_report import stated_only_tally
+
+    said = stated_only(["relays limited"], "not reproduced", "1.2x", "<= 0.5x")
+    frame = pd.DataFrame({
+        "source": [PAPER, PAPER, PAPER, LAB, PAPER],
+        "outcome": [NOT_TESTABLE, NOT_TESTABLE, NOT_TESTABLE, NOT_TESTABLE, REPRODUCED],
+        "reason": [said, stated_only(["relays limited"], "inconclusive", "0.6x", "<= 0.5x"), "TCG", said,
+                   "inside"]})
+    (line, blank) = stated_only_tally(frame)
+    assert line.startswith("**Under the paper's stated testbed only:** 1 not reproduced, 1 inconclusive -- ")
+    assert blank == "" and stated_only_tally(frame.iloc[2:3]) == []
