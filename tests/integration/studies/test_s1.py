@@ -102,10 +102,11 @@ def test_s1_small_run_in_two_vms(tmp_path, monkeypatch):
                                                       "tcp-qperf"}
         assert (frame[frame.cpus == 2].latency_mean_us > 0).all()
     frame = frame[frame.cpus == 1]  # the rows every claim but the SMP one rests on
-    # qperf RC through the RDMA CM: a latency at every size, or the refusal said in each row
+    # qperf RC through the RDMA CM: each row a latency, or its refusal said in that row (CI of
+    # 2026-11-30: the CM refused repetition 1 and connected in repetition 2 of one run)
     rc = frame[frame.method == "verbs-qperf"]
-    assert len(rc) == 2 * 4 and ((rc.latency_mean_us > 0).all()
-                                 or rc.note.str.contains("qperf RC over Soft-RoCE failed").all())
+    assert len(rc) == 2 * 4 and ((rc.latency_mean_us > 0)
+                                 | rc.note.str.contains("qperf RC over Soft-RoCE failed")).all()
     lat = frame[(frame.kind != "bandwidth") & (frame.method != "verbs-qperf")]
     assert (lat.latency_us > 0).all()
     assert frame[frame.method == "verbs-send"].cpu_us_per_rt.notna().all()

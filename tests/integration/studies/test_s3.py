@@ -77,7 +77,8 @@ def test_s3_small_run_in_vm_lab(tmp_path, monkeypatch):
     calibration = meta["s3"]["cpu_calibration"]
     assert sorted(calibration["calibration_fleets"]) == ["tcp-cubic 4 KB", "tipc 4 KB"]
     point = calibration["points"]["n04-4k-p25ms"]
-    assert point["period_ms"] == max(1, round(2 * max(point["round_ms"].values())))
+    # rounded to 1 ms from the round times run.json keeps to 0.01 ms (7.25 may be 7.2537: 15)
+    assert abs(point["period_ms"] - max(1.0, 2 * max(point["round_ms"].values()))) <= 0.5 + 0.01
     assert set(cpu.period_ms) == {point["period_ms"]}
     assert meta["s3"]["cpu_periods_ms"] == {"25": {"4": point["period_ms"]}}
     # a share of the machine's ticks: never above 100 %; over a 0.2 s small-run window a TCG
