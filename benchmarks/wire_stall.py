@@ -16,7 +16,7 @@ has been stuck --stall-s seconds is stopped. On a stall, before touching anythin
   x-query-virtio-queue-element of its TX queue): a ``broken`` device (virtio_error: the
   reason is on QEMU's stderr, also kept), buffers the guest made available that QEMU never
   took (the device side stopped), or every buffer taken and returned (the guest missed the
-  completion). ``reading`` says which; /work/wirefix.md explains why it matters.
+  completion). ``reading`` says which; benchmarks/wire_stall.md explains why it matters.
 * the guest's counters (ip -s link, ethtool -S, /proc/interrupts, tc -s qdisc).
 
 With --recover (the default) it then sets the guest's wire down and up and pings across:

@@ -332,7 +332,7 @@ class Session:
     def _keep_stall_evidence(self, vm: str) -> None:
         """The stalled VM's console and its QEMU's output, as raw files (they go with the VM);
         never in the way of the error that ends the run."""
-        from ..vm.txstall import stall_evidence
+        from ..vm.stall_evidence import stall_evidence
 
         try:
             for name, text in stall_evidence(vm, self.wired_consoles,

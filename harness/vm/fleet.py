@@ -53,7 +53,7 @@ def boot_lab_vms(topology: Topology, study: str, journal: Journal,
         name = f"{study}-lab" if not label else f"{study}-{label}"
         memory = vm_memory_mib(extra_vms=extra) if not label else EXTRA_VM_MEMORY_MIB
         disks = tuple(d for n in topology.nodes if n.machine == label for d in n.disks)
-        # qmp: QEMU's view of a wire's queues if one stalls (txstall.stall_evidence)
+        # qmp: QEMU's view of a wire's queues if one stalls (stall_evidence.stall_evidence)
         specs[label] = VM(name=name, cpus=topology.vms.cpus or vm_cpus(), memory_mib=memory,
                           wires=tuple(wires[label]), disks=disks,
                           kernel_args=topology.vms.kernel_args, qmp=bool(wires[label]))

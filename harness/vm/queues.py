@@ -3,7 +3,7 @@
 A guest's TX watchdog (:mod:`.txstall`) only says the queue stayed full. QEMU 7.2's
 ``x-query-virtio-status`` (``broken``), ``x-query-virtio-queue-status`` (``last-avail-idx``,
 ``used-idx``, ``inuse``) and ``x-query-virtio-queue-element`` (the guest's ``avail.idx``) of
-the TX queue (queue 1 of pair 0) tell three cases apart (/work/wirefix.md):
+the TX queue (queue 1 of pair 0) tell three cases apart (benchmarks/wire_stall.md):
 
 1. the device is broken: ``virtio_error()`` named a reason on QEMU's stderr, no queue of
    the NIC is served again, only a device reset helps;

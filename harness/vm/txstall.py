@@ -17,7 +17,6 @@ fails, and names the stall in its one error and in run.json.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import threading
@@ -200,43 +199,6 @@ def stalled_wire(consoles: list[WiredConsole],
     stall stuck ``at_least_s`` or longer), or None. Each console is read once, whole, for
     all of its wires."""
     return _first_stalled([_ConsoleTail(console) for console in consoles], at_least_s)
-
-
-def _tail(path: str, limit: int = 256 << 10) -> str | None:
-    try:
-        with open(path, "rb") as fh:
-            fh.seek(0, 2)
-            fh.seek(max(0, fh.tell() - limit))
-            return fh.read().decode("utf-8", errors="replace")
-    except FileNotFoundError:
-        return None
-
-
-def stall_evidence(vm: str, consoles, entries) -> dict[str, str]:
-    """Raw files for a run whose wire stalled in ``vm``: its console, what its QEMU wrote
-    (found by the journal ``entries`` of its process) and QEMU's view of its wire NICs'
-    queues (:mod:`.queues`). All go with the VM; together they tell a device QEMU declared
-    broken (``virtio_error``: its reason, then no queue of the NIC is served again), buffers
-    QEMU never took, and completions the guest missed -- /work/wirefix.md."""
-    from .queues import nic_view
-
-    out = {}
-    for console in consoles:
-        if console.vm != vm:
-            continue
-        text = _tail(console.console_log)
-        if text:
-            out[f"wire-stall-{vm}-console.txt"] = text
-        if console.qmp_socket and console.macs:
-            views = {mac: nic_view(console.qmp_socket, mac) for mac in console.macs}
-            out[f"wire-stall-{vm}-queues.json"] = json.dumps(views, indent=1, sort_keys=True)
-    for entry in entries:
-        data = entry.data or {}
-        if f"harness-{vm}," in str(data.get("command", "")) and data.get("log"):
-            text = _tail(data["log"])
-            if text is not None:
-                out[f"wire-stall-{vm}-qemu.txt"] = text or "(QEMU wrote nothing)\n"
-    return out
 
 
 @dataclass

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from harness.vm.queues import nic_view, reading
-from harness.vm.txstall import WiredConsole, stall_evidence
+from harness.vm.stall_evidence import stall_evidence
+from harness.vm.txstall import WiredConsole
 
 MGMT = "/machine/peripheral-anon/device[3]/virtio-backend"
 WIRE = "/machine/peripheral-anon/device[4]/virtio-backend"

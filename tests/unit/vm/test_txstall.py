@@ -19,13 +19,13 @@ from harness.lab.placement import Decision
 from harness.lab.probe import Capabilities
 from harness.studies.s1 import design as s1
 from harness.vm.fleet import wired_consoles
+from harness.vm.stall_evidence import stall_evidence
 from harness.vm.txstall import (
     WiredConsole,
     WireWatch,
     find_tx_stall,
     find_tx_stalls,
     read_tx_stall,
-    stall_evidence,
     stalled_wire,
 )
 
