@@ -124,7 +124,8 @@ SUPERSEDED: dict[str, str] = {
         "(docs/reviews/s3-2026-11-29-third.md) led to tipc_better_8kb withdrawn (003:208 gives "
         "only an average and a maximum), tipc_best_most cited at 003:203,208, the collapse "
         "claims gated on their measured regime and 3 rate + 6 CPU repetitions "
-        "(s3/registration.toml, changes of 2026-11-29T23:19Z); new reference pending"),
+        "(s3/registration.toml, changes of 2026-11-29T23:19Z); replaced by the pooled "
+        "reference made under them"),
 }
 
 
