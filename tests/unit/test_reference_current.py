@@ -112,7 +112,7 @@ SUPERSEDED: dict[str, str] = {
         "measured to be throttled (cpu_throttled) and the MPTCP ones on the paper's stack "
         "(stack), a calibration of 7 limits from 0.005 CPUs with 5 repetitions each and records "
         "of what older changes replaced (s4/registration.toml, changes #13-#17 of "
-        "2026-11-29T23:33Z); new reference pending"),
+        "2026-11-29T23:33Z); replaced by the pooled reference made under them"),
     "s3/20261129T142644Z-pool-9b3512": (
         "the second pooled S3 reference (three runs, 2026-11-29); its referee review "
         "(docs/reviews/s3-2026-11-29-second.md) led to the verdict port at a registered 75 Mbit/s "
