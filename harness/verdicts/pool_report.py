@@ -18,7 +18,7 @@ from . import disclosure
 from .before_outcomes import AS_TODAY, NOT_RECORDED
 from .before_outcomes import COLUMN as BEFORE
 from .before_outcomes import HOW as BEFORE_HOW
-from .claims import COLUMNS, INVALID, NOT_TESTABLE, PAPER, WITHDRAWN, runs_note, summaries
+from .claims import COLUMNS, INVALID, NOT_TESTABLE, PAPER, WITHDRAWN, runs_note, summaries, summary
 from .gates.registry import stated_only_outcome
 from .invalid_points import pooled_invalid_note
 from .registration import Registration
@@ -40,7 +40,7 @@ def report(study, found: list, frame: pd.DataFrame, own: list[pd.DataFrame],
     registration = study.registration()
     lines = [f"# {study.name}: {study.title} -- pooled from {len(found)} runs", "",
              f"**Verdicts on the paper's claims:** {summaries(frame[COLUMNS])}.", ""]
-    lines += stated_only_tally(frame)
+    lines += stated_only_tally(frame) + before_outcomes_headline(frame)
     lines += withdrawn_block(registration, frame)
     lines += measured_anyway(found, frame) + per_run_tallies(found, frame, own) + [""]
     regime = judged_by_some_runs(found, frame)
@@ -192,6 +192,34 @@ def stated_only_tally(frame: pd.DataFrame) -> list[str]:
             "(each claim's section says which gate and why).", ""]
 
 
+def before_outcomes_headline(frame: pd.DataFrame) -> list[str]:
+    """The paper claims' counts as registered before outcomes were read, for the headline where they
+    differ from today's (the fourth S3 review: three collapse claims that read reproduced under the
+    gates of before the outcomes sat only in the table further down); [] where they are the same or
+    nothing was recomputed. A claim no change made after outcomes touched counts as today's; one
+    whose changes record nothing they replaced is counted apart, as not recorded."""
+    if BEFORE not in frame:
+        return []
+    paper = frame[frame.source == PAPER]
+    then, unrecorded = [], 0
+    for _, row in paper.iterrows():
+        cell = str(row[BEFORE]) if isinstance(row[BEFORE], str) else ""
+        if cell == NOT_RECORDED:
+            unrecorded += 1
+        elif cell in ("", AS_TODAY, WITHDRAWN):
+            then.append(row["outcome"])
+        else:
+            then.append(cell.split(":")[0].split(" (")[0])
+    counted = pd.DataFrame({"source": PAPER, "outcome": then})
+    said = summary(counted)
+    if said == summary(paper) and not unrecorded:
+        return []
+    rest = f"; {unrecorded} cannot be recomputed (their changes record nothing they replaced)" if unrecorded else ""
+    return [f"**As registered before outcomes were read:** {said}{rest} -- the same runs judged under "
+            "each claim's region and gates as they stood before the first change made after outcomes "
+            "(the table below).", ""]
+
+
 def before_outcomes_block(frame: pd.DataFrame) -> list[str]:
     """Each claim whose region or gates a change made after outcomes replaced, with today's pooled
     verdict beside the one it gets as registered before those changes (recomputed from the members'
@@ -249,13 +277,18 @@ def _pooled_figure(row: pd.Series) -> str:
 
 
 def claim_section(row: pd.Series, found: list, late: list[str]) -> list[str]:
-    """One claim: the pooled verdict, the all-repetitions figure, the changes made after
-    outcomes were read that name it (``late``: their labels), each run's own."""
+    """One claim: the pooled verdict, its note (what the runs' analyses say beside the verdict: the
+    eighth S0 review found the gains' measured ceilings only in claims.csv), the all-repetitions
+    figure, the changes made after outcomes were read that name it (``late``: their labels), each
+    run's own."""
     lines = [f"### {row['claim']} (`{row['claim_id']}`, {row['source']})", "",
              f"- paper: {row['paper']}; region: {row['region']}",
              f"- **pooled: {_pooled_figure(row)} -- {row['outcome']}**: {row['reason']}"]
     if isinstance(row["interval"], str) and row["interval"]:
         lines.append(f"- interval: {row['interval']}")
+    note = row.get("note")
+    if isinstance(note, str) and note.strip():  # a run's context (S0's gain ceiling), each run's if they differ
+        lines.append(f"- note: {note}")
     together = row.get(ALL_UNITS)
     if isinstance(together, str) and together and together != "-":
         lines.append(f"- all repetitions together: {together} -- {row[ALL_UNITS_HOW]}; {SENSITIVITY}")

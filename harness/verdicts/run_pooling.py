@@ -160,6 +160,35 @@ def _also_untestable(rows: list[pd.Series], run_ids: list[str]) -> str:
             + "; ".join(f"run {rid}: {_brief(str(r['reason']))}" for rid, r in others))
 
 
+def said_once(reasons: list[tuple[str, str]]) -> str:
+    """The runs' reasons (run id, reason) after ': ', each part every run gives word for word said
+    once ("in every run: ..."), then each run's other parts ("run ID: ..."). The fourth S3
+    review: the pooled reason repeated each run's gate texts in full, three times a claim. Parts
+    are the reason's '; '-separated clauses outside parentheses, in the first run's order."""
+    split = [(rid, clauses(reason)) for rid, reason in reasons]
+    common = [c for c in split[0][1] if all(c in parts for _, parts in split[1:])] if len(split) > 1 else []
+    if not common:
+        return ": " + "; ".join(f"run {rid}: {reason}" for rid, reason in reasons)
+    own = [(rid, [c for c in parts if c not in common]) for rid, parts in split]
+    return ("; in every run: " + "; ".join(common)
+            + "".join(f"; run {rid}: " + "; ".join(rest) for rid, rest in own if rest))
+
+
+def clauses(reason: str) -> list[str]:
+    """``reason`` split at each '; ' outside parentheses and brackets."""
+    out, depth, start = [], 0, 0
+    for i, ch in enumerate(reason):
+        if ch in "([":
+            depth += 1
+        elif ch in ")]":
+            depth = max(0, depth - 1)
+        elif ch == ";" and depth == 0 and reason[i + 1:i + 2] == " ":
+            out.append(reason[start:i])
+            start = i + 2
+    out.append(reason[start:])
+    return [c for c in out if c]
+
+
 #: how much of a not-testable run's reason a pooled invalid row repeats (its own report has all)
 BRIEF = 360
 
@@ -206,8 +235,8 @@ def pooled_verdict(claim: Claim, rows: list[pd.Series], run_ids: list[str],
         if len(untestable) == len(rows) and len(set(reasons)) == 1:
             said = reasons[0]
         elif len(untestable) == len(rows):  # the same kind of reason, each with its run's figures
-            said = (f"not testable in any of the {len(rows)} runs: "
-                    + "; ".join(f"run {rid}: {r['reason']}" for rid, r in untestable))
+            said = f"not testable in any of the {len(rows)} runs" + said_once(
+                [(rid, str(r["reason"])) for rid, r in untestable])
         else:
             said = "; ".join(f"run {rid}: {r['reason']}" for rid, r in untestable)
         where = "" if len(untestable) == len(rows) else (

@@ -304,6 +304,23 @@ def test_a_pooled_invalid_claims_section_says_its_estimate_is_withheld_by_rule()
     assert claim_section(row, found, [])[3].startswith("- **pooled: 2.00x [1.90, 2.10] (n=1) -- not testable")
 
 
+def test_a_pooled_claims_section_prints_the_note_the_runs_carry():
+    """After the eighth S0 review: each NAT + SRD gain's note carries its run's measured ceiling
+    ('at most +X % here'), and the pooled report.md left it to claims.csv. The section prints the
+    note (each run's, labelled, where they differ: run_pooling._labelled) and nothing when empty."""
+    from harness.verdicts.pool import Member
+    from harness.verdicts.pool_report import claim_section
+
+    found = [Member(Path("/runs/a"), {"run_id": "a"}, "sha256:0")]
+    row = pd.Series({"claim": "c", "claim_id": "s9.c", "source": "paper", "paper": "+25%", "region": "r",
+                     "ours": "+2.0%", "outcome": "not testable here", "reason": "why", "interval": "",
+                     "note": "run a: at most +3.1 % here; run b: at most +2.9 % here",
+                     "a: ours": "+2.0%", "a: outcome": "not testable here", "a: reason": "why"})
+    assert "- note: run a: at most +3.1 % here; run b: at most +2.9 % here" in claim_section(row, found, [])
+    row["note"] = ""
+    assert not any(line.startswith("- note:") for line in claim_section(row, found, []))
+
+
 def test_what_a_pool_cannot_decide_is_tabled_with_each_runs_estimate_before_any_reason():
     """The third S4 review: every run measured 10 MPTCP streams at about half of one, and the
     report said so only inside its long reasons. Claims not testable (or invalid) in the pool get
@@ -369,3 +386,26 @@ def test_the_headline_counts_what_claims_read_under_the_stated_testbed_only():
     (line, blank) = stated_only_tally(frame)
     assert line.startswith("**Under the paper's stated testbed only:** 1 not reproduced, 1 inconclusive -- ")
     assert blank == "" and stated_only_tally(frame.iloc[2:3]) == []
+
+
+def test_the_headline_counts_the_verdicts_as_registered_before_outcomes_where_they_differ():
+    """The fourth S3 review: 'The "as registered before outcomes" table shows 3 collapse verdicts
+    that would read reproduced. The headline line ... does not say so.'"""
+    from harness.verdicts.before_outcomes import COLUMN
+    from harness.verdicts.pool_report import before_outcomes_headline
+
+    frame = pd.DataFrame([
+        {"claim_id": "s9.a", "source": "paper", "outcome": NOT_TESTABLE, COLUMN: "reproduced: 0.21x against <= 0.5x"},
+        {"claim_id": "s9.b", "source": "paper", "outcome": NOT_TESTABLE,
+         COLUMN: "not testable here (the gates then): 0.3 against >= 0.5"},
+        {"claim_id": "s9.c", "source": "paper", "outcome": "withdrawn", COLUMN: "withdrawn"},
+        {"claim_id": "s9.d", "source": "paper", "outcome": NOT_TESTABLE, COLUMN: None},
+        {"claim_id": "s9.e", "source": "paper", "outcome": NOT_TESTABLE, COLUMN: "not recorded"},
+        {"claim_id": "s9.lab", "source": "lab", "outcome": "met", COLUMN: "not met: 1 against >= 2"},
+    ])
+    (line, blank) = before_outcomes_headline(frame)
+    assert line.startswith("**As registered before outcomes were read:** 1 reproduced, 2 not testable "
+                           "here, 1 withdrawn; 1 cannot be recomputed") and blank == ""
+    same = frame[frame.claim_id.isin(["s9.b", "s9.c", "s9.d"])]
+    assert before_outcomes_headline(same) == []
+    assert before_outcomes_headline(frame.drop(columns=[COLUMN])) == []

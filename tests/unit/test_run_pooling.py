@@ -225,3 +225,21 @@ def test_a_pooled_verdict_says_first_the_stated_condition_its_runs_found_unmet()
     assert f"{words} (in all 2 runs" in everywhere.reason
     plain, _ = pooled_verdict(CLAIM, rows, ["a", "b", "c"])
     assert not plain.reason.startswith(words)
+
+
+def test_a_pooled_reason_says_once_what_every_run_says_and_then_each_runs_own_figures():
+    """The fourth S3 review: 'per-run gate texts repeated in full for each claim'. A clause every
+    run gives word for word is said once; a '; ' inside parentheses does not split a clause."""
+    from harness.verdicts.run_pooling import clauses, said_once
+
+    tcg = "the lab is not in the paper's regime: accelerated_virtualisation failed (TCG; emulated)"
+    reasons = [("a", f"{tcg}; at_most failed (drops 0.30..0.32); measured anyway: 0.20x"),
+               ("b", f"{tcg}; at_most failed (drops 0.28..0.31); measured anyway: 0.22x")]
+    assert clauses(reasons[0][1]) == [tcg, "at_most failed (drops 0.30..0.32)", "measured anyway: 0.20x"]
+    assert said_once(reasons) == (f"; in every run: {tcg}; run a: at_most failed (drops 0.30..0.32); "
+                                  "measured anyway: 0.20x; run b: at_most failed (drops 0.28..0.31); "
+                                  "measured anyway: 0.22x")
+    apart = [("a", "gate x failed"), ("b", "gate y failed")]
+    assert said_once(apart) == ": run a: gate x failed; run b: gate y failed"
+    assert said_once([("a", tcg), ("b", tcg + "; measured anyway: 1")]) == (
+        f"; in every run: {tcg}; run b: measured anyway: 1")
