@@ -1,9 +1,11 @@
 """Render what the study pages show from the code, before MkDocs builds the site (`nox -s docs`).
 
 A page marks where it wants a study's registered claims or its parameters with
-``<!-- harness:claims NAME -->`` or ``<!-- harness:params NAME -->``, and every command's help with
-``<!-- harness:help all -->``. This script asks the harness's own command line for them
-(``harness claims show NAME --json``, ``harness params NAME``, ``harness COMMAND --help``) and
+``<!-- harness:claims NAME -->`` or ``<!-- harness:params NAME -->``, every command's help with
+``<!-- harness:help all -->``, and the committed verdict references with
+``<!-- harness:references all -->``. This script asks the harness's own command line for them
+(``harness claims show NAME --json``, ``harness params NAME``, ``harness COMMAND --help``,
+``harness claims references --json``) and
 writes Markdown to ``OUT/KIND/NAME.md``; ``docsgen/hooks.py`` puts each in place of its marker
 while MkDocs builds. It goes through the command line, not the modules that
 declare the claims, so a page shows what a run archives as ``registration.json``, wherever and
@@ -27,7 +29,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # the harness of this checkout, installed or not
-MARKER = re.compile(r"<!-- harness:(claims|params|help) ([A-Za-z0-9_.-]+) -->")
+MARKER = re.compile(r"<!-- harness:(claims|params|help|references) ([A-Za-z0-9_.-]+) -->")
 DEFAULT_OUT = Path(os.environ.get("HARNESS_DOCS_GENERATED") or ROOT / "build" / "docs-generated")
 
 
@@ -129,6 +131,37 @@ def render_help() -> str:
     return "\n".join(lines)
 
 
+def reviews_naming(docs: Path, run_id: str) -> list[Path]:
+    """The referee reviews (``docs/reviews/*.md``) whose text names the reference ``run_id``."""
+    return [page for page in sorted((docs / "reviews").glob("*.md"))
+            if run_id in page.read_text(encoding="utf-8")]
+
+
+def render_references(listed: dict, docs: Path) -> str:
+    """``harness claims references --json`` as one table a study, each reference with the
+    reviews that name it (linked from a page in ``docs/reviews/``)."""
+    lines = ["Every committed verdict reference, as `harness claims references` lists it (generated "
+             "from `data/reference/` when this site was built). A reference *stands* while its "
+             "registration is the study's registration of today; a change recorded since supersedes "
+             "it, and it stays in the repository as what was measured and judged then.", ""]
+    for study, refs in listed.items():
+        lines += [f"### {text(study)}", ""]
+        if not refs:
+            lines += ["No committed reference.", ""]
+            continue
+        lines += ["| reference | runs (minutes each) | registration | verdicts | status | reviews |",
+                  "|---|---|---|---|---|---|"]
+        for ref in refs:
+            took = ", ".join("-" if r["minutes"] is None else f"{r['minutes']:.0f}" for r in ref["runs"])
+            reviews = ", ".join(f"[{page.stem}]({page.name})" for page in reviews_naming(docs, ref["reference"]))
+            status = f"**{text(ref['status'])}**" if ref["stands"] else text(ref["status"])
+            lines.append(f"| {code(ref['reference'])} | {len(ref['runs'])} ({took}) | "
+                         f"{code(ref['registration'][7:19] or '-')} | {text(ref['verdicts'])} | {status} | "
+                         f"{reviews or '-'} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
 def generate(docs: Path, out: Path) -> list[Path]:
     """Write every page's claims and parameters under ``out`` (made afresh); the files written."""
     if not docs.is_dir():
@@ -149,6 +182,11 @@ def generate(docs: Path, out: Path) -> list[Path]:
                 if study != "all":
                     raise GenerateError(f"`<!-- harness:help {study} -->`: the help marker takes `all`")
                 body = render_help()
+            elif kind == "references":
+                if study != "all":
+                    raise GenerateError(f"`<!-- harness:references {study} -->`: the references "
+                                        "marker takes `all`")
+                body = render_references(json.loads(harness("claims", "references", "--json")), docs)
             else:
                 body = render_params(harness("params", study), study)
         except GenerateError as err:

@@ -1,7 +1,7 @@
-"""MkDocs hook: each ``<!-- harness:claims NAME -->``, ``<!-- harness:params NAME -->`` or
-``<!-- harness:help all -->`` marker of a page is replaced by what ``docsgen/generate.py`` rendered
-from the harness for it. A marker with nothing rendered stops the build, naming the page and the
-command that renders it."""
+"""MkDocs hook: each ``<!-- harness:claims NAME -->``, ``<!-- harness:params NAME -->``,
+``<!-- harness:help all -->`` or ``<!-- harness:references all -->`` marker of a page is replaced
+by what ``docsgen/generate.py`` rendered from the harness for it. A marker with nothing rendered
+stops the build, naming the page and the command that renders it."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 from mkdocs.exceptions import PluginError
 
-MARKER = re.compile(r"<!-- harness:(claims|params|help) ([A-Za-z0-9_.-]+) -->")
+MARKER = re.compile(r"<!-- harness:(claims|params|help|references) ([A-Za-z0-9_.-]+) -->")
 
 
 def generated_dir(config) -> Path:

@@ -5,7 +5,8 @@
 the paper's sentence and line, the quantity, the regime, the validity checks, the region
 and its rule, then the fixed design and every recorded change. ``show relay`` prints the relay
 benchmark's own targets (``harness/relay/registration.toml``), which belong to no study.
-``history`` lists the study's archived runs (``$HARNESS_DATA`` and the committed
+``references`` lists the committed verdict references and which stands today
+(:mod:`harness.verdicts.references`). ``history`` lists the study's archived runs (``$HARNESS_DATA`` and the committed
 reference runs) with the registration each was made with, and says, claim by
 claim, what changed between them and since the last run. ``pool`` pools runs of one study
 and one registration into one verdict table whose intervals have the run as their unit
@@ -179,6 +180,34 @@ def cmd_claims_power(args) -> int:
     return 0
 
 
+def cmd_claims_references(args) -> int:
+    """Each study's committed verdict references, oldest first: its runs, its registration, what
+    its table says, and whether it stands under today's registration (harness.verdicts.references)."""
+    from ..archive.reference import reference_root
+    from ..studies.registry import discover
+    from ..verdicts.references import references, standing
+
+    known = discover()
+    names = args.study or sorted(known)
+    studies = [_study(name) for name in names]  # an unknown name: one error before anything prints
+    listed = {s.name: references(s.name, s.registration(), reference_root()) for s in studies}
+    if args.json:
+        print(json.dumps({name: [r.to_dict() for r in refs] for name, refs in listed.items()}, indent=1))
+        return 0
+    for study in studies:
+        refs = listed[study.name]
+        now = standing(refs)
+        print(f"{study.name}: {study.title} -- {len(refs)} reference{'s' if len(refs) != 1 else ''}; "
+              + (f"standing: {now.run_id}" if now else "none stands under today's registration "
+                 f"({study.registration().digest[7:19]})"))
+        for ref in refs:
+            took = ", ".join("-" if r.minutes is None else f"{r.minutes:.0f}" for r in ref.runs)
+            print(f"  {ref.run_id:30s} {len(ref.runs)} run{'s' if len(ref.runs) != 1 else ' '} "
+                  f"({took} min)  registration {ref.digest[7:19] or '-':12s}  {ref.status()}")
+            print(f"    {ref.verdicts}")
+    return 0
+
+
 def add_claims_command(sub) -> None:
     claims = sub.add_parser("claims", help="a study's registered claims and their history")
     csub = claims.add_subparsers(dest="claims_command", required=True)
@@ -206,3 +235,8 @@ def add_claims_command(sub) -> None:
     power.add_argument("--today", action="store_true",
                        help="plan the regions today's code registers (the run gives only the spread)")
     power.set_defaults(func=cmd_claims_power)
+    refs = csub.add_parser("references", help="the committed verdict references and which of them "
+                           "stands under today's registration")
+    refs.add_argument("study", nargs="*", help="studies to list (all)")
+    refs.add_argument("--json", action="store_true", help="as data")
+    refs.set_defaults(func=cmd_claims_references)

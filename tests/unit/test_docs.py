@@ -142,6 +142,16 @@ def test_the_cli_reference_shows_every_commands_help(rendered):
     assert "### harness lab clean\n" in shown and "### harness claims history\n" in shown
 
 
+def test_the_references_page_lists_every_committed_reference_with_its_status_and_reviews(rendered):
+    assert "<!-- harness:references all -->" in (DOCS / "reviews" / "index.md").read_text()
+    shown = (rendered / "references" / "all.md").read_text()
+    for folder in sorted((ROOT / "data" / "reference").glob("*/*/run.json")):
+        assert f"`{folder.parent.name}`" in shown
+    # the eighth S0 review names its reference, and the page links it there
+    assert "[s0-2026-11-30-eighth](s0-2026-11-30-eighth.md)" in shown
+    assert "superseded" in shown and "**stands: judged under today's registration**" in shown
+
+
 def build(config: Path, site: Path, rendered: Path) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-f", str(config),
                            "-d", str(site)], cwd=ROOT, capture_output=True, text=True,
