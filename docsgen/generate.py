@@ -131,10 +131,17 @@ def render_help() -> str:
     return "\n".join(lines)
 
 
-def reviews_naming(docs: Path, run_id: str) -> list[Path]:
-    """The referee reviews (``docs/reviews/*.md``) whose text names the reference ``run_id``."""
-    return [page for page in sorted((docs / "reviews").glob("*.md"))
-            if run_id in page.read_text(encoding="utf-8")]
+def reviews_naming(docs: Path, run_id: str, members: list[str] = ()) -> list[Path]:
+    """The referee reviews (``docs/reviews/*.md``) whose text names the reference ``run_id``, or
+    each of its ``members`` by its short id (S3's first review read a pool of the same three runs
+    that was pooled again under another id before it was committed)."""
+    short = [m.rsplit("-", 1)[-1] for m in members if m]
+    found = []
+    for page in sorted((docs / "reviews").glob("*.md")):
+        said = page.read_text(encoding="utf-8")
+        if run_id in said or (len(short) > 1 and all(s in said for s in short)):
+            found.append(page)
+    return found
 
 
 def render_references(listed: dict, docs: Path) -> str:
@@ -153,7 +160,8 @@ def render_references(listed: dict, docs: Path) -> str:
                   "|---|---|---|---|---|---|"]
         for ref in refs:
             took = ", ".join("-" if r["minutes"] is None else f"{r['minutes']:.0f}" for r in ref["runs"])
-            reviews = ", ".join(f"[{page.stem}]({page.name})" for page in reviews_naming(docs, ref["reference"]))
+            reviews = ", ".join(f"[{page.stem}]({page.name})" for page in reviews_naming(
+                docs, ref["reference"], [r["run_id"] for r in ref["runs"]] if ref["pooled"] else []))
             status = f"**{text(ref['status'])}**" if ref["stands"] else text(ref["status"])
             lines.append(f"| {code(ref['reference'])} | {len(ref['runs'])} ({took}) | "
                          f"{code(ref['registration'][7:19] or '-')} | {text(ref['verdicts'])} | {status} | "

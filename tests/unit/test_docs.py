@@ -149,6 +149,9 @@ def test_the_references_page_lists_every_committed_reference_with_its_status_and
         assert f"`{folder.parent.name}`" in shown
     # the eighth S0 review names its reference, and the page links it there
     assert "[s0-2026-11-30-eighth](s0-2026-11-30-eighth.md)" in shown
+    # S3's first review names the pool it read (76ba08) and its three runs, pooled again as 8951d5
+    first = next(line for line in shown.splitlines() if "20261129T111447Z-pool-8951d5" in line)
+    assert first.endswith("| [s3-2026-11-29](s3-2026-11-29.md) |")
     assert "superseded" in shown and "**stands: judged under today's registration**" in shown
 
 
