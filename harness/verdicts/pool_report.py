@@ -215,8 +215,8 @@ def before_outcomes_headline(frame: pd.DataFrame) -> list[str]:
     if said == summary(paper) and not unrecorded:
         return []
     rest = f"; {unrecorded} cannot be recomputed (their changes record nothing they replaced)" if unrecorded else ""
-    return [f"**As registered before outcomes were read:** {said}{rest} -- the same runs judged under "
-            "each claim's region and gates as they stood before the first change made after outcomes "
+    return [f"**The paper's claims as registered before outcomes were read:** {said}{rest} -- the same "
+            "runs judged under each claim's region and gates as they stood before the first change made after outcomes "
             "(the table below).", ""]
 
 

@@ -404,7 +404,7 @@ def test_the_headline_counts_the_verdicts_as_registered_before_outcomes_where_th
         {"claim_id": "s9.lab", "source": "lab", "outcome": "met", COLUMN: "not met: 1 against >= 2"},
     ])
     (line, blank) = before_outcomes_headline(frame)
-    assert line.startswith("**As registered before outcomes were read:** 1 reproduced, 2 not testable "
+    assert line.startswith("**The paper's claims as registered before outcomes were read:** 1 reproduced, 2 not testable "
                            "here, 1 withdrawn; 1 cannot be recomputed") and blank == ""
     same = frame[frame.claim_id.isin(["s9.b", "s9.c", "s9.d"])]
     assert before_outcomes_headline(same) == []
