@@ -192,6 +192,12 @@ def stated_only_tally(frame: pd.DataFrame) -> list[str]:
             "(each claim's section says which gate and why).", ""]
 
 
+def before_outcome(cell: str) -> str:
+    """The outcome a recomputed before-outcomes cell reads ('reproduced: 0.21x against ...',
+    'not testable here (the gates then): ...' -> 'reproduced', 'not testable here')."""
+    return cell.split(":")[0].split(" (")[0]
+
+
 def before_outcomes_headline(frame: pd.DataFrame) -> list[str]:
     """The paper claims' counts as registered before outcomes were read, for the headline where they
     differ from today's (the fourth S3 review: three collapse claims that read reproduced under the
@@ -209,7 +215,7 @@ def before_outcomes_headline(frame: pd.DataFrame) -> list[str]:
         elif cell in ("", AS_TODAY, WITHDRAWN):
             then.append(row["outcome"])
         else:
-            then.append(cell.split(":")[0].split(" (")[0])
+            then.append(before_outcome(cell))
     counted = pd.DataFrame({"source": PAPER, "outcome": then})
     said = summary(counted)
     if said == summary(paper) and not unrecorded:
@@ -249,7 +255,7 @@ def before_outcomes_tally(rows: pd.DataFrame) -> str:
     how many cannot be recomputed, how many no change made after outcomes touched; a part whose
     count is zero is left out, and none recomputed is said in words (not "0 of 0 recomputed")."""
     recomputed = rows[~rows[BEFORE].isin([NOT_RECORDED, AS_TODAY, WITHDRAWN])]
-    changed = sum(str(r[BEFORE]).split(":")[0].split(" (")[0] != r["outcome"] for _, r in recomputed.iterrows())
+    changed = sum(before_outcome(str(r[BEFORE])) != r["outcome"] for _, r in recomputed.iterrows())
     unrecorded, untouched = int((rows[BEFORE] == NOT_RECORDED).sum()), int((rows[BEFORE] == AS_TODAY).sum())
     withdrawn = int((rows[BEFORE] == WITHDRAWN).sum())
     rest = ([f"{unrecorded} cannot be recomputed (changes made after outcomes that record nothing they "
