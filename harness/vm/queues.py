@@ -11,9 +11,17 @@ the TX queue (queue 1 of pair 0) tell three cases apart (benchmarks/wire_stall.m
    (a lost kick, or a send parked for good in the net queue);
 3. every buffer taken and returned: the guest missed the completion (its interrupt or its
    TX NAPI); the guest's ``ip link set down/up`` re-polls it.
+
+Case 2 has two sides, told apart by the split ring's event words, read from guest memory
+(HMP ``xp``; QMP shows neither): QEMU's ``avail_event`` (after the used ring) says from
+which avail index on the guest must kick. If the buffers QEMU never took crossed it, a kick
+was due and QEMU did not act on it; if not, QEMU never re-armed it and the guest had no
+reason to kick.
 """
 
 from __future__ import annotations
+
+import re
 
 from .qmp import QmpError, qmp_commands
 
@@ -33,11 +41,44 @@ def reading(view: dict) -> str:
     if last is None:
         return "unknown (no queue status)"
     if avail is not None and (avail - last) % 65536:
-        return (f"QEMU has not taken {(avail - last) % 65536} buffers the guest made available "
+        waiting = (avail - last) % 65536
+        said = (f"QEMU has not taken {waiting} buffers the guest made available "
                 "(device side stopped: a lost kick, or a send parked for good)")
+        event = (view.get("tx_events") or {}).get("avail_event")
+        if event is None or "EVENT_IDX" not in str(status.get("guest-features")):
+            return said
+        if (event - last) % 65536 < waiting:
+            return (f"{said}; QEMU's avail_event {event} lies within them: a kick was due "
+                    "and QEMU did not act on it")
+        return (f"{said}; QEMU's avail_event {event} lies outside them ({last}..{avail}): "
+                "QEMU never re-armed it, the guest had no reason to kick")
     if used == last and not tx.get("inuse"):
         return "QEMU took and returned every buffer: the guest missed the completion"
     return "QEMU holds buffers in flight (inuse > 0): a send parked in the net queue"
+
+
+def _word(qmp_socket: str, address: int) -> int:
+    """The little-endian 16-bit word at guest-physical ``address`` (HMP ``xp /1hx``)."""
+    (text,) = qmp_commands(qmp_socket, [("human-monitor-command",
+                                         {"command-line": f"xp /1hx {address:#x}"})])
+    found = re.search(r":\s*0x([0-9a-fA-F]+)", text or "")
+    if not found:
+        raise QmpError(f"HMP xp at {address:#x} said {text!r}")
+    return int(found.group(1), 16)
+
+
+def event_words(qmp_socket: str, queue: dict) -> dict:
+    """A split ring's two event-index words from guest memory: ``avail_event`` (QEMU's,
+    after the used ring's ``num`` elements) and ``used_event`` (the guest's, after the avail
+    ring's); ``queue`` is an ``x-query-virtio-queue-status`` answer."""
+    num, used, avail = (queue.get(k) for k in ("vring-num", "vring-used", "vring-avail"))
+    if not (num and used and avail):
+        return {"error": "no ring addresses in the queue status"}
+    try:
+        return {"avail_event": _word(qmp_socket, used + 4 + 8 * num),
+                "used_event": _word(qmp_socket, avail + 4 + 2 * num)}
+    except QmpError as exc:
+        return {"error": exc.message}
 
 
 def device_view(qmp_socket: str, path: str) -> dict:
@@ -49,6 +90,7 @@ def device_view(qmp_socket: str, path: str) -> dict:
             (out[key],) = qmp_commands(qmp_socket, [(command, {"path": path, **args})])
         except QmpError as exc:
             out[key] = {"error": exc.message}
+    out["tx_events"] = event_words(qmp_socket, out["tx"])
     out["reading"] = reading(out)
     return out
 

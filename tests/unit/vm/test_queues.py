@@ -19,7 +19,11 @@ WIRE = "/machine/peripheral-anon/device[4]/virtio-backend"
 LAB = Path(__file__).parent / "data" / "s1-a416eb-lab-console.txt"
 
 
-def _fake_qmp(path: str, tx: dict, avail_idx: int, broken: bool = False, mac_known=True):
+EVENT_IDX = {"transports": ["VIRTIO_RING_F_EVENT_IDX: Used & avail. event fields enabled"]}
+
+
+def _fake_qmp(path: str, tx: dict, avail_idx: int, broken: bool = False, mac_known=True,
+              memory: dict | None = None):
     def answer(command: str, args: dict):
         if command == "qmp_capabilities":
             return {}
@@ -32,12 +36,15 @@ def _fake_qmp(path: str, tx: dict, avail_idx: int, broken: bool = False, mac_kno
                 return None
             return "52:54:00:12:34:56" if args["path"] == MGMT else "52:54:00:5e:00:01"
         if command == "x-query-virtio-status":
-            return {"name": "virtio-net", "broken": broken}
+            return {"name": "virtio-net", "broken": broken, "guest-features": EVENT_IDX}
         if command == "x-query-virtio-queue-status":
             return tx if args["queue"] == 1 else {"last-avail-idx": 5, "used-idx": 5, "inuse": 0}
         if command == "x-query-virtio-queue-element":
             return {"avail": {"flags": 0, "idx": avail_idx, "ring": 3}, "used": {"flags": 0,
                                                                                "idx": 0}}
+        if command == "human-monitor-command":  # xp /1hx ADDR, as QEMU 7.2's HMP prints it
+            address = int(args["command-line"].split()[-1], 16)
+            return f"{address:016x}: {(memory or {})[address]:#06x}\r\n"
         raise AssertionError(command)
 
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -110,3 +117,26 @@ def test_a_stall_keeps_qemus_view_of_the_vms_wire_queues(tmp_path):
     views = json.loads(files["wire-stall-s1-lab-queues.json"])
     assert "not taken 64 buffers" in views["52:54:00:5e:00:01"]["reading"]
     assert "NETDEV WATCHDOG" in files["wire-stall-s1-lab-console.txt"]
+
+
+RING = {"vring-num": 256, "vring-used": 0x6000, "vring-avail": 0x5000}
+
+
+@pytest.mark.parametrize("avail_event, says", [
+    (6375, "avail_event 6375 lies within them: a kick was due and QEMU did not act on it"),
+    (6400, "avail_event 6400 lies within them"),
+    (6300, "avail_event 6300 lies outside them (6375..6613): QEMU never re-armed it"),
+])
+def test_a_lost_kick_says_whether_qemu_armed_its_event_index(tmp_path, avail_event, says):
+    """The 2026-11-30 stalls (benchmarks/wire_stall.md section 5): 238 buffers never read;
+    QEMU's avail_event, after the used ring's 256 elements, says which side lost the kick."""
+    sock = str(tmp_path / "qmp.sock")
+    tx = {"last-avail-idx": 6375, "used-idx": 6375, "inuse": 0, **RING}
+    memory = {0x6000 + 4 + 8 * 256: avail_event, 0x5000 + 4 + 2 * 256: 6374}
+    server = _fake_qmp(sock, tx, 6613, memory=memory)
+    try:
+        view = nic_view(sock, "52:54:00:5e:00:01")
+    finally:
+        server.close()
+    assert view["tx_events"] == {"avail_event": avail_event, "used_event": 6374}
+    assert "not taken 238 buffers" in view["reading"] and says in view["reading"]
