@@ -19,9 +19,14 @@ has been stuck --stall-s seconds is stopped. On a stall, before touching anythin
   completion). ``reading`` says which; benchmarks/wire_stall.md explains why it matters.
 * the guest's counters (ip -s link, ethtool -S, /proc/interrupts, tc -s qdisc).
 
-With --recover (the default) it then sets the guest's wire down and up and pings across:
-the recovery the public reports use (podman-desktop#4713), and the round goes on. Prints one
-JSON object (also to --json). Needs root and the machine to itself: it loads both cores.
+Then it tries to recover (--recover): ``cont`` (the default) first pauses and resumes the
+stalled VM over QMP (``stop``, ``cont``): on resume QEMU reschedules the TX bottom half only
+if it believed a flush pending (``tx_waiting``), so a queue that moves again after it had
+dropped a kick while waiting for a bottom half that never ran, and one that stays stuck never
+got the kick (wire_stall.md section 5); then, if still stuck, the guest's wire down and up
+(``link`` alone: only that), the recovery the public reports use (podman-desktop#4713);
+``none`` stops at the first stall. A recovered round goes on. Prints one JSON object (also to
+--json). Needs root and the machine to itself: it loads both cores.
 """
 
 from __future__ import annotations
@@ -42,6 +47,7 @@ from harness.journal.journal import Journal  # noqa: E402
 from harness.vm.fleet import boot_together  # noqa: E402
 from harness.vm.machine import VM, Wire  # noqa: E402
 from harness.vm.qemu import free_loopback_port, free_udp_ports  # noqa: E402
+from harness.vm.qmp import qmp_commands  # noqa: E402
 from harness.vm.queues import nic_view  # noqa: E402
 from harness.vm.txstall import find_tx_stalls  # noqa: E402
 from harness.vm.wirekind import WireKind  # noqa: E402
@@ -142,7 +148,7 @@ def qemu_stderr(journal_path: str, vm_name: str) -> str:
     return ""
 
 
-def on_stall(found, vms, ips, journal_path: str, recover: bool, stall_s: float) -> dict:
+def on_stall(found, vms, ips, journal_path: str, recover: str | None, stall_s: float) -> dict:
     name, stall = found
     side = next(s for s, vm in vms.items() if vm.name == name)
     peer = ips["b" if side == "a" else "a"]
@@ -150,8 +156,13 @@ def on_stall(found, vms, ips, journal_path: str, recover: bool, stall_s: float) 
               "qemu_stderr": qemu_stderr(journal_path, name), "guests": {}}
     for s, vm in vms.items():
         record["guests"][s] = vm.run(["sh", "-c", GUEST_FACTS], timeout=60, check=False).stdout
-    if recover:
-        vm = vms[side]
+    vm = vms[side]
+    if recover == "cont":
+        record["recovery_cont"] = resume(vm, SIDES[side][0], peer)
+        if record["recovery_cont"]["recovered"]:
+            record["recovery"] = record["recovery_cont"]
+            return record
+    if recover in ("cont", "link"):
         before = guest_uptime(vm)
         res = vm.run(["sh", "-c", f"ip link set {IFNAME} down; sleep 1; ip link set {IFNAME} up; "
                                   f"sleep 2; ping -c 5 -W 2 -I {IFNAME} {peer}"],
@@ -160,11 +171,27 @@ def on_stall(found, vms, ips, journal_path: str, recover: bool, stall_s: float) 
         # still stuck: the watchdog kept reporting after the link came back
         text = Path(vm.console_log).read_text(errors="replace")
         still = any(s.last_report_uptime_s > before + 6 for s in find_tx_stalls(text, IFNAME))
-        record["recovery"] = {"ping_ok": res.ok, "ping": res.stdout[-300:],
+        record["recovery"] = {"how": "link down/up", "ping_ok": res.ok, "ping": res.stdout[-300:],
                               "watchdog_after": still, "recovered": res.ok and not still,
                               "uptime_before": before,
                               "qemu_after": qemu_view(vm, SIDES[side][0])}
     return record
+
+
+def resume(vm, mac: str, peer: str) -> dict:
+    """QMP stop + cont of the stalled VM: did QEMU take the guest's waiting buffers then?"""
+    taken_before = qemu_view(vm, mac).get("tx", {}).get("last-avail-idx")
+    before = guest_uptime(vm)
+    qmp_commands(vm.qmp_socket, [("stop", {}), ("cont", {})])
+    time.sleep(2)
+    after = qemu_view(vm, mac)
+    taken_after = after.get("tx", {}).get("last-avail-idx")
+    res = vm.run(["sh", "-c", f"ping -c 5 -W 2 -I {IFNAME} {peer}"], timeout=60, check=False)
+    moved = None if None in (taken_before, taken_after) else taken_after != taken_before
+    return {"how": "QMP stop + cont", "tx_taken_before": taken_before,
+            "tx_taken_after": taken_after, "queue_moved": moved, "ping_ok": res.ok,
+            "ping": res.stdout[-300:], "recovered": bool(moved) and res.ok,
+            "uptime_before": before, "qemu_after": after}
 
 
 def guest_uptime(vm) -> float:
@@ -209,7 +236,9 @@ def benchmark(args: argparse.Namespace) -> dict:
                 found = watch.found or watch.new_stall()
                 if found is not None:
                     watch.found = found  # the diagnostics' own commands must not fire it again
-                    record = on_stall(found, vms, ips, journal_path, args.recover, args.stall_s)
+                    record = on_stall(found, vms, ips, journal_path,
+                                      None if args.recover == "none" else args.recover,
+                                      args.stall_s)
                     record["at_s"] = round(time.monotonic() - t0, 1)
                     record["during"] = entry
                     out["stalls"].append(record)
@@ -243,8 +272,9 @@ def main() -> int:
     p.add_argument("--iters", type=int, default=10000, help="ib_send_bw messages per run (S1: 1e4)")
     p.add_argument("--attempt-s", type=int, default=300, help="bound on one ib_send_bw run")
     p.add_argument("--stall-s", type=float, default=30.0, help="a TX queue stuck this long is a stall")
-    p.add_argument("--no-recover", dest="recover", action="store_false",
-                   help="stop at the first stall instead of trying ip link down/up")
+    p.add_argument("--recover", choices=("cont", "link", "none"), default="cont",
+                   help="at a stall: QMP stop+cont then link down/up (cont), only link "
+                        "down/up (link), or stop at the first stall (none)")
     p.add_argument("--json", help="also write the result here")
     args = p.parse_args()
     try:
