@@ -104,8 +104,8 @@ SUPERSEDED: dict[str, str] = {
         "the first pooled S1 reference under the protocol (three runs, 2026-11-29/30); its "
         "referee review (docs/reviews/s1-2026-11-30.md) led to the TCG gate on the small-message "
         "bandwidth, polling bandwidth and Nagle claims and to records of what older changes "
-        "replaced (s1/registration.toml, changes #24-#25 of 2026-11-30T00:43Z); new reference "
-        "pending"),
+        "replaced (s1/registration.toml, changes #24-#25 of 2026-11-30T00:43Z); replaced by the "
+        "pooled reference made under them"),
     "s4/20261129T172410Z-pool-e1142e": (
         "the third pooled S4 reference (three runs, 2026-11-29); its referee review "
         "(docs/reviews/s4-2026-11-29-third.md) led to the anchored claims gated on a sender "
