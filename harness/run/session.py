@@ -323,11 +323,23 @@ class Session:
             return None
         found = stalled_wire(self.wired_consoles)
         if found is None:
+            if isinstance(error, Exception):  # not Ctrl-C: keep what the VMs said
+                self._keep_consoles()
             return None
         stalled = WireStalled(*found, cause=error)
         self.run.update(wire_stall=stalled.record)
         self._keep_stall_evidence(found[0])
         return stalled
+
+    def _keep_consoles(self) -> None:
+        """Every VM's console, as raw files, for a run that failed without a stall."""
+        from ..vm.stall_evidence import failure_consoles
+
+        try:
+            for name, text in failure_consoles(self.wired_consoles).items():
+                self.run.add_raw(name, text)
+        except Exception as exc:  # noqa: BLE001 -- evidence is a bonus, the error stands
+            log.warning("could not keep the VMs' consoles: %s", exc)
 
     def _keep_stall_evidence(self, vm: str) -> None:
         """The stalled VM's console and its QEMU's output, as raw files (they go with the VM);

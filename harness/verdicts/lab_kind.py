@@ -9,8 +9,10 @@ scaling factor is a regime (S3 at 91 Mbit/s is not S3 at 20 Mbit/s); it is made 
 lab's ceiling measured at the start of each run (on the 2-core TCG host here: 227 and 209
 Mbit/s on a quiet machine, 50 under load 7), so two runs of one design agree in it only
 within a margin: the project's equivalence margin (:data:`harness.verdicts.margins.FACTOR`,
-x/÷ 1.1), the one that says when two figures count as the same. Lists that name a set
-(kernel modules) compare as sets.
+x/÷ 1.1), the one that says when two figures count as the same. A lab's disks are capped at
+the paper's rates times that same factor (S2: ``scaled_by``), so they compare as the caps
+before scaling; the scaled caps follow the factor. Lists that name a set (kernel modules)
+compare as sets.
 """
 
 from __future__ import annotations
@@ -30,9 +32,25 @@ def _vm(vm: dict) -> dict:
     return {k: v for k, v in vm.items() if k not in BOOT_FACTS}
 
 
+def _unscaled(disk: dict) -> dict:
+    """A disk's placement with its caps before scaling (rate / ``scaled_by``), to 3 digits."""
+    factor = disk.get("scaled_by")
+    if not factor:
+        return disk
+    return {k: (float(f"{v / factor:.3g}") if k.endswith("_mbyte_s") and v else v)
+            for k, v in disk.items() if k != "scaled_by"}
+
+
+def _disks(disks: dict) -> dict:
+    return {machine: ({name: _unscaled(d) if isinstance(d, dict) else d
+                       for name, d in held.items()} if isinstance(held, dict) else held)
+            for machine, held in disks.items()}
+
+
 def lab_kind(placement: dict | None) -> dict:
     """The part of a run's placement that says what kind of lab it ran in (module docstring):
-    everything but one boot's facts and the measured ceilings; the scaling as its factor."""
+    everything but one boot's facts and the measured ceilings; the scaling as its factor, the
+    disks with their caps before scaling."""
     out = {}
     for key, value in (placement or {}).items():
         if key in MEASURED:
@@ -43,6 +61,8 @@ def lab_kind(placement: dict | None) -> dict:
             value = {name: _vm(vm) if isinstance(vm, dict) else vm for name, vm in value.items()}
         elif key == "scaling" and isinstance(value, dict):
             value = {"factor": value.get("factor")}
+        elif key == "disks" and isinstance(value, dict):
+            value = _disks(value)
         elif key in SETS and isinstance(value, list):
             value = sorted(value, key=str)
         out[key] = value

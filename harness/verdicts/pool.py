@@ -107,6 +107,9 @@ def members(refs: list[str]) -> list[Member]:
     first = found[0]
     for member in found[1:]:
         _same(first, member)
+    for i, one in enumerate(found):  # a margin is not transitive: every pair, not each vs the first
+        for other in found[i + 1:]:
+            _same_lab(one, other)
     return sorted(found, key=lambda m: (str(m.meta.get("started") or ""), m.run_id))
 
 
@@ -149,16 +152,19 @@ def _same(first: Member, member: Member) -> None:
         raise SpecError(f"runs {first.run_id} and {member.run_id} differ in parameters "
                         + ", ".join(f"{k} ({pa.get(k)!r} vs {pb.get(k)!r})" for k in moved),
                         f"pool runs of one design (only {', '.join(MAY_DIFFER)} may differ)")
-    placed = differences(a.get("placement"), b.get("placement"))
-    if placed:
-        raise SpecError(f"runs {first.run_id} and {member.run_id} were made in different kinds "
-                        f"of lab (run.json placement): {'; '.join(placed)}",
-                        "pool runs made in the same kind of lab (one boot's facts -- pids, ports, "
-                        "boot times, measured ceilings -- may differ)")
     if a.get("as_found") != b.get("as_found"):
         raise SpecError(f"runs {first.run_id} and {member.run_id} differ in what they could change "
                         "(run.json's as_found: a run on machines as found made fewer changes)",
                         "pool runs made with the same privileges")
+
+
+def _same_lab(one: Member, other: Member) -> None:
+    placed = differences(one.meta.get("placement"), other.meta.get("placement"))
+    if placed:
+        raise SpecError(f"runs {one.run_id} and {other.run_id} were made in different kinds "
+                        f"of lab (run.json placement): {'; '.join(placed)}",
+                        "pool runs made in the same kind of lab (one boot's facts -- pids, ports, "
+                        "boot times, measured ceilings -- may differ)")
 
 
 def _check_current(study, found: list[Member]) -> None:

@@ -1,6 +1,8 @@
 """What a run keeps when a wire of its lab stalled (:mod:`.txstall` finds the stall): the stalled
 VM's console, what its QEMU wrote, and QEMU's view of its wire NICs' queues (:mod:`.queues`),
-as raw files beside the run. Read before the VM stops; one job, apart from the watch."""
+as raw files beside the run; and, when a run in a VM lab failed otherwise, every VM's console
+(a tool that timed out may have met a stall too short for the watchdog to report).
+Read before the VM stops; one job, apart from the watch."""
 
 from __future__ import annotations
 
@@ -41,4 +43,14 @@ def stall_evidence(vm: str, consoles, entries) -> dict[str, str]:
             text = _tail(data["log"])
             if text is not None:
                 out[f"wire-stall-{vm}-qemu.txt"] = text or "(QEMU wrote nothing)\n"
+    return out
+
+
+def failure_consoles(consoles) -> dict[str, str]:
+    """Raw files for a run in a VM lab that failed without a stall: each VM's console."""
+    out = {}
+    for console in consoles:
+        text = _tail(console.console_log)
+        if text:
+            out[f"failed-{console.vm}-console.txt"] = text
     return out

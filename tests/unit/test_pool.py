@@ -216,6 +216,46 @@ def test_vm_runs_pool_though_each_boot_had_its_own_pid_port_times_and_ceilings(t
     assert (folder / "claims.csv").exists()
 
 
+def _disks(factor: float, paper_read: float = 110.0) -> dict:
+    """S2's server disks as run.json archives them: the paper's caps times the run's factor."""
+    return {"server": {"nfs": {"read_mbyte_s": paper_read * factor, "write_mbyte_s": 30.0 * factor,
+                               "scaled_by": factor, "serial": "harness-nfs", "size_mib": 2048},
+                       "pfs": {"read_mbyte_s": 200.0 * factor, "write_mbyte_s": 200.0 * factor,
+                               "scaled_by": factor, "serial": "harness-pfs", "size_mib": 2048}}}
+
+
+def test_disks_scaled_by_each_runs_factor_pool_as_the_caps_before_scaling(tmp_path, data_root):
+    """S2's first verdict runs (2026-11-30): factors x0.0954 and x0.1012 (within the margin),
+    so their disks' scaled caps differ (NFS read 10.50 vs 11.13 MB/s) while the paper's caps
+    they scale are one: the same kind of lab. Other caps before scaling are another lab."""
+    ref = reference("s4")
+    a = copy_run(ref, tmp_path, "run-a", placement={**_scaled(0.09542155616377662, 238.6),
+                                                       "disks": _disks(0.09542155616377662)})
+    b = copy_run(ref, tmp_path, "run-b", placement={**_scaled(0.10121414420237719, 253.0),
+                                                       "disks": _disks(0.10121414420237719)})
+    assert (pool([str(a), str(b)]) / "claims.csv").exists()
+    c = copy_run(ref, tmp_path, "run-c", placement={**_scaled(0.10121414420237719, 253.0),
+                                                       "disks": _disks(0.10121414420237719, 70.0)})
+    with pytest.raises(SpecError, match="different kinds of lab.*disks"):
+        pool([str(a), str(c)], str(tmp_path / "other"))
+
+
+def test_every_pair_of_members_is_within_the_margin_whatever_run_comes_first(tmp_path, data_root):
+    """S2's runs b4ab42, ff6f3c and 6cd032 (2026-11-30): x0.0954 is within x/÷ 1.1 of both
+    x0.1012 and x0.0913, but those two are 1.108x apart. Checked only against the first run,
+    the order of the arguments decided whether they pooled; now no order pools them."""
+    ref = reference("s4")
+    runs = [copy_run(ref, tmp_path, name, placement={**_scaled(factor, factor * 2500),
+                                                       "disks": _disks(factor)})
+            for name, factor in (("b4ab42", 0.09542155616377662), ("ff6f3c", 0.10121414420237719),
+                                 ("6cd032", 0.09133390566960783))]
+    for order in ([0, 1, 2], [1, 0, 2], [2, 1, 0]):
+        with pytest.raises(SpecError, match="(ff6f3c and 6cd032|6cd032 and ff6f3c) were made in "
+                                            "different kinds of lab.*a different regime"):
+            pool([str(runs[i]) for i in order], str(tmp_path / "out"))
+    assert not (tmp_path / "out").exists()
+
+
 def test_an_existing_out_folder_is_never_overwritten(tmp_path, data_root):
     ref = reference("s4")
     a, b = copy_run(ref, tmp_path, "run-a"), copy_run(ref, tmp_path, "run-b")

@@ -162,6 +162,19 @@ def test_a_failed_point_on_a_healthy_wire_keeps_its_own_error(monkeypatch, tmp_p
     (run_json,) = tmp_path.rglob("run.json")
     meta = json.loads(run_json.read_text())
     assert meta["status"] == INCOMPLETE and "wire_stall" not in meta
+    # every VM's console is kept: a tool that timed out (qperf's "failed to receive results",
+    # S1 run cae49d) may have met a stall shorter than the watchdog reports
+    raw = {p.name: p.read_text() for p in run_json.parent.rglob("failed-*")}
+    assert set(raw) == {"failed-s1-lab-console.txt", "failed-s1-b-console.txt"}
+    assert raw["failed-s1-b-console.txt"] == B.read_text()[-(256 << 10):]
+    assert not list(run_json.parent.rglob("wire-stall-*"))
+
+
+def test_a_run_stopped_by_ctrl_c_keeps_no_consoles(monkeypatch, tmp_path):
+    with pytest.raises(KeyboardInterrupt):
+        _run_that_fails(monkeypatch, tmp_path, B, KeyboardInterrupt())
+    (run_json,) = tmp_path.rglob("run.json")
+    assert not list(run_json.parent.rglob("failed-*"))
 
 
 # -- a command waiting on a lost wire -------------------------------------------------
