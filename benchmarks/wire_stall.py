@@ -148,7 +148,7 @@ def qemu_stderr(journal_path: str, vm_name: str) -> str:
     return ""
 
 
-def on_stall(found, vms, ips, journal_path: str, recover: str | None, stall_s: float) -> dict:
+def on_stall(found, vms, ips, journal_path: str, recover: str, stall_s: float) -> dict:
     name, stall = found
     side = next(s for s, vm in vms.items() if vm.name == name)
     peer = ips["b" if side == "a" else "a"]
@@ -236,9 +236,7 @@ def benchmark(args: argparse.Namespace) -> dict:
                 found = watch.found or watch.new_stall()
                 if found is not None:
                     watch.found = found  # the diagnostics' own commands must not fire it again
-                    record = on_stall(found, vms, ips, journal_path,
-                                      None if args.recover == "none" else args.recover,
-                                      args.stall_s)
+                    record = on_stall(found, vms, ips, journal_path, args.recover, args.stall_s)
                     record["at_s"] = round(time.monotonic() - t0, 1)
                     record["during"] = entry
                     out["stalls"].append(record)

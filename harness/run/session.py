@@ -335,23 +335,23 @@ class Session:
         """Every VM's console, as raw files, for a run that failed without a stall."""
         from ..vm.stall_evidence import failure_consoles
 
-        try:
-            for name, text in failure_consoles(self.wired_consoles).items():
-                self.run.add_raw(name, text)
-        except Exception as exc:  # noqa: BLE001 -- evidence is a bonus, the error stands
-            log.warning("could not keep the VMs' consoles: %s", exc)
+        self._keep_raw(lambda: failure_consoles(self.wired_consoles), "the VMs' consoles")
 
     def _keep_stall_evidence(self, vm: str) -> None:
-        """The stalled VM's console and its QEMU's output, as raw files (they go with the VM);
-        never in the way of the error that ends the run."""
+        """The stalled VM's console and its QEMU's output, as raw files (they go with the VM)."""
         from ..vm.stall_evidence import stall_evidence
 
+        self._keep_raw(lambda: stall_evidence(vm, self.wired_consoles, self.journal.pending()),
+                       "the wire stall's console and QEMU output")
+
+    def _keep_raw(self, files, what: str) -> None:
+        """Archive ``files()`` (name -> text) as raw files; never in the way of the error that
+        ends the run: evidence is a bonus, the error and any stall are recorded already."""
         try:
-            for name, text in stall_evidence(vm, self.wired_consoles,
-                                             self.journal.pending()).items():
+            for name, text in files().items():
                 self.run.add_raw(name, text)
-        except Exception as exc:  # noqa: BLE001 -- evidence is a bonus, the stall is recorded
-            log.warning("could not keep the wire stall's console and QEMU output: %s", exc)
+        except Exception as exc:  # noqa: BLE001 -- see the docstring
+            log.warning("could not keep %s: %s", what, exc)
 
     def close(self, error: BaseException | None) -> None:
         if self.dry_run:

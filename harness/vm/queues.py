@@ -57,13 +57,11 @@ def reading(view: dict) -> str:
     return "QEMU holds buffers in flight (inuse > 0): a send parked in the net queue"
 
 
-def _word(qmp_socket: str, address: int) -> int:
-    """The little-endian 16-bit word at guest-physical ``address`` (HMP ``xp /1hx``)."""
-    (text,) = qmp_commands(qmp_socket, [("human-monitor-command",
-                                         {"command-line": f"xp /1hx {address:#x}"})])
-    found = re.search(r":\s*0x([0-9a-fA-F]+)", text or "")
+def _word(hmp_text: str) -> int:
+    """The 16-bit word HMP ``xp /1hx`` printed (``ADDRESS: 0xWORD``)."""
+    found = re.search(r":\s*0x([0-9a-fA-F]+)", hmp_text or "")
     if not found:
-        raise QmpError(f"HMP xp at {address:#x} said {text!r}")
+        raise QmpError(f"HMP xp said {hmp_text!r}")
     return int(found.group(1), 16)
 
 
@@ -74,9 +72,11 @@ def event_words(qmp_socket: str, queue: dict) -> dict:
     num, used, avail = (queue.get(k) for k in ("vring-num", "vring-used", "vring-avail"))
     if not (num and used and avail):
         return {"error": "no ring addresses in the queue status"}
-    try:
-        return {"avail_event": _word(qmp_socket, used + 4 + 8 * num),
-                "used_event": _word(qmp_socket, avail + 4 + 2 * num)}
+    reads = [("human-monitor-command", {"command-line": f"xp /1hx {address:#x}"})
+             for address in (used + 4 + 8 * num, avail + 4 + 2 * num)]
+    try:  # one QMP session for both words
+        avail_event, used_event = (_word(text) for text in qmp_commands(qmp_socket, reads))
+        return {"avail_event": avail_event, "used_event": used_event}
     except QmpError as exc:
         return {"error": exc.message}
 
