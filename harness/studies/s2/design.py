@@ -49,6 +49,13 @@ PFS_DISK_MBYTE_S = 200
 NFS_DISK = DataDisk("nfs", size_mib=2048, read_mbyte_s=110, write_mbyte_s=30)
 PFS_DISK = DataDisk("pfs", size_mib=2048, read_mbyte_s=PFS_DISK_MBYTE_S,
                     write_mbyte_s=PFS_DISK_MBYTE_S)
+#: The parallel FS's own ceiling in this lab (the referee of 2026-11-30: GlusterFS wrote a flat
+#: ~8.3 MB/s on the LAN, below both its disk and its wire, a ceiling of the emulated CPUs that
+#: nothing measured). A third server disk, uncapped (as fast as the emulation goes: the host's
+#: page cache), carries a second volume of the same parallel FS; its write over the LAN is
+#: what the file system itself can do here with no disk cap binding. (Not a tmpfs brick:
+#: tmpfs before Linux 6.6 has no user.* xattrs, which glusterfsd needs.)
+FREE_DISK = DataDisk("pfs-free", size_mib=2048)
 #: The paper's LAN into the GPFS server: 4 Gbit/s (500 MB/s, 002:201, 238), the disk's rate.
 PAPER_LAN_MBIT = 4000.0
 

@@ -32,6 +32,14 @@ from ...tools import fio as fio_tool
 ROOT = "/run/s2"
 DISKS = {"nfs": "nfs", "pfs": "pfs"}  # file system -> the server disk it lives on
 VOLUME = "s2vol"
+#: the parallel FS's second volume, on the server's uncapped disk: what the file system itself
+#: can do in this lab (:data:`harness.studies.s2.design.FREE_DISK`)
+FREE_VOLUME = "s2free"
+FREE_DISK = "pfs-free"
+
+
+def free_disk_dir() -> str:
+    return f"{ROOT}/disk-{FREE_DISK}"
 
 
 def disk_dir(fs: str) -> str:
@@ -56,7 +64,9 @@ def serve(session: Session, bed, file_systems, addresses: dict) -> dict[str, dic
 
     server = bed.node("server")
     session.apply(*(LabDiskFs(server, f"harness-{DISKS[fs]}", disk_dir(fs))
-                    for fs in file_systems))
+                    for fs in file_systems),
+                  *((LabDiskFs(server, f"harness-{FREE_DISK}", free_disk_dir()),)
+                    if "pfs" in file_systems else ()))
     out: dict[str, dict] = {}
     if session.dry_run:
         return {fs: {"disk_dir": disk_dir(fs)} for fs in file_systems}
@@ -87,6 +97,10 @@ def serve(session: Session, bed, file_systems, addresses: dict) -> dict[str, dic
                                               ((brick_host, out["pfs"]["data_dir"]),)))
         out["pfs"]["volume"] = VOLUME
         out["pfs"]["brick_host"] = brick_host  # where every client's data goes (see mounted)
+        # the same file system on the uncapped disk (its brick beside the other's host)
+        session.apply(glusterfs.GlusterVolume(server, FREE_VOLUME,
+                                              ((brick_host, f"{free_disk_dir()}/brick"),)))
+        out["pfs"]["free_volume"] = FREE_VOLUME
     return out
 
 
@@ -161,13 +175,14 @@ def own_directory(session: Session, node: Node, parent: str) -> str:
 
 @contextmanager
 def mounted(session: Session, client: Node, fs: str, server_ip: str,
-            conf: dict) -> Iterator[str]:
+            conf: dict, volume: str = "") -> Iterator[str]:
     """The file system ``fs`` mounted on ``client`` from ``server_ip`` for the block; a
     user's (``existing``): their export mounted, or their parallel file system as it is,
-    and a directory of the run's own in it."""
+    and a directory of the run's own in it. ``volume``: the parallel FS's volume to mount
+    (default: ``conf["volume"]``, the one on its capped disk)."""
     from ...config import glusterfs, nfs
 
-    mountpoint = f"/run/s2-{fs}-{server_ip.replace('.', '-')}"
+    mountpoint = f"/run/s2-{volume or fs}-{server_ip.replace('.', '-')}"
     with session.journal.scope():
         if conf.get("existing"):
             if fs == "nfs":
@@ -186,7 +201,8 @@ def mounted(session: Session, client: Node, fs: str, server_ip: str,
                                         rto_min_ms=conf.get("rto_min_ms", 0)))
             # the FUSE client logs under /var/log/glusterfs, read-only in a lab VM: to
             # /dev/null instead, so the mount creates no file that would outlive it
-            session.apply(glusterfs.GlusterMount(client, server_ip, conf["volume"], mountpoint,
+            session.apply(glusterfs.GlusterMount(client, server_ip, volume or conf["volume"],
+                                                 mountpoint,
                                                  ("log-file=/dev/null",)))
         yield mountpoint
 
@@ -201,14 +217,17 @@ def drop_caches(nodes) -> None:
 
 def fio(session: Session, node: Node, directory: str, rw: str, numjobs: int, block: int,
         file_bytes: int, name: str, cold: bool, others, clear: bool = False,
-        interfaces: dict[str, str] | None = None) -> dict:
+        interfaces: dict[str, str] | None = None, write_only: bool = False) -> dict:
     """One fio point on ``node`` in ``directory``: ``numjobs`` tasks each writing or reading
     its own ``file_bytes`` file sequentially in ``block``-byte requests; its JSON archived.
     ``cold``: the page caches of ``node`` and ``others`` are dropped first. ``clear``: after
-    a read, the point's files are removed (a user's file system; the lab's disks are the
-    run's own and sized to keep them). ``interfaces`` (path -> device on ``node``): the bytes
-    each sent and received during the point (``PATH_tx_bytes``, ``PATH_rx_bytes``), read in
-    the same command as fio, so that where the data went is measured, not assumed."""
+    a read (``write_only``: after the write, no read follows), the point's files are removed
+    (a user's file system; the lab's disks are the run's own and sized to keep them).
+    ``interfaces`` (path -> device on ``node``): the bytes each sent and received during the
+    point (``PATH_tx_bytes``, ``PATH_rx_bytes``) and ``node``'s CPU busy share over the
+    point (``client_busy_pct``, of all its CPUs, from /proc/stat), read in the same command
+    as fio, so that where the data went and what the machine did are measured, not
+    assumed."""
     if cold:
         drop_caches((node, *others))
     job = fio_tool.FioJob(name=name.replace(".", "_"), directory=directory, rw=rw,
@@ -216,7 +235,7 @@ def fio(session: Session, node: Node, directory: str, rw: str, numjobs: int, blo
                           direct=False, end_fsync=rw == "write")
     command = shlex.join(job.argv())
     if interfaces:
-        counters = counters_command(tuple(interfaces.values()))
+        counters = f"{{ {counters_command(tuple(interfaces.values()))}; {CPU_COMMAND}; }}"
         command = f"{counters} >&2; {command}; s=$?; {counters} >&2; exit $s"
     res = node.run(command, timeout=600 + file_bytes * numjobs / 1e5,
                    check=False, track=True)
@@ -224,7 +243,7 @@ def fio(session: Session, node: Node, directory: str, rw: str, numjobs: int, blo
     if not res.ok:
         raise HarnessError(f"fio {rw} on {node.name} in {directory} failed (exit "
                            f"{res.exit_status}): {(res.stderr or res.stdout).strip()[-300:]}")
-    if clear and rw == "read":
+    if clear and (rw == "read" or write_only):
         node.run(["find", directory, "-maxdepth", "1", "-type", "f", "-name",
                   f"{job.name}.*", "-delete"], timeout=120)
     results = fio_tool.parse_fio_json(res.stdout)
@@ -234,7 +253,33 @@ def fio(session: Session, node: Node, directory: str, rw: str, numjobs: int, blo
            "seconds": seconds, "bytes": total, "process_s": res.duration}
     if interfaces:
         row.update(counter_deltas(tuple(interfaces), res.stderr))
+        busy = busy_pct(res.stderr)
+        if busy is not None:
+            row["client_busy_pct"] = busy
     return row
+
+
+CPU = "@cpu"
+#: Shell: one line ``@cpu user nice system idle iowait irq softirq steal ...`` (all CPUs)
+CPU_COMMAND = f"echo {CPU} $(sed -n 's/^cpu  *//p' /proc/stat)"
+
+
+def busy_pct(text: str) -> float | None:
+    """The share of all CPUs' time that was busy (not idle, not waiting for I/O) between the
+    first and the last ``@cpu`` line of ``text``, percent; None without two such lines or
+    without time between them. (A guest without paravirtual steal time counts the time its
+    vCPU thread waited on the host as whatever it was running.)"""
+    lines = [line.split()[1:] for line in text.splitlines() if line.startswith(CPU + " ")]
+    if len(lines) < 2 or any(len(words) < 5 or not all(w.isdigit() for w in words)
+                             for words in (lines[0], lines[-1])):
+        return None
+    before, after = [int(w) for w in lines[0]], [int(w) for w in lines[-1]]
+    width = min(len(before), len(after), 8)  # user .. steal; guest times are inside user
+    delta = [a - b for a, b in zip(after[:width], before[:width])]
+    total = sum(delta)
+    if total <= 0:
+        return None
+    return 100.0 * (total - delta[3] - delta[4]) / total
 
 
 COUNTERS = "@net"

@@ -317,3 +317,55 @@ def measure_file_systems(session: Session, bed, params, configured: dict, tuning
                                  **lengths(result["seconds"], result["bytes"], rtt,
                                            params.bdp_bytes)})
     return rows
+
+
+def ceiling_points(params) -> list[tuple[int, int]]:
+    """The (client tasks, block KiB) points of the parallel FS's ceiling: the LAN's task
+    counts at 1 MiB blocks and one task at each other block size (the parallel FS's LAN and
+    block-size points, whose binding each claim's gate asks of it); none when the parallel
+    FS is not measured over the LAN."""
+    if "pfs" not in params.measured_file_systems() or LAN not in params.paths("pfs"):
+        return []
+    points = [(n, 1024) for n in params.clients]
+    points += [(1, bs) for bs in params.block_sizes_kib if (1, bs) not in points]
+    return points
+
+
+def measure_ceiling(session: Session, bed, params, configured: dict, order: MeasuringOrder,
+                    rep: int, earlier: list[dict]) -> list[dict]:
+    """The parallel FS's own write ceiling in this lab (tuned): its second volume, on the
+    server's uncapped disk (:data:`harness.studies.s2.design.FREE_DISK`), written over the
+    LAN at :func:`ceiling_points` (shuffled), each point's files removed after it. Each row
+    carries the same repetition's measured write of the parallel FS's capped disk
+    (``disk_write_mbyte_s``) and the scaled WAN's goodput (``line_mbyte_s``): the bounds a
+    claim's gate asks the ceiling to reach, so that its wire or disk, not the emulated
+    machines, sets the figure it judges. None on a user's machines (nothing is served)."""
+    conf = configured.get("pfs") or {}
+    points = ceiling_points(params)
+    if not conf.get("free_volume") or not points:
+        return []
+    client = bed.node("client")
+    interfaces = {path: bed.device("client", path) for path in (LAN, WAN)}
+    rtt = wan_rtt_s(session, params)
+    disk = [r["mbyte_s"] for r in earlier if r.get("kind") == "disk" and r.get("fs") == "pfs"
+            and r.get("rw") == "write" and r.get("repetition") == rep]
+    ceiling = (session.placement().get("wire_ceilings_mbit") or {}).get("client:lan--server:lan")
+    rate = ceiling / 8 if ceiling else None  # MB/s: the LAN wire sizes the points
+    rows = []
+    with s2_fs.mounted(session, client, "pfs", bed.address("server", LAN), conf,
+                       volume=conf["free_volume"]) as mountpoint:
+        for n, bs in order.shuffle(points):
+            block = bs * KIB
+            per_task = (params.point_rtts * rtt * rate * 1e6 / n if rate else 64 * MIB)
+            size = max(block, math.ceil(per_task / block) * block)
+            result = s2_fs.fio(session, client, mountpoint, "write", n, block, size,
+                               f"ceiling-pfs-lan-{n}-{bs}-{rep}", cold=False, others=(),
+                               clear=True, write_only=True, interfaces=interfaces)
+            rows.append({"kind": "ceiling", "fs": "pfs", "path": LAN, "tuning": "tuned",
+                         "repetition": rep, "rw": "write", "clients": n, "block_kib": bs,
+                         "disk": s2_fs.FREE_DISK, "client_machines": CLIENT_MACHINES,
+                         "disk_write_mbyte_s": disk[0] if disk else float("nan"),
+                         "line_mbyte_s": line_mbyte_s(session, params),
+                         **result, **path_share(result, LAN, "write"),
+                         **lengths(result["seconds"], result["bytes"], rtt, params.bdp_bytes)})
+    return rows

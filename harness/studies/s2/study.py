@@ -52,6 +52,7 @@ from .design import (
     KIB,
     LAN,
     MIB,
+    FREE_DISK,
     NFS_DISK,
     PFS_DISK,
     POINT_RTTS,
@@ -68,6 +69,7 @@ from .measure import (
     bed_scaling,
     file_bytes,
     file_system_points,
+    measure_ceiling,
     measure_disks,
     measure_file_systems,
     measure_flows,
@@ -209,9 +211,9 @@ def check_absolute_path(name: str, value: str) -> None:
 
 def topology(params: Params) -> Topology:
     """Client and server, each a whole VM; a LAN wire and a long fat WAN wire; the server's
-    two disks."""
+    two capped disks and the uncapped one of the parallel FS's ceiling."""
     b = (TopologyBuilder("s2-wan").node("client", whole_machine=True)
-         .node("server", machine="server", whole_machine=True, disks=(NFS_DISK, PFS_DISK)))
+         .node("server", machine="server", whole_machine=True, disks=(NFS_DISK, PFS_DISK, FREE_DISK)))
     b.link(("client", LAN, ADDRESSES[("client", LAN)]),
            ("server", LAN, ADDRESSES[("server", LAN)]))
     b.link(("client", WAN, ADDRESSES[("client", WAN)]),
@@ -220,7 +222,8 @@ def topology(params: Params) -> Topology:
            shaper=params.wan_shaper)
     return b.build(notes=f"S2: a LAN wire (unshaped) and a WAN wire of {params.wan_rate_mbit:g} "
                          f"Mbit/s, RTT {params.wan_rtt_ms:g} ms (BDP {params.bdp_bytes / 1e6:.2f}"
-                         " MB), between a client and a file server with two capped disks")
+                         " MB), between a client and a file server with two capped disks (and an "
+                         "uncapped one: the parallel FS's own ceiling)")
 
 
 def scale_timers(session: Session, bed, params: Params) -> int:
@@ -343,6 +346,9 @@ class S2(Study):
                             rows += measure_mtus(session, bed, params, order, rep)
                         rows += measure_file_systems(session, bed, params, configured, tuning,
                                                      order, rep)
+                        if tuning == "tuned":
+                            rows += measure_ceiling(session, bed, params, configured, order,
+                                                    rep, rows)
         session.results(pd.DataFrame(rows))
         session.note(order=order.record("per repetition: the raw disks, then the tunings in a "
                                         "new random order; within a tuning the windows, the "
