@@ -1,4 +1,5 @@
-"""fio: sequential file-system workloads, as command-line options, with JSON results.
+"""fio: sequential (and 4 KiB random-read) file-system workloads, as command-line options,
+with JSON results.
 
 Study S2 writes and reads large files in big blocks (the paper: a 4 GB file
 in 1 MB blocks, sequential; more clients as it goes) on NFS and on a parallel
@@ -13,7 +14,9 @@ sample is in tests/unit/tools/data/):
   reporting group (``groupid``), its numbers summed over the group's
   ``numjobs`` clones. Without group_reporting the clones are summed here
   by ``groupid``, so both read the same.
-* per direction (``read``/``write``): ``io_bytes`` moved, ``runtime`` in
+* per direction (``read``/``write``; a ``randread`` job's reads are under
+  ``read``, and :func:`parse_fio_json` names them ``randread`` from the
+  job's options): ``io_bytes`` moved, ``runtime`` in
   milliseconds, ``iops``, and ``clat_ns`` (completion latency: from the
   I/O's submission to its completion, in ns, with its sample count ``N``).
 * ``runtime`` counts the time the job did I/O; for a write with
@@ -28,6 +31,9 @@ field is in KiB/s): bytes moved over the group's longest runtime.
 A read job reads the files a write job of the same ``name`` and
 ``directory`` laid out (``NAME.J.0``, one per clone). fio lays out a file
 that is missing before reading it, which is a write: run the write first.
+A ``randread`` job reads ``block_size`` blocks at random offsets of its
+file(s) (study S2: the disk's seek cost, 4 KiB with ``direct``, over an
+existing file given as ``filename``).
 """
 
 from __future__ import annotations
@@ -42,7 +48,11 @@ from .registry import Tool
 
 FIO = Tool("fio", "fio --version", "fio")
 
-RW = ("write", "read")
+RW = ("write", "read", "randread")  # the access patterns a job may have
+#: the directions fio's JSON reports per job, and the pattern that a direction's numbers
+#: are named after when the job's ``rw`` is a random one
+DIRECTIONS = ("write", "read")
+RANDOM = {"read": "randread"}
 IOENGINES = ("psync", "sync", "libaio", "io_uring", "posixaio")
 MAX_JOBS = 256  # fio's own limit per job section is higher; a study never needs more clients
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}\Z")
@@ -54,7 +64,8 @@ _PATH = PATH
 
 @dataclass(frozen=True)
 class FioJob:
-    """One sequential fio job: ``numjobs`` clones, each moving ``size`` bytes.
+    """One fio job: ``numjobs`` clones, each moving ``size`` bytes, sequentially (``write``,
+    ``read``) or in blocks at random offsets (``randread``).
 
     Exactly one of ``directory`` (fio makes ``NAME.J.0`` in it per clone) and
     ``filename`` (every clone uses that one file) is given. ``runtime_s``
@@ -108,11 +119,12 @@ class FioJob:
             problems.append(f"ioengine {self.ioengine!r} is not one of {', '.join(IOENGINES)}")
         if not isinstance(self.fsync, int) or isinstance(self.fsync, bool) or self.fsync < 0:
             problems.append(f"fsync {self.fsync!r} is not a whole number >= 0")
-        if self.rw == "read" and self.fsync:
+        if self.rw != "write" and self.fsync:
             problems.append("fsync applies to writes only")
         if problems:
             raise SpecError(f"fio job {self.name!r}: " + "; ".join(problems),
-                            "sizes are bytes (e.g. 1048576 for 1 MiB), rw 'write' or 'read', "
+                            "sizes are bytes (e.g. 1048576 for 1 MiB), rw 'write', 'read' or "
+                            "'randread', "
                             "paths absolute on the node")
 
     def argv(self) -> list[str]:
@@ -141,7 +153,8 @@ class FioJob:
 
 @dataclass(frozen=True)
 class FioResult:
-    """One reporting group of one fio run, in one direction (units in the names).
+    """One reporting group of one fio run, in one direction (units in the names); ``rw``
+    is ``write``, ``read`` or, for a random-read job's reads, ``randread``.
 
     ``mb_per_s``: ``bytes`` / ``runtime_s`` in MB/s, 1 MB = 10^6 bytes.
     ``clat_mean_us``: mean completion latency over all the group's I/Os.
@@ -189,8 +202,11 @@ def parse_fio_json(text: str) -> list[FioResult]:
         # one entry per clone
         clones = len(members) if len(members) > 1 else \
             int(members[0].get("job options", {}).get("numjobs", 1))
-        for rw in RW:
-            stats = [m[rw] for m in members if m.get(rw, {}).get("io_bytes", 0) > 0]
+        pattern = str(members[0].get("job options", {}).get(
+            "rw", data.get("global options", {}).get("rw", "")))
+        for direction in DIRECTIONS:
+            stats = [m[direction] for m in members
+                     if m.get(direction, {}).get("io_bytes", 0) > 0]
             if not stats:
                 continue
             moved = sum(int(s["io_bytes"]) for s in stats)
@@ -199,7 +215,8 @@ def parse_fio_json(text: str) -> list[FioResult]:
             clat = (sum(float(s["clat_ns"]["mean"]) * int(s["clat_ns"]["N"]) for s in stats
                         if s.get("clat_ns", {}).get("N")) / samples / 1000.0) if samples else None
             results.append(FioResult(
-                name=str(members[0].get("jobname", "")), rw=rw,
+                name=str(members[0].get("jobname", "")),
+                rw=RANDOM[direction] if RANDOM.get(direction) == pattern else direction,
                 numjobs=clones,
                 bytes=moved, runtime_s=runtime,
                 mb_per_s=moved / runtime / 1e6 if runtime > 0 else float("nan"),

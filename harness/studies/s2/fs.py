@@ -282,6 +282,60 @@ def busy_pct(text: str) -> float | None:
     return 100.0 * (total - delta[3] - delta[4]) / total
 
 
+def laid_out_file(name: str, task: int = 0) -> str:
+    """The file :func:`fio` lays out for task ``task`` of the point ``name`` in its
+    directory: fio's ``JOBNAME.TASK.0`` (one file per task, with or without
+    group_reporting), the job named as :func:`fio` names it."""
+    return f"{name.replace('.', '_')}.{task}.0"
+
+
+#: bytes a seek-cost read asks for: 4 KiB, the page and file-system block size, so a
+#: random read costs a seek far more than a transfer (a rotating disk: milliseconds a seek, tens
+#: of microseconds a 4 KiB block at 100 MB/s)
+SEEK_BLOCK = 4096
+#: seconds each of the seek cost's two reads runs: thousands of reads on a local disk, and
+#: still hundreds on a lab disk throttled to a few MB/s (4 KiB at 2.5 MB/s: ~600 a second),
+#: so the mean latency is not a handful of samples; 2 x 3 s beside a repetition of minutes
+SEEK_RUN_S = 3.0
+
+
+def seek_cost(session: Session, node: Node, directory: str, file_name: str, name: str,
+              file_bytes: int, cold: bool = True) -> dict:
+    """The disk's seek cost on ``node``: 4 KiB O_DIRECT reads of the existing file
+    ``directory``/``file_name`` (``file_bytes`` long: a disk write point's, not yet
+    cleared), sequential then at random offsets, each for ``SEEK_RUN_S``; both JSONs
+    archived (``fio-NAME-seek-read.json``, ``fio-NAME-seek-randread.json``).
+
+    Returns fio's mean completion latency of each, ``seq_clat_ms`` and ``rand_clat_ms``,
+    and ``seek_ms``: the random read's over the sequential, what moving to a random place
+    on the disk adds to a read (a disk that does not seek: about 0). O_DIRECT bypasses the
+    page cache, and ``cold`` drops it first besides, so every read reaches the disk;
+    ``filename=`` reads the file as it is (fio lays out only a missing or short file)."""
+    if cold:
+        drop_caches((node,))
+    clat = {}
+    for rw in ("read", "randread"):
+        job = fio_tool.FioJob(name=f"{name.replace('.', '_')}-seek-{rw}", rw=rw,
+                              filename=f"{directory.rstrip('/')}/{file_name}",
+                              block_size=SEEK_BLOCK, size=file_bytes, direct=True,
+                              runtime_s=SEEK_RUN_S)
+        res = node.run(job.argv(), timeout=SEEK_RUN_S + 300, check=False, track=True)
+        session.raw(f"fio-{name}-seek-{rw}.json", res.stdout)
+        if not res.ok:
+            raise HarnessError(f"fio's 4 KiB O_DIRECT {rw} of {directory}/{file_name} on "
+                               f"{node.name} failed (exit {res.exit_status}): "
+                               f"{(res.stderr or res.stdout).strip()[-300:]}",
+                               "the disk's seek cost needs O_DIRECT reads (tmpfs has none): "
+                               "give a directory on the server's local disk")
+        (result,) = fio_tool.parse_fio_json(res.stdout)
+        if result.clat_mean_us is None:
+            raise HarnessError(f"fio's {rw} of {directory}/{file_name} on {node.name} "
+                               "reported no completion latency")
+        clat[rw] = result.clat_mean_us / 1000.0
+    return {"seq_clat_ms": clat["read"], "rand_clat_ms": clat["randread"],
+            "seek_ms": clat["randread"] - clat["read"]}
+
+
 COUNTERS = "@net"
 
 

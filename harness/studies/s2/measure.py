@@ -228,20 +228,29 @@ def file_bytes(session: Session, params, fs: str, path: str, clients: int, tunin
 
 
 def measure_disks(session: Session, server, configured: dict, params, rep: int) -> list[dict]:
-    """The raw disks (the paper's IOzone on ext3): fio on the server, each file system's disk."""
+    """The raw disks (the paper's IOzone on ext3): fio on the server, each file system's disk;
+    between its write and its read (which clears the file), the disk's seek cost on the file
+    the write laid out (:func:`harness.studies.s2.fs.seek_cost`), on both of its rows
+    (``seek_ms``, ``seq_clat_ms``, ``rand_clat_ms``)."""
     rows = []
     rtt = wan_rtt_s(session, params)
     for fs in params.measured_file_systems():
         if not configured[fs].get("disk_dir"):  # a user's file system without server_disk_dir
             continue
         size = file_bytes(session, params, fs, "local", 1, "tuned")
+        name, mine, seek = f"disk-{fs}-{rep}", [], {}
         for rw in ("write", "read"):
+            if rw == "read":
+                seek = s2_fs.seek_cost(session, server, configured[fs]["disk_dir"],
+                                       s2_fs.laid_out_file(name), name, size,
+                                       cold=params.drop_caches)
             result = s2_fs.fio(session, server, configured[fs]["disk_dir"], rw, 1, MIB, size,
-                               f"disk-{fs}-{rep}", cold=params.drop_caches and rw == "read",
+                               name, cold=params.drop_caches and rw == "read",
                                others=(), clear=True)
-            rows.append({"kind": "disk", "fs": fs, "path": "local", "repetition": rep,
+            mine.append({"kind": "disk", "fs": fs, "path": "local", "repetition": rep,
                          "rw": rw, "clients": 1, "block_kib": 1024, **result,
                          **lengths(result["seconds"], result["bytes"], rtt, params.bdp_bytes)})
+        rows += [{**row, **seek} for row in mine]
     return rows
 
 

@@ -19,6 +19,13 @@ DATA = Path(__file__).parent / "data"
 WRITE = (DATA / "fio-3.33-write-2jobs.json").read_text()
 READ = (DATA / "fio-3.33-read-2jobs.json").read_text()
 TWO_GROUPS = (DATA / "fio-3.33-two-groups.json").read_text()
+# and 4 KiB O_DIRECT reads of the 8 MiB file a write job (disk-nfs-1) laid out, sequential
+# and random, each for 1 s:
+#   fio --name=disk-nfs-1-seek-RW --filename=D/disk-nfs-1.0.0 --rw=RW --bs=4096
+#       --size=8388608 --numjobs=1 --direct=1 --ioengine=psync --time_based --runtime=1s
+#       --group_reporting --output-format=json      (RW: read, randread)
+SEQ_4K = (DATA / "fio-3.33-read-4k-direct.json").read_text()
+RAND_4K = (DATA / "fio-3.33-randread-4k-direct.json").read_text()
 
 
 def job(**kw) -> FioJob:
@@ -40,6 +47,17 @@ def test_argv_of_a_timed_direct_read_of_one_file():
     assert "--filename=/mnt/g/big" in argv and "--direct=1" in argv
     assert argv[-3:] == ["--time_based", "--runtime=30s", "--output-format=json"]
     assert not [a for a in argv if "fsync" in a]  # a read never syncs
+
+
+def test_argv_of_a_timed_direct_random_read_of_one_file():
+    argv = job(rw="randread", directory=None, filename="/run/s2/raw/disk-nfs-1.0.0",
+               block_size=4096, numjobs=1, direct=True, runtime_s=3).argv()
+    assert argv == [
+        "fio", "--name=seq", "--filename=/run/s2/raw/disk-nfs-1.0.0", "--rw=randread",
+        "--bs=4096", "--size=4194304", "--numjobs=1", "--direct=1", "--ioengine=psync",
+        "--time_based", "--runtime=3s", "--group_reporting", "--output-format=json"]
+    with pytest.raises(SpecError, match="writes only"):  # a random read never syncs either
+        job(rw="randread", fsync=4).argv()
 
 
 def test_fsync_every_n_blocks_and_no_end_fsync():
@@ -93,6 +111,26 @@ def test_parse_the_real_read():
     (res,) = parse_fio_json(READ)
     assert res.rw == "read" and res.bytes == 8 * 1048576 and res.numjobs == 2
     assert res.mb_per_s > 0 and res.clat_mean_us > 0
+
+
+def test_parse_the_real_random_read_reported_under_read():
+    """fio reports a randread job's reads under "read": named randread from its options."""
+    (res,) = parse_fio_json(RAND_4K)
+    raw = json.loads(RAND_4K)["jobs"][0]["read"]
+    assert (res.name, res.rw, res.numjobs) == ("disk-nfs-1-seek-randread", "randread", 1)
+    assert res.bytes == raw["io_bytes"] > 0 and res.runtime_s == raw["runtime"] / 1000
+    assert res.clat_mean_us == pytest.approx(raw["clat_ns"]["mean"] / 1000)
+    (seq,) = parse_fio_json(SEQ_4K)  # the sequential 4 KiB read stays a read
+    assert (seq.name, seq.rw) == ("disk-nfs-1-seek-read", "read")
+    assert seq.clat_mean_us == pytest.approx(
+        json.loads(SEQ_4K)["jobs"][0]["read"]["clat_ns"]["mean"] / 1000)
+
+
+def test_a_random_read_given_as_a_global_option_is_named_too():
+    data = json.loads(RAND_4K)
+    del data["jobs"][0]["job options"]["rw"]
+    data["global options"] = {"rw": "randread"}
+    assert [r.rw for r in parse_fio_json(json.dumps(data))] == ["randread"]
 
 
 def test_two_groups_are_two_results_in_order():
