@@ -100,6 +100,12 @@ SUPERSEDED: dict[str, str] = {
         "bandwidth claims, with the stated testbed's reading shown beside it, and each gain's "
         "measured ceiling in its note (s0/registration.toml, change #26 of 2026-11-29T23:47Z); "
         "replaced by the pooled reference made under it"),
+    "s2/20261130T073257Z-pool-5d50ea": (
+        "the first pooled S2 reference under the protocol (three runs, 2026-11-30); its referee "
+        "review (docs/reviews/s2-2026-11-30.md: 2 wrong) led to the parallel FS's own ceiling "
+        "measured and gating its six claims, the seek cost measured, task_scaling at the paper's "
+        "4 nodes for 9 tasks, nfs_untuned_capped two-sided and window_over_rtt a lab check "
+        "(s2/registration.toml, changes of 2026-11-30T08:34Z and 08:40Z); new reference pending"),
     "s1/20261130T003640Z-pool-268dbf": (
         "the first pooled S1 reference under the protocol (three runs, 2026-11-29/30); its "
         "referee review (docs/reviews/s1-2026-11-30.md) led to the TCG gate on the small-message "

@@ -48,11 +48,11 @@ from . import fs as s2_fs
 from .design import (
     ADDRESSES,
     FILE_SYSTEMS,
+    FREE_DISK,
     IPERF_PORTS,
     KIB,
     LAN,
     MIB,
-    FREE_DISK,
     NFS_DISK,
     PFS_DISK,
     POINT_RTTS,
