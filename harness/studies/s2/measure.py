@@ -322,6 +322,9 @@ def measure_file_systems(session: Session, bed, params, configured: dict, tuning
                                  # paper's clients were machines each: issue 34 item 11)
                                  "client_machines": CLIENT_MACHINES,
                                  "machines_per_task": CLIENT_MACHINES / n,
+                                 # the line a WAN claim asks the same point on the LAN to
+                                 # reach (its gate: the file system on its own disk, no WAN)
+                                 "line_mbyte_s": line_mbyte_s(session, params),
                                  **result, **path_share(result, path, rw),
                                  **lengths(result["seconds"], result["bytes"], rtt,
                                            params.bdp_bytes)})
