@@ -105,7 +105,13 @@ SUPERSEDED: dict[str, str] = {
         "review (docs/reviews/s2-2026-11-30.md: 2 wrong) led to the parallel FS's own ceiling "
         "measured and gating its six claims, the seek cost measured, task_scaling at the paper's "
         "4 nodes for 9 tasks, nfs_untuned_capped two-sided and window_over_rtt a lab check "
-        "(s2/registration.toml, changes of 2026-11-30T08:34Z and 08:40Z); new reference pending"),
+        "(s2/registration.toml, changes of 2026-11-30T08:34Z and 08:40Z); replaced by the pooled "
+        "reference made under them"),
+    "s2/20261130T094904Z-pool-d49573": (
+        "the second pooled S2 reference (three runs, 2026-11-30); its referee review "
+        "(docs/reviews/s2-2026-11-30-second.md: 1 wrong) led to the seek gate removed from the "
+        "two single-stream NFS claims and network_fine a lab check (s2/registration.toml, change "
+        "of 2026-11-30T09:55Z); new reference pending"),
     "s1/20261130T003640Z-pool-268dbf": (
         "the first pooled S1 reference under the protocol (three runs, 2026-11-29/30); its "
         "referee review (docs/reviews/s1-2026-11-30.md) led to the TCG gate on the small-message "
