@@ -58,13 +58,24 @@ def test_s2_small_run_in_two_vms(tmp_path, monkeypatch):
     routes = [c for c in meta["configuration"] if c["kind"] == "route"]
     assert sum("rto_min" in c["after"] for c in routes) >= 2
     kinds = [c["kind"] for c in meta["configuration"]]
-    assert kinds.count("lab-disk") == 2 and kinds.count("sysctl") >= 8
+    # the NFS and parallel-FS disks, and the parallel FS's uncapped one (its ceiling)
+    assert kinds.count("lab-disk") == 3 and kinds.count("sysctl") >= 8
+    assert disks["pfs-free"]["write_mbyte_s"] is None
     lines = [json.loads(line) for line in (run_dir / "journal.jsonl").read_text().splitlines()]
     journalled = {e["seq"] for e in lines if "kind" in e and "seq" in e}
     undone = {e["seq"] for e in lines if e.get("op") == "undone"}
     assert journalled <= undone, "every change of the run was undone"
     frame = pd.read_parquet(run_dir / "results.parquet")
-    assert set(frame.kind) == {"window", "flows", "mtu", "disk", "fs"}
+    assert set(frame.kind) == {"window", "flows", "mtu", "disk", "fs", "ceiling"}
+    # the parallel FS's own ceiling: its second volume (the uncapped disk) over the LAN, at the
+    # LAN's task counts, beside the same repetition's capped-disk write and the line
+    ceiling = frame[frame.kind == "ceiling"]
+    assert set(ceiling.clients) == {1, 2} and set(ceiling.path) == {"lan"}, ceiling
+    assert (ceiling.mbyte_s > 0).all() and (ceiling.disk_write_mbyte_s > 0).all()
+    assert (ceiling.line_mbyte_s > 0).all() and (ceiling.path_share > 0.95).all()
+    # each disk's seek cost measured (random minus sequential 4 KiB O_DIRECT reads)
+    assert frame[frame.kind == "disk"].seek_ms.notna().all()
+    assert list((run_dir / "raw").glob("fio-disk-nfs-1-seek-randread.json"))
     fs = frame[frame.kind == "fs"]
     assert set(fs.fs) == {"nfs", "pfs"} and set(fs.path) == {"lan", "wan"}
     assert set(fs[fs.tuning == "tuned"].clients) == {1, 2} and (fs.mbyte_s > 0).all()
