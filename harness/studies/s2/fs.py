@@ -269,7 +269,7 @@ def busy_pct(text: str) -> float | None:
     first and the last ``@cpu`` line of ``text``, percent; None without two such lines or
     without time between them. (A guest without paravirtual steal time counts the time its
     vCPU thread waited on the host as whatever it was running.)"""
-    lines = [line.split()[1:] for line in text.splitlines() if line.startswith(CPU + " ")]
+    lines = tagged_lines(text, CPU)
     if len(lines) < 2 or any(len(words) < 5 or not all(w.isdigit() for w in words)
                              for words in (lines[0], lines[-1])):
         return None
@@ -339,6 +339,12 @@ def seek_cost(session: Session, node: Node, directory: str, file_name: str, name
 COUNTERS = "@net"
 
 
+def tagged_lines(text: str, tag: str) -> list[list[str]]:
+    """The words after ``tag`` of each line of ``text`` that starts with it (the lines a
+    point's command printed before and after fio: ``@net``, ``@cpu``)."""
+    return [line.split()[1:] for line in text.splitlines() if line.startswith(tag + " ")]
+
+
 def counters_command(devices: tuple[str, ...]) -> str:
     """Shell: one line ``@net TX RX TX RX ...``, each device's byte counters in order."""
     files = " ".join(shlex.quote(f"/sys/class/net/{dev}/statistics/{what}_bytes")
@@ -350,7 +356,7 @@ def counter_deltas(paths: tuple[str, ...], text: str) -> dict[str, int]:
     """The bytes sent and received per path between the first and the last ``@net`` line of
     ``text`` (:func:`counters_command` before and after the point); none if either is
     missing or short (a device gone: the point has no traffic figures)."""
-    lines = [line.split()[1:] for line in text.splitlines() if line.startswith(COUNTERS + " ")]
+    lines = tagged_lines(text, COUNTERS)
     if len(lines) < 2 or any(len(words) != 2 * len(paths) or not all(w.isdigit() for w in words)
                              for words in (lines[0], lines[-1])):
         return {}

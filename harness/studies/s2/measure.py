@@ -223,7 +223,13 @@ def file_bytes(session: Session, params, fs: str, path: str, clients: int, tunin
     rate = expected_mbyte_s(session, params, fs, path, tuning)
     if rate is None:
         return 64 * MIB
-    per_task = params.point_rtts * wan_rtt_s(session, params) * rate * 1e6 / clients
+    return point_bytes(session, params, rate, clients, block)
+
+
+def point_bytes(session: Session, params, rate_mbyte_s: float, clients: int, block: int) -> int:
+    """Bytes each of ``clients`` tasks moves for ``point_rtts`` round trips of the scaled WAN
+    at ``rate_mbyte_s``, in whole blocks of ``block`` bytes (at least one)."""
+    per_task = params.point_rtts * wan_rtt_s(session, params) * rate_mbyte_s * 1e6 / clients
     return max(block, math.ceil(per_task / block) * block)
 
 
@@ -368,8 +374,7 @@ def measure_ceiling(session: Session, bed, params, configured: dict, order: Meas
                        volume=conf["free_volume"]) as mountpoint:
         for n, bs in order.shuffle(points):
             block = bs * KIB
-            per_task = (params.point_rtts * rtt * rate * 1e6 / n if rate else 64 * MIB)
-            size = max(block, math.ceil(per_task / block) * block)
+            size = point_bytes(session, params, rate, n, block) if rate else 64 * MIB
             result = s2_fs.fio(session, client, mountpoint, "write", n, block, size,
                                f"ceiling-pfs-lan-{n}-{bs}-{rep}", cold=False, others=(),
                                clear=True, write_only=True, interfaces=interfaces)
