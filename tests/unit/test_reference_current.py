@@ -111,7 +111,7 @@ SUPERSEDED: dict[str, str] = {
         "the second pooled S2 reference (three runs, 2026-11-30); its referee review "
         "(docs/reviews/s2-2026-11-30-second.md: 1 wrong) led to the seek gate removed from the "
         "two single-stream NFS claims and network_fine a lab check (s2/registration.toml, change "
-        "of 2026-11-30T09:53Z); new reference pending"),
+        "of 2026-11-30T09:53Z); replaced by the pooled reference made under it"),
     "s1/20261130T003640Z-pool-268dbf": (
         "the first pooled S1 reference under the protocol (three runs, 2026-11-29/30); its "
         "referee review (docs/reviews/s1-2026-11-30.md) led to the TCG gate on the small-message "
