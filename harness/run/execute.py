@@ -24,6 +24,7 @@ import yaml
 from ..archive.archive import COMPLETE, INCOMPLETE, Run, now_iso
 from ..errors import HarnessError, SpecError
 from ..studies import Study, study_of_notebook
+from .kernel_death import quiet_kernel_death
 from .kernels import ipc_kernel
 from .last_writer import outlive_other_writers
 from .session import format_error, sigterm_as_interrupt
@@ -184,6 +185,9 @@ def _execute(notebook: Path, given: dict, run: Run, study, progress: bool) -> No
     executed = run.path / "notebook.ipynb"
     started = time.monotonic()
     error: BaseException | None = None
+    # Ctrl-C or SIGTERM: nbclient shuts the kernel down, and its "Kernel died" lines (a log
+    # line and, at exit, an abandoned task's traceback) would follow the run's own ending line
+    quiet_kernel_death()
     with sigterm_as_interrupt():
         try:
             with ipc_kernel(run.journal) as kernel:

@@ -11,7 +11,10 @@ lines were seen in the test cluster's job logs (2026-11-26/27):
   channels first), printed when the interpreter exits;
 - inside the kernel, ipykernel's "Exception in message handler:" with a ``ZMQError``
   ("Socket operation on non-socket"): the cell's reply, sent after the undo, finds the
-  channels the shutdown request closed meanwhile (CI of 2026-11-27).
+  channels the shutdown request closed meanwhile (CI of 2026-11-27). Ctrl-C leaves the same
+  20-line traceback on the user's terminal (2026-11-30): the harness's process group gets
+  SIGINT, the kernel (its own session) does not, and nbclient interrupts it and then asks it
+  to shut down, so the interrupted cell's reply finds no channel either.
 
 Each is dropped only when its exception is one of a kernel or channel that is gone; the
 same messages with any other exception still reach the log.
@@ -67,5 +70,6 @@ def quiet_kernel_death() -> None:
 
 
 def quiet_own_death() -> None:
-    """In a kernel that SIGTERM is ending: its last reply may find its channels closed."""
+    """In a kernel that SIGTERM or an interrupt is ending: its last reply may find its channels
+    closed. Safe to call again."""
     _install(KERNEL_LOGGERS)

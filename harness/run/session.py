@@ -442,6 +442,10 @@ def open_session(study: str, parameters: dict, run_dir: str = "", inventory: str
                 yield session
         except BaseException as exc:
             error = exc
+            if isinstance(exc, KeyboardInterrupt):
+                # Ctrl-C reaches the kernel as nbclient's interrupt, followed by its shutdown
+                # request: the cell's reply after the undo finds the channels closed
+                quiet_own_death()
             try:
                 stalled = session.wire_stall(exc)
             except Exception as problem:  # noqa: BLE001 -- the run's own error stays the one raised

@@ -169,3 +169,33 @@ def test_the_last_cell_is_known_by_its_id_or_its_source(tmp_path):
     assert last.ran("print(a)", None)  # papermill, nbclient: the source, blanks aside
     assert last.ran("print(a, 'edited in JupyterLab')", nb.cells[1].id)  # Lab: the cell's id
     assert not last.ran("a = 1", nb.cells[0].id)
+
+
+def test_a_harness_run_drops_the_lines_of_its_kernel_shut_down(tmp_path, monkeypatch):
+    """Ctrl-C or SIGTERM: nbclient shuts the kernel down, and "Kernel died while waiting for
+    execute reply." and, at exit, an abandoned task's DeadKernelError traceback followed the
+    run's own ending line (seen 2026-11-30); `harness run` drops exactly those."""
+    import logging
+
+    import papermill
+
+    from harness.archive.archive import Run
+    from harness.run import execute
+    from harness.run.kernel_death import KernelGoneFilter
+
+    for name in ("asyncio", "papermill"):  # as a fresh process has them
+        monkeypatch.setattr(logging.getLogger(name), "filters", [])
+
+    def kernel_shut_down(*_args, **_kwargs):
+        raise DeadKernelError("Kernel died")
+
+    monkeypatch.setattr(papermill, "execute_notebook", kernel_shut_down)
+    run = Run.create("nbrun-demo", {}, tmp_path)
+    result = execute._execute(tmp_path / "demo.ipynb", {}, run, None, False)
+    assert result.status == "incomplete" and "Kernel died" in result.error
+    [quiet] = [f for f in logging.getLogger("papermill").filters
+               if isinstance(f, KernelGoneFilter)]
+    died = logging.LogRecord("papermill", logging.ERROR, __file__, 1,
+                             "Kernel died while waiting for execute reply.", (), None)
+    assert not quiet.filter(died)
+    assert any(isinstance(f, KernelGoneFilter) for f in logging.getLogger("asyncio").filters)
