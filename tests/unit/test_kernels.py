@@ -67,16 +67,6 @@ def test_a_hard_killed_harness_leaves_the_folder_to_its_journal(tmp_path):
     assert not folder.exists()
 
 
-CTRL_C = """
-import sys, papermill
-from harness.journal.journal import Journal
-from harness.run.kernels import ipc_kernel
-with ipc_kernel(Journal(sys.argv[4])) as kernel:
-    papermill.execute_notebook(sys.argv[1], sys.argv[2], kernel_name="python3",
-                               progress_bar=False, cwd=sys.argv[3], **kernel)
-"""
-
-
 def test_ctrl_c_during_a_session_prints_no_traceback_from_the_kernel(tmp_path):
     """Ctrl-C reaches papermill's process group, not the kernel (its own session): nbclient
     interrupts the kernel and asks it to shut down, and the interrupted cell's reply, sent
@@ -99,7 +89,7 @@ def test_ctrl_c_during_a_session_prints_no_traceback_from_the_kernel(tmp_path):
     root = Path(__file__).resolve().parents[2]
     env = {**os.environ, "PYTHONPATH": str(root), "HARNESS_LOCK_DIR": str(tmp_path / "locks")}
     env.pop("HARNESS_SHARE_MACHINE", None)
-    proc = subprocess.Popen([sys.executable, "-c", CTRL_C, str(notebook), str(tmp_path / "o.ipynb"),
+    proc = subprocess.Popen([sys.executable, "-c", SCRIPT, str(notebook), str(tmp_path / "o.ipynb"),
                              str(tmp_path), str(tmp_path / "journal.jsonl")],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=root,
                             env=env, start_new_session=True,  # a shell job: Ctrl-C reaches it all
